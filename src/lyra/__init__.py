@@ -1,0 +1,49 @@
+"""lyra: a supervisor that delegates work to child agents under deadlines.
+
+Every child failure is classified (timeout, missing_context, tool_error,
+invalid_task, partial), rendered as a report ending in ``<task_metadata>``
+tags, and handed to recovery strategies.
+"""
+
+from lyra._api import adelegate_task, delegate_task
+from lyra.delegation import (
+    ChildContext,
+    ChildFailure,
+    DelegationResult,
+    ErrorType,
+    FailureCategory,
+    TaskReport,
+    extract_blocker,
+    extract_category,
+    extract_completed_steps,
+    extract_files_modified,
+    extract_suggested_actions,
+    find_reports,
+    is_retryable,
+    parse_report,
+    render_report,
+)
+from lyra.supervisor import Supervisor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChildContext",
+    "ChildFailure",
+    "DelegationResult",
+    "ErrorType",
+    "FailureCategory",
+    "Supervisor",
+    "TaskReport",
+    "adelegate_task",
+    "delegate_task",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "parse_report",
+    "render_report",
+]

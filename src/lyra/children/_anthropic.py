@@ -1,0 +1,246 @@
+"""The Anthropic child: a Messages API tool-use loop behind the child contract.
+
+Every ``tool_use`` block runs through ``ctx.tool`` (usage counted, sync
+tools in a worker thread). The model ends the task with the ``finish`` tool
+(its result text) or the ``report_blocker`` tool (a category and a reason).
+Stop reasons: ``max_tokens`` → partial, ``refusal`` → invalid_task,
+``pause_turn`` → continue the turn. SDK errors propagate untouched and are
+classified in :mod:`lyra.delegation._foreign`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import pydantic
+
+from lyra.delegation import ChildContext, FailureCategory
+from lyra.errors import IncompleteOutput, TaskRejected, TransientError
+
+if TYPE_CHECKING:
+    import anthropic
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+FINISH = "finish"
+REPORT_BLOCKER = "report_blocker"
+_CONTROL_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": FINISH,
+        "description": "Call exactly once when the task is done, with the complete result.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"result": {"type": "string", "description": "The final result."}},
+            "required": ["result"],
+        },
+    },
+    {
+        "name": REPORT_BLOCKER,
+        "description": (
+            "Call when you cannot complete the task: missing_context (the prompt lacks "
+            "information you need), invalid_task (the task is contradictory or impossible), "
+            "tool_error (a tool keeps failing)."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "category": {
+                    "type": "string",
+                    "enum": ["missing_context", "invalid_task", "tool_error"],
+                },
+                "reason": {"type": "string", "description": "What blocks you, specifically."},
+            },
+            "required": ["category", "reason"],
+        },
+    },
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A function the model may call, with its JSON input schema."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    fn: Callable[..., Any] = field(repr=False)
+
+    @classmethod
+    def from_function(
+        cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> Tool:
+        """A tool from a typed function: its name, docstring and parameters."""
+        params = inspect.signature(fn).parameters
+        fields: dict[str, Any] = {
+            p.name: (
+                p.annotation if p.annotation is not inspect.Parameter.empty else Any,
+                ... if p.default is inspect.Parameter.empty else p.default,
+            )
+            for p in params.values()
+        }
+        model = pydantic.create_model(f"{fn.__name__}_input", **fields)
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        return cls(
+            name=name or fn.__name__,
+            description=description or inspect.getdoc(fn) or fn.__name__,
+            input_schema=schema,
+            fn=fn,
+        )
+
+    def param(self) -> dict[str, Any]:
+        """The tool as the Messages API expects it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.input_schema),
+        }
+
+
+@cache
+def _system_template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("lyra", "templates"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("child_system.txt.j2")
+
+
+class AnthropicChild:
+    """A child agent backed by an Anthropic model with tools.
+
+    ``client`` defaults to ``anthropic.AsyncAnthropic`` configured from the
+    environment, with the SDK's own retries off: lyra's recovery policy owns
+    retrying, so a 429 becomes a report with its ``retry-after`` instead of
+    a silent wait inside the deadline.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        model: str | None = None,
+        system: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_tokens: int = 4096,
+        max_turns: int = 24,
+    ) -> None:
+        self.tools = {t.name: t for t in map(_as_tool, tools)}
+        clash = self.tools.keys() & {FINISH, REPORT_BLOCKER}
+        if clash:
+            raise ValueError(f"tool names reserved by lyra: {sorted(clash)}")
+        self.model = model or os.environ.get("LYRA_MODEL", DEFAULT_MODEL)
+        self.system = system
+        self.max_tokens = max_tokens
+        self.max_turns = max_turns
+        self._client = client
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client (created on first use, so importing lyra stays fast)."""
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(max_retries=0)
+        return self._client
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
+        system = self.system or _system_template().render(
+            tools=list(self.tools.values()), subject=ctx.subject
+        )
+        for _turn in range(self.max_turns):
+            response = await self._create(system, tools, messages)
+            content = [block.model_dump(exclude_none=True) for block in response.content]
+            stop = response.stop_reason
+            if stop in ("max_tokens", "model_context_window_exceeded"):
+                raise IncompleteOutput(f"The model stopped early ({stop})")
+            if stop == "refusal":
+                raise TaskRejected("The model refused the task")
+            messages.append({"role": "assistant", "content": content})
+            if stop == "pause_turn":
+                continue
+            if stop != "tool_use":
+                return _text(response.content)
+            finished, results = await self._run_tools(response.content, ctx)
+            if finished is not None:
+                return finished
+            messages.append({"role": "user", "content": results})
+        raise IncompleteOutput(f"No result after {self.max_turns} model turns")
+
+    async def _create(
+        self, system: str, tools: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> Any:
+        """One Messages API call; a body the SDK cannot read is a transient failure."""
+        try:
+            response = await self.client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                system=system,
+                tools=tools,  # type: ignore[arg-type]
+                messages=messages,  # type: ignore[arg-type]
+            )
+        except json.JSONDecodeError as exc:  # the SDK does not wrap a broken JSON body
+            raise TransientError(f"The Messages API sent a malformed body: {exc}") from exc
+        if isinstance(response, str):  # a 200 that was not JSON at all
+            raise TransientError("The Messages API sent a body that is not a message")
+        return response
+
+    async def _run_tools(
+        self, blocks: Sequence[Any], ctx: ChildContext
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        results: list[dict[str, Any]] = []
+        for block in blocks:
+            if block.type != "tool_use":
+                continue
+            args = dict(block.input or {})
+            if block.name == FINISH:
+                return str(args.get("result", "")), results
+            if block.name == REPORT_BLOCKER:
+                ctx.block(_blocker_category(args), str(args.get("reason", "No reason given")))
+            results.append(await self._call(block.id, block.name, args, ctx))
+        return None, results
+
+    async def _call(
+        self, tool_use_id: str, name: str, args: dict[str, Any], ctx: ChildContext
+    ) -> dict[str, Any]:
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            return _tool_result(tool_use_id, f"Unknown tool {name!r}; tools: {known}", error=True)
+        output = await ctx.tool(name, tool.fn, **args)
+        ctx.step(f"Ran {name}")
+        return _tool_result(tool_use_id, output if isinstance(output, str) else repr(output))
+
+
+def _as_tool(tool: Tool | Callable[..., Any]) -> Tool:
+    return tool if isinstance(tool, Tool) else Tool.from_function(tool)
+
+
+def _blocker_category(args: Mapping[str, Any]) -> FailureCategory:
+    """The declared category; an unknown one means the model found the task unworkable."""
+    value = str(args.get("category", ""))
+    allowed = _CONTROL_TOOLS[1]["input_schema"]["properties"]["category"]["enum"]
+    return FailureCategory(value) if value in allowed else FailureCategory.INVALID_TASK
+
+
+def _tool_result(tool_use_id: str, content: str, *, error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if error:
+        result["is_error"] = True
+    return result
+
+
+def _text(blocks: Sequence[Any]) -> str:
+    return "\n".join(block.text for block in blocks if block.type == "text")

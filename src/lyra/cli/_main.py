@@ -1,0 +1,64 @@
+"""``lyra``: delegate, analyze proteins, parse reports, read event logs.
+
+Data goes to stdout, progress and logs to stderr. Exit status: 0 when
+everything completed, 1 when something failed, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from lyra.cli import _commands
+from lyra.errors import ConfigurationError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+_EPILOG = """\
+examples:
+  lyra analyze P04637 XXXXX Q8I3H7          analyse three proteins offline
+  lyra analyze P04637 --json                the final output as JSON
+  lyra delegate "Analyze P04637" --timeout 60
+  lyra report parse transcript.txt          every report in a file, as JSON
+  lyra logs stats runs/*/events.jsonl       failure statistics
+
+exit status: 0 all completed, 1 some failed, 2 usage error
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="lyra",
+        description="Delegate work to child agents under deadlines; classify and "
+        "recover from their failures.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lyra {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for register in _commands.REGISTRY:
+        register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except ConfigurationError as exc:
+        print(f"lyra: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `lyra … | head` closed the pipe: not an error
+        sys.stderr.close()
+        return EXIT_OK
+    return status
+
+
+def _version() -> str:
+    from lyra import __version__
+
+    return __version__

@@ -1,0 +1,48 @@
+"""One child, one attempt: deadline, progress tracking, classification, reports."""
+
+from lyra.delegation._child import Child, ChildAgent, ChildFn, as_callable, default_child
+from lyra.delegation._context import ChildContext
+from lyra.delegation._delegate import check_timeout, new_session_id, run_attempt
+from lyra.delegation._models import (
+    ChildFailure,
+    DelegationResult,
+    ErrorType,
+    FailureCategory,
+    TaskReport,
+)
+from lyra.delegation._parse_helpers import (
+    extract_blocker,
+    extract_category,
+    extract_completed_steps,
+    extract_files_modified,
+    extract_suggested_actions,
+    is_retryable,
+)
+from lyra.delegation._report import escape, find_reports, parse_report, render_report
+
+__all__ = [
+    "Child",
+    "ChildAgent",
+    "ChildContext",
+    "ChildFailure",
+    "ChildFn",
+    "DelegationResult",
+    "ErrorType",
+    "FailureCategory",
+    "TaskReport",
+    "as_callable",
+    "check_timeout",
+    "default_child",
+    "escape",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "new_session_id",
+    "parse_report",
+    "render_report",
+    "run_attempt",
+]

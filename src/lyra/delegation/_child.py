@@ -1,0 +1,65 @@
+"""The child contract: an async callable ``child(prompt, ctx) -> str`` or an
+object with ``async def run(self, prompt, ctx) -> str``."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from lyra.delegation._context import ChildContext
+from lyra.errors import ConfigurationError
+
+
+@runtime_checkable
+class ChildAgent(Protocol):
+    """A child agent object: ``await child.run(prompt, ctx)`` returns the output."""
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        """Do the task and return its result text."""
+        ...
+
+
+ChildFn: TypeAlias = Callable[[str, ChildContext], Awaitable[str]]
+Child: TypeAlias = ChildAgent | ChildFn
+
+
+def as_callable(child: Child) -> ChildFn:
+    """The coroutine function behind any child, checked once before it runs."""
+    run = getattr(child, "run", None)
+    if run is not None and inspect.iscoroutinefunction(run):
+        return run  # type: ignore[no-any-return]
+    if callable(child):
+        return child
+    raise ConfigurationError(
+        f"{child!r} is not a child agent: pass an async callable child(prompt, ctx) "
+        "or an object with 'async def run(self, prompt, ctx)'"
+    )
+
+
+def default_child() -> Child:
+    """The configured default child.
+
+    ``LYRA_CHILD`` chooses: ``anthropic`` (needs ``ANTHROPIC_API_KEY``),
+    ``protein`` (the offline protein child) or ``auto`` (the default:
+    Anthropic when a key is set, otherwise the offline protein child).
+    """
+    choice = os.environ.get("LYRA_CHILD", "auto").strip().lower() or "auto"
+    has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    if choice == "anthropic" or (choice == "auto" and has_key):
+        if not has_key:
+            raise ConfigurationError(
+                "LYRA_CHILD=anthropic needs ANTHROPIC_API_KEY; set it, "
+                "or use LYRA_CHILD=protein for the offline protein child"
+            )
+        from lyra.children import AnthropicChild
+
+        return AnthropicChild()
+    if choice in ("auto", "protein"):
+        from lyra.proteins import ProteinChild
+
+        return ProteinChild()
+    raise ConfigurationError(
+        f"LYRA_CHILD={choice!r} names no child; use 'auto', 'anthropic' or 'protein'"
+    )

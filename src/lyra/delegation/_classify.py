@@ -1,0 +1,138 @@
+"""The failure taxonomy: DESIGN §3's rule table, first match wins.
+
+``classify`` looks at what happened to one attempt (our deadline, a declared
+blocker, an exception reduced to a :class:`~._foreign.Cause`) and at the
+progress the child reported, and returns the category, whether a retry can
+help, and the rule that decided it (``evidence``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lyra.delegation._context import ChildContext
+from lyra.delegation._foreign import Cause, Kind, describe
+from lyra.delegation._models import ErrorType, FailureCategory
+
+_C = FailureCategory
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The category of one failed attempt and why."""
+
+    category: FailureCategory
+    retryable: bool
+    error_type: ErrorType
+    evidence: str
+    message: str
+    blocked_on: str
+    retry_after: float | None = None
+    cause: Cause | None = None
+
+
+# Rules 6-10: the category an exception's kind falls into when no earlier
+# rule matched, with its retryability and the rule's words.
+_BY_KIND: dict[Kind, tuple[FailureCategory, bool, str]] = {
+    Kind.TRANSIENT: (_C.TOOL_ERROR, True, "rule 6: transient infrastructure failure"),
+    Kind.ENVIRONMENT: (_C.TOOL_ERROR, True, "rule 7: fixable environment problem"),
+    Kind.PERMANENT: (_C.TOOL_ERROR, False, "rule 8: permanent infrastructure failure"),
+    Kind.MALFORMED_TASK: (_C.INVALID_TASK, False, "rule 9: the task itself is malformed"),
+    Kind.UNKNOWN: (_C.TOOL_ERROR, False, "rule 10: unrecognised error"),
+}
+
+
+def exception_text(exc: BaseException) -> str:
+    """``Type: message`` as Python prints it, for reports."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def classify_timeout(ctx: ChildContext) -> Verdict:
+    """Rule 1: our deadline passed; retryable only if the child made progress."""
+    progress = ctx.made_progress
+    return Verdict(
+        category=_C.TIMEOUT,
+        retryable=progress,
+        error_type=ErrorType.TIMEOUT,
+        evidence=(
+            "rule 1: the deadline passed "
+            + ("after progress" if progress else "with no tool run and no step completed")
+        ),
+        message=f"Child timed out after {ctx.timeout:g}s",
+        blocked_on="Time limit insufficient" if progress else "No progress before the deadline",
+    )
+
+
+def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
+    """Rules 2-10 for an attempt that ended in an exception."""
+    if ctx.blocked is not None:
+        return classify_blocked(ctx)
+    cause = describe(exc)
+    text = exception_text(exc)
+    via_tool = f" in tool '{ctx.failed_tool}'" if ctx.raised_by_tool(exc) else ""
+    source = f"{cause.source}{via_tool}"
+
+    def verdict(category: FailureCategory, retryable: bool, rule: str) -> Verdict:
+        return Verdict(
+            category=category,
+            retryable=retryable,
+            error_type=cause.error_type,
+            evidence=f"{rule} ({source})",
+            message=text,
+            blocked_on=text,
+            retry_after=cause.retry_after,
+            cause=cause,
+        )
+
+    if cause.kind is Kind.INVALID_INPUT and not ctx.made_progress:
+        return verdict(_C.INVALID_TASK, False, "rule 3: the input failed validation")
+    if cause.kind is Kind.NOT_FOUND:
+        return verdict(_C.INVALID_TASK, False, "rule 4: the subject does not exist")
+    if cause.kind is Kind.INCOMPLETE:
+        return verdict(_C.PARTIAL, True, "rule 5: the child stopped before finishing")
+    if ctx.completed_steps:
+        steps = len(ctx.completed_steps)
+        return verdict(_C.PARTIAL, True, f"rule 5: failed after {steps} completed step(s)")
+    if cause.kind is Kind.INVALID_INPUT:  # validation failed after tools ran: rule 10
+        return verdict(*_BY_KIND[Kind.UNKNOWN])
+    return verdict(*_BY_KIND[cause.kind])
+
+
+def classify_invalid_output(output: object, ctx: ChildContext) -> Verdict:
+    """Rule 10 for a child that broke the contract by returning a non-string."""
+    text = f"Child returned {type(output).__name__}, not str"
+    return Verdict(
+        category=_C.TOOL_ERROR,
+        retryable=False,
+        error_type=ErrorType.UNKNOWN,
+        evidence="rule 10: the child broke its contract (output must be str)",
+        message=text,
+        blocked_on=text,
+    )
+
+
+def classify_blank_prompt() -> Verdict:
+    """Rule 3 before the child runs: an empty prompt is no task."""
+    return Verdict(
+        category=_C.INVALID_TASK,
+        retryable=False,
+        error_type=ErrorType.DATA,
+        evidence="rule 3: the prompt is empty",
+        message="The prompt is empty",
+        blocked_on="Empty prompt",
+    )
+
+
+def classify_blocked(ctx: ChildContext) -> Verdict:
+    """Rule 2: the child declared itself blocked (even if it swallowed the signal)."""
+    assert ctx.blocked is not None
+    category = ctx.blocked.category
+    return Verdict(
+        category=category,
+        retryable=category is _C.TOOL_ERROR,
+        error_type=ErrorType.DATA if category is not _C.TOOL_ERROR else ErrorType.UNKNOWN,
+        evidence=f"rule 2: the child declared itself blocked ({category})",
+        message=ctx.blocked.reason,
+        blocked_on=ctx.blocked.reason,
+    )

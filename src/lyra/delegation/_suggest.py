@@ -1,0 +1,103 @@
+"""Suggested recovery actions: text for a human or a parent model.
+
+Nothing in lyra executes these. Names taken from error text (a module, a
+command) are only quoted when they look like plain identifiers, so a hostile
+error message cannot smuggle a shell command into a suggestion.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lyra.delegation._classify import Verdict
+from lyra.delegation._foreign import Kind
+from lyra.delegation._models import ErrorType, FailureCategory
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
+_MODULE = re.compile(r"No module named '([^']+)'")
+_IMPORT_NAME = re.compile(r"cannot import name '([^']+)'")
+_COMMAND = re.compile(r"([^\s:'\"]+): command not found|command not found: ([^\s'\"]+)")
+
+
+def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[str, ...]:
+    """Recovery actions for a failure, from its category and cause."""
+    match verdict.category:
+        case FailureCategory.TIMEOUT:
+            return _timeout(verdict, timeout)
+        case FailureCategory.MISSING_CONTEXT:
+            return (
+                "Include specific file paths, identifiers or data in the prompt",
+                "Provide full context (the child has no access to the parent's history)",
+            )
+        case FailureCategory.INVALID_TASK:
+            return _invalid(verdict, subject)
+        case FailureCategory.PARTIAL:
+            return (
+                "Complete remaining work: continue from the last completed step",
+                f"Fix blocker: {_first_line(verdict.blocked_on)}",
+            )
+        case FailureCategory.TOOL_ERROR:
+            return _tool_error(verdict)
+
+
+def _timeout(verdict: Verdict, timeout: float) -> tuple[str, ...]:
+    if verdict.retryable:
+        return (f"Retry with timeout={timeout * 2:g}s", "Break task into smaller subtasks")
+    return (
+        "Break task into smaller subtasks",
+        f"Check the task is feasible: no progress was made in {timeout:g}s",
+    )
+
+
+def _invalid(verdict: Verdict, subject: str | None) -> tuple[str, ...]:
+    if verdict.error_type is ErrorType.NOT_FOUND:
+        what = f"'{subject}'" if subject else "the subject"
+        return (f"Check the identifier: {what} was not found", "Remove it from the task")
+    return (
+        "Clarify task requirements",
+        "Break into simpler, well-defined tasks",
+        "Provide specific success criteria",
+    )
+
+
+def _tool_error(verdict: Verdict) -> tuple[str, ...]:
+    kind = verdict.cause.kind if verdict.cause else None
+    if kind is Kind.TRANSIENT:
+        wait = verdict.retry_after
+        first = (
+            f"Retry after at least {wait:g}s (the service asked for it)"
+            if wait
+            else "Retry with exponential backoff"
+        )
+        return (first, "Check the service's status if the failure persists")
+    if kind is Kind.ENVIRONMENT:
+        return _environment(verdict.message)
+    if kind is Kind.PERMANENT:
+        return (
+            "Check credentials, permissions and billing; retrying will not help",
+            "Verify the configured model and endpoint",
+        )
+    return ("Inspect the error and fix the child or its tool before retrying",)
+
+
+def _environment(message: str) -> tuple[str, ...]:
+    module = _MODULE.search(message) or _IMPORT_NAME.search(message)
+    if module:
+        package = module.group(1).split(".")[0]
+        if _SAFE_NAME.fullmatch(package):
+            return (f"Install missing dependencies: pip install {package}",)
+        return ("Install the missing dependency named in the error",)
+    if "PermissionError" in message or "permission denied" in message.lower():
+        return ("Check file permissions",)
+    command = _COMMAND.search(message)
+    if command:
+        name = command.group(1) or command.group(2)
+        if _SAFE_NAME.fullmatch(name):
+            return (f"Verify command exists: which {name}",)
+    if "FileNotFoundError" in message:
+        return ("Verify the file or command named in the error exists",)
+    return ("Fix the environment named in the error, then retry",)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text

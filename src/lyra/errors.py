@@ -1,0 +1,92 @@
+"""lyra's exceptions.
+
+Failures of a *child* never raise out of ``delegate_task``: they become
+reports. The exceptions below are for the caller's mistakes, for signals a
+child sends on purpose, and for the one documented parser error::
+
+    LyraError
+    ├── ConfigurationError        no child available, bad option (caller's fault)
+    ├── ReportParseError          text holds no lyra report (also a ValueError)
+    └── ChildSignal               raised *inside* a child, classified, never escapes
+        ├── ChildBlocked          ctx.block(category, reason) / report_blocker
+        ├── SubjectNotFound       the subject does not exist (404 soft failure)
+        ├── InvalidInput          the input failed validation before any work
+        ├── TaskRejected          the task itself is malformed (a model refused it)
+        ├── TransientError        infrastructure hiccup worth retrying (retry_after)
+        └── IncompleteOutput      the child stopped early (model hit max_tokens)
+
+Third-party errors (the Anthropic SDK, httpx) are translated in exactly one
+place, :mod:`lyra.delegation._classify`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lyra.delegation._models import FailureCategory
+
+__all__ = [
+    "ChildBlocked",
+    "ChildSignal",
+    "ConfigurationError",
+    "IncompleteOutput",
+    "InvalidInput",
+    "LyraError",
+    "ReportParseError",
+    "SubjectNotFound",
+    "TaskRejected",
+    "TransientError",
+]
+
+
+class LyraError(Exception):
+    """Base class of every exception lyra defines."""
+
+
+class ConfigurationError(LyraError):
+    """lyra cannot run as configured (for example, no child is available)."""
+
+
+class ReportParseError(LyraError, ValueError):
+    """The text holds no lyra report, or the report is malformed beyond repair."""
+
+
+class ChildSignal(LyraError):
+    """A failure a child raises on purpose so that it is classified precisely."""
+
+
+class ChildBlocked(ChildSignal):
+    """The child declared itself blocked; raised by ``ChildContext.block``."""
+
+    def __init__(self, category: FailureCategory, reason: str) -> None:
+        super().__init__(reason)
+        self.category = category
+        self.reason = reason
+
+
+class SubjectNotFound(ChildSignal, LookupError):
+    """The task's subject (a protein, a file) does not exist."""
+
+
+class InvalidInput(ChildSignal, ValueError):
+    """The input failed validation before any work was done."""
+
+
+class TaskRejected(ChildSignal):
+    """The task itself is malformed or was refused (a model's ``refusal``)."""
+
+
+class TransientError(ChildSignal):
+    """A transient infrastructure failure; ``retry_after`` in seconds if known."""
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class IncompleteOutput(ChildSignal):
+    """The child stopped before finishing (for a model: ``max_tokens``)."""

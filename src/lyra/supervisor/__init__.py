@@ -1,0 +1,5 @@
+"""Many children: the Supervisor and its fan-out."""
+
+from lyra.supervisor._supervisor import Supervisor
+
+__all__ = ["Supervisor"]

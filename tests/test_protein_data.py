@@ -1,0 +1,258 @@
+"""Tests for the bundled protein dataset and the script that builds it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "src" / "lyra" / "proteins" / "data" / "proteins.json"
+SCRIPT = REPO / "scripts" / "build_protein_data.py"
+FIXTURES = REPO / "tests" / "fixtures" / "recorded"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "proteins"
+
+LYRA_ID = re.compile(r"^[A-Za-z0-9]{1,15}$")
+DOCUMENT = json.loads(DATA.read_text(encoding="utf-8"))
+ENTRIES: dict[str, dict[str, Any]] = DOCUMENT["entries"]
+ENTRY_KEYS = {
+    "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
+    "alphafold", "sources",
+}  # fmt: skip
+ALPHAFOLD_KEYS = {"entry_id", "model_version", "global_plddt", "fractions", "plddt"}
+EXPECTED = {
+    "P04637", "Q8I3H7", "P69905", "P00533", "P38398", "P01308", "P0DTC2", "P05067",
+    "A1YPR0", "A0A0C5B5G6",
+}  # fmt: skip
+
+
+def _records() -> list[tuple[str, dict[str, Any]]]:
+    """Every entry and every nested isoform, labelled by accession."""
+    out = []
+    for acc, entry in sorted(ENTRIES.items()):
+        out.append((acc, entry))
+        out.extend((iso["accession"], iso) for iso in entry.get("isoforms", []))
+    return out
+
+
+RECORDS = _records()
+WITH_AF = [(acc, rec["alphafold"]) for acc, rec in RECORDS if rec["alphafold"]]
+WITH_PLDDT = [(acc, af) for acc, af in WITH_AF if af["plddt"] is not None]
+WITH_FRACTIONS = [(acc, af) for acc, af in WITH_AF if af["fractions"] is not None]
+
+
+def _band(value: float) -> str:
+    """AlphaFold confidence band name for one pLDDT value."""
+    if value < 50:
+        return "very_low"
+    if value < 70:
+        return "low"
+    return "confident" if value < 90 else "very_high"
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """The shared raw data directory next to the repo, or skip when it is absent."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared protein data not found at {SHARED}")
+    return SHARED
+
+
+def test_bundled_json_has_schema_version_1() -> None:
+    """The bundled JSON loads and declares schema version 1 with a source note."""
+    assert DOCUMENT["schema_version"] == 1
+    assert isinstance(DOCUMENT["source_note"], str)
+    assert "\n" not in DOCUMENT["source_note"]
+    assert "CC-BY 4.0" in DOCUMENT["source_note"]
+
+
+def test_bundled_json_contains_every_shared_accession() -> None:
+    """Exactly the accessions found in the shared data are top-level entries."""
+    assert set(ENTRIES) == EXPECTED
+
+
+def test_file_is_deterministically_formatted() -> None:
+    """The file ends in one newline and has its keys sorted at the top level."""
+    text = DATA.read_text(encoding="utf-8")
+    assert text.endswith("}\n")
+    assert list(DOCUMENT) == sorted(DOCUMENT)
+    assert list(ENTRIES) == sorted(ENTRIES)
+
+
+@pytest.mark.parametrize("acc", sorted(ENTRIES))
+def test_entry_has_required_fields(acc: str) -> None:
+    """Each entry has a valid lyra id key, the schema's fields, and a description and organism."""
+    entry = ENTRIES[acc]
+    assert LYRA_ID.match(acc)
+    assert set(entry) - {"isoforms"} == ENTRY_KEYS
+    assert entry["uniprot_id"] == acc
+    assert isinstance(entry["description"], str)
+    assert entry["description"].strip()
+    assert isinstance(entry["organism"], str)
+    assert entry["organism"].strip()
+    assert entry["sources"]
+    assert entry["sources"] == sorted(set(entry["sources"]))
+    if entry["alphafold"] is not None:
+        assert set(entry["alphafold"]) == ALPHAFOLD_KEYS
+
+
+@pytest.mark.parametrize(("acc", "record"), RECORDS, ids=[acc for acc, _ in RECORDS])
+def test_length_matches_sequence(acc: str, record: dict[str, Any]) -> None:
+    """length equals len(sequence) and both are null together."""
+    if record["sequence"] is None:
+        assert record["length"] is None
+    else:
+        assert record["length"] == len(record["sequence"])
+        assert re.fullmatch(r"[ACDEFGHIKLMNPQRSTVWY]+", record["sequence"])
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_PLDDT, ids=[acc for acc, _ in WITH_PLDDT])
+def test_plddt_covers_every_residue(acc: str, af: dict[str, Any]) -> None:
+    """Per-residue pLDDT has one value per residue of the (full-length) model."""
+    record = dict(RECORDS)[acc]
+    assert len(af["plddt"]) == record["length"]
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_PLDDT, ids=[acc for acc, _ in WITH_PLDDT])
+def test_global_plddt_is_mean_of_plddt(acc: str, af: dict[str, Any]) -> None:
+    """global_plddt is the 2-decimal mean of the per-residue values."""
+    plddt = af["plddt"]
+    assert af["global_plddt"] == round(sum(plddt) / len(plddt), 2)
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_PLDDT, ids=[acc for acc, _ in WITH_PLDDT])
+def test_fractions_match_plddt_bands(acc: str, af: dict[str, Any]) -> None:
+    """Fractions equal the share of residues in each AlphaFold band."""
+    plddt = af["plddt"]
+    for name, fraction in af["fractions"].items():
+        count = sum(1 for value in plddt if _band(value) == name)
+        assert fraction == round(count / len(plddt), 3)
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_FRACTIONS, ids=[acc for acc, _ in WITH_FRACTIONS])
+def test_fractions_sum_to_one(acc: str, af: dict[str, Any]) -> None:
+    """The four band fractions sum to 1 within rounding."""
+    assert set(af["fractions"]) == {"very_low", "low", "confident", "very_high"}
+    assert sum(af["fractions"].values()) == pytest.approx(1.0, abs=0.002)
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_AF, ids=[acc for acc, _ in WITH_AF])
+def test_plddt_values_are_in_range(acc: str, af: dict[str, Any]) -> None:
+    """Every pLDDT value (per residue and global) lies in [0, 100]."""
+    values = list(af["plddt"] or [])
+    if af["global_plddt"] is not None:
+        values.append(af["global_plddt"])
+    assert all(0 <= value <= 100 for value in values)
+    assert all(value == round(value, 2) for value in values)
+
+
+@pytest.mark.parametrize(
+    ("acc", "path", "expected"),
+    [
+        ("P04637", ("description",), "Cellular tumor antigen p53"),
+        ("P04637", ("gene",), "TP53"),
+        ("P04637", ("length",), 393),
+        ("P04637", ("alphafold", "global_plddt"), 75.05),
+        ("Q8I3H7", ("gene",), None),
+        ("Q8I3H7", ("length",), None),
+        ("Q8I3H7", ("sequence",), None),
+        ("Q8I3H7", ("alphafold", "plddt"), None),
+        ("Q8I3H7", ("alphafold", "global_plddt"), 85.57),
+        (
+            "Q8I3H7",
+            ("function",),
+            "May protect the malaria parasite against attack by the immune system.",
+        ),
+        ("A0A0C5B5G6", ("alphafold", "global_plddt"), 72.08),
+        ("A0A0C5B5G6", ("length",), 16),
+        ("P05067", ("length",), 770),
+        ("P38398", ("length",), 1863),
+        ("P69905", ("length",), 142),
+    ],
+)
+def test_known_real_values(acc: str, path: tuple[str, ...], expected: object) -> None:
+    """Spot values match the real data (README.txt and the raw files)."""
+    value: Any = ENTRIES[acc]
+    for key in path:
+        value = value[key]
+    assert value == expected
+
+
+def test_isoforms_are_nested_not_top_level() -> None:
+    """P05067 isoforms sit in an isoforms list, never as dashed top-level keys."""
+    isoforms = ENTRIES["P05067"]["isoforms"]
+    accessions = [iso["accession"] for iso in isoforms]
+    assert all(re.fullmatch(r"P05067-\d+", acc) for acc in accessions)
+    assert not set(accessions) & set(ENTRIES)
+    two = next(iso for iso in isoforms if iso["accession"] == "P05067-2")
+    assert two["length"] == 305
+    assert len(two["alphafold"]["plddt"]) == 305
+
+
+def test_rebuild_is_byte_identical(shared_dir: Path, tmp_path: Path) -> None:
+    """Running the build script again reproduces the bundled file byte for byte."""
+    out = tmp_path / "proteins.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--shared", str(shared_dir), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == DATA.read_bytes()
+
+
+def _model_residue_counts(shared: Path) -> dict[str, int]:
+    """Residue count (CA atoms) of each model file in the shared data, by accession."""
+    counts: dict[str, int] = {}
+    for path in sorted(shared.glob("AF-*-F1-model_v*.*")):
+        acc = path.name[3:].partition("-F1-model")[0]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if path.suffix == ".pdb":
+            n = sum(1 for line in lines if line.startswith("ATOM") and line[12:16] == " CA ")
+        else:
+            n = sum(1 for line in lines if line.startswith("ATOM") and line.split()[3] == "CA")
+        assert counts.setdefault(acc, n) == n
+    return counts
+
+
+def test_plddt_length_equals_model_residue_count(shared_dir: Path) -> None:
+    """Per-residue pLDDT length equals the residue count of the source model file."""
+    counts = _model_residue_counts(shared_dir)
+    records = dict(RECORDS)
+    assert counts
+    for acc, n in counts.items():
+        assert len(records[acc]["alphafold"]["plddt"]) == n
+
+
+def test_sources_name_shared_files(shared_dir: Path) -> None:
+    """Every listed source is a file in the shared data directory."""
+    for _, record in RECORDS:
+        for name in record["sources"]:
+            assert (shared_dir / name).is_file(), name
+
+
+@pytest.mark.parametrize(
+    ("fixture", "source"),
+    [
+        ("afdb_prediction_P05067.json", "afdb_api_prediction_P05067.json"),
+        ("uniprot_P04637.json", "uniprot_P04637_subset.json"),
+        ("uniprot_P69905.json", "uniprot_P69905_trimmed.json"),
+    ],
+)
+def test_recorded_fixture_is_byte_copy(fixture: str, source: str, shared_dir: Path) -> None:
+    """Each recorded response fixture is a byte-for-byte copy of its shared source."""
+    assert (FIXTURES / fixture).read_bytes() == (shared_dir / source).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "fixture", ["afdb_prediction_P05067.json", "uniprot_P04637.json", "uniprot_P69905.json"]
+)
+def test_recorded_fixture_is_json(fixture: str) -> None:
+    """Each recorded response fixture exists and parses as JSON."""
+    assert json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))
