@@ -81,11 +81,18 @@ class TransientError(ChildSignal):
     """A transient infrastructure failure; ``retry_after`` in seconds if known."""
 
     def __init__(
-        self, message: str, *, retry_after: float | None = None, status: int | None = None
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        error_type: str = "connection",
     ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.status = status
+        self.error_type = error_type
+        """The fine cause when no status says it: an :class:`~lyra.ErrorType` value."""
 
 
 class IncompleteOutput(ChildSignal):

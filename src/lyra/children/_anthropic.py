@@ -192,9 +192,13 @@ class AnthropicChild:
                 messages=messages,  # type: ignore[arg-type]
             )
         except json.JSONDecodeError as exc:  # the SDK does not wrap a broken JSON body
-            raise TransientError(f"The Messages API sent a malformed body: {exc}") from exc
+            raise TransientError(
+                f"The Messages API sent a malformed body: {exc}", error_type="data"
+            ) from exc
         if isinstance(response, str):  # a 200 that was not JSON at all
-            raise TransientError("The Messages API sent a body that is not a message")
+            raise TransientError(
+                "The Messages API sent a body that is not a message", error_type="data"
+            )
         return response
 
     async def _run_tools(

@@ -147,7 +147,9 @@ def _transient_error(exc: TransientError) -> Cause:
     if exc.status is not None:
         by_status = from_status(exc.status, f"lyra.TransientError(HTTP {exc.status})")
         return Cause(by_status.kind, by_status.error_type, by_status.source, exc.retry_after)
-    return Cause(Kind.TRANSIENT, ErrorType.CONNECTION, "lyra.TransientError", exc.retry_after)
+    known = {member.value for member in ErrorType}
+    error_type = ErrorType(exc.error_type) if exc.error_type in known else ErrorType.UNKNOWN
+    return Cause(Kind.TRANSIENT, error_type, "lyra.TransientError", exc.retry_after)
 
 
 def _anthropic(exc: BaseException) -> Cause:

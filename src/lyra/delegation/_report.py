@@ -180,19 +180,22 @@ def find_reports(text: str) -> Iterator[TaskReport]:
         region = text[start : block.start()]
         start = block.end()
         try:
-            report = _parse_one(region, block.group(1), strip_lead=True)
+            report: TaskReport | None = _parse_one(region, block.group(1), strip_lead=True)
         except ReportParseError:
-            continue
-        if report.status == "failed":  # earlier headers in the region are reports too
+            report = None
+        if report is None:
+            yield from _headerless_reports(region)
+        elif report.status == "failed":  # earlier headers in the region are reports too
             yield from _headerless_reports(region[: _last_header(region) or 0])
-        yield report
+        if report is not None:
+            yield report
     yield from _headerless_reports(text[start:])
 
 
 def _headerless_reports(region: str) -> Iterator[TaskReport]:
     """Failure reports without metadata, each from its header line to the next."""
     starts = [m.start() for m in re.finditer(rf"(?m)^{re.escape(HEADER)}", region)]
-    for begin, end in zip(starts, [*starts[1:], len(region)], strict=True):
+    for begin, end in zip(starts, [*starts[1:], len(region)], strict=False):
         try:
             yield _parse_one(region[begin:end], None, strip_lead=False)
         except ReportParseError:

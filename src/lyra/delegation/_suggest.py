@@ -16,7 +16,11 @@ from lyra.delegation._models import ErrorType, FailureCategory
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
 _MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORT_NAME = re.compile(r"cannot import name '([^']+)'")
-_COMMAND = re.compile(r"([^\s:'\"]+): command not found|command not found: ([^\s'\"]+)")
+_COMMAND = re.compile(
+    r"([^\s:'\"]+): command not found"
+    r"|command not found: ([^\s'\"]+)"
+    r"|Command '\[?'?([^\s'\",\]]+)[^']*' returned non-zero exit status 127"
+)
 
 
 def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[str, ...]:
@@ -91,7 +95,7 @@ def _environment(message: str) -> tuple[str, ...]:
         return ("Check file permissions",)
     command = _COMMAND.search(message)
     if command:
-        name = command.group(1) or command.group(2)
+        name = next(group for group in command.groups() if group)
         if _SAFE_NAME.fullmatch(name):
             return (f"Verify command exists: which {name}",)
     if "FileNotFoundError" in message:

@@ -1,0 +1,64 @@
+"""Test-wide guards: no network, no real model, no configured default child."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, str):  # AF_UNIX path
+        return True
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _guarded(real: Any) -> Any:
+    def connect(self: socket.socket, address: Any) -> Any:
+        if not _is_local(address):
+            raise ConnectionRefusedError(f"tests may not touch the network (tried {address!r})")
+        return real(self, address)
+
+    return connect
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_network() -> Iterator[None]:
+    """Refuse every connection that does not stay on this machine (so no test
+    can reach a real model endpoint or data service, or spend money)."""
+    socket.socket.connect = _guarded(_real_connect)  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded(_real_connect_ex)  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No real API key, no child choice, and structlog as the library leaves it."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LYRA_CHILD", "LYRA_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # a refused local port
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run async tests on asyncio (lyra targets anyio; asyncio is what users run)."""
+    return "asyncio"

@@ -1,0 +1,242 @@
+"""The Anthropic child, with the real SDK against a local Messages API server."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import pytest
+
+from fakes.messages_api import (
+    MessagesAPI,
+    Reply,
+    error,
+    malformed,
+    message,
+    overloaded,
+    rate_limited,
+    slow,
+    text,
+    tool_use,
+)
+from lyra import Supervisor, parse_report
+from lyra.children import AnthropicChild, Tool
+from lyra.delegation._foreign import ANTHROPIC_ERRORS, Kind, describe
+
+pytestmark = pytest.mark.anyio
+
+
+def get_plddt(protein_id: str) -> str:
+    """Mean pLDDT of a protein's AlphaFold model."""
+    return json.dumps({"protein_id": protein_id, "mean_plddt": 75.05})
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Any]:
+    """Real SDK clients pointed at a fake server, closed after the test."""
+    clients: list[anthropic.AsyncAnthropic] = []
+
+    def make(api: MessagesAPI) -> anthropic.AsyncAnthropic:
+        client = anthropic.AsyncAnthropic(base_url=api.url, api_key="test-key", max_retries=0)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+async def delegate(api: MessagesAPI, client_for: Any, timeout: float = 5.0) -> Any:
+    child = AnthropicChild(tools=[get_plddt], client=client_for(api), model="claude-sonnet-5-5")
+    return await Supervisor(child).delegate("How reliable is P04637?", timeout=timeout)
+
+
+async def test_tool_use_conversation_finishes_with_the_result(client_for: Any) -> None:
+    """Each tool_use runs through ctx.tool and the finish tool's result is the output."""
+    script = [
+        message([tool_use("get_plddt", {"protein_id": "P04637"})], stop_reason="tool_use"),
+        message(
+            [text("Reliable core."), tool_use("finish", {"result": "pLDDT 75.05: medium"})],
+            stop_reason="tool_use",
+        ),
+    ]
+    with MessagesAPI(script) as api:
+        result = await delegate(api, client_for)
+    assert (result.status, result.output) == ("completed", "pLDDT 75.05: medium")
+    second = api.requests[1]["messages"]
+    tool_result = second[-1]["content"][0]
+    assert tool_result["type"] == "tool_result"
+    assert json.loads(tool_result["content"]) == {"protein_id": "P04637", "mean_plddt": 75.05}
+    assert {t["name"] for t in api.requests[0]["tools"]} == {
+        "get_plddt",
+        "finish",
+        "report_blocker",
+    }
+
+
+async def test_report_blocker_ends_with_the_declared_category(client_for: Any) -> None:
+    """The report_blocker tool becomes a failure of the declared category."""
+    script = [
+        message(
+            [
+                tool_use(
+                    "report_blocker",
+                    {"category": "missing_context", "reason": "Which protein is 'it'?"},
+                )
+            ],
+            stop_reason="tool_use",
+        )
+    ]
+    with MessagesAPI(script) as api:
+        result = await delegate(api, client_for)
+    assert result.failure.category == "missing_context"
+    assert result.failure.blocked_on == "Which protein is 'it'?"
+    assert result.failure.suggested_retry is False
+
+
+@pytest.mark.parametrize(
+    ("reply", "category", "retryable", "error_type"),
+    [
+        (message([text("cut")], stop_reason="max_tokens"), "partial", True, "data"),
+        (message([text("no")], stop_reason="refusal"), "invalid_task", False, "data"),
+        (rate_limited(7), "tool_error", True, "rate_limit"),
+        (overloaded(), "tool_error", True, "rate_limit"),
+        (error(500, "api_error", "boom"), "tool_error", True, "unknown"),
+        (error(400, "invalid_request_error", "bad"), "invalid_task", False, "data"),
+        (error(401, "authentication_error", "bad key"), "tool_error", False, "auth"),
+        (error(404, "not_found_error", "model: nope"), "tool_error", False, "not_found"),
+        (malformed(), "tool_error", True, "data"),
+    ],
+    ids=["max_tokens", "refusal", "429", "529", "500", "400", "401", "404", "malformed"],
+)
+async def test_model_outcomes_are_classified(
+    client_for: Any, reply: Reply, category: str, retryable: bool, error_type: str
+) -> None:
+    """Stop reasons and API errors from the real SDK land in the right category."""
+    with MessagesAPI([reply]) as api:
+        result = await delegate(api, client_for)
+    failure = result.failure
+    assert (failure.category, failure.suggested_retry, failure.error_type) == (
+        category,
+        retryable,
+        error_type,
+    )
+
+
+async def test_retry_after_of_a_429_is_kept(client_for: Any) -> None:
+    """The retry-after header of a real 429 reaches the failure and its suggestion."""
+    with MessagesAPI([rate_limited(7)]) as api:
+        result = await delegate(api, client_for)
+    assert result.failure.retry_after == 7.0
+    assert "7s" in result.failure.suggested_actions[0]
+
+
+async def test_pause_turn_continues_the_turn(client_for: Any) -> None:
+    """A pause_turn stop sends the conversation back and the child goes on."""
+    script = [
+        message([text("thinking…")], stop_reason="pause_turn"),
+        message([tool_use("finish", {"result": "done"})], stop_reason="tool_use"),
+    ]
+    with MessagesAPI(script) as api:
+        result = await delegate(api, client_for)
+    assert result.output == "done"
+    assert api.requests[1]["messages"][-1]["role"] == "assistant"
+
+
+async def test_reply_slower_than_the_deadline_is_a_timeout(client_for: Any) -> None:
+    """A model call slower than the deadline ends as our timeout, promptly."""
+    with MessagesAPI([slow(message("late"), 5)], strict=False) as api:
+        started = time.perf_counter()
+        result = await delegate(api, client_for, timeout=0.3)
+        elapsed = time.perf_counter() - started
+    assert result.failure.category == "timeout"
+    assert elapsed < 1.5
+
+
+async def test_tool_exception_propagates_as_tool_error(client_for: Any) -> None:
+    """An exception inside a model-called tool fails the child, classified by its cause."""
+
+    def flaky_lookup(protein_id: str) -> str:
+        """Look a protein up."""
+        raise ConnectionResetError("upstream reset")
+
+    script = [message([tool_use("flaky_lookup", {"protein_id": "P04637"})], stop_reason="tool_use")]
+    with MessagesAPI(script) as api:
+        child = AnthropicChild(tools=[flaky_lookup], client=client_for(api))
+        result = await Supervisor(child).delegate("look it up", timeout=5)
+    assert (result.failure.category, result.failure.tool_usage) == (
+        "tool_error",
+        {"flaky_lookup": 1},
+    )
+    assert "flaky_lookup" in result.failure.evidence
+
+
+async def test_unknown_tool_is_reported_back_to_the_model(client_for: Any) -> None:
+    """A tool name the child does not have is answered as an error, not a crash."""
+    script = [
+        message([tool_use("delete_everything", {})], stop_reason="tool_use"),
+        message([tool_use("finish", {"result": "ok"})], stop_reason="tool_use"),
+    ]
+    with MessagesAPI(script) as api:
+        result = await delegate(api, client_for)
+    answer = api.requests[1]["messages"][-1]["content"][0]
+    assert answer["is_error"] is True
+    assert result.output == "ok"
+
+
+def test_tool_schema_comes_from_the_signature() -> None:
+    """Tool.from_function builds the JSON schema from a typed signature and docstring."""
+    tool = Tool.from_function(get_plddt)
+    assert tool.description == "Mean pLDDT of a protein's AlphaFold model."
+    assert tool.input_schema["required"] == ["protein_id"]
+    assert tool.input_schema["properties"]["protein_id"]["type"] == "string"
+
+
+def _sdk_exception_classes() -> list[type[BaseException]]:
+    return sorted(
+        (
+            obj
+            for _, obj in inspect.getmembers(anthropic, inspect.isclass)
+            if issubclass(obj, BaseException)
+        ),
+        key=lambda cls: cls.__name__,
+    )
+
+
+def test_every_sdk_exception_class_is_mapped() -> None:
+    """Each exception class the installed anthropic SDK exports has an explicit mapping."""
+    unmapped = [
+        cls.__name__ for cls in _sdk_exception_classes() if cls.__name__ not in ANTHROPIC_ERRORS
+    ]
+    assert unmapped == []
+
+
+def test_spend_limits_are_not_retried_although_the_sdk_calls_them_rate_limits() -> None:
+    """A spend limit subclasses RateLimitError in the SDK but maps to a permanent failure."""
+    assert issubclass(anthropic.EnforcedSpendLimitReachedError, anthropic.RateLimitError)
+    assert ANTHROPIC_ERRORS["EnforcedSpendLimitReachedError"][0] is Kind.PERMANENT
+
+
+def test_connection_errors_map_without_a_response() -> None:
+    """SDK errors raised before any response (connection, timeout) translate too."""
+    import httpx2
+
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+    assert describe(anthropic.APIConnectionError(request=request)).kind is Kind.TRANSIENT
+    assert describe(anthropic.APITimeoutError(request=request)).error_type == "timeout"
+
+
+async def test_report_text_round_trips_for_model_failures(client_for: Any) -> None:
+    """The rendered report of a model failure parses back to the same fields."""
+    with MessagesAPI([rate_limited(3)]) as api:
+        result = await delegate(api, client_for)
+    parsed = parse_report(result.report)
+    assert (parsed.category, parsed.retryable, parsed.session_id) == (
+        "tool_error",
+        True,
+        result.session_id,
+    )

@@ -1,0 +1,232 @@
+"""delegate_task / Supervisor.delegate: the contract around one child attempt."""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+import lyra
+from lyra import ChildContext, DelegationResult, Supervisor, delegate_task, parse_report
+from lyra.errors import ConfigurationError
+
+pytestmark = pytest.mark.anyio
+
+PUBLIC = {
+    "ChildContext",
+    "ChildFailure",
+    "DelegationResult",
+    "ErrorType",
+    "FailureCategory",
+    "Supervisor",
+    "TaskReport",
+    "adelegate_task",
+    "delegate_task",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "parse_report",
+    "render_report",
+}
+
+
+def test_public_surface_is_explicit_and_sorted() -> None:
+    """lyra.__all__ is exactly the documented public names, sorted, and all importable."""
+    assert set(lyra.__all__) >= PUBLIC
+    assert list(lyra.__all__) == sorted(lyra.__all__)
+    assert all(hasattr(lyra, name) for name in lyra.__all__)
+
+
+async def echo(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("echoed")
+    return prompt.upper()
+
+
+class EchoAgent:
+    """A child written as an object with async run()."""
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        return f"agent: {prompt}"
+
+
+def test_sync_success_report_ends_in_metadata() -> None:
+    """delegate_task returns the output followed by a completed metadata block."""
+    report = delegate_task("hello", child=echo, timeout=5)
+    assert report.startswith("HELLO\n\n<task_metadata>")
+    assert report.endswith("</task_metadata>")
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.output, parsed.attempt) == ("completed", "HELLO", 1)
+
+
+async def test_supervisor_returns_a_typed_result() -> None:
+    """Supervisor().delegate gives a DelegationResult with output, session and report."""
+    result = await Supervisor(EchoAgent()).delegate(
+        "hi", timeout=5, session_id="child-fixed", subject="P04637"
+    )
+    assert isinstance(result, DelegationResult)
+    assert (result.status, result.output, result.failure, result.session_id) == (
+        "completed",
+        "agent: hi",
+        None,
+        "child-fixed",
+    )
+    assert parse_report(result.report).subject == "P04637"
+
+
+async def test_events_are_a_contract() -> None:
+    """A failed delegation emits exactly the documented started and failed events."""
+
+    async def blocked(prompt: str, ctx: ChildContext) -> str:
+        ctx.block("missing_context", "Which file?")
+
+    with capture_logs() as events:
+        await Supervisor(blocked).delegate(
+            "fix it", timeout=5, session_id="child-1", subject="S", attempt=2
+        )
+    assert events[0] == {
+        "event": "delegation_started",
+        "log_level": "info",
+        "session_id": "child-1",
+        "subject": "S",
+        "attempt": 2,
+        "timeout": 5.0,
+    }
+    failed = dict(events[1])
+    assert isinstance(failed.pop("duration"), float)
+    assert failed == {
+        "event": "delegation_failed",
+        "log_level": "info",
+        "session_id": "child-1",
+        "subject": "S",
+        "attempt": 2,
+        "category": "missing_context",
+        "retryable": False,
+        "error_type": "data",
+        "blocked_on": "Which file?",
+        "evidence": "rule 2: the child declared itself blocked (missing_context)",
+    }
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_interrupts_propagate_at_once(interrupt: type[BaseException]) -> None:
+    """KeyboardInterrupt and SystemExit raised in a child are never turned into reports."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        raise interrupt()
+
+    with pytest.raises(interrupt):
+        delegate_task("task", child=child, timeout=5)
+
+
+async def test_cancelling_the_caller_cancels_the_child() -> None:
+    """Cancellation from outside propagates through the delegation; nothing is reported."""
+    reached_end = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(10)
+        reached_end.append(True)
+        return "late"
+
+    with anyio.move_on_after(0.1) as scope:
+        await Supervisor(child).delegate("task", timeout=60)
+    assert scope.cancelled_caught
+    assert reached_end == []
+
+
+async def test_blocking_form_refuses_to_run_inside_an_event_loop() -> None:
+    """Calling delegate_task from async code is a clear error pointing to the async form."""
+    with pytest.raises(RuntimeError, match="adelegate_task"):
+        delegate_task("task", child=echo, timeout=5)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan])
+def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
+    """A non-positive or non-finite timeout raises ValueError instead of running."""
+    with pytest.raises(ValueError, match="timeout"):
+        delegate_task("task", child=echo, timeout=timeout)
+
+
+def test_a_non_child_is_a_configuration_error() -> None:
+    """Passing something that is no child agent raises ConfigurationError."""
+    with pytest.raises(ConfigurationError, match="not a child agent"):
+        delegate_task("task", child=42, timeout=5)  # type: ignore[arg-type]
+
+
+def test_anthropic_without_a_key_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LYRA_CHILD=anthropic with no API key fails with a message that says what to set."""
+    monkeypatch.setenv("LYRA_CHILD", "anthropic")
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        delegate_task("task", timeout=5)
+
+
+def test_unknown_child_choice_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown LYRA_CHILD names the valid choices."""
+    monkeypatch.setenv("LYRA_CHILD", "gpt")
+    with pytest.raises(ConfigurationError, match="'auto', 'anthropic' or 'protein'"):
+        delegate_task("task", timeout=5)
+
+
+async def test_context_tracks_tools_steps_and_files() -> None:
+    """ctx.tool counts usage and the last successful tool; steps and files reach the failure."""
+
+    def ok_tool(x: int) -> int:
+        return x * 2
+
+    async def async_tool(x: int) -> int:
+        return x + 1
+
+    def failing_tool() -> None:
+        raise RuntimeError("broken")
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        assert await ctx.tool("double", ok_tool, 21) == 42
+        assert await ctx.tool("inc", async_tool, x=1) == 2
+        await ctx.tool("double", ok_tool, 1)
+        ctx.step("did things")
+        ctx.file_modified("out.txt")
+        ctx.file_modified("out.txt")
+        await ctx.tool("broken", failing_tool)
+        return "never"
+
+    result = await Supervisor(child).delegate("task", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert failure.tool_usage == {"double": 2, "inc": 1, "broken": 1}
+    assert failure.last_successful_tool == "double"
+    assert (failure.completed_steps, failure.files_modified) == (("did things",), ("out.txt",))
+    assert "in tool 'broken'" in failure.evidence
+
+
+async def test_exception_groups_are_classified_by_their_first_error() -> None:
+    """A child using a task group fails by the error inside the group."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        async def fail() -> None:
+            raise ConnectionRefusedError("no route")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fail)
+        return "never"
+
+    result = await Supervisor(child).delegate("task", timeout=5)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("tool_error", "connection")
+
+
+async def test_block_with_a_category_a_child_cannot_declare_is_refused() -> None:
+    """ctx.block only accepts missing_context, invalid_task and tool_error."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.block("timeout", "no")
+
+    result = await Supervisor(child).delegate("task", timeout=5)
+    assert result.failure is not None
+    assert "can block only with one of" in result.failure.message
