@@ -23,6 +23,7 @@ from lyra.delegation import (
     parse_report,
     render_report,
 )
+from lyra.recovery import RecoveryPolicy, adelegate_with_retry, delegate_with_retry
 from lyra.supervisor import Supervisor
 
 __version__ = "0.1.0"
@@ -33,10 +34,13 @@ __all__ = [
     "DelegationResult",
     "ErrorType",
     "FailureCategory",
+    "RecoveryPolicy",
     "Supervisor",
     "TaskReport",
     "adelegate_task",
+    "adelegate_with_retry",
     "delegate_task",
+    "delegate_with_retry",
     "extract_blocker",
     "extract_category",
     "extract_completed_steps",

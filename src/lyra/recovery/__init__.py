@@ -1,0 +1,25 @@
+"""After a failure: pick a strategy by category, re-delegate, stop on budget."""
+
+from lyra.recovery._api import adelegate_with_retry, delegate_with_retry
+from lyra.recovery._loop import AttemptRecord, RecoveryOutcome, recover
+from lyra.recovery._policy import Fixer, RecoveryPolicy
+from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
+from lyra.recovery._strategies import ContextProvider
+from lyra.recovery._testing import is_testing, record_waits, set_testing
+
+__all__ = [
+    "AttemptRecord",
+    "ContextProvider",
+    "Fixer",
+    "RecoveryOutcome",
+    "RecoveryPolicy",
+    "adelegate_with_retry",
+    "continuation_prompt",
+    "decompose",
+    "delegate_with_retry",
+    "enriched_prompt",
+    "is_testing",
+    "record_waits",
+    "recover",
+    "set_testing",
+]

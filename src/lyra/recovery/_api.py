@@ -1,0 +1,68 @@
+"""``delegate_with_retry`` and ``adelegate_with_retry``: the recovery loop, as text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from lyra._api import run_blocking
+from lyra.delegation import Child
+from lyra.recovery._loop import recover
+from lyra.recovery._policy import RecoveryPolicy
+from lyra.recovery._strategies import ContextProvider
+
+
+async def adelegate_with_retry(
+    prompt: str,
+    *,
+    child: Child | None = None,
+    max_retries: int = 3,
+    base_timeout: float = 300.0,
+    policy: RecoveryPolicy | None = None,
+    context_provider: ContextProvider | None = None,
+    subject: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> str:
+    """Delegate with recovery; return the last report (its ``<attempt>`` tag says which).
+
+    ``max_retries`` applies when no ``policy`` is given; a policy carries its own.
+    """
+    outcome = await recover(
+        prompt,
+        child=child,
+        base_timeout=base_timeout,
+        policy=policy or RecoveryPolicy(max_retries=max_retries),
+        context_provider=context_provider,
+        subject=subject,
+        context=context,
+    )
+    return outcome.report
+
+
+def delegate_with_retry(
+    prompt: str,
+    *,
+    child: Child | None = None,
+    max_retries: int = 3,
+    base_timeout: float = 300.0,
+    policy: RecoveryPolicy | None = None,
+    context_provider: ContextProvider | None = None,
+    subject: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> str:
+    """Blocking form of :func:`adelegate_with_retry`."""
+    return run_blocking(
+        "adelegate_with_retry",
+        partial(
+            adelegate_with_retry,
+            prompt,
+            child=child,
+            max_retries=max_retries,
+            base_timeout=base_timeout,
+            policy=policy,
+            context_provider=context_provider,
+            subject=subject,
+            context=context,
+        ),
+    )

@@ -1,0 +1,247 @@
+"""The recovery loop: attempt, classify, pick a strategy, attempt again."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from lyra.delegation import (
+    Child,
+    ChildFailure,
+    DelegationResult,
+    FailureCategory,
+    TaskReport,
+    check_timeout,
+    default_child,
+    new_session_id,
+    render_report,
+    run_attempt,
+)
+from lyra.recovery import _testing
+from lyra.recovery._policy import RecoveryPolicy
+from lyra.recovery._prompts import subtask_prompt
+from lyra.recovery._strategies import ContextProvider, LoopState, Plan, next_plan
+
+log = structlog.get_logger("lyra")
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a recovery loop."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    strategy: str
+    timeout: float
+    wait: float
+    result: DelegationResult
+
+
+class RecoveryOutcome(BaseModel):
+    """The last result of a recovery loop and every attempt that led to it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    result: DelegationResult
+    attempts: tuple[AttemptRecord, ...]
+
+    @property
+    def report(self) -> str:
+        """The last attempt's report text (its ``<attempt>`` tag says which)."""
+        return self.result.report
+
+    @property
+    def recovered(self) -> bool:
+        """True when a failed attempt was followed by success."""
+        return self.result.ok and len(self.attempts) > 1
+
+
+async def recover(
+    prompt: str,
+    *,
+    child: Child | None = None,
+    base_timeout: float = 300.0,
+    policy: RecoveryPolicy | None = None,
+    context_provider: ContextProvider | None = None,
+    subject: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    task_id: str | None = None,
+) -> RecoveryOutcome:
+    """Delegate ``prompt`` and recover from failures until success or no strategy is left.
+
+    Stops on success, on a failure no strategy applies to, after
+    ``policy.max_retries`` retries, or when ``policy.total_budget`` is spent.
+    """
+    policy = policy or RecoveryPolicy()
+    child = child if child is not None else default_child()
+    task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
+    attempt = partial(_attempt, child, subject=subject, context=context, task_id=task_id)
+    clock = _Clock(policy.total_budget)
+    state = LoopState(prompt=prompt)
+    plan: Plan | None = Plan(
+        "initial", prompt, clock.clamp(min(check_timeout(base_timeout), policy.timeout_cap))
+    )
+    history: list[AttemptRecord] = []
+    while plan is not None:
+        number = len(history) + 1
+        result = await attempt(plan, number)
+        history.append(
+            AttemptRecord(
+                number=number,
+                strategy=plan.strategy,
+                timeout=plan.timeout,
+                wait=plan.wait,
+                result=result,
+            )
+        )
+        if result.failure is None or state.retries >= policy.max_retries:
+            break
+        plan = await next_plan(result.failure, plan, state, policy, context_provider)
+        plan = clock.fit(plan)
+        if plan is not None:
+            state.retries += 1
+            _log_recovery(plan, number + 1, result.failure, task_id=task_id, subject=subject)
+            await clock.sleep(plan.wait)
+    return RecoveryOutcome(task_id=task_id, result=history[-1].result, attempts=tuple(history))
+
+
+class _Clock:
+    """Elapsed time of the loop, counting waits skipped in testing mode."""
+
+    def __init__(self, budget: float | None) -> None:
+        self.budget = budget
+        self.started = time.monotonic()
+        self.skipped = 0.0
+
+    def remaining(self) -> float:
+        if self.budget is None:
+            return float("inf")
+        return self.budget - (time.monotonic() - self.started + self.skipped)
+
+    def clamp(self, timeout: float) -> float:
+        return max(min(timeout, self.remaining()), 0.001)
+
+    def fit(self, plan: Plan | None) -> Plan | None:
+        """The plan with its timeout cut to the budget, or ``None`` when none is left."""
+        if plan is None:
+            return None
+        left = self.remaining() - plan.wait
+        if left <= 0:
+            return None
+        return Plan(plan.strategy, plan.prompt, min(plan.timeout, left), plan.wait, plan.subtasks)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if _testing.is_testing():
+            self.skipped += seconds
+        await _testing.sleep(seconds)
+
+
+async def _attempt(
+    child: Child,
+    plan: Plan,
+    number: int,
+    *,
+    subject: str | None,
+    context: Mapping[str, Any] | None,
+    task_id: str,
+) -> DelegationResult:
+    context = {**(context or {}), "task_id": task_id, "strategy": plan.strategy}
+    if plan.subtasks:
+        return await _decomposed(child, plan, number, subject=subject, context=context)
+    return await run_attempt(
+        child, plan.prompt, timeout=plan.timeout, subject=subject, attempt=number, context=context
+    )
+
+
+async def _decomposed(
+    child: Child,
+    plan: Plan,
+    number: int,
+    *,
+    subject: str | None,
+    context: Mapping[str, Any],
+) -> DelegationResult:
+    """Run each subtask with its share of the time; aggregate one result."""
+    share = plan.timeout / len(plan.subtasks)
+    results = []
+    for index, subtask in enumerate(plan.subtasks, 1):
+        sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
+        results.append(
+            await run_attempt(
+                child, sub_prompt, timeout=share, subject=subject, attempt=number, context=context
+            )
+        )
+    return _aggregate(plan.subtasks, results, attempt=number, subject=subject)
+
+
+def _aggregate(
+    subtasks: tuple[str, ...],
+    results: list[DelegationResult],
+    *,
+    attempt: int,
+    subject: str | None,
+) -> DelegationResult:
+    session_id = new_session_id()
+    duration = round(sum(r.duration for r in results), 6)
+    done = [(s, r) for s, r in zip(subtasks, results, strict=True) if r.ok]
+    failed = [r.failure for r in results if r.failure is not None]
+    output = "\n\n".join(f"## {s}\n\n{r.output}" for s, r in done) if not failed else None
+    failure = None
+    if failed:
+        first = failed[0]
+        failure = first.model_copy(
+            update={
+                "category": FailureCategory.PARTIAL if done else first.category,
+                "suggested_retry": bool(done) or first.suggested_retry,
+                "message": f"{len(failed)} of {len(subtasks)} subtasks failed; first: "
+                f"{first.message}",
+                "completed_steps": tuple(f"Subtask done: {s}" for s, _ in done),
+                "session_id": session_id,
+                "duration": duration,
+                "evidence": f"decomposition: {len(done)} of {len(subtasks)} subtasks completed",
+            }
+        )
+    report = TaskReport.of(
+        output=output,
+        failure=failure,
+        attempt=attempt,
+        subject=subject,
+        session_id=session_id,
+        duration=duration,
+    )
+    return DelegationResult(
+        status=report.status,
+        output=output,
+        failure=failure,
+        session_id=session_id,
+        duration=duration,
+        report=render_report(report),
+        attempt=attempt,
+        subject=subject,
+    )
+
+
+def _log_recovery(
+    plan: Plan, attempt: int, failure: ChildFailure, *, task_id: str, subject: str | None
+) -> None:
+    log.info(
+        "recovery_attempt",
+        task_id=task_id,
+        session_id=failure.session_id,
+        subject=subject,
+        attempt=attempt,
+        strategy=plan.strategy,
+        category=str(failure.category),
+        timeout=round(plan.timeout, 3),
+        wait=round(plan.wait, 3),
+        subtasks=len(plan.subtasks) or None,
+    )

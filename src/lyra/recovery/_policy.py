@@ -1,0 +1,50 @@
+"""RecoveryPolicy: how far recovery may go, and the backoff between attempts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lyra.delegation import ChildFailure, FailureCategory
+
+Fixer = Callable[[ChildFailure], bool | Awaitable[bool]]
+"""A user-supplied Python callable that may repair the environment after a
+tool_error; it returns True when it fixed something. lyra never derives a
+fixer from report text: only callables the user registers run."""
+
+
+class RecoveryPolicy(BaseModel):
+    """Limits and pacing of a recovery loop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    max_retries: int = Field(3, ge=0, description="Retries after the first attempt.")
+    timeout_cap: float = Field(3600.0, gt=0, description="No attempt's timeout exceeds this.")
+    backoff_base: float = Field(1.0, ge=0, description="First backoff wait, in seconds.")
+    backoff_cap: float = Field(60.0, ge=0, description="Longest backoff wait, in seconds.")
+    jitter: float = Field(0.5, ge=0, le=1, description="Random share added to each wait.")
+    total_budget: float | None = Field(
+        None, gt=0, description="Seconds for the whole loop, waits included."
+    )
+    retry_categories: frozenset[FailureCategory] = Field(
+        frozenset(FailureCategory), description="Categories recovery may act on."
+    )
+    fixers: tuple[Fixer, ...] = Field((), description="Allow-listed environment fixers.")
+
+    @field_validator("retry_categories", mode="before")
+    @classmethod
+    def _categories(cls, value: Any) -> frozenset[FailureCategory]:
+        return frozenset(FailureCategory(item) for item in value)
+
+    def backoff(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based).
+
+        Exponential with jitter, capped, and never shorter than a
+        ``retry-after`` the failing service asked for.
+        """
+        wait = min(self.backoff_cap, self.backoff_base * 2.0 ** (retry - 1))
+        wait += wait * self.jitter * random.random()  # noqa: S311 - jitter, not crypto
+        return float(max(wait, retry_after or 0.0))

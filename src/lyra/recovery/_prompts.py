@@ -1,0 +1,69 @@
+"""Prompts for the next attempt, rendered from templates; and the rule-based decomposer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from lyra.delegation import ChildFailure
+
+_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+(\S.*)$")
+_ACCESSION = re.compile(
+    r"\b(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})\b"
+)
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("lyra", "templates"),
+        autoescape=False,  # prompts are plain text for a model
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+    )
+
+
+def render(name: str, **values: Any) -> str:
+    """Render one of lyra's text templates."""
+    return _env().get_template(name).render(**values)
+
+
+def continuation_prompt(prompt: str, failure: ChildFailure) -> str:
+    """What was done, the blocker, and what remains."""
+    return render(
+        "continuation.txt.j2",
+        prompt=prompt,
+        steps=failure.completed_steps,
+        files=failure.files_modified,
+        blocker=failure.blocked_on,
+    )
+
+
+def enriched_prompt(prompt: str, failure: ChildFailure, context: Mapping[str, Any]) -> str:
+    """The original prompt with the context a provider supplied."""
+    return render("enrichment.txt.j2", prompt=prompt, blocker=failure.blocked_on, context=context)
+
+
+def decompose(prompt: str) -> list[str]:
+    """Split a task into subtasks by rule: list items, or one per protein accession.
+
+    Returns fewer than two subtasks when the prompt does not split.
+    """
+    items = [m.group(1).strip() for line in prompt.splitlines() if (m := _ITEM.match(line))]
+    if len(items) >= 2:
+        return items
+    accessions = list(dict.fromkeys(_ACCESSION.findall(prompt)))
+    if len(accessions) >= 2:
+        return [f"Analyze {accession}" for accession in accessions]
+    return []
+
+
+def subtask_prompt(prompt: str, subtask: str, index: int, total: int) -> str:
+    """A subtask with enough of the whole to stand alone."""
+    return render("decomposition.txt.j2", prompt=prompt, subtask=subtask, index=index, total=total)

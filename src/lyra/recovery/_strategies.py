@@ -1,0 +1,104 @@
+"""Pick the next attempt from a failure (DESIGN §5)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lyra.delegation import ChildFailure, FailureCategory
+from lyra.recovery._policy import RecoveryPolicy
+from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
+
+ContextProvider = Callable[[ChildFailure], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
+"""Called once after a missing_context failure; returns context to add to the prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One attempt: its strategy, prompt, timeout, and the wait before it."""
+
+    strategy: str
+    prompt: str
+    timeout: float
+    wait: float = 0.0
+    subtasks: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class LoopState:
+    """What the loop remembers between attempts."""
+
+    prompt: str  # the task as it stands (enrichment replaces it once)
+    retries: int = 0
+    enriched: bool = False
+
+
+async def next_plan(
+    failure: ChildFailure,
+    previous: Plan,
+    state: LoopState,
+    policy: RecoveryPolicy,
+    context_provider: ContextProvider | None,
+) -> Plan | None:
+    """The attempt this failure calls for, or ``None`` when nothing can help."""
+    if failure.category not in policy.retry_categories:
+        return None
+    retry = state.retries + 1
+    match failure.category:
+        case FailureCategory.TIMEOUT:
+            return _after_timeout(failure, previous, state, policy)
+        case FailureCategory.MISSING_CONTEXT:
+            return await _enrich(failure, previous, state, context_provider)
+        case FailureCategory.TOOL_ERROR if failure.suggested_retry:
+            wait = 0.0 if await _fixed(failure, policy) else policy.backoff(retry)
+            wait = max(wait, failure.retry_after or 0.0)
+            return replace(previous, strategy="backoff", prompt=state.prompt, wait=wait)
+        case FailureCategory.PARTIAL:
+            prompt = continuation_prompt(state.prompt, failure)
+            return replace(previous, strategy="continuation", prompt=prompt, subtasks=())
+        case _:
+            return None
+
+
+def _after_timeout(
+    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+) -> Plan | None:
+    if failure.suggested_retry:
+        timeout = min(previous.timeout * 2, policy.timeout_cap)
+        if failure.completed_steps:
+            prompt = continuation_prompt(state.prompt, failure)
+            return Plan("continuation", prompt, timeout)
+        return Plan("timeout_doubling", state.prompt, timeout)
+    subtasks = decompose(state.prompt)
+    if previous.subtasks or len(subtasks) < 2:
+        return None  # already decomposed, or nothing to split: no strategy left
+    return Plan("decomposition", state.prompt, previous.timeout, subtasks=tuple(subtasks))
+
+
+async def _enrich(
+    failure: ChildFailure,
+    previous: Plan,
+    state: LoopState,
+    context_provider: ContextProvider | None,
+) -> Plan | None:
+    if context_provider is None or state.enriched:
+        return None
+    context = await _maybe_await(context_provider(failure))
+    if not context:
+        return None
+    state.enriched = True
+    state.prompt = enriched_prompt(state.prompt, failure, context)
+    return replace(previous, strategy="enrichment", prompt=state.prompt, subtasks=())
+
+
+async def _fixed(failure: ChildFailure, policy: RecoveryPolicy) -> bool:
+    fixed = False
+    for fixer in policy.fixers:
+        fixed = bool(await _maybe_await(fixer(failure))) or fixed
+    return fixed
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

@@ -1,0 +1,314 @@
+"""Recovery strategies through delegate_with_retry, with real child behaviour."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from lyra import (
+    ChildContext,
+    ChildFailure,
+    RecoveryPolicy,
+    adelegate_with_retry,
+    delegate_with_retry,
+    parse_report,
+)
+from lyra.errors import TransientError
+from lyra.recovery import decompose, record_waits, recover
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Every recovery test runs with the testing switch: waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+class Script:
+    """A child whose behaviour per attempt is scripted; it records every prompt."""
+
+    def __init__(self, *behaviours: Any) -> None:
+        self.behaviours = list(behaviours)
+        self.prompts: list[str] = []
+        self.timeouts: list[float] = []
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.prompts.append(prompt)
+        self.timeouts.append(ctx.timeout)
+        behaviour = self.behaviours[min(len(self.prompts), len(self.behaviours)) - 1]
+        return await behaviour(prompt, ctx)
+
+
+async def succeed(prompt: str, ctx: ChildContext) -> str:
+    return f"done: {prompt.splitlines()[0]}"
+
+
+async def hang_after_fetch(prompt: str, ctx: ChildContext) -> str:
+    await ctx.tool("fetch", lambda: "data")
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def step_then_hang(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Fetched the entry")
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def hang_at_once(prompt: str, ctx: ChildContext) -> str:
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def rate_limited(prompt: str, ctx: ChildContext) -> str:
+    raise TransientError("429 Too Many Requests", retry_after=7.0, status=429)
+
+
+async def step_then_break(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Wrote src/auth.py")
+    ctx.file_modified("src/auth.py")
+    raise ImportError("cannot import 'bcrypt'")
+
+
+async def lacks_context(prompt: str, ctx: ChildContext) -> str:
+    if "project_root" not in prompt:
+        ctx.block("missing_context", "Which project? No root given")
+    return "found it"
+
+
+async def contradictory(prompt: str, ctx: ChildContext) -> str:
+    ctx.block("invalid_task", "Cannot both keep and delete the module")
+
+
+async def test_timeout_with_progress_doubles_the_timeout() -> None:
+    """A timeout after a tool run is retried with the same prompt and twice the time."""
+    child = Script(hang_after_fetch, succeed)
+    with capture_logs() as events:
+        report = await adelegate_with_retry("Analyze P04637", child=child, base_timeout=0.1)
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.attempt) == ("completed", 2)
+    assert child.timeouts == [0.1, 0.2]
+    assert child.prompts == ["Analyze P04637", "Analyze P04637"]
+    recovery = [e for e in events if e["event"] == "recovery_attempt"]
+    assert [(e["strategy"], e["attempt"], e["timeout"]) for e in recovery] == [
+        ("timeout_doubling", 2, 0.2)
+    ]
+
+
+async def test_timeout_after_completed_steps_continues() -> None:
+    """A timeout after completed steps retries with a continuation prompt and doubled time."""
+    child = Script(step_then_hang, succeed)
+    await adelegate_with_retry("Summarise the entry", child=child, base_timeout=0.1)
+    assert child.timeouts == [0.1, 0.2]
+    assert "✓ Fetched the entry" in child.prompts[1]
+    assert "Summarise the entry" in child.prompts[1]
+
+
+async def test_timeout_cap_limits_doubling() -> None:
+    """The doubled timeout never exceeds the policy's cap."""
+    child = Script(hang_after_fetch, hang_after_fetch, succeed)
+    policy = RecoveryPolicy(max_retries=2, timeout_cap=0.15)
+    await adelegate_with_retry("task", child=child, base_timeout=0.1, policy=policy)
+    assert child.timeouts == [0.1, 0.15, 0.15]
+
+
+async def test_timeout_without_progress_decomposes() -> None:
+    """A no-progress timeout splits a listed task into subtasks, each with a share of time."""
+    child = Script(hang_at_once, succeed, succeed)
+    prompt = "Do three things:\n1. fetch P04637\n2. fetch Q8I3H7"
+    report = await adelegate_with_retry(prompt, child=child, base_timeout=0.2)
+    parsed = parse_report(report)
+    assert parsed.status == "completed"
+    assert parsed.attempt == 2
+    assert child.timeouts == [0.2, 0.1, 0.1]
+    assert child.prompts[1].startswith("fetch P04637")
+    assert "## fetch P04637" in (parsed.output or "")
+    assert "## fetch Q8I3H7" in (parsed.output or "")
+
+
+async def test_decomposition_aggregates_a_partial_failure() -> None:
+    """When some subtasks fail, the aggregate is a partial failure naming what completed."""
+    child = Script(hang_at_once, succeed, contradictory)
+    outcome = await recover(
+        "Analyze P04637 and P69905",
+        child=child,
+        base_timeout=0.2,
+        policy=RecoveryPolicy(max_retries=1),
+    )
+    failure = outcome.result.failure
+    assert failure is not None
+    assert failure.category == "partial"
+    assert failure.completed_steps == ("Subtask done: Analyze P04637",)
+
+
+def test_undecomposable_timeout_without_progress_stops() -> None:
+    """A no-progress timeout on a task that does not split is tried once."""
+    child = Script(hang_at_once)
+    report = delegate_with_retry("one indivisible thing", child=child, base_timeout=0.05)
+    assert parse_report(report).category == "timeout"
+    assert len(child.prompts) == 1
+
+
+async def test_missing_context_is_enriched_once_by_the_provider() -> None:
+    """A missing_context failure asks the provider once and retries with its context."""
+    calls: list[ChildFailure] = []
+
+    def provider(failure: ChildFailure) -> dict[str, str]:
+        calls.append(failure)
+        return {"project_root": "/srv/app"}
+
+    child = Script(lacks_context)
+    report = await adelegate_with_retry(
+        "Fix the auth file", child=child, base_timeout=1, context_provider=provider
+    )
+    assert parse_report(report).status == "completed"
+    assert len(calls) == 1
+    assert calls[0].blocked_on == "Which project? No root given"
+    assert "- project_root: /srv/app" in child.prompts[1]
+
+
+async def test_missing_context_without_a_provider_stops() -> None:
+    """Without a context provider, a missing_context failure is final."""
+    child = Script(lacks_context)
+    report = await adelegate_with_retry("Fix the auth file", child=child, base_timeout=1)
+    assert parse_report(report).category == "missing_context"
+    assert len(child.prompts) == 1
+
+
+async def test_enrichment_happens_only_once() -> None:
+    """A provider whose context does not help is not asked again."""
+    child = Script(lacks_context)
+    calls = []
+
+    def provider(failure: ChildFailure) -> dict[str, str]:
+        calls.append(1)
+        return {"hint": "nothing useful"}
+
+    await adelegate_with_retry("Fix it", child=child, base_timeout=1, context_provider=provider)
+    assert (len(calls), len(child.prompts)) == (1, 2)
+
+
+async def test_rate_limits_back_off_at_least_retry_after(no_real_sleeps: list[float]) -> None:
+    """Retryable tool errors wait with exponential backoff, never less than retry-after."""
+    child = Script(rate_limited, rate_limited, succeed)
+    policy = RecoveryPolicy(max_retries=3, backoff_base=10, jitter=0)
+    report = await adelegate_with_retry("task", child=child, base_timeout=1, policy=policy)
+    assert parse_report(report).attempt == 3
+    assert no_real_sleeps == [10.0, 20.0]
+
+
+async def test_retry_after_wins_over_a_shorter_backoff(no_real_sleeps: list[float]) -> None:
+    """A short backoff is raised to the service's retry-after."""
+    child = Script(rate_limited, succeed)
+    policy = RecoveryPolicy(backoff_base=0.5, jitter=0.5)
+    await adelegate_with_retry("task", child=child, base_timeout=1, policy=policy)
+    assert no_real_sleeps == [7.0]
+
+
+async def test_allow_listed_fixer_runs_and_skips_the_backoff(no_real_sleeps: list[float]) -> None:
+    """A user-supplied fixer sees the failure; when it fixes, only retry-after is waited."""
+    seen: list[str] = []
+
+    async def missing_module(prompt: str, ctx: ChildContext) -> str:
+        raise ModuleNotFoundError("No module named 'bcrypt'")
+
+    def fixer(failure: ChildFailure) -> bool:
+        seen.append(failure.message)
+        return True
+
+    child = Script(missing_module, succeed)
+    policy = RecoveryPolicy(backoff_base=30, fixers=(fixer,))
+    report = await adelegate_with_retry("task", child=child, base_timeout=1, policy=policy)
+    assert parse_report(report).status == "completed"
+    assert seen == ["ModuleNotFoundError: No module named 'bcrypt'"]
+    assert no_real_sleeps == []
+
+
+async def test_partial_failure_continues_with_what_was_done() -> None:
+    """A partial failure retries with a continuation prompt: done steps, blocker, remainder."""
+    child = Script(step_then_break, succeed)
+    report = await adelegate_with_retry("Implement auth", child=child, base_timeout=1)
+    assert parse_report(report).status == "completed"
+    continuation = child.prompts[1]
+    assert "✓ Wrote src/auth.py" in continuation
+    assert "Blocker encountered: ImportError: cannot import 'bcrypt'" in continuation
+    assert "Files already modified: src/auth.py" in continuation
+
+
+@pytest.mark.parametrize("behaviour", [contradictory, lacks_context])
+async def test_non_retryable_failures_are_tried_exactly_once(behaviour: Any) -> None:
+    """invalid_task (and missing_context without a provider) never get a second attempt."""
+    child = Script(behaviour)
+    with capture_logs() as events:
+        await adelegate_with_retry("task", child=child, base_timeout=1, max_retries=5)
+    assert len(child.prompts) == 1
+    assert not [e for e in events if e["event"] == "recovery_attempt"]
+
+
+@pytest.mark.parametrize("max_retries", [0, 1, 3])
+async def test_never_more_than_one_plus_max_retries_attempts(max_retries: int) -> None:
+    """An always-failing retryable child is attempted exactly 1 + max_retries times."""
+    child = Script(rate_limited)
+    report = await adelegate_with_retry(
+        "task", child=child, base_timeout=1, max_retries=max_retries
+    )
+    assert len(child.prompts) == 1 + max_retries
+    assert parse_report(report).attempt == 1 + max_retries
+
+
+async def test_time_budget_bounds_the_whole_loop() -> None:
+    """Attempts and waits together never run past the policy's total budget."""
+    child = Script(hang_after_fetch)
+    policy = RecoveryPolicy(max_retries=10, total_budget=0.5)
+    started = time.monotonic()
+    outcome = await recover("task", child=child, base_timeout=0.2, policy=policy)
+    elapsed = time.monotonic() - started
+    assert elapsed < 0.5 + 0.15
+    assert [round(a.timeout, 1) for a in outcome.attempts] == [0.2, 0.3]
+
+
+async def test_skipped_waits_count_against_the_budget() -> None:
+    """In testing mode, waits are not slept but still spend the time budget."""
+    child = Script(rate_limited)
+    policy = RecoveryPolicy(max_retries=10, total_budget=60, backoff_base=25, jitter=0)
+    outcome = await recover("task", child=child, base_timeout=1, policy=policy)
+    assert [a.wait for a in outcome.attempts] == [0.0, 25.0]
+
+
+async def test_recovery_never_runs_commands_from_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report suggesting 'pip install' leads to no subprocess or shell call at all."""
+    ran: list[Any] = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(os, "system", lambda *a: ran.append(a))
+
+    async def missing(prompt: str, ctx: ChildContext) -> str:
+        raise ModuleNotFoundError("No module named 'evil; rm -rf /'")
+
+    report = await adelegate_with_retry("task", child=Script(missing), base_timeout=1)
+    assert parse_report(report).category == "tool_error"
+    assert ran == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Steps:\n1. fetch\n2. analyse\n3. write", ["fetch", "analyse", "write"]),
+        ("- one\n* two\n• three", ["one", "two", "three"]),
+        ("Compare P04637 with Q8I3H7 and P04637", ["Analyze P04637", "Analyze Q8I3H7"]),
+        ("just one thing", []),
+        ("1. only one item", []),
+    ],
+)
+def test_rule_based_decomposer(prompt: str, expected: list[str]) -> None:
+    """Numbered and bulleted lists and multi-protein prompts split; others do not."""
+    assert decompose(prompt) == expected
