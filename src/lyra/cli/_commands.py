@@ -126,4 +126,7 @@ def _report_parse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-REGISTRY: list[Callable[[Subparsers], None]] = [_register_delegate, _register_report]
+def _registry() -> list[Callable[[Subparsers], None]]:
+    from lyra.cli import _analyze_command
+
+    return [_analyze_command.register, _register_delegate, _register_report]

@@ -37,7 +37,7 @@ def configure(*, files: Sequence[TextIO] = (), verbose: bool = False) -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(
-            logging.INFO if streams else logging.CRITICAL + 10
+            logging.INFO if streams else logging.CRITICAL
         ),
         logger_factory=lambda *_: _Fanout(streams),
         cache_logger_on_first_use=False,

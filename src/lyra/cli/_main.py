@@ -7,13 +7,14 @@ everything completed, 1 when something failed, 2 for usage errors.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from lyra.cli import _commands
 from lyra.errors import ConfigurationError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _EPILOG = """\
 examples:
@@ -23,7 +24,7 @@ examples:
   lyra report parse transcript.txt          every report in a file, as JSON
   lyra logs stats runs/*/events.jsonl       failure statistics
 
-exit status: 0 all completed, 1 some failed, 2 usage error
+exit status: 0 all completed, 1 some failed, 2 usage error, 130 interrupted
 """
 
 
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lyra {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for register in _commands.REGISTRY:
+    for register in _commands._registry():
         register(commands)
     return parser
 
@@ -55,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `lyra … | head` closed the pipe: not an error
         sys.stderr.close()
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl+C: stop at once, without a traceback
+        print("lyra: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Worker threads abandoned in blocking tools would hold a normal exit.
+        os._exit(EXIT_INTERRUPTED)
     return status
 
 

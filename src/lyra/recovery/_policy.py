@@ -46,5 +46,5 @@ class RecoveryPolicy(BaseModel):
         ``retry-after`` the failing service asked for.
         """
         wait = min(self.backoff_cap, self.backoff_base * 2.0 ** (retry - 1))
-        wait += wait * self.jitter * random.random()  # noqa: S311 - jitter, not crypto
+        wait += wait * self.jitter * random.random()  # jitter, not cryptography
         return float(max(wait, retry_after or 0.0))

@@ -1,0 +1,206 @@
+"""``lyra analyze``: the protein workload from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, TextIO
+
+from lyra.cli import _logging
+from lyra.cli._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, positive_float
+
+_DESCRIPTION = """\
+Analyse proteins, each in its own child agent under its own deadline:
+fetch → analyze_structure → reason → critique → synthesize. A bad ID, a missing
+protein, a slow source or a broken stage costs only that protein.
+
+The data source is the bundled offline dataset (real AlphaFold DB and UniProt
+entries) unless --source live is given. Results go to stdout (briefs, or the
+final output with --json); progress and logs go to stderr. Every run writes a
+run directory: events.jsonl, reports/<ID>.txt, briefs/<ID>.md, output.json.
+"""
+
+_EPILOG = """\
+faults for --inject ID:FAULT[:ARG][@N] (strike every attempt, or the first N):
+  hang              analyze_structure never returns (after fetch completed)
+  slow:SECONDS      every stage takes that long
+  tool_error        fetch raises a connection error
+  structure_error   analyze_structure raises; the protein ends partial
+  rate_limit:SECS   fetch gets a 429 with that retry-after
+  malformed         the source answers without a description
+  not_found         the source answers 404
+
+examples:
+  lyra analyze P04637 XXXXX Q8I3H7
+  lyra analyze P04637 Q8I3H7 --json > output.json
+  lyra analyze --question "Is the structure of P04637 reliable? structure only"
+  lyra analyze P04637 --inject P04637:hang@1 --timeout 2 --retries 1
+
+exit status: 0 every protein completed, 1 some failed or were partial, 2 usage error
+"""
+
+
+def register(commands: Any) -> None:
+    """Add ``lyra analyze`` to the subcommands."""
+    p = commands.add_parser(
+        "analyze",
+        help="analyse proteins, one child per protein (offline by default)",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637")
+    p.add_argument("--question", help="a free-text question; accessions are found in it")
+    p.add_argument("--structure-only", action="store_true", help="stop after analyze_structure")
+    p.add_argument("--json", action="store_true", help="print the final output as JSON")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=300.0,
+        help="seconds per protein attempt (default 300)",
+    )
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=8, help="proteins at once (default 8)"
+    )
+    p.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=0,
+        help="recovery attempts after a failure (default 0)",
+    )
+    p.add_argument("--run-dir", help="where to write the run's files (default: runs/<time>)")
+    p.add_argument(
+        "--source",
+        choices=("offline", "live"),
+        default="offline",
+        help="offline bundled data (default) or AlphaFold DB + UniProt over HTTP",
+    )
+    p.add_argument(
+        "--inject",
+        action="append",
+        default=[],
+        metavar="ID:FAULT[:ARG][@N]",
+        help="inject a fault (repeatable); see below",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
+    p.set_defaults(run=run)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text) if text.isdigit() else -1
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1: {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 0: {text!r}")
+    return int(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the analysis; print the result; return the exit status."""
+    from lyra._api import run_blocking
+    from lyra.proteins import analyze, find_protein_ids, parse_fault
+    from lyra.supervisor import RunDir
+
+    ids = list(args.ids) + (find_protein_ids(args.question) if args.question else [])
+    if not ids:
+        where = " in the question" if args.question else ""
+        print(
+            f"lyra analyze: no protein IDs given{where} (try: lyra analyze P04637)", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        faults = [parse_fault(spec) for spec in args.inject]
+    except ValueError as exc:
+        print(f"lyra analyze: --inject: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    structure_only = args.structure_only or _asks_structure_only(args.question)
+    run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
+    progress = _Progress(len(set(ids)), sys.stderr)
+    with open(run_dir.events, "a", encoding="utf-8") as events:
+        _logging.configure(files=[events], verbose=args.verbose)
+        output = run_blocking(
+            "analyze",
+            lambda: analyze(
+                ids,
+                source=_source(args.source),
+                timeout=args.timeout,
+                concurrency=args.concurrency,
+                retries=args.retries,
+                plan="structure" if structure_only else "full",
+                faults=faults,
+                run_dir=run_dir,
+                on_result=progress.update,
+            ),
+        )
+    _logging.configure()  # the events file is closed: stop writing to it
+    progress.close()
+    if args.json:
+        print(output.model_dump_json(indent=2))
+    else:
+        print(render_text(output))
+    print(f"run directory: {run_dir.path}", file=sys.stderr)
+    return EXIT_OK if output.all_completed else EXIT_FAILED
+
+
+def _asks_structure_only(question: str | None) -> bool:
+    from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
+
+    return bool(question) and plan_for(question or "") == STRUCTURE_PLAN
+
+
+def _source(name: str) -> Any:
+    from lyra.proteins import LiveSource, OfflineSource
+
+    if name == "offline":
+        return OfflineSource()
+    return LiveSource(
+        afdb_url=os.environ.get("LYRA_AFDB_URL") or "https://alphafold.ebi.ac.uk",
+        uniprot_url=os.environ.get("LYRA_UNIPROT_URL") or "https://rest.uniprot.org",
+    )
+
+
+def render_text(output: Any) -> str:
+    """The human-readable result: briefs, then what failed, why and what to try."""
+    from lyra.delegation import extract_suggested_actions
+    from lyra.recovery._prompts import render
+
+    failed = [
+        {
+            **entry.model_dump(),
+            "next_step": next(iter(extract_suggested_actions(entry.report)), None),
+        }
+        for entry in output.failed_analyses
+    ]
+    return render(
+        "analysis.txt.j2",
+        completed=output.completed_analyses,
+        partial=output.partial_analyses,
+        failed=failed,
+        summary=output.summary,
+    )
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent when stderr is piped."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.done, self.stream = total, 0, stream
+        self.live = stream.isatty()
+
+    def update(self, entry: Any) -> None:
+        self.done += 1
+        if not self.live:
+            return
+        status = type(entry).__name__.removesuffix("Analysis").lower()
+        self.stream.write(f"\r\033[K[{self.done}/{self.total}] {entry.protein_id}: {status}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live and self.done:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,58 @@
+"""The protein workload: IDs, data sources, pipeline stages, and ``analyze``."""
+
+from lyra.proteins._analysis import (
+    analyze_structure,
+    critique,
+    reason,
+    structure_summary,
+    synthesize,
+)
+from lyra.proteins._analyze import (
+    AnalysisOutput,
+    CompletedAnalysis,
+    FailedAnalysis,
+    PartialAnalysis,
+    Summary,
+    analyze,
+    analyze_sync,
+)
+from lyra.proteins._faults import Fault, parse_fault
+from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._pipeline import (
+    FULL_PLAN,
+    STRUCTURE_PLAN,
+    ProteinChild,
+    ProteinState,
+    TaskResult,
+)
+from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._validate import process_protein, validate_response
+
+__all__ = [
+    "FULL_PLAN",
+    "STRUCTURE_PLAN",
+    "AnalysisOutput",
+    "CompletedAnalysis",
+    "FailedAnalysis",
+    "Fault",
+    "LiveSource",
+    "OfflineSource",
+    "PartialAnalysis",
+    "ProteinChild",
+    "ProteinSource",
+    "ProteinState",
+    "Summary",
+    "TaskResult",
+    "analyze",
+    "analyze_structure",
+    "analyze_sync",
+    "critique",
+    "find_protein_ids",
+    "parse_fault",
+    "process_protein",
+    "reason",
+    "structure_summary",
+    "synthesize",
+    "validate_protein_id",
+    "validate_response",
+]

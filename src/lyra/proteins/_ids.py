@@ -1,0 +1,60 @@
+"""Protein identifiers: the loose input check of DESIGN §6 and accession search.
+
+``validate_protein_id`` is deliberately loose (PRD-003 R5): it rejects junk --
+empty strings, ``None``, injection attempts, paths, markup -- before any request
+is made, without rejecting valid but unusual ids. The data source is the final
+judge of whether a protein exists.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = ["MAX_ID_LENGTH", "find_protein_ids", "validate_protein_id"]
+
+MAX_ID_LENGTH: Final = 15
+_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
+# The official UniProt accession pattern (uniprot.org/help/accession_numbers),
+# word-bounded so it is not found inside longer tokens.
+_ACCESSION: Final = re.compile(
+    r"\b(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})\b"
+)
+_SHOWN_CHARS: Final = 40  # an echoed bad id is cut short: it may be huge or hostile
+
+
+def _shown(value: str) -> str:
+    """``value`` as a safe, bounded repr for an error message."""
+    if len(value) > _SHOWN_CHARS:
+        return repr(value[:_SHOWN_CHARS]) + "…"
+    return repr(value)
+
+
+def validate_protein_id(raw: object) -> tuple[bool, str]:
+    """Check a protein id before any request.
+
+    Returns ``(True, normalized_id)`` -- stripped and upper-cased -- or
+    ``(False, message)`` saying what is wrong.
+    """
+    if raw is None:
+        return False, "Protein ID must be a non-empty string, got None"
+    if not isinstance(raw, str):
+        return False, f"Protein ID must be a non-empty string, got {type(raw).__name__}"
+    value = raw.strip()
+    if not value:
+        return False, "Protein ID must be a non-empty string, got an empty or blank string"
+    if len(value) > MAX_ID_LENGTH:
+        return False, (
+            f"Invalid protein ID format: {_shown(value)} is {len(value)} characters long "
+            f"(at most {MAX_ID_LENGTH} letters and digits)"
+        )
+    if not _ID_PATTERN.fullmatch(value):
+        return False, (
+            f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 allowed)"
+        )
+    return True, value.upper()
+
+
+def find_protein_ids(text: str) -> list[str]:
+    """UniProt accessions mentioned in ``text``, in order of first appearance, once each."""
+    return list(dict.fromkeys(match.group(0) for match in _ACCESSION.finditer(text)))

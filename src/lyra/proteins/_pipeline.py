@@ -1,0 +1,339 @@
+"""The offline protein child: fetch → analyze_structure → reason → critique → synthesize.
+
+Each stage yields a :class:`TaskResult`. A failed fetch skips every later
+stage; a failed middle stage skips the rest of the middle, and synthesis
+still runs on what exists, marked ``partial``. Results live in a
+:class:`ProteinState` that outlives one attempt, so a retry continues from
+the stage that failed instead of fetching again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from lyra.delegation import ChildContext
+from lyra.delegation._classify import exception_text
+from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
+from lyra.proteins._analysis import (
+    analyze_structure,
+    critique,
+    reason,
+    structure_summary,
+    synthesize,
+)
+from lyra.proteins._faults import Fault
+from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._validate import validate_response
+
+FETCH, STRUCTURE, REASON, CRITIQUE, SYNTHESIZE = (
+    "fetch_protein",
+    "analyze_structure",
+    "reason",
+    "critique",
+    "synthesize",
+)
+FULL_PLAN: tuple[str, ...] = (FETCH, STRUCTURE, REASON, CRITIQUE, SYNTHESIZE)
+STRUCTURE_PLAN: tuple[str, ...] = (FETCH, STRUCTURE)
+_MIDDLE = (STRUCTURE, REASON, CRITIQUE)
+_STRUCTURE_ONLY = re.compile(r"\bstructure[- ]only\b|\bonly (?:the )?structure\b", re.I)
+
+Plan = Literal["full", "structure"]
+TaskStatus = Literal["success", "failed", "skipped", "partial"]
+
+
+class StageFailed(LyraError):
+    """A stage returned a soft failure (a result dict with an ``error`` key)."""
+
+
+class TaskResult(BaseModel):
+    """The outcome of one stage of one protein."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    protein_id: str
+    task_type: str
+    status: TaskStatus
+    result: Any = None
+    error: str | None = None
+    duration_seconds: float = 0.0
+
+
+@dataclass
+class ProteinState:
+    """What one protein's child has done so far, across attempts."""
+
+    protein_id: str
+    stages: tuple[str, ...] = FULL_PLAN
+    results: dict[str, TaskResult] = field(default_factory=dict)
+    running: str | None = None
+    """The stage under way when the attempt ended (a deadline cuts it short)."""
+    output: str | None = None
+
+    def reusable(self, stage: str) -> Any:
+        """The result of a stage that already succeeded, else ``None``."""
+        done = self.results.get(stage)
+        return done.result if done is not None and done.status == "success" else None
+
+    def record(self, stage: str, status: TaskStatus, **fields: Any) -> None:
+        """Store the result of a stage (replacing an earlier attempt's)."""
+        index = self.stages.index(stage)
+        self.results[stage] = TaskResult(
+            task_id=f"{self.protein_id}_{stage}_{index}",
+            protein_id=self.protein_id,
+            task_type=stage,
+            status=status,
+            **fields,
+        )
+
+    def task_results(self, interrupted: str | None = None) -> list[TaskResult]:
+        """Every stage's result in plan order; a stage cut short is ``failed``
+        with ``interrupted`` as its error, and the stages after it ``skipped``."""
+        results = []
+        for index, stage in enumerate(self.stages):
+            done = self.results.get(stage)
+            if stage == self.running and interrupted is not None:
+                done = TaskResult(
+                    task_id=f"{self.protein_id}_{stage}_{index}",
+                    protein_id=self.protein_id,
+                    task_type=stage,
+                    status="failed",
+                    error=interrupted,
+                )
+            results.append(
+                done
+                or TaskResult(
+                    task_id=f"{self.protein_id}_{stage}_{index}",
+                    protein_id=self.protein_id,
+                    task_type=stage,
+                    status="skipped",
+                )
+            )
+        return results
+
+
+def plan_for(prompt: str, plan: str | None = None) -> tuple[str, ...]:
+    """The stages for a plan name, or for a prompt that asks for structure only."""
+    if plan is None:
+        plan = "structure" if _STRUCTURE_ONLY.search(prompt) else "full"
+    if plan not in ("full", "structure"):
+        raise ValueError(f"unknown plan {plan!r}; use 'full' or 'structure'")
+    return STRUCTURE_PLAN if plan == "structure" else FULL_PLAN
+
+
+class ProteinChild:
+    """The offline protein child: one protein's pipeline under the child contract.
+
+    The protein comes from ``ctx.subject`` or the first UniProt accession in
+    the prompt. ``states`` keeps each protein's progress across attempts.
+    """
+
+    def __init__(
+        self,
+        source: ProteinSource | None = None,
+        *,
+        faults: Sequence[Fault] = (),
+        plan: Plan | None = None,
+        states: dict[str, ProteinState] | None = None,
+    ) -> None:
+        self.source = source if source is not None else OfflineSource()
+        self.faults = tuple(faults)
+        self.plan = plan
+        self.states = states if states is not None else {}
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        """Analyse the protein and return its brief (or structure summary)."""
+        protein_id = ctx.subject or _first_accession(prompt, ctx)
+        plan = self.plan or ctx.context.get("plan")
+        state = self.states.setdefault(protein_id, ProteinState(protein_id, plan_for(prompt, plan)))
+        faults = [f for f in self.faults if f.protein_id == protein_id and f.strikes(ctx.attempt)]
+        return await _Run(state, self.source, faults, ctx).pipeline()
+
+
+def _first_accession(prompt: str, ctx: ChildContext) -> str:
+    found = find_protein_ids(prompt)
+    if not found:
+        ctx.block("missing_context", "No UniProt accession found in the prompt")
+    return found[0]
+
+
+@dataclass
+class _Run:
+    """One attempt at one protein's pipeline."""
+
+    state: ProteinState
+    source: ProteinSource
+    faults: list[Fault]
+    ctx: ChildContext
+
+    async def pipeline(self) -> str:
+        summary = await self.stage(FETCH, self.fetch)
+        if self.state.stages == STRUCTURE_PLAN:
+            structure = await self.stage(STRUCTURE, lambda: _checked(analyze_structure(summary)))
+            self.state.output = structure_summary(self.state.protein_id, summary, structure)
+            return self.state.output
+        return await self.full(summary)
+
+    async def full(self, summary: dict[str, Any]) -> str:
+        done: dict[str, Any] = {}
+        steps: dict[str, Callable[[], Any]] = {
+            STRUCTURE: lambda: analyze_structure(summary),
+            REASON: lambda: reason(summary, done.get(STRUCTURE)),
+            CRITIQUE: lambda: critique(summary, done.get(STRUCTURE), done.get(REASON)),
+        }
+        failure: Exception | None = None
+        for stage in _MIDDLE:
+            if failure is not None:
+                self.state.results.pop(stage, None)  # skipped this time
+                continue
+            try:
+                done[stage] = await self.stage(stage, partial(_checked_call, steps[stage]))
+            except Exception as exc:  # noqa: BLE001 - the first failure is re-raised below
+                failure = exc
+        missing = [stage for stage in _MIDDLE if stage not in done]
+        brief = await self.stage(
+            SYNTHESIZE,
+            lambda: synthesize(
+                self.state.protein_id,
+                summary,
+                done.get(STRUCTURE),
+                done.get(REASON),
+                done.get(CRITIQUE),
+                missing,
+            ),
+            status="partial" if missing else "success",
+        )
+        self.state.output = brief
+        if failure is not None:
+            raise failure
+        return str(brief)
+
+    async def stage(
+        self, name: str, work: Callable[[], Any], *, status: TaskStatus = "success"
+    ) -> Any:
+        """Run one stage (or reuse its earlier success), recording its TaskResult."""
+        reused = self.state.reusable(name)
+        if reused is not None and status == "success":
+            self.ctx.step(f"Reused {name} from an earlier attempt")
+            return reused
+        self.state.running = name
+        started = time.perf_counter()
+        try:
+            await self.inject(name)
+            result = work()
+            if isinstance(result, Awaitable):
+                result = await result
+        except Exception as exc:
+            self.state.record(
+                name, "failed", error=_error_text(exc), duration_seconds=_since(started)
+            )
+            self.state.running = None
+            raise
+        self.state.record(name, status, result=result, duration_seconds=_since(started))
+        self.state.running = None
+        self.ctx.step(_step_text(name, self.state.protein_id, result))
+        return result
+
+    async def inject(self, stage: str) -> None:
+        """Apply this attempt's injected faults to a stage."""
+        for fault in self.faults:
+            if fault.kind == "slow":
+                await anyio.sleep(fault.seconds or 0)
+            elif fault.kind == "hang" and stage == STRUCTURE:
+                await anyio.sleep_forever()
+            elif fault.kind == "structure_error" and stage == STRUCTURE:
+                raise RuntimeError(f"Injected failure in analyze_structure for {stage}")
+
+    async def fetch(self) -> dict[str, Any]:
+        """Validate the ID, fetch through the source (a tool), validate the answer."""
+        ok, value = validate_protein_id(self.state.protein_id)
+        if not ok:
+            raise InvalidInput(value)
+        raw = await self.ctx.tool(FETCH, self.source_call(), value)
+        summary = validate_response(raw, value, self.source.name)
+        if "error" in summary:
+            raise _fetch_error(summary)
+        return summary
+
+    def source_call(self) -> Callable[[str], object]:
+        """The source's fetch, with any fetch fault of this attempt in front of it."""
+        kinds = {fault.kind: fault for fault in self.faults}
+        if "tool_error" in kinds:
+            return _raises(ConnectionError("Injected connection failure (connection refused)"))
+        if "rate_limit" in kinds:
+            wait = kinds["rate_limit"].seconds
+            return _raises(
+                TransientError("HTTP 429 Too Many Requests", retry_after=wait, status=429)
+            )
+        if "not_found" in kinds:
+            return lambda pid: {
+                "error": f"Protein {pid} not found in {self.source.name}",
+                "status": 404,
+            }
+        if "malformed" in kinds:
+            return lambda pid: _without_description(self.source.fetch(pid))
+        return self.source.fetch
+
+
+def _fetch_error(error: Mapping[str, Any]) -> Exception:
+    message = str(error["error"])
+    status = error.get("status")
+    if status == 404:
+        return SubjectNotFound(message)
+    if isinstance(status, int):
+        return TransientError(message, status=status)
+    return TransientError(message, error_type="data")  # an answer we cannot use
+
+
+def _checked_call(work: Callable[[], Any]) -> Any:
+    return _checked(work())
+
+
+def _checked(result: Any) -> Any:
+    """A stage's result, or StageFailed for a soft failure (an ``error`` key)."""
+    if isinstance(result, Mapping) and "error" in result:
+        raise StageFailed(str(result["error"]))
+    return result
+
+
+def _raises(exc: Exception) -> Callable[[str], object]:
+    def fetch(protein_id: str) -> object:
+        raise exc
+
+    return fetch
+
+
+def _without_description(answer: object) -> object:
+    if isinstance(answer, dict):
+        return {key: value for key, value in answer.items() if key != "description"}
+    return answer
+
+
+def _error_text(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, LyraError) and str(exc) else exception_text(exc)
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 6)
+
+
+def _step_text(stage: str, protein_id: str, result: Any) -> str:
+    if stage == FETCH:
+        return f"Fetched {protein_id}"
+    if stage == STRUCTURE and isinstance(result, Mapping):
+        mean = result.get("mean_plddt")
+        return f"Analysed structure of {protein_id}" + (f" (mean pLDDT {mean})" if mean else "")
+    return {
+        REASON: "Reasoned about",
+        CRITIQUE: "Critiqued the reasoning for",
+        SYNTHESIZE: "Wrote the brief for",
+    }[stage] + f" {protein_id}"

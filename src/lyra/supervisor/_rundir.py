@@ -1,0 +1,71 @@
+"""The run directory: events, one report per child, one brief per subject, the output.
+
+Every file is written atomically (a temporary file renamed into place), so
+a run interrupted at any moment leaves only whole files behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def file_stem(subject: str) -> str:
+    """A file name for a subject; unsafe ones (bad IDs, paths) get a stable hash."""
+    if _SAFE.match(subject) and subject not in (".", ".."):
+        return subject
+    return "invalid-" + hashlib.sha256(subject.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+class RunDir:
+    """A folder holding one run's files."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def new(cls, base: Path | str = "runs") -> RunDir:
+        """A fresh folder under ``base``, named by the UTC time."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return cls(Path(base) / f"{stamp}-{uuid.uuid4().hex[:6]}")
+
+    @property
+    def events(self) -> Path:
+        """The JSON-lines event log."""
+        return self.path / "events.jsonl"
+
+    @property
+    def output(self) -> Path:
+        """The final output (JSON)."""
+        return self.path / "output.json"
+
+    def report(self, subject: str) -> Path:
+        """Where a subject's last report lives."""
+        return self.path / "reports" / f"{file_stem(subject)}.txt"
+
+    def brief(self, subject: str) -> Path:
+        """Where a subject's brief lives."""
+        return self.path / "briefs" / f"{file_stem(subject)}.md"

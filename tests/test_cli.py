@@ -1,0 +1,257 @@
+"""The command line: lyra analyze, delegate and report parse, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lyra.cli import main
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(args)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_analyze_json_mixed_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's command: 2 completed, 1 failed at fetch with its skips, report, exit 1."""
+    status, out, _ = run_cli(
+        ["analyze", "P04637", "TOTALLY_FAKE_ID", "Q8I3H7", "--json", "--run-dir", str(tmp_path)],
+        capsys,
+    )
+    data = json.loads(out)
+    assert status == 1
+    assert data["summary"] == {"total_requested": 3, "successful": 2, "partial": 0, "failed": 1}
+    failed = data["failed_analyses"][0]
+    assert failed["protein_id"] == "TOTALLY_FAKE_ID"
+    assert failed["failed_at_stage"] == "fetch_protein"
+    assert failed["tasks_skipped"] == ["analyze_structure", "reason", "critique", "synthesize"]
+    assert (failed["category"], failed["retryable"]) == ("invalid_task", False)
+    assert "<failure_category>invalid_task</failure_category>" in failed["report"]
+    assert [c["protein_id"] for c in data["completed_analyses"]] == ["P04637", "Q8I3H7"]
+
+
+def test_analyze_writes_the_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run directory holds events, one report per protein, briefs and the output."""
+    run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["P04637.txt", "XXXXX.txt"]
+    assert [p.name for p in (tmp_path / "briefs").iterdir()] == ["P04637.md"]
+    output = json.loads((tmp_path / "output.json").read_text())
+    assert output["summary"]["failed"] == 1
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    names = [e["event"] for e in events]
+    assert names.count("delegation_started") == 2
+    assert names.count("delegation_failed") == 1
+    assert names[-1] == "run_finished"
+    assert all({"timestamp", "level", "event"} <= e.keys() for e in events)
+
+
+def test_analyze_text_output_explains_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --json, briefs are printed and each failure says what to try next."""
+    status, out, _ = run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
+    assert status == 1
+    assert "# Cellular tumor antigen p53 (P04637)" in out
+    assert "XXXXX: invalid_task at fetch_protein" in out
+    assert "next: Check the identifier: 'XXXXX' was not found" in out
+    assert "1 of 2 completed, 0 partial, 1 failed." in out
+
+
+def test_analyze_all_good_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit status 0 when every protein completed."""
+    status, _, _ = run_cli(["analyze", "P04637", "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+
+
+def test_question_with_structure_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """IDs are found in a free-text question, and 'structure only' gives that plan."""
+    status, out, _ = run_cli(
+        [
+            "analyze",
+            "--question",
+            "Is the structure of P04637 reliable? Structure only.",
+            "--json",
+            "--run-dir",
+            str(tmp_path),
+        ],
+        capsys,
+    )
+    data = json.loads(out)
+    assert status == 0
+    tasks = data["completed_analyses"][0]["tasks"]
+    assert [t["task_type"] for t in tasks] == ["fetch_protein", "analyze_structure"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["analyze"], "no protein IDs given"),
+        (["analyze", "--question", "what about p53?"], "no protein IDs given in the question"),
+        (["analyze", "P04637", "--inject", "P04637:explode"], "unknown fault 'explode'"),
+        (["analyze", "P04637", "--inject", "P04637:slow"], "needs SECONDS"),
+        (["analyze", "P04637", "--inject", "nonsense"], "is not ID:FAULT"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_clear_message(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad input gets exit status 2 and a message naming the problem."""
+    status, out, err = run_cli(args, capsys)
+    assert (status, out) == (2, "")
+    assert message in err
+
+
+@pytest.mark.parametrize("bad", [["--timeout", "0"], ["--timeout", "x"], ["--concurrency", "0"]])
+def test_bad_numbers_are_usage_errors(bad: list[str]) -> None:
+    """argparse rejects non-positive timeouts and concurrency with exit status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["analyze", "P04637", *bad])
+    assert exit_info.value.code == 2
+
+
+def test_hang_once_recovered_with_doubled_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's recovery command: attempt 2 succeeds with a 4 s timeout; events say why."""
+    status, out, _ = run_cli(
+        [
+            "analyze",
+            "P04637",
+            "--inject",
+            "P04637:hang@1",
+            "--timeout",
+            "2",
+            "--retries",
+            "1",
+            "--json",
+            "--run-dir",
+            str(tmp_path),
+        ],
+        capsys,
+    )
+    assert status == 0
+    assert json.loads(out)["completed_analyses"][0]["attempts"] == 2
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    failed = next(e for e in events if e["event"] == "delegation_failed")
+    assert (failed["category"], failed["retryable"], failed["attempt"]) == ("timeout", True, 1)
+    recovery = next(e for e in events if e["event"] == "recovery_attempt")
+    assert (recovery["attempt"], recovery["timeout"]) == (2, 4.0)
+    assert recovery["strategy"] in ("timeout_doubling", "continuation")
+    started = [e for e in events if e["event"] == "delegation_started"]
+    assert [(e["attempt"], e["timeout"]) for e in started] == [(1, 2.0), (2, 4.0)]
+
+
+def test_delegate_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """lyra delegate runs the default (offline protein) child and prints its report."""
+    status, out, _ = run_cli(["delegate", "Analyze P04637", "--timeout", "10"], capsys)
+    assert status == 0
+    assert out.rstrip().endswith("</task_metadata>")
+    assert "<status>completed</status>" in out
+
+
+def test_delegate_failure_exits_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed delegation prints the failure report and exits 1."""
+    status, out, _ = run_cli(["delegate", "Tell me a joke", "--json"], capsys)
+    assert status == 1
+    assert json.loads(out)["category"] == "missing_context"
+
+
+def test_report_parse_reads_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lyra report parse turns the reports of a run into JSON with the documented fields."""
+    run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
+    transcript = tmp_path / "all.txt"
+    transcript.write_text(
+        "\n".join(p.read_text() for p in sorted((tmp_path / "reports").iterdir()))
+    )
+    status, out, _ = run_cli(["report", "parse", str(transcript)], capsys)
+    reports = json.loads(out)
+    assert status == 0
+    assert [(r["status"], r["category"]) for r in reports] == [
+        ("completed", None),
+        ("failed", "invalid_task"),
+    ]
+    assert set(reports[1]) == {
+        "status",
+        "session_id",
+        "category",
+        "retryable",
+        "attempt",
+        "message",
+        "completed_steps",
+        "files_modified",
+        "blocked_on",
+        "suggested_actions",
+    }
+
+
+def test_report_parse_missing_file_is_a_clear_error() -> None:
+    """A file that does not exist ends with a message, not a traceback."""
+    with pytest.raises(SystemExit, match="cannot read"):
+        main(["report", "parse", "/nonexistent/report.txt"])
+
+
+def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
+    """lyra analyze --help explains the faults, gives examples and the exit codes."""
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    out = capsys.readouterr().out
+    for text in ("rate_limit:SECS", "examples:", "exit status:", "--run-dir"):
+        assert text in out
+
+
+def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
+    """Ctrl+C during a multi-protein run exits promptly with 130 and no traceback."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lyra",
+            "analyze",
+            "P04637",
+            "Q8I3H7",
+            "P69905",
+            "--inject",
+            "P04637:hang",
+            "--inject",
+            "Q8I3H7:hang",
+            "--inject",
+            "P69905:hang",
+            "--timeout",
+            "60",
+            "--run-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    events = tmp_path / "events.jsonl"
+    deadline = time.monotonic() + 20
+    while (
+        time.monotonic() < deadline and events.read_text().count("delegation_started") < 3
+        if events.exists()
+        else time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=10)
+    assert time.monotonic() - sent < 3
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    output = tmp_path / "output.json"
+    if output.exists():
+        json.loads(output.read_text())

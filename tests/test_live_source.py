@@ -1,0 +1,255 @@
+"""Tests for LiveSource against recorded AlphaFold DB and UniProt responses (no network)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fakes.replay_server import (
+    ReplayServer,
+    json_reply,
+    malformed,
+    rate_limited,
+    reply,
+    server_error,
+    slow,
+)
+from lyra.errors import TransientError
+from lyra.proteins._analysis import analyze_structure
+from lyra.proteins._sources import LiveSource, ProteinSource, parse_retry_after
+from lyra.proteins._validate import process_protein
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
+ENTRIES: dict[str, dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["entries"]
+UNIPROT_P04637 = "/uniprotkb/P04637.json"
+AFDB_P05067 = "/api/prediction/P05067"
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    """A running replay server."""
+    with ReplayServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def live(server: ReplayServer) -> Iterator[LiveSource]:
+    """A LiveSource pointed at the replay server for both services."""
+    with LiveSource(afdb_url=server.url, uniprot_url=server.url, timeout=5.0) as source:
+        yield source
+
+
+def _summary(result: object) -> dict[str, Any]:
+    assert isinstance(result, dict)
+    assert "error" not in result, result
+    return result
+
+
+def test_p04637_from_uniprot_with_afdb_404(live: LiveSource, server: ReplayServer) -> None:
+    """UniProt's recording plus an AFDB 404 gives a summary with ``alphafold: None``."""
+    summary = _summary(live.fetch("P04637"))
+    assert server.paths == [UNIPROT_P04637, "/api/prediction/P04637"]
+    assert summary["description"] == "Cellular tumor antigen p53"
+    assert summary["organism"] == "Homo sapiens"
+    assert summary["gene"] == "TP53"
+    assert summary["length"] == 393
+    assert summary["sequence"] == ENTRIES["P04637"]["sequence"]
+    assert (summary["alphafold"], summary["confidence"]) == (None, None)
+    assert summary["source"] == "live"
+    assert summary["sources"] == [f"{server.url}{UNIPROT_P04637}"]
+    assert analyze_structure(summary)["error"].startswith("No structure data for P04637")
+
+
+def test_p69905_function_comes_from_uniprot(live: LiveSource) -> None:
+    """The first FUNCTION comment of the protein itself becomes ``function``."""
+    summary = _summary(live.fetch("P69905"))
+    assert summary["function"] == ENTRIES["P69905"]["function"]
+    assert summary["description"] == "Hemoglobin subunit alpha"
+    assert summary["gene"] is None  # the trimmed recording has no genes block
+
+
+def test_p05067_from_afdb_alone(live: LiveSource) -> None:
+    """With UniProt 404, AFDB's canonical model gives identity and confidence figures."""
+    summary = _summary(live.fetch("P05067"))
+    bundled = ENTRIES["P05067"]
+    assert summary["description"] == bundled["description"]
+    assert (summary["organism"], summary["gene"]) == ("Homo sapiens", "APP")
+    assert summary["length"] == len(summary["sequence"]) == bundled["length"] == 770
+    assert summary["alphafold"] == {
+        "entry_id": "AF-P05067-F1",
+        "model_version": 6,
+        "global_plddt": 67.38,  # the API's figure (the bundled mean of rounded values is 67.39)
+        "fractions": bundled["alphafold"]["fractions"],
+        "plddt": None,
+    }
+    assert summary["confidence"] == 67.38
+    structure = analyze_structure(summary)
+    assert (structure["per_residue"], structure["reliability"]) == (False, "low")
+
+
+def test_unknown_accession_is_a_soft_404(live: LiveSource, server: ReplayServer) -> None:
+    """Neither service knowing the id gives the soft-failure dict, not an exception."""
+    assert live.fetch("ZZZZZZZZZ") == {
+        "error": "Protein ZZZZZZZZZ not found in UniProt or AlphaFold DB",
+        "status": 404,
+    }
+    result = process_protein("zzzzzzzzz", live)
+    assert result["status"] == 404
+    assert result["source"] == "live"
+    assert len(server.paths) == 4
+
+
+def test_process_protein_over_live(live: LiveSource) -> None:
+    """process_protein validates a live summary and fills its defaults."""
+    result = process_protein(" p04637 ", live)
+    assert result["uniprot_id"] == "P04637"
+    assert result["drug_target_assessment"] == "Assessment unavailable"
+
+
+@pytest.mark.parametrize("path", [UNIPROT_P04637, "/api/prediction/P04637"])
+def test_rate_limit_raises_transient_error_with_retry_after(
+    live: LiveSource, server: ReplayServer, path: str
+) -> None:
+    """A 429 from either service raises TransientError carrying ``retry_after``."""
+    server.script(path, rate_limited(7))
+    with pytest.raises(TransientError) as caught:
+        live.fetch("P04637")
+    assert (caught.value.status, caught.value.retry_after) == (429, 7.0)
+    assert _summary(live.fetch("P04637"))["gene"] == "TP53"  # the next try is served
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 408, 401, 403, 400])
+def test_error_statuses_raise_transient_error(
+    live: LiveSource, server: ReplayServer, status: int
+) -> None:
+    """Server errors, timeouts and auth failures raise TransientError with the status."""
+    server.script(AFDB_P05067, server_error(status))
+    with pytest.raises(TransientError, match=f"AlphaFold DB answered HTTP {status}") as caught:
+        live.fetch("P05067")
+    assert (caught.value.status, caught.value.retry_after) == (status, None)
+
+
+@pytest.mark.parametrize(
+    ("path", "answer", "what"),
+    [
+        (UNIPROT_P04637, malformed(), "not JSON"),
+        (UNIPROT_P04637, malformed(b"<html>maintenance</html>"), "not JSON"),
+        (UNIPROT_P04637, malformed(b"\xff\xfe\x00garbage"), "not JSON"),
+        (UNIPROT_P04637, json_reply(["not", "an", "entry"]), "a JSON list"),
+        (AFDB_P05067, json_reply({"entryId": "AF-P05067-F1"}), "a JSON dict"),
+    ],
+)
+def test_malformed_body_raises_bad_gateway(
+    live: LiveSource, server: ReplayServer, path: str, answer: Any, what: str
+) -> None:
+    """A body that is not JSON, or JSON of the wrong shape, raises TransientError(502)."""
+    server.script(path, answer)
+    accession = path.split("/")[-1].removesuffix(".json")
+    with pytest.raises(TransientError, match="malformed") as caught:
+        live.fetch(accession)
+    assert caught.value.status == 502
+    assert what in str(caught.value)
+
+
+def test_missing_description_is_caught_by_validation(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """Well-formed JSON without a name passes the source but fails validation softly."""
+    server.script(UNIPROT_P04637, json_reply({"primaryAccession": "P04637"}))
+    result = process_protein("P04637", live)
+    assert result["error"] == "Incomplete data — missing: description, organism"
+
+
+def test_slow_reply_times_out(server: ReplayServer) -> None:
+    """A reply slower than the client timeout raises httpx.TimeoutException promptly."""
+    server.script(UNIPROT_P04637, slow(reply(200, b"{}"), 30))
+    with LiveSource(afdb_url=server.url, uniprot_url=server.url, timeout=0.2) as source:
+        started = time.monotonic()
+        with pytest.raises(httpx.TimeoutException):
+            source.fetch("P04637")
+    assert time.monotonic() - started < 5
+
+
+def test_close_is_prompt_with_a_slow_reply_pending() -> None:
+    """Closing the server wakes a handler waiting on a slow reply."""
+    fake = ReplayServer().start()
+    fake.script(UNIPROT_P04637, slow(reply(200, b"{}"), 60))
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            httpx.get(f"{fake.url}{UNIPROT_P04637}", timeout=30)
+        except httpx.HTTPError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    while not fake.paths:
+        time.sleep(0.01)
+    started = time.monotonic()
+    fake.close()
+    thread.join(5)
+    assert time.monotonic() - started < 3
+    assert not thread.is_alive()
+    assert errors  # the client saw the connection drop, not a reply
+
+
+def test_connection_refused_propagates() -> None:
+    """A refused connection raises httpx's ConnectError unchanged."""
+    with (
+        LiveSource(afdb_url="http://127.0.0.1:9", uniprot_url="http://127.0.0.1:9") as source,
+        pytest.raises(httpx.ConnectError),
+    ):
+        source.fetch("P04637")
+
+
+def test_passed_in_client_is_not_closed(server: ReplayServer) -> None:
+    """A client given to LiveSource stays open after the source closes."""
+    with httpx.Client() as client:
+        with LiveSource(afdb_url=server.url, uniprot_url=server.url, client=client) as source:
+            assert _summary(source.fetch("P04637"))["gene"] == "TP53"
+        assert not client.is_closed
+
+
+def test_live_source_is_a_protein_source(live: LiveSource) -> None:
+    """LiveSource satisfies the ProteinSource protocol."""
+    assert isinstance(live, ProteinSource)
+    assert live.name == "live"
+
+
+def test_replay_server_reports_unknown_routes() -> None:
+    """A request outside the two services is a problem that fails a strict server."""
+    with pytest.raises(AssertionError, match="no route"), ReplayServer() as fake:
+        assert httpx.get(f"{fake.url}/elsewhere").status_code == 404
+
+
+def test_uniprot_404_body_has_the_service_shape(server: ReplayServer) -> None:
+    """Unknown accessions get UniProt's documented 404 body."""
+    response = httpx.get(f"{server.url}/uniprotkb/Q99999.json")
+    assert response.status_code == 404
+    assert response.json()["messages"] == ["Resource not found"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, None), ("7", 7.0), ("1.5", 1.5), ("-3", 0.0), ("soon", None), ("nan", None)],
+)
+def test_parse_retry_after(value: str | None, expected: float | None) -> None:
+    """Delta-seconds values parse; junk gives None."""
+    assert parse_retry_after(value) == expected
+
+
+def test_parse_retry_after_http_date() -> None:
+    """An HTTP-date value gives the seconds until that time."""
+    value = email.utils.formatdate(time.time() + 30, usegmt=True)
+    seconds = parse_retry_after(value)
+    assert seconds is not None
+    assert 25 <= seconds <= 31

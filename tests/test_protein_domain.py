@@ -1,0 +1,617 @@
+"""Tests for the protein domain: ids, response validation, analysis stages, briefs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import structlog
+
+from lyra.errors import TransientError
+from lyra.proteins._analysis import (
+    analyze_structure,
+    critique,
+    reason,
+    structure_summary,
+    synthesize,
+)
+from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._validate import process_protein, validate_response
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
+ENTRIES: dict[str, dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["entries"]
+WITH_PLDDT = sorted(
+    acc for acc, e in ENTRIES.items() if e["alphafold"] and e["alphafold"]["plddt"] is not None
+)
+SUMMARY_KEYS = {
+    "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
+    "confidence", "alphafold", "source", "sources",
+}  # fmt: skip
+
+
+class FakeSource:
+    """A scripted source that records the ids it was asked for."""
+
+    name = "fake"
+
+    def __init__(self, response: object = None, *, raises: Exception | None = None) -> None:
+        self.response = response
+        self.raises = raises
+        self.calls: list[str] = []
+
+    def fetch(self, protein_id: str) -> object:
+        self.calls.append(protein_id)
+        if self.raises is not None:
+            raise self.raises
+        return self.response
+
+
+def _good(**overrides: Any) -> dict[str, Any]:
+    """A minimal valid response, with ``overrides`` applied (None deletes a key)."""
+    response: dict[str, Any] = {
+        "uniprot_id": "P12345",
+        "description": "Test protein",
+        "organism": "Homo sapiens",
+    }
+    for key, value in overrides.items():
+        if value is None:
+            response.pop(key, None)
+        else:
+            response[key] = value
+    return response
+
+
+def _band(value: float) -> str:
+    """The AlphaFold band of one pLDDT value, computed independently of lyra."""
+    if value < 50:
+        return "very_low"
+    if value < 70:
+        return "low"
+    return "confident" if value < 90 else "very_high"
+
+
+def _global_only(mean: float | None, fractions: dict[str, float] | None = None) -> dict[str, Any]:
+    """A summary with whole-protein AlphaFold figures only."""
+    af = {
+        "entry_id": "AF-X-F1",
+        "model_version": 6,
+        "global_plddt": mean,
+        "fractions": fractions,
+        "plddt": None,
+    }
+    return {**_good(length=100), "alphafold": af}
+
+
+def _with_plddt(values: list[float]) -> dict[str, Any]:
+    """A summary whose AlphaFold model has the per-residue values given."""
+    af = {
+        "entry_id": "AF-X-F1",
+        "model_version": 6,
+        "global_plddt": None,
+        "fractions": None,
+        "plddt": values,
+    }
+    return {**_good(length=len(values)), "alphafold": af}
+
+
+def _pipeline(protein_id: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
+    summary = process_protein(protein_id)
+    structure = analyze_structure(summary)
+    reasoning = reason(summary, structure)
+    return summary, structure, reasoning, critique(summary, structure, reasoning)
+
+
+# --------------------------------------------------------------------------- ids
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("P04637", "P04637"),
+        ("  p04637\n", "P04637"),
+        ("A0A0C5B5G6", "A0A0C5B5G6"),
+        ("ZZZZZZZZZ", "ZZZZZZZZZ"),
+        ("A" * 15, "A" * 15),
+    ],
+)
+def test_valid_ids_are_normalized(raw: str, expected: str) -> None:
+    """A well-formed id is accepted, stripped and upper-cased."""
+    assert validate_protein_id(raw) == (True, expected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (None, "non-empty string, got None"),
+        (123, "got int"),
+        (b"P04637", "got bytes"),
+        (["P04637"], "got list"),
+        ("", "empty or blank"),
+        ("   \t", "empty or blank"),
+        ("A" * 16, "16 characters long"),
+        ("P04637; rm -rf /", "Invalid protein ID format"),
+        ("'; DROP TABLE proteins;--", "Invalid protein ID format"),
+        ("../etc/passwd", "Invalid protein ID format"),
+        ("<script>", "Invalid protein ID format"),
+        ("TOTALLY_FAKE_ID", "Invalid protein ID format"),
+        ("P05067-2", "Invalid protein ID format"),
+        ("P04 637", "Invalid protein ID format"),
+        ("P0463\u0667", "Invalid protein ID format"),  # an Arabic-Indic digit
+        ("Pé4637", "Invalid protein ID format"),
+    ],
+)
+def test_invalid_ids_are_rejected_with_a_message(raw: object, fragment: str) -> None:
+    """None, non-strings, blanks, over-long ids and injection strings get a clear message."""
+    ok, message = validate_protein_id(raw)
+    assert not ok
+    assert fragment in message
+
+
+def test_rejection_message_is_bounded() -> None:
+    """A huge hostile id is not echoed in full."""
+    ok, message = validate_protein_id("X;" * 10_000)
+    assert not ok
+    assert len(message) < 200
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Compare P04637 and Q8I3H7.", ["P04637", "Q8I3H7"]),
+        ("P04637, P04637 again, then A0A0C5B5G6", ["P04637", "A0A0C5B5G6"]),
+        ("isoform P05067-2 of APP", ["P05067"]),
+        ("XP04637 and P046371 are not accessions", []),
+        ("lower case p04637 is not matched", []),
+        ("A1YPR0 (ZBTB7C), P0DTC2 (spike)", ["A1YPR0", "P0DTC2"]),
+        ("", []),
+    ],
+)
+def test_find_protein_ids(text: str, expected: list[str]) -> None:
+    """Accessions are found word-bounded, in order, once each."""
+    assert find_protein_ids(text) == expected
+
+
+# --------------------------------------------------------------------------- PRD-003 cases
+
+
+def test_prd3_case1_valid_id() -> None:
+    """A valid id returns the summary schema with every PRD-003 field."""
+    result = process_protein("Q8I3H7")
+    assert "error" not in result
+    assert result["uniprot_id"] == "Q8I3H7"
+    assert result["organism"] == "Plasmodium falciparum (isolate 3D7)"
+    assert result["confidence"] == 85.57
+    assert result["gene"] == "Unknown"  # null in the data, defaulted
+    assert result["length"] is None
+    assert result["drug_target_assessment"] == "Assessment unavailable"
+    assert result.keys() >= SUMMARY_KEYS
+
+
+def test_prd3_case2_nonexistent_id_is_a_soft_error() -> None:
+    """A well-formed id the source does not have gives an error dict, not an exception."""
+    result = process_protein("ZZZZZZZZZ")
+    assert result == {
+        "error": "Protein ZZZZZZZZZ not found in the bundled offline dataset",
+        "uniprot_id": "ZZZZZZZZZ",
+        "source": "offline",
+        "status": 404,
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("", "non-empty string"),  # case 3
+        (None, "Protein ID must be a non-empty string"),  # case 4
+        ("'; DROP TABLE proteins;--", "Invalid protein ID format"),  # case 5
+        ("P04637; rm -rf /", "Invalid protein ID format"),
+        ("../etc/passwd", "Invalid protein ID format"),
+    ],
+)
+def test_prd3_cases3to5_bad_ids_make_no_request(raw: object, fragment: str) -> None:
+    """Empty, None and injection ids give an error dict before any fetch."""
+    source = FakeSource(_good())
+    result = process_protein(raw, source)
+    assert source.calls == []
+    assert fragment in result["error"]
+    assert result["source"] == "fake"
+    assert result["uniprot_id"] == raw
+
+
+def test_prd3_case6_source_error_dict() -> None:
+    """A source's own error dict becomes a structured error, keeping its status."""
+    source = FakeSource({"error": "Service unavailable", "status": 503})
+    result = process_protein("P04637", source)
+    assert result == {
+        "error": "Service unavailable",
+        "uniprot_id": "P04637",
+        "source": "fake",
+        "status": 503,
+    }
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        (None, "No response from protein database"),  # case 7
+        ([_good()], "Unexpected response type: list"),
+        ("P04637", "Unexpected response type: str"),
+        (42, "Unexpected response type: int"),
+    ],
+)
+def test_prd3_case7_none_or_non_dict_response(response: object, message: str) -> None:
+    """None and non-dict responses become error dicts instead of crashing."""
+    result = process_protein("P04637", FakeSource(response))
+    assert result == {"error": message, "uniprot_id": "P04637", "source": "fake"}
+
+
+@pytest.mark.parametrize(
+    ("response", "field", "default"),
+    [
+        (_good(), "drug_target_assessment", "Assessment unavailable"),  # case 8
+        (_good(), "gene", "Unknown"),
+        (_good(gene=None), "gene", "Unknown"),
+        ({**_good(), "gene": None}, "gene", "Unknown"),
+        (_good(), "length", None),
+        (_good(), "confidence", None),
+        (_good(gene="TP53"), "gene", "TP53"),
+        (_good(drug_target_assessment="x"), "drug_target_assessment", "x"),
+    ],
+)
+def test_prd3_case8_optional_fields_get_defaults(
+    response: dict[str, Any], field: str, default: object
+) -> None:
+    """Missing or null optional fields get their defaults; present ones are kept."""
+    result = process_protein("P12345", FakeSource(response))
+    assert "error" not in result
+    assert result[field] == default
+
+
+@pytest.mark.parametrize(
+    ("response", "missing"),
+    [
+        (_good(description=None), "description"),  # case 9
+        (_good(organism=None), "organism"),
+        (_good(description=None, organism=None), "description, organism"),
+        (_good(description=""), "description"),
+        (_good(description="   "), "description"),
+        (_good(organism=7), "organism"),
+    ],
+)
+def test_prd3_case9_missing_required_field(response: dict[str, Any], missing: str) -> None:
+    """A missing or empty required field fails cleanly (R3: no partial data kept)."""
+    result = process_protein("P12345", FakeSource(response))
+    assert result == {
+        "error": f"Incomplete data — missing: {missing}",
+        "uniprot_id": "P12345",
+        "source": "fake",
+    }
+
+
+def test_prd3_case10_mix_of_valid_and_invalid() -> None:
+    """Every id of a mixed list is processed: two summaries and one error dict."""
+    results = [process_protein(pid) for pid in ["Q8I3H7", "FAKE", "P04637"]]
+    assert ["error" in r for r in results] == [False, True, False]
+    assert [r["uniprot_id"] for r in results] == ["Q8I3H7", "FAKE", "P04637"]
+
+
+def test_validation_failures_are_logged() -> None:
+    """Bad ids and bad responses are logged as structlog warnings with context."""
+    with structlog.testing.capture_logs() as logs:
+        process_protein("'; DROP TABLE", FakeSource(_good()))
+        process_protein("P12345", FakeSource(_good(organism=None)))
+    assert [(e["event"], e["log_level"], e["uniprot_id"]) for e in logs] == [
+        ("protein_id_invalid", "warning", "'; DROP TABLE"),
+        ("protein_response_invalid", "warning", "P12345"),
+    ]
+    assert logs[1]["reason"] == "Incomplete data — missing: organism"
+    assert logs[1]["source"] == "fake"
+
+
+def test_source_exceptions_propagate() -> None:
+    """An exception raised by the source is not swallowed: the caller classifies it."""
+    source = FakeSource(raises=TransientError("down", status=503))
+    with pytest.raises(TransientError, match="down"):
+        process_protein("P04637", source)
+
+
+def test_validate_response_returns_a_copy() -> None:
+    """Validation never mutates the response it was given."""
+    response = _good()
+    result = validate_response(response, "P12345", "fake")
+    assert result is not response
+    assert "gene" not in response
+
+
+def test_non_string_id_in_error_is_shown_safely() -> None:
+    """A non-string id appears in the error dict as a repr, so it stays serialisable."""
+    result = process_protein(12345)
+    assert result["uniprot_id"] == "12345"
+    json.dumps(result)
+
+
+# --------------------------------------------------------------------------- offline source
+
+
+def _offline(acc: str) -> dict[str, Any]:
+    """The offline summary of ``acc``, asserted not to be an error."""
+    result = OfflineSource().fetch(acc)
+    assert "error" not in result
+    return cast(dict[str, Any], result)
+
+
+@pytest.mark.parametrize("acc", sorted(ENTRIES))
+def test_offline_source_returns_the_summary_schema(acc: str) -> None:
+    """Every bundled entry comes back in the summary schema and passes validation."""
+    summary = _offline(acc.lower())
+    assert summary.keys() == SUMMARY_KEYS
+    assert summary["source"] == "offline"
+    alphafold = ENTRIES[acc]["alphafold"]
+    assert summary["confidence"] == (alphafold["global_plddt"] if alphafold else None)
+    assert "error" not in validate_response(summary, acc, "offline")
+
+
+def test_offline_source_hands_out_copies() -> None:
+    """Mutating one result does not change the next one."""
+    _offline("P38398")["alphafold"]["plddt"].clear()
+    assert len(_offline("P38398")["alphafold"]["plddt"]) == 1863
+
+
+def test_sources_satisfy_the_protocol() -> None:
+    """OfflineSource and a test double are ProteinSources."""
+    assert isinstance(OfflineSource(), ProteinSource)
+    assert isinstance(FakeSource(), ProteinSource)
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def test_p38398_figures_match_an_independent_computation() -> None:
+    """P38398's mean, range and band fractions equal what the per-residue list gives."""
+    values = ENTRIES["P38398"]["alphafold"]["plddt"]
+    structure = analyze_structure(process_protein("P38398"))
+    bands = ("very_low", "low", "confident", "very_high")
+    counts = {b: sum(1 for v in values if _band(v) == b) for b in bands}
+    assert structure["residues"] == len(values) == 1863
+    assert structure["mean_plddt"] == round(sum(values) / len(values), 2) == 41.29
+    assert (structure["min_plddt"], structure["max_plddt"]) == (min(values), max(values))
+    assert structure["fractions"] == {b: round(n / len(values), 3) for b, n in counts.items()}
+    assert structure["fractions"] == ENTRIES["P38398"]["alphafold"]["fractions"]
+    assert structure["reliability"] == "low"
+
+
+@pytest.mark.parametrize("acc", WITH_PLDDT)
+def test_regions_are_exactly_the_low_confidence_runs(acc: str) -> None:
+    """Regions are the maximal runs of >= 5 residues with pLDDT < 70, within the chain."""
+    values = ENTRIES[acc]["alphafold"]["plddt"]
+    expected, position = [], 1
+    for low, run in itertools.groupby(values, key=lambda v: v < 70):
+        size = len(list(run))
+        if low and size >= 5:
+            expected.append((position, position + size - 1))
+        position += size
+    regions = analyze_structure(process_protein(acc))["low_confidence_regions"]
+    assert [(r["start"], r["end"]) for r in regions] == expected
+    for region in regions:
+        run = values[region["start"] - 1 : region["end"]]
+        assert 1 <= region["start"] <= region["end"] <= ENTRIES[acc]["length"]
+        assert region["length"] == len(run) >= 5
+        assert region["mean_plddt"] == round(sum(run) / len(run), 2)
+
+
+@pytest.mark.parametrize(
+    ("values", "regions"),
+    [
+        ([95.0] * 3 + [40.0] * 5 + [80.0] * 2 + [60.0] * 4 + [30.0] * 6, [(4, 8), (11, 20)]),
+        ([40.0] * 4 + [95.0], []),  # a run of 4 is too short
+        ([69.99] * 5, [(1, 5)]),  # the whole chain
+        ([70.0] * 5, []),  # 70 is confident, not low
+        ([90.0, 10.0, 10.0, 10.0, 10.0, 10.0, 90.0], [(2, 6)]),
+    ],
+)
+def test_region_boundaries(values: list[float], regions: list[tuple[int, int]]) -> None:
+    """Region starts and ends are 1-based and inclusive, including at the chain's ends."""
+    found = analyze_structure(_with_plddt(values))["low_confidence_regions"]
+    assert [(r["start"], r["end"]) for r in found] == regions
+
+
+def test_q8i3h7_without_per_residue_data() -> None:
+    """Q8I3H7 has only a global pLDDT: regions are unknown (None), not empty."""
+    structure = analyze_structure(process_protein("Q8I3H7"))
+    assert structure["per_residue"] is False
+    assert structure["low_confidence_regions"] is None
+    assert structure["mean_plddt"] == 85.57
+    assert structure["fractions"] is None
+    assert (structure["min_plddt"], structure["max_plddt"]) == (None, None)
+    assert "cannot be located" in structure["summary"]
+
+
+@pytest.mark.parametrize(
+    ("mean", "reliability"),
+    [(98.06, "high"), (90.0, "high"), (89.99, "medium"), (70.0, "medium"), (69.99, "low")],
+)
+def test_reliability_thresholds(mean: float, reliability: str) -> None:
+    """Reliability is high for mean >= 90, medium for >= 70, low below."""
+    assert analyze_structure(_global_only(mean))["reliability"] == reliability
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        _good(uniprot_id="P0DTC2"),  # no alphafold key at all
+        {**_good(uniprot_id="P0DTC2"), "alphafold": None},
+        process_protein("P0DTC2"),  # an AlphaFold entry id but no pLDDT figures
+    ],
+)
+def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
+    """Without AlphaFold figures the stage returns an error dict naming the protein."""
+    result = analyze_structure(summary)
+    assert result.keys() == {"error"}
+    assert result["error"].startswith("No structure data for P0DTC2")
+
+
+# --------------------------------------------------------------------------- reasoning
+
+
+def _allowed_numbers(summary: dict[str, Any], structure: dict[str, Any]) -> set[str]:
+    """Every number the analysis may quote: data figures, their percentages, band limits."""
+    allowed = {"5", "50", "70", "90", str(summary["length"])}
+    allowed |= {f"{round(structure['mean_plddt'], 2):g}"}
+    allowed |= {f"{f * 100:.1f}" for f in structure["fractions"].values()}
+    allowed |= {f"{structure['well_folded_fraction'] * 100:.1f}"}
+    for region in structure["low_confidence_regions"] or []:
+        allowed |= {str(region[k]) for k in ("start", "end", "length")}
+        allowed |= {f"{region['mean_plddt']:g}"}
+    return allowed
+
+
+@pytest.mark.parametrize("acc", WITH_PLDDT)
+def test_reasoning_only_quotes_numbers_from_the_data(acc: str) -> None:
+    """Each hypothesis cites a number, and every number quoted comes from the data."""
+    summary, structure, reasoning, _ = _pipeline(acc)
+    allowed = _allowed_numbers(summary, structure)
+    assert reasoning["hypotheses"]
+    for text in [*reasoning["hypotheses"], reasoning["drug_target_assessment"]]:
+        numbers = re.findall(r"\d+(?:\.\d+)?", text)
+        assert numbers or text == reasoning["drug_target_assessment"]
+        assert set(numbers) <= allowed, text
+
+
+@pytest.mark.parametrize(
+    ("acc", "tractability"),
+    [("P38398", "challenging"), ("P69905", "favourable"), ("P04637", "mixed")],
+)
+def test_tractability_follows_the_figures(acc: str, tractability: str) -> None:
+    """Mostly disordered → challenging; mostly well folded → favourable; else mixed."""
+    _, _, reasoning, _ = _pipeline(acc)
+    assert reasoning["tractability"] == tractability
+
+
+def test_reasoning_says_unknown_where_data_are_missing() -> None:
+    """Q8I3H7's unknown length and distribution are stated, not guessed."""
+    _, _, reasoning, _ = _pipeline("Q8I3H7")
+    assert "Sequence length: unknown" in reasoning["drug_target_assessment"]
+    assert "distribution is unknown" in reasoning["drug_target_assessment"]
+    assert reasoning["evidence"]["disordered_fraction"] is None
+
+
+def test_reasoning_without_structure() -> None:
+    """With no structure result the assessment is 'unknown'."""
+    reasoning = reason(process_protein("P04637"), {"error": "boom"})
+    assert reasoning["tractability"] == "unknown"
+    assert reasoning["drug_target_assessment"].startswith("Assessment unknown")
+
+
+# --------------------------------------------------------------------------- critique
+
+
+@pytest.mark.parametrize(
+    ("acc", "level", "fragments"),
+    [
+        ("P38398", "high", ["not experimental evidence", "80.3% of residues"]),
+        ("P04637", "low", ["No per-residue pLDDT", "different AlphaFold model versions"]),
+        ("Q8I3H7", "low", ["sequence length is unknown", "secondary source"]),
+        ("P69905", "low", ["No per-residue pLDDT", "secondary source"]),
+    ],
+)
+def test_critique_caveats(acc: str, level: str, fragments: list[str]) -> None:
+    """Caveats name the weaknesses of each entry's data; confidence follows them."""
+    *_, result = _pipeline(acc)
+    text = "\n".join(result["caveats"])
+    for fragment in fragments:
+        assert fragment in text
+    assert result["confidence_in_reasoning"] == level
+
+
+def test_critique_flags_inconsistent_figures() -> None:
+    """A mean pLDDT the band fractions cannot produce is called out."""
+    fractions = {"very_low": 1.0, "low": 0.0, "confident": 0.0, "very_high": 0.0}
+    summary = _global_only(95.0, fractions)
+    structure = analyze_structure(summary)
+    result = critique(summary, structure, reason(summary, structure))
+    assert any("outside the range" in caveat for caveat in result["caveats"])
+
+
+def test_critique_without_structure() -> None:
+    """With no structure result the confidence in the reasoning is low."""
+    result = critique(process_protein("P04637"), None, None)
+    assert result["confidence_in_reasoning"] == "low"
+
+
+# --------------------------------------------------------------------------- synthesis
+
+
+def test_full_brief_names_everything() -> None:
+    """A complete brief has identity, figures, assessment and caveats, and is not partial."""
+    summary, structure, reasoning, crit = _pipeline("P38398")
+    brief = synthesize("P38398", summary, structure, reasoning, crit)
+    for fragment in [
+        "Breast cancer type 1 susceptibility protein (P38398)",
+        "| Organism | Homo sapiens |",
+        "| Gene | BRCA1 |",
+        "| Length | 1863 residues |",
+        "Mean pLDDT: 41.29",
+        "very low (< 50) 80.3%",
+        "residues 102–1391",
+        "Structurally challenging",
+        "not experimental evidence",
+        "Confidence in this reasoning: **high**",
+    ]:
+        assert fragment in brief
+    assert "Partial" not in brief
+
+
+def test_q8i3h7_brief_says_length_and_gene_are_unknown() -> None:
+    """Q8I3H7's brief says plainly that its length, gene and regions are unknown."""
+    summary, structure, reasoning, crit = _pipeline("Q8I3H7")
+    brief = synthesize("Q8I3H7", summary, structure, reasoning, crit)
+    assert "| Gene | unknown |" in brief
+    assert "| Length | unknown |" in brief
+    assert "Low-confidence regions: unknown" in brief
+    assert "Mean pLDDT: 85.57" in brief
+
+
+@pytest.mark.parametrize(
+    ("stages", "missing"),
+    [
+        (("analyze_structure", "reason", "critique"), "analyze_structure, reason, critique"),
+        (("reason", "critique"), "reason, critique"),
+        (("critique",), "critique"),
+    ],
+)
+def test_partial_brief_names_missing_stages(stages: tuple[str, ...], missing: str) -> None:
+    """A brief with missing stages says which analyses are missing and that it is partial."""
+    summary, structure, reasoning, _ = _pipeline("P04637")
+    kept = {
+        "structure": None if "analyze_structure" in stages else structure,
+        "reasoning": None if "reason" in stages else reasoning,
+    }
+    brief = synthesize("P04637", summary, **kept, critique=None, missing_stages=stages)
+    assert f"Missing analyses: {missing}" in brief
+    assert "incomplete" in brief
+    assert "Cellular tumor antigen p53 (P04637)" in brief
+    assert "Critique unavailable" in brief
+
+
+def test_structure_summary() -> None:
+    """The structure-only text gives the figures, or the reason there are none."""
+    summary = process_protein("A0A0C5B5G6")
+    text = structure_summary("A0A0C5B5G6", summary, analyze_structure(summary))
+    assert "mean pLDDT 72.08" in text
+    assert "residues 1–5" in text
+    missing = process_protein("P0DTC2")
+    text = structure_summary("P0DTC2", missing, analyze_structure(missing))
+    assert "No structure data for P0DTC2" in text
+
+
+def test_fractions_in_structure_sum_to_about_one() -> None:
+    """Computed band fractions sum to 1 within rounding."""
+    for acc in WITH_PLDDT:
+        fractions = analyze_structure(process_protein(acc))["fractions"]
+        assert math.isclose(sum(fractions.values()), 1.0, abs_tol=0.003)

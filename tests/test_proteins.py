@@ -1,0 +1,320 @@
+"""The protein workload through its public interfaces: PRD-001's eight cases,
+every injected fault, and isolation between proteins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from lyra import parse_report
+from lyra.proteins import (
+    AnalysisOutput,
+    OfflineSource,
+    analyze,
+    analyze_sync,
+)
+from lyra.proteins import _pipeline as pipeline
+from lyra.recovery import record_waits
+
+pytestmark = pytest.mark.anyio
+
+DOWNSTREAM = ["analyze_structure", "reason", "critique", "synthesize"]
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Backoff waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+def counts(output: AnalysisOutput) -> tuple[int, int, int]:
+    s = output.summary
+    assert s.successful + s.partial + s.failed == s.total_requested
+    return s.successful, s.partial, s.failed
+
+
+def entry(output: AnalysisOutput, protein_id: str) -> Any:
+    entries = [
+        e
+        for e in (*output.completed_analyses, *output.partial_analyses, *output.failed_analyses)
+        if e.protein_id == protein_id
+    ]
+    assert len(entries) == 1, f"{protein_id} appears {len(entries)} times"
+    return entries[0]
+
+
+# -- PRD-001, test cases 1-8 -------------------------------------------------------
+
+
+def test_prd1_single_valid_protein() -> None:
+    """Test 1: one valid protein gives one completed analysis and nothing else."""
+    output = analyze_sync(["Q8I3H7"], timeout=10)
+    assert counts(output) == (1, 0, 0)
+    assert "Q8I3H7" in output.completed_analyses[0].brief
+
+
+def test_prd1_mixed_valid_and_invalid() -> None:
+    """Test 2: an invalid ID fails at fetch with every later stage skipped; the others complete."""
+    output = analyze_sync(["P04637", "TOTALLY_FAKE_ID", "Q8I3H7"], timeout=10)
+    assert counts(output) == (2, 0, 1)
+    failed = entry(output, "TOTALLY_FAKE_ID")
+    assert failed.failed_at_stage == "fetch_protein"
+    assert failed.tasks_skipped == DOWNSTREAM
+    assert (failed.category, failed.retryable) == ("invalid_task", False)
+    assert parse_report(failed.report).category == "invalid_task"
+
+
+def test_prd1_all_invalid_returns_cleanly() -> None:
+    """Test 3: all-invalid input returns a clean output and a readable message."""
+    from lyra.cli._analyze_command import render_text
+
+    output = analyze_sync(["FAKE1", "FAKE2"], timeout=10)
+    assert counts(output) == (0, 0, 2)
+    text = render_text(output)
+    assert "FAKE1" in text
+    assert "0 of 2 completed" in text
+
+
+class TimesOutFor:
+    """A source whose HTTP call times out for one protein (as requests/httpx would)."""
+
+    name = "flaky"
+
+    def __init__(self, slow_id: str) -> None:
+        self.slow_id = slow_id
+        self.offline = OfflineSource()
+
+    def fetch(self, protein_id: str) -> object:
+        if protein_id == self.slow_id:
+            raise httpx.ReadTimeout("AlphaFold took 60+ seconds")
+        return self.offline.fetch(protein_id)
+
+
+def test_prd1_api_timeout_costs_only_that_protein() -> None:
+    """Test 4: a service timeout for one protein fails it; the others complete normally."""
+    output = analyze_sync(["P04637", "Q8I3H7"], source=TimesOutFor("Q8I3H7"), timeout=10)
+    assert counts(output) == (1, 0, 1)
+    failed = entry(output, "Q8I3H7")
+    assert (failed.failed_at_stage, failed.category, failed.retryable) == (
+        "fetch_protein",
+        "tool_error",
+        True,
+    )
+    assert parse_report(failed.report).error_type == "timeout"
+
+
+def test_prd1_mid_pipeline_failure_gives_partial_synthesis() -> None:
+    """Test 6: a structure failure skips reason and critique; synthesis runs, marked partial."""
+    output = analyze_sync(["P04637", "Q8I3H7"], faults=["Q8I3H7:structure_error"], timeout=10)
+    assert counts(output) == (1, 1, 0)
+    partial = entry(output, "Q8I3H7")
+    statuses = {t.task_type: t.status for t in partial.tasks}
+    assert statuses == {
+        "fetch_protein": "success",
+        "analyze_structure": "failed",
+        "reason": "skipped",
+        "critique": "skipped",
+        "synthesize": "partial",
+    }
+    assert partial.tasks_skipped == ["reason", "critique"]
+    assert "missing" in partial.brief.lower()
+    assert (partial.category, partial.retryable) == ("partial", True)
+
+
+def test_prd1_soft_failure_404_is_detected() -> None:
+    """Test 7: a not-found answer (an error dict, not an exception) fails the fetch task."""
+    output = analyze_sync(["XXXXX"], timeout=10)
+    failed = entry(output, "XXXXX")
+    fetch = failed.tasks[0]
+    assert (fetch.task_type, fetch.status) == ("fetch_protein", "failed")
+    assert "not found" in (fetch.error or "")
+    assert [t.status for t in failed.tasks[1:]] == ["skipped"] * 4
+    assert (failed.category, parse_report(failed.report).error_type) == (
+        "invalid_task",
+        "not_found",
+    )
+
+
+def test_prd1_structure_only_plan_counts_as_successful() -> None:
+    """Test 8: a structure-only plan creates only fetch and structure tasks, and succeeds."""
+    output = analyze_sync(["Q8I3H7"], plan="structure", timeout=10)
+    assert counts(output) == (1, 0, 0)
+    done = output.completed_analyses[0]
+    assert [t.task_type for t in done.tasks] == ["fetch_protein", "analyze_structure"]
+    assert "No analyses completed" not in done.brief
+    assert "85.57" in done.brief
+
+
+def test_skipped_stages_are_never_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AC4/AC7: skipped stages do not run (a spy sees no call) and take 0.0 s."""
+    calls: list[str] = []
+    for name in ("analyze_structure", "reason", "critique", "synthesize"):
+        real = getattr(pipeline, name)
+        monkeypatch.setattr(pipeline, name, _spy(name, real, calls))
+    output = analyze_sync(["XXXXX"], timeout=10)
+    assert calls == []
+    assert all(t.duration_seconds == 0.0 for t in output.failed_analyses[0].tasks[1:])
+
+
+def _spy(name: str, real: Any, calls: list[str]) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return real(*args, **kwargs)
+
+    return spy
+
+
+def test_executed_stages_are_timed() -> None:
+    """AC7: every executed task records a positive duration."""
+    output = analyze_sync(["P04637"], timeout=10)
+    assert all(t.duration_seconds > 0 for t in output.completed_analyses[0].tasks)
+
+
+def test_task_ids_follow_the_documented_pattern() -> None:
+    """task_id is '{protein}_{task_type}_{index}'."""
+    tasks = analyze_sync(["P04637"], timeout=10).completed_analyses[0].tasks
+    assert [t.task_id for t in tasks] == [
+        f"P04637_{stage}_{i}" for i, stage in enumerate(["fetch_protein", *DOWNSTREAM])
+    ]
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [["P04637", "P04637"], ["p04637", " P04637 "], ["P04637", "", None, "'; DROP TABLE x;--"]],
+)
+def test_every_requested_protein_appears_exactly_once(ids: list[Any]) -> None:
+    """Duplicates collapse to one entry; empty, None and injection strings each fail once."""
+    output = analyze_sync(ids, timeout=10)
+    assert output.summary.total_requested == len(
+        {str(i).strip().upper() if i else str(i) for i in ids}
+    )
+    assert entry(output, "P04637").protein_id == "P04637"
+
+
+# -- injected faults ------------------------------------------------------------------
+
+FAULTS = [
+    (
+        "P04637:hang",
+        0.3,
+        "failed",
+        "timeout",
+        "analyze_structure",
+        ["reason", "critique", "synthesize"],
+    ),
+    ("P04637:slow:0.2", 0.5, "failed", "timeout", None, None),
+    ("P04637:tool_error", 5, "failed", "tool_error", "fetch_protein", DOWNSTREAM),
+    (
+        "P04637:structure_error",
+        5,
+        "partial",
+        "partial",
+        "analyze_structure",
+        ["reason", "critique"],
+    ),
+    ("P04637:rate_limit:7", 5, "failed", "tool_error", "fetch_protein", DOWNSTREAM),
+    ("P04637:malformed", 5, "failed", "tool_error", "fetch_protein", DOWNSTREAM),
+    ("P04637:not_found", 5, "failed", "invalid_task", "fetch_protein", DOWNSTREAM),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "timeout", "outcome", "category", "stage", "skipped"),
+    FAULTS,
+    ids=[f[0].split(":", 1)[1] for f in FAULTS],
+)
+async def test_injected_fault_has_its_documented_outcome(
+    fault: str,
+    timeout: float,
+    outcome: str,
+    category: str,
+    stage: str | None,
+    skipped: list[str] | None,
+) -> None:
+    """Each fault fails (or partially fails) only its protein, in the documented way."""
+    output = await analyze(["P04637", "Q8I3H7"], faults=[fault], timeout=timeout)
+    assert entry(output, "Q8I3H7") in output.completed_analyses
+    hit = entry(output, "P04637")
+    bucket = output.partial_analyses if outcome == "partial" else output.failed_analyses
+    assert hit in bucket
+    assert hit.category == category
+    if stage is not None:
+        assert (hit.failed_at_stage, hit.tasks_skipped) == (stage, skipped)
+
+
+async def test_rate_limit_fault_carries_its_retry_after() -> None:
+    """A rate_limit:SECONDS fault reaches the report as a wait of at least that long."""
+    output = await analyze(["P04637"], faults=["P04637:rate_limit:7"], timeout=5)
+    report = parse_report(output.failed_analyses[0].report)
+    assert report.error_type == "rate_limit"
+    assert report.suggested_actions[0] == "Retry after at least 7s (the service asked for it)"
+
+
+async def test_rate_limit_recovers_after_waiting(no_real_sleeps: list[float]) -> None:
+    """With a retry, a one-time 429 recovers after waiting at least its retry-after."""
+    output = await analyze(["P04637"], faults=["P04637:rate_limit:7@1"], retries=1, timeout=5)
+    assert output.completed_analyses[0].attempts == 2
+    assert no_real_sleeps
+    assert no_real_sleeps[0] >= 7
+
+
+async def test_malformed_answer_names_the_missing_field() -> None:
+    """A source answer without a description fails with an error that says so."""
+    output = await analyze(["P04637"], faults=["P04637:malformed"], timeout=5)
+    assert "description" in output.failed_analyses[0].error
+
+
+async def test_hang_once_is_recovered_with_a_doubled_timeout() -> None:
+    """hang@1 with one retry: attempt 2 runs with twice the timeout, reusing the fetch."""
+    output = await analyze(["P04637"], faults=["P04637:hang@1"], timeout=0.3, retries=1)
+    done = output.completed_analyses[0]
+    assert done.attempts == 2
+
+
+async def test_partial_protein_is_continued_without_fetching_again() -> None:
+    """structure_error@1 with a retry continues from the failed stage; fetch is reused."""
+    fetches: list[str] = []
+
+    class CountingSource(OfflineSource):
+        def fetch(self, protein_id: str) -> Any:
+            fetches.append(protein_id)
+            return super().fetch(protein_id)
+
+    output = await analyze(
+        ["P04637"],
+        source=CountingSource(),
+        faults=["P04637:structure_error@1"],
+        retries=1,
+        timeout=5,
+    )
+    assert output.completed_analyses[0].attempts == 2
+    assert fetches == ["P04637"]
+
+
+async def test_a_crash_in_lyra_for_one_protein_spares_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An internal error while handling one protein fails that protein only."""
+    from lyra.proteins import _analyze
+
+    real = _analyze.entry_for
+
+    def broken(state: Any, outcome: Any) -> Any:
+        if state.protein_id == "Q8I3H7":
+            raise RuntimeError("bug in lyra")
+        return real(state, outcome)
+
+    monkeypatch.setattr(_analyze, "entry_for", broken)
+    output = await analyze(["P04637", "Q8I3H7"], timeout=5)
+    assert counts(output) == (1, 0, 1)
+    assert "Internal error" in entry(output, "Q8I3H7").error
+
+
+def test_unknown_plan_is_a_clear_error() -> None:
+    """A plan other than 'full' or 'structure' is refused before anything runs."""
+    with pytest.raises(ValueError, match="unknown plan"):
+        analyze_sync(["P04637"], plan="everything")  # type: ignore[arg-type]
