@@ -127,6 +127,11 @@ def _report_parse(args: argparse.Namespace) -> int:
 
 
 def _registry() -> list[Callable[[Subparsers], None]]:
-    from lyra.cli import _analyze_command
+    from lyra.cli import _analyze_command, _logs_command
 
-    return [_analyze_command.register, _register_delegate, _register_report]
+    return [
+        _analyze_command.register,
+        _register_delegate,
+        _logs_command.register,
+        _register_report,
+    ]

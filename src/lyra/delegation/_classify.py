@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
 from lyra.delegation._models import ErrorType, FailureCategory
+from lyra.errors import ChildSignal
 
 _C = FailureCategory
 
@@ -43,8 +44,11 @@ _BY_KIND: dict[Kind, tuple[FailureCategory, bool, str]] = {
 
 
 def exception_text(exc: BaseException) -> str:
-    """``Type: message`` as Python prints it, for reports."""
+    """``Type: message`` as Python prints it, for reports; lyra's own signals
+    carry a message written for the report, so it stands alone."""
     text = str(exc)
+    if text and isinstance(exc, ChildSignal):
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

@@ -66,7 +66,9 @@ async def run_attempt(
         subject=subject,
         context=context,
     )
-    fields = {"session_id": ctx.session_id, "subject": subject, "attempt": attempt}
+    fields: dict[str, Any] = {"session_id": ctx.session_id, "subject": subject, "attempt": attempt}
+    if "task_id" in ctx.context:  # attempts of one recovery loop share it
+        fields["task_id"] = ctx.context["task_id"]
     log.info("delegation_started", timeout=timeout, **fields)
     started = time.perf_counter()
     verdict, output = await _run(call, prompt, ctx)

@@ -319,7 +319,7 @@ def _without_description(answer: object) -> object:
 
 
 def _error_text(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, LyraError) and str(exc) else exception_text(exc)
+    return str(exc) if isinstance(exc, StageFailed) else exception_text(exc)
 
 
 def _since(started: float) -> float:

@@ -1,0 +1,315 @@
+"""``lyra logs stats|report|suggest-timeout``: event logs → statistics, a page, a timeout.
+
+Data goes to stdout, notes to stderr. Exit status: 0 ok, 1 no delegation
+found, 2 usage error (bad option, unreadable file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, get_args
+
+from lyra.logs import (
+    FailureStats,
+    GroupBy,
+    TimeoutSuggestion,
+    collect_stats,
+    parse_since,
+    render_html,
+    suggest_from_files,
+)
+
+Subparsers = Any  # argparse's _SubParsersAction is private
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
+
+
+def _since(text: str) -> datetime:
+    """An argparse type for ``--since``."""
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+
+    return convert
+
+
+def _add_files(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="event logs (JSON lines, .gz too), run directories (their events.jsonl), "
+        "text with raw reports, or - for standard input",
+    )
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--since",
+        type=_since,
+        metavar="T",
+        help="only events at or after T: 2h, 30m, 1d ago, or an ISO date/time (UTC if naive)",
+    )
+    p.add_argument("--top", type=_positive(int), default=10, help="blocker patterns (default 10)")
+
+
+def register(commands: Subparsers) -> None:
+    """Add ``lyra logs`` and its three actions to an argparse subparsers object."""
+    p = commands.add_parser(
+        "logs",
+        help="failure statistics from event logs and reports",
+        description="Read lyra event logs (and raw reports in any text) back: failure "
+        "statistics, an HTML page with charts, a timeout suggestion.",
+    )
+    sub = p.add_subparsers(dest="logs_command", metavar="ACTION", required=True)
+
+    stats = sub.add_parser("stats", help="failure statistics as a table or JSON")
+    _add_files(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_filters(stats)
+    stats.add_argument("--by", choices=get_args(GroupBy), help="add a breakdown by this field")
+    stats.set_defaults(run=_stats)
+
+    report = sub.add_parser("report", help="a self-contained HTML page with charts")
+    _add_files(report)
+    report.add_argument(
+        "--html", required=True, metavar="OUT", help="the page to write (- for stdout)"
+    )
+    report.add_argument("--title", default="lyra failure statistics", help="the page title")
+    _add_filters(report)
+    report.set_defaults(run=_report)
+
+    suggest = sub.add_parser(
+        "suggest-timeout", help="a timeout from the durations of completed delegations"
+    )
+    _add_files(suggest)
+    suggest.add_argument("--json", action="store_true", help="print JSON instead of text")
+    suggest.add_argument("--percentile", type=_positive(float), default=95.0, help="(default 95)")
+    suggest.add_argument(
+        "--margin", type=_positive(float), default=1.5, help="factor (default 1.5)"
+    )
+    suggest.add_argument(
+        "--min-samples", type=_positive(int), default=20, help="per subject kind (default 20)"
+    )
+    suggest.set_defaults(run=_suggest)
+
+
+def _note(text: str) -> None:
+    print(f"lyra logs: {text}", file=sys.stderr)
+
+
+def _missing(files: Sequence[str]) -> list[str]:
+    return [f for f in files if f != "-" and not os.path.exists(f)]
+
+
+def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn missing and unreadable files into a message and exit status 2."""
+
+    def guarded(args: argparse.Namespace) -> int:
+        missing = _missing(args.files)
+        if missing:
+            _note(f"no such file: {', '.join(missing)}")
+            return EXIT_USAGE
+        try:
+            return run(args)
+        except OSError as exc:  # a directory we may not read, a truncated .gz
+            _note(f"cannot read {exc.filename or 'input'}: {exc.strerror or exc}")
+            return EXIT_USAGE
+
+    return guarded
+
+
+def _read_notes(stats: FailureStats) -> int:
+    """Notes about what was skipped; the exit status for what was found."""
+    if stats.malformed_lines:
+        _note(f"skipped {stats.malformed_lines} malformed line(s)")
+    if stats.skipped_undated:
+        _note(f"--since left out {stats.skipped_undated} record(s) without a timestamp")
+    if stats.delegations == 0:
+        _note("no delegations found")
+        return EXIT_NOTHING
+    return EXIT_OK
+
+
+# -- stats --------------------------------------------------------------------------
+
+
+@_guarded
+def _stats(args: argparse.Namespace) -> int:
+    stats = collect_stats(args.files, since=args.since, by=args.by, top=args.top)
+    if args.json:
+        print(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print(format_stats(stats))
+    return _read_notes(stats)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _rows(head: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """Columns: the first left-aligned, the rest right-aligned."""
+    cells = [[str(c) for c in head], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    return [
+        "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in cells
+    ]
+
+
+def format_stats(stats: FailureStats) -> str:
+    """The terminal table of ``lyra logs stats``."""
+    finished = stats.completed + stats.failed
+    lines = [
+        f"{stats.files} file(s), {stats.events} events, {stats.reports} raw reports, "
+        f"{stats.malformed_lines} malformed lines",
+        "",
+        *_rows(
+            ["", "count"],
+            [
+                ["delegations", stats.delegations],
+                ["completed", stats.completed],
+                ["failed", f"{stats.failed} ({stats.failure_rate:.1%} of {finished})"],
+                ["retryable", stats.retryable],
+                ["recovered", stats.recovered],
+                ["unfinished", stats.unfinished],
+                ["recovery attempts", stats.recovery_attempts],
+            ],
+        ),
+        "",
+        *_category_rows(stats),
+    ]
+    errors = [[k, n] for k, n in stats.by_error_type.items() if n]
+    if errors:
+        lines += ["", *_rows(["error type", "failed"], errors)]
+    if stats.top_blockers:
+        lines += ["", *_rows(["top blockers", "failed"], stats.top_blockers)]
+    if stats.by is not None:
+        lines += ["", *_breakdown_rows(stats)]
+    return "\n".join(lines)
+
+
+def _category_rows(stats: FailureStats) -> list[str]:
+    rows: list[list[object]] = []
+    for key in ["completed", *stats.by_category]:
+        count = stats.completed if key == "completed" else stats.by_category[key]
+        share = "" if key == "completed" or not stats.failed else f"{count / stats.failed:.0%}"
+        d = stats.durations.get(key)
+        p50, p95 = (d.p50, d.p95) if d is not None else (None, None)
+        rows.append([key, count, share, _seconds(p50), _seconds(p95)])
+    return _rows(["outcome", "count", "share", "p50 s", "p95 s"], rows)
+
+
+def _breakdown_rows(stats: FailureStats) -> list[str]:
+    assert stats.by is not None
+    rows = [
+        [
+            g.key,
+            g.delegations,
+            g.failed,
+            f"{g.failure_rate:.0%}",
+            g.retryable,
+            _seconds(g.duration_p95),
+        ]
+        for g in stats.by.groups
+    ]
+    return _rows([f"by {stats.by.field}", "n", "failed", "rate", "retryable", "p95 s"], rows)
+
+
+# -- report --html ---------------------------------------------------------------------
+
+
+@_guarded
+def _report(args: argparse.Namespace) -> int:
+    stats = collect_stats(args.files, since=args.since, top=args.top)
+    page = render_html(stats, title=args.title)
+    if args.html == "-":
+        sys.stdout.write(page)
+    else:
+        _write_atomically(Path(args.html), page)
+        _note(f"wrote {args.html}")
+    return _read_notes(stats)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder, so a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# -- suggest-timeout -------------------------------------------------------------------
+
+
+@_guarded
+def _suggest(args: argparse.Namespace) -> int:
+    result = suggest_from_files(
+        args.files, percentile_q=args.percentile, margin=args.margin, min_samples=args.min_samples
+    )
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        print(format_suggestion(result))
+    if result.overall.suggested_timeout is None:
+        _note(result.note)
+    return EXIT_NOTHING if result.overall.samples == 0 else EXIT_OK
+
+
+def format_suggestion(result: TimeoutSuggestion) -> str:
+    """The terminal text of ``lyra logs suggest-timeout``."""
+    q = f"p{result.percentile:g}"
+    overall = result.overall
+    head = (
+        f"suggested timeout: {overall.suggested_timeout:g}s "
+        f"({q} {_seconds(overall.percentile_value)}s × {result.margin:g}, "
+        f"{overall.samples} completed delegations)"
+        if overall.suggested_timeout is not None
+        else f"no suggestion: {result.note}"
+    )
+    rows = [
+        [
+            k.kind,
+            k.samples,
+            k.timed_out,
+            _seconds(k.percentile_value),
+            "-" if k.suggested_timeout is None else f"{k.suggested_timeout:g}",
+            k.basis,
+            " ".join(k.examples),
+        ]
+        for k in result.kinds
+    ]
+    lines = [head, ""]
+    lines += _rows(["kind", "n", "timed out", f"{q} s", "timeout s", "from", "e.g."], rows)
+    if result.timeouts_used:
+        used = ", ".join(f"{t}s ×{n}" for t, n in result.timeouts_used.items())
+        lines += ["", f"timeouts used: {used}"]
+    if result.note != "ok" and overall.suggested_timeout is not None:
+        lines += [f"note: {result.note}"]
+    return "\n".join(lines)

@@ -1,0 +1,380 @@
+"""Streaming readers: event logs and raw reports in, :class:`Event` tuples out.
+
+Nothing here loads a whole file. Event logs (structlog JSON lines, DESIGN §8)
+are read line by line with a bounded line length; malformed lines are skipped
+and counted. A file that holds no events at all (a parent transcript, a plain
+log) is read a second time, in bounded chunks, for the reports the delegation
+core's parser finds in it (:func:`lyra.delegation.find_reports`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, NamedTuple, cast
+
+from lyra.delegation import TaskReport, find_reports
+
+STARTED = "delegation_started"
+COMPLETED = "delegation_completed"
+FAILED = "delegation_failed"
+RECOVERY = "recovery_attempt"
+RUN_FINISHED = "run_finished"
+_KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED})
+_decode = json.JSONDecoder().raw_decode  # json.loads minus two layers of Python per line
+
+MAX_LINE = 1 << 20
+"""Longest event line read whole, in bytes; a longer line is skipped as malformed."""
+CHUNK = 1 << 20
+"""Characters read at a time when looking for reports in text."""
+MAX_BUFFER = 8 << 20
+"""Text held while waiting for the end of a report, in characters."""
+_CLOSE = "</task_metadata>"
+_HEADER = "\nChild agent failed:"
+
+PathLike = str | os.PathLike[str]
+
+
+class Event(NamedTuple):
+    """One event of a log, or one raw report read as the event it stands for.
+
+    A NamedTuple rather than a model: millions are made per gigabyte, and a
+    tuple is the cheapest immutable record Python has.
+    """
+
+    name: str
+    source: str = ""
+    timestamp: datetime | None = None
+    session_id: str | None = None
+    subject: str | None = None
+    attempt: int = 1
+    task_id: str | None = None
+    category: str | None = None
+    retryable: bool | None = None
+    error_type: str | None = None
+    blocked_on: str | None = None
+    """The blocker; for a report that names none, its message."""
+    duration: float | None = None
+    timeout: float | None = None
+    strategy: str | None = None
+    is_report: bool = False
+    """True when read from a raw report rather than an event line."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "") -> Event | None:
+        """The event of one decoded JSON line, or ``None`` when it is no event."""
+        get = data.get
+        name = get("event")
+        if type(name) is not str:
+            return None
+        moment = parse_timestamp(get("timestamp"))
+        if name not in _KNOWN:  # a warning or another component's event: its name will do
+            return cls(name, source, moment)
+        # Positional, in field order: this runs once per line of a gigabyte log.
+        return cls(
+            name,
+            source,
+            moment,
+            _str(get("session_id")),
+            _str(get("subject")),
+            _attempt(get("attempt")),
+            _str(get("task_id")),
+            _str(get("category")),
+            _bool(get("retryable")),
+            _str(get("error_type")),
+            _str(get("blocked_on")),
+            _number(get("duration")),
+            _number(get("timeout")),
+            _str(get("strategy")),
+        )
+
+    @classmethod
+    def from_report(cls, report: TaskReport, source: str = "") -> Event:
+        """The completion or failure event a parsed report stands for."""
+        failed = report.status == "failed"
+        return cls(
+            name=FAILED if failed else COMPLETED,
+            source=source,
+            session_id=report.session_id,
+            subject=report.subject,
+            attempt=report.attempt,
+            category=str(report.category) if report.category is not None else None,
+            retryable=report.retryable,
+            error_type=str(report.error_type) if report.error_type is not None else None,
+            blocked_on=(report.blocked_on or report.message) if failed else None,
+            duration=report.duration,
+            is_report=True,
+        )
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """What the readers saw, filled in as they go."""
+
+    files: int = 0
+    lines: int = 0
+    events: int = 0
+    reports: int = 0
+    malformed_lines: int = 0
+
+    def merge(self, other: ReadStats) -> None:
+        """Add another tally to this one."""
+        self.files += other.files
+        self.lines += other.lines
+        self.events += other.events
+        self.reports += other.reports
+        self.malformed_lines += other.malformed_lines
+
+
+# -- field coercion: a log written by another version must not crash us ---------
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """An ISO 8601 timestamp as an aware datetime (naive means UTC), else ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _str(value: object) -> str | None:
+    return value if type(value) is str and value else None
+
+
+def _bool(value: object) -> bool | None:
+    return value if type(value) is bool else None
+
+
+def _number(value: object) -> float | None:
+    kind = type(value)  # exact types: a bool is an int, but no duration
+    return float(value) if kind is float or kind is int else None  # type: ignore[arg-type]
+
+
+def _attempt(value: object) -> int:
+    return value if type(value) is int and value > 0 else 1
+
+
+# -- JSON lines ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _FileTally:
+    """Counts for one file, kept apart until we know whether it is an event log."""
+
+    lines: int = 0
+    events: int = 0
+    json_like_bad: int = 0  # malformed lines that begin with "{": broken events
+    other_bad: int = 0  # malformed lines of any other shape: maybe prose
+
+
+def _bounded_lines(stream: IO[bytes] | Iterable[bytes | str]) -> Iterator[bytes | str]:
+    """The lines of ``stream``, none longer than :data:`MAX_LINE`.
+
+    A longer line yields its first :data:`MAX_LINE` bytes (which then fail to
+    parse, so it counts as malformed) and the rest is skipped, so one huge
+    line without a newline cannot pull a whole file into memory.
+    """
+    readline = getattr(stream, "readline", None)
+    if readline is None:
+        yield from stream  # an in-memory iterable: its lines already exist
+        return
+    while line := readline(MAX_LINE):
+        yield line
+        while len(line) == MAX_LINE and not line.endswith(b"\n"):
+            line = readline(MAX_LINE)
+
+
+def _scan_lines(
+    stream: IO[bytes] | Iterable[bytes | str], source: str, tally: _FileTally
+) -> Iterator[Event]:
+    for line in _bounded_lines(stream):
+        tally.lines += 1
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            text = stripped if isinstance(stripped, str) else stripped.decode()
+            data, end = _decode(text)
+            if end != len(text):  # two objects on a line, or trailing junk
+                data = None
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+            data = None
+        event = Event.from_dict(data, source) if isinstance(data, dict) else None
+        if event is None:
+            if stripped[:1] in (b"{", "{"):
+                tally.json_like_bad += 1
+            else:
+                tally.other_bad += 1
+            continue
+        tally.events += 1
+        yield event
+
+
+def iter_events(
+    stream: IO[bytes] | Iterable[bytes | str],
+    *,
+    source: str = "",
+    stats: ReadStats | None = None,
+) -> Iterator[Event]:
+    """The events of one JSON-lines stream, line by line; bad lines are counted.
+
+    ``stream`` is a binary file object (read with a bounded ``readline``) or
+    any iterable of lines. Blank lines are ignored; every other line that is
+    not a JSON object with an ``event`` name adds one to
+    ``stats.malformed_lines``.
+    """
+    tally = _FileTally()
+    try:
+        yield from _scan_lines(stream, source, tally)
+    finally:
+        if stats is not None:
+            stats.merge(
+                ReadStats(
+                    lines=tally.lines,
+                    events=tally.events,
+                    malformed_lines=tally.json_like_bad + tally.other_bad,
+                )
+            )
+
+
+# -- raw reports -------------------------------------------------------------------
+
+
+def iter_reports(
+    stream: IO[str],
+    *,
+    source: str = "",
+    stats: ReadStats | None = None,
+    chunk_size: int = CHUNK,
+) -> Iterator[Event]:
+    """The reports in a text stream, read ``chunk_size`` characters at a time.
+
+    Text is cut only right after a ``</task_metadata>`` tag, where one report
+    ends and the next region begins, so the parser sees each report whole.
+    Text without such a tag is held up to :data:`MAX_BUFFER`; beyond that it
+    is cut before the last failure header (a report without metadata).
+    """
+    buffer = ""
+    while chunk := stream.read(chunk_size):
+        buffer += chunk
+        cut = _cut_point(buffer)
+        if cut:
+            yield from _reports_in(buffer[:cut], source, stats)
+            buffer = buffer[cut:]
+    if buffer:
+        yield from _reports_in(buffer, source, stats)
+
+
+def _cut_point(buffer: str) -> int:
+    """Where ``buffer`` may be split without splitting a report; 0 for nowhere yet."""
+    close = buffer.rfind(_CLOSE)
+    if close >= 0:
+        return close + len(_CLOSE)
+    if len(buffer) <= MAX_BUFFER:
+        return 0
+    # No metadata for MAX_BUFFER characters: keep only the last header onward,
+    # or, when there is none, only a tail that may hold the start of one.
+    header = buffer.rfind(_HEADER)
+    return header + 1 if header >= 0 else len(buffer) - len(_HEADER)
+
+
+def _reports_in(text: str, source: str, stats: ReadStats | None) -> Iterator[Event]:
+    for report in find_reports(text):
+        if stats is not None:
+            stats.reports += 1
+        yield Event.from_report(report, source)
+
+
+# -- files -------------------------------------------------------------------------
+
+
+def expand_paths(paths: Iterable[PathLike]) -> list[str]:
+    """The files behind ``paths``: a directory stands for every ``events.jsonl`` in it.
+
+    Run directories also hold ``reports/*.txt`` (the same failures again), so
+    a directory never means every file in it.
+    """
+    files: list[str] = []
+    for path in paths:
+        if str(path) != "-" and Path(path).is_dir():
+            files += sorted(str(p) for p in Path(path).rglob("events.jsonl"))
+        else:
+            files.append(str(path))
+    return files
+
+
+def read_file(path: PathLike, *, stats: ReadStats | None = None) -> Iterator[Event]:
+    """The events of one file (``-`` for stdin, ``.gz`` decompressed).
+
+    A file with no events is read again for raw reports; in such a file only
+    lines that look like broken events (beginning with ``{``) count as
+    malformed, since the rest is just prose.
+    """
+    source = str(path)
+    tally = _FileTally()
+    found = ReadStats(files=1)
+    with _open_binary(source) as stream:
+        try:
+            yield from _scan_lines(stream, source, tally)
+            if tally.events == 0:
+                stream.seek(0)
+                text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+                try:
+                    yield from iter_reports(text, source=source, stats=found)
+                finally:
+                    text.detach()  # the outer `with` closes the binary stream
+        finally:
+            found.lines, found.events = tally.lines, tally.events
+            bad = tally.json_like_bad + (tally.other_bad if tally.events else 0)
+            found.malformed_lines = bad
+            if stats is not None:
+                stats.merge(found)
+
+
+def read_events(paths: Iterable[PathLike], *, stats: ReadStats | None = None) -> Iterator[Event]:
+    """The events of every file in ``paths``, in order, streaming (see :func:`read_file`)."""
+    for path in expand_paths(paths):
+        yield from read_file(path, stats=stats)
+
+
+class _Spooled:
+    """A pipe (stdin, a FIFO) copied to a temporary file, so it can be read twice.
+
+    The copy stays in memory up to :data:`MAX_BUFFER` bytes, then moves to disk.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __enter__(self) -> IO[bytes]:
+        self._spool = tempfile.SpooledTemporaryFile(max_size=MAX_BUFFER)
+        if self._path == "-":
+            shutil.copyfileobj(sys.stdin.buffer, self._spool)
+        else:
+            with open(self._path, "rb") as pipe:
+                shutil.copyfileobj(pipe, self._spool)
+        self._spool.seek(0)
+        return self._spool
+
+    def __exit__(self, *exc: object) -> None:
+        self._spool.close()
+
+
+def _open_binary(path: str) -> _Spooled | IO[bytes]:
+    if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
+        return _Spooled(path)
+    if path.endswith(".gz"):
+        return cast(IO[bytes], gzip.open(path, "rb"))  # a GzipFile reads like one
+    return open(path, "rb")  # the caller's `with` closes it

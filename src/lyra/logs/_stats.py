@@ -1,0 +1,547 @@
+"""Failure statistics over a stream of events, in one pass.
+
+Memory grows with what the answer needs, never with the file: counters, one
+8-byte float per finished delegation for exact percentiles, a bounded set of
+tasks that failed and may still recover, and (only with ``by``) one row per group.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lyra.delegation import ErrorType, FailureCategory
+from lyra.logs._read import (
+    COMPLETED,
+    FAILED,
+    RECOVERY,
+    RUN_FINISHED,
+    STARTED,
+    Event,
+    PathLike,
+    ReadStats,
+    read_events,
+)
+
+GroupBy = Literal["subject", "category", "error_type"]
+GROUP_FIELDS: tuple[GroupBy, ...] = ("subject", "category", "error_type")
+COMPLETED_KEY = "completed"
+"""The key of completed delegations where failures are keyed by category."""
+NONE_KEY = "(none)"
+
+DURATION_EDGES: tuple[float, ...] = (
+    0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+)  # fmt: skip
+"""Lower edges of the duration histogram's bins, seconds; the last bin is open."""
+
+_RESOLUTIONS = (1, 10, 60, 600, 3600, 86400)
+"""Seconds per timeline slot while reading; coarser when slots pile up."""
+_MAX_SLOTS = 10_000
+_DISPLAY_STEPS = (
+    1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
+    86400, 7 * 86400, 30 * 86400,
+)  # fmt: skip
+MAX_BUCKETS = 60
+"""Most bars in the failures-over-time chart."""
+_MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
+_MAX_PENDING = 100_000
+"""Failed tasks remembered while waiting for them to recover. A recovery loop
+retries within a few attempts, so a task that 100,000 newer failures have
+passed will not recover; forgetting it keeps memory flat over huge logs."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DurationSummary(_Model):
+    """Durations of one outcome, seconds; percentiles interpolate linearly."""
+
+    count: int
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class DurationBin(_Model):
+    """One bar of the duration histogram: ``lo <= duration < hi`` (``hi`` None: open)."""
+
+    lo: float
+    hi: float | None
+    completed: int
+    failed: int
+
+
+class TimeBucket(_Model):
+    """Delegations that finished in ``[start, start + bucket_seconds)``."""
+
+    start: datetime
+    completed: int
+    failed: int
+
+
+class Timeline(_Model):
+    """Finished delegations over time, in equal buckets."""
+
+    bucket_seconds: int
+    buckets: list[TimeBucket]
+
+
+class GroupStats(_Model):
+    """One row of a ``--by`` breakdown; completed delegations only, no unfinished ones."""
+
+    key: str
+    delegations: int
+    completed: int
+    failed: int
+    failure_rate: float
+    retryable: int
+    duration_p50: float | None
+    duration_p95: float | None
+
+
+class Breakdown(_Model):
+    """Finished delegations grouped by one field, most failures first."""
+
+    field: GroupBy
+    groups: list[GroupStats]
+
+
+class FailureStats(_Model):
+    """Everything ``lyra logs stats`` reports (the first seven fields are DESIGN §6's).
+
+    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` (started,
+    never finished: a run that was killed). ``recovered`` counts tasks with a
+    failed attempt that later completed; a task is a recovery loop's
+    ``task_id``, else the subject within one file, else the session.
+    """
+
+    delegations: int
+    completed: int
+    failed: int
+    by_category: dict[str, int]
+    retryable: int
+    top_blockers: list[tuple[str, int]]
+    recovered: int
+    unfinished: int
+    failure_rate: float
+    by_error_type: dict[str, int]
+    durations: dict[str, DurationSummary]
+    """Per outcome: ``completed`` and each failure category."""
+    duration_histogram: list[DurationBin]
+    timeline: Timeline
+    recovery_attempts: int
+    by_strategy: dict[str, int]
+    runs: int
+    files: int
+    events: int
+    reports: int
+    malformed_lines: int
+    first_timestamp: datetime | None
+    last_timestamp: datetime | None
+    since: datetime | None
+    skipped_before_since: int
+    skipped_undated: int
+    by: Breakdown | None = None
+
+
+# -- blocker patterns -------------------------------------------------------------
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), placeholder)
+    for pattern, placeholder in (
+        (r"'[^'\n]{1,200}'", "'<name>'"),
+        (r'"[^"\n]{1,200}"', '"<name>"'),
+        (r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", "<url>"),
+        (r"(?<![\w.])(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}[/\\]?", "<path>"),
+        (r"(?<![\w/])[\w.-]+/[\w.-]+\.\w{1,8}\b", "<path>"),
+        (r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b", "<uuid>"),
+        (r"\bchild-[0-9a-f]{4,}\b", "<session>"),
+        (r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b", "<id>"),
+        (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
+        (r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?", "<n>"),
+    )
+)
+_SPACE = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=4096)  # blockers repeat: a log of a million failures has few distinct ones
+def normalize_blocker(text: str) -> str:
+    """A blocker with IDs, numbers, paths and quoted names replaced by placeholders.
+
+    >>> normalize_blocker("No module named 'bcrypt'")
+    "No module named '<name>'"
+    """
+    for pattern, placeholder in _PATTERNS:
+        text = pattern.sub(placeholder, text)
+    return _SPACE.sub(" ", text).strip()[:200]
+
+
+# -- small helpers ------------------------------------------------------------------
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) of sorted values, linear between ranks."""
+    if not ordered:
+        return None
+    rank = (len(ordered) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 6)
+
+
+def _summary(values: array[float]) -> DurationSummary:
+    ordered = sorted(values)
+    return DurationSummary(
+        count=len(ordered),
+        p50=percentile(ordered, 50),
+        p95=percentile(ordered, 95),
+        max=ordered[-1] if ordered else None,
+    )
+
+
+def _rate(failed: int, finished: int) -> float:
+    return round(failed / finished, 4) if finished else 0.0
+
+
+def _epoch(moment: datetime) -> int:
+    return math.floor(moment.timestamp())
+
+
+class _Group:
+    """Counters of one ``--by`` row."""
+
+    __slots__ = ("completed", "durations", "failed", "retryable")
+
+    def __init__(self) -> None:
+        self.completed = self.failed = self.retryable = 0
+        self.durations: array[float] = array("d")
+
+    def row(self, key: str) -> GroupStats:
+        ordered = sorted(self.durations)
+        finished = self.completed + self.failed
+        return GroupStats(
+            key=key,
+            delegations=finished,
+            completed=self.completed,
+            failed=self.failed,
+            failure_rate=_rate(self.failed, finished),
+            retryable=self.retryable,
+            duration_p50=percentile(ordered, 50),
+            duration_p95=percentile(ordered, 95),
+        )
+
+
+# -- the one pass ---------------------------------------------------------------------
+
+
+class StatsBuilder:
+    """Accumulates :class:`FailureStats` from events fed one at a time."""
+
+    def __init__(
+        self, *, since: datetime | None = None, by: GroupBy | None = None, top: int = 10
+    ) -> None:
+        self.since = since
+        self.by = by
+        self.top = top
+        self.completed = self.failed = self.retryable = self.recovered = 0
+        self.recovery_attempts = self.runs = 0
+        self.skipped_before = self.skipped_undated = 0
+        self.by_category: Counter[str] = Counter({str(c): 0 for c in FailureCategory})
+        self.by_error_type: Counter[str] = Counter({str(t): 0 for t in ErrorType})
+        self.by_strategy: Counter[str] = Counter()
+        self.blockers: Counter[str] = Counter()
+        self.durations: dict[str, array[float]] = {}
+        self.histogram = [[0, 0] for _ in DURATION_EDGES]  # [completed, failed] per bin
+        self.started: Counter[str] = Counter()  # per file: unfinished = started - finished
+        self.finished: Counter[str] = Counter()
+        self.pending: dict[
+            tuple[str, str, str], None
+        ] = {}  # failed, not yet completed; oldest first
+        self.slots: Counter[tuple[int, bool]] = Counter()  # (slot start, failed) -> n
+        self.resolution_index = 0
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+        self.groups: dict[str, _Group] = {}
+
+    def add_all(self, events: Iterable[Event]) -> StatsBuilder:
+        """Feed every event; returns ``self`` for chaining."""
+        for event in events:
+            self.add(event)
+        return self
+
+    def add(self, event: Event) -> None:
+        """Count one event (unknown event names are ignored)."""
+        if not self._admit(event):
+            return
+        name = event.name
+        if name in (COMPLETED, FAILED):
+            self._finished(event, failed=name == FAILED)
+        elif name == STARTED:
+            self.started[event.source] += 1
+        elif name == RECOVERY:
+            self.recovery_attempts += 1
+            self.by_strategy[event.strategy or "unknown"] += 1
+        elif name == RUN_FINISHED:
+            self.runs += 1
+
+    def _admit(self, event: Event) -> bool:
+        """Apply ``since``; note the time span of what is admitted."""
+        moment = event.timestamp
+        if self.since is not None:
+            if moment is None:
+                self.skipped_undated += 1
+                return False
+            if moment < self.since:
+                self.skipped_before += 1
+                return False
+        if moment is not None:
+            if self.first is None or moment < self.first:
+                self.first = moment
+            if self.last is None or moment > self.last:
+                self.last = moment
+        return True
+
+    def _finished(self, event: Event, *, failed: bool) -> None:
+        if not event.is_report:
+            self.finished[event.source] += 1
+        outcome = COMPLETED_KEY
+        if failed:
+            self.failed += 1
+            outcome = event.category or "unknown"
+            self.by_category[outcome] += 1
+            self.by_error_type[event.error_type or "unknown"] += 1
+            self.retryable += event.retryable is True
+            self._blocker(event.blocked_on)
+        else:
+            self.completed += 1
+        self._task(event, failed=failed)
+        self._duration(outcome, event.duration, failed=failed)
+        if event.timestamp is not None:
+            self._slot(event.timestamp, failed=failed)
+        if self.by is not None:
+            self._group(event, failed=failed)
+
+    def _blocker(self, text: str | None) -> None:
+        if not text:
+            return
+        pattern = normalize_blocker(text)
+        if pattern not in self.blockers and len(self.blockers) >= _MAX_PATTERNS:
+            pattern = "(other)"
+        self.blockers[pattern] += 1
+
+    def _task(self, event: Event, *, failed: bool) -> None:
+        """Track recovery: a failed task's key waits here until the task completes."""
+        key = task_key(event)
+        if key is None:
+            return
+        if failed:
+            self.pending.pop(key, None)  # re-insert: the newest failure goes last
+            self.pending[key] = None
+            if len(self.pending) > _MAX_PENDING:
+                del self.pending[next(iter(self.pending))]
+        elif key in self.pending:
+            del self.pending[key]
+            self.recovered += 1
+
+    def _duration(self, outcome: str, duration: float | None, *, failed: bool) -> None:
+        if duration is None or not math.isfinite(duration) or duration < 0:
+            return
+        self.durations.setdefault(outcome, array("d")).append(duration)
+        self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
+
+    def _slot(self, moment: datetime, *, failed: bool) -> None:
+        step = _RESOLUTIONS[self.resolution_index]
+        self.slots[(_epoch(moment) // step * step, failed)] += 1
+        if len(self.slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
+            self._coarsen()
+
+    def _coarsen(self) -> None:
+        """Merge slots into the next resolution, keeping memory bounded over long spans."""
+        self.resolution_index += 1
+        step = _RESOLUTIONS[self.resolution_index]
+        merged: Counter[tuple[int, bool]] = Counter()
+        for (start, failed), count in self.slots.items():
+            merged[(start // step * step, failed)] += count
+        self.slots = merged
+
+    def _group(self, event: Event, *, failed: bool) -> None:
+        if self.by == "subject":
+            key = event.subject or NONE_KEY
+        elif not failed:
+            key = COMPLETED_KEY
+        else:
+            key = (event.category if self.by == "category" else event.error_type) or "unknown"
+        group = self.groups.setdefault(key, _Group())
+        if failed:
+            group.failed += 1
+            group.retryable += event.retryable is True
+        else:
+            group.completed += 1
+        if event.duration is not None and event.duration >= 0:
+            group.durations.append(event.duration)
+
+    # -- the result --------------------------------------------------------------
+
+    def build(self, read: ReadStats | None = None) -> FailureStats:
+        """The statistics of everything added so far."""
+        read = read or ReadStats()
+        unfinished = sum(
+            max(0, count - self.finished[source]) for source, count in self.started.items()
+        )
+        return FailureStats(
+            delegations=self.completed + self.failed + unfinished,
+            completed=self.completed,
+            failed=self.failed,
+            by_category=dict(self.by_category),
+            retryable=self.retryable,
+            top_blockers=_top(self.blockers, self.top),
+            recovered=self.recovered,
+            unfinished=unfinished,
+            failure_rate=_rate(self.failed, self.completed + self.failed),
+            by_error_type=dict(self.by_error_type),
+            durations=self._durations(),
+            duration_histogram=self._histogram(),
+            timeline=self._timeline(),
+            recovery_attempts=self.recovery_attempts,
+            by_strategy=dict(sorted(self.by_strategy.items())),
+            runs=self.runs,
+            files=read.files,
+            events=read.events,
+            reports=read.reports,
+            malformed_lines=read.malformed_lines,
+            first_timestamp=self.first,
+            last_timestamp=self.last,
+            since=self.since,
+            skipped_before_since=self.skipped_before,
+            skipped_undated=self.skipped_undated,
+            by=self._breakdown(),
+        )
+
+    def _durations(self) -> dict[str, DurationSummary]:
+        order = [COMPLETED_KEY, *self.by_category]
+        return {key: _summary(self.durations[key]) for key in order if key in self.durations}
+
+    def _histogram(self) -> list[DurationBin]:
+        used = [i for i, (done, failed) in enumerate(self.histogram) if done or failed]
+        if not used:
+            return []
+        his = [*DURATION_EDGES[1:], None]
+        return [
+            DurationBin(lo=DURATION_EDGES[i], hi=his[i], completed=done, failed=failed)
+            for i, (done, failed) in enumerate(self.histogram)
+            if used[0] <= i <= used[-1]
+        ]
+
+    def _timeline(self) -> Timeline:
+        resolution = _RESOLUTIONS[self.resolution_index]
+        if not self.slots:
+            return Timeline(bucket_seconds=resolution, buckets=[])
+        starts = [start for start, _ in self.slots]
+        first, last = min(starts), max(starts)
+        step = _display_step(resolution, last + resolution - first)
+        origin = first // step * step
+        counts = [[0, 0] for _ in range((last - origin) // step + 1)]
+        for (start, failed), count in self.slots.items():
+            counts[(start - origin) // step][failed] += count
+        buckets = [
+            TimeBucket(
+                start=datetime.fromtimestamp(origin + i * step, UTC), completed=done, failed=bad
+            )
+            for i, (done, bad) in enumerate(counts)
+        ]
+        return Timeline(bucket_seconds=step, buckets=buckets)
+
+    def _breakdown(self) -> Breakdown | None:
+        if self.by is None:
+            return None
+        rows = [group.row(key) for key, group in self.groups.items()]
+        rows.sort(key=lambda row: (-row.failed, -row.delegations, row.key))
+        return Breakdown(field=self.by, groups=rows)
+
+
+def task_key(event: Event) -> tuple[str, str, str] | None:
+    """Which task an attempt belongs to: its ``task_id``, else subject, else session."""
+    if event.task_id:
+        return (event.source, "task", event.task_id)
+    if event.subject:
+        return (event.source, "subject", event.subject)
+    if event.session_id:
+        return (event.source, "session", event.session_id)
+    return None
+
+
+def _display_step(resolution: int, span: int) -> int:
+    """The smallest readable bucket width that fits ``span`` into :data:`MAX_BUCKETS`."""
+    for step in _DISPLAY_STEPS:
+        if step % resolution == 0 and span <= step * MAX_BUCKETS:
+            return step
+    return _DISPLAY_STEPS[-1]
+
+
+def _top(counter: Counter[str], n: int) -> list[tuple[str, int]]:
+    ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:n]
+
+
+# -- entry points ------------------------------------------------------------------------
+
+
+def compute_stats(
+    events: Iterable[Event],
+    *,
+    since: datetime | None = None,
+    by: GroupBy | None = None,
+    top: int = 10,
+    read: ReadStats | None = None,
+) -> FailureStats:
+    """Failure statistics of ``events`` (see :class:`FailureStats`)."""
+    return StatsBuilder(since=since, by=by, top=top).add_all(events).build(read)
+
+
+def collect_stats(
+    paths: Iterable[PathLike],
+    *,
+    since: datetime | None = None,
+    by: GroupBy | None = None,
+    top: int = 10,
+) -> FailureStats:
+    """Read event logs (or raw reports) from ``paths`` and compute their statistics.
+
+    A directory stands for every ``events.jsonl`` under it, so a run directory
+    or a folder of runs can be passed as is.
+    """
+    read = ReadStats()
+    builder = StatsBuilder(since=since, by=by, top=top).add_all(read_events(paths, stats=read))
+    return builder.build(read)
+
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """``2h``/``30m``/``1d`` ago, or an ISO 8601 date or time (naive means UTC).
+
+    Raises ``ValueError`` for anything else.
+    """
+    relative = _RELATIVE.match(text)
+    if relative:
+        seconds = float(relative.group(1)) * _UNITS[relative.group(2)]
+        return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"not a time: {text!r} (use e.g. 2h, 30m, 1d, 2026-01-31 or 2026-01-31T12:00Z)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

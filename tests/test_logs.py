@@ -1,0 +1,829 @@
+"""`lyra logs`: reading event logs and raw reports, statistics, the HTML page, timeouts."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+from types import GeneratorType
+from typing import Any
+
+import anyio
+import pytest
+import structlog
+
+import lyra.logs
+from lyra import ChildContext, Supervisor, TaskReport, find_reports, render_report
+from lyra.cli._logging import configure
+from lyra.cli._logs_command import register
+from lyra.logs import (
+    Event,
+    ReadStats,
+    _read,
+    _stats,
+    collect_stats,
+    compute_stats,
+    iter_events,
+    iter_reports,
+    normalize_blocker,
+    parse_since,
+    read_events,
+    subject_kind,
+    suggest_timeout,
+)
+
+T0 = datetime(2026, 1, 31, 12, 0, 0, tzinfo=UTC)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run ``lyra logs …`` through a parser built the way the CLI registry builds it."""
+    parser = argparse.ArgumentParser(prog="lyra")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status: int = args.run(args)
+    return status
+
+
+def event_line(name: str, at: float = 0.0, **fields: Any) -> str:
+    """One structlog-shaped JSON line, ``at`` seconds after :data:`T0`."""
+    data = {
+        "session_id": fields.pop("session_id", "child-000000000001"),
+        "subject": fields.pop("subject", None),
+        "attempt": fields.pop("attempt", 1),
+        **fields,
+        "event": name,
+        "level": "info",
+        "timestamp": (T0 + timedelta(seconds=at)).isoformat().replace("+00:00", "Z"),
+    }
+    return json.dumps(data) + "\n"
+
+
+def failed(at: float = 0.0, category: str = "tool_error", **fields: Any) -> str:
+    """A ``delegation_failed`` line with sensible defaults."""
+    defaults = {"retryable": False, "error_type": "unknown", "blocked_on": "boom", "duration": 1.0}
+    return event_line("delegation_failed", at, category=category, **{**defaults, **fields})
+
+
+def completed(at: float = 0.0, duration: float = 1.0, **fields: Any) -> str:
+    """A ``delegation_completed`` line."""
+    return event_line("delegation_completed", at, duration=duration, **fields)
+
+
+def write(path: Path, *lines: str) -> Path:
+    """Write ``lines`` to ``path`` and return it."""
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+# -- a log written by real delegations ---------------------------------------------------
+
+
+async def _scenario(reports: list[str]) -> None:
+    """Eight delegations: one recovery, two timeouts, two missing modules, a blocker, a blank."""
+
+    async def ok(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Fetched summary")
+        return f"done: {prompt}"
+
+    def missing(module: str) -> Any:
+        async def child(prompt: str, ctx: ChildContext) -> str:
+            raise ModuleNotFoundError(f"No module named '{module}'", name=module)
+
+        return child
+
+    async def slow(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Fetched summary")
+        await anyio.sleep(10)
+        return "never"
+
+    async def blocked(prompt: str, ctx: ChildContext) -> str:
+        ctx.block("missing_context", "Need the organism for P04637")
+        return "never"
+
+    plan: list[tuple[Any, str, str | None, int, float]] = [
+        (missing("bcrypt"), "Analyze P04637", "P04637", 1, 5.0),
+        (ok, "Analyze P04637", "P04637", 2, 5.0),
+        (slow, "Analyze Q8I3H7", "Q8I3H7", 1, 0.05),
+        (slow, "Analyze Q8I3H7", "Q8I3H7", 2, 0.1),
+        (ok, "Analyze P69905", "P69905", 1, 5.0),
+        (missing("numpy"), "Analyze XXXXX", "XXXXX", 1, 5.0),
+        (blocked, "Summarise the organism", None, 1, 5.0),
+        (ok, "", None, 1, 5.0),
+    ]
+    for child, prompt, subject, attempt, timeout in plan:
+        result = await Supervisor(child).delegate(
+            prompt, timeout=timeout, subject=subject, attempt=attempt
+        )
+        reports.append(result.report)
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """An event log and a transcript of the same eight real delegations."""
+    folder = tmp_path_factory.mktemp("run")
+    events, transcript = folder / "events.jsonl", folder / "transcript.txt"
+    reports: list[str] = []
+    with events.open("a", encoding="utf-8") as out:
+        configure(files=[out])
+        try:
+            anyio.run(_scenario, reports)
+        finally:
+            structlog.reset_defaults()
+    noise = "parent: delegating the next protein\n"
+    transcript.write_text(noise + noise.join(r + "\n" for r in reports), encoding="utf-8")
+    return events, transcript
+
+
+REAL_EXPECTED: dict[str, Any] = {
+    "delegations": 8,
+    "completed": 2,
+    "failed": 6,
+    "by_category": {
+        "timeout": 2,
+        "missing_context": 1,
+        "tool_error": 2,
+        "invalid_task": 1,
+        "partial": 0,
+    },
+    "retryable": 4,
+    "top_blockers": [
+        ["ModuleNotFoundError: No module named '<name>'", 2],
+        ["Time limit insufficient", 2],
+        ["Empty prompt", 1],
+        ["Need the organism for <id>", 1],
+    ],
+    "recovered": 1,
+    "failure_rate": 0.75,
+    "malformed_lines": 0,
+}
+
+
+@pytest.mark.parametrize(("field", "expected"), sorted(REAL_EXPECTED.items()))
+def test_stats_of_a_real_event_log(real_run: tuple[Path, Path], field: str, expected: Any) -> None:
+    """Statistics of a log written by real delegations have the exact expected numbers."""
+    stats = collect_stats([real_run[0]]).model_dump(mode="json")
+    assert stats[field] == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [(k, v) for k, v in sorted(REAL_EXPECTED.items()) if k != "malformed_lines"],
+)
+def test_raw_reports_give_the_same_numbers(
+    real_run: tuple[Path, Path], field: str, expected: Any
+) -> None:
+    """A transcript of the same delegations' reports yields the same statistics as the events."""
+    stats = collect_stats([real_run[1]])
+    assert (stats.events, stats.reports) == (0, 8)
+    assert stats.model_dump(mode="json")[field] == expected
+
+
+def test_cli_json_holds_the_design_fields(
+    real_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lyra logs stats --json`` prints DESIGN §6's fields with the exact numbers."""
+    assert run_cli(["logs", "stats", str(real_run[0]), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    design = ("delegations", "completed", "failed", "by_category", "retryable", "top_blockers")
+    assert {k: printed[k] for k in (*design, "recovered")} == {
+        k: REAL_EXPECTED[k] for k in (*design, "recovered")
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        r"^delegations\s+8$",
+        r"^failed\s+6 \(75\.0% of 8\)$",
+        r"^recovered\s+1$",
+        r"^timeout\s+2\s+33%",
+        r"^ModuleNotFoundError: No module named '<name>'\s+2$",
+    ],
+)
+def test_cli_table_is_readable(
+    real_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str], line: str
+) -> None:
+    """Without ``--json`` the statistics print as aligned text rows."""
+    assert run_cli(["logs", "stats", str(real_run[0])]) == 0
+    assert re.search(line, capsys.readouterr().out, re.MULTILINE)
+
+
+def test_by_subject_breakdown_of_a_real_log(
+    real_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--by subject`` lists each subject's finished delegations and failures."""
+    assert run_cli(["logs", "stats", str(real_run[0]), "--json", "--by", "subject"]) == 0
+    groups = json.loads(capsys.readouterr().out)["by"]["groups"]
+    rows = [(g["key"], g["delegations"], g["failed"], g["retryable"]) for g in groups]
+    assert rows == [
+        ("(none)", 2, 2, 0),
+        ("Q8I3H7", 2, 2, 2),
+        ("P04637", 2, 1, 1),
+        ("XXXXX", 1, 1, 1),
+        ("P69905", 1, 0, 0),
+    ]
+
+
+# -- the HTML page ------------------------------------------------------------------------
+
+
+class _Bars(HTMLParser):
+    """Collects ``data-value`` bars and notes anything that loads from elsewhere."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bars: dict[str, dict[tuple[str, str], int]] = {}
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if "src" in a or (tag == "link" and "href" in a):
+            self.external.append(tag)
+        if tag == "rect" and "data-value" in a:
+            chart = self.bars.setdefault(str(a["data-chart"]), {})
+            chart[(str(a["data-key"]), str(a["data-series"]))] = int(str(a["data-value"]))
+
+
+def test_html_charts_carry_the_json_numbers(
+    real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each chart's ``data-value`` numbers equal the ``--json`` ones; nothing is external."""
+    page = tmp_path / "out" / "report.html"
+    assert run_cli(["logs", "report", str(real_run[0]), "--html", str(page)]) == 0
+    assert run_cli(["logs", "stats", str(real_run[0]), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    parser = _Bars()
+    parser.feed(page.read_text(encoding="utf-8"))
+    assert parser.external == []
+    assert parser.bars["by_category"] == {(k, "failed"): n for k, n in data["by_category"].items()}
+    assert parser.bars["top_blockers"] == {(k, "failed"): n for k, n in data["top_blockers"]}
+    timeline = {
+        (b["start"].replace("Z", "+00:00"), series): b[series]
+        for b in data["timeline"]["buckets"]
+        for series in ("completed", "failed")
+    }
+    assert parser.bars["timeline"] == timeline
+    histogram = {
+        (repr(b["lo"]), series): b[series]
+        for b in data["duration_histogram"]
+        for series in ("completed", "failed")
+    }
+    assert parser.bars["duration_histogram"] == histogram
+    assert sum(v for (_, s), v in parser.bars["timeline"].items() if s == "failed") == 6
+
+
+def test_html_escapes_blocker_text(tmp_path: Path) -> None:
+    """A blocker holding markup shows as text and round-trips through the page's attributes."""
+    log = write(tmp_path / "e.jsonl", failed(blocked_on="<script>alert(1)</script> & more"))
+    page = lyra.logs.render_html(collect_stats([log]))
+    assert "<script>alert" not in page
+    parser = _Bars()
+    parser.feed(page)
+    assert ("<script>alert(<n>)</script> & more", "failed") in parser.bars["top_blockers"]
+
+
+# -- reading: malformed lines, streaming, file kinds ---------------------------------------
+
+GOOD = [completed(0, subject="P04637"), failed(1, subject="Q8I3H7")]
+
+
+@pytest.mark.parametrize(
+    ("bad", "malformed"),
+    [
+        ("not json at all\n", 1),
+        ('{"event": "delegation_completed", "dura\n', 1),
+        ("[1, 2, 3]\n", 1),
+        ('{"no_event": true}\n', 1),
+        ('{"event": 5}\n', 1),
+        ("\n", 0),
+        ("   \t\n", 0),
+        ('{"event": "protein_response_invalid", "level": "warning"}\n', 0),
+        ("not json\n" * 3, 3),
+    ],
+)
+def test_malformed_lines_are_counted_not_fatal(tmp_path: Path, bad: str, malformed: int) -> None:
+    """A bad line is skipped and counted; the good lines around it still count."""
+    log = write(tmp_path / "e.jsonl", GOOD[0], bad, GOOD[1])
+    stats = collect_stats([log])
+    assert (stats.completed, stats.failed, stats.malformed_lines) == (1, 1, malformed)
+
+
+def test_invalid_utf8_is_a_malformed_line(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 make one malformed line, not a crash."""
+    log = tmp_path / "e.jsonl"
+    log.write_bytes(GOOD[0].encode() + b'{"event": "\xff\xfe"}\n' + GOOD[1].encode())
+    stats = collect_stats([log])
+    assert (stats.delegations, stats.malformed_lines) == (2, 1)
+
+
+def test_an_overlong_line_is_skipped_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than the limit counts as one malformed line and the next line still reads."""
+    monkeypatch.setattr(_read, "MAX_LINE", 512)
+    huge = '{"event": "delegation_completed", "x": "' + "a" * 1000 + '"}\n'
+    stats = collect_stats([write(tmp_path / "e.jsonl", huge, GOOD[1])])
+    assert (stats.completed, stats.failed, stats.malformed_lines) == (0, 1, 1)
+
+
+class _Guarded(io.BytesIO):
+    """A byte stream that refuses whole-file reads and records each line request."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.limits: list[int | None] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            raise AssertionError("the whole stream was read at once")
+        return super().read(size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self.limits.append(size)
+        return super().readline(size)
+
+
+def test_event_reader_streams_line_by_line() -> None:
+    """The reader is a lazy generator: one event costs one bounded line read."""
+    stream = _Guarded("".join(GOOD * 5000).encode())
+    events = iter_events(stream, source="s")
+    assert isinstance(events, GeneratorType)
+    assert stream.limits == []  # nothing read before the first event is asked for
+    first = next(events)
+    assert (first.name, first.subject, stream.tell()) == (
+        "delegation_completed",
+        "P04637",
+        len(GOOD[0].encode()),
+    )
+    assert sum(1 for _ in events) == 9999
+    assert set(stream.limits) == {_read.MAX_LINE}
+
+
+def test_read_file_never_reads_a_whole_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Reading a prose file for reports happens in bounded chunks too."""
+    sizes: list[int] = []
+
+    class Wrapper(io.TextIOWrapper):
+        def read(self, size: int | None = -1) -> str:
+            sizes.append(-1 if size is None else size)
+            return super().read(size)
+
+    monkeypatch.setattr(io, "TextIOWrapper", Wrapper)  # _read looks it up per call
+    text = "prose line\n" * 50_000 + render_report(TaskReport(status="completed", output="x"))
+    stats = collect_stats([write(tmp_path / "t.txt", text)])
+    assert (stats.reports, stats.completed) == (1, 1)
+    assert sizes
+    assert all(0 < size <= _read.CHUNK for size in sizes)
+
+
+def _transcript() -> str:
+    reports = [
+        TaskReport(status="completed", output="fine\n", session_id="child-1", subject="P1"),
+        TaskReport(
+            status="failed",
+            message="Child timed out after 300s",
+            category="timeout",
+            retryable=True,
+            blocked_on="Time limit insufficient",
+            session_id="child-2",
+            duration=300.1,
+        ),
+    ]
+    guide = "Child agent failed: boom\n\nCategory: tool_error\nRetryable: No\n"
+    return "noise\n" + "\n-- next --\n".join(map(render_report, reports)) + "\nmore\n" + guide
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 1000, 1 << 20])
+def test_report_chunks_split_only_between_reports(chunk_size: int) -> None:
+    """Reading reports in chunks of any size finds what one whole-text parse finds."""
+    text = _transcript()
+    expected = [Event.from_report(r, "t") for r in find_reports(text)]
+    stats = ReadStats()
+    found = list(iter_reports(io.StringIO(text), source="t", stats=stats, chunk_size=chunk_size))
+    assert found == expected
+    assert stats.reports == len(expected) == 3
+
+
+def test_a_long_stretch_without_metadata_is_cut_at_a_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Prose longer than the buffer is dropped, but a report header inside it is kept."""
+    monkeypatch.setattr(_read, "MAX_BUFFER", 100)
+    text = "x" * 500 + "\nChild agent failed: late\n\nCategory: partial\n" + "y\n" * 10
+    found = list(iter_reports(io.StringIO(text), chunk_size=10))
+    assert [(e.name, e.category, e.blocked_on) for e in found] == [
+        ("delegation_failed", "partial", "late")
+    ]
+
+
+def test_files_with_events_ignore_report_text(tmp_path: Path) -> None:
+    """In an event log, prose lines are malformed and reports in them are not counted twice."""
+    report = render_report(TaskReport(status="completed", output="x", session_id="child-9"))
+    stats = collect_stats([write(tmp_path / "e.jsonl", GOOD[0], report + "\n", GOOD[1])])
+    assert (stats.delegations, stats.reports) == (2, 0)
+    assert stats.malformed_lines == sum(1 for line in report.splitlines() if line.strip())
+
+
+def test_prose_lines_are_not_malformed_but_broken_events_are(tmp_path: Path) -> None:
+    """In a text file without events, only lines that look like JSON count as malformed."""
+    text = "hello\n{broken json\n" + render_report(TaskReport(status="completed", output="x"))
+    stats = collect_stats([write(tmp_path / "t.txt", text)])
+    assert (stats.reports, stats.malformed_lines) == (1, 1)
+
+
+def test_gzip_directory_and_stdin_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .gz log, a run directory (its events.jsonl only) and stdin all read the same."""
+    gz = tmp_path / "old.jsonl.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as out:
+        out.writelines(GOOD)
+    run = tmp_path / "runs" / "r1"
+    (run / "reports").mkdir(parents=True)
+    write(run / "events.jsonl", *GOOD)
+    write(run / "reports" / "Q8I3H7.txt", _transcript())  # the same failures again: not read
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(GOOD).encode())))
+    stats = collect_stats([gz, tmp_path / "runs", "-"])
+    assert (stats.files, stats.delegations, stats.failed, stats.reports) == (3, 6, 3, 0)
+
+
+# -- statistics on synthetic logs -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("No module named 'bcrypt'", "No module named '<name>'"),
+        ("No module named 'numpy.linalg'", "No module named '<name>'"),
+        ("Protein P04637 not found", "Protein <id> not found"),
+        ("Protein Q8I3H7 not found", "Protein <id> not found"),
+        ("HTTP 503 from https://rest.uniprot.org/x?y=1", "HTTP <n> from <url>"),
+        ("Child timed out after 300s", "Child timed out after <n>s"),
+        ("cannot open /var/data/run-17/out.json", "cannot open <path>"),
+        ("cannot open data/out.json", "cannot open <path>"),
+        ("session child-ab12cd34ef56 lost", "session <session> lost"),
+        ("request 123e4567-e89b-12d3-a456-426614174000", "request <uuid>"),
+        ("retry after 2.5 s, attempt 3", "retry after <n> s, attempt <n>"),
+        ("Time limit insufficient", "Time limit insufficient"),
+        ("  spaced \n out  ", "spaced out"),
+    ],
+)
+def test_blocker_patterns(text: str, pattern: str) -> None:
+    """IDs, numbers, paths, sessions and quoted names become placeholders."""
+    assert normalize_blocker(text) == pattern
+
+
+def _events(*lines: str) -> list[Event]:
+    return list(iter_events(lines, source="mem"))
+
+
+@pytest.mark.parametrize(
+    ("durations", "p50", "p95"),
+    [
+        ([1.0], 1.0, 1.0),
+        ([1.0, 2.0, 3.0, 4.0], 2.5, 3.85),
+        ([float(n) for n in range(1, 21)], 10.5, 19.05),
+    ],
+)
+def test_duration_percentiles_per_outcome(durations: list[float], p50: float, p95: float) -> None:
+    """p50 and p95 interpolate linearly between ranks, per outcome."""
+    stats = compute_stats(_events(*(failed(duration=d, category="timeout") for d in durations)))
+    summary = stats.durations["timeout"]
+    assert (summary.count, summary.p50, summary.p95, summary.max) == (
+        len(durations),
+        p50,
+        p95,
+        max(durations),
+    )
+
+
+@pytest.mark.parametrize(
+    ("since", "counts"),
+    [
+        (None, (4, 2, 2)),
+        ("2026-01-31T12:00:30Z", (2, 1, 1)),
+        ("2026-01-31T12:00:30", (2, 1, 1)),  # naive means UTC
+        ("2026-01-31T13:00:00+01:00", (4, 2, 2)),
+        ("2026-02-01", (0, 0, 0)),
+    ],
+)
+def test_since_filters_by_timestamp(since: str | None, counts: tuple[int, int, int]) -> None:
+    """``--since`` keeps events at or after the time; the rest are counted as skipped."""
+    events = _events(completed(0), failed(10), completed(30), failed(50))
+    stats = compute_stats(events, since=parse_since(since) if since else None)
+    assert (stats.delegations, stats.completed, stats.failed) == counts
+    assert stats.skipped_before_since == 4 - counts[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2h", T0 - timedelta(hours=2)),
+        ("30m", T0 - timedelta(minutes=30)),
+        ("1.5d", T0 - timedelta(hours=36)),
+        ("2026-01-30", datetime(2026, 1, 30, tzinfo=UTC)),
+    ],
+)
+def test_parse_since(text: str, expected: datetime) -> None:
+    """Relative spans count back from now; dates without a zone are UTC."""
+    assert parse_since(text, now=T0) == expected
+
+
+def test_since_leaves_out_undated_reports(tmp_path: Path) -> None:
+    """Raw reports have no time, so ``--since`` cannot keep them and says so."""
+    stats = collect_stats([write(tmp_path / "t.txt", _transcript())], since=T0)
+    assert (stats.delegations, stats.skipped_undated) == (0, 3)
+
+
+@pytest.mark.parametrize(
+    ("by", "rows"),
+    [
+        ("category", [("timeout", 2, 2), ("tool_error", 1, 1), ("completed", 2, 0)]),
+        ("error_type", [("timeout", 2, 2), ("connection", 1, 1), ("completed", 2, 0)]),
+        ("subject", [("Q8I3H7", 3, 2), ("P04637", 2, 1)]),
+    ],
+)
+def test_breakdowns(by: _stats.GroupBy, rows: list[tuple[str, int, int]]) -> None:
+    """``--by`` groups finished delegations, most failures first."""
+    events = _events(
+        failed(0, "tool_error", error_type="connection", subject="P04637"),
+        completed(1, subject="P04637"),
+        failed(2, "timeout", error_type="timeout", subject="Q8I3H7"),
+        failed(3, "timeout", error_type="timeout", subject="Q8I3H7"),
+        completed(4, subject="Q8I3H7"),
+    )
+    breakdown = compute_stats(events, by=by).by
+    assert breakdown is not None
+    assert [(g.key, g.delegations, g.failed) for g in breakdown.groups] == rows
+
+
+@pytest.mark.parametrize(
+    ("lines", "recovered"),
+    [
+        ([failed(0, subject="A1"), completed(1, subject="A1")], 1),
+        ([completed(0, subject="A1"), failed(1, subject="A1")], 0),
+        ([failed(0, subject="A1"), failed(1, subject="A1"), completed(2, subject="A1")], 1),
+        ([failed(0, subject="A1"), completed(1, subject="B2")], 0),
+        (
+            [
+                failed(0, session_id="child-a", task_id="t1"),
+                completed(1, session_id="child-b", task_id="t1"),
+            ],
+            1,
+        ),
+        ([failed(0, session_id="child-a"), completed(1, session_id="child-b")], 0),
+        ([failed(0, session_id="child-a"), completed(1, session_id="child-a")], 1),
+    ],
+)
+def test_recovered_tasks(lines: list[str], recovered: int) -> None:
+    """A task recovers when a failed attempt is later followed by a completed one."""
+    assert compute_stats(_events(*lines)).recovered == recovered
+
+
+def test_recovery_is_per_file(tmp_path: Path) -> None:
+    """The same subject in two run files is two tasks."""
+    a = write(tmp_path / "a.jsonl", failed(0, subject="P04637"))
+    b = write(tmp_path / "b.jsonl", completed(1, subject="P04637"))
+    assert collect_stats([a, b]).recovered == 0
+
+
+def test_pending_failures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the newest failed tasks wait for recovery, so memory stays flat."""
+    monkeypatch.setattr(_stats, "_MAX_PENDING", 2)
+    lines = [failed(i, subject=s) for i, s in enumerate(["A1", "B2", "C3"])]
+    lines += [completed(10, subject="A1"), completed(11, subject="C3")]
+    builder = _stats.StatsBuilder().add_all(_events(*lines))
+    assert (builder.build().recovered, list(builder.pending)) == (1, [("mem", "subject", "B2")])
+
+
+def test_unfinished_recovery_and_run_events_are_counted() -> None:
+    """Started-but-never-finished delegations, recovery attempts and runs are counted."""
+    events = _events(
+        event_line("delegation_started", 0, timeout=300.0),
+        event_line("delegation_started", 0, timeout=300.0),
+        failed(1, "timeout"),
+        event_line("recovery_attempt", 2, strategy="double_timeout", timeout=600.0, task_id="t"),
+        event_line("quorum_decision", 3),
+        event_line("run_finished", 4),
+    )
+    stats = compute_stats(events)
+    assert (stats.delegations, stats.failed, stats.unfinished) == (2, 1, 1)
+    assert (stats.recovery_attempts, stats.by_strategy, stats.runs) == (
+        1,
+        {"double_timeout": 1},
+        1,
+    )
+
+
+def test_timeline_buckets() -> None:
+    """Finished delegations land in equal buckets with zeros in between."""
+    stats = compute_stats(_events(completed(0), failed(1), failed(119), completed(300)))
+    timeline = stats.timeline
+    assert timeline.bucket_seconds == 10
+    assert len(timeline.buckets) == 31
+    assert (timeline.buckets[0].completed, timeline.buckets[0].failed) == (1, 1)
+    assert (timeline.buckets[11].start, timeline.buckets[11].failed) == (
+        T0 + timedelta(seconds=110),
+        1,
+    )
+    assert sum(b.completed + b.failed for b in timeline.buckets) == 4
+
+
+def test_timeline_memory_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When time slots pile up they merge into coarser ones without losing counts."""
+    monkeypatch.setattr(_stats, "_MAX_SLOTS", 20)
+    builder = _stats.StatsBuilder().add_all(_events(*(failed(at) for at in range(0, 3000, 7))))
+    assert len(builder.slots) <= 20
+    stats = builder.build()
+    assert sum(b.failed for b in stats.timeline.buckets) == len(range(0, 3000, 7))
+    assert len(stats.timeline.buckets) <= _stats.MAX_BUCKETS
+
+
+def test_duration_histogram() -> None:
+    """Durations fall in fixed bins; empty bins at either end are trimmed."""
+    stats = compute_stats(
+        _events(completed(duration=0.7), completed(duration=3), failed(duration=4))
+    )
+    assert [(b.lo, b.hi, b.completed, b.failed) for b in stats.duration_histogram] == [
+        (0.5, 1.0, 1, 0),
+        (1.0, 2.0, 0, 0),
+        (2.0, 5.0, 1, 1),
+    ]
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        ("".join(GOOD), 0),
+        ("just prose\n", 1),
+        ("", 1),
+    ],
+)
+def test_exit_status(tmp_path: Path, content: str, status: int) -> None:
+    """0 when delegations were found, 1 when none were."""
+    assert run_cli(["logs", "stats", str(write(tmp_path / "e.jsonl", content))]) == status
+
+
+def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that does not exist gives exit status 2 and a message on stderr."""
+    assert run_cli(["logs", "stats", str(tmp_path / "nope.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, "no such file" in captured.err) == ("", True)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["logs", "stats", "x", "--since", "yesterday-ish"],
+        ["logs", "stats", "x", "--by", "colour"],
+        ["logs", "report", "x"],
+        ["logs", "suggest-timeout", "x", "--margin", "0"],
+    ],
+)
+def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad options are usage errors (argparse exits with status 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli(argv)
+    assert exit_info.value.code == 2
+    capsys.readouterr()
+
+
+def test_malformed_lines_are_noted_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Skipped lines are reported on stderr, keeping stdout pure JSON."""
+    log = write(tmp_path / "e.jsonl", GOOD[0], "garbage\n", GOOD[1])
+    assert run_cli(["logs", "stats", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["malformed_lines"] == 1
+    assert "skipped 1 malformed line" in captured.err
+
+
+# -- timeout suggestion ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("subject", "kind"),
+    [
+        ("P04637", "A99999"),
+        ("Q8I3H7", "A9A9A9"),
+        ("abc-1", "aaa-9"),
+        (None, "(none)"),
+        ("x" * 30, "(long)"),
+    ],
+)
+def test_subject_kind(subject: str | None, kind: str) -> None:
+    """A subject's kind is the shape of its ID."""
+    assert subject_kind(subject) == kind
+
+
+def _suggest_events() -> list[Event]:
+    lines = [completed(i, duration=float(i), subject=f"P{i:05d}") for i in range(1, 21)]
+    lines += [completed(30 + i, duration=2.0, subject=f"Q8I3H{i}") for i in range(3)]
+    lines += [event_line("delegation_started", 40, timeout=30.0)]
+    lines += [failed(41, "timeout", duration=30.0, subject="Q8I3H9")]
+    return _events(*lines)
+
+
+@pytest.mark.parametrize(
+    ("kind", "samples", "value", "timeout", "basis"),
+    [
+        ("overall", 23, 18.9, 29.0, "kind"),
+        ("A99999", 20, 19.05, 29.0, "kind"),
+        ("A9A9A9", 3, 2.0, 29.0, "overall"),
+    ],
+)
+def test_suggest_timeout_per_kind(
+    kind: str, samples: int, value: float, timeout: float, basis: str
+) -> None:
+    """p95 × 1.5 rounded up per kind with enough samples; others take the overall value."""
+    result = suggest_timeout(_suggest_events())
+    rows = {row.kind: row for row in [result.overall, *result.kinds]}
+    row = rows[kind]
+    assert (row.samples, row.percentile_value, row.suggested_timeout, row.basis) == (
+        samples,
+        value,
+        timeout,
+        basis,
+    )
+    assert (rows["A9A9A9"].timed_out, result.timeouts_used) == (1, {"30": 1})
+
+
+def test_suggest_timeout_says_when_data_are_too_few(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With fewer samples than required there is no suggestion, and the note says why."""
+    log = write(tmp_path / "e.jsonl", *GOOD)
+    assert run_cli(["logs", "suggest-timeout", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    assert (printed["overall"]["suggested_timeout"], printed["overall"]["basis"]) == (
+        None,
+        "too_few",
+    )
+    assert "too few data: 1 completed delegation(s), need at least 20" in captured.err
+
+
+def test_suggest_timeout_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The text output leads with the suggestion and its basis."""
+    log = write(tmp_path / "e.jsonl", *(completed(i, duration=float(i)) for i in range(1, 6)))
+    assert run_cli(["logs", "suggest-timeout", str(log), "--min-samples", "5"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "suggested timeout: 8s (p95 4.800s × 1.5, 5 completed delegations)"
+
+
+# -- the public surface --------------------------------------------------------------------------
+
+
+def test_public_surface() -> None:
+    """``lyra.logs`` exports exactly its documented names, sorted."""
+    assert lyra.logs.__all__ == [
+        "Breakdown",
+        "DurationBin",
+        "DurationSummary",
+        "Event",
+        "FailureStats",
+        "GroupBy",
+        "GroupStats",
+        "KindSuggestion",
+        "ReadStats",
+        "StatsBuilder",
+        "TimeBucket",
+        "Timeline",
+        "TimeoutSuggestion",
+        "collect_stats",
+        "compute_stats",
+        "expand_paths",
+        "iter_events",
+        "iter_reports",
+        "normalize_blocker",
+        "parse_since",
+        "parse_timestamp",
+        "percentile",
+        "read_events",
+        "read_file",
+        "render_html",
+        "subject_kind",
+        "suggest_from_files",
+        "suggest_timeout",
+        "task_key",
+    ]
+    assert all(hasattr(lyra.logs, name) for name in lyra.logs.__all__)
+
+
+def test_read_events_streams_paths_lazily(tmp_path: Path) -> None:
+    """``read_events`` opens nothing until iterated."""
+    events = read_events([tmp_path / "does-not-exist.jsonl"])
+    assert isinstance(events, GeneratorType)
+    with pytest.raises(FileNotFoundError):
+        next(events)
