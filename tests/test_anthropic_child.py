@@ -154,7 +154,7 @@ async def test_reply_slower_than_the_deadline_is_a_timeout(client_for: Any) -> N
         result = await delegate(api, client_for, timeout=0.3)
         elapsed = time.perf_counter() - started
     assert result.failure.category == "timeout"
-    assert elapsed < 1.5
+    assert elapsed < 3.0  # far below the 5 s reply, with slack for a loaded machine
 
 
 async def test_tool_exception_propagates_as_tool_error(client_for: Any) -> None:

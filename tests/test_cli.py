@@ -63,9 +63,11 @@ def test_analyze_text_output_explains_failures(
     status, out, _ = run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
     assert status == 1
     assert "# Cellular tumor antigen p53 (P04637)" in out
-    assert "XXXXX: invalid_task at fetch_protein" in out
-    assert "next: Check the identifier: 'XXXXX' was not found" in out
-    assert "1 of 2 completed, 0 partial, 1 failed." in out
+    assert "Found (1):\n  • P04637 (Cellular tumor antigen p53), mean pLDDT 75.05" in out
+    assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
+    assert "Next:\n  • Check the identifier: 'XXXXX' was not found" in out
+    assert "Confidence: 85%" in out
+    assert out.rstrip().endswith("1 of 2 completed, 0 partial, 1 failed.")
 
 
 def test_analyze_all_good_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -827,3 +827,78 @@ def test_read_events_streams_paths_lazily(tmp_path: Path) -> None:
     assert isinstance(events, GeneratorType)
     with pytest.raises(FileNotFoundError):
         next(events)
+
+
+# -- over a real `lyra analyze` run --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def analyze_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run directory of a real `lyra analyze` with injected faults and one retry."""
+    from lyra.cli import main
+    from lyra.recovery import record_waits
+
+    folder = tmp_path_factory.mktemp("analyze")
+    argv = [
+        "analyze",
+        "P04637",
+        "Q8I3H7",
+        "XXXXX",
+        "P69905",
+        "P38398",
+        "--inject",
+        "P04637:hang@1",
+        "--inject",
+        "Q8I3H7:structure_error",
+        "--inject",
+        "P69905:rate_limit:2@1",
+        "--timeout",
+        "0.5",
+        "--retries",
+        "1",
+        "--run-dir",
+        str(folder),
+        "--json",
+    ]
+    try:
+        with record_waits():
+            assert main(argv) == 1
+    finally:
+        structlog.reset_defaults()
+    return folder
+
+
+ANALYZE_EXPECTED: dict[str, Any] = {
+    "delegations": 8,  # P04637 ×2, Q8I3H7 ×2, XXXXX ×1, P69905 ×2, P38398 ×1
+    "completed": 3,
+    "failed": 5,
+    "by_category": {
+        "timeout": 1,
+        "missing_context": 0,
+        "tool_error": 1,
+        "invalid_task": 1,
+        "partial": 2,
+    },
+    "retryable": 4,
+    "recovered": 2,  # P04637 (hang once) and P69905 (429 once)
+}
+
+
+def test_stats_of_a_real_analyze_run(analyze_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`lyra logs stats RUN_DIR --json` counts the faults injected into a real run exactly."""
+    capsys.readouterr()
+    assert run_cli(["logs", "stats", str(analyze_run), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert {key: stats[key] for key in ANALYZE_EXPECTED} == ANALYZE_EXPECTED
+    assert stats["by_error_type"]["rate_limit"] == 1
+    assert stats["by_error_type"]["not_found"] == 1
+
+
+def test_reports_of_a_real_run_agree_with_its_events(analyze_run: Path) -> None:
+    """The last report of each protein, parsed back, matches the run's output."""
+    output = json.loads((analyze_run / "output.json").read_text())
+    for entry in output["failed_analyses"] + output["partial_analyses"]:
+        report = (analyze_run / "reports" / f"{entry['protein_id']}.txt").read_text()
+        parsed = find_reports(report)
+        last = list(parsed)[-1]
+        assert (last.category, last.retryable) == (entry["category"], entry["retryable"])

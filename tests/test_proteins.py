@@ -75,8 +75,9 @@ def test_prd1_all_invalid_returns_cleanly() -> None:
     output = analyze_sync(["FAKE1", "FAKE2"], timeout=10)
     assert counts(output) == (0, 0, 2)
     text = render_text(output)
-    assert "FAKE1" in text
-    assert "0 of 2 completed" in text
+    assert "No reliable answer: 0 of 2 succeeded; at least 1 needed." in text
+    assert "• FAKE1: invalid_task at fetch_protein" in text
+    assert "0 of 2 completed, 0 partial, 2 failed." in text
 
 
 class TimesOutFor:
@@ -280,6 +281,9 @@ async def test_partial_protein_is_continued_without_fetching_again() -> None:
     fetches: list[str] = []
 
     class CountingSource(OfflineSource):
+        def ping(self) -> bool:
+            return True
+
         def fetch(self, protein_id: str) -> Any:
             fetches.append(protein_id)
             return super().fetch(protein_id)

@@ -92,6 +92,7 @@ def failed_reports() -> st.SearchStrategy[TaskReport]:
         files_modified=st.lists(text, max_size=4).map(tuple),
         blocked_on=st.one_of(st.none(), text.filter(bool)),
         suggested_actions=st.lists(text, max_size=4).map(tuple),
+        retry_after=st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)),
     )
 
 
@@ -113,6 +114,18 @@ def completed_reports() -> st.SearchStrategy[TaskReport]:
 def test_round_trip_is_exact(report: TaskReport) -> None:
     """Parsing a rendered report gives back every field exactly, whatever the strings hold."""
     assert parse_report(render_report(report)) == report
+
+
+@settings(max_examples=200)
+@given(failed_reports())
+def test_fast_and_line_parsers_agree(report: TaskReport) -> None:
+    """The fast path for rendered reports and the general line parser read the same fields."""
+    from lyra.delegation._report import _fast_body, _parse_body
+
+    body = render_report(report).split("\n<task_metadata>")[0] + "\n"
+    fast = _fast_body(body)
+    assert fast is not None
+    assert fast == _parse_body(body)
 
 
 @settings(max_examples=100)

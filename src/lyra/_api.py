@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
-
+from lyra._sync import run_blocking
 from lyra.delegation import Child
 from lyra.supervisor import Supervisor
-
-T = TypeVar("T")
 
 
 async def adelegate_task(
@@ -23,6 +19,7 @@ async def adelegate_task(
     context: Mapping[str, Any] | None = None,
     session_id: str | None = None,
     subject: str | None = None,
+    attempt: int = 1,
 ) -> str:
     """Delegate ``prompt`` to a child and return its output or failure report.
 
@@ -32,7 +29,12 @@ async def adelegate_task(
     ``SystemExit`` propagate at once.
     """
     result = await Supervisor(child).delegate(
-        prompt, timeout=timeout, context=context, session_id=session_id, subject=subject
+        prompt,
+        timeout=timeout,
+        context=context,
+        session_id=session_id,
+        subject=subject,
+        attempt=attempt,
     )
     return result.report
 
@@ -45,8 +47,13 @@ def delegate_task(
     context: Mapping[str, Any] | None = None,
     session_id: str | None = None,
     subject: str | None = None,
+    attempt: int = 1,
 ) -> str:
-    """Blocking form of :func:`adelegate_task`; call it where no event loop runs."""
+    """Blocking form of :func:`adelegate_task`; call it where no event loop runs.
+
+    ``attempt`` is the number a hand-written retry loop gives this call (the
+    report's ``<attempt>`` tag).
+    """
     return run_blocking(
         "adelegate_task",
         partial(
@@ -57,16 +64,6 @@ def delegate_task(
             context=context,
             session_id=session_id,
             subject=subject,
+            attempt=attempt,
         ),
-    )
-
-
-def run_blocking(async_name: str, fn: Callable[[], Awaitable[T]]) -> T:
-    """Run an async API function to completion from synchronous code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.run(fn)
-    raise RuntimeError(
-        f"this blocking call cannot run inside an event loop; use 'await {async_name}(...)'"
     )

@@ -55,16 +55,14 @@ and open keep-alive connections are shut down before handler threads are joined.
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import json
 import secrets
-import socket
 import string
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from types import TracebackType
-from typing import Any, Final, Self
+from contextlib import contextmanager
+from typing import Any, ClassVar, Final
+
+from ._server import LocalServer, RequestHandler, Response
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -116,14 +114,9 @@ def _json_bytes(value: object) -> bytes:
 
 
 @dataclasses.dataclass(frozen=True)
-class Reply:
+class Reply(Response):
     """One scripted HTTP response; build it with the helper functions."""
 
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = ()
-    content_type: str = "application/json"
-    delay_seconds: float = 0.0
     request_id: str = dataclasses.field(default_factory=lambda: _new_id("req_011"))
 
     def json(self) -> Any:
@@ -234,95 +227,18 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None if the body was not JSON
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = True  # server_close() joins handler threads (we unblock them first)
-
-    def __init__(self, api: MessagesAPI) -> None:
-        self.api = api
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hung up (e.g. after its own timeout) is not an error here.
-        if self.api.closing.is_set():
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like the real API
-    timeout = 60  # backstop: an idle connection never outlives a test by much
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.api._register(self.connection)
-
-    def finish(self) -> None:
-        self.server.api._unregister(self.connection)
-        with suppress(OSError):
-            super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output quiet
-
-    def _handle(self) -> None:
-        api = self.server.api
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        recorded = RecordedRequest(
-            method=self.command,
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            raw_body=raw,
-            body=body,
-        )
-        reply = api._dispatch(recorded)
-        # Wait on the closing Event, not time.sleep: shutdown ends the wait at once.
-        if reply.delay_seconds > 0 and api.closing.wait(reply.delay_seconds):
-            self.close_connection = True
-            return
-        self._send(reply)
-
-    def _send(self, reply: Reply) -> None:
-        reason = "Overloaded" if reply.status == 529 else None  # not in http.HTTPStatus
-        try:
-            self.send_response(reply.status, reason)
-            self.send_header("content-type", reply.content_type)
-            self.send_header("content-length", str(len(reply.body)))
-            self.send_header("request-id", reply.request_id)
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(reply.body)
-            self.wfile.flush()
-        except OSError:  # the client went away (timed out, cancelled)
-            self.close_connection = True
-
-    do_POST = _handle
-    do_GET = _handle
-    do_PUT = _handle
-    do_PATCH = _handle
-    do_DELETE = _handle
-
-
-class MessagesAPI:
+class MessagesAPI(LocalServer[Reply]):
     """The fake server. Use as a context manager; ``url`` is valid inside it."""
 
+    thread_name = "fake-messages-api"
+    label = "fake Messages API"
+    methods = frozenset({"POST", "GET", "PUT", "PATCH", "DELETE"})
+    reasons: ClassVar[Mapping[int, str]] = {529: "Overloaded"}
+
     def __init__(self, replies: Iterable[Reply] = (), *, strict: bool = True) -> None:
-        self.strict = strict
-        self.closing = threading.Event()
+        super().__init__(strict=strict)
         self.recorded: list[RecordedRequest] = []
-        self.problems: list[str] = []  # what went wrong server-side, for the test to see
         self._script: list[Reply] = list(replies)
-        self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting and inspection
 
@@ -330,14 +246,6 @@ class MessagesAPI:
         """Append replies to the script (also while the server is running)."""
         with self._lock:
             self._script.extend(replies)
-
-    @property
-    def url(self) -> str:
-        """The base URL to pass to the SDK, e.g. ``http://127.0.0.1:54321``."""
-        if self._server is None:
-            raise RuntimeError("MessagesAPI is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -353,73 +261,37 @@ class MessagesAPI:
         with self._lock:
             return len(self._script)
 
-    # -- lifecycle
-
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("MessagesAPI already started")
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.02},  # shutdown() waits at most this long
-            name="fake-messages-api",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving; wake slow replies; drop open connections; join threads."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self.closing.set()
-        server.shutdown()
-        with self._lock:
-            for conn in self._connections:
-                _shutdown_socket(conn)
-        server.server_close()
-        if thread is not None:
-            thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-        if exc_type is None and self.strict and self.problems:
-            raise AssertionError("fake Messages API: " + "; ".join(self.problems))
-
     # -- called from handler threads
 
-    def _register(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._connections.add(conn)
-            if self.closing.is_set():  # accepted during close(): drop it now
-                _shutdown_socket(conn)
+    def reply_headers(self, reply: Reply) -> Iterable[tuple[str, str]]:
+        """Every reply carries its ``request-id``, like the API's."""
+        return (("request-id", reply.request_id), *reply.headers)
 
-    def _unregister(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._connections.discard(conn)
-
-    def _dispatch(self, request: RecordedRequest) -> Reply:
+    def dispatch(self, request: RequestHandler) -> Reply:
         """Record ``request`` and choose its reply."""
+        length = int(request.headers.get("content-length") or 0)
+        raw = request.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        recorded = RecordedRequest(
+            method=request.command,
+            path=request.path,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            raw_body=raw,
+            body=body,
+        )
         with self._lock:
-            self.recorded.append(request)
-            where = f"{request.method} {request.path}"
-            if not _is_messages_call(request):
+            self.recorded.append(recorded)
+            where = f"{recorded.method} {recorded.path}"
+            if not _is_messages_call(recorded):
                 return self._problem(404, "not_found_error", f"no route for {where}")
-            if not isinstance(request.body, dict):
+            if not isinstance(body, dict):
                 return self._problem(
                     400, "invalid_request_error", f"{where}: body is not a JSON object"
                 )
-            if request.body.get("stream"):
+            if body.get("stream"):
                 return self._problem(
                     400, "invalid_request_error", f"{where}: streaming is not supported"
                 )
@@ -433,17 +305,12 @@ class MessagesAPI:
     def _problem(self, status: int, error_type: str, what: str) -> Reply:
         self.problems.append(what)
         return error(
-            status, error_type, f"fake Messages API: {what}", headers={"x-should-retry": "false"}
+            status, error_type, f"{self.label}: {what}", headers={"x-should-retry": "false"}
         )
 
 
 def _is_messages_call(request: RecordedRequest) -> bool:
     return request.method == "POST" and request.path.split("?", 1)[0].rstrip("/") == MESSAGES_PATH
-
-
-def _shutdown_socket(conn: socket.socket) -> None:
-    with suppress(OSError):
-        conn.shutdown(socket.SHUT_RDWR)
 
 
 @contextmanager

@@ -37,16 +37,14 @@ handler threads are joined.
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import json
 import re
-import socket
-import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
+
+from ._server import LocalServer, RequestHandler, Response
 
 __all__ = [
     "RECORDED",
@@ -73,14 +71,8 @@ _UNIPROT_FILE: Final = re.compile(r"uniprot_(?P<acc>.+)\.json")
 
 
 @dataclasses.dataclass(frozen=True)
-class Reply:
+class Reply(Response):
     """One HTTP response; build it with the helper functions."""
-
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = ()
-    content_type: str = "application/json"
-    delay_seconds: float = 0.0
 
 
 def reply(status: int, body: bytes = b"", *, headers: Mapping[str, str] | None = None) -> Reply:
@@ -129,69 +121,6 @@ class RecordedRequest:
     headers: Mapping[str, str]  # names lower-cased
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = True  # server_close() joins handler threads (we unblock them first)
-
-    def __init__(self, fake: ReplayServer) -> None:
-        self.fake = fake
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if self.fake.closing.is_set():  # a client that hung up during shutdown
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, like the real services
-    timeout = 60  # backstop: an idle connection never outlives a test by much
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.fake._register(self.connection)
-
-    def finish(self) -> None:
-        self.server.fake._unregister(self.connection)
-        with suppress(OSError):
-            super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output quiet
-
-    def _handle(self) -> None:
-        fake = self.server.fake
-        request = RecordedRequest(
-            method=self.command,
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-        )
-        answer = fake._dispatch(request, self.headers.get("host", "127.0.0.1"))
-        # Wait on the closing Event, not time.sleep: shutdown ends the wait at once.
-        if answer.delay_seconds > 0 and fake.closing.wait(answer.delay_seconds):
-            self.close_connection = True
-            return
-        self._send(answer)
-
-    def _send(self, answer: Reply) -> None:
-        try:
-            self.send_response(answer.status)
-            self.send_header("content-type", answer.content_type)
-            self.send_header("content-length", str(len(answer.body)))
-            for name, value in answer.headers:
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(answer.body)
-            self.wfile.flush()
-        except OSError:  # the client went away (timed out, cancelled)
-            self.close_connection = True
-
-    do_GET = _handle
-    do_POST = _handle
-    do_HEAD = _handle
-
-
 def _load_recordings(directory: Path) -> dict[str, bytes]:
     """Path → recorded body for every recording in ``directory``."""
     routes: dict[str, bytes] = {}
@@ -203,20 +132,18 @@ def _load_recordings(directory: Path) -> dict[str, bytes]:
     return routes
 
 
-class ReplayServer:
+class ReplayServer(LocalServer[Reply]):
     """The fake services. Use as a context manager; ``url`` is valid inside it."""
 
+    thread_name = "fake-replay-server"
+    label = "fake replay server"
+    methods = frozenset({"GET", "POST", "HEAD"})
+
     def __init__(self, recordings: Path = RECORDED, *, strict: bool = True) -> None:
-        self.strict = strict
-        self.closing = threading.Event()
+        super().__init__(strict=strict)
         self.recorded: list[RecordedRequest] = []
-        self.problems: list[str] = []
         self.routes = _load_recordings(recordings)
         self._scripts: dict[str, list[Reply]] = {}
-        self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting and inspection
 
@@ -226,84 +153,29 @@ class ReplayServer:
             self._scripts.setdefault(path, []).extend(replies)
 
     @property
-    def url(self) -> str:
-        """The base URL, e.g. ``http://127.0.0.1:54321``."""
-        if self._server is None:
-            raise RuntimeError("ReplayServer is not running; use it as a context manager")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    @property
     def paths(self) -> list[str]:
         """The paths requested so far, in order."""
         with self._lock:
             return [r.path for r in self.recorded]
 
-    # -- lifecycle
-
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("ReplayServer already started")
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.02},  # shutdown() waits at most this long
-            name="fake-replay-server",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving; wake slow replies; drop open connections; join threads."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self.closing.set()
-        server.shutdown()
-        with self._lock:
-            for conn in self._connections:
-                _shutdown_socket(conn)
-        server.server_close()
-        if thread is not None:
-            thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-        if exc_type is None and self.strict and self.problems:
-            raise AssertionError("fake replay server: " + "; ".join(self.problems))
-
     # -- called from handler threads
 
-    def _register(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._connections.add(conn)
-            if self.closing.is_set():  # accepted during close(): drop it now
-                _shutdown_socket(conn)
-
-    def _unregister(self, conn: socket.socket) -> None:
-        with self._lock:
-            self._connections.discard(conn)
-
-    def _dispatch(self, request: RecordedRequest, host: str) -> Reply:
+    def dispatch(self, request: RequestHandler) -> Reply:
         """Record ``request`` and choose its reply."""
-        path = request.path.split("?", 1)[0]
+        recorded = RecordedRequest(
+            method=request.command,
+            path=request.path,
+            headers={k.lower(): v for k, v in request.headers.items()},
+        )
+        host = request.headers.get("host", "127.0.0.1")
+        path = recorded.path.split("?", 1)[0]
         with self._lock:
-            self.recorded.append(request)
+            self.recorded.append(recorded)
             queued = self._scripts.get(path)
             if queued:
                 return queued.pop(0)
-            if request.method != "GET":
-                self.problems.append(f"unexpected {request.method} {request.path}")
+            if recorded.method != "GET":
+                self.problems.append(f"unexpected {recorded.method} {recorded.path}")
                 return json_reply({"detail": "Method Not Allowed"}, 405)
             if path in self.routes:
                 return reply(200, self.routes[path])
@@ -312,13 +184,8 @@ class ReplayServer:
                 return json_reply({"url": url, "messages": ["Resource not found"]}, 404)
             if _AFDB_PATH.fullmatch(path):
                 return json_reply({"detail": "Not Found"}, 404)
-            self.problems.append(f"no route for GET {request.path}")
+            self.problems.append(f"no route for GET {recorded.path}")
             return json_reply({"detail": "Not Found"}, 404)
-
-
-def _shutdown_socket(conn: socket.socket) -> None:
-    with suppress(OSError):
-        conn.shutdown(socket.SHUT_RDWR)
 
 
 @contextmanager

@@ -15,12 +15,11 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 import pydantic
 
+from lyra._templates import render
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput, TaskRejected, TransientError
 
@@ -104,17 +103,6 @@ class Tool:
         }
 
 
-@cache
-def _system_template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("lyra", "templates"),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    return env.get_template("child_system.txt.j2")
-
-
 class AnthropicChild:
     """A child agent backed by an Anthropic model with tools.
 
@@ -157,8 +145,8 @@ class AnthropicChild:
         """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
-        system = self.system or _system_template().render(
-            tools=list(self.tools.values()), subject=ctx.subject
+        system = self.system or render(
+            "child_system.txt.j2", tools=list(self.tools.values()), subject=ctx.subject
         )
         for _turn in range(self.max_turns):
             response = await self._create(system, tools, messages)

@@ -36,6 +36,9 @@ examples:
   lyra analyze P04637 Q8I3H7 --json > output.json
   lyra analyze --question "Is the structure of P04637 reliable? structure only"
   lyra analyze P04637 --inject P04637:hang@1 --timeout 2 --retries 1
+  lyra analyze P04637 Q8I3H7 --durable --run-dir runs/big   (then, after a crash:)
+  lyra analyze --resume runs/big
+  lyra analyze P04637 Q8I3H7 --database-url postgresql://host/lyra   (+ lyra worker …)
 
 exit status: 0 every protein completed, 1 some failed or were partial, 2 usage error
 """
@@ -83,6 +86,35 @@ def register(commands: Any) -> None:
         metavar="ID:FAULT[:ARG][@N]",
         help="inject a fault (repeatable); see below",
     )
+    p.add_argument(
+        "--min-success",
+        type=_non_negative_int,
+        default=1,
+        metavar="N",
+        help="fewest proteins that must succeed for an answer (default 1)",
+    )
+    p.add_argument(
+        "--critical",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a protein that must succeed (repeatable); retried first if it fails",
+    )
+    p.add_argument(
+        "--durable",
+        action="store_true",
+        help="checkpoint every child in the run directory (dbos.sqlite) so --resume works",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="finish an interrupted durable run without re-running finished children",
+    )
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="postgresql://… : queue the children for `lyra worker` processes (many machines)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
 
@@ -102,10 +134,16 @@ def _non_negative_int(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
-    from lyra._api import run_blocking
+    from lyra._sync import run_blocking
     from lyra.proteins import analyze, find_protein_ids, parse_fault
     from lyra.supervisor import RunDir
 
+    durable = _durable(args)  # on --resume, args get the recorded IDs and options
+    if durable is not None and durable.finished is not None:
+        done = durable.finished
+        print(done.model_dump_json(indent=2) if args.json else render_text(done))
+        print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
+        return EXIT_OK if done.all_completed else EXIT_FAILED
     ids = list(args.ids) + (find_protein_ids(args.question) if args.question else [])
     if not ids:
         where = " in the question" if args.question else ""
@@ -135,8 +173,14 @@ def run(args: argparse.Namespace) -> int:
                 faults=faults,
                 run_dir=run_dir,
                 on_result=progress.update,
+                executor=durable.executor if durable is not None else None,
+                quorum=_quorum_policy(args),
+                answer_writer=_answer_writer(),
+                question=args.question,
             ),
         )
+        if durable is not None:
+            durable.close()
     _logging.configure()  # the events file is closed: stop writing to it
     progress.close()
     if args.json:
@@ -145,6 +189,33 @@ def run(args: argparse.Namespace) -> int:
         print(render_text(output))
     print(f"run directory: {run_dir.path}", file=sys.stderr)
     return EXIT_OK if output.all_completed else EXIT_FAILED
+
+
+def _durable(args: argparse.Namespace) -> Any:
+    """The durable run (lyra.durable) for --durable, --resume or --database-url, else None;
+    a plain --run-dir is checked too, so it never reuses a durable run's folder."""
+    if not (args.durable or args.resume or args.database_url or args.run_dir):
+        return None
+    from lyra.durable._runs import open_run
+
+    return open_run(args)
+
+
+def _quorum_policy(args: argparse.Namespace) -> Any:
+    from lyra.proteins import validate_protein_id
+    from lyra.supervisor import QuorumPolicy
+
+    critical = {value for ok, value in map(validate_protein_id, args.critical) if ok}
+    return QuorumPolicy(min_success=args.min_success, critical=frozenset(critical))
+
+
+def _answer_writer() -> Any:
+    """A model writes the answer when a key is set; the template otherwise."""
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        return None
+    from lyra.supervisor import ModelAnswerWriter
+
+    return ModelAnswerWriter()
 
 
 def _asks_structure_only(question: str | None) -> bool:
@@ -166,8 +237,8 @@ def _source(name: str) -> Any:
 
 def render_text(output: Any) -> str:
     """The human-readable result: briefs, then what failed, why and what to try."""
+    from lyra._templates import render
     from lyra.delegation import extract_suggested_actions
-    from lyra.recovery._prompts import render
 
     failed = [
         {
@@ -178,6 +249,7 @@ def render_text(output: Any) -> str:
     ]
     return render(
         "analysis.txt.j2",
+        answer=output.answer,
         completed=output.completed_analyses,
         partial=output.partial_analyses,
         failed=failed,

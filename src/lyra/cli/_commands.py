@@ -58,7 +58,7 @@ def _register_delegate(commands: Subparsers) -> None:
 
 
 def _delegate(args: argparse.Namespace) -> int:
-    from lyra._api import run_blocking
+    from lyra._sync import run_blocking
     from lyra.delegation import TaskReport
     from lyra.supervisor import Supervisor
 
@@ -127,11 +127,12 @@ def _report_parse(args: argparse.Namespace) -> int:
 
 
 def _registry() -> list[Callable[[Subparsers], None]]:
-    from lyra.cli import _analyze_command, _logs_command
+    from lyra.cli import _analyze_command, _logs_command, _worker_command
 
     return [
         _analyze_command.register,
         _register_delegate,
         _logs_command.register,
         _register_report,
+        _worker_command.register,
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, overload
 
 import anyio
 import anyio.to_thread
@@ -76,9 +76,15 @@ class ChildContext:
         if path not in self.files_modified:
             self.files_modified.append(path)
 
+    @overload
     async def tool(
-        self, name: str, fn: Callable[..., T | Awaitable[T]], /, *args: Any, **kwargs: Any
-    ) -> T:
+        self, name: str, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
+    ) -> T: ...
+
+    @overload
+    async def tool(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
+
+    async def tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool, counting its use; sync tools run in a worker thread.
 
         The worker thread is abandoned on cancellation, so a tool stuck in
@@ -98,7 +104,7 @@ class ChildContext:
             self.failed_tool, self._failed_tool_error = name, exc
             raise
         self.last_successful_tool = name
-        return cast(T, result)
+        return result
 
     def raised_by_tool(self, exc: BaseException) -> bool:
         """True when ``exc`` is the exception a tool run through :meth:`tool` raised."""

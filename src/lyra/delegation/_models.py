@@ -109,6 +109,8 @@ class TaskReport(_Frozen):
     files_modified: tuple[str, ...] = ()
     blocked_on: str | None = None
     suggested_actions: tuple[str, ...] = ()
+    retry_after: float | None = None
+    """Seconds the failing service asked to wait (``<retry_after_s>``), if it did."""
 
     _blank = field_validator("blocked_on", "session_id", "subject")(_none_if_blank)
 
@@ -142,5 +144,6 @@ class TaskReport(_Frozen):
             files_modified=failure.files_modified,
             blocked_on=failure.blocked_on,
             suggested_actions=failure.suggested_actions,
+            retry_after=failure.retry_after,
             **common,
         )

@@ -36,7 +36,24 @@ _SECTIONS = {
     "Blocked on:": "blocked_on",
     "Suggested recovery actions:": "suggested_actions",
 }
+_OPEN, _CLOSE = "<task_metadata>", "</task_metadata>"
 _BLOCK = re.compile(r"<task_metadata>(.*?)</task_metadata>", re.DOTALL)
+# The exact layout the template renders; anything else takes the line parser.
+_RENDERED = re.compile(
+    r"Child agent failed: (?P<message>[^\n]*(?:\n    [^\n]*)*)\n"
+    r"\nCategory: (?P<category>[^\n]*)\n"
+    r"Duration: (?P<duration>[^\n]*)s\n"
+    r"Retryable: (?P<retryable>Yes|No)\n"
+    r"\nWork completed before failure:\n(?P<steps>  None\n|(?:  ✓ [^\n]*\n(?:    [^\n]*\n)*)+)"
+    r"\nFiles modified: (?P<files>[^\n]*)\n"
+    r"(?:\nBlocked on: (?P<blocked>[^\n]*(?:\n    [^\n]*)*)\n)?"
+    r"\nSuggested recovery actions:\n(?P<actions>  None\n|(?:  • [^\n]*\n(?:    [^\n]*\n)*)+)"
+    r"\n?\Z"
+)
+_STEP_SPLIT = re.compile(r"(?m)^  ✓ ")
+_ACTION_SPLIT = re.compile(r"(?m)^  • ")
+_CATEGORIES = {c.value: c for c in FailureCategory}
+_ERROR_TYPES = {e.value: e for e in ErrorType}
 _TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
@@ -125,6 +142,8 @@ def _metadata(report: TaskReport, failed: bool) -> list[tuple[str, str]]:
         ]
         if report.error_type is not None:
             tags.append(("error_type", report.error_type))
+        if report.retry_after is not None:
+            tags.append(("retry_after_s", repr(report.retry_after)))
     tags.append(("attempt", report.attempt))
     if report.duration is not None:
         tags.append(("duration_s", repr(report.duration)))
@@ -159,13 +178,19 @@ def parse_report(text: str) -> TaskReport:
     """
     if not isinstance(text, str):
         raise ReportParseError(f"expected report text, got {type(text).__name__}")
-    text = text.replace("\r\n", "\n")  # raw CRs never come from the renderer
-    blocks = list(_BLOCK.finditer(text))
-    if blocks:
-        last = blocks[-1]
-        start = blocks[-2].end() if len(blocks) > 1 else 0
-        return _parse_one(text[start : last.start()], last.group(1), strip_lead=start > 0)
-    return _parse_one(text, None, strip_lead=False)
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")  # raw CRs never come from the renderer
+    opening = text.rfind(_OPEN)
+    closing = text.find(_CLOSE, opening) if opening >= 0 else -1
+    if closing < 0:  # no whole block at the end: look for any, the slow way
+        blocks = list(_BLOCK.finditer(text))
+        if not blocks:
+            return _parse_one(text, None, strip_lead=False)
+        opening, closing = blocks[-1].start(), blocks[-1].end() - len(_CLOSE)
+    previous = text.rfind(_CLOSE, 0, opening)
+    start = previous + len(_CLOSE) if previous >= 0 else 0
+    block = text[opening + len(_OPEN) : closing]
+    return _parse_one(text[start:opening], block, strip_lead=start > 0)
 
 
 def find_reports(text: str) -> Iterator[TaskReport]:
@@ -210,35 +235,90 @@ def _last_header(region: str) -> int | None:
 
 
 def _parse_one(region: str, block: str | None, *, strip_lead: bool) -> TaskReport:
-    meta = {tag: unescape(value) for tag, value in _TAG.findall(block)} if block else {}
-    header_at = _last_header(region)
-    status = meta.get("status") or ("failed" if header_at is not None else None)
+    meta = dict(_TAG.findall(block)) if block else {}
+    if block and "&" in block:
+        meta = {tag: unescape(value) for tag, value in meta.items()}
+    status = meta.get("status")
+    header_at = _last_header(region) if status != "completed" else None
+    if status is None and header_at is not None:
+        status = "failed"
     if status not in ("completed", "failed"):
         raise ReportParseError(f"no lyra report found (status {status!r})")
     fields: dict[str, Any] = {
         "status": status,
-        "session_id": meta.get("session_id"),
+        "session_id": meta.get("session_id") or None,
         "attempt": _int(meta.get("attempt", "1"), "attempt"),
-        "subject": meta.get("subject"),
+        "subject": meta.get("subject") or None,
     }
-    if "duration_s" in meta:
-        fields["duration"] = _float(meta["duration_s"], "duration_s")
     if status == "completed":
         output = region.lstrip("\n") if strip_lead else region
         fields["output"] = unescape(output.removesuffix("\n\n"))
-        return TaskReport(**fields)
-    body = _parse_body(region[header_at:] if header_at is not None else "")
-    if "duration" in fields:
-        body.pop("duration", None)
-    for tag, field in (("failure_category", "category"), ("error_type", "error_type")):
-        if tag in meta:
-            body[field] = meta[tag]
-    if "retryable" in meta:
-        body["retryable"] = meta["retryable"] == "true"
+    else:
+        body = region[header_at:] if header_at is not None else ""
+        fields.update(_fast_body(body) or _parse_body(body))
+        for tag, name in (("failure_category", "category"), ("error_type", "error_type")):
+            if tag in meta:
+                fields[name] = meta[tag]
+        if "retryable" in meta:
+            fields["retryable"] = meta["retryable"] == "true"
+        if "retry_after_s" in meta:
+            fields["retry_after"] = _float(meta["retry_after_s"], "retry_after_s")
+        _check_enums(fields)
+    if "duration_s" in meta:
+        fields["duration"] = _float(meta["duration_s"], "duration_s")
+    # Every value was checked above; skipping pydantic's validation makes
+    # parsing several times faster.
+    return TaskReport.model_construct(**fields)
+
+
+def _check_enums(fields: dict[str, Any]) -> None:
+    if "category" in fields:
+        fields["category"] = _member(_CATEGORIES, fields["category"], "category")
+    if fields.get("error_type") is not None:
+        fields["error_type"] = _member(_ERROR_TYPES, fields["error_type"], "error_type")
+
+
+def _member(members: dict[str, Any], value: Any, what: str) -> Any:
     try:
-        return TaskReport(**fields, **body)
-    except ValueError as exc:  # pydantic's ValidationError: an impossible enum value
-        raise ReportParseError(f"malformed report: {exc}") from None
+        return members[str(value)]
+    except KeyError:
+        raise ReportParseError(f"unknown {what} {value!r}") from None
+
+
+def _fast_body(body: str) -> dict[str, Any] | None:
+    """The fields of a body in exactly the renderer's layout, or ``None``."""
+    match = _RENDERED.match(body)
+    if match is None:
+        return None
+    blocked = match["blocked"]
+    return {
+        "message": _unindent(match["message"]),
+        "category": match["category"],
+        "duration": _float(match["duration"], "duration"),
+        "retryable": match["retryable"] == "Yes",
+        "completed_steps": _items(match["steps"], _STEP_SPLIT),
+        "files_modified": _files(match["files"]),
+        "blocked_on": _unindent(blocked) or None if blocked is not None else None,
+        "suggested_actions": _items(match["actions"], _ACTION_SPLIT),
+    }
+
+
+def _unindent(text: str) -> str:
+    if "\n" in text:
+        text = text.replace("\n" + _INDENT, "\n")
+    return unescape(text) if "&" in text else text
+
+
+def _items(block: str, split: re.Pattern[str]) -> tuple[str, ...]:
+    if block == "  None\n":
+        return ()
+    if block.count("\n") == 1:  # one single-line item: the common case
+        return (_unindent(block[4:-1]),)
+    return tuple(_unindent(item[:-1]) for item in split.split(block)[1:])
+
+
+def _files(raw: str) -> tuple[str, ...]:
+    return () if raw == "none" else tuple(unescape(name) for name in raw.split(", "))
 
 
 def _parse_body(body: str) -> dict[str, Any]:
@@ -300,24 +380,17 @@ def _finish(fields: dict[str, Any], lists: dict[str, list[str]]) -> dict[str, An
     for name in ("message", "blocked_on"):
         if name in fields:
             out[name] = unescape(fields[name][0])
+    if not out.get("blocked_on"):
+        out["blocked_on"] = None
     if "category" in fields:
-        out["category"] = _enum(FailureCategory, fields["category"][0].strip(), "category")
+        out["category"] = fields["category"][0].strip()  # checked by _check_enums
     if "retryable" in fields:
         out["retryable"] = fields["retryable"][0].strip().lower() in ("yes", "true")
     if "duration" in fields:
         out["duration"] = _float(fields["duration"][0].strip().removesuffix("s"), "duration")
     if "files_modified" in fields:
-        raw = fields["files_modified"][0]
-        files = [] if raw == "none" else raw.split(", ")
-        out["files_modified"] = tuple(unescape(name) for name in files)
+        out["files_modified"] = _files(fields["files_modified"][0])
     return out
-
-
-def _enum(kind: type[FailureCategory] | type[ErrorType], value: str, what: str) -> Any:
-    try:
-        return kind(value)
-    except ValueError:
-        raise ReportParseError(f"unknown {what} {value!r}") from None
 
 
 def _int(value: str, what: str) -> int:

@@ -18,6 +18,7 @@ from lyra.proteins._analyze import (
 )
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._model_child import anthropic_protein_child, protein_tools
 from lyra.proteins._pipeline import (
     FULL_PLAN,
     STRUCTURE_PLAN,
@@ -46,10 +47,12 @@ __all__ = [
     "analyze",
     "analyze_structure",
     "analyze_sync",
+    "anthropic_protein_child",
     "critique",
     "find_protein_ids",
     "parse_fault",
     "process_protein",
+    "protein_tools",
     "reason",
     "structure_summary",
     "synthesize",

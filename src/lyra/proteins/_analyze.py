@@ -6,23 +6,41 @@ protein. Every requested protein appears exactly once in the output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra._api import run_blocking
+from lyra._sync import run_blocking
 from lyra.delegation import DelegationResult, FailureCategory
 from lyra.delegation._classify import exception_text
+from lyra.errors import ConfigurationError
+from lyra.proteins import _conclude as conclude
+from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
 from lyra.proteins._ids import validate_protein_id
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
-from lyra.supervisor import Executor, LocalExecutor, RunDir, write_atomic
+from lyra.supervisor import (
+    AnswerWriter,
+    ErrorContext,
+    Executor,
+    Graceful,
+    LocalExecutor,
+    QuorumDecision,
+    QuorumPolicy,
+    RunDir,
+    ServiceHealth,
+    decide,
+    final_answer,
+    probe,
+    write_atomic,
+)
 
 log = structlog.get_logger("lyra")
 
@@ -47,6 +65,7 @@ class CompletedAnalysis(_Model):
     protein_id: str
     brief: str
     attempts: int = 1
+    figures: dict[str, Any] = Field(default_factory=dict)
     tasks: list[TaskLine] = Field(default_factory=list)
 
 
@@ -67,6 +86,7 @@ class PartialAnalysis(_Failed):
     """A protein with a brief written from incomplete analyses."""
 
     brief: str
+    figures: dict[str, Any] = Field(default_factory=dict)
 
 
 class FailedAnalysis(_Failed):
@@ -89,6 +109,11 @@ class AnalysisOutput(_Model):
     partial_analyses: list[PartialAnalysis]
     failed_analyses: list[FailedAnalysis]
     summary: Summary
+    quorum: QuorumDecision | None = None
+    comparison: Comparison | None = None
+    health: list[ServiceHealth] = Field(default_factory=list)
+    errors: list[ErrorContext] = Field(default_factory=list)
+    answer: str | None = None
 
     @property
     def all_completed(self) -> bool:
@@ -112,19 +137,24 @@ async def analyze(
     policy: RecoveryPolicy | None = None,
     executor: Executor | None = None,
     on_result: Callable[[ProteinEntry], None] | None = None,
+    quorum: QuorumPolicy | None = None,
+    answer_writer: AnswerWriter | None = None,
+    question: str | None = None,
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
     ``retries`` recovery attempts follow a failure (``policy`` overrides it);
     ``faults`` inject failures (``"P04637:hang@1"``); ``run_dir`` receives each
     report and brief as soon as its protein finishes, and the output at the end.
+    ``quorum`` decides whether the results are enough to answer; the answer is
+    written by ``answer_writer`` (a template by default) and always exists.
     """
     requested = _unique(ids)
     plan_for("", plan)  # a clear error for an unknown plan before anything runs
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
-    one = partial(
-        _analyze_one,
-        source=source or OfflineSource(),
+    source = source or OfflineSource()
+    one = ProteinWork(
+        source=source,
         timeout=timeout,
         policy=policy or RecoveryPolicy(max_retries=retries),
         plan=plan,
@@ -132,14 +162,100 @@ async def analyze(
         run_dir=folder,
         on_result=on_result,
     )
-    entries = await (executor or LocalExecutor()).map(
-        one, requested, max_concurrency=concurrency, on_error=_internal_error
+    mapper = executor or LocalExecutor()
+
+    async def fan_out(targets: list[str]) -> list[ProteinEntry]:
+        return await mapper.map(one, targets, max_concurrency=concurrency, on_error=_internal_error)
+
+    graceful = Graceful()
+    no_health: list[ServiceHealth] = []
+    lost: list[ProteinEntry] = [_unfinished(p, "the fan-out failed") for p in requested]
+    health = await graceful.step("health", lambda: _health(source), fallback=no_health)
+    entries = await graceful.step(
+        "fan_out",
+        lambda: fan_out(requested),
+        fallback=lost,
+        unavailable=["every protein's analysis"],
+        critical=True,
     )
+    entries, decision = await _quorum(entries, quorum or QuorumPolicy(), fan_out)
     output = assemble(entries)
+    comparison = await graceful.step(
+        "compare",
+        lambda: _compare(entries, requested, allowed=decision.met),
+        fallback=None,
+        available=[e.protein_id for e in output.completed_analyses],
+    )
+    facts = conclude.facts(
+        question or f"Analyze {', '.join(requested)}",
+        entries,
+        decision=decision,
+        comparison=comparison,
+        health=health,
+        errors=graceful.errors,
+    )
+    output = output.model_copy(
+        update={
+            "quorum": decision,
+            "comparison": comparison,
+            "health": health,
+            "errors": graceful.errors,
+            "answer": await final_answer(facts, answer_writer),
+        }
+    )
     if folder is not None:
         write_atomic(folder.output, output.model_dump_json(indent=2))
     log.info("run_finished", **output.summary.model_dump())
     return output
+
+
+async def _health(source: ProteinSource) -> list[ServiceHealth]:
+    """Probe the data source (one known entry) and say whether a model is set up."""
+    import os
+
+    ping = getattr(source, "ping", None) or partial(source.fetch, "P04637")  # ping is optional
+    checks = [await probe(f"{source.name} data source", ping)]
+    model = "configured (not probed)" if os.environ.get("ANTHROPIC_API_KEY") else "no API key"
+    checks.append(
+        ServiceHealth(
+            name="model", status="not_configured" if "no API key" in model else "ok", detail=model
+        )
+    )
+    return checks
+
+
+async def _quorum(
+    entries: list[ProteinEntry],
+    policy: QuorumPolicy,
+    fan_out: Callable[[list[str]], Awaitable[list[ProteinEntry]]],
+) -> tuple[list[ProteinEntry], QuorumDecision]:
+    """Decide; while a critical protein failed and rounds remain, retry it first."""
+    for round_ in range(policy.critical_retries + 1):
+        decision = decide(
+            [conclude.outcome_of(e) for e in entries],
+            policy,
+            retries_left=round_ < policy.critical_retries,
+        )
+        log.info(
+            "quorum_decision",
+            action=decision.action,
+            met=decision.met,
+            confidence=decision.confidence,
+            reason=decision.reason,
+            round=round_,
+        )
+        if decision.action != "retry_critical":
+            return entries, decision
+        again = {e.protein_id: e for e in await fan_out(decision.retry)}
+        entries = [again.get(e.protein_id, e) for e in entries]
+    return entries, decision
+
+
+async def _compare(
+    entries: Sequence[ProteinEntry], requested: Sequence[str], *, allowed: bool
+) -> Comparison | None:
+    figures = {e.protein_id: e.figures for e in entries if not isinstance(e, FailedAnalysis)}
+    return compare(figures, requested, allowed=allowed)
 
 
 def analyze_sync(ids: Iterable[object], **options: Any) -> AnalysisOutput:
@@ -176,35 +292,97 @@ def _unique(ids: Iterable[object]) -> list[str]:
     return list(seen)
 
 
-async def _analyze_one(
-    protein_id: str,
-    *,
-    source: ProteinSource,
-    timeout: float,
-    policy: RecoveryPolicy,
-    plan: Plan,
-    faults: Mapping[str, tuple[Fault, ...]],
-    run_dir: RunDir | None,
-    on_result: Callable[[ProteinEntry], None] | None,
-) -> ProteinEntry:
-    state = ProteinState(protein_id, plan_for("", plan))
-    child = ProteinChild(source, faults=faults.get(protein_id, ()), states={protein_id: state})
-    outcome = await recover(
-        f"Analyze {protein_id}",
-        child=child,
-        base_timeout=timeout,
-        policy=policy,
-        subject=protein_id,
-        context={"plan": plan},
-    )
-    entry = entry_for(state, outcome)
-    if run_dir is not None:
-        write_atomic(run_dir.report(protein_id), outcome.report)
-        if isinstance(entry, CompletedAnalysis | PartialAnalysis):
-            write_atomic(run_dir.brief(protein_id), entry.brief)
-    if on_result is not None:
-        on_result(entry)
-    return entry
+@dataclass(frozen=True)
+class ProteinWork:
+    """One protein's analysis as an executor runs it: ``await work(protein_id)``.
+
+    A durable executor (:mod:`lyra.durable`) runs :meth:`child` in a worker,
+    rebuilt there from :meth:`options`, and :meth:`finish` here: both paths
+    classify, write the run directory and call ``on_result`` the same way.
+    """
+
+    source: ProteinSource
+    timeout: float
+    policy: RecoveryPolicy
+    plan: Plan
+    faults: Mapping[str, tuple[Fault, ...]]
+    run_dir: RunDir | None = None
+    on_result: Callable[[ProteinEntry], None] | None = None
+
+    async def __call__(self, protein_id: str) -> ProteinEntry:
+        entry, report = await self.child(protein_id)
+        return self.finish(entry, report)
+
+    async def child(self, protein_id: str) -> tuple[ProteinEntry, str]:
+        """The protein's child under its recovery loop: its entry and last report."""
+        state = ProteinState(protein_id, plan_for("", self.plan))
+        child = ProteinChild(
+            self.source, faults=self.faults.get(protein_id, ()), states={protein_id: state}
+        )
+        outcome = await recover(
+            f"Analyze {protein_id}",
+            child=child,
+            base_timeout=self.timeout,
+            policy=self.policy,
+            subject=protein_id,
+            context={"plan": self.plan},
+        )
+        return entry_for(state, outcome), outcome.report
+
+    def finish(self, entry: ProteinEntry, report: str) -> ProteinEntry:
+        """Write the protein's report and brief to the run directory; call ``on_result``."""
+        if self.run_dir is not None:
+            write_atomic(self.run_dir.report(entry.protein_id), report)
+            if isinstance(entry, CompletedAnalysis | PartialAnalysis):
+                write_atomic(self.run_dir.brief(entry.protein_id), entry.brief)
+        if self.on_result is not None:
+            self.on_result(entry)
+        return entry
+
+    def options(self) -> AnalysisOptions:
+        """These settings as data; ConfigurationError when they cannot leave this
+        process (a custom source, Python fixers)."""
+        if self.policy.fixers:
+            raise ConfigurationError("a durable run cannot send Python fixers to its workers")
+        if isinstance(self.source, LiveSource):
+            urls = {"afdb_url": self.source.afdb_url, "uniprot_url": self.source.uniprot_url}
+            return AnalysisOptions(source="live", **urls, **self._settings())
+        if type(self.source) is OfflineSource:
+            return AnalysisOptions(source="offline", **self._settings())
+        raise ConfigurationError(
+            f"a durable run needs the offline or live source, not {type(self.source).__name__}"
+        )
+
+    def _settings(self) -> dict[str, Any]:
+        faults = tuple(f for group in self.faults.values() for f in group)
+        return {"timeout": self.timeout, "policy": self.policy, "plan": self.plan, "faults": faults}
+
+
+class AnalysisOptions(_Model):
+    """A protein analysis's settings as plain data (JSON), so that another
+    process -- a durable worker -- rebuilds the same :class:`ProteinWork`."""
+
+    source: Literal["offline", "live"] = "offline"
+    afdb_url: str | None = None
+    uniprot_url: str | None = None
+    timeout: float = 300.0
+    policy: RecoveryPolicy = Field(default_factory=lambda: RecoveryPolicy(max_retries=0))
+    plan: Plan = "full"
+    faults: tuple[Fault, ...] = ()
+
+    def work(self) -> ProteinWork:
+        """The work these options describe (no run directory, no hook)."""
+        source: ProteinSource = OfflineSource()
+        if self.source == "live":
+            urls: dict[str, Any] = {"afdb_url": self.afdb_url, "uniprot_url": self.uniprot_url}
+            source = LiveSource(**{key: url for key, url in urls.items() if url})
+        return ProteinWork(
+            source=source,
+            timeout=self.timeout,
+            policy=self.policy,
+            plan=self.plan,
+            faults=faults_by_protein(self.faults),
+        )
 
 
 def entry_for(state: ProteinState, outcome: RecoveryOutcome) -> ProteinEntry:
@@ -216,13 +394,32 @@ def entry_for(state: ProteinState, outcome: RecoveryOutcome) -> ProteinEntry:
     lines = [TaskLine(**t.model_dump(exclude={"result", "protein_id"})) for t in tasks]
     if result.ok:
         return CompletedAnalysis(
-            protein_id=state.protein_id, brief=result.output or "", attempts=attempts, tasks=lines
+            protein_id=state.protein_id,
+            brief=result.output or "",
+            attempts=attempts,
+            figures=_figures(state),
+            tasks=lines,
         )
     failed = _failure_fields(tasks, result, attempts, lines)
     brief = state.output if _synthesised(tasks) else None
     if brief is not None:
-        return PartialAnalysis(brief=brief, **failed)
+        return PartialAnalysis(brief=brief, figures=_figures(state), **failed)
     return FailedAnalysis(**failed)
+
+
+def _figures(state: ProteinState) -> dict[str, Any]:
+    """The few numbers a comparison and the answer need, from the stage results."""
+    summary = state.reusable("fetch_protein") or {}
+    structure = state.reusable("analyze_structure") or {}
+    reasoning = state.reusable("reason") or {}
+    figures = {
+        "name": summary.get("description"),
+        "mean_plddt": structure.get("mean_plddt"),
+        "well_folded_fraction": structure.get("well_folded_fraction"),
+        "reliability": structure.get("reliability"),
+        "tractability": reasoning.get("tractability"),
+    }
+    return {key: value for key, value in figures.items() if value is not None}
 
 
 def _synthesised(tasks: list[TaskResult]) -> bool:
@@ -255,10 +452,14 @@ def _failure_fields(
 def _internal_error(protein_id: str, exc: Exception) -> FailedAnalysis:
     """lyra's own bug while handling one protein: that protein fails, no other."""
     log.error("protein_internal_error", subject=protein_id, error=exception_text(exc))
+    return _unfinished(protein_id, exception_text(exc))
+
+
+def _unfinished(protein_id: str, why: str) -> FailedAnalysis:
     return FailedAnalysis(
         protein_id=protein_id,
         failed_at_stage="fetch_protein",
-        error=f"Internal error in lyra: {exception_text(exc)}",
+        error=f"Internal error in lyra: {why}",
         tasks_skipped=[],
         category=FailureCategory.TOOL_ERROR,
     )

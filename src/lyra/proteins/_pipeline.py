@@ -261,7 +261,7 @@ class _Run:
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         summary = validate_response(raw, value, self.source.name)
         if "error" in summary:
-            raise _fetch_error(summary)
+            raise fetch_error(summary)
         return summary
 
     def source_call(self) -> Callable[[str], object]:
@@ -284,7 +284,8 @@ class _Run:
         return self.source.fetch
 
 
-def _fetch_error(error: Mapping[str, Any]) -> Exception:
+def fetch_error(error: Mapping[str, Any]) -> Exception:
+    """The exception a soft fetch failure stands for (404: the subject does not exist)."""
     message = str(error["error"])
     status = error.get("status")
     if status == 404:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from lyra._api import run_blocking
+from lyra._sync import run_blocking
 from lyra.delegation import Child
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy

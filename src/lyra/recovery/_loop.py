@@ -38,6 +38,7 @@ class AttemptRecord(BaseModel):
 
     number: int
     strategy: str
+    prompt: str
     timeout: float
     wait: float
     result: DelegationResult
@@ -96,6 +97,7 @@ async def recover(
             AttemptRecord(
                 number=number,
                 strategy=plan.strategy,
+                prompt=plan.prompt,
                 timeout=plan.timeout,
                 wait=plan.wait,
                 result=result,

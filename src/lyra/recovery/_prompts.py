@@ -4,34 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-import jinja2
-
+from lyra._templates import render
 from lyra.delegation import ChildFailure
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+(\S.*)$")
-_ACCESSION = re.compile(
-    r"\b(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})\b"
-)
-
-
-@cache
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("lyra", "templates"),
-        autoescape=False,  # prompts are plain text for a model
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-    )
-
-
-def render(name: str, **values: Any) -> str:
-    """Render one of lyra's text templates."""
-    return _env().get_template(name).render(**values)
 
 
 def continuation_prompt(prompt: str, failure: ChildFailure) -> str:
@@ -58,7 +36,9 @@ def decompose(prompt: str) -> list[str]:
     items = [m.group(1).strip() for line in prompt.splitlines() if (m := _ITEM.match(line))]
     if len(items) >= 2:
         return items
-    accessions = list(dict.fromkeys(_ACCESSION.findall(prompt)))
+    from lyra.proteins._ids import find_protein_ids  # here: proteins import recovery
+
+    accessions = find_protein_ids(prompt)
     if len(accessions) >= 2:
         return [f"Analyze {accession}" for accession in accessions]
     return []

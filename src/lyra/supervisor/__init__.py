@@ -1,7 +1,39 @@
-"""Many children: the Supervisor, its fan-out and the run directory."""
+"""Many children: the Supervisor, its fan-out, quorum, graceful failure and the answer."""
 
+from lyra.supervisor._answer import (
+    LAST_RESORT,
+    AnswerFacts,
+    AnswerWriter,
+    ModelAnswerWriter,
+    TemplateAnswerWriter,
+    final_answer,
+)
 from lyra.supervisor._executor import Executor, LocalExecutor
+from lyra.supervisor._graceful import ErrorContext, Graceful, error_context
+from lyra.supervisor._health import ServiceHealth, probe
+from lyra.supervisor._quorum import ChildOutcome, QuorumDecision, QuorumPolicy, decide
 from lyra.supervisor._rundir import RunDir, write_atomic
 from lyra.supervisor._supervisor import Supervisor
 
-__all__ = ["Executor", "LocalExecutor", "RunDir", "Supervisor", "write_atomic"]
+__all__ = [
+    "LAST_RESORT",
+    "AnswerFacts",
+    "AnswerWriter",
+    "ChildOutcome",
+    "ErrorContext",
+    "Executor",
+    "Graceful",
+    "LocalExecutor",
+    "ModelAnswerWriter",
+    "QuorumDecision",
+    "QuorumPolicy",
+    "RunDir",
+    "ServiceHealth",
+    "Supervisor",
+    "TemplateAnswerWriter",
+    "decide",
+    "error_context",
+    "final_answer",
+    "probe",
+    "write_atomic",
+]

@@ -1,0 +1,192 @@
+"""Run every benchmark, each in its own process, and print one table of the results.
+
+    python -m benchmarks [--quick] [--only NAME[,NAME…]] [--markdown]
+
+Each benchmark prints its own lines (its ratio last) as it runs; the table at
+the end gathers the ratios measured side by side in this run. Exits non-zero
+only when a benchmark crashes; a missed target is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks._common import Row, fmt_value, verdict
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    script: str
+    full: tuple[str, ...] = ()  # extra arguments for a full run
+    quick: tuple[str, ...] = ("--quick",)
+    rows_from: Callable[[list[str]], list[Row]] | None = None  # for scripts without --json
+    in_quick: bool = True  # False: --quick skips it unless named with --only
+
+
+def _timeouts_rows(lines: list[str]) -> list[Row]:
+    pattern = re.compile(r"^(cooperative|blocking)\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms")
+    targets = {"cooperative": 20.0, "blocking": 100.0}
+    rows = []
+    for line in lines:
+        if match := pattern.match(line):
+            name, p50, p99 = match.group(1), float(match.group(2)), float(match.group(3))
+            target = targets[name]
+            rows.append(
+                Row(
+                    "timeouts",
+                    f"{name} lateness p99",
+                    p99,
+                    "ms",
+                    f"≤ {target:.0f} ms",
+                    p99 <= target,
+                    f"p50 {p50:.1f} ms",
+                )
+            )
+    return rows
+
+
+def _logs_rows(lines: list[str]) -> list[Row]:
+    rows = []
+    for line in lines:
+        if match := re.match(r"throughput: ([\d.]+) MB/s", line):
+            rows.append(Row("logs", "lyra logs stats throughput", float(match.group(1)), "MB/s"))
+        if match := re.match(r"peak RSS: ([\d.]+) MB", line):
+            rows.append(Row("logs", "lyra logs stats peak RSS", float(match.group(1)), "MB"))
+    return rows
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    "overhead": Benchmark("overhead.py"),
+    "makespan": Benchmark("makespan.py"),
+    "timeouts": Benchmark(
+        "timeouts.py", ("--trials", "200"), ("--trials", "20"), rows_from=_timeouts_rows
+    ),
+    "parsing": Benchmark("parsing.py"),
+    "memory": Benchmark("memory.py"),
+    "recovery_efficiency": Benchmark("recovery_efficiency.py"),
+    "cold_start": Benchmark("cold_start.py"),
+    "logs_throughput": Benchmark(
+        "logs_throughput.py", ("--mb", "20"), ("--mb", "2"), rows_from=_logs_rows
+    ),
+    # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
+    "durable": Benchmark("durable.py", in_quick=False),
+}
+
+
+def run_one(name: str, bench: Benchmark, quick: bool) -> tuple[list[Row], bool]:
+    """Run one benchmark script, echo its lines, return its rows and whether it crashed."""
+    with tempfile.TemporaryDirectory() as folder:
+        result_file = Path(folder) / "rows.json"
+        command = [
+            sys.executable,
+            str(HERE / bench.script),
+            *(bench.quick if quick else bench.full),
+        ]
+        if bench.rows_from is None:
+            command += ["--json", str(result_file)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        lines: list[str] = []
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                print(f"  {line}", end="", flush=True)
+                lines.append(line.rstrip("\n"))
+        if process.returncode != 0:
+            return [Row(name, "CRASHED", float("nan"), "", note=f"exit {process.returncode}")], True
+        if bench.rows_from is not None:
+            return bench.rows_from(lines), False
+        return [Row(**row) for row in json.loads(result_file.read_text(encoding="utf-8"))], False
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        model = next(
+            (line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line),
+            model,
+        )
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def table(rows: list[Row], markdown: bool) -> str:
+    header = ("benchmark", "metric", "measured", "target", "verdict", "note")
+    body = [
+        (r.benchmark, r.metric, fmt_value(r.value, r.unit), r.target, verdict(r.met), r.note)
+        for r in rows
+    ]
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:{'>' if i == 2 else '<'}{w}}}" for i, w in enumerate(widths))
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*cells).rstrip() for cells in body]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="reduced sizes: a smoke run, < 30 s")
+    parser.add_argument(
+        "--only",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help=f"run only these (repeat or comma-separate): {', '.join(BENCHMARKS)}",
+    )
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args(argv)
+    names = [n.strip() for item in args.only for n in item.split(",") if n.strip()] or list(
+        BENCHMARKS
+    )
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(
+            f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
+        )
+    started = time.perf_counter()
+    rows: list[Row] = []
+    crashed = False
+    for name in names:
+        if args.quick and not args.only and not BENCHMARKS[name].in_quick:
+            print(f"== {name} == skipped by --quick (run it with --only {name})", flush=True)
+            continue
+        print(f"== {name} ==", flush=True)
+        bench_started = time.perf_counter()
+        got, failed = run_one(name, BENCHMARKS[name], args.quick)
+        rows += got
+        crashed |= failed
+        print(f"  ({time.perf_counter() - bench_started:.1f} s)", flush=True)
+    elapsed = time.perf_counter() - started
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    mode = "quick" if args.quick else "full"
+    print()
+    print(f"lyra benchmarks, {mode} run, {when}, {machine()}, {elapsed:.0f} s in all")
+    print(table(rows, args.markdown))
+    missed = [f"{r.benchmark}: {r.metric}" for r in rows if r.met is False]
+    print(f"targets missed: {', '.join(missed) if missed else 'none'}")
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

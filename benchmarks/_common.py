@@ -1,0 +1,112 @@
+"""Helpers shared by the benchmarks: result rows, statistics, event logging, RSS.
+
+Every benchmark module exposes ``run(quick: bool) -> list[Row]`` (it prints
+its own lines as it goes, ratio last) and ``main()`` for running it alone.
+``python -m benchmarks`` collects the rows of all of them into one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the summary table."""
+
+    benchmark: str
+    metric: str
+    value: float
+    unit: str  # "×", "µs", "s", "ms", "MB", "%", ...
+    target: str = ""  # e.g. "≤ 2.5×"; empty when the row is informative only
+    met: bool | None = None  # None: no target
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fmt_value(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "n/a"
+    if unit == "×":
+        return f"{value:.2f}×"
+    if unit == "%":
+        return f"{value:.1f}%"
+    if abs(value) >= 100:
+        return f"{value:,.0f} {unit}".strip()
+    return f"{value:.2f} {unit}".strip()
+
+
+def verdict(met: bool | None) -> str:
+    return "" if met is None else ("met" if met else "MISSED")
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux: ru_maxrss is KB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / ((1 << 20) if sys.platform == "darwin" else 1024)
+
+
+def current_rss_mb() -> float:
+    """Current resident set size in MB, from /proc (falls back to the peak)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return rss_mb()
+    return pages * resource.getpagesize() / (1 << 20)
+
+
+@contextmanager
+def events_to(path: Path) -> Iterator[IO[str]]:
+    """Configure structlog the way the CLI does: JSON events to ``path``."""
+    from lyra.cli._logging import configure
+
+    with path.open("w", encoding="utf-8") as handle:
+        configure(files=[handle])
+        try:
+            yield handle
+        finally:
+            configure(files=[])  # silence events once the file closes
+
+
+def silence_events() -> None:
+    """Drop every lyra event (for benchmarks that time something else)."""
+    from lyra.cli._logging import configure
+
+    configure(files=[])
+
+
+def standalone(
+    run: Callable[[bool], list[Row]], doc: str | None, argv: list[str] | None = None
+) -> None:
+    """``main()`` of a benchmark module: ``--quick`` and ``--json FILE`` (rows for the runner)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a reduced size, for a smoke run")
+    parser.add_argument("--json", metavar="FILE", help="also write the result rows to FILE")
+    args = parser.parse_args(argv)
+    rows = run(args.quick)
+    if args.json:
+        Path(args.json).write_text(json.dumps([row.as_dict() for row in rows]), encoding="utf-8")

@@ -1,0 +1,93 @@
+"""``lyra worker``: process children queued by ``lyra analyze --database-url`` (any machine)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from lyra.cli import _logging
+from lyra.cli._commands import EXIT_OK
+
+_DESCRIPTION = """\
+Take protein children from the PostgreSQL queue that `lyra analyze
+--database-url URL` fills, run them, and record their results there, until
+stopped (Ctrl+C or SIGTERM). Run as many workers as you like, on any machine
+that reaches the database; `lyra analyze --concurrency N` caps the children
+running at once across all of them. When a worker dies mid-child, another
+worker (or the supervisor) runs that child again; a finished child never runs
+twice. Events go to --events FILE (or stderr with -v) and also travel back to
+the supervisor's run directory.
+"""
+
+
+def register(commands: Any) -> None:
+    """Add ``lyra worker`` to the subcommands."""
+    p = commands.add_parser(
+        "worker",
+        help="process children queued on PostgreSQL by lyra analyze --database-url",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--database-url", required=True, metavar="URL", help="postgresql://user@host:5432/db"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="children at once on each worker (a setting shared by all workers of the queue)",
+    )
+    p.add_argument(
+        "--events", type=argparse.FileType("a"), metavar="FILE", help="append JSON events here"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
+    p.set_defaults(run=run)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1: {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the worker until Ctrl+C or SIGTERM."""
+    import structlog
+
+    from lyra.durable._events import capture_events
+    from lyra.durable._worker import run_worker
+
+    _logging.configure(files=[args.events] if args.events else [], verbose=args.verbose)
+    # Children's events also travel back to the supervisor: keep them, at info
+    # level, even when this worker prints none.
+    processors = list(structlog.get_config()["processors"])
+    structlog.configure(
+        processors=[*processors[:-1], capture_events, processors[-1]],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+    )
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        run_worker(
+            args.database_url,
+            concurrency=args.concurrency,
+            stop=stop,
+            ready=lambda executor_id: print(
+                f"lyra worker {executor_id}: taking children (Ctrl+C to stop)",
+                file=sys.stderr,
+                flush=True,
+            ),
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return EXIT_OK

@@ -1,0 +1,69 @@
+"""Database URLs: the embedded SQLite file, PostgreSQL URLs, and a quick reachability check.
+
+Nothing here imports DBOS: a bad URL or an unreachable server is reported in
+one line before the (slow) engine starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from lyra.errors import ConfigurationError
+
+SQLITE_FILE = "dbos.sqlite"
+_POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+
+
+class DatabaseUnreachable(ConfigurationError):
+    """The PostgreSQL server behind ``--database-url`` cannot be reached."""
+
+
+def sqlite_url(run_dir: Path) -> str:
+    """The SQLAlchemy URL of a run directory's embedded system database."""
+    return f"sqlite:///{(run_dir / SQLITE_FILE).resolve()}"
+
+
+def postgres_url(url: str) -> str:
+    """``url`` as a ``postgresql://`` URL; ConfigurationError for anything else."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in _POSTGRES_SCHEMES or not parts.netloc:
+        raise ConfigurationError(
+            f"--database-url must be a PostgreSQL URL such as "
+            f"postgresql://user@host:5432/lyra, not {redacted(url)!r}"
+        )
+    return urlunsplit(parts._replace(scheme="postgresql"))
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def check_reachable(url: str, *, timeout: float = 5.0) -> None:
+    """Connect once; DatabaseUnreachable (one line, no traceback) if the server does not answer.
+
+    A database that does not exist yet is fine: DBOS creates it.
+    """
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=max(1, round(timeout)), autocommit=True):
+            pass
+    except psycopg.Error as exc:
+        reason = _first_line(exc)
+        if "does not exist" in reason and "database" in reason:
+            return
+        raise DatabaseUnreachable(
+            f"cannot reach the database at {redacted(url)}: {reason}"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0].removeprefix("connection failed: ") if lines else type(exc).__name__
+    return " ".join(text.split())

@@ -1,0 +1,215 @@
+"""The DBOS side: the protein workflow, its checkpointed step, starting and stopping DBOS.
+
+This is the only module that imports ``dbos`` (about a second of imports), and
+it is imported only by the durable paths.
+
+Each protein is one workflow, ``lyra.protein(protein_id, options)``, whose one
+step, ``lyra.protein_child``, is the protein's whole child run: the recovery
+loop with every attempt, classification and the report, exactly the code the
+local path runs (:meth:`lyra.proteins.ProteinWork.child`). DBOS records the
+step's result before the workflow finishes, so a finished child is never run
+again: not after a crash, not on ``--resume``, not when another worker
+recovers the workflow. A child interrupted mid-run is run again from its
+start. Inputs and results are stored as portable JSON, never pickles, so no
+process ever unpickles what another wrote into a shared database.
+
+Test hook: when ``LYRA_TEST_INVOCATION_LOG`` names a file, every start of a
+child run appends ``<protein>\\t<pid>\\t<executor id>`` to it. Tests count
+lines to prove that no finished child ran twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+import structlog
+from dbos import DBOS, DBOSConfig, WorkflowSerializationFormat
+from dbos import _dbos as dbos_internals
+
+from lyra.durable._events import capturing
+from lyra.durable._liveness import Liveness
+from lyra.errors import ConfigurationError
+from lyra.proteins._analyze import (
+    AnalysisOptions,
+    CompletedAnalysis,
+    FailedAnalysis,
+    PartialAnalysis,
+    ProteinEntry,
+    ProteinWork,
+)
+
+APP = "lyra"
+VERSION = "lyra-durable-1"
+"""The workflows' shape, not lyra's release: recovery only resumes workflows of
+the same application version, and bumping this orphans unfinished runs."""
+QUEUE = "lyra_children"
+WORKFLOW = "lyra.protein"
+MAX_RECOVERY_ATTEMPTS = 5
+"""A child that takes its process down this many times ends as a failed protein."""
+QUEUE_POLL = 0.1
+"""Seconds between a worker's looks at the queue (each look is one short transaction)."""
+INVOCATION_LOG = "LYRA_TEST_INVOCATION_LOG"
+
+_KINDS: dict[str, type[CompletedAnalysis | PartialAnalysis | FailedAnalysis]] = {
+    "completed": CompletedAnalysis,
+    "partial": PartialAnalysis,
+    "failed": FailedAnalysis,
+}
+log = structlog.get_logger("lyra")
+
+
+@functools.lru_cache(maxsize=16)
+def _work(options: str) -> ProteinWork:
+    """The work for serialised options, built once per process (a live source's client)."""
+    return AnalysisOptions.model_validate_json(options).work()
+
+
+@DBOS.step(name="lyra.protein_child")
+async def protein_child(protein_id: str, options: str) -> dict[str, Any]:
+    """One protein's whole child run, recovery loop included; DBOS records its result."""
+    _note_invocation(protein_id)
+    with capturing() as events:
+        entry, report = await _work(options).child(protein_id)
+    kind = next(name for name, cls in _KINDS.items() if isinstance(entry, cls))
+    return {
+        "kind": kind,
+        "entry": entry.model_dump(mode="json"),
+        "report": report,
+        "events": events,
+        "executor_id": DBOS.executor_id,
+    }
+
+
+@DBOS.workflow(
+    name=WORKFLOW,
+    max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
+    serialization_type=WorkflowSerializationFormat.PORTABLE,
+)
+async def protein_workflow(protein_id: str, options: str) -> dict[str, Any]:
+    """A protein's analysis: one checkpointed child run."""
+    return await protein_child(protein_id, options)
+
+
+def decode(result: Mapping[str, Any]) -> tuple[ProteinEntry, str]:
+    """The entry and report a :func:`protein_workflow` returned."""
+    entry = _KINDS[result["kind"]].model_validate(result["entry"])
+    return entry, str(result["report"])
+
+
+def _note_invocation(protein_id: str) -> None:
+    path = os.environ.get(INVOCATION_LOG)
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{protein_id}\t{os.getpid()}\t{DBOS.executor_id}\n")
+
+
+# -- starting and stopping ------------------------------------------------------
+
+
+def sqlite_engine(url: str) -> sa.Engine:
+    """DBOS's SQLite engine settings plus write-ahead logging: one fsync per commit
+    instead of several, still durable across a crash or power loss."""
+    engine = sa.create_engine(url, pool_size=20, max_overflow=0, pool_timeout=30)
+
+    @sa.event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = "IMMEDIATE"  # as DBOS's own engine: serialise writers
+        for pragma in ("busy_timeout=30000", "foreign_keys=ON", "journal_mode=WAL"):
+            dbapi_conn.execute(f"PRAGMA {pragma}")
+        dbapi_conn.execute("PRAGMA synchronous=FULL")
+
+    return engine
+
+
+def launch(
+    url: str,
+    *,
+    executor_id: str | None = None,
+    listen: list[str] | None = None,
+    engine: sa.Engine | None = None,
+) -> None:
+    """Configure and launch DBOS in this process (blocking; call it from a thread)."""
+    if dbos_internals._dbos_global_instance is not None:
+        raise ConfigurationError("DBOS is already running in this process")
+    config: DBOSConfig = {
+        "name": APP,
+        "system_database_url": url,
+        "application_version": VERSION,
+        "log_level": "WARNING",
+        # Its listener sleeps this long between polls, and shutting down waits for it.
+        "notification_listener_polling_interval_sec": 0.1,
+    }
+    if executor_id is not None:
+        config["executor_id"] = executor_id
+    if engine is not None:
+        config["system_database_engine"] = engine
+    DBOS(config=config)
+    try:
+        if listen is not None:
+            DBOS.listen_queues(listen)
+        DBOS.launch()
+    except BaseException:
+        DBOS.destroy()
+        raise
+
+
+def destroy() -> None:
+    """Stop DBOS in this process (blocking); unfinished workflows stay pending."""
+    DBOS.destroy(workflow_completion_timeout_sec=0)
+
+
+def ensure_queue(
+    *, global_concurrency: int | None = None, worker_concurrency: int | None = None
+) -> bool:
+    """Create the children's queue if needed and apply the limits given (blocking).
+
+    The limits live in the queue's database row, so they hold for every
+    process: the global one across all workers, the worker one on each.
+    Returns True when a limit changed: workers see it on their next look at
+    the queue (within ``2 * QUEUE_POLL``), so wait that long before enqueueing.
+    """
+    changed = False
+    queue = DBOS.register_queue(
+        QUEUE,
+        global_concurrency=global_concurrency,
+        worker_concurrency=worker_concurrency,
+        polling_interval_sec=QUEUE_POLL,
+        on_conflict="never_update",
+    )
+    if global_concurrency is not None and queue.global_concurrency != global_concurrency:
+        queue.set_global_concurrency(global_concurrency)
+        changed = True
+    if worker_concurrency is not None and queue.worker_concurrency != worker_concurrency:
+        queue.set_worker_concurrency(worker_concurrency)
+        changed = True
+    return changed
+
+
+def reap(liveness: Liveness) -> int:
+    """Hand the running children of dead executors back to the queue (blocking).
+
+    Returns how many were recovered. Safe to run from every process at once:
+    DBOS re-enqueues a workflow only while the dead executor still owns it.
+    """
+    pending = DBOS.list_workflows(
+        status="PENDING", queue_name=QUEUE, name=WORKFLOW, load_input=False, load_output=False
+    )
+    owners = sorted({w.executor_id for w in pending if w.executor_id})
+    recovered = 0
+    for owner in owners:
+        if liveness.is_alive(owner):
+            continue
+        handles = DBOS._recover_pending_workflows([owner])
+        recovered += len(handles)
+        if handles:
+            log.warning(
+                "children_recovered",
+                dead_executor=owner,
+                children=len(handles),
+                executor_id=liveness.executor_id,
+            )
+    return recovered

@@ -1,0 +1,110 @@
+"""The final answer: written by a model when one is configured, by a template
+otherwise, and by a fixed last-resort message when writing it fails.
+
+The answer is told the quorum decision, the error contexts and the health of
+every service, so it can say what was found, what was not, how far to trust
+it and what to try next. The user never sees a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from lyra._templates import render
+from lyra.delegation._classify import exception_text
+from lyra.delegation._models import ErrorType
+from lyra.supervisor._graceful import ErrorContext
+from lyra.supervisor._health import ServiceHealth
+from lyra.supervisor._quorum import QuorumDecision
+
+log = structlog.get_logger("lyra")
+
+LAST_RESORT: dict[ErrorType, str] = {
+    ErrorType.TIMEOUT: "The analysis ran out of time before an answer could be written. "
+    "Results that finished are in the run directory; try again with a longer --timeout.",
+    ErrorType.CONNECTION: "A service could not be reached, so no answer could be written. "
+    "Results that finished are in the run directory; try again, or use --source offline.",
+    ErrorType.RATE_LIMIT: "A service is limiting requests, so no answer could be written. "
+    "Wait a minute and run the same command again.",
+    ErrorType.NOT_FOUND: "Nothing requested could be found. Check the identifiers and try again.",
+    ErrorType.AUTH: "Access to a service was refused. Check credentials, then try again.",
+    ErrorType.DATA: "A service returned unusable data, so no answer could be written. "
+    "Results that finished are in the run directory.",
+    ErrorType.UNKNOWN: "Something unexpected stopped the answer from being written. "
+    "Results that finished are in the run directory (see output.json and events.jsonl).",
+}
+
+
+class AnswerFacts(BaseModel):
+    """Everything the answer may say, and nothing more."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    found: list[str] = Field(default_factory=list)
+    partial: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    comparison: list[str] = Field(default_factory=list)
+    quorum: QuorumDecision | None = None
+    health: list[ServiceHealth] = Field(default_factory=list)
+    errors: list[ErrorContext] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+
+
+class AnswerWriter(Protocol):
+    """Turns the facts into the answer text."""
+
+    async def write(self, facts: AnswerFacts) -> str:
+        """The answer; may raise, and then the next writer takes over."""
+        ...
+
+
+class TemplateAnswerWriter:
+    """The answer from the ``answer.md.j2`` template: no model needed."""
+
+    async def write(self, facts: AnswerFacts) -> str:
+        """Render the facts."""
+        degraded = [h for h in facts.health if not h.healthy]
+        return render("answer.md.j2", facts=facts, degraded=degraded).strip()
+
+
+class ModelAnswerWriter:
+    """The answer written by an Anthropic model from the facts (and only them)."""
+
+    def __init__(self, client: Any = None, model: str | None = None) -> None:
+        from lyra.children import AnthropicChild
+
+        self._child = AnthropicChild(client=client, model=model, max_turns=1)
+
+    async def write(self, facts: AnswerFacts) -> str:
+        """Ask the model; an empty answer counts as a failure."""
+        response = await self._child.client.messages.create(
+            model=self._child.model,
+            max_tokens=1500,
+            system=render("answer_system.txt.j2"),
+            messages=[{"role": "user", "content": json.dumps(facts.model_dump(mode="json"))}],
+        )
+        text = "\n".join(b.text for b in response.content if b.type == "text").strip()
+        if not text:
+            raise ValueError("the model wrote an empty answer")
+        return text
+
+
+async def final_answer(facts: AnswerFacts, writer: AnswerWriter | None = None) -> str:
+    """The answer from ``writer``, else the template, else the last-resort message."""
+    writers: list[AnswerWriter] = [writer] if writer is not None else []
+    if not isinstance(writer, TemplateAnswerWriter):
+        writers.append(TemplateAnswerWriter())
+    for candidate in writers:
+        try:
+            return await candidate.write(facts)
+        except Exception as exc:  # noqa: BLE001 - the answer must exist whatever broke
+            log.warning(
+                "answer_writer_failed", writer=type(candidate).__name__, error=exception_text(exc)
+            )
+    error_type = facts.errors[0].error_type if facts.errors else ErrorType.UNKNOWN
+    return LAST_RESORT[error_type]

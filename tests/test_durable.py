@@ -1,0 +1,365 @@
+"""Durable runs on DBOS: resume after SIGKILL without paying twice, workers sharing a
+PostgreSQL queue and surviving a killed worker, the same output as the local path,
+and clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import pytest
+
+import lyra.durable
+from lyra.cli import main
+from lyra.proteins import AnalysisOutput, analyze
+from lyra.recovery import record_waits
+
+ADMIN_URLS = [
+    os.environ.get("LYRA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    "postgresql://root@127.0.0.1:5432/test",
+]
+BUNDLED = ["P04637", "Q8I3H7", "P00533", "P01308", "P05067"]
+BUNDLED += ["P69905", "P38398", "P0DTC2", "A1YPR0", "A0A0C5B5G6"]
+MIXED = ["P04637", "XXXXX", "Q8I3H7", "P00533", "P01308", "P05067", "bad id!"]
+MIXED_FAULTS = ["P00533:structure_error", "P01308:tool_error", "P05067:hang@1"]
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+def lyra_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "lyra", *args]
+
+
+def env_with(log: Path) -> dict[str, str]:
+    return {**os.environ, "LYRA_TEST_INVOCATION_LOG": str(log), "PYTHONUNBUFFERED": "1"}
+
+
+def invocations(log: Path) -> list[tuple[str, int]]:
+    """(protein, pid) for every child run the test hook recorded."""
+    if not log.exists():
+        return []
+    rows = [line.split("\t") for line in log.read_text().splitlines() if line]
+    return [(protein, int(pid)) for protein, pid, _executor in rows]
+
+
+def wait_for(predicate: Any, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def protein_ids(output: dict[str, Any]) -> list[str]:
+    buckets = ("completed_analyses", "partial_analyses", "failed_analyses")
+    return [e["protein_id"] for bucket in buckets for e in output[bucket]]
+
+
+def slow(ids: list[str], seconds: float) -> list[str]:
+    return [arg for p in ids for arg in ("--inject", f"{p}:slow:{seconds}")]
+
+
+def shape(output: AnalysisOutput) -> dict[str, Any]:
+    """What must not depend on the backend: buckets, categories, stages, attempts."""
+    entries = [*output.completed_analyses, *output.partial_analyses, *output.failed_analyses]
+    return {
+        "summary": output.summary.model_dump(),
+        "entries": sorted(
+            (
+                type(e).__name__,
+                e.protein_id,
+                getattr(e, "category", None),
+                getattr(e, "failed_at_stage", None),
+                tuple(getattr(e, "tasks_skipped", ())),
+                e.attempts,
+                tuple((t.task_type, t.status) for t in e.tasks),
+            )
+            for e in entries
+        ),
+        "quorum": output.quorum.model_dump() if output.quorum else None,
+    }
+
+
+@pytest.fixture
+def database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test, dropped afterwards."""
+    psycopg = pytest.importorskip("psycopg")
+    admin, admin_url, errors = None, "", []
+    for admin_url in ADMIN_URLS:
+        try:
+            admin = psycopg.connect(admin_url, autocommit=True, connect_timeout=3)
+            break
+        except psycopg.Error as exc:
+            errors.append(str(exc).splitlines()[0])
+    if admin is None:
+        pytest.skip(f"PostgreSQL is not reachable on 127.0.0.1:5432 ({'; '.join(errors)})")
+    name = f"lyra_test_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- the package surface ----------------------------------------------------------
+
+
+def test_public_surface_is_sorted_and_does_not_import_dbos() -> None:
+    """lyra.durable exports a sorted __all__ and importing it leaves DBOS unloaded."""
+    assert lyra.durable.__all__ == ["DatabaseUnreachable", "DurableChildError", "DurableExecutor"]
+    code = "import sys, lyra.durable, lyra.cli; print('dbos' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# -- (1) SIGKILL in the middle, then --resume -------------------------------------
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_never_reruns_a_finished_child(tmp_path: Path) -> None:
+    """Killed mid-run, the resumed run runs only unfinished children; each protein once."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    args = ["analyze", *BUNDLED, "--durable", "--run-dir", str(run_dir), "--json"]
+    first = subprocess.Popen(
+        lyra_cmd(*args, "--concurrency", "3", *slow(BUNDLED, 0.1)),
+        env=env_with(log),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reports = run_dir / "reports"
+    try:
+        wait_for(
+            lambda: reports.is_dir() and len(list(reports.iterdir())) >= 3,
+            timeout=60,
+            what="three finished proteins",
+        )
+        first.send_signal(signal.SIGKILL)
+        finished = {p.stem for p in reports.iterdir() if p.suffix == ".txt"}
+    finally:
+        first.kill()
+        first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert 3 <= len(finished) < len(BUNDLED), "the kill must land in the middle of the run"
+
+    resumed = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode in (0, 1), resumed.stderr
+    output = json.loads(resumed.stdout)
+    assert sorted(protein_ids(output)) == sorted(BUNDLED)
+    assert output["summary"]["total_requested"] == len(BUNDLED)
+    runs = Counter(protein for protein, _ in invocations(log))
+    assert set(runs) == set(BUNDLED)
+    assert {p: runs[p] for p in finished} == dict.fromkeys(finished, 1)
+
+    again = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(again.stdout) == output
+    assert "already finished" in again.stderr
+    assert Counter(protein for protein, _ in invocations(log)) == runs
+
+
+# -- (2) a supervisor and two workers on PostgreSQL ----------------------------------
+
+
+@pytest.mark.slow
+def test_workers_share_children_and_survive_a_killed_worker(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Two workers share the queue; one is SIGKILLed mid-child; every protein ends once."""
+    proteins = BUNDLED[:4]
+    log = tmp_path / "invocations.log"
+    stderr_files = [(tmp_path / f"worker{i}.err").open("w") for i in range(2)]
+    workers = [
+        subprocess.Popen(
+            lyra_cmd("worker", "--database-url", database_url, "--concurrency", "1"),
+            env=env_with(log),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr_file,
+        )
+        for stderr_file in stderr_files
+    ]
+    try:
+        for i in range(len(workers)):
+            wait_for(
+                lambda i=i: "taking children" in (tmp_path / f"worker{i}.err").read_text(),
+                timeout=60,
+                what=f"worker {i} to start",
+            )
+        supervisor = subprocess.Popen(
+            lyra_cmd(
+                "analyze",
+                *proteins,
+                "--database-url",
+                database_url,
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--concurrency",
+                "2",
+                "--json",
+                *slow(proteins, 0.15),
+            ),
+            env=env_with(log),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        victim = workers[0]
+        wait_for(
+            lambda: any(pid == victim.pid for _, pid in invocations(log)),
+            timeout=60,
+            what="the first worker to take a child",
+        )
+        time.sleep(0.2)  # mid-child: each child takes 5 x 0.15 s
+        victim.send_signal(signal.SIGKILL)
+        killed_child = [p for p, pid in invocations(log) if pid == victim.pid][-1]
+        stdout, stderr = supervisor.communicate(timeout=120)
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+        for stderr_file in stderr_files:
+            stderr_file.close()
+    assert supervisor.returncode == 0, stderr
+    assert workers[1].returncode == 0  # SIGTERM: a clean stop
+    output = json.loads(stdout)
+    assert sorted(protein_ids(output)) == sorted(proteins)
+    assert output["summary"]["successful"] == len(proteins)
+
+    rows = invocations(log)
+    assert {pid for _, pid in rows} == {w.pid for w in workers}, "both workers took children"
+    runs = Counter(protein for protein, _ in rows)
+    assert runs[killed_child] == 2  # started on the killed worker, finished on the other
+    assert all(runs[p] == 1 for p in proteins if p != killed_child)
+    assert (killed_child, workers[1].pid) in rows
+
+    lines = (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    completed = [e["subject"] for e in events if e["event"] == "delegation_completed"]
+    assert sorted(completed) == sorted(proteins)  # the workers' events reach the run directory
+
+
+# -- (3) the same output from every backend ---------------------------------------
+
+
+@pytest.mark.anyio
+async def test_embedded_durable_output_matches_the_local_one(tmp_path: Path) -> None:
+    """Same input, same buckets, categories, stages and attempts, local or durable."""
+    options: dict[str, Any] = {"faults": MIXED_FAULTS, "retries": 1, "timeout": 0.5}
+    durable_dir = tmp_path / "durable"
+    with record_waits():
+        local = await analyze(MIXED, run_dir=tmp_path / "local", **options)
+        async with lyra.durable.DurableExecutor.embedded(durable_dir, run_id="t") as ex:
+            durable = await analyze(MIXED, run_dir=durable_dir, executor=ex, **options)
+        async with lyra.durable.DurableExecutor.embedded(durable_dir, run_id="t") as ex:
+            replayed = await analyze(MIXED, run_dir=durable_dir, executor=ex, **options)
+    assert shape(durable) == shape(local)
+    for bucket in ("completed_analyses", "partial_analyses", "failed_analyses"):
+        assert getattr(replayed, bucket) == getattr(durable, bucket)  # recorded, not re-run
+    local_files = sorted(p.name for p in (tmp_path / "local" / "reports").iterdir())
+    assert sorted(p.name for p in (durable_dir / "reports").iterdir()) == local_files
+    assert (durable_dir / "dbos.sqlite").is_file()
+
+
+@pytest.mark.slow
+def test_postgres_output_matches_the_local_one(tmp_path: Path, database_url: str) -> None:
+    """The queue path classifies the mixed input exactly as the local path does."""
+    worker = subprocess.Popen(
+        lyra_cmd("worker", "--database-url", database_url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        args = ["analyze", *MIXED, "--retries", "1", "--timeout", "1", "--json"]
+        args += [arg for f in MIXED_FAULTS for arg in ("--inject", f)]
+        queued = subprocess.run(
+            lyra_cmd(*args, "--database-url", database_url, "--run-dir", str(tmp_path / "q")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    with record_waits():
+        local = anyio.run(
+            partial(analyze, MIXED, faults=MIXED_FAULTS, retries=1, timeout=1), backend="asyncio"
+        )
+    assert queued.returncode == 1, queued.stderr
+    assert shape(AnalysisOutput.model_validate_json(queued.stdout)) == shape(local)
+
+
+# -- (4) clear errors ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "P04637", "--database-url", "postgresql://127.0.0.1:1/lyra"],
+        ["worker", "--database-url", "postgresql://127.0.0.1:1/lyra"],
+        ["analyze", "P04637", "--database-url", "mysql://127.0.0.1/lyra"],
+    ],
+    ids=["analyze-unreachable", "worker-unreachable", "not-postgres"],
+)
+def test_database_errors_are_one_line_and_exit_2(args: list[str], tmp_path: Path) -> None:
+    """An unreachable or wrong database is one line on stderr, exit 2, no traceback."""
+    done = subprocess.run(lyra_cmd(*args), capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("lyra: ")
+    assert "Traceback" not in done.stderr
+
+
+def test_run_directory_of_another_run_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Other IDs, other options, a plain run or a resume of nothing: exit 2, saying why."""
+    run = str(tmp_path / "run")
+    assert main(["analyze", "P04637", "--durable", "--run-dir", run]) == 0
+    capsys.readouterr()
+    cases = {
+        "another run (of P04637)": ["analyze", "Q8I3H7", "--resume", run],
+        "its --timeout is 300.0, not 5.0": ["analyze", "--resume", run, "--timeout", "5"],
+        "holds a durable run": ["analyze", "P04637", "--run-dir", run],
+        "ran embedded": ["analyze", "--resume", run, "--database-url", "postgresql://x/y"],
+        "no run directory": ["analyze", "--resume", str(tmp_path / "nothing")],
+    }
+    for message, argv in cases.items():
+        status = main(argv)
+        err = capsys.readouterr().err
+        assert (status, message in err) == (2, True), (argv, err)
+    status = main(["analyze", "--resume", run, "--concurrency", "2", "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0
+    assert "already finished" in err
+    assert json.loads(out)["summary"]["successful"] == 1

@@ -1,0 +1,87 @@
+"""Every script in examples/ runs offline as it is and exits 0."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+# What each script's stdout must say about its final report.
+EXPECTED = {
+    "timeout_doubling.py": ["status=completed attempt=2", "strategy=timeout_doubling"],
+    "continuation.py": ["status=completed attempt=2", "Already completed (do not redo):"],
+    "enrichment.py": [
+        "status=failed category=missing_context attempt=1",
+        "status=completed attempt=2",
+        "- auth file: src/myapp/auth.py",
+    ],
+    "decomposition.py": ["status=completed attempt=2", "timeout=0.30s  Tag the release commit"],
+    "backoff_rate_limit.py": ["status=completed attempt=4", "retry-after 0.2s"],
+    "log_and_retry.py": [
+        "status=completed after 3 attempt(s)",
+        "status=failed category=invalid_task after 1 attempt(s)",
+        "for a human: Install missing dependencies: pip install matplotlib",
+        "5 failures logged",
+    ],
+}
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[int, str, str]]]:
+    """Start every example at once (they mostly wait) and collect (status, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LYRA_"))}
+    log = tmp_path_factory.mktemp("examples") / "failures.jsonl"
+    extra = {"log_and_retry.py": [str(log)]}
+    procs = {
+        path.name: subprocess.Popen(
+            [sys.executable, str(path), *extra.get(path.name, [])],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        for path in EXAMPLES
+    }
+    results = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=30)
+            results[name] = (proc.returncode, out, err)
+        yield results
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+def test_every_strategy_has_an_example() -> None:
+    """The six recovery examples exist, each with a module docstring and a README line."""
+    names = {path.name for path in EXAMPLES}
+    assert set(EXPECTED) <= names
+    readme = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
+    for path in EXAMPLES:
+        assert path.read_text(encoding="utf-8").startswith('"""'), path.name
+        assert f"`{path.name}" in readme, path.name
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)
+def test_example_runs_and_checks_itself(path: Path, runs: dict[str, tuple[int, str, str]]) -> None:
+    """The example exits 0, reports OK, and prints its final report's status and attempt."""
+    status, out, err = runs[path.name]
+    assert status == 0, f"{path.name} exited {status}\n{out}\n{err}"
+    assert "OK:" in out
+    for text in EXPECTED.get(path.name, ["status=completed"]):
+        assert text in out, f"{text!r} not in the output of {path.name}:\n{out}"
+    assert "Traceback" not in err

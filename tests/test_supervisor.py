@@ -1,0 +1,376 @@
+"""The supervisor across many children: quorum, graceful failure, the answer that
+always exists, health, cancellation, and a chaos run of 1,000 proteins."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import resource
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from fakes.messages_api import MessagesAPI, error, message
+from lyra.errors import TransientError
+from lyra.proteins import AnalysisOutput, OfflineSource, analyze
+from lyra.proteins._synthetic import SyntheticSource
+from lyra.recovery import record_waits
+from lyra.supervisor import (
+    LAST_RESORT,
+    AnswerFacts,
+    ChildOutcome,
+    ModelAnswerWriter,
+    QuorumPolicy,
+    TemplateAnswerWriter,
+    decide,
+    final_answer,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def outcome(subject: str, kind: str, completeness: float = 1.0, retryable: bool = False) -> Any:
+    return ChildOutcome(
+        subject=subject, outcome=kind, completeness=completeness, retryable=retryable
+    )  # type: ignore[arg-type]
+
+
+# -- quorum ---------------------------------------------------------------------------
+
+QUORUM_CASES = [
+    (
+        "all-succeed",
+        [outcome("A", "completed"), outcome("B", "completed")],
+        QuorumPolicy(),
+        False,
+        "proceed",
+        True,
+        1.0,
+    ),
+    (
+        "one-missing",
+        [outcome("A", "completed"), outcome("B", "failed")],
+        QuorumPolicy(),
+        False,
+        "proceed_degraded",
+        True,
+        0.85,
+    ),
+    (
+        "complete-enough-partial",
+        [outcome("A", "completed"), outcome("B", "partial", 0.7)],
+        QuorumPolicy(),
+        False,
+        "proceed_degraded",
+        True,
+        0.9,
+    ),
+    (
+        "too-incomplete-partial",
+        [outcome("A", "completed"), outcome("B", "partial", 0.3)],
+        QuorumPolicy(),
+        False,
+        "proceed_degraded",
+        True,
+        0.85,
+    ),
+    (
+        "below-min-success",
+        [outcome("A", "completed"), outcome("B", "failed")],
+        QuorumPolicy(min_success=2),
+        False,
+        "abort",
+        False,
+        0.0,
+    ),
+    (
+        "critical-failed-retryable",
+        [outcome("A", "completed"), outcome("B", "failed", retryable=True)],
+        QuorumPolicy(critical=frozenset({"B"})),
+        True,
+        "retry_critical",
+        False,
+        0.0,
+    ),
+    (
+        "critical-failed-no-retry-left",
+        [outcome("A", "completed"), outcome("B", "failed", retryable=True)],
+        QuorumPolicy(critical=frozenset({"B"})),
+        False,
+        "abort",
+        False,
+        0.0,
+    ),
+    (
+        "critical-failed-not-retryable",
+        [outcome("A", "completed"), outcome("B", "failed")],
+        QuorumPolicy(critical=frozenset({"B"})),
+        True,
+        "abort",
+        False,
+        0.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("children", "policy", "retries_left", "action", "met", "confidence"),
+    [case[1:] for case in QUORUM_CASES],
+    ids=[case[0] for case in QUORUM_CASES],
+)
+def test_quorum_outcomes(
+    children: list[Any],
+    policy: QuorumPolicy,
+    retries_left: bool,
+    action: str,
+    met: bool,
+    confidence: float,
+) -> None:
+    """Each quorum outcome: the action, whether it is met, and the confidence."""
+    decision = decide(children, policy, retries_left=retries_left)
+    assert (decision.action, decision.met, decision.confidence) == (action, met, confidence)
+    assert decision.reason
+
+
+async def test_quorum_lands_in_the_output() -> None:
+    """analyze puts the decision, its action and reason in the final output."""
+    output = await analyze(["P04637", "XXXXX"], timeout=5, quorum=QuorumPolicy(min_success=2))
+    assert output.quorum is not None
+    assert (output.quorum.action, output.quorum.met) == ("abort", False)
+    assert output.answer is not None
+    assert output.answer.startswith("No reliable answer: 1 of 2 succeeded")
+
+
+class FlakyOnce(OfflineSource):
+    """A source whose first fetch of one protein hits a transient outage."""
+
+    def __init__(self, flaky: str) -> None:
+        self.flaky, self.calls = flaky, 0
+
+    def ping(self) -> bool:
+        return True
+
+    def fetch(self, protein_id: str) -> Any:
+        if protein_id == self.flaky:
+            self.calls += 1
+            if self.calls == 1:
+                raise TransientError("503 Service Unavailable", status=503)
+        return super().fetch(protein_id)
+
+
+async def test_failed_critical_child_is_retried_first() -> None:
+    """A critical protein that failed retryably is run again before deciding; it recovers."""
+    source = FlakyOnce("P04637")
+    output = await analyze(
+        ["P04637", "Q8I3H7"],
+        source=source,
+        timeout=5,
+        quorum=QuorumPolicy(critical=frozenset({"P04637"})),
+    )
+    assert source.calls == 2
+    assert output.summary.successful == 2
+    assert output.quorum is not None
+    assert output.quorum.action == "proceed"
+
+
+async def test_comparison_ranks_usable_proteins_and_names_the_missing() -> None:
+    """Several proteins are compared; a failed one is left out and named."""
+    output = await analyze(["P04637", "Q8I3H7", "P38398", "XXXXX"], timeout=5)
+    comparison = output.comparison
+    assert comparison is not None
+    assert comparison.compared == ["P04637", "Q8I3H7", "P38398"]
+    assert comparison.most_reliable_structure == "Q8I3H7"  # mean pLDDT 85.57, the highest
+    assert comparison.left_out == ["XXXXX"]
+
+
+async def test_comparison_is_skipped_when_the_quorum_fails() -> None:
+    """No comparison is made from results the quorum rejected."""
+    output = await analyze(
+        ["P04637", "Q8I3H7", "XXXXX"], timeout=5, quorum=QuorumPolicy(min_success=3)
+    )
+    assert output.comparison is not None
+    assert output.comparison.skipped_reason == "the quorum was not met"
+
+
+# -- the answer that always exists ------------------------------------------------------
+
+
+class Broken:
+    async def write(self, facts: AnswerFacts) -> str:
+        raise ConnectionError("model unreachable")
+
+
+async def test_a_broken_writer_falls_back_to_the_template() -> None:
+    """When the configured writer raises, the template writes the answer."""
+    output = await analyze(["P04637"], timeout=5, answer_writer=Broken())
+    assert output.answer is not None
+    assert output.answer.startswith("Found (1):")
+
+
+async def test_last_resort_when_every_writer_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the template fails too, the fixed message for the error type is the answer."""
+
+    async def broken_template(self: Any, facts: AnswerFacts) -> str:
+        raise RuntimeError("template missing")
+
+    monkeypatch.setattr(TemplateAnswerWriter, "write", broken_template)
+    output = await analyze(["P04637"], timeout=5, answer_writer=Broken())
+    assert output.answer == LAST_RESORT["unknown"]
+
+
+@pytest.mark.parametrize("error_type", ["timeout", "connection", "rate_limit", "auth"])
+async def test_last_resort_message_follows_the_error_type(
+    error_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last-resort message is chosen by the type of the run's first error."""
+    from lyra.supervisor import ErrorContext
+
+    async def broken_template(self: Any, facts: AnswerFacts) -> str:
+        raise RuntimeError("template missing")
+
+    monkeypatch.setattr(TemplateAnswerWriter, "write", broken_template)
+    context = ErrorContext(
+        failed_step="fan_out",
+        error_type=error_type,
+        message="m",
+        user_hint="h",
+        available_data=[],
+        unavailable_data=[],
+        can_retry=False,
+        retry_suggestion=None,
+    )
+    answer = await final_answer(AnswerFacts(question="q", errors=[context]), Broken())
+    assert answer == LAST_RESORT[error_type]  # type: ignore[index]
+
+
+async def test_model_writes_the_answer_when_configured() -> None:
+    """With a model writer, the answer is the model's text, from the facts it was sent."""
+    import anthropic
+
+    with MessagesAPI([message("P04637 looks reliable enough (75.05).")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            writer = ModelAnswerWriter(client=client)
+            output = await analyze(["P04637"], timeout=5, answer_writer=writer)
+    assert output.answer == "P04637 looks reliable enough (75.05)."
+    sent = api.requests[0]["messages"][0]["content"]
+    assert "Cellular tumor antigen p53" in sent
+
+
+async def test_model_failure_falls_back_to_the_template() -> None:
+    """A model error (500) while writing the answer falls back to the template."""
+    import anthropic
+
+    with MessagesAPI([error(500, "api_error", "boom")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            output = await analyze(
+                ["P04637"], timeout=5, answer_writer=ModelAnswerWriter(client=client)
+            )
+    assert output.answer is not None
+    assert output.answer.startswith("Found (1):")
+
+
+async def test_a_failed_fan_out_still_gives_every_protein_and_an_answer() -> None:
+    """When the executor itself breaks, every protein is reported failed and the answer
+    names the failed step, without raising."""
+
+    class BrokenExecutor:
+        async def map(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("executor lost its workers")
+
+    output = await analyze(["P04637", "Q8I3H7"], timeout=5, executor=BrokenExecutor())
+    assert output.summary.failed == 2
+    assert output.errors[0].failed_step == "fan_out"
+    assert output.errors[0].critical
+    assert output.answer is not None
+    assert "fan_out: RuntimeError: executor lost its workers" in output.answer
+
+
+class DownSource(OfflineSource):
+    """A source whose health check fails although fetching works."""
+
+    name = "mirror"
+
+    def ping(self) -> bool:
+        raise ConnectionRefusedError("mirror.example unreachable")
+
+
+async def test_degraded_service_is_named_up_front() -> None:
+    """A dependency that fails its health probe is the answer's first line."""
+    output = await analyze(["P04637"], source=DownSource(), timeout=5)
+    assert output.health[0].status == "down"
+    assert output.answer is not None
+    assert output.answer.splitlines()[0].startswith("⚠ mirror data source is down")
+
+
+# -- cancellation and chaos -------------------------------------------------------------
+
+
+def other_tasks(before: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
+    """Tasks still alive that were not there before (the test's own excepted)."""
+    return [t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()]
+
+
+async def test_cancelling_a_run_leaves_only_whole_files(tmp_path: Path) -> None:
+    """Cancelling a run mid-way stops every child; the run directory has no half files."""
+    before = asyncio.all_tasks()
+    with anyio.move_on_after(0.5):
+        await analyze(
+            ["P04637", "Q8I3H7", "P69905", "P38398"],
+            timeout=30,
+            run_dir=tmp_path,
+            faults=["Q8I3H7:hang", "P69905:hang", "P38398:hang"],
+            concurrency=4,
+        )
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == ["P04637.txt"]
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert other_tasks(before) == []
+
+
+FAULT_KINDS = [
+    "hang",
+    "slow:0.01",
+    "tool_error",
+    "structure_error",
+    "rate_limit:3",
+    "malformed",
+    "not_found",
+    "hang@1",
+    "tool_error@1",
+    "structure_error@1",
+]
+
+
+@pytest.mark.slow
+async def test_chaos_1000_proteins() -> None:
+    """1,000 synthetic proteins with random faults at concurrency 50: each appears once,
+    the summary adds up, nothing escapes, no task is left, memory stays bounded."""
+    rng = random.Random(19)
+    ids = [f"Q{n:05d}" for n in range(1000)]
+    faults = [f"{pid}:{rng.choice(FAULT_KINDS)}" for pid in ids if rng.random() < 0.4]
+    before = asyncio.all_tasks()
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with record_waits():
+        output = await analyze(
+            ids,
+            source=SyntheticSource(seed=7),
+            timeout=0.3,
+            retries=1,
+            concurrency=50,
+            faults=faults,
+        )
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak_before
+    assert isinstance(output, AnalysisOutput)
+    seen = [
+        e.protein_id
+        for e in (*output.completed_analyses, *output.partial_analyses, *output.failed_analyses)
+    ]
+    assert sorted(seen) == ids
+    s = output.summary
+    assert (s.total_requested, s.successful + s.partial + s.failed) == (1000, 1000)
+    assert s.failed > 0
+    assert s.partial > 0
+    assert s.successful > 500
+    assert other_tasks(before) == []
+    assert growth < 300 * 2**20, f"peak RSS grew by {growth / 2**20:.0f} MiB"
