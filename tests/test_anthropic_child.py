@@ -240,3 +240,26 @@ async def test_report_text_round_trips_for_model_failures(client_for: Any) -> No
         True,
         result.session_id,
     )
+
+
+async def test_bad_tool_input_is_sent_back_for_correction(client_for: Any) -> None:
+    """A tool call with input that breaks the schema is answered as an error, not run."""
+    calls: list[str] = []
+
+    def lookup(protein_id: str) -> str:
+        """Look a protein up."""
+        calls.append(protein_id)
+        return "found"
+
+    script = [
+        message([tool_use("lookup", {"accession": "P04637"})], stop_reason="tool_use"),
+        message([tool_use("lookup", {"protein_id": "P04637"})], stop_reason="tool_use"),
+        message([tool_use("finish", {"result": "found it"})], stop_reason="tool_use"),
+    ]
+    with MessagesAPI(script) as api:
+        child = AnthropicChild(tools=[lookup], client=client_for(api))
+        result = await Supervisor(child).delegate("look", timeout=5)
+    first_answer = api.requests[1]["messages"][-1]["content"][0]
+    assert first_answer["is_error"] is True
+    assert "protein_id" in first_answer["content"]
+    assert (calls, result.output) == (["P04637"], "found it")

@@ -66,7 +66,7 @@ def test_analyze_text_output_explains_failures(
     assert "Found (1):\n  • P04637 (Cellular tumor antigen p53), mean pLDDT 75.05" in out
     assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
     assert "Next:\n  • Check the identifier: 'XXXXX' was not found" in out
-    assert "Confidence: 85%" in out
+    assert "Answer confidence: 50% (1 of 2 usable" in out
     assert out.rstrip().endswith("1 of 2 completed, 0 partial, 1 failed.")
 
 

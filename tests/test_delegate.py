@@ -230,3 +230,22 @@ async def test_block_with_a_category_a_child_cannot_declare_is_refused() -> None
     result = await Supervisor(child).delegate("task", timeout=5)
     assert result.failure is not None
     assert "can block only with one of" in result.failure.message
+
+
+def test_a_plain_function_child_runs_in_a_thread_under_its_deadline() -> None:
+    """A synchronous child is accepted, and its deadline holds while it blocks."""
+    import time
+
+    def quick(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("thought")
+        return prompt[::-1]
+
+    def blocks(prompt: str, ctx: ChildContext) -> str:
+        time.sleep(2)
+        return "late"
+
+    assert parse_report(delegate_task("abc", child=quick, timeout=5)).output == "cba"
+    started = time.perf_counter()
+    report = parse_report(delegate_task("abc", child=blocks, timeout=0.2))
+    assert report.category == "timeout"
+    assert time.perf_counter() - started < 1.5

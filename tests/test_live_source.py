@@ -22,9 +22,10 @@ from fakes.replay_server import (
     server_error,
     slow,
 )
+from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
 from lyra.proteins._analysis import analyze_structure
-from lyra.proteins._sources import LiveSource, ProteinSource, parse_retry_after
+from lyra.proteins._sources import LiveSource, ProteinSource
 from lyra.proteins._validate import process_protein
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"

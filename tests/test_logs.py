@@ -603,6 +603,109 @@ def test_pending_failures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (builder.build().recovered, list(builder.pending)) == (1, [("mem", "subject", "B2")])
 
 
+def _decomposition(subtasks: list[list[str]], status: str) -> list[Event]:
+    """Task ``t1`` times out without progress, then is decomposed into ``subtasks``.
+
+    Each subtask is a list of outcomes (``failed``/``completed``), one per attempt,
+    logged as the recovery loop logs them: ``task_id`` ``t1.N``, ``parent_task_id`` ``t1``.
+    """
+    common = {"session_id": "child-p", "subject": "Q8I3H7"}
+    lines = [
+        event_line("delegation_started", 0, task_id="t1", timeout=2.0, **common),
+        failed(1, "timeout", task_id="t1", **common),
+        event_line("recovery_attempt", 2, task_id="t1", attempt=2, strategy="decomposition"),
+    ]
+    at = 3
+    for index, outcomes in enumerate(subtasks, 1):
+        for attempt, outcome in enumerate(outcomes, 1):
+            sub: dict[str, Any] = {
+                "task_id": f"t1.{index}",
+                "parent_task_id": "t1",
+                "session_id": f"child-{index}-{attempt}",
+                "subject": "Q8I3H7",
+                "attempt": attempt,
+            }
+            lines.append(event_line("delegation_started", at, timeout=1.0, **sub))
+            lines.append((failed if outcome == "failed" else completed)(at + 1, **sub))
+            at += 2
+    done = sum(outcomes[-1] == "completed" for outcomes in subtasks)
+    lines.append(
+        event_line(
+            "decomposition_finished",
+            at,
+            task_id="t1",
+            attempt=2,
+            status=status,
+            subtasks=len(subtasks),
+            completed=done,
+            **common,
+        )
+    )
+    return _events(*lines)
+
+
+@pytest.mark.parametrize(
+    ("subtasks", "status", "counts", "pending"),
+    [
+        # every subtask completed: the parent recovered by decomposition
+        ([["completed"], ["completed"]], "completed", (3, 2, 1, 1, 0), []),
+        # one subtask failed: not recovered, though the other completed
+        ([["completed"], ["failed"]], "failed", (3, 1, 2, 0, 0), ["t1", "t1.2"]),
+        # a subtask failed, then completed: it recovered under its own task_id
+        ([["failed", "completed"], ["completed"]], "completed", (4, 2, 2, 2, 0), []),
+        # the subtask recovered, the decomposition still failed: only the subtask counts
+        (
+            [["failed", "completed"], ["failed"]],
+            "failed",
+            (4, 1, 3, 1, 0),
+            ["t1", "t1.2"],
+        ),
+    ],
+)
+def test_decomposed_tasks(
+    subtasks: list[list[str]],
+    status: str,
+    counts: tuple[int, int, int, int, int],
+    pending: list[str],
+) -> None:
+    """Subtasks are delegations; the parent recovers only when its decomposition completed."""
+    builder = _stats.StatsBuilder().add_all(_decomposition(subtasks, status))
+    stats = builder.build()
+    assert (
+        stats.delegations,
+        stats.completed,
+        stats.failed,
+        stats.recovered,
+        stats.unfinished,
+    ) == counts
+    assert sorted(key[2] for key in builder.pending) == pending
+    assert (stats.recovery_attempts, stats.by_strategy) == (1, {"decomposition": 1})
+
+
+def test_decomposition_event_is_read() -> None:
+    """``decomposition_finished`` keeps its status; subtask events keep their parent."""
+    events = _decomposition([["completed"]], "completed")
+    assert (events[-1].name, events[-1].task_id, events[-1].status) == (
+        "decomposition_finished",
+        "t1",
+        "completed",
+    )
+    assert (events[3].task_id, events[3].parent_task_id) == ("t1.1", "t1")
+    assert events[0].parent_task_id is None
+
+
+def test_suggest_timeout_leaves_out_subtasks() -> None:
+    """A subtask ran a share of the work under a share of the time: no sample for a task."""
+    events = _decomposition([["completed"], ["completed"]], "completed")
+    events += _events(completed(20, duration=4.0, subject="Q8I3H7"))
+    result = suggest_timeout(events, min_samples=1)
+    assert (result.overall.samples, result.overall.timed_out, result.timeouts_used) == (
+        1,
+        1,
+        {"2": 1},
+    )
+
+
 def test_unfinished_recovery_and_run_events_are_counted() -> None:
     """Started-but-never-finished delegations, recovery attempts and runs are counted."""
     events = _events(

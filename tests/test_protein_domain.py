@@ -197,7 +197,9 @@ def test_prd3_case2_nonexistent_id_is_a_soft_error() -> None:
     """A well-formed id the source does not have gives an error dict, not an exception."""
     result = process_protein("ZZZZZZZZZ")
     assert result == {
-        "error": "Protein ZZZZZZZZZ not found in the bundled offline dataset",
+        "error": "Protein ZZZZZZZZZ not found in the bundled offline dataset (it holds "
+        "A0A0C5B5G6, A1YPR0, P00533, P01308, P04637, P05067, P0DTC2, P38398, P69905, Q8I3H7; "
+        "try --source live)",
         "uniprot_id": "ZZZZZZZZZ",
         "source": "offline",
         "status": 404,

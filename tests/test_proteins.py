@@ -322,3 +322,21 @@ def test_unknown_plan_is_a_clear_error() -> None:
     """A plan other than 'full' or 'structure' is refused before anything runs."""
     with pytest.raises(ValueError, match="unknown plan"):
         analyze_sync(["P04637"], plan="everything")  # type: ignore[arg-type]
+
+
+async def test_a_long_lived_child_does_not_reuse_another_tasks_results() -> None:
+    """Two separate delegations of the same protein to one child both really run."""
+    from lyra import Supervisor
+    from lyra.proteins import ProteinChild
+
+    fetches: list[str] = []
+
+    class CountingSource(OfflineSource):
+        def fetch(self, protein_id: str) -> Any:
+            fetches.append(protein_id)
+            return super().fetch(protein_id)
+
+    supervisor = Supervisor(ProteinChild(CountingSource()))
+    for _ in range(2):
+        assert (await supervisor.delegate("Analyze P04637", timeout=5)).ok
+    assert fetches == ["P04637", "P04637"]

@@ -312,3 +312,48 @@ async def test_recovery_never_runs_commands_from_reports(monkeypatch: pytest.Mon
 def test_rule_based_decomposer(prompt: str, expected: list[str]) -> None:
     """Numbered and bulleted lists and multi-protein prompts split; others do not."""
     assert decompose(prompt) == expected
+
+
+@pytest.mark.parametrize("retry_after", ["inf", "nan", "1e9"])
+async def test_absurd_retry_after_never_hangs_the_loop(
+    retry_after: str, no_real_sleeps: list[float]
+) -> None:
+    """An infinite, NaN or enormous retry-after stops the loop instead of waiting forever."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        raise TransientError("429", retry_after=float(retry_after), status=429)
+
+    outcome = await recover(
+        "task",
+        child=Script(child),
+        base_timeout=1,
+        policy=RecoveryPolicy(max_retries=3, backoff_base=1, jitter=0),
+    )
+    assert all(wait <= 600 for wait in no_real_sleeps)
+    assert len(outcome.attempts) == (1 if retry_after == "1e9" else 4)
+
+
+def test_recorded_waits_survive_the_block() -> None:
+    """The list record_waits yields still holds the waits after the block ends."""
+    child = Script(rate_limited, succeed)
+    with record_waits() as waits:
+        delegate_with_retry(
+            "task", child=child, base_timeout=1, policy=RecoveryPolicy(backoff_base=1, jitter=0)
+        )
+    assert waits == [7.0]
+
+
+async def test_decomposition_events_name_subtasks_and_the_outcome() -> None:
+    """Subtasks log under their own task ids; the parent gets decomposition_finished."""
+    child = Script(hang_at_once, succeed, succeed)
+    with capture_logs() as events:
+        outcome = await recover(
+            "1. fetch P04637\n2. fetch Q8I3H7", child=child, base_timeout=0.2, task_id="task-x"
+        )
+    sub = [e for e in events if e.get("parent_task_id") == "task-x"]
+    assert {e["task_id"] for e in sub} == {"task-x.1", "task-x.2"}
+    finished = [e for e in events if e["event"] == "decomposition_finished"]
+    assert [(e["task_id"], e["attempt"], e["status"], e["completed"]) for e in finished] == [
+        ("task-x", 2, "completed", 2)
+    ]
+    assert outcome.result.ok

@@ -365,3 +365,15 @@ def _raiser(exc: BaseException) -> Callable[[], None]:
         raise exc
 
     return tool
+
+
+@pytest.mark.parametrize(
+    ("status", "category"), [(401, "tool_error"), (403, "tool_error"), (400, "invalid_task")]
+)
+async def test_permanent_errors_after_progress_are_not_partial(status: int, category: str) -> None:
+    """A refused key or a malformed request after completed steps is not worth continuing."""
+    parsed = parse_report(
+        await adelegate_task("task", child=child_using(http_tool(status), steps=2), timeout=5)
+    )
+    assert (parsed.category, parsed.retryable) == (category, False)
+    assert parsed.completed_steps == ("step 1", "step 2")

@@ -1,7 +1,7 @@
 """lyra's plain-text templates (prompts, briefs, answers), rendered in one place.
 
-The report template is the exception: it lives with its parser in
-:mod:`lyra.delegation._report`, which owns the report format.
+The report template's values are escaped by :mod:`lyra.delegation._report`,
+which owns the report format (rendering and parsing).
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ def _env() -> jinja2.Environment:
     )
 
 
+def template(name: str) -> jinja2.Template:
+    """One of lyra's text templates, loaded once."""
+    return _env().get_template(name)
+
+
 def render(name: str, **values: Any) -> str:
     """Render one of lyra's text templates."""
-    return _env().get_template(name).render(**values)
+    return template(name).render(**values)

@@ -16,7 +16,7 @@ child sends on purpose, and for the one documented parser error::
         └── IncompleteOutput      the child stopped early (model hit max_tokens)
 
 Third-party errors (the Anthropic SDK, httpx) are translated in exactly one
-place, :mod:`lyra.delegation._classify`.
+place, :mod:`lyra.delegation._foreign`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,8 @@ class Tool:
     description: str
     input_schema: Mapping[str, Any]
     fn: Callable[..., Any] = field(repr=False)
+    input_model: type[pydantic.BaseModel] | None = field(default=None, repr=False)
+    """Validates the model's input before ``fn`` runs (set by :meth:`from_function`)."""
 
     @classmethod
     def from_function(
@@ -92,7 +95,14 @@ class Tool:
             description=description or inspect.getdoc(fn) or fn.__name__,
             input_schema=schema,
             fn=fn,
+            input_model=model,
         )
+
+    def arguments(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The model's input checked against the schema (ValueError when it is wrong)."""
+        if self.input_model is None:
+            return dict(raw)
+        return dict(self.input_model.model_validate(raw))
 
     def param(self) -> dict[str, Any]:
         """The tool as the Messages API expects it."""
@@ -132,14 +142,19 @@ class AnthropicChild:
         self.max_turns = max_turns
         self._client = client
 
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client (created on first use, so importing lyra stays fast)."""
-        if self._client is None:
-            import anthropic
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[anthropic.AsyncAnthropic]:
+        """The SDK client: the one given, or a fresh one closed after use.
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0)
-        return self._client
+        The SDK is imported here, on first use, so importing lyra stays fast.
+        """
+        if self._client is not None:
+            yield self._client
+            return
+        import anthropic
+
+        async with anthropic.AsyncAnthropic(max_retries=0) as client:
+            yield client
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
@@ -148,8 +163,19 @@ class AnthropicChild:
         system = self.system or render(
             "child_system.txt.j2", tools=list(self.tools.values()), subject=ctx.subject
         )
+        async with self.session() as client:
+            return await self._loop(client, messages, tools, system, ctx)
+
+    async def _loop(
+        self,
+        client: anthropic.AsyncAnthropic,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        system: str,
+        ctx: ChildContext,
+    ) -> str:
         for _turn in range(self.max_turns):
-            response = await self._create(system, tools, messages)
+            response = await self._create(client, system, tools, messages)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
             if stop in ("max_tokens", "model_context_window_exceeded"):
@@ -168,11 +194,15 @@ class AnthropicChild:
         raise IncompleteOutput(f"No result after {self.max_turns} model turns")
 
     async def _create(
-        self, system: str, tools: list[dict[str, Any]], messages: list[dict[str, Any]]
+        self,
+        client: anthropic.AsyncAnthropic,
+        system: str,
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
     ) -> Any:
         """One Messages API call; a body the SDK cannot read is a transient failure."""
         try:
-            response = await self.client.messages.create(
+            response = await client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=system,
@@ -211,6 +241,10 @@ class AnthropicChild:
         if tool is None:
             known = ", ".join(self.tools) or "none"
             return _tool_result(tool_use_id, f"Unknown tool {name!r}; tools: {known}", error=True)
+        try:
+            args = tool.arguments(args)
+        except pydantic.ValidationError as exc:  # let the model correct its call
+            return _tool_result(tool_use_id, f"Invalid input for {name}: {exc}", error=True)
         output = await ctx.tool(name, tool.fn, **args)
         ctx.step(f"Ran {name}")
         return _tool_result(tool_use_id, output if isinstance(output, str) else repr(output))

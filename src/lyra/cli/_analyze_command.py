@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import ExitStack
 from typing import Any, TextIO
 
 from lyra.cli import _logging
@@ -40,7 +41,8 @@ examples:
   lyra analyze --resume runs/big
   lyra analyze P04637 Q8I3H7 --database-url postgresql://host/lyra   (+ lyra worker …)
 
-exit status: 0 every protein completed, 1 some failed or were partial, 2 usage error
+exit status: 0 every protein completed, 1 some failed or were partial, 2 usage error,
+             130 interrupted (finished proteins stay in the run directory)
 """
 
 
@@ -157,36 +159,62 @@ def run(args: argparse.Namespace) -> int:
         print(f"lyra analyze: --inject: {exc}", file=sys.stderr)
         return EXIT_USAGE
     structure_only = args.structure_only or _asks_structure_only(args.question)
-    run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
-    progress = _Progress(len(set(ids)), sys.stderr)
-    with open(run_dir.events, "a", encoding="utf-8") as events:
-        _logging.configure(files=[events], verbose=args.verbose)
-        output = run_blocking(
-            "analyze",
-            lambda: analyze(
-                ids,
-                source=_source(args.source),
-                timeout=args.timeout,
-                concurrency=args.concurrency,
-                retries=args.retries,
-                plan="structure" if structure_only else "full",
-                faults=faults,
-                run_dir=run_dir,
-                on_result=progress.update,
-                executor=durable.executor if durable is not None else None,
-                quorum=_quorum_policy(args),
-                answer_writer=_answer_writer(),
-                question=args.question,
-            ),
+    try:
+        run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
+    except OSError as exc:
+        print(
+            f"lyra analyze: cannot use run directory {args.run_dir or 'runs/'}: "
+            f"{exc.strerror or exc}",
+            file=sys.stderr,
         )
+        return EXIT_USAGE
+    if durable is None and run_dir.holds_a_run():
+        print(
+            f"lyra analyze: {run_dir.path} already holds a run; choose another --run-dir "
+            "(or leave it out for a new folder under runs/)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    source = _source(args.source)
+    progress = _Progress(len(set(ids)), sys.stderr)
+    with ExitStack() as cleanup:
+        events = cleanup.enter_context(open(run_dir.events, "a", encoding="utf-8"))
+        cleanup.callback(_logging.configure)  # the events file closes: stop writing to it
         if durable is not None:
-            durable.close()
-    _logging.configure()  # the events file is closed: stop writing to it
+            cleanup.callback(durable.close)
+        if hasattr(source, "close"):
+            cleanup.callback(source.close)
+        _logging.configure(files=[events], verbose=args.verbose)
+        try:
+            output = run_blocking(
+                "analyze",
+                lambda: analyze(
+                    ids,
+                    source=source,
+                    timeout=args.timeout,
+                    concurrency=args.concurrency,
+                    retries=args.retries,
+                    plan="structure" if structure_only else "full",
+                    faults=faults,
+                    run_dir=run_dir,
+                    on_result=progress.update,
+                    executor=durable.executor if durable is not None else None,
+                    quorum=_quorum_policy(args),
+                    answer_writer=_answer_writer(),
+                    question=args.question,
+                ),
+            )
+        except KeyboardInterrupt:
+            progress.close()
+            print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
+            raise
     progress.close()
     if args.json:
         print(output.model_dump_json(indent=2))
     else:
         print(render_text(output))
+    for failure in run_dir.failures:
+        print(f"lyra analyze: could not write {failure}", file=sys.stderr)
     print(f"run directory: {run_dir.path}", file=sys.stderr)
     return EXIT_OK if output.all_completed else EXIT_FAILED
 
@@ -238,12 +266,11 @@ def _source(name: str) -> Any:
 def render_text(output: Any) -> str:
     """The human-readable result: briefs, then what failed, why and what to try."""
     from lyra._templates import render
-    from lyra.delegation import extract_suggested_actions
 
     failed = [
         {
             **entry.model_dump(),
-            "next_step": next(iter(extract_suggested_actions(entry.report)), None),
+            "next_step": next(iter(entry.suggested_actions), None),
         }
         for entry in output.failed_analyses
     ]

@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from lyra.logs import (
     render_html,
     suggest_from_files,
 )
+from lyra.supervisor import write_atomic
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
@@ -247,22 +247,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.html == "-":
         sys.stdout.write(page)
     else:
-        _write_atomically(Path(args.html), page)
+        write_atomic(Path(args.html), page)
         _note(f"wrote {args.html}")
     return _read_notes(stats)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder, so a reader never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 # -- suggest-timeout -------------------------------------------------------------------

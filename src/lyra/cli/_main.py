@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 
 from lyra.cli import _commands
 from lyra.errors import ConfigurationError
@@ -48,6 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; lyra's own errors become messages and exit codes."""
     try:
         status: int = args.run(args)
     except ConfigurationError as exc:
@@ -63,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Worker threads abandoned in blocking tools would hold a normal exit.
         os._exit(EXIT_INTERRUPTED)
     return status
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM stops a run the way Ctrl+C does."""
+    raise KeyboardInterrupt
 
 
 def _version() -> str:

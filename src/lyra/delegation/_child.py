@@ -6,7 +6,11 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeAlias, runtime_checkable
+from functools import partial
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import anyio
+import anyio.to_thread
 
 from lyra.delegation._context import ChildContext
 from lyra.errors import ConfigurationError
@@ -26,16 +30,27 @@ Child: TypeAlias = ChildAgent | ChildFn
 
 
 def as_callable(child: Child) -> ChildFn:
-    """The coroutine function behind any child, checked once before it runs."""
+    """The coroutine function behind any child, checked once before it runs.
+
+    A plain (synchronous) function is accepted too: it runs in a worker
+    thread, so its deadline still holds while it blocks.
+    """
     run = getattr(child, "run", None)
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
+    if inspect.iscoroutinefunction(child) or inspect.iscoroutinefunction(type(child).__call__):
+        return child  # type: ignore[return-value]  # an async callable: a ChildFn
     if callable(child):
-        return child
+        return partial(_in_thread, child)
     raise ConfigurationError(
         f"{child!r} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
+
+
+async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: ChildContext) -> Any:
+    result = await anyio.to_thread.run_sync(fn, prompt, ctx, abandon_on_cancel=True)
+    return await result if inspect.isawaitable(result) else result
 
 
 def default_child() -> Child:

@@ -95,6 +95,11 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
         return verdict(_C.INVALID_TASK, False, "rule 4: the subject does not exist")
     if cause.kind is Kind.INCOMPLETE:
         return verdict(_C.PARTIAL, True, "rule 5: the child stopped before finishing")
+    # Deliberately ahead of rule 5 (DESIGN §3 lists it after): a refused key
+    # or a malformed request fails the same way however much work came first,
+    # so continuing it would only pay for the same failure again.
+    if cause.kind in (Kind.PERMANENT, Kind.MALFORMED_TASK):
+        return verdict(*_BY_KIND[cause.kind])
     if ctx.completed_steps:
         steps = len(ctx.completed_steps)
         return verdict(_C.PARTIAL, True, f"rule 5: failed after {steps} completed step(s)")

@@ -67,8 +67,9 @@ async def run_attempt(
         context=context,
     )
     fields: dict[str, Any] = {"session_id": ctx.session_id, "subject": subject, "attempt": attempt}
-    if "task_id" in ctx.context:  # attempts of one recovery loop share it
-        fields["task_id"] = ctx.context["task_id"]
+    for key in ("task_id", "parent_task_id"):  # attempts of one recovery loop share a task
+        if key in ctx.context:
+            fields[key] = ctx.context[key]
     log.info("delegation_started", timeout=timeout, **fields)
     started = time.perf_counter()
     verdict, output = await _run(call, prompt, ctx)
@@ -141,21 +142,41 @@ def _result(
     output: str | None = None,
     failure: ChildFailure | None = None,
 ) -> DelegationResult:
+    return build_result(
+        output=output,
+        failure=failure,
+        session_id=ctx.session_id,
+        duration=duration,
+        attempt=ctx.attempt,
+        subject=ctx.subject,
+    )
+
+
+def build_result(
+    *,
+    output: str | None,
+    failure: ChildFailure | None,
+    session_id: str,
+    duration: float,
+    attempt: int = 1,
+    subject: str | None = None,
+) -> DelegationResult:
+    """A result and its rendered report: the output when ``failure`` is None."""
     report = TaskReport.of(
         output=output,
         failure=failure,
-        attempt=ctx.attempt,
-        subject=ctx.subject,
-        session_id=ctx.session_id,
+        attempt=attempt,
+        subject=subject,
+        session_id=session_id,
         duration=duration,
     )
     return DelegationResult(
         status=report.status,
         output=output if failure is None else None,
         failure=failure,
-        session_id=ctx.session_id,
+        session_id=session_id,
         duration=duration,
         report=render_report(report),
-        attempt=ctx.attempt,
-        subject=ctx.subject,
+        attempt=attempt,
+        subject=subject,
     )

@@ -13,6 +13,7 @@ cheap and works without the optional clients loaded.
 from __future__ import annotations
 
 import email.utils
+import math
 import subprocess
 import time
 from dataclasses import dataclass
@@ -144,6 +145,8 @@ def _innermost(exc: BaseException) -> BaseException:
 
 
 def _transient_error(exc: TransientError) -> Cause:
+    if exc.retry_after is not None and not math.isfinite(exc.retry_after):
+        exc.retry_after = None  # an infinite wait is no advice
     if exc.status is not None:
         by_status = from_status(exc.status, f"lyra.TransientError(HTTP {exc.status})")
         return Cause(by_status.kind, by_status.error_type, by_status.source, exc.retry_after)
@@ -213,25 +216,27 @@ def _builtin(exc: BaseException) -> Cause:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    """Seconds from ``retry-after-ms`` / ``retry-after`` on an error's response."""
     headers: Any = getattr(getattr(exc, "response", None), "headers", None)
     if headers is None:
         return None
-    millis = headers.get("retry-after-ms")
+    millis = parse_retry_after(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
+        return millis / 1000
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``retry-after`` value (delta-seconds or an HTTP date);
+    ``None`` for a missing, malformed, infinite or NaN value."""
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return max(0.0, seconds) if math.isfinite(seconds) else None

@@ -16,15 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-import jinja2
-
+from lyra._templates import template
 from lyra.delegation._models import ErrorType, FailureCategory, TaskReport
 from lyra.errors import ReportParseError
 
 HEADER = "Child agent failed:"
+"""The first line of every failure report starts with this."""
 _INDENT = "    "  # continuation of a multi-line value
 _STEP, _ACTION, _NONE = "  ✓", "  •", "  None"
 _SECTIONS = {
@@ -37,6 +36,8 @@ _SECTIONS = {
     "Suggested recovery actions:": "suggested_actions",
 }
 _OPEN, _CLOSE = "<task_metadata>", "</task_metadata>"
+METADATA_CLOSE = _CLOSE
+"""Every report ends with this: text may be cut safely right after it."""
 _BLOCK = re.compile(r"<task_metadata>(.*?)</task_metadata>", re.DOTALL)
 # The exact layout the template renders; anything else takes the line parser.
 _RENDERED = re.compile(
@@ -97,18 +98,6 @@ class _View:
     metadata: list[tuple[str, str]]
 
 
-@cache
-def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("lyra", "templates"),
-        autoescape=False,  # values are escaped by _View; HTML escaping would change them
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    return env.get_template("report.txt.j2")
-
-
 def render_report(report: TaskReport) -> str:
     """Render a report in the text format of DESIGN §4."""
     failed = report.status == "failed"
@@ -127,7 +116,7 @@ def render_report(report: TaskReport) -> str:
         suggested_actions=[_free(action) for action in report.suggested_actions],
         metadata=_metadata(report, failed),
     )
-    return _template().render(r=view)
+    return template("report.txt.j2").render(r=view)
 
 
 def _metadata(report: TaskReport, failed: bool) -> list[tuple[str, str]]:
@@ -266,9 +255,10 @@ def _parse_one(region: str, block: str | None, *, strip_lead: bool) -> TaskRepor
         _check_enums(fields)
     if "duration_s" in meta:
         fields["duration"] = _float(meta["duration_s"], "duration_s")
-    # Every value was checked above; skipping pydantic's validation makes
-    # parsing several times faster.
-    return TaskReport.model_construct(**fields)
+    try:
+        return TaskReport(**fields)
+    except ValueError as exc:  # pydantic's ValidationError: an impossible value
+        raise ReportParseError(f"malformed report: {exc}") from None
 
 
 def _check_enums(fields: dict[str, Any]) -> None:

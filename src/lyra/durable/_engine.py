@@ -33,13 +33,12 @@ from dbos import _dbos as dbos_internals
 from lyra.durable._events import capturing
 from lyra.durable._liveness import Liveness
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import (
-    AnalysisOptions,
+from lyra.proteins._analyze import AnalysisOptions, ProteinWork
+from lyra.proteins._output import (
     CompletedAnalysis,
     FailedAnalysis,
     PartialAnalysis,
     ProteinEntry,
-    ProteinWork,
 )
 
 APP = "lyra"

@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 import anyio
 import structlog
 
-from lyra.delegation._classify import exception_text
+from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, sqlite_url
 from lyra.durable._events import replay_events
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import ProteinEntry, ProteinWork
+from lyra.proteins._analyze import ProteinWork
+from lyra.proteins._output import ProteinEntry
 from lyra.supervisor import LocalExecutor
 from lyra.supervisor._rundir import file_stem
 

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict
 from lyra.durable._database import check_reachable, postgres_url, redacted
 from lyra.durable._executor import DurableExecutor
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import AnalysisOutput, _unique
+from lyra.proteins._analyze import _unique
+from lyra.proteins._output import AnalysisOutput
 from lyra.supervisor import RunDir, write_atomic
 
 RUN_FILE = "run.json"

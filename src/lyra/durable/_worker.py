@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from lyra.delegation._classify import exception_text
+from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url
 from lyra.durable._executor import new_executor_id
 

@@ -22,14 +22,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, cast
 
-from lyra.delegation import TaskReport, find_reports
+from lyra.delegation import METADATA_CLOSE, REPORT_HEADER, TaskReport, find_reports
 
 STARTED = "delegation_started"
 COMPLETED = "delegation_completed"
 FAILED = "delegation_failed"
 RECOVERY = "recovery_attempt"
 RUN_FINISHED = "run_finished"
-_KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED})
+DECOMPOSED = "decomposition_finished"
+"""A decomposed attempt's outcome: ``status`` over its subtasks (not itself a delegation)."""
+_KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED, DECOMPOSED})
 _decode = json.JSONDecoder().raw_decode  # json.loads minus two layers of Python per line
 
 MAX_LINE = 1 << 20
@@ -38,8 +40,8 @@ CHUNK = 1 << 20
 """Characters read at a time when looking for reports in text."""
 MAX_BUFFER = 8 << 20
 """Text held while waiting for the end of a report, in characters."""
-_CLOSE = "</task_metadata>"
-_HEADER = "\nChild agent failed:"
+_CLOSE = METADATA_CLOSE  # the report format belongs to lyra.delegation (DESIGN §1)
+_HEADER = "\n" + REPORT_HEADER  # a header at the start of a line
 
 PathLike = str | os.PathLike[str]
 
@@ -68,6 +70,10 @@ class Event(NamedTuple):
     strategy: str | None = None
     is_report: bool = False
     """True when read from a raw report rather than an event line."""
+    parent_task_id: str | None = None
+    """On a subtask's delegation events: the decomposed task it belongs to."""
+    status: str | None = None
+    """On ``decomposition_finished``: ``completed`` or ``failed``."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "") -> Event | None:
@@ -95,6 +101,9 @@ class Event(NamedTuple):
             _number(get("duration")),
             _number(get("timeout")),
             _str(get("strategy")),
+            False,
+            _str(get("parent_task_id")),
+            _str(get("status")),
         )
 
     @classmethod
@@ -261,10 +270,11 @@ def iter_reports(
 ) -> Iterator[Event]:
     """The reports in a text stream, read ``chunk_size`` characters at a time.
 
-    Text is cut only right after a ``</task_metadata>`` tag, where one report
-    ends and the next region begins, so the parser sees each report whole.
-    Text without such a tag is held up to :data:`MAX_BUFFER`; beyond that it
-    is cut before the last failure header (a report without metadata).
+    Text is cut only right after a report's closing metadata tag, where one
+    report ends and the next region begins, so the parser sees each report
+    whole. Text without such a tag is held up to :data:`MAX_BUFFER`; beyond
+    that it is cut before the last failure header (a report without metadata).
+    Both markers come from :mod:`lyra.delegation`, which owns the format.
     """
     buffer = ""
     while chunk := stream.read(chunk_size):

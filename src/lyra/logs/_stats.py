@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra.delegation import ErrorType, FailureCategory
 from lyra.logs._read import (
     COMPLETED,
+    DECOMPOSED,
     FAILED,
     RECOVERY,
     RUN_FINISHED,
@@ -122,7 +123,10 @@ class FailureStats(_Model):
     ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` (started,
     never finished: a run that was killed). ``recovered`` counts tasks with a
     failed attempt that later completed; a task is a recovery loop's
-    ``task_id``, else the subject within one file, else the session.
+    ``task_id``, else the subject within one file, else the session. Each
+    subtask of a decomposition is a delegation and a task of its own
+    (``task_id`` ``parent.N``); the parent recovers when its
+    ``decomposition_finished`` says ``completed``.
     """
 
     delegations: int
@@ -293,6 +297,8 @@ class StatsBuilder:
             self.by_strategy[event.strategy or "unknown"] += 1
         elif name == RUN_FINISHED:
             self.runs += 1
+        elif name == DECOMPOSED:
+            self._decomposed(event)
 
     def _admit(self, event: Event) -> bool:
         """Apply ``since``; note the time span of what is admitted."""
@@ -352,6 +358,19 @@ class StatsBuilder:
         elif key in self.pending:
             del self.pending[key]
             self.recovered += 1
+
+    def _decomposed(self, event: Event) -> None:
+        """A decomposed attempt ended: the parent task recovers only if it completed.
+
+        Its subtasks were counted as delegations of their own (``task_id``
+        ``parent.N``); this event is the parent's outcome, not a delegation.
+        A failed decomposition leaves the parent failed, however many subtasks
+        completed.
+        """
+        if event.status == "completed":
+            self._task(event, failed=False)
+        elif event.status == "failed":
+            self._task(event, failed=True)
 
     def _duration(self, outcome: str, duration: float | None, *, failed: bool) -> None:
         if duration is None or not math.isfinite(duration) or duration < 0:

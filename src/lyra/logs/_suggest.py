@@ -6,6 +6,8 @@ their ID (``P04637`` → ``A99999``), because different kinds of task take
 different times; a kind with too few samples falls back to the overall
 suggestion. Durations of timed-out attempts are censored (they would have
 taken longer), so they are counted and mentioned, never averaged in.
+Subtasks of a decomposition ran a share of a task under a share of its
+timeout, so they say nothing about a whole task's timeout and are left out.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ def suggest_timeout(
     kinds: dict[str, _Kind] = {}
     timeouts: Counter[float] = Counter()
     for event in events:
+        if event.parent_task_id is not None:
+            continue  # a subtask: a share of the work under a share of the time
         if event.name == STARTED and event.timeout is not None:
             timeouts[event.timeout] += 1
         elif event.name == COMPLETED or (event.name == FAILED and event.category == "timeout"):

@@ -7,18 +7,17 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._analyze import (
+from lyra.proteins._analyze import analyze, analyze_sync
+from lyra.proteins._faults import Fault, parse_fault
+from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._model_child import anthropic_protein_child, protein_tools
+from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
     FailedAnalysis,
     PartialAnalysis,
     Summary,
-    analyze,
-    analyze_sync,
 )
-from lyra.proteins._faults import Fault, parse_fault
-from lyra.proteins._ids import find_protein_ids, validate_protein_id
-from lyra.proteins._model_child import anthropic_protein_child, protein_tools
 from lyra.proteins._pipeline import (
     FULL_PLAN,
     STRUCTURE_PLAN,

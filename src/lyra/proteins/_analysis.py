@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
 from typing import Any, Final
 
-import jinja2
+from lyra._templates import render
 
 __all__ = [
     "BANDS",
@@ -486,18 +485,6 @@ def _confidence(
 # --------------------------------------------------------------------------- synthesis
 
 
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("lyra", "templates"),
-        autoescape=False,  # Markdown, not HTML
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-
-
 def _text(value: object) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -562,18 +549,15 @@ def synthesize(
 ) -> str:
     """The Markdown research brief; says plainly which analyses are missing, if any."""
     r, c = _usable(reasoning), _usable(critique)
-    return (
-        _environment()
-        .get_template("protein_brief.md.j2")
-        .render(
-            protein=_protein_view(protein_id, summary),
-            structure=_structure_view(structure),
-            assessment=_text(r.get("drug_target_assessment")) if r else None,
-            hypotheses=[str(h) for h in r.get("hypotheses") or []] if r else [],
-            caveats=[str(x) for x in c.get("caveats") or []] if c else None,
-            confidence=_text(c.get("confidence_in_reasoning")) if c else None,
-            missing=list(missing_stages),
-        )
+    return render(
+        "protein_brief.md.j2",
+        protein=_protein_view(protein_id, summary),
+        structure=_structure_view(structure),
+        assessment=_text(r.get("drug_target_assessment")) if r else None,
+        hypotheses=[str(h) for h in r.get("hypotheses") or []] if r else [],
+        caveats=[str(x) for x in c.get("caveats") or []] if c else None,
+        confidence=_text(c.get("confidence_in_reasoning")) if c else None,
+        missing=list(missing_stages),
     )
 
 
@@ -581,12 +565,9 @@ def structure_summary(
     protein_id: str, summary: Mapping[str, Any], structure: Mapping[str, Any] | None
 ) -> str:
     """A short Markdown text for a structure-only plan."""
-    return (
-        _environment()
-        .get_template("protein_structure.md.j2")
-        .render(
-            protein=_protein_view(protein_id, summary),
-            structure=_structure_view(structure),
-            problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
-        )
+    return render(
+        "protein_structure.md.j2",
+        protein=_protein_view(protein_id, summary),
+        structure=_structure_view(structure),
+        problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
     )

@@ -6,6 +6,7 @@ protein. Every requested protein appears exactly once in the output.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -13,22 +14,30 @@ from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from lyra._sync import run_blocking
-from lyra.delegation import DelegationResult, FailureCategory
-from lyra.delegation._classify import exception_text
+from lyra.delegation import DelegationResult, FailureCategory, exception_text
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
 from lyra.proteins._ids import validate_protein_id
+from lyra.proteins._output import (
+    AnalysisOutput,
+    CompletedAnalysis,
+    FailedAnalysis,
+    FrozenModel,
+    PartialAnalysis,
+    ProteinEntry,
+    Summary,
+    TaskLine,
+)
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
 from lyra.supervisor import (
     AnswerWriter,
-    ErrorContext,
     Executor,
     Graceful,
     LocalExecutor,
@@ -39,89 +48,9 @@ from lyra.supervisor import (
     decide,
     final_answer,
     probe,
-    write_atomic,
 )
 
 log = structlog.get_logger("lyra")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class TaskLine(_Model):
-    """One stage of one protein, without its (large) result."""
-
-    task_id: str
-    task_type: str
-    status: str
-    error: str | None = None
-    duration_seconds: float = 0.0
-
-
-class CompletedAnalysis(_Model):
-    """A protein whose every planned stage succeeded."""
-
-    protein_id: str
-    brief: str
-    attempts: int = 1
-    figures: dict[str, Any] = Field(default_factory=dict)
-    tasks: list[TaskLine] = Field(default_factory=list)
-
-
-class _Failed(_Model):
-    protein_id: str
-    failed_at_stage: str
-    error: str
-    tasks_skipped: list[str]
-    additional_failures: list[dict[str, str]] = Field(default_factory=list)
-    category: FailureCategory | None = None
-    retryable: bool = False
-    attempts: int = 1
-    report: str = ""
-    tasks: list[TaskLine] = Field(default_factory=list)
-
-
-class PartialAnalysis(_Failed):
-    """A protein with a brief written from incomplete analyses."""
-
-    brief: str
-    figures: dict[str, Any] = Field(default_factory=dict)
-
-
-class FailedAnalysis(_Failed):
-    """A protein with no brief: the root cause and what was skipped."""
-
-
-class Summary(_Model):
-    """Counts that always add up to ``total_requested``."""
-
-    total_requested: int
-    successful: int
-    partial: int
-    failed: int
-
-
-class AnalysisOutput(_Model):
-    """The final output of a protein analysis run (DESIGN §6)."""
-
-    completed_analyses: list[CompletedAnalysis]
-    partial_analyses: list[PartialAnalysis]
-    failed_analyses: list[FailedAnalysis]
-    summary: Summary
-    quorum: QuorumDecision | None = None
-    comparison: Comparison | None = None
-    health: list[ServiceHealth] = Field(default_factory=list)
-    errors: list[ErrorContext] = Field(default_factory=list)
-    answer: str | None = None
-
-    @property
-    def all_completed(self) -> bool:
-        """True when every requested protein completed."""
-        return self.summary.successful == self.summary.total_requested
-
-
-ProteinEntry = CompletedAnalysis | PartialAnalysis | FailedAnalysis
 
 
 async def analyze(
@@ -151,12 +80,13 @@ async def analyze(
     """
     requested = _unique(ids)
     plan_for("", plan)  # a clear error for an unknown plan before anything runs
+    policy = policy or RecoveryPolicy(max_retries=retries)
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
     source = source or OfflineSource()
     one = ProteinWork(
         source=source,
         timeout=timeout,
-        policy=policy or RecoveryPolicy(max_retries=retries),
+        policy=policy,
         plan=plan,
         faults=faults_by_protein(faults),
         run_dir=folder,
@@ -193,6 +123,7 @@ async def analyze(
         comparison=comparison,
         health=health,
         errors=graceful.errors,
+        retried=policy.max_retries > 0,
     )
     output = output.model_copy(
         update={
@@ -204,24 +135,36 @@ async def analyze(
         }
     )
     if folder is not None:
-        write_atomic(folder.output, output.model_dump_json(indent=2))
+        folder.save(folder.output, output.model_dump_json(indent=2))
     log.info("run_finished", **output.summary.model_dump())
     return output
 
 
 async def _health(source: ProteinSource) -> list[ServiceHealth]:
-    """Probe the data source (one known entry) and say whether a model is set up."""
-    import os
-
-    ping = getattr(source, "ping", None) or partial(source.fetch, "P04637")  # ping is optional
+    """Probe the data source (``ping()`` if it has one, else one known entry)
+    and, when an API key is set, the model service (listing one model)."""
+    ping = getattr(source, "ping", None) or partial(source.fetch, "P04637")
     checks = [await probe(f"{source.name} data source", ping)]
-    model = "configured (not probed)" if os.environ.get("ANTHROPIC_API_KEY") else "no API key"
-    checks.append(
-        ServiceHealth(
-            name="model", status="not_configured" if "no API key" in model else "ok", detail=model
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        import anthropic  # noqa: F401 - imported before the clock starts: it is slow to load
+
+        checks.append(await probe("model service", _list_one_model))
+    else:
+        checks.append(
+            ServiceHealth(
+                name="model service",
+                status="not_configured",
+                detail="no ANTHROPIC_API_KEY: template answers",
+            )
         )
-    )
     return checks
+
+
+def _list_one_model() -> object:
+    import anthropic
+
+    with anthropic.Anthropic(max_retries=0, timeout=2.0) as client:
+        return client.models.list(limit=1)
 
 
 async def _quorum(
@@ -332,9 +275,9 @@ class ProteinWork:
     def finish(self, entry: ProteinEntry, report: str) -> ProteinEntry:
         """Write the protein's report and brief to the run directory; call ``on_result``."""
         if self.run_dir is not None:
-            write_atomic(self.run_dir.report(entry.protein_id), report)
+            self.run_dir.save(self.run_dir.report(entry.protein_id), report)
             if isinstance(entry, CompletedAnalysis | PartialAnalysis):
-                write_atomic(self.run_dir.brief(entry.protein_id), entry.brief)
+                self.run_dir.save(self.run_dir.brief(entry.protein_id), entry.brief)
         if self.on_result is not None:
             self.on_result(entry)
         return entry
@@ -358,7 +301,7 @@ class ProteinWork:
         return {"timeout": self.timeout, "policy": self.policy, "plan": self.plan, "faults": faults}
 
 
-class AnalysisOptions(_Model):
+class AnalysisOptions(FrozenModel):
     """A protein analysis's settings as plain data (JSON), so that another
     process -- a durable worker -- rebuilds the same :class:`ProteinWork`."""
 
@@ -445,6 +388,7 @@ def _failure_fields(
         "retryable": failure.suggested_retry,
         "attempts": attempts,
         "report": result.report,
+        "suggested_actions": list(failure.suggested_actions),
         "tasks": lines,
     }
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lyra.delegation import extract_suggested_actions
 from lyra.proteins._compare import Comparison
+from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
 
 
-def outcome_of(entry: Any) -> ChildOutcome:
+def outcome_of(entry: ProteinEntry) -> ChildOutcome:
     """The quorum view of one protein's entry."""
-    kind = type(entry).__name__
-    if kind == "CompletedAnalysis":
+    if isinstance(entry, CompletedAnalysis):
         return ChildOutcome(subject=entry.protein_id, outcome="completed")
-    if kind == "PartialAnalysis":
+    if isinstance(entry, PartialAnalysis):
         return ChildOutcome(
             subject=entry.protein_id,
             outcome="partial",
@@ -39,29 +38,32 @@ def completeness(tasks: Sequence[Any]) -> float:
 
 def facts(
     question: str,
-    entries: Sequence[Any],
+    entries: Sequence[ProteinEntry],
     *,
     decision: QuorumDecision | None,
     comparison: Comparison | None,
     health: Sequence[ServiceHealth],
     errors: Sequence[ErrorContext],
+    retried: bool,
 ) -> AnswerFacts:
-    """What the final answer may say."""
-    found, partial, failed, next_steps = [], [], [], []
+    """What the final answer may say (``retried``: the run already retried failures)."""
+    found: list[str] = []
+    partial: list[str] = []
+    failed: list[str] = []
+    next_steps: list[str] = []
     for entry in entries:
-        kind = type(entry).__name__
-        if kind == "CompletedAnalysis":
+        if isinstance(entry, CompletedAnalysis):
             found.append(_found_line(entry))
-        elif kind == "PartialAnalysis":
+            continue
+        if isinstance(entry, PartialAnalysis):
             partial.append(f"{_found_line(entry)}; {entry.failed_at_stage} failed: {entry.error}")
         else:
             failed.append(
                 f"{entry.protein_id}: {entry.category or 'error'} at "
                 f"{entry.failed_at_stage}: {entry.error}"
             )
-        if kind != "CompletedAnalysis":
-            next_steps += extract_suggested_actions(entry.report)[:1]
-    if any(getattr(e, "retryable", False) for e in entries):
+        next_steps += entry.suggested_actions[:1]
+    if not retried and any(e.retryable for e in entries if not isinstance(e, CompletedAnalysis)):
         next_steps.append("Run again with --retries 2 to recover the retryable failures")
     return AnswerFacts(
         question=question,
@@ -76,7 +78,7 @@ def facts(
     )
 
 
-def _found_line(entry: Any) -> str:
+def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
     f = entry.figures
     parts = [f"{entry.protein_id}" + (f" ({f['name']})" if f.get("name") else "")]
     if f.get("mean_plddt") is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,8 +20,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import ChildContext
-from lyra.delegation._classify import exception_text
+from lyra.delegation import ChildContext, exception_text
 from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
 from lyra.proteins._analysis import (
     analyze_structure,
@@ -134,8 +134,13 @@ class ProteinChild:
     """The offline protein child: one protein's pipeline under the child contract.
 
     The protein comes from ``ctx.subject`` or the first UniProt accession in
-    the prompt. ``states`` keeps each protein's progress across attempts.
+    the prompt. Progress is kept across the attempts of one task (a retry
+    continues from the failed stage): in ``states`` when the caller passes
+    it, else for the most recent tasks of a recovery loop (by ``task_id``).
     """
+
+    recent_tasks = 64
+    """How many tasks' progress a child keeps when no ``states`` are passed."""
 
     def __init__(
         self,
@@ -148,15 +153,28 @@ class ProteinChild:
         self.source = source if source is not None else OfflineSource()
         self.faults = tuple(faults)
         self.plan = plan
-        self.states = states if states is not None else {}
+        self.states = states
+        self._recent: OrderedDict[tuple[str, str], ProteinState] = OrderedDict()
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Analyse the protein and return its brief (or structure summary)."""
         protein_id = ctx.subject or _first_accession(prompt, ctx)
-        plan = self.plan or ctx.context.get("plan")
-        state = self.states.setdefault(protein_id, ProteinState(protein_id, plan_for(prompt, plan)))
+        stages = plan_for(prompt, self.plan or ctx.context.get("plan"))
+        state = self._state(protein_id, stages, ctx.context.get("task_id"))
         faults = [f for f in self.faults if f.protein_id == protein_id and f.strikes(ctx.attempt)]
         return await _Run(state, self.source, faults, ctx).pipeline()
+
+    def _state(self, protein_id: str, stages: tuple[str, ...], task: str | None) -> ProteinState:
+        if self.states is not None:
+            return self.states.setdefault(protein_id, ProteinState(protein_id, stages))
+        if task is None:  # a single delegation: nothing to continue
+            return ProteinState(protein_id, stages)
+        key = (task, protein_id)
+        state = self._recent.pop(key, None) or ProteinState(protein_id, stages)
+        self._recent[key] = state
+        while len(self._recent) > self.recent_tasks:
+            self._recent.popitem(last=False)
+        return state
 
 
 def _first_accession(prompt: str, ctx: ChildContext) -> str:

@@ -21,10 +21,8 @@ thread through ``ctx.tool``.
 from __future__ import annotations
 
 import copy
-import email.utils
 import json
 import math
-import time
 from functools import cache
 from importlib import resources
 from types import TracebackType
@@ -33,6 +31,7 @@ from urllib.parse import quote
 
 import httpx
 
+from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
 
 __all__ = [
@@ -153,7 +152,10 @@ class OfflineSource:
         key = protein_id.strip().upper()
         entry = _bundled_entries().get(key)
         if entry is None:
-            return _not_found(key, "the bundled offline dataset")
+            held = ", ".join(sorted(_bundled_entries()))
+            return _not_found(
+                key, f"the bundled offline dataset (it holds {held}; try --source live)"
+            )
         # Deep copy: callers may mutate the result; the cache must stay intact.
         return copy.deepcopy(_offline_summary(entry))
 
@@ -170,21 +172,6 @@ _AFDB_FRACTION_KEYS: Final = (
     "fractionPlddtConfident",
     "fractionPlddtVeryHigh",
 )
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``retry-after`` header (delta-seconds or an HTTP date)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _number(value: object) -> float | None:

@@ -16,11 +16,10 @@ from lyra.delegation import (
     ChildFailure,
     DelegationResult,
     FailureCategory,
-    TaskReport,
+    build_result,
     check_timeout,
     default_child,
     new_session_id,
-    render_report,
     run_attempt,
 )
 from lyra.recovery import _testing
@@ -172,17 +171,34 @@ async def _decomposed(
     subject: str | None,
     context: Mapping[str, Any],
 ) -> DelegationResult:
-    """Run each subtask with its share of the time; aggregate one result."""
+    """Run each subtask with its share of the time; aggregate one result.
+
+    Each subtask is a delegation of its own (task ``<task>.<n>``); the
+    aggregate is logged as ``decomposition_finished`` under the parent task.
+    """
+    parent = context["task_id"]
     share = plan.timeout / len(plan.subtasks)
     results = []
     for index, subtask in enumerate(plan.subtasks, 1):
         sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
+        sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
         results.append(
             await run_attempt(
-                child, sub_prompt, timeout=share, subject=subject, attempt=number, context=context
+                child, sub_prompt, timeout=share, subject=subject, attempt=1, context=sub_context
             )
         )
-    return _aggregate(plan.subtasks, results, attempt=number, subject=subject)
+    result = _aggregate(plan.subtasks, results, attempt=number, subject=subject)
+    log.info(
+        "decomposition_finished",
+        task_id=parent,
+        session_id=result.session_id,
+        subject=subject,
+        attempt=number,
+        status=result.status,
+        subtasks=len(results),
+        completed=sum(r.ok for r in results),
+    )
+    return result
 
 
 def _aggregate(
@@ -212,21 +228,11 @@ def _aggregate(
                 "evidence": f"decomposition: {len(done)} of {len(subtasks)} subtasks completed",
             }
         )
-    report = TaskReport.of(
-        output=output,
-        failure=failure,
-        attempt=attempt,
-        subject=subject,
-        session_id=session_id,
-        duration=duration,
-    )
-    return DelegationResult(
-        status=report.status,
+    return build_result(
         output=output,
         failure=failure,
         session_id=session_id,
         duration=duration,
-        report=render_report(report),
         attempt=attempt,
         subject=subject,
     )

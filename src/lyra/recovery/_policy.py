@@ -26,6 +26,9 @@ class RecoveryPolicy(BaseModel):
     backoff_base: float = Field(1.0, ge=0, description="First backoff wait, in seconds.")
     backoff_cap: float = Field(60.0, ge=0, description="Longest backoff wait, in seconds.")
     jitter: float = Field(0.5, ge=0, le=1, description="Random share added to each wait.")
+    max_wait: float = Field(
+        600.0, gt=0, description="A service asking for a longer wait than this ends the loop."
+    )
     total_budget: float | None = Field(
         None, gt=0, description="Seconds for the whole loop, waits included."
     )

@@ -52,8 +52,12 @@ async def next_plan(
         case FailureCategory.MISSING_CONTEXT:
             return await _enrich(failure, previous, state, context_provider)
         case FailureCategory.TOOL_ERROR if failure.suggested_retry:
-            wait = 0.0 if await _fixed(failure, policy) else policy.backoff(retry)
-            wait = max(wait, failure.retry_after or 0.0)
+            fixed = await _fixed(failure, policy)
+            wait = (
+                failure.retry_after or 0.0 if fixed else policy.backoff(retry, failure.retry_after)
+            )
+            if wait > policy.max_wait:
+                return None  # the service asked for longer than we are allowed to wait
             return replace(previous, strategy="backoff", prompt=state.prompt, wait=wait)
         case FailureCategory.PARTIAL:
             prompt = continuation_prompt(state.prompt, failure)

@@ -4,39 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import anyio
 
-_state = {"testing": False}
-waits: list[float] = []
-"""Every wait the loop would have slept while testing is on, in order."""
+_sink: ContextVar[list[float] | None] = ContextVar("lyra_recorded_waits", default=None)
 
 
 def set_testing(on: bool) -> None:
-    """Turn testing mode on or off. While on, backoff waits are recorded, not slept."""
-    _state["testing"] = on
-    waits.clear()
+    """Turn testing mode on or off: while on, backoff waits are recorded, not slept."""
+    _sink.set([] if on else None)
 
 
 def is_testing() -> bool:
     """True while testing mode is on."""
-    return _state["testing"]
+    return _sink.get() is not None
 
 
 @contextmanager
 def record_waits() -> Iterator[list[float]]:
-    """Testing mode for the ``with`` block; yields the list of recorded waits."""
-    previous = _state["testing"]
-    set_testing(True)
+    """Testing mode for the ``with`` block; yields the list of the waits skipped.
+
+    The list stays readable after the block; blocks nest, each with its own list.
+    """
+    recorded: list[float] = []
+    token = _sink.set(recorded)
     try:
-        yield waits
+        yield recorded
     finally:
-        set_testing(previous)
+        _sink.reset(token)
 
 
 async def sleep(seconds: float) -> None:
     """Sleep for real, or only record the wait while testing."""
-    if _state["testing"]:
-        waits.append(seconds)
-        return
-    await anyio.sleep(seconds)
+    recorded = _sink.get()
+    if recorded is None:
+        await anyio.sleep(seconds)
+    else:
+        recorded.append(seconds)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+import anyio
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from lyra._templates import render
-from lyra.delegation._classify import exception_text
+from lyra.delegation import exception_text
 from lyra.delegation._models import ErrorType
 from lyra.supervisor._graceful import ErrorContext
 from lyra.supervisor._health import ServiceHealth
@@ -82,29 +83,43 @@ class ModelAnswerWriter:
 
     async def write(self, facts: AnswerFacts) -> str:
         """Ask the model; an empty answer counts as a failure."""
-        response = await self._child.client.messages.create(
-            model=self._child.model,
-            max_tokens=1500,
-            system=render("answer_system.txt.j2"),
-            messages=[{"role": "user", "content": json.dumps(facts.model_dump(mode="json"))}],
-        )
+        async with self._child.session() as client:
+            response = await client.messages.create(
+                model=self._child.model,
+                max_tokens=1500,
+                system=render("answer_system.txt.j2"),
+                messages=[{"role": "user", "content": json.dumps(facts.model_dump(mode="json"))}],
+            )
         text = "\n".join(b.text for b in response.content if b.type == "text").strip()
         if not text:
             raise ValueError("the model wrote an empty answer")
         return text
 
 
-async def final_answer(facts: AnswerFacts, writer: AnswerWriter | None = None) -> str:
-    """The answer from ``writer``, else the template, else the last-resort message."""
+async def final_answer(
+    facts: AnswerFacts, writer: AnswerWriter | None = None, *, timeout: float = 60.0
+) -> str:
+    """The answer from ``writer``, else the template, else the last-resort message.
+
+    Each writer gets at most ``timeout`` seconds: a slow model never holds
+    the answer back.
+    """
     writers: list[AnswerWriter] = [writer] if writer is not None else []
     if not isinstance(writer, TemplateAnswerWriter):
         writers.append(TemplateAnswerWriter())
+    failed: str | None = None
     for candidate in writers:
         try:
-            return await candidate.write(facts)
+            with anyio.fail_after(timeout):
+                answer = await candidate.write(facts)
         except Exception as exc:  # noqa: BLE001 - the answer must exist whatever broke
+            failed = failed or f"{type(candidate).__name__} failed: {exception_text(exc)}"
             log.warning(
                 "answer_writer_failed", writer=type(candidate).__name__, error=exception_text(exc)
             )
+            continue
+        if failed is not None:  # say so: a model-written answer was asked for
+            answer = f"(Written from a template; {failed}.)\n{answer}"
+        return answer
     error_type = facts.errors[0].error_type if facts.errors else ErrorType.UNKNOWN
     return LAST_RESORT[error_type]

@@ -15,7 +15,7 @@ from typing import TypeVar
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation._classify import exception_text
+from lyra.delegation import exception_text
 from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._models import ErrorType
 

@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation._classify import exception_text
+from lyra.delegation import exception_text
 
 Status = Literal["ok", "degraded", "down", "not_configured"]
 

@@ -34,7 +34,7 @@ class QuorumPolicy(BaseModel):
         frozenset(), description="Children that must succeed for any answer."
     )
     confidence_penalty: float = Field(
-        0.15, ge=0, le=1, description="Confidence lost per missing child."
+        1.0, ge=0, le=1, description="Confidence lost per share of children missing."
     )
     partial_threshold: float = Field(
         0.6, ge=0, le=1, description="A partial child counts as success from this completeness."
@@ -131,8 +131,10 @@ def _counts(child: ChildOutcome, policy: QuorumPolicy) -> bool:
 
 
 def _confidence(total: int, missing: int, partial: int, policy: QuorumPolicy) -> float:
+    """1.0 when every child succeeded; lowered by the share missing and the
+    share that only partly succeeded, so it reads the same for 3 or 300."""
     if total == 0:
         return 0.0
-    kept = 1.0 - policy.confidence_penalty * missing
+    kept = 1.0 - policy.confidence_penalty * missing / total
     kept -= (1.0 - policy.partial_confidence) * partial / total
     return round(min(1.0, max(0.0, kept)), 3)

@@ -14,6 +14,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import structlog
+
+log = structlog.get_logger("lyra")
+
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -22,6 +26,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; these files are meant to be read
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -40,11 +45,29 @@ def file_stem(subject: str) -> str:
 
 
 class RunDir:
-    """A folder holding one run's files."""
+    """A folder holding one run's files.
+
+    Creating it raises ``OSError`` when the folder cannot be made; a file
+    that cannot be written later is logged and remembered in ``failures``
+    (the run goes on: its results still reach the caller).
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.failures: list[str] = []
+
+    def holds_a_run(self) -> bool:
+        """True when the folder already has another run's events or output."""
+        return self.output.exists() or (self.events.exists() and self.events.stat().st_size > 0)
+
+    def save(self, path: Path, text: str) -> None:
+        """Write one file of the run atomically; a failure is logged, not raised."""
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            self.failures.append(f"{path}: {exc.strerror or exc}")
+            log.warning("run_dir_write_failed", path=str(path), error=str(exc))
 
     @classmethod
     def new(cls, base: Path | str = "runs") -> RunDir:

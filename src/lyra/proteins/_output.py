@@ -1,0 +1,94 @@
+"""The final output of a protein analysis run (DESIGN §6), as pydantic models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lyra.delegation import FailureCategory
+from lyra.proteins._compare import Comparison
+from lyra.supervisor import ErrorContext, QuorumDecision, ServiceHealth
+
+
+class FrozenModel(BaseModel):
+    """A frozen pydantic model."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+class TaskLine(FrozenModel):
+    """One stage of one protein, without its (large) result."""
+
+    task_id: str
+    task_type: str
+    status: str
+    error: str | None = None
+    duration_seconds: float = 0.0
+
+
+class CompletedAnalysis(FrozenModel):
+    """A protein whose every planned stage succeeded."""
+
+    protein_id: str
+    brief: str
+    attempts: int = 1
+    figures: dict[str, Any] = Field(default_factory=dict)
+    tasks: list[TaskLine] = Field(default_factory=list)
+
+
+class _Failed(FrozenModel):
+    protein_id: str
+    failed_at_stage: str
+    error: str
+    tasks_skipped: list[str]
+    additional_failures: list[dict[str, str]] = Field(default_factory=list)
+    category: FailureCategory | None = None
+    retryable: bool = False
+    attempts: int = 1
+    report: str = ""
+    suggested_actions: list[str] = Field(default_factory=list)
+    """What to try next, from the report (text for a human; never executed)."""
+    tasks: list[TaskLine] = Field(default_factory=list)
+
+
+class PartialAnalysis(_Failed):
+    """A protein with a brief written from incomplete analyses."""
+
+    brief: str
+    figures: dict[str, Any] = Field(default_factory=dict)
+
+
+class FailedAnalysis(_Failed):
+    """A protein with no brief: the root cause and what was skipped."""
+
+
+class Summary(FrozenModel):
+    """Counts that always add up to ``total_requested``."""
+
+    total_requested: int
+    successful: int
+    partial: int
+    failed: int
+
+
+class AnalysisOutput(FrozenModel):
+    """The final output of a protein analysis run (DESIGN §6)."""
+
+    completed_analyses: list[CompletedAnalysis]
+    partial_analyses: list[PartialAnalysis]
+    failed_analyses: list[FailedAnalysis]
+    summary: Summary
+    quorum: QuorumDecision | None = None
+    comparison: Comparison | None = None
+    health: list[ServiceHealth] = Field(default_factory=list)
+    errors: list[ErrorContext] = Field(default_factory=list)
+    answer: str | None = None
+
+    @property
+    def all_completed(self) -> bool:
+        """True when every requested protein completed."""
+        return self.summary.successful == self.summary.total_requested
+
+
+ProteinEntry = CompletedAnalysis | PartialAnalysis | FailedAnalysis
