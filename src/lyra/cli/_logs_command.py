@@ -102,7 +102,9 @@ def register(commands: Subparsers) -> None:
     )
     _add_files(suggest)
     suggest.add_argument("--json", action="store_true", help="print JSON instead of text")
-    suggest.add_argument("--percentile", type=_positive(float), default=95.0, help="(default 95)")
+    suggest.add_argument(
+        "--percentile", type=_percentile, default=95.0, help="0 < P ≤ 100 (default 95)"
+    )
     suggest.add_argument(
         "--margin", type=_positive(float), default=1.5, help="factor (default 1.5)"
     )
@@ -110,6 +112,13 @@ def register(commands: Subparsers) -> None:
         "--min-samples", type=_positive(int), default=20, help="per subject kind (default 20)"
     )
     suggest.set_defaults(run=_suggest)
+
+
+def _percentile(text: str) -> float:
+    value = _positive(float)(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"a percentile is at most 100, not {text}")
+    return value
 
 
 def _note(text: str) -> None:
@@ -130,6 +139,8 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             return EXIT_USAGE
         try:
             return run(args)
+        except BrokenPipeError:
+            raise  # `| head` closed the pipe: the CLI ends quietly
         except OSError as exc:  # a directory we may not read, a truncated .gz
             _note(f"cannot read {exc.filename or 'input'}: {exc.strerror or exc}")
             return EXIT_USAGE
@@ -247,7 +258,11 @@ def _report(args: argparse.Namespace) -> int:
     if args.html == "-":
         sys.stdout.write(page)
     else:
-        write_atomic(Path(args.html), page)
+        try:
+            write_atomic(Path(args.html), page)
+        except OSError as exc:
+            _note(f"cannot write {args.html}: {exc.strerror or exc}")
+            return EXIT_USAGE
         _note(f"wrote {args.html}")
     return _read_notes(stats)
 

@@ -56,9 +56,10 @@ async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: C
 def default_child() -> Child:
     """The configured default child.
 
-    ``LYRA_CHILD`` chooses: ``anthropic`` (needs ``ANTHROPIC_API_KEY``),
-    ``protein`` (the offline protein child) or ``auto`` (the default:
-    Anthropic when a key is set, otherwise the offline protein child).
+    ``LYRA_CHILD`` chooses: ``anthropic`` (needs ``ANTHROPIC_API_KEY``; a
+    model with the protein pipeline's stages as tools), ``protein`` (the
+    offline protein child) or ``auto`` (the default: Anthropic when a key is
+    set, otherwise the offline protein child).
     """
     choice = os.environ.get("LYRA_CHILD", "auto").strip().lower() or "auto"
     has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
@@ -68,9 +69,9 @@ def default_child() -> Child:
                 "LYRA_CHILD=anthropic needs ANTHROPIC_API_KEY; set it, "
                 "or use LYRA_CHILD=protein for the offline protein child"
             )
-        from lyra.children import AnthropicChild
+        from lyra.proteins import anthropic_protein_child
 
-        return AnthropicChild()
+        return anthropic_protein_child()  # a model with the protein stages as tools
     if choice in ("auto", "protein"):
         from lyra.proteins import ProteinChild
 

@@ -21,8 +21,7 @@ from lyra.delegation._classify import (
     classify_timeout,
 )
 from lyra.delegation._context import ChildContext
-from lyra.delegation._models import ChildFailure, DelegationResult, TaskReport
-from lyra.delegation._report import render_report
+from lyra.delegation._models import ChildFailure, DelegationResult
 from lyra.delegation._suggest import suggest
 
 log = structlog.get_logger("lyra")
@@ -161,22 +160,13 @@ def build_result(
     attempt: int = 1,
     subject: str | None = None,
 ) -> DelegationResult:
-    """A result and its rendered report: the output when ``failure`` is None."""
-    report = TaskReport.of(
-        output=output,
-        failure=failure,
-        attempt=attempt,
-        subject=subject,
-        session_id=session_id,
-        duration=duration,
-    )
+    """The result of one attempt: its output when ``failure`` is None."""
     return DelegationResult(
-        status=report.status,
+        status="completed" if failure is None else "failed",
         output=output if failure is None else None,
         failure=failure,
         session_id=session_id,
         duration=duration,
-        report=render_report(report),
         attempt=attempt,
         subject=subject,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 
 class FailureCategory(StrEnum):
@@ -78,7 +78,6 @@ class DelegationResult(_Frozen):
     failure: ChildFailure | None
     session_id: str
     duration: float
-    report: str
     attempt: int = 1
     subject: str | None = None
 
@@ -86,6 +85,24 @@ class DelegationResult(_Frozen):
     def ok(self) -> bool:
         """True when the child completed."""
         return self.status == "completed"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def report(self) -> str:
+        """The report text (DESIGN §4), rendered from the fields when asked for:
+        most results in a large fan-out are never read as text."""
+        from lyra.delegation._report import render_report  # the format's one home
+
+        return render_report(
+            TaskReport.of(
+                output=self.output,
+                failure=self.failure,
+                attempt=self.attempt,
+                subject=self.subject,
+                session_id=self.session_id,
+                duration=self.duration,
+            )
+        )
 
 
 class TaskReport(_Frozen):

@@ -269,7 +269,9 @@ class _Run:
             elif fault.kind == "hang" and stage == STRUCTURE:
                 await anyio.sleep_forever()
             elif fault.kind == "structure_error" and stage == STRUCTURE:
-                raise RuntimeError(f"Injected failure in analyze_structure for {stage}")
+                raise RuntimeError(
+                    f"Injected failure in analyze_structure for {self.state.protein_id}"
+                )
 
     async def fetch(self) -> dict[str, Any]:
         """Validate the ID, fetch through the source (a tool), validate the answer."""
