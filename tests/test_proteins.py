@@ -340,3 +340,13 @@ async def test_a_long_lived_child_does_not_reuse_another_tasks_results() -> None
     for _ in range(2):
         assert (await supervisor.delegate("Analyze P04637", timeout=5)).ok
     assert fetches == ["P04637", "P04637"]
+
+
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "P04637; rm -rf /", "ÄÖÜ"])
+def test_bad_characters_are_named_before_length(bad: str) -> None:
+    """An ID with path or shell characters is refused for its characters."""
+    from lyra.proteins import validate_protein_id
+
+    ok, message = validate_protein_id(bad)
+    assert not ok
+    assert "only letters A-Z and digits 0-9 allowed" in message

@@ -413,3 +413,11 @@ async def test_a_hanging_writer_is_cut_off_and_the_template_answers() -> None:
     first, second = answer.splitlines()[:2]
     assert "TimeoutError" in first
     assert second == "Found (1):"
+
+
+async def test_structure_only_comparison_names_no_drug_target() -> None:
+    """Without the reasoning stage there is no tractability, so no target is ranked."""
+    output = await analyze(["P04637", "P38398"], timeout=5, plan="structure")
+    assert output.comparison is not None
+    assert output.comparison.most_reliable_structure == "P04637"
+    assert output.comparison.most_promising_target is None

@@ -66,10 +66,11 @@ def compare(
         reverse=True,
     )
     reliable = max(usable, key=lambda p: figures[p]["mean_plddt"])
+    assessed = any(figures[p].get("tractability") for p in usable)  # not in structure-only plans
     return Comparison(
         compared=usable,
         most_reliable_structure=reliable,
-        most_promising_target=ranking[0]["protein_id"],
+        most_promising_target=ranking[0]["protein_id"] if assessed else None,
         ranking=ranking,
         left_out=left_out,
     )

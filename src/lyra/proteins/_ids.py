@@ -43,14 +43,14 @@ def validate_protein_id(raw: object) -> tuple[bool, str]:
     value = raw.strip()
     if not value:
         return False, "Protein ID must be a non-empty string, got an empty or blank string"
-    if len(value) > MAX_ID_LENGTH:
+    if not value.isascii() or not value.isalnum():  # characters first: they say more
+        return False, (
+            f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 allowed)"
+        )
+    if len(value) > MAX_ID_LENGTH or not _ID_PATTERN.fullmatch(value):
         return False, (
             f"Invalid protein ID format: {_shown(value)} is {len(value)} characters long "
             f"(at most {MAX_ID_LENGTH} letters and digits)"
-        )
-    if not _ID_PATTERN.fullmatch(value):
-        return False, (
-            f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 allowed)"
         )
     return True, value.upper()
 
