@@ -137,7 +137,7 @@ def _non_negative_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
     from lyra._sync import run_blocking
-    from lyra.proteins import analyze, find_protein_ids, parse_fault
+    from lyra.proteins import analyze, find_protein_ids, parse_fault, validate_protein_id
     from lyra.supervisor import RunDir
 
     durable = _durable(args)  # on --resume, args get the recorded IDs and options
@@ -157,6 +157,14 @@ def run(args: argparse.Namespace) -> int:
         faults = [parse_fault(spec) for spec in args.inject]
     except ValueError as exc:
         print(f"lyra analyze: --inject: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
+    stray = sorted({f.protein_id for f in faults} - requested)
+    if stray:
+        print(
+            f"lyra analyze: --inject names {', '.join(stray)}, which is not requested",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     structure_only = args.structure_only or _asks_structure_only(args.question)
     try:
