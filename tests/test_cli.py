@@ -198,6 +198,17 @@ def test_report_parse_reads_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     }
 
 
+def test_report_parse_takes_several_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Several report files give one JSON list, in the order given."""
+    run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
+    reports = sorted(str(p) for p in (tmp_path / "reports").iterdir())
+    status, out, _ = run_cli(["report", "parse", *reports], capsys)
+    assert status == 0
+    assert [r["status"] for r in json.loads(out)] == ["completed", "failed"]
+
+
 def test_report_parse_missing_file_is_a_clear_error() -> None:
     """A file that does not exist ends with a message, not a traceback."""
     with pytest.raises(SystemExit, match="cannot read"):

@@ -105,11 +105,12 @@ def _register_report(commands: Subparsers) -> None:
     parse = sub.add_parser(
         "parse",
         help="print every report found in FILE as JSON",
-        description="Find every lyra report in FILE (a report, a transcript, a log; - for "
-        "standard input) and print a JSON list, one object per report. Reports without "
-        "a metadata block (as in the recovery guide) are found by their first line.",
+        description="Find every lyra report in each FILE (a report, a transcript, a log; - "
+        "for standard input) and print one JSON list, one object per report, in order. "
+        "Reports without a metadata block (as in the recovery guide) are found by their "
+        "first line.",
     )
-    parse.add_argument("file", help="the file to read, or - for standard input")
+    parse.add_argument("files", nargs="+", metavar="FILE", help="files to read; - for stdin")
     parse.add_argument("--all-fields", action="store_true", help="include every parsed field")
     parse.set_defaults(run=_report_parse)
 
@@ -117,12 +118,16 @@ def _register_report(commands: Subparsers) -> None:
 def _report_parse(args: argparse.Namespace) -> int:
     from lyra.delegation import find_reports
 
-    reports = [r.model_dump(mode="json") for r in find_reports(read_text(args.file))]
+    reports = [
+        report.model_dump(mode="json")
+        for path in args.files
+        for report in find_reports(read_text(path))
+    ]
     if not args.all_fields:
         reports = [{k: r[k] for k in REPORT_FIELDS} for r in reports]
     print(json.dumps(reports, indent=2, ensure_ascii=False))
     if not reports:
-        print(f"lyra: no reports found in {args.file}", file=sys.stderr)
+        print(f"lyra: no reports found in {', '.join(args.files)}", file=sys.stderr)
     return EXIT_OK
 
 
