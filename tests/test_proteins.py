@@ -350,3 +350,34 @@ def test_bad_characters_are_named_before_length(bad: str) -> None:
     ok, message = validate_protein_id(bad)
     assert not ok
     assert "only letters A-Z and digits 0-9 allowed" in message
+
+
+async def test_model_plans_a_question_without_accessions() -> None:
+    """With a model, 'the human p53 protein' becomes P04637; invalid IDs are dropped."""
+    import anthropic
+
+    from fakes.messages_api import MessagesAPI, message, tool_use
+    from lyra.proteins import plan_question
+
+    answer = tool_use(
+        "submit_plan", {"uniprot_ids": ["P04637", "not an id!"], "requires_full_pipeline": False}
+    )
+    with MessagesAPI([message([answer], stop_reason="tool_use")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            plan = await plan_question(
+                "Is the human p53 structure reliable?", client=client, use_model=True
+            )
+    assert (plan.ids, plan.plan, plan.planned_by) == (["P04637"], "structure", "model")
+
+
+async def test_planner_falls_back_to_rules_when_the_model_fails() -> None:
+    """A failing model call leaves the plan to the rules."""
+    import anthropic
+
+    from fakes.messages_api import MessagesAPI, error
+    from lyra.proteins import plan_question
+
+    with MessagesAPI([error(500, "api_error", "down")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            plan = await plan_question("Compare P04637 and Q8I3H7", client=client, use_model=True)
+    assert (plan.ids, plan.plan, plan.planned_by) == (["P04637", "Q8I3H7"], "full", "rules")

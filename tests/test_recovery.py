@@ -357,3 +357,36 @@ async def test_decomposition_events_name_subtasks_and_the_outcome() -> None:
         ("task-x", 2, "completed", 2)
     ]
     assert outcome.result.ok
+
+
+async def test_model_decomposer_splits_an_unlisted_task() -> None:
+    """With a model, a prose task that timed out without progress is split by the model."""
+    import anthropic
+
+    from fakes.messages_api import MessagesAPI, message, tool_use
+    from lyra.recovery import ModelDecomposer
+
+    split = tool_use("submit_subtasks", {"subtasks": ["fetch the entry", "summarise it"]})
+    with MessagesAPI([message([split], stop_reason="tool_use")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            policy = RecoveryPolicy(decomposer=ModelDecomposer(client=client))
+            child = Script(hang_at_once, succeed, succeed)
+            outcome = await recover(
+                "Look into p53 and tell me about it", child=child, base_timeout=0.2, policy=policy
+            )
+    assert outcome.attempts[-1].strategy == "decomposition"
+    assert child.prompts[1].startswith("fetch the entry")
+    assert api.requests[0]["tool_choice"] == {"type": "tool", "name": "submit_subtasks"}
+
+
+async def test_model_decomposer_falls_back_to_the_rules() -> None:
+    """When the model call fails, the rule-based split still applies."""
+    import anthropic
+
+    from fakes.messages_api import MessagesAPI, error
+    from lyra.recovery import ModelDecomposer
+
+    with MessagesAPI([error(529, "overloaded_error", "busy")]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            subtasks = await ModelDecomposer(client=client)("1. fetch\n2. summarise")
+    assert subtasks == ["fetch", "summarise"]

@@ -1,5 +1,6 @@
-"""Ready-made children: the Anthropic tool-use child."""
+"""Ready-made children: the Anthropic tool-use child, and structured model calls."""
 
 from lyra.children._anthropic import DEFAULT_MODEL, AnthropicChild, Tool
+from lyra.children._structured import ask_structured, model_configured
 
-__all__ = ["DEFAULT_MODEL", "AnthropicChild", "Tool"]
+__all__ = ["DEFAULT_MODEL", "AnthropicChild", "Tool", "ask_structured", "model_configured"]

@@ -56,7 +56,11 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637")
-    p.add_argument("--question", help="a free-text question; accessions are found in it")
+    p.add_argument(
+        "--question",
+        help="a free-text question: the proteins and the plan come "
+        "from it (by rule; planned by the model when ANTHROPIC_API_KEY is set)",
+    )
     p.add_argument("--structure-only", action="store_true", help="stop after analyze_structure")
     p.add_argument("--json", action="store_true", help="print the final output as JSON")
     p.add_argument(
@@ -137,7 +141,7 @@ def _non_negative_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
     from lyra._sync import run_blocking
-    from lyra.proteins import analyze, find_protein_ids, parse_fault, validate_protein_id
+    from lyra.proteins import analyze, parse_fault, plan_question, validate_protein_id
     from lyra.supervisor import RunDir
 
     durable = _durable(args)  # on --resume, args get the recorded IDs and options
@@ -146,7 +150,12 @@ def run(args: argparse.Namespace) -> int:
         print(done.model_dump_json(indent=2) if args.json else render_text(done))
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
         return EXIT_OK if done.all_completed else EXIT_FAILED
-    ids = list(args.ids) + (find_protein_ids(args.question) if args.question else [])
+    planned = (
+        run_blocking("plan_question", lambda: plan_question(args.question))
+        if (args.question)
+        else None
+    )
+    ids = list(args.ids) + (planned.ids if planned is not None else [])
     if not ids:
         where = " in the question" if args.question else ""
         print(
@@ -166,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    structure_only = args.structure_only or _asks_structure_only(args.question)
+    structure_only = args.structure_only or (planned is not None and planned.plan == "structure")
     try:
         run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
     except OSError as exc:
@@ -252,12 +261,6 @@ def _answer_writer() -> Any:
     from lyra.supervisor import ModelAnswerWriter
 
     return ModelAnswerWriter()
-
-
-def _asks_structure_only(question: str | None) -> bool:
-    from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
-
-    return bool(question) and plan_for(question or "") == STRUCTURE_PLAN
 
 
 def _source(name: str) -> Any:

@@ -25,6 +25,7 @@ from lyra.proteins._pipeline import (
     ProteinState,
     TaskResult,
 )
+from lyra.proteins._planner import QuestionPlan, plan_by_rules, plan_question
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
@@ -41,6 +42,7 @@ __all__ = [
     "ProteinChild",
     "ProteinSource",
     "ProteinState",
+    "QuestionPlan",
     "Summary",
     "TaskResult",
     "analyze",
@@ -50,6 +52,8 @@ __all__ = [
     "critique",
     "find_protein_ids",
     "parse_fault",
+    "plan_by_rules",
+    "plan_question",
     "process_protein",
     "protein_tools",
     "reason",

@@ -1,6 +1,7 @@
 """After a failure: pick a strategy by category, re-delegate, stop on budget."""
 
 from lyra.recovery._api import adelegate_with_retry, delegate_with_retry
+from lyra.recovery._decompose import Decomposer, ModelDecomposer, default_decomposer
 from lyra.recovery._loop import AttemptRecord, RecoveryOutcome, recover
 from lyra.recovery._policy import Fixer, RecoveryPolicy
 from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
@@ -10,12 +11,15 @@ from lyra.recovery._testing import is_testing, record_waits, set_testing
 __all__ = [
     "AttemptRecord",
     "ContextProvider",
+    "Decomposer",
     "Fixer",
+    "ModelDecomposer",
     "RecoveryOutcome",
     "RecoveryPolicy",
     "adelegate_with_retry",
     "continuation_prompt",
     "decompose",
+    "default_decomposer",
     "delegate_with_retry",
     "enriched_prompt",
     "is_testing",

@@ -36,18 +36,27 @@ class RecoveryPolicy(BaseModel):
         frozenset(FailureCategory), description="Categories recovery may act on."
     )
     fixers: tuple[Fixer, ...] = Field((), description="Allow-listed environment fixers.")
+    decomposer: Any = Field(
+        None,
+        description="Splits a task that timed out without progress (a Decomposer); "
+        "None: a model when an API key is set, else the rules.",
+    )
 
     @field_validator("retry_categories", mode="before")
     @classmethod
     def _categories(cls, value: Any) -> frozenset[FailureCategory]:
         return frozenset(FailureCategory(item) for item in value)
 
-    def backoff(self, retry: int, retry_after: float | None = None) -> float:
+    def backoff(
+        self, retry: int, retry_after: float | None = None, *, rng: random.Random | None = None
+    ) -> float:
         """Seconds to wait before retry number ``retry`` (1-based).
 
         Exponential with jitter, capped, and never shorter than a
-        ``retry-after`` the failing service asked for.
+        ``retry-after`` the failing service asked for. ``rng`` draws the
+        jitter (the ``random`` module when ``None``).
         """
         wait = min(self.backoff_cap, self.backoff_base * 2.0 ** (retry - 1))
-        wait += wait * self.jitter * random.random()  # jitter, not cryptography
+        draw = rng.random() if rng is not None else random.random()  # jitter, not cryptography
+        wait += wait * self.jitter * draw
         return float(max(wait, retry_after or 0.0))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from lyra.delegation import ChildFailure, FailureCategory
+from lyra.recovery._decompose import default_decomposer
 from lyra.recovery._policy import RecoveryPolicy
-from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
+from lyra.recovery._prompts import continuation_prompt, enriched_prompt
 
 ContextProvider = Callable[[ChildFailure], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 """Called once after a missing_context failure; returns context to add to the prompt."""
@@ -41,20 +43,26 @@ async def next_plan(
     state: LoopState,
     policy: RecoveryPolicy,
     context_provider: ContextProvider | None,
+    *,
+    rng: random.Random | None = None,
 ) -> Plan | None:
-    """The attempt this failure calls for, or ``None`` when nothing can help."""
+    """The attempt this failure calls for, or ``None`` when nothing can help.
+
+    ``rng`` draws the backoff jitter (the ``random`` module when ``None``)."""
     if failure.category not in policy.retry_categories:
         return None
     retry = state.retries + 1
     match failure.category:
         case FailureCategory.TIMEOUT:
-            return _after_timeout(failure, previous, state, policy)
+            return await _after_timeout(failure, previous, state, policy)
         case FailureCategory.MISSING_CONTEXT:
             return await _enrich(failure, previous, state, context_provider)
         case FailureCategory.TOOL_ERROR if failure.suggested_retry:
             fixed = await _fixed(failure, policy)
             wait = (
-                failure.retry_after or 0.0 if fixed else policy.backoff(retry, failure.retry_after)
+                failure.retry_after or 0.0
+                if fixed
+                else policy.backoff(retry, failure.retry_after, rng=rng)
             )
             if wait > policy.max_wait:
                 return None  # the service asked for longer than we are allowed to wait
@@ -66,7 +74,7 @@ async def next_plan(
             return None
 
 
-def _after_timeout(
+async def _after_timeout(
     failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
 ) -> Plan | None:
     if failure.suggested_retry:
@@ -75,9 +83,12 @@ def _after_timeout(
             prompt = continuation_prompt(state.prompt, failure)
             return Plan("continuation", prompt, timeout)
         return Plan("timeout_doubling", state.prompt, timeout)
-    subtasks = decompose(state.prompt)
-    if previous.subtasks or len(subtasks) < 2:
-        return None  # already decomposed, or nothing to split: no strategy left
+    if previous.subtasks:
+        return None  # already decomposed: no strategy left
+    decomposer = policy.decomposer or default_decomposer()
+    subtasks = list(await _maybe_await(decomposer(state.prompt)))
+    if len(subtasks) < 2:
+        return None  # nothing to split: no strategy left
     return Plan("decomposition", state.prompt, previous.timeout, subtasks=tuple(subtasks))
 
 

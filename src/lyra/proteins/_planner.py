@@ -1,0 +1,79 @@
+"""The planner: which proteins a free-text question is about, and which plan.
+
+By rule: the UniProt accessions in the text, and "structure only" style
+wording for a structure-only plan. With an API key, a model plans first (it
+can read "the p53 protein" as P04637); whatever it proposes is validated, and
+the rules answer when it fails or proposes nothing valid.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from lyra._templates import render
+from lyra.children import ask_structured, model_configured
+from lyra.delegation import exception_text
+from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
+
+log = structlog.get_logger("lyra")
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "uniprot_ids": {"type": "array", "items": {"type": "string"}},
+        "requires_full_pipeline": {
+            "type": "boolean",
+            "description": "false when the question is about the structure only",
+        },
+    },
+    "required": ["uniprot_ids", "requires_full_pipeline"],
+}
+
+
+class QuestionPlan(BaseModel):
+    """The proteins to analyse and the plan, and who decided."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ids: list[str]
+    plan: Literal["full", "structure"]
+    planned_by: Literal["rules", "model"]
+
+
+def plan_by_rules(question: str) -> QuestionPlan:
+    """Accessions found in the text; a structure-only plan when the text asks for one."""
+    structure = plan_for(question) == STRUCTURE_PLAN
+    return QuestionPlan(
+        ids=find_protein_ids(question),
+        plan="structure" if structure else "full",
+        planned_by="rules",
+    )
+
+
+async def plan_question(
+    question: str, *, client: Any = None, use_model: bool | None = None
+) -> QuestionPlan:
+    """Plan a question: with a model when one is configured (or ``use_model``), else by rule."""
+    if not (model_configured() if use_model is None else use_model):
+        return plan_by_rules(question)
+    try:
+        answer = await ask_structured(
+            question,
+            system=render("planner_system.txt.j2"),
+            tool="submit_plan",
+            schema=_SCHEMA,
+            client=client,
+        )
+    except Exception as exc:  # noqa: BLE001 - the rules still plan
+        log.warning("model_planner_failed", error=exception_text(exc))
+        return plan_by_rules(question)
+    checked = [validate_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
+    ids = list(dict.fromkeys(value for ok, value in checked if ok))
+    if not ids:
+        return plan_by_rules(question)
+    full = answer.get("requires_full_pipeline", True) is not False
+    return QuestionPlan(ids=ids, plan="full" if full else "structure", planned_by="model")
