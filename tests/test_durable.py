@@ -23,8 +23,9 @@ import pytest
 
 import lyra.durable
 from lyra.cli import main
+from lyra.delegation import ChildContext, DelegationResult
 from lyra.proteins import AnalysisOutput, analyze
-from lyra.recovery import record_waits
+from lyra.recovery import Plan, RecoveryPolicy, Replay, attempt_plan, record_waits, recover
 
 ADMIN_URLS = [
     os.environ.get("LYRA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
@@ -47,12 +48,18 @@ def env_with(log: Path) -> dict[str, str]:
     return {**os.environ, "LYRA_TEST_INVOCATION_LOG": str(log), "PYTHONUNBUFFERED": "1"}
 
 
-def invocations(log: Path) -> list[tuple[str, int]]:
-    """(protein, pid) for every child run the test hook recorded."""
+def attempts(log: Path) -> list[tuple[str, int, int]]:
+    """(protein, attempt, pid) for every attempt start the test hook recorded."""
     if not log.exists():
         return []
-    rows = [line.split("\t") for line in log.read_text().splitlines() if line]
-    return [(protein, int(pid)) for protein, pid, _executor in rows]
+    complete = log.read_text().split("\n")[:-1]  # a line still being written is not one
+    rows = [line.split("\t") for line in complete if line]
+    return [(protein, int(n), int(pid)) for protein, n, pid, _executor in rows]
+
+
+def invocations(log: Path) -> list[tuple[str, int]]:
+    """(protein, pid) for every child run (attempt) the test hook recorded."""
+    return [(protein, pid) for protein, _, pid in attempts(log)]
 
 
 def wait_for(predicate: Any, *, timeout: float, what: str) -> None:
@@ -180,6 +187,92 @@ def test_sigkill_then_resume_never_reruns_a_finished_child(tmp_path: Path) -> No
     assert json.loads(again.stdout) == output
     assert "already finished" in again.stderr
     assert Counter(protein for protein, _ in invocations(log)) == runs
+
+
+@pytest.mark.slow
+def test_sigkill_mid_attempt_never_reruns_a_finished_attempt(tmp_path: Path) -> None:
+    """Killed during attempt 2, the resumed run replays attempt 1 from its record
+    and continues from the stage it stopped at (no second fetch)."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    protein = "P04637"
+    # Attempt 1: fetch (0.7 s), then analyze_structure hangs until the 1.2 s timeout.
+    # Attempt 2 (timeout 2.4 s): the four stages left, 0.3 s each, killed while under
+    # way. A fetch in attempt 2 would take 0.3 s (its stages are no longer slowed by
+    # the @1 fault), so a fetch of 0.7 s or more in the output is attempt 1's.
+    args = ["analyze", protein, "--durable", "--run-dir", str(run_dir), "--json"]
+    args += ["--timeout", "1.2", "--retries", "1", *slow([protein], 0.3)]
+    args += ["--inject", f"{protein}:slow:0.4@1", "--inject", f"{protein}:hang@1"]
+    first = subprocess.Popen(
+        lyra_cmd(*args),
+        env=env_with(log),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(
+            lambda: (protein, 2) in {(p, n) for p, n, _ in attempts(log)},
+            timeout=60,
+            what="attempt 2 to start",
+        )
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert not (run_dir / "reports").exists() or not list((run_dir / "reports").iterdir())
+
+    resumed = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    output = json.loads(resumed.stdout)
+    assert protein_ids(output) == [protein]
+    (entry,) = output["completed_analyses"]
+    assert entry["attempts"] == 2
+
+    rows = attempts(log)
+    assert Counter(n for _, n, _ in rows) == {1: 1, 2: 2}  # attempt 1 once; 2 killed, rerun
+    assert [n for _, n, pid in rows if pid == first.pid] == [1, 2]
+    assert [n for _, n, pid in rows if pid != first.pid] == [2]
+    fetch = next(t for t in entry["tasks"] if t["task_type"] == "fetch_protein")
+    assert fetch["duration_seconds"] >= 0.7  # restored from attempt 1's record, not re-run
+
+
+@pytest.mark.anyio
+async def test_a_replayable_loop_is_a_function_of_its_recorded_attempts() -> None:
+    """Under Replay the waits come from the task ID and the budget from recorded
+    durations, so a replay of the same results takes the same path."""
+
+    async def refused(prompt: str, ctx: ChildContext) -> str:
+        raise ConnectionError("connection refused")
+
+    async def run(task_id: str, budget: float | None = None) -> tuple[list[float], int]:
+        waits: list[float] = []
+
+        async def run_attempt(plan: Plan, number: int) -> DelegationResult:
+            result = await attempt_plan(
+                refused, plan, number, subject=None, context=None, task_id=task_id
+            )
+            return result.model_copy(update={"duration": 10.0})  # as recorded
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+
+        policy = RecoveryPolicy(max_retries=3, total_budget=budget)
+        outcome = await recover(
+            "task", policy=policy, task_id=task_id, replay=Replay(run_attempt, sleep)
+        )
+        return waits, len(outcome.attempts)
+
+    first, again, other = await run("t-1"), await run("t-1"), await run("t-2")
+    assert first == again
+    assert first[1] == 4
+    assert first[0] != other[0]  # seeded per task, not one fixed sequence
+    assert await run("t-1", budget=25.0) == (first[0][:2], 3)  # 10 s charged per attempt
 
 
 # -- (2) a supervisor and two workers on PostgreSQL ----------------------------------

@@ -1,25 +1,40 @@
-"""The DBOS side: the protein workflow, its checkpointed step, starting and stopping DBOS.
+"""The DBOS side: the protein workflow, its checkpointed steps, starting and stopping DBOS.
 
 This is the only module that imports ``dbos`` (about a second of imports), and
 it is imported only by the durable paths.
 
-Each protein is one workflow, ``lyra.protein(protein_id, options)``, whose one
-step, ``lyra.protein_child``, is the protein's whole child run: the recovery
-loop with every attempt, classification and the report, exactly the code the
-local path runs (:meth:`lyra.proteins.ProteinWork.child`). DBOS records the
-step's result before the workflow finishes, so a finished child is never run
-again: not after a crash, not on ``--resume``, not when another worker
-recovers the workflow. A child interrupted mid-run is run again from its
-start. Inputs and results are stored as portable JSON, never pickles, so no
-process ever unpickles what another wrote into a shared database.
+Each protein is one workflow, ``lyra.protein(protein_id, options)``, that runs
+the protein's recovery loop -- strategies, budget, events, classification and
+the report, exactly the code the local path runs
+(:meth:`lyra.proteins.ProteinWork.child`) -- with each attempt its own step,
+``lyra.protein_attempt``, through the loop's :class:`lyra.recovery.Replay`
+seam. DBOS records each attempt's result, with a snapshot of the protein's
+progress (its stage results, output and running stage), before the next one
+starts, so a finished attempt is never run again: not after a crash, not on
+``--resume``, not when another worker recovers the workflow. On recovery DBOS
+replays the recorded attempts (returning their results without running them),
+the workflow restores the progress from each, and the loop continues with the
+attempt that was interrupted, which runs again from its start -- from the
+stage the last finished attempt stopped at, never fetching again.
 
-Test hook: when ``LYRA_TEST_INVOCATION_LOG`` names a file, every start of a
-child run appends ``<protein>\\t<pid>\\t<executor id>`` to it. Tests count
-lines to prove that no finished child ran twice.
+Replay takes the same path because the workflow body is a function of the
+recorded results only: the backoff jitter is drawn from a generator seeded
+with the task ID (derived from the workflow ID), a time budget is charged
+with the recorded durations and waits rather than read from a clock, and the
+wait before a retry is a durable ``DBOS.sleep`` (its wake-up time is recorded;
+in testing mode it is only recorded, for the whole run).
+
+Inputs and results are stored as portable JSON, never pickles, so no process
+ever unpickles what another wrote into a shared database.
+
+Test hook: when ``LYRA_TEST_INVOCATION_LOG`` names a file, every start of an
+attempt appends ``<protein>\\t<attempt>\\t<pid>\\t<executor id>`` to it.
+Tests count lines to prove that no finished attempt ran twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Mapping
@@ -30,6 +45,7 @@ import structlog
 from dbos import DBOS, DBOSConfig, WorkflowSerializationFormat
 from dbos import _dbos as dbos_internals
 
+from lyra.delegation import DelegationResult
 from lyra.durable._events import capturing
 from lyra.durable._liveness import Liveness
 from lyra.errors import ConfigurationError
@@ -40,13 +56,16 @@ from lyra.proteins._output import (
     PartialAnalysis,
     ProteinEntry,
 )
+from lyra.recovery import Plan, Replay, is_testing
+from lyra.recovery._testing import sleep as testing_sleep
 
 APP = "lyra"
-VERSION = "lyra-durable-1"
+VERSION = "lyra-durable-2"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
 WORKFLOW = "lyra.protein"
+STEP = "lyra.protein_attempt"
 MAX_RECOVERY_ATTEMPTS = 5
 """A child that takes its process down this many times ends as a failed protein."""
 QUEUE_POLL = 0.1
@@ -67,12 +86,56 @@ def _work(options: str) -> ProteinWork:
     return AnalysisOptions.model_validate_json(options).work()
 
 
-@DBOS.step(name="lyra.protein_child")
-async def protein_child(protein_id: str, options: str) -> dict[str, Any]:
-    """One protein's whole child run, recovery loop included; DBOS records its result."""
-    _note_invocation(protein_id)
+@DBOS.step(name=STEP)
+async def protein_attempt(
+    protein_id: str,
+    options: str,
+    task_id: str,
+    plan: dict[str, Any],
+    number: int,
+    state: dict[str, Any],
+) -> dict[str, Any]:
+    """One attempt of a protein's recovery loop, continuing from the progress
+    ``state``; DBOS records the attempt's result and the progress after it."""
+    _note_invocation(protein_id, number)
+    work = _work(options)
+    progress = work.new_state(protein_id)
+    progress.restore(state)
     with capturing() as events:
-        entry, report = await _work(options).child(protein_id)
+        result = await work.attempt(protein_id, progress, _plan(plan), number, task_id=task_id)
+    return {
+        "result": result.model_dump(mode="json", exclude={"report"}),
+        "state": progress.snapshot(),
+        "events": events,
+    }
+
+
+@DBOS.workflow(
+    name=WORKFLOW,
+    max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
+    serialization_type=WorkflowSerializationFormat.PORTABLE,
+)
+async def protein_workflow(protein_id: str, options: str) -> dict[str, Any]:
+    """A protein's analysis: its recovery loop, one checkpointed step per attempt."""
+    work = _work(options)
+    progress = work.new_state(protein_id)
+    task_id = f"task-{DBOS.workflow_id}"  # the same on every replay
+
+    async def run_attempt(plan: Plan, number: int) -> DelegationResult:
+        recorded = await protein_attempt(
+            protein_id, options, task_id, _plan_data(plan), number, progress.snapshot()
+        )
+        progress.restore(recorded["state"])
+        events.extend(recorded["events"])
+        return DelegationResult.model_validate(recorded["result"])
+
+    with capturing() as events:
+        entry, report = await work.child(
+            protein_id,
+            state=progress,
+            replay=Replay(run_attempt, _durable_sleep),
+            task_id=task_id,
+        )
     kind = next(name for name, cls in _KINDS.items() if isinstance(entry, cls))
     return {
         "kind": kind,
@@ -83,14 +146,21 @@ async def protein_child(protein_id: str, options: str) -> dict[str, Any]:
     }
 
 
-@DBOS.workflow(
-    name=WORKFLOW,
-    max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
-    serialization_type=WorkflowSerializationFormat.PORTABLE,
-)
-async def protein_workflow(protein_id: str, options: str) -> dict[str, Any]:
-    """A protein's analysis: one checkpointed child run."""
-    return await protein_child(protein_id, options)
+async def _durable_sleep(seconds: float) -> None:
+    """The wait before a retry: a DBOS sleep (its wake-up time is recorded, so a
+    replay does not wait again), or only recorded in testing mode."""
+    if is_testing():
+        await testing_sleep(seconds)
+    else:
+        await DBOS.sleep_async(seconds)
+
+
+def _plan_data(plan: Plan) -> dict[str, Any]:
+    return {**dataclasses.asdict(plan), "subtasks": list(plan.subtasks)}
+
+
+def _plan(data: Mapping[str, Any]) -> Plan:
+    return Plan(**{**data, "subtasks": tuple(data["subtasks"])})
 
 
 def decode(result: Mapping[str, Any]) -> tuple[ProteinEntry, str]:
@@ -99,11 +169,11 @@ def decode(result: Mapping[str, Any]) -> tuple[ProteinEntry, str]:
     return entry, str(result["report"])
 
 
-def _note_invocation(protein_id: str) -> None:
+def _note_invocation(protein_id: str, attempt: int) -> None:
     path = os.environ.get(INVOCATION_LOG)
     if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{protein_id}\t{os.getpid()}\t{DBOS.executor_id}\n")
+            handle.write(f"{protein_id}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}\n")
 
 
 # -- starting and stopping ------------------------------------------------------

@@ -35,7 +35,8 @@ from lyra.proteins._output import (
 )
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
-from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
+from lyra.recovery import Plan as RecoveryPlan
+from lyra.recovery import RecoveryOutcome, RecoveryPolicy, Replay, attempt_plan, recover
 from lyra.supervisor import (
     AnswerWriter,
     Executor,
@@ -256,21 +257,54 @@ class ProteinWork:
         entry, report = await self.child(protein_id)
         return self.finish(entry, report)
 
-    async def child(self, protein_id: str) -> tuple[ProteinEntry, str]:
-        """The protein's child under its recovery loop: its entry and last report."""
-        state = ProteinState(protein_id, plan_for("", self.plan))
-        child = ProteinChild(
-            self.source, faults=self.faults.get(protein_id, ()), states={protein_id: state}
-        )
+    async def child(
+        self,
+        protein_id: str,
+        *,
+        state: ProteinState | None = None,
+        replay: Replay | None = None,
+        task_id: str | None = None,
+    ) -> tuple[ProteinEntry, str]:
+        """The protein's child under its recovery loop: its entry and last report.
+
+        A durable workflow passes ``replay`` (each attempt a checkpointed step
+        that runs :meth:`attempt`), the ``state`` those steps keep up to date,
+        and a ``task_id`` that is the same on every replay.
+        """
+        state = state if state is not None else self.new_state(protein_id)
         outcome = await recover(
             f"Analyze {protein_id}",
-            child=child,
+            child=self._child(protein_id, state),
             base_timeout=self.timeout,
             policy=self.policy,
             subject=protein_id,
             context={"plan": self.plan},
+            task_id=task_id,
+            replay=replay,
         )
         return entry_for(state, outcome), outcome.report
+
+    def new_state(self, protein_id: str) -> ProteinState:
+        """The protein's progress before its first attempt."""
+        return ProteinState(protein_id, plan_for("", self.plan))
+
+    async def attempt(
+        self, protein_id: str, state: ProteinState, plan: RecoveryPlan, number: int, *, task_id: str
+    ) -> DelegationResult:
+        """One attempt of the protein's recovery loop, continuing from ``state``
+        (which it updates): what a durable workflow's step runs."""
+        return await attempt_plan(
+            self._child(protein_id, state),
+            plan,
+            number,
+            subject=protein_id,
+            context={"plan": self.plan},
+            task_id=task_id,
+        )
+
+    def _child(self, protein_id: str, state: ProteinState) -> ProteinChild:
+        faults = self.faults.get(protein_id, ())
+        return ProteinChild(self.source, faults=faults, states={protein_id: state})
 
     def finish(self, entry: ProteinEntry, report: str) -> ProteinEntry:
         """Write the protein's report and brief to the run directory; call ``on_result``."""

@@ -79,6 +79,20 @@ class ProteinState:
     """The stage under way when the attempt ended (a deadline cuts it short)."""
     output: str | None = None
 
+    def snapshot(self) -> dict[str, Any]:
+        """The progress as JSON data (what a durable step records after an attempt)."""
+        return {
+            "results": {k: v.model_dump(mode="json") for k, v in self.results.items()},
+            "running": self.running,
+            "output": self.output,
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Take the progress a :meth:`snapshot` recorded (replacing this one's)."""
+        self.results = {k: TaskResult.model_validate(v) for k, v in snapshot["results"].items()}
+        self.running = snapshot["running"]
+        self.output = snapshot["output"]
+
     def reusable(self, stage: str) -> Any:
         """The result of a stage that already succeeded, else ``None``."""
         done = self.results.get(stage)

@@ -2,21 +2,32 @@
 
 from lyra.recovery._api import adelegate_with_retry, delegate_with_retry
 from lyra.recovery._decompose import Decomposer, ModelDecomposer, default_decomposer
-from lyra.recovery._loop import AttemptRecord, RecoveryOutcome, recover
+from lyra.recovery._loop import (
+    AttemptRecord,
+    AttemptRunner,
+    RecoveryOutcome,
+    Replay,
+    attempt_plan,
+    recover,
+)
 from lyra.recovery._policy import Fixer, RecoveryPolicy
 from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
-from lyra.recovery._strategies import ContextProvider
+from lyra.recovery._strategies import ContextProvider, Plan
 from lyra.recovery._testing import is_testing, record_waits, set_testing
 
 __all__ = [
     "AttemptRecord",
+    "AttemptRunner",
     "ContextProvider",
     "Decomposer",
     "Fixer",
     "ModelDecomposer",
+    "Plan",
     "RecoveryOutcome",
     "RecoveryPolicy",
+    "Replay",
     "adelegate_with_retry",
+    "attempt_plan",
     "continuation_prompt",
     "decompose",
     "default_decomposer",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -28,6 +30,26 @@ from lyra.recovery._prompts import subtask_prompt
 from lyra.recovery._strategies import ContextProvider, LoopState, Plan, next_plan
 
 log = structlog.get_logger("lyra")
+
+AttemptRunner = Callable[[Plan, int], Awaitable[DelegationResult]]
+"""Runs attempt number ``n`` of a loop as ``plan`` says and returns its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The seam a durable engine (DBOS) runs a recovery loop through.
+
+    ``run_attempt`` runs each attempt (a checkpointed step) and ``sleep`` each
+    wait before a retry (a durable sleep). With it, everything the loop decides
+    between two attempts is a function of the earlier attempts' results only,
+    so an engine that replays recorded attempts after a crash takes the same
+    path: backoff jitter comes from a generator seeded with the task ID, and
+    ``policy.total_budget`` is charged with the attempts' recorded durations
+    and the waits instead of read from a clock.
+    """
+
+    run_attempt: AttemptRunner
+    sleep: Callable[[float], Awaitable[None]]
 
 
 class AttemptRecord(BaseModel):
@@ -73,17 +95,25 @@ async def recover(
     subject: str | None = None,
     context: Mapping[str, Any] | None = None,
     task_id: str | None = None,
+    replay: Replay | None = None,
 ) -> RecoveryOutcome:
     """Delegate ``prompt`` and recover from failures until success or no strategy is left.
 
     Stops on success, on a failure no strategy applies to, after
     ``policy.max_retries`` retries, or when ``policy.total_budget`` is spent.
+    ``replay`` runs the attempts and waits through a durable engine (``child``
+    is then unused; see :class:`Replay`).
     """
     policy = policy or RecoveryPolicy()
-    child = child if child is not None else default_child()
     task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
-    attempt = partial(_attempt, child, subject=subject, context=context, task_id=task_id)
-    clock = _Clock(policy.total_budget)
+    attempt: AttemptRunner
+    rng: random.Random | None = None
+    if replay is None:
+        child = child if child is not None else default_child()
+        attempt = partial(attempt_plan, child, subject=subject, context=context, task_id=task_id)
+    else:
+        attempt, rng = replay.run_attempt, random.Random(task_id)
+    clock = _Clock(policy.total_budget, replay=replay)
     state = LoopState(prompt=prompt)
     plan: Plan | None = Plan(
         "initial", prompt, clock.clamp(min(check_timeout(base_timeout), policy.timeout_cap))
@@ -92,6 +122,7 @@ async def recover(
     while plan is not None:
         number = len(history) + 1
         result = await attempt(plan, number)
+        clock.charge(result.duration)
         history.append(
             AttemptRecord(
                 number=number,
@@ -104,7 +135,7 @@ async def recover(
         )
         if result.failure is None or state.retries >= policy.max_retries:
             break
-        plan = await next_plan(result.failure, plan, state, policy, context_provider)
+        plan = await next_plan(result.failure, plan, state, policy, context_provider, rng=rng)
         plan = clock.fit(plan)
         if plan is not None:
             state.retries += 1
@@ -114,17 +145,29 @@ async def recover(
 
 
 class _Clock:
-    """Elapsed time of the loop, counting waits skipped in testing mode."""
+    """Elapsed time of the loop, counting waits skipped in testing mode.
 
-    def __init__(self, budget: float | None) -> None:
+    Under a :class:`Replay` the elapsed time is what was charged (attempts'
+    recorded durations and the waits), the same on every replay.
+    """
+
+    def __init__(self, budget: float | None, *, replay: Replay | None = None) -> None:
         self.budget = budget
         self.started = time.monotonic()
         self.skipped = 0.0
+        self.replay = replay
+        self.charged = 0.0
 
     def remaining(self) -> float:
         if self.budget is None:
             return float("inf")
+        if self.replay is not None:
+            return self.budget - self.charged
         return self.budget - (time.monotonic() - self.started + self.skipped)
+
+    def charge(self, seconds: float) -> None:
+        """Count an attempt's recorded duration (only a replayable loop uses it)."""
+        self.charged += seconds
 
     def clamp(self, timeout: float) -> float:
         return max(min(timeout, self.remaining()), 0.001)
@@ -141,12 +184,16 @@ class _Clock:
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:
             return
+        self.charged += seconds
+        if self.replay is not None:
+            await self.replay.sleep(seconds)
+            return
         if _testing.is_testing():
             self.skipped += seconds
         await _testing.sleep(seconds)
 
 
-async def _attempt(
+async def attempt_plan(
     child: Child,
     plan: Plan,
     number: int,
@@ -155,6 +202,7 @@ async def _attempt(
     context: Mapping[str, Any] | None,
     task_id: str,
 ) -> DelegationResult:
+    """One attempt of a recovery loop as ``plan`` says (decomposed when it has subtasks)."""
     context = {**(context or {}), "task_id": task_id, "strategy": plan.strategy}
     if plan.subtasks:
         return await _decomposed(child, plan, number, subject=subject, context=context)
