@@ -241,7 +241,7 @@ def _durable(args: argparse.Namespace) -> Any:
     a plain --run-dir is checked too, so it never reuses a durable run's folder."""
     if not (args.durable or args.resume or args.database_url or args.run_dir):
         return None
-    from lyra.durable._runs import open_run
+    from lyra.cli._durable_runs import open_run
 
     return open_run(args)
 
