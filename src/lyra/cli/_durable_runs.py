@@ -24,8 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra.durable._database import check_reachable, postgres_url, redacted
 from lyra.durable._executor import DurableExecutor
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import _unique
-from lyra.proteins._output import AnalysisOutput
+from lyra.proteins import AnalysisOutput, requested_ids
 from lyra.supervisor import RunDir, write_atomic
 
 RUN_FILE = "run.json"
@@ -186,7 +185,7 @@ def _defaults() -> dict[str, Any]:
 
 def _check_same(record: RunRecord, args: argparse.Namespace, folder: Path) -> None:
     """ConfigurationError unless the IDs and explicit options given match the record."""
-    if args.ids and _unique(args.ids) != _unique(record.ids):
+    if args.ids and requested_ids(args.ids) != requested_ids(record.ids):
         raise ConfigurationError(
             f"{folder} belongs to another run (of {' '.join(record.ids)}); "
             f"resume it with: lyra analyze --resume {folder}"

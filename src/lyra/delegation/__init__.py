@@ -4,6 +4,8 @@ from lyra.delegation._child import Child, ChildAgent, ChildFn, as_callable, defa
 from lyra.delegation._classify import exception_text
 from lyra.delegation._context import ChildContext
 from lyra.delegation._delegate import build_result, check_timeout, new_session_id, run_attempt
+from lyra.delegation._foreign import Kind as ErrorKind
+from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
 from lyra.delegation._models import (
     ChildFailure,
@@ -38,6 +40,7 @@ __all__ = [
     "ChildFailure",
     "ChildFn",
     "DelegationResult",
+    "ErrorKind",
     "ErrorType",
     "FailureCategory",
     "TaskReport",
@@ -45,6 +48,7 @@ __all__ = [
     "build_result",
     "check_timeout",
     "default_child",
+    "describe_error",
     "escape",
     "exception_text",
     "extract_blocker",

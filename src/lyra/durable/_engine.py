@@ -49,12 +49,13 @@ from lyra.delegation import DelegationResult
 from lyra.durable._events import capturing
 from lyra.durable._liveness import Liveness
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import AnalysisOptions, ProteinWork
-from lyra.proteins._output import (
+from lyra.proteins import (
+    AnalysisOptions,
     CompletedAnalysis,
     FailedAnalysis,
     PartialAnalysis,
     ProteinEntry,
+    ProteinWork,
 )
 from lyra.recovery import Plan, Replay, is_testing
 from lyra.recovery._testing import sleep as testing_sleep

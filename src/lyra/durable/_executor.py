@@ -36,10 +36,8 @@ from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, sqlite_url
 from lyra.durable._events import replay_events
 from lyra.errors import ConfigurationError
-from lyra.proteins._analyze import ProteinWork
-from lyra.proteins._output import ProteinEntry
-from lyra.supervisor import LocalExecutor
-from lyra.supervisor._rundir import file_stem
+from lyra.proteins import ProteinEntry, ProteinWork
+from lyra.supervisor import LocalExecutor, file_stem
 
 if TYPE_CHECKING:
     from lyra.durable._liveness import Liveness

@@ -7,7 +7,13 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._analyze import analyze, analyze_sync
+from lyra.proteins._analyze import (
+    AnalysisOptions,
+    ProteinWork,
+    analyze,
+    analyze_sync,
+    requested_ids,
+)
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
 from lyra.proteins._model_child import anthropic_protein_child, protein_tools
@@ -16,6 +22,7 @@ from lyra.proteins._output import (
     CompletedAnalysis,
     FailedAnalysis,
     PartialAnalysis,
+    ProteinEntry,
     Summary,
 )
 from lyra.proteins._pipeline import (
@@ -32,6 +39,7 @@ from lyra.proteins._validate import process_protein, validate_response
 __all__ = [
     "FULL_PLAN",
     "STRUCTURE_PLAN",
+    "AnalysisOptions",
     "AnalysisOutput",
     "CompletedAnalysis",
     "FailedAnalysis",
@@ -40,8 +48,10 @@ __all__ = [
     "OfflineSource",
     "PartialAnalysis",
     "ProteinChild",
+    "ProteinEntry",
     "ProteinSource",
     "ProteinState",
+    "ProteinWork",
     "QuestionPlan",
     "Summary",
     "TaskResult",
@@ -57,6 +67,7 @@ __all__ = [
     "process_protein",
     "protein_tools",
     "reason",
+    "requested_ids",
     "structure_summary",
     "synthesize",
     "validate_protein_id",

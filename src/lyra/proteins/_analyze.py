@@ -79,7 +79,7 @@ async def analyze(
     ``quorum`` decides whether the results are enough to answer; the answer is
     written by ``answer_writer`` (a template by default) and always exists.
     """
-    requested = _unique(ids)
+    requested = requested_ids(ids)
     plan_for("", plan)  # a clear error for an unknown plan before anything runs
     policy = policy or RecoveryPolicy(max_retries=retries)
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
@@ -225,7 +225,7 @@ def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:
     )
 
 
-def _unique(ids: Iterable[object]) -> list[str]:
+def requested_ids(ids: Iterable[object]) -> list[str]:
     """Requested IDs, normalised where valid, each once, in order."""
     if isinstance(ids, str):
         ids = [ids]

@@ -36,7 +36,7 @@ def decompose(prompt: str) -> list[str]:
     items = [m.group(1).strip() for line in prompt.splitlines() if (m := _ITEM.match(line))]
     if len(items) >= 2:
         return items
-    from lyra.proteins._ids import find_protein_ids  # here: proteins import recovery
+    from lyra.proteins import find_protein_ids  # here: lyra.proteins imports recovery
 
     accessions = find_protein_ids(prompt)
     if len(accessions) >= 2:

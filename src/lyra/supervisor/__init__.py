@@ -12,7 +12,7 @@ from lyra.supervisor._executor import Executor, LocalExecutor
 from lyra.supervisor._graceful import ErrorContext, Graceful, error_context
 from lyra.supervisor._health import ServiceHealth, probe
 from lyra.supervisor._quorum import ChildOutcome, QuorumDecision, QuorumPolicy, decide
-from lyra.supervisor._rundir import RunDir, write_atomic
+from lyra.supervisor._rundir import RunDir, file_stem, write_atomic
 from lyra.supervisor._supervisor import Supervisor
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "TemplateAnswerWriter",
     "decide",
     "error_context",
+    "file_stem",
     "final_answer",
     "probe",
     "write_atomic",

@@ -15,9 +15,7 @@ from typing import TypeVar
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import exception_text
-from lyra.delegation._foreign import Kind, describe
-from lyra.delegation._models import ErrorType
+from lyra.delegation import ErrorKind, ErrorType, describe_error, exception_text
 
 T = TypeVar("T")
 log = structlog.get_logger("lyra")
@@ -59,8 +57,8 @@ def error_context(
     critical: bool = False,
 ) -> ErrorContext:
     """Describe a failed step for the answer writer and the user."""
-    cause = describe(exc)
-    can_retry = cause.kind in (Kind.TRANSIENT, Kind.ENVIRONMENT)
+    cause = describe_error(exc)
+    can_retry = cause.kind in (ErrorKind.TRANSIENT, ErrorKind.ENVIRONMENT)
     return ErrorContext(
         failed_step=step,
         error_type=cause.error_type,
