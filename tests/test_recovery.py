@@ -390,3 +390,16 @@ async def test_model_decomposer_falls_back_to_the_rules() -> None:
         async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
             subtasks = await ModelDecomposer(client=client)("1. fetch\n2. summarise")
     assert subtasks == ["fetch", "summarise"]
+
+
+async def test_max_retries_overrides_the_policys() -> None:
+    """Given both, the max_retries argument wins over the policy's own."""
+    child = Script(rate_limited)
+    await adelegate_with_retry(
+        "task",
+        child=child,
+        base_timeout=1,
+        max_retries=1,
+        policy=RecoveryPolicy(max_retries=5, backoff_base=0),
+    )
+    assert len(child.prompts) == 2

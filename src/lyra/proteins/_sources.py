@@ -89,7 +89,11 @@ class NotFound(TypedDict):
 
 @runtime_checkable
 class ProteinSource(Protocol):
-    """Anything that can fetch a protein summary (see the module docstring)."""
+    """Anything that can fetch a protein summary (see the module docstring).
+
+    A source may also offer ``ping() -> object``, a cheap health check that
+    ``analyze`` calls before a run; without one, it fetches P04637.
+    """
 
     name: str
 

@@ -17,7 +17,7 @@ async def adelegate_with_retry(
     prompt: str,
     *,
     child: Child | None = None,
-    max_retries: int = 3,
+    max_retries: int | None = None,
     base_timeout: float = 300.0,
     policy: RecoveryPolicy | None = None,
     context_provider: ContextProvider | None = None,
@@ -26,13 +26,16 @@ async def adelegate_with_retry(
 ) -> str:
     """Delegate with recovery; return the last report (its ``<attempt>`` tag says which).
 
-    ``max_retries`` applies when no ``policy`` is given; a policy carries its own.
+    ``max_retries`` (3 unless given) overrides the ``policy``'s when both are given.
     """
+    policy = policy or RecoveryPolicy()
+    if max_retries is not None:
+        policy = policy.model_copy(update={"max_retries": max_retries})
     outcome = await recover(
         prompt,
         child=child,
         base_timeout=base_timeout,
-        policy=policy or RecoveryPolicy(max_retries=max_retries),
+        policy=policy,
         context_provider=context_provider,
         subject=subject,
         context=context,
@@ -44,7 +47,7 @@ def delegate_with_retry(
     prompt: str,
     *,
     child: Child | None = None,
-    max_retries: int = 3,
+    max_retries: int | None = None,
     base_timeout: float = 300.0,
     policy: RecoveryPolicy | None = None,
     context_provider: ContextProvider | None = None,

@@ -78,11 +78,6 @@ class Graceful:
     def __init__(self) -> None:
         self.errors: list[ErrorContext] = []
 
-    @property
-    def forced(self) -> bool:
-        """True once a critical step failed: answer now, from what exists."""
-        return any(error.critical for error in self.errors)
-
     async def step(
         self,
         name: str,
