@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
-from lyra._sync import run_blocking
+from lyra._sync import blocking
 from lyra.delegation import Child
 from lyra.supervisor import Supervisor
 
@@ -39,31 +38,12 @@ async def adelegate_task(
     return result.report
 
 
-def delegate_task(
-    prompt: str,
-    *,
-    timeout: float = 300.0,
-    child: Child | None = None,
-    context: Mapping[str, Any] | None = None,
-    session_id: str | None = None,
-    subject: str | None = None,
-    attempt: int = 1,
-) -> str:
+delegate_task = blocking(
+    adelegate_task,
+    "delegate_task",
     """Blocking form of :func:`adelegate_task`; call it where no event loop runs.
 
     ``attempt`` is the number a hand-written retry loop gives this call (the
     report's ``<attempt>`` tag).
-    """
-    return run_blocking(
-        "adelegate_task",
-        partial(
-            adelegate_task,
-            prompt,
-            timeout=timeout,
-            child=child,
-            context=context,
-            session_id=session_id,
-            subject=subject,
-            attempt=attempt,
-        ),
-    )
+    """,
+)

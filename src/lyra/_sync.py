@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 import anyio
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def run_blocking(async_name: str, fn: Callable[[], Awaitable[T]]) -> T:
@@ -20,3 +22,15 @@ def run_blocking(async_name: str, fn: Callable[[], Awaitable[T]]) -> T:
     raise RuntimeError(
         f"this blocking call cannot run inside an event loop; use 'await {async_name}(...)'"
     )
+
+
+def blocking(async_fn: Callable[P, Awaitable[T]], name: str, doc: str) -> Callable[P, T]:
+    """The blocking form of an async API function, with the same parameters."""
+
+    @functools.wraps(async_fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_blocking(async_fn.__name__, functools.partial(async_fn, *args, **kwargs))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    return call

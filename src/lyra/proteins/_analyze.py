@@ -16,7 +16,7 @@ from typing import Any, Literal
 import structlog
 from pydantic import Field
 
-from lyra._sync import run_blocking
+from lyra._sync import blocking
 from lyra.delegation import DelegationResult, FailureCategory, exception_text
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
@@ -202,9 +202,7 @@ async def _compare(
     return compare(figures, requested, allowed=allowed)
 
 
-def analyze_sync(ids: Iterable[object], **options: Any) -> AnalysisOutput:
-    """Blocking form of :func:`analyze`."""
-    return run_blocking("analyze", partial(analyze, ids, **options))
+analyze_sync = blocking(analyze, "analyze_sync", "Blocking form of :func:`analyze`.")
 
 
 def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
-from lyra._sync import run_blocking
+from lyra._sync import blocking
 from lyra.delegation import Child
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy
@@ -43,29 +42,6 @@ async def adelegate_with_retry(
     return outcome.report
 
 
-def delegate_with_retry(
-    prompt: str,
-    *,
-    child: Child | None = None,
-    max_retries: int | None = None,
-    base_timeout: float = 300.0,
-    policy: RecoveryPolicy | None = None,
-    context_provider: ContextProvider | None = None,
-    subject: str | None = None,
-    context: Mapping[str, Any] | None = None,
-) -> str:
-    """Blocking form of :func:`adelegate_with_retry`."""
-    return run_blocking(
-        "adelegate_with_retry",
-        partial(
-            adelegate_with_retry,
-            prompt,
-            child=child,
-            max_retries=max_retries,
-            base_timeout=base_timeout,
-            policy=policy,
-            context_provider=context_provider,
-            subject=subject,
-            context=context,
-        ),
-    )
+delegate_with_retry = blocking(
+    adelegate_with_retry, "delegate_with_retry", "Blocking form of :func:`adelegate_with_retry`."
+)
