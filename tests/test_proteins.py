@@ -381,3 +381,11 @@ async def test_planner_falls_back_to_rules_when_the_model_fails() -> None:
         async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
             plan = await plan_question("Compare P04637 and Q8I3H7", client=client, use_model=True)
     assert (plan.ids, plan.plan, plan.planned_by) == (["P04637", "Q8I3H7"], "full", "rules")
+
+
+def test_an_empty_id_is_an_invalid_task_not_missing_context() -> None:
+    """An empty protein ID fails as invalid input, with advice about the task, not files."""
+    output = analyze_sync([""], timeout=5)
+    failed = output.failed_analyses[0]
+    assert (failed.category, failed.failed_at_stage) == ("invalid_task", "fetch_protein")
+    assert "non-empty string" in failed.error

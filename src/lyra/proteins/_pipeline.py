@@ -172,7 +172,8 @@ class ProteinChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Analyse the protein and return its brief (or structure summary)."""
-        protein_id = ctx.subject or _first_accession(prompt, ctx)
+        subject = ctx.subject
+        protein_id = subject if subject is not None else _first_accession(prompt, ctx)
         stages = plan_for(prompt, self.plan or ctx.context.get("plan"))
         state = self._state(protein_id, stages, ctx.context.get("task_id"))
         faults = [f for f in self.faults if f.protein_id == protein_id and f.strikes(ctx.attempt)]
@@ -310,7 +311,7 @@ class _Run:
             )
         if "not_found" in kinds:
             return lambda pid: {
-                "error": f"Protein {pid} not found in {self.source.name}",
+                "error": f"Protein {pid} not found (injected not_found fault)",
                 "status": 404,
             }
         if "malformed" in kinds:
