@@ -269,3 +269,25 @@ def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
     output = tmp_path / "output.json"
     if output.exists():
         json.loads(output.read_text())
+
+
+def test_a_refused_durable_request_leaves_no_run_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A durable run refused for bad input writes nothing, so the folder stays usable."""
+    folder = tmp_path / "run"
+    status, _, err = run_cli(
+        [
+            "analyze",
+            "P04637",
+            "--durable",
+            "--run-dir",
+            str(folder),
+            "--inject",
+            "Q99999:not_found",
+        ],
+        capsys,
+    )
+    assert status == 2
+    assert "not requested" in err
+    assert not (folder / "run.json").exists()

@@ -249,3 +249,10 @@ def test_a_plain_function_child_runs_in_a_thread_under_its_deadline() -> None:
     report = parse_report(delegate_task("abc", child=blocks, timeout=0.2))
     assert report.category == "timeout"
     assert time.perf_counter() - started < 1.5
+
+
+async def test_a_result_loads_from_its_own_dump() -> None:
+    """A DelegationResult dumped to JSON (with its derived report) loads back equal."""
+    result = await Supervisor(echo).delegate("hi", timeout=5)
+    assert DelegationResult.model_validate_json(result.model_dump_json()) == result
+    assert DelegationResult.model_validate(result.model_dump()).report == result.report

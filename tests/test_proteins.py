@@ -389,3 +389,20 @@ def test_an_empty_id_is_an_invalid_task_not_missing_context() -> None:
     failed = output.failed_analyses[0]
     assert (failed.category, failed.failed_at_stage) == ("invalid_task", "fetch_protein")
     assert "non-empty string" in failed.error
+
+
+def test_a_durable_run_refuses_a_python_decomposer() -> None:
+    """A decomposer (Python code) cannot travel to durable workers: a clear error."""
+    from lyra.errors import ConfigurationError
+    from lyra.proteins import ProteinWork
+    from lyra.recovery import RecoveryPolicy, decompose
+
+    work = ProteinWork(
+        source=OfflineSource(),
+        timeout=5,
+        policy=RecoveryPolicy(decomposer=decompose),
+        plan="full",
+        faults={},
+    )
+    with pytest.raises(ConfigurationError, match="decomposer"):
+        work.options()

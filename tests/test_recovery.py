@@ -403,3 +403,11 @@ async def test_max_retries_overrides_the_policys() -> None:
         policy=RecoveryPolicy(max_retries=5, backoff_base=0),
     )
     assert len(child.prompts) == 2
+
+
+def test_an_invalid_max_retries_is_refused() -> None:
+    """A negative max_retries is a validation error, not a silent loop of one."""
+    import pydantic
+
+    with pytest.raises(pydantic.ValidationError):
+        delegate_with_retry("task", child=Script(succeed), max_retries=-1, policy=RecoveryPolicy())

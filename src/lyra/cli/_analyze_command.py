@@ -141,41 +141,28 @@ def _non_negative_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
     from lyra._sync import run_blocking
-    from lyra.proteins import analyze, parse_fault, plan_question, validate_protein_id
+    from lyra.proteins import analyze
     from lyra.supervisor import RunDir
 
+    request = None if args.resume else _request(args, plan=True)
+    if isinstance(request, str):
+        print(f"lyra analyze: {request}", file=sys.stderr)
+        return EXIT_USAGE
     durable = _durable(args)  # on --resume, args get the recorded IDs and options
     if durable is not None and durable.finished is not None:
         done = durable.finished
         print(done.model_dump_json(indent=2) if args.json else render_text(done))
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
         return EXIT_OK if done.all_completed else EXIT_FAILED
-    planned = (
-        run_blocking("plan_question", lambda: plan_question(args.question))
-        if (args.question)
-        else None
-    )
-    ids = list(args.ids) + (planned.ids if planned is not None else [])
-    if not ids:
-        where = " in the question" if args.question else ""
-        print(
-            f"lyra analyze: no protein IDs given{where} (try: lyra analyze P04637)", file=sys.stderr
-        )
-        return EXIT_USAGE
-    try:
-        faults = [parse_fault(spec) for spec in args.inject]
-    except ValueError as exc:
-        print(f"lyra analyze: --inject: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
-    stray = sorted({f.protein_id for f in faults} - requested)
-    if stray:
-        print(
-            f"lyra analyze: --inject names {', '.join(stray)}, which is not requested",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    structure_only = args.structure_only or (planned is not None and planned.plan == "structure")
+    if request is None:  # resuming: the record's IDs, checked, never planned again
+        request = _request(args, plan=False)
+        if isinstance(request, str):
+            print(f"lyra analyze: {request}", file=sys.stderr)
+            if durable is not None:
+                durable.close()
+            return EXIT_USAGE
+    ids, faults = request
+    structure_only = args.structure_only
     try:
         run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
     except OSError as exc:
@@ -184,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
             f"{exc.strerror or exc}",
             file=sys.stderr,
         )
+        if durable is not None:
+            durable.close()
         return EXIT_USAGE
     if durable is None and run_dir.holds_a_run():
         print(
@@ -234,6 +223,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"lyra analyze: could not write {failure}", file=sys.stderr)
     print(f"run directory: {run_dir.path}", file=sys.stderr)
     return EXIT_OK if output.all_completed else EXIT_FAILED
+
+
+def _request(args: argparse.Namespace, *, plan: bool) -> tuple[list[str], list[Any]] | str:
+    """The proteins and faults asked for, or what is wrong with the request.
+
+    A question is planned here (by rule, or by the model when a key is set),
+    and its proteins and plan are written back into ``args`` so that a
+    durable run records them and a resume never plans again.
+    """
+    from lyra._sync import run_blocking
+    from lyra.proteins import parse_fault, plan_question, validate_protein_id
+
+    planned = None
+    if plan and args.question:
+        planned = run_blocking("plan_question", lambda: plan_question(args.question))
+    ids = list(dict.fromkeys([*args.ids, *(planned.ids if planned else [])]))
+    if not ids:
+        where = " in the question" if args.question else ""
+        return f"no protein IDs given{where} (try: lyra analyze P04637)"
+    try:
+        faults = [parse_fault(spec) for spec in args.inject]
+    except ValueError as exc:
+        return f"--inject: {exc}"
+    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
+    stray = sorted({f.protein_id for f in faults} - requested)
+    if stray:
+        return f"--inject names {', '.join(stray)}, which is not requested"
+    args.ids = ids
+    args.structure_only = args.structure_only or (
+        planned is not None and planned.plan == "structure"
+    )
+    return ids, faults
 
 
 def _durable(args: argparse.Namespace) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 
 class FailureCategory(StrEnum):
@@ -85,6 +85,14 @@ class DelegationResult(_Frozen):
     def ok(self) -> bool:
         """True when the child completed."""
         return self.status == "completed"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_report(cls, data: Any) -> Any:
+        """Accept a dump of a result: its ``report`` is derived, so it is dropped."""
+        if isinstance(data, dict) and "report" in data:
+            data = {key: value for key, value in data.items() if key != "report"}
+        return data
 
     @computed_field  # type: ignore[prop-decorator]
     @property

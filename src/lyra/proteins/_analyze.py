@@ -319,6 +319,8 @@ class ProteinWork:
         process (a custom source, Python fixers)."""
         if self.policy.fixers:
             raise ConfigurationError("a durable run cannot send Python fixers to its workers")
+        if self.policy.decomposer is not None:
+            raise ConfigurationError("a durable run cannot send a Python decomposer to its workers")
         if isinstance(self.source, LiveSource):
             urls = {"afdb_url": self.source.afdb_url, "uniprot_url": self.source.uniprot_url}
             return AnalysisOptions(source="live", **urls, **self._settings())

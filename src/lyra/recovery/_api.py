@@ -29,7 +29,7 @@ async def adelegate_with_retry(
     """
     policy = policy or RecoveryPolicy()
     if max_retries is not None:
-        policy = policy.model_copy(update={"max_retries": max_retries})
+        policy = RecoveryPolicy.model_validate({**dict(policy), "max_retries": max_retries})
     outcome = await recover(
         prompt,
         child=child,

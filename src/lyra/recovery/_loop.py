@@ -26,7 +26,7 @@ from lyra.delegation import (
 )
 from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
-from lyra.recovery._prompts import subtask_prompt
+from lyra.recovery._prompts import decompose, subtask_prompt
 from lyra.recovery._strategies import ContextProvider, LoopState, Plan, next_plan
 
 log = structlog.get_logger("lyra")
@@ -113,6 +113,8 @@ async def recover(
         attempt = partial(attempt_plan, child, subject=subject, context=context, task_id=task_id)
     else:
         attempt, rng = replay.run_attempt, random.Random(task_id)
+        if policy.decomposer is None:  # a model's split is not replayable: use the rules
+            policy = policy.model_copy(update={"decomposer": decompose})
     clock = _Clock(policy.total_budget, replay=replay)
     state = LoopState(prompt=prompt)
     plan: Plan | None = Plan(
