@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from typing import Any, TextIO
 
 from lyra.cli import _logging
-from lyra.cli._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, positive_float
+from lyra.cli._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, positive_float, whole_number
 
 _DESCRIPTION = """\
 Analyse proteins, each in its own child agent under its own deadline:
@@ -70,11 +70,11 @@ def register(commands: Any) -> None:
         help="seconds per protein attempt (default 300)",
     )
     p.add_argument(
-        "--concurrency", type=_positive_int, default=8, help="proteins at once (default 8)"
+        "--concurrency", type=whole_number(1), default=8, help="proteins at once (default 8)"
     )
     p.add_argument(
         "--retries",
-        type=_non_negative_int,
+        type=whole_number(0),
         default=0,
         help="recovery attempts after a failure (default 0)",
     )
@@ -94,7 +94,7 @@ def register(commands: Any) -> None:
     )
     p.add_argument(
         "--min-success",
-        type=_non_negative_int,
+        type=whole_number(0),
         default=1,
         metavar="N",
         help="fewest proteins that must succeed for an answer (default 1)",
@@ -123,19 +123,6 @@ def register(commands: Any) -> None:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text) if text.isdigit() else -1
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1: {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 0: {text!r}")
-    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:

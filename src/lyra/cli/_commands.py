@@ -12,7 +12,7 @@ from typing import Any
 from lyra.cli import _logging
 
 Subparsers = Any  # argparse's _SubParsersAction is private
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def positive_float(text: str) -> float:
@@ -24,6 +24,17 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
     return value
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def convert(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}: {text!r}")
+        return int(text)
+
+    return convert
 
 
 def read_text(path: str) -> str:

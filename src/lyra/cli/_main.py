@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 from lyra.cli import _commands
+from lyra.cli._commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from lyra.errors import ConfigurationError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _EPILOG = """\
 examples:

@@ -11,7 +11,7 @@ from types import FrameType
 from typing import Any
 
 from lyra.cli import _logging
-from lyra.cli._commands import EXIT_OK
+from lyra.cli._commands import EXIT_OK, whole_number
 
 _DESCRIPTION = """\
 Take protein children from the PostgreSQL queue that `lyra analyze
@@ -38,7 +38,7 @@ def register(commands: Any) -> None:
     )
     p.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=whole_number(1),
         metavar="N",
         help="children at once on each worker (a setting shared by all workers of the queue)",
     )
@@ -47,13 +47,6 @@ def register(commands: Any) -> None:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1: {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lyra._templates import template
-from lyra.delegation._models import ErrorType, FailureCategory, TaskReport
+from lyra.delegation._models import TaskReport
 from lyra.errors import ReportParseError
 
 HEADER = "Child agent failed:"
@@ -53,8 +53,6 @@ _RENDERED = re.compile(
 )
 _STEP_SPLIT = re.compile(r"(?m)^  ✓ ")
 _ACTION_SPLIT = re.compile(r"(?m)^  • ")
-_CATEGORIES = {c.value: c for c in FailureCategory}
-_ERROR_TYPES = {e.value: e for e in ErrorType}
 _TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
@@ -252,27 +250,12 @@ def _parse_one(region: str, block: str | None, *, strip_lead: bool) -> TaskRepor
             fields["retryable"] = meta["retryable"] == "true"
         if "retry_after_s" in meta:
             fields["retry_after"] = _float(meta["retry_after_s"], "retry_after_s")
-        _check_enums(fields)
     if "duration_s" in meta:
         fields["duration"] = _float(meta["duration_s"], "duration_s")
     try:
         return TaskReport(**fields)
     except ValueError as exc:  # pydantic's ValidationError: an impossible value
         raise ReportParseError(f"malformed report: {exc}") from None
-
-
-def _check_enums(fields: dict[str, Any]) -> None:
-    if "category" in fields:
-        fields["category"] = _member(_CATEGORIES, fields["category"], "category")
-    if fields.get("error_type") is not None:
-        fields["error_type"] = _member(_ERROR_TYPES, fields["error_type"], "error_type")
-
-
-def _member(members: dict[str, Any], value: Any, what: str) -> Any:
-    try:
-        return members[str(value)]
-    except KeyError:
-        raise ReportParseError(f"unknown {what} {value!r}") from None
 
 
 def _fast_body(body: str) -> dict[str, Any] | None:
@@ -373,7 +356,7 @@ def _finish(fields: dict[str, Any], lists: dict[str, list[str]]) -> dict[str, An
     if not out.get("blocked_on"):
         out["blocked_on"] = None
     if "category" in fields:
-        out["category"] = fields["category"][0].strip()  # checked by _check_enums
+        out["category"] = fields["category"][0].strip()  # pydantic checks the value
     if "retryable" in fields:
         out["retryable"] = fields["retryable"][0].strip().lower() in ("yes", "true")
     if "duration" in fields:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from lyra._templates import render
+from lyra.proteins._sources import finite_number
 
 __all__ = [
     "BANDS",
@@ -56,13 +57,6 @@ def band_of(plddt: float) -> str:
     return "confident" if plddt < 90 else "very_high"
 
 
-def _number(value: object) -> float | None:
-    """``value`` if it is a finite real number (bool excluded), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _num(value: float) -> str:
     """A figure as data show it: ``41.29``, ``1863``, ``18.5``."""
     return f"{round(value, 2):g}"
@@ -93,7 +87,7 @@ def _fractions(value: object) -> dict[str, float] | None:
     """The four band fractions if all are numbers, else None."""
     if not isinstance(value, Mapping):
         return None
-    found = {band: _number(value.get(band)) for band in BANDS}
+    found = {band: finite_number(value.get(band)) for band in BANDS}
     if any(number is None for number in found.values()):
         return None
     return {band: float(number or 0.0) for band, number in found.items()}
@@ -103,7 +97,7 @@ def _per_residue(value: object) -> list[float] | None:
     """Per-residue pLDDT if it is a non-empty list of numbers, else None."""
     if not isinstance(value, list) or not value:
         return None
-    numbers = [_number(item) for item in value]
+    numbers = [finite_number(item) for item in value]
     if any(number is None for number in numbers):
         return None
     return [float(number or 0.0) for number in numbers]
@@ -181,7 +175,7 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
     else:
         figures = {
             "residues": None,
-            "mean_plddt": _number(alphafold.get("global_plddt")),
+            "mean_plddt": finite_number(alphafold.get("global_plddt")),
             "min_plddt": None,
             "max_plddt": None,
             "fractions": _fractions(alphafold.get("fractions")),
@@ -291,7 +285,7 @@ def reason(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> d
     (the figures used; None where unknown).
     """
     s = _usable(structure) or {}
-    mean = _number(s.get("mean_plddt"))
+    mean = finite_number(s.get("mean_plddt"))
     fractions = _fractions(s.get("fractions"))
     length = _length(summary)
     tractability, sentence = _assessment(mean, fractions)
@@ -445,7 +439,7 @@ def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> li
     """Caveats for figures that contradict each other."""
     caveats: list[str] = []
     fractions = _fractions(s.get("fractions"))
-    mean = _number(s.get("mean_plddt"))
+    mean = finite_number(s.get("mean_plddt"))
     if fractions is not None:
         total = math.fsum(fractions.values())
         if abs(total - 1) > 0.01:
@@ -509,7 +503,7 @@ def _structure_view(structure: Mapping[str, Any] | None) -> dict[str, Any] | Non
     s = _usable(structure)
     if s is None:
         return None
-    mean, fractions = _number(s.get("mean_plddt")), _fractions(s.get("fractions"))
+    mean, fractions = finite_number(s.get("mean_plddt")), _fractions(s.get("fractions"))
     regions = s.get("low_confidence_regions")
     version = s.get("model_version")
     return {

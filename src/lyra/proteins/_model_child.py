@@ -17,9 +17,8 @@ from lyra.children import AnthropicChild, Tool
 from lyra.errors import InvalidInput
 from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
 from lyra.proteins._ids import validate_protein_id
-from lyra.proteins._pipeline import StageFailed, fetch_error
+from lyra.proteins._pipeline import StageFailed, usable_summary
 from lyra.proteins._sources import OfflineSource, ProteinSource
-from lyra.proteins._validate import validate_response
 
 _BULKY = {"sequence", "plddt", "per_residue"}
 
@@ -38,9 +37,7 @@ def protein_tools(source: ProteinSource | None = None) -> list[Tool]:
     def fetch_protein(protein_id: str) -> str:
         """Fetch a protein's UniProt summary and AlphaFold figures by accession (e.g. P04637)."""
         key = _checked_id(protein_id)
-        summary = validate_response(source.fetch(key), key, source.name)
-        if "error" in summary:
-            raise fetch_error(summary)
+        summary = usable_summary(source.fetch(key), key, source.name)
         done[key] = {"fetch_protein": summary}
         return _compact(summary)
 

@@ -294,10 +294,7 @@ class _Run:
         if not ok:
             raise InvalidInput(value)
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
-        summary = validate_response(raw, value, self.source.name)
-        if "error" in summary:
-            raise fetch_error(summary)
-        return summary
+        return usable_summary(raw, value, self.source.name)
 
     def source_call(self) -> Callable[[str], object]:
         """The source's fetch, with any fetch fault of this attempt in front of it."""
@@ -317,6 +314,14 @@ class _Run:
         if "malformed" in kinds:
             return lambda pid: _without_description(self.source.fetch(pid))
         return self.source.fetch
+
+
+def usable_summary(raw: object, protein_id: str, source: str) -> dict[str, Any]:
+    """The validated summary, or the exception its soft failure stands for."""
+    summary = validate_response(raw, protein_id, source)
+    if "error" in summary:
+        raise fetch_error(summary)
+    return summary
 
 
 def fetch_error(error: Mapping[str, Any]) -> Exception:

@@ -178,7 +178,7 @@ _AFDB_FRACTION_KEYS: Final = (
 )
 
 
-def _number(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
     """``value`` if it is a finite real number (bool excluded), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -243,7 +243,7 @@ def _fractions(entry: dict[str, Any]) -> Fractions | None:
     """The four band fractions, or None unless AFDB gave all four as numbers."""
     found: list[float] = []
     for key in _AFDB_FRACTION_KEYS:
-        value = _number(entry.get(key))
+        value = finite_number(entry.get(key))
         if value is None:
             return None
         found.append(value)
@@ -264,7 +264,7 @@ def _from_afdb(model: dict[str, Any]) -> AlphaFoldData:
     return {
         "entry_id": _text(model.get("entryId")) or _text(model.get("modelEntityId")),
         "model_version": version if isinstance(version, int) and version > 0 else None,
-        "global_plddt": _number(model.get("globalMetricValue")),
+        "global_plddt": finite_number(model.get("globalMetricValue")),
         "fractions": _fractions(model),
         "plddt": None,  # per-residue pLDDT needs one more download; not fetched live
     }
