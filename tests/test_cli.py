@@ -155,9 +155,14 @@ def test_hang_once_recovered_with_doubled_timeout(
     assert [(e["attempt"], e["timeout"]) for e in started] == [(1, 2.0), (2, 4.0)]
 
 
+PROTEIN_CHILD = ["--child", "lyra.proteins:ProteinChild"]
+
+
 def test_delegate_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
-    """lyra delegate runs the default (offline protein) child and prints its report."""
-    status, out, _ = run_cli(["delegate", "Analyze P04637", "--timeout", "10"], capsys)
+    """lyra delegate runs the child named by --child and prints its report."""
+    status, out, _ = run_cli(
+        ["delegate", "Analyze P04637", "--timeout", "10", *PROTEIN_CHILD], capsys
+    )
     assert status == 0
     assert out.rstrip().endswith("</task_metadata>")
     assert "<status>completed</status>" in out
@@ -165,9 +170,30 @@ def test_delegate_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_delegate_failure_exits_one(capsys: pytest.CaptureFixture[str]) -> None:
     """A failed delegation prints the failure report and exits 1."""
-    status, out, _ = run_cli(["delegate", "Tell me a joke", "--json"], capsys)
+    status, out, _ = run_cli(["delegate", "Tell me a joke", "--json", *PROTEIN_CHILD], capsys)
     assert status == 1
     assert json.loads(out)["category"] == "missing_context"
+
+
+def test_delegate_without_a_child_says_how_to_configure_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No --child, no LYRA_CHILD and no API key: a usage error naming every way to fix it."""
+    status, out, err = run_cli(["delegate", "Summarise this"], capsys)
+    assert (status, out) == (2, "")
+    assert "LYRA_CHILD" in err
+    assert "ANTHROPIC_API_KEY" in err
+
+
+@pytest.mark.parametrize("value", ["nocolon", "a b:c", "x:"])
+def test_delegate_child_must_be_module_colon_attribute(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed --child is a usage error that shows the expected form."""
+    with pytest.raises(SystemExit) as stop:
+        main(["delegate", "task", "--child", value])
+    assert stop.value.code == 2
+    assert "module:attribute" in capsys.readouterr().err
 
 
 def test_report_parse_reads_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,21 +9,37 @@ import pytest
 from structlog.testing import capture_logs
 
 import lyra
-from lyra import ChildContext, DelegationResult, Supervisor, delegate_task, parse_report
+from lyra import (
+    ChildContext,
+    DelegationResult,
+    Supervisor,
+    adelegate_task,
+    delegate_task,
+    parse_report,
+)
 from lyra.errors import ConfigurationError
 
 pytestmark = pytest.mark.anyio
 
 PUBLIC = {
+    "Budget",
     "ChildContext",
     "ChildFailure",
+    "ChildRef",
+    "ConfigurationError",
     "DelegationResult",
     "ErrorType",
+    "FailedDelegation",
     "FailureCategory",
+    "RecoveryPolicy",
     "Supervisor",
+    "Task",
     "TaskReport",
+    "Usage",
     "adelegate_task",
+    "adelegate_with_retry",
     "delegate_task",
+    "delegate_with_retry",
     "extract_blocker",
     "extract_category",
     "extract_completed_steps",
@@ -38,7 +54,7 @@ PUBLIC = {
 
 def test_public_surface_is_explicit_and_sorted() -> None:
     """lyra.__all__ is exactly the documented public names, sorted, and all importable."""
-    assert set(lyra.__all__) >= PUBLIC
+    assert set(lyra.__all__) == PUBLIC
     assert list(lyra.__all__) == sorted(lyra.__all__)
     assert all(hasattr(lyra, name) for name in lyra.__all__)
 
@@ -158,20 +174,47 @@ def test_a_non_child_is_a_configuration_error() -> None:
         delegate_task("task", child=42, timeout=5)  # type: ignore[arg-type]
 
 
-def test_anthropic_without_a_key_is_a_configuration_error(
+async def test_no_child_and_no_key_is_a_configuration_error() -> None:
+    """With no child, no LYRA_CHILD and no API key, the error says how to configure one."""
+    with pytest.raises(ConfigurationError, match=r"LYRA_CHILD=module:attribute.*ANTHROPIC_API_KEY"):
+        await adelegate_task("x")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("gpt", "is not module:attribute"),
+        ("no_such_module_xyz:child", "cannot load the child"),
+        ("lyra.proteins:no_such_thing", "cannot load the child"),
+        ("lyra.settings:DEFAULT_MODEL", "is not a child agent"),
+    ],
+)
+def test_a_bad_lyra_child_is_a_configuration_error(
+    value: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LYRA_CHILD must name a child as module:attribute; anything else says what is wrong."""
+    monkeypatch.setenv("LYRA_CHILD", value)
+    with pytest.raises(ConfigurationError, match=message):
+        delegate_task("task", timeout=5)
+
+
+def test_lyra_child_names_the_default_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LYRA_CHILD=module:attribute is the child when none is passed (a class is built)."""
+    monkeypatch.setenv("LYRA_CHILD", "lyra.proteins:ProteinChild")
+    report = parse_report(delegate_task("Analyze P04637", timeout=10))
+    assert report.status == "completed"
+
+
+def test_with_a_key_the_default_child_is_the_anthropic_child(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """LYRA_CHILD=anthropic with no API key fails with a message that says what to set."""
-    monkeypatch.setenv("LYRA_CHILD", "anthropic")
-    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
-        delegate_task("task", timeout=5)
+    """ANTHROPIC_API_KEY alone makes the Anthropic child (with no workload's tools) the default."""
+    from lyra.children import AnthropicChild, default_child
 
-
-def test_unknown_child_choice_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unknown LYRA_CHILD names the valid choices."""
-    monkeypatch.setenv("LYRA_CHILD", "gpt")
-    with pytest.raises(ConfigurationError, match="'auto', 'anthropic' or 'protein'"):
-        delegate_task("task", timeout=5)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    child = default_child()
+    assert isinstance(child, AnthropicChild)
+    assert child.tools == {}
 
 
 async def test_context_tracks_tools_steps_and_files() -> None:

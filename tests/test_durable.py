@@ -25,7 +25,7 @@ import lyra.durable
 from lyra.cli import main
 from lyra.delegation import ChildContext, DelegationResult
 from lyra.proteins import AnalysisOutput, analyze
-from lyra.recovery import Plan, RecoveryPolicy, Replay, attempt_plan, record_waits, recover
+from lyra.recovery import Attempt, RecoveryPolicy, Replay, attempt_plan, record_waits, recover
 
 ADMIN_URLS = [
     os.environ.get("LYRA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
@@ -127,7 +127,12 @@ def database_url() -> Iterator[str]:
 
 def test_public_surface_is_sorted_and_does_not_import_dbos() -> None:
     """lyra.durable exports a sorted __all__ and importing it leaves DBOS unloaded."""
-    assert lyra.durable.__all__ == ["DatabaseUnreachable", "DurableChildError", "DurableExecutor"]
+    assert lyra.durable.__all__ == [
+        "DatabaseUnreachable",
+        "DurableChildError",
+        "DurableExecutor",
+        "JobSpec",
+    ]
     code = "import sys, lyra.durable, lyra.cli; print('dbos' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -253,9 +258,9 @@ async def test_a_replayable_loop_is_a_function_of_its_recorded_attempts() -> Non
     async def run(task_id: str, budget: float | None = None) -> tuple[list[float], int]:
         waits: list[float] = []
 
-        async def run_attempt(plan: Plan, number: int) -> DelegationResult:
+        async def run_attempt(attempt: Attempt) -> DelegationResult:
             result = await attempt_plan(
-                refused, plan, number, subject=None, context=None, task_id=task_id
+                refused, attempt, subject=None, context=None, task_id=task_id
             )
             return result.model_copy(update={"duration": 10.0})  # as recorded
 

@@ -64,15 +64,10 @@ def test_bad_ids_are_refused_before_any_request() -> None:
         tools["fetch_protein"].fn("P04637; rm -rf /")
 
 
-def test_default_child_with_a_key_is_the_model_with_protein_tools(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """With an API key set, the configured default child is the Anthropic protein child."""
-    from lyra.delegation import default_child
-
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    child = default_child()
-    assert set(child.tools) == {  # type: ignore[union-attr]
+def test_the_model_protein_child_has_the_pipeline_stages_as_tools() -> None:
+    """anthropic_protein_child exposes the five stages (the core's default child has none)."""
+    child = anthropic_protein_child()
+    assert set(child.tools) == {
         "fetch_protein",
         "analyze_structure",
         "reason",

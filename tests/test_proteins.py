@@ -70,11 +70,9 @@ def test_prd1_mixed_valid_and_invalid() -> None:
 
 def test_prd1_all_invalid_returns_cleanly() -> None:
     """Test 3: all-invalid input returns a clean output and a readable message."""
-    from lyra.cli._analyze_command import render_text
-
     output = analyze_sync(["FAKE1", "FAKE2"], timeout=10)
     assert counts(output) == (0, 0, 2)
-    text = render_text(output)
+    text = output.text()
     assert "No reliable answer: 0 of 2 succeeded; at least 1 needed." in text
     assert "• FAKE1: invalid_task at fetch_protein" in text
     assert "0 of 2 completed, 0 partial, 2 failed." in text
@@ -307,10 +305,10 @@ async def test_a_crash_in_lyra_for_one_protein_spares_the_others(
 
     real = _analyze.entry_for
 
-    def broken(state: Any, outcome: Any) -> Any:
-        if state.protein_id == "Q8I3H7":
+    def broken(protein_id: str, outcome: Any) -> Any:
+        if protein_id == "Q8I3H7":
             raise RuntimeError("bug in lyra")
-        return real(state, outcome)
+        return real(protein_id, outcome)
 
     monkeypatch.setattr(_analyze, "entry_for", broken)
     output = await analyze(["P04637", "Q8I3H7"], timeout=5)
@@ -393,16 +391,15 @@ def test_an_empty_id_is_an_invalid_task_not_missing_context() -> None:
 
 def test_a_durable_run_refuses_a_python_decomposer() -> None:
     """A decomposer (Python code) cannot travel to durable workers: a clear error."""
+    from lyra import ChildRef
+    from lyra.durable import JobSpec
     from lyra.errors import ConfigurationError
-    from lyra.proteins import ProteinWork
     from lyra.recovery import RecoveryPolicy, decompose
+    from lyra.supervisor import Job
 
-    work = ProteinWork(
-        source=OfflineSource(),
-        timeout=5,
+    job = Job(
+        child=ChildRef(target="lyra.proteins:protein_child"),
         policy=RecoveryPolicy(decomposer=decompose),
-        plan="full",
-        faults={},
     )
     with pytest.raises(ConfigurationError, match="decomposer"):
-        work.options()
+        JobSpec.of(job)

@@ -139,7 +139,7 @@ async def test_decomposition_aggregates_a_partial_failure() -> None:
     """When some subtasks fail, the aggregate is a partial failure naming what completed."""
     child = Script(hang_at_once, succeed, contradictory)
     outcome = await recover(
-        "Analyze P04637 and P69905",
+        "- Analyze P04637\n- Analyze P69905",
         child=child,
         base_timeout=0.2,
         policy=RecoveryPolicy(max_retries=1),
@@ -304,13 +304,13 @@ async def test_recovery_never_runs_commands_from_reports(monkeypatch: pytest.Mon
     [
         ("Steps:\n1. fetch\n2. analyse\n3. write", ["fetch", "analyse", "write"]),
         ("- one\n* two\n• three", ["one", "two", "three"]),
-        ("Compare P04637 with Q8I3H7 and P04637", ["Analyze P04637", "Analyze Q8I3H7"]),
+        ("Compare P04637 with Q8I3H7 and P04637", []),  # no list: a workload's own rule
         ("just one thing", []),
         ("1. only one item", []),
     ],
 )
 def test_rule_based_decomposer(prompt: str, expected: list[str]) -> None:
-    """Numbered and bulleted lists and multi-protein prompts split; others do not."""
+    """Numbered and bulleted lists split; anything else does not (the core knows no IDs)."""
     assert decompose(prompt) == expected
 
 

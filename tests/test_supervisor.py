@@ -289,7 +289,7 @@ async def test_a_failed_fan_out_still_gives_every_protein_and_an_answer() -> Non
     names the failed step, without raising."""
 
     class BrokenExecutor:
-        async def map(self, *args: Any, **kwargs: Any) -> Any:
+        async def run(self, *args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("executor lost its workers")
 
     output = await analyze(["P04637", "Q8I3H7"], timeout=5, executor=BrokenExecutor())

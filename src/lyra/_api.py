@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import Child
+from lyra.delegation import Budget, Child
 from lyra.supervisor import Supervisor
 
 
@@ -14,6 +14,8 @@ async def adelegate_task(
     prompt: str,
     *,
     timeout: float = 300.0,
+    idle_timeout: float | None = None,
+    budget: Budget | None = None,
     child: Child | None = None,
     context: Mapping[str, Any] | None = None,
     session_id: str | None = None,
@@ -22,14 +24,17 @@ async def adelegate_task(
 ) -> str:
     """Delegate ``prompt`` to a child and return its output or failure report.
 
-    The text always ends in a ``<task_metadata>`` block. A child's failure
-    never raises; a missing child raises
-    :class:`~lyra.errors.ConfigurationError`; ``KeyboardInterrupt`` and
-    ``SystemExit`` propagate at once.
+    The text always ends in a ``<task_metadata>`` block. ``idle_timeout``
+    ends a child that makes no progress for that long; ``budget`` limits its
+    tokens, cost and turns (nested delegations included). A child's failure
+    never raises; no child at all (none given, no ``LYRA_CHILD``, no
+    ``ANTHROPIC_API_KEY``) raises :class:`~lyra.errors.ConfigurationError`;
+    ``KeyboardInterrupt`` and ``SystemExit`` propagate at once.
     """
-    result = await Supervisor(child).delegate(
+    result = await Supervisor(child, budget=budget).delegate(
         prompt,
         timeout=timeout,
+        idle_timeout=idle_timeout,
         context=context,
         session_id=session_id,
         subject=subject,

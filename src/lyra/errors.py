@@ -13,7 +13,8 @@ child sends on purpose, and for the one documented parser error::
         ├── InvalidInput          the input failed validation before any work
         ├── TaskRejected          the task itself is malformed (a model refused it)
         ├── TransientError        infrastructure hiccup worth retrying (retry_after)
-        └── IncompleteOutput      the child stopped early (model hit max_tokens)
+        ├── IncompleteOutput      the child stopped early (model hit max_tokens)
+        └── BudgetExhausted       ctx.charge went over the tree's budget
 
 Third-party errors (the Anthropic SDK, httpx) are translated in exactly one
 place, :mod:`lyra.delegation._foreign`.
@@ -21,12 +22,10 @@ place, :mod:`lyra.delegation._foreign`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from lyra.delegation._models import FailureCategory
+from lyra._taxonomy import FailureCategory
 
 __all__ = [
+    "BudgetExhausted",
     "ChildBlocked",
     "ChildSignal",
     "ConfigurationError",
@@ -97,3 +96,8 @@ class TransientError(ChildSignal):
 
 class IncompleteOutput(ChildSignal):
     """The child stopped before finishing (for a model: ``max_tokens``)."""
+
+
+class BudgetExhausted(ChildSignal):
+    """Raised by ``ctx.charge`` when a charge takes the delegation tree over its
+    budget; the attempt ends at once, classified ``timeout`` / ``budget``."""

@@ -3,6 +3,9 @@
 Every ``tool_use`` block runs through ``ctx.tool`` (usage counted, sync
 tools in a worker thread). The model ends the task with the ``finish`` tool
 (its result text) or the ``report_blocker`` tool (a category and a reason).
+Each model call is a turn charged to the delegation tree's budget before it is
+made, and its tokens and cost (from the response's ``usage`` and the price
+table, :mod:`._pricing`) after; a token budget also caps ``max_tokens``.
 Stop reasons: ``max_tokens`` → partial, ``refusal`` → invalid_task,
 ``pause_turn`` → continue the turn. SDK errors propagate untouched and are
 classified in :mod:`lyra.delegation._foreign`.
@@ -12,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from lyra._templates import render
+from lyra.children._pricing import Price, price_of, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import IncompleteOutput, TaskRejected, TransientError
+from lyra.errors import ConfigurationError, IncompleteOutput, TaskRejected, TransientError
+from lyra.settings import settings
+from lyra.templates import render
 
 if TYPE_CHECKING:
     import anthropic
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
 
 FINISH = "finish"
 REPORT_BLOCKER = "report_blocker"
@@ -131,15 +133,18 @@ class AnthropicChild:
         client: anthropic.AsyncAnthropic | None = None,
         max_tokens: int = 4096,
         max_turns: int = 24,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         self.tools = {t.name: t for t in map(_as_tool, tools)}
         clash = self.tools.keys() & {FINISH, REPORT_BLOCKER}
         if clash:
             raise ValueError(f"tool names reserved by lyra: {sorted(clash)}")
-        self.model = model or os.environ.get("LYRA_MODEL", DEFAULT_MODEL)
+        self.model = model or settings().model
         self.system = system
         self.max_tokens = max_tokens
         self.max_turns = max_turns
+        self.price = price_of(self.model, prices)
+        """What this model costs (``None``: not in the table; cost is then not charged)."""
         self._client = client
 
     @asynccontextmanager
@@ -158,6 +163,11 @@ class AnthropicChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
+        if self.price is None and ctx.budget_left.max_cost_usd is not None:
+            raise ConfigurationError(
+                f"no price is known for the model {self.model!r}, so a cost budget cannot "
+                "be kept; pass prices={...} to AnthropicChild"
+            )
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
         system = self.system or render(
@@ -175,7 +185,7 @@ class AnthropicChild:
         ctx: ChildContext,
     ) -> str:
         for _turn in range(self.max_turns):
-            response = await self._create(client, system, tools, messages)
+            response = await self._create(client, system, tools, messages, ctx)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
             if stop in ("max_tokens", "model_context_window_exceeded"):
@@ -199,12 +209,16 @@ class AnthropicChild:
         system: str,
         tools: list[dict[str, Any]],
         messages: list[dict[str, Any]],
+        ctx: ChildContext,
     ) -> Any:
-        """One Messages API call; a body the SDK cannot read is a transient failure."""
+        """One Messages API call, charged to the budget: the turn before it is
+        made, the tokens and cost after. A body the SDK cannot read is a
+        transient failure."""
+        ctx.charge(turns=1)
         try:
             response = await client.messages.create(
                 model=self.model,
-                max_tokens=self.max_tokens,
+                max_tokens=self._max_tokens(ctx),
                 system=system,
                 tools=tools,  # type: ignore[arg-type]
                 messages=messages,  # type: ignore[arg-type]
@@ -217,7 +231,21 @@ class AnthropicChild:
             raise TransientError(
                 "The Messages API sent a body that is not a message", error_type="data"
             )
+        self._charge(response, ctx)
         return response
+
+    def _max_tokens(self, ctx: ChildContext) -> int:
+        """``max_tokens``, capped by what a token budget has left."""
+        left = ctx.budget_left.max_tokens
+        return self.max_tokens if left is None else max(1, min(self.max_tokens, left))
+
+    def _charge(self, response: Any, ctx: ChildContext) -> None:
+        usage = getattr(response, "usage", None)
+        if usage is None:
+            return
+        incoming, outgoing = tokens_of(usage)
+        cost = self.price.cost(usage) if self.price is not None else 0.0
+        ctx.charge(input_tokens=incoming, output_tokens=outgoing, cost_usd=cost)
 
     async def _run_tools(
         self, blocks: Sequence[Any], ctx: ChildContext

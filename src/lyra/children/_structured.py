@@ -7,11 +7,11 @@ and every caller falls back to its rules.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._anthropic import DEFAULT_MODEL, AnthropicChild
+from lyra.children._anthropic import AnthropicChild
+from lyra.settings import settings
 
 if TYPE_CHECKING:
     import anthropic
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def model_configured() -> bool:
     """True when an Anthropic API key is set (so model-backed helpers may run)."""
-    return bool(os.environ.get("ANTHROPIC_API_KEY"))
+    return settings().model_configured
 
 
 async def ask_structured(
@@ -32,9 +32,7 @@ async def ask_structured(
     model: str | None = None,
 ) -> dict[str, Any]:
     """Ask the model to answer ``prompt`` by calling ``tool`` once; return its input."""
-    holder = AnthropicChild(
-        client=client, model=model or os.environ.get("LYRA_MODEL", DEFAULT_MODEL)
-    )
+    holder = AnthropicChild(client=client, model=model)
     async with holder.session() as session:
         response = await session.messages.create(
             model=holder.model,

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from lyra.cli import _logging
-from lyra.cli._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, positive_float, whole_number
+from lyra.cli._options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_limit_options,
+    positive_float,
+    whole_number,
+)
+from lyra.cli._request import AnalyzeRequest, given_options, request_from
 
 _DESCRIPTION = """\
 Analyse proteins, each in its own child agent under its own deadline:
@@ -69,6 +76,11 @@ def register(commands: Any) -> None:
         default=300.0,
         help="seconds per protein attempt (default 300)",
     )
+    add_limit_options(
+        p,
+        idle="seconds without progress before a protein's attempt ends (default: none)",
+        budget="for the whole run, every protein, retry and model call together",
+    )
     p.add_argument(
         "--concurrency", type=whole_number(1), default=8, help="proteins at once (default 8)"
     )
@@ -127,39 +139,42 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
+    from lyra.cli._durable_runs import DurableRun, Placement, open_run
+
+    request = None if args.resume else request_from(args)
+    durable: DurableRun | None = None
+    if args.durable or args.resume or args.database_url or args.run_dir:
+        where = Placement(args.run_dir, args.resume, args.durable, args.database_url)
+        durable = open_run(request, where, given_options(args, _defaults()))
+    if durable is not None and durable.finished is not None:
+        done = durable.finished
+        print(done.model_dump_json(indent=2) if args.json else done.text())
+        print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
+        return EXIT_OK if done.all_completed else EXIT_FAILED
+    if durable is not None:
+        request = durable.request
+    assert request is not None  # a resume without a record ended above
+    try:
+        return _analyze(request, args, durable)
+    finally:
+        if durable is not None:
+            durable.close()
+
+
+def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
+    """Run ``request`` with its run directory, events and progress display."""
     from lyra._sync import run_blocking
     from lyra.proteins import analyze
     from lyra.supervisor import RunDir
 
-    request = None if args.resume else _request(args, plan=True)
-    if isinstance(request, str):
-        print(f"lyra analyze: {request}", file=sys.stderr)
-        return EXIT_USAGE
-    durable = _durable(args)  # on --resume, args get the recorded IDs and options
-    if durable is not None and durable.finished is not None:
-        done = durable.finished
-        print(done.model_dump_json(indent=2) if args.json else render_text(done))
-        print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
-        return EXIT_OK if done.all_completed else EXIT_FAILED
-    if request is None:  # resuming: the record's IDs, checked, never planned again
-        request = _request(args, plan=False)
-        if isinstance(request, str):
-            print(f"lyra analyze: {request}", file=sys.stderr)
-            if durable is not None:
-                durable.close()
-            return EXIT_USAGE
-    ids, faults = request
-    structure_only = args.structure_only
+    folder = str(durable.run_dir) if durable is not None else args.run_dir
     try:
-        run_dir = RunDir(args.run_dir) if args.run_dir else RunDir.new()
+        run_dir = RunDir(folder) if folder else RunDir.new()
     except OSError as exc:
         print(
-            f"lyra analyze: cannot use run directory {args.run_dir or 'runs/'}: "
-            f"{exc.strerror or exc}",
+            f"lyra analyze: cannot use run directory {folder or 'runs/'}: {exc.strerror or exc}",
             file=sys.stderr,
         )
-        if durable is not None:
-            durable.close()
         return EXIT_USAGE
     if durable is None and run_dir.holds_a_run():
         print(
@@ -168,13 +183,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    source = _source(args.source)
-    progress = _Progress(len(set(ids)), sys.stderr)
+    source = _source(request.source)
+    progress = _Progress(len(set(request.ids)), sys.stderr)
     with ExitStack() as cleanup:
         events = cleanup.enter_context(open(run_dir.events, "a", encoding="utf-8"))
         cleanup.callback(_logging.configure)  # the events file closes: stop writing to it
-        if durable is not None:
-            cleanup.callback(durable.close)
         if hasattr(source, "close"):
             cleanup.callback(source.close)
         _logging.configure(files=[events], verbose=args.verbose)
@@ -182,19 +195,21 @@ def run(args: argparse.Namespace) -> int:
             output = run_blocking(
                 "analyze",
                 lambda: analyze(
-                    ids,
+                    request.ids,
                     source=source,
-                    timeout=args.timeout,
-                    concurrency=args.concurrency,
-                    retries=args.retries,
-                    plan="structure" if structure_only else "full",
-                    faults=faults,
+                    timeout=request.timeout,
+                    idle_timeout=request.idle_timeout,
+                    budget=request.budget,
+                    concurrency=request.concurrency,
+                    retries=request.retries,
+                    plan="structure" if request.structure_only else "full",
+                    faults=request.faults,
                     run_dir=run_dir,
                     on_result=progress.update,
                     executor=durable.executor if durable is not None else None,
-                    quorum=_quorum_policy(args),
+                    quorum=_quorum_policy(request),
                     answer_writer=_answer_writer(),
-                    question=args.question,
+                    question=request.question,
                 ),
             )
         except KeyboardInterrupt:
@@ -202,69 +217,31 @@ def run(args: argparse.Namespace) -> int:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
     progress.close()
-    if args.json:
-        print(output.model_dump_json(indent=2))
-    else:
-        print(render_text(output))
+    print(output.model_dump_json(indent=2) if args.json else output.text())
     for failure in run_dir.failures:
         print(f"lyra analyze: could not write {failure}", file=sys.stderr)
     print(f"run directory: {run_dir.path}", file=sys.stderr)
     return EXIT_OK if output.all_completed else EXIT_FAILED
 
 
-def _request(args: argparse.Namespace, *, plan: bool) -> tuple[list[str], list[Any]] | str:
-    """The proteins and faults asked for, or what is wrong with the request.
-
-    A question is planned here (by rule, or by the model when a key is set),
-    and its proteins and plan are written back into ``args`` so that a
-    durable run records them and a resume never plans again.
-    """
-    from lyra._sync import run_blocking
-    from lyra.proteins import parse_fault, plan_question, validate_protein_id
-
-    planned = None
-    if plan and args.question:
-        planned = run_blocking("plan_question", lambda: plan_question(args.question))
-    ids = list(dict.fromkeys([*args.ids, *(planned.ids if planned else [])]))
-    if not ids:
-        where = " in the question" if args.question else ""
-        return f"no protein IDs given{where} (try: lyra analyze P04637)"
-    try:
-        faults = [parse_fault(spec) for spec in args.inject]
-    except ValueError as exc:
-        return f"--inject: {exc}"
-    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
-    stray = sorted({f.protein_id for f in faults} - requested)
-    if stray:
-        return f"--inject names {', '.join(stray)}, which is not requested"
-    args.ids = ids
-    args.structure_only = args.structure_only or (
-        planned is not None and planned.plan == "structure"
-    )
-    return ids, faults
+def _defaults() -> argparse.Namespace:
+    """Every option's default (to tell what the command line set explicitly)."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    return parser.parse_args(["analyze"])
 
 
-def _durable(args: argparse.Namespace) -> Any:
-    """The durable run (lyra.durable) for --durable, --resume or --database-url, else None;
-    a plain --run-dir is checked too, so it never reuses a durable run's folder."""
-    if not (args.durable or args.resume or args.database_url or args.run_dir):
-        return None
-    from lyra.cli._durable_runs import open_run
-
-    return open_run(args)
-
-
-def _quorum_policy(args: argparse.Namespace) -> Any:
-    from lyra.proteins import validate_protein_id
+def _quorum_policy(request: AnalyzeRequest) -> Any:
     from lyra.supervisor import QuorumPolicy
 
-    critical = {value for ok, value in map(validate_protein_id, args.critical) if ok}
-    return QuorumPolicy(min_success=args.min_success, critical=frozenset(critical))
+    return QuorumPolicy(min_success=request.min_success, critical=frozenset(request.critical))
 
 
 def _answer_writer() -> Any:
     """A model writes the answer when a key is set; the template otherwise."""
-    if not os.environ.get("ANTHROPIC_API_KEY"):
+    from lyra.settings import settings
+
+    if not settings().model_configured:
         return None
     from lyra.supervisor import ModelAnswerWriter
 
@@ -274,33 +251,7 @@ def _answer_writer() -> Any:
 def _source(name: str) -> Any:
     from lyra.proteins import LiveSource, OfflineSource
 
-    if name == "offline":
-        return OfflineSource()
-    return LiveSource(
-        afdb_url=os.environ.get("LYRA_AFDB_URL") or "https://alphafold.ebi.ac.uk",
-        uniprot_url=os.environ.get("LYRA_UNIPROT_URL") or "https://rest.uniprot.org",
-    )
-
-
-def render_text(output: Any) -> str:
-    """The human-readable result: briefs, then what failed, why and what to try."""
-    from lyra._templates import render
-
-    failed = [
-        {
-            **entry.model_dump(),
-            "next_step": next(iter(entry.suggested_actions), None),
-        }
-        for entry in output.failed_analyses
-    ]
-    return render(
-        "analysis.txt.j2",
-        answer=output.answer,
-        completed=output.completed_analyses,
-        partial=output.partial_analyses,
-        failed=failed,
-        summary=output.summary,
-    )
+    return OfflineSource() if name == "offline" else LiveSource()
 
 
 class _Progress:

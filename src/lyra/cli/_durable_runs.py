@@ -1,17 +1,16 @@
 """A durable run's identity (``run.json`` in its run directory) and ``--resume``.
 
 ``run.json`` holds the run's ID (it names the run's workflows), where its
-children run (``embedded`` or ``postgres``), the protein IDs and the options
-that shape the result. ``lyra analyze --resume DIR`` takes all of them from
-there; IDs or options given on the command line must agree with them, or the
-directory belongs to another run (a usage error, exit 2). Options that do not
-change the result (``--concurrency``, ``--json``, ``-v``) may differ.
+children run (``embedded`` or ``postgres``) and the typed request
+(:class:`~lyra.cli._request.AnalyzeRequest`) that shapes the result.
+``lyra analyze --resume DIR`` runs that request again; options given on the
+command line must agree with it, or the directory belongs to another run (a
+usage error, exit 2). ``--concurrency`` may differ (it does not change the
+result), and the recorded one holds unless it is given.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import uuid
 from dataclasses import dataclass
@@ -21,17 +20,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from lyra.cli._request import AnalyzeRequest
+from lyra.durable import DurableExecutor
 from lyra.durable._database import check_reachable, postgres_url, redacted
-from lyra.durable._executor import DurableExecutor
 from lyra.errors import ConfigurationError
 from lyra.proteins import AnalysisOutput, requested_ids
 from lyra.supervisor import RunDir, write_atomic
 
 RUN_FILE = "run.json"
-_NOT_IDENTITY = frozenset(
-    {"command", "run", "ids", "run_dir", "resume", "durable", "database_url"}
-    | {"json", "verbose", "concurrency"}
-)
 
 
 class RunRecord(BaseModel):
@@ -41,8 +37,7 @@ class RunRecord(BaseModel):
 
     run_id: str
     backend: Literal["embedded", "postgres"]
-    ids: list[str]
-    settings: dict[str, Any]
+    request: AnalyzeRequest
     database: str | None = None
     """host:port/name of the PostgreSQL database (no user, no password)."""
 
@@ -52,7 +47,7 @@ class DurableRun:
     """A durable ``lyra analyze`` about to run (or already finished)."""
 
     run_dir: Path
-    record: RunRecord | None
+    request: AnalyzeRequest | None
     executor: DurableExecutor | None
     finished: AnalysisOutput | None = None
 
@@ -62,62 +57,82 @@ class DurableRun:
             self.executor.close()
 
 
-def open_run(args: argparse.Namespace, stderr: TextIO = sys.stderr) -> DurableRun | None:
-    """The durable run ``args`` ask for, or None for a plain in-process run.
+@dataclass(frozen=True)
+class Placement:
+    """Where the command line asks a run to live and run."""
 
-    On a resume, ``args`` get the recorded IDs and options. Raises
-    ConfigurationError (exit 2) for a directory of another run, a missing
-    run, a backend mismatch or an unreachable database.
+    run_dir: str | None
+    resume: str | None
+    durable: bool
+    database_url: str | None
+
+
+def open_run(
+    request: AnalyzeRequest | None,
+    where: Placement,
+    given: dict[str, Any],
+    stderr: TextIO = sys.stderr,
+) -> DurableRun | None:
+    """The durable run asked for, or None for a plain in-process run.
+
+    ``request`` is None on ``--resume`` (the record's is used, with a given
+    ``--concurrency``). Raises ConfigurationError (exit 2) for a directory of
+    another run, a missing run, a backend mismatch or an unreachable database.
     """
-    resume, run_dir = _path(args.resume), _path(args.run_dir)
+    resume, run_dir = _path(where.resume), _path(where.run_dir)
     if resume is not None and run_dir is not None and resume.resolve() != run_dir.resolve():
         raise ConfigurationError("--resume and --run-dir name different folders")
     folder = resume or run_dir
     existing = _load(folder)
-    if not (args.durable or args.database_url or resume is not None):
+    if not (where.durable or where.database_url or resume is not None):
         if existing is not None:
             raise ConfigurationError(
                 f"{folder} holds a durable run; resume it with: lyra analyze --resume {folder}"
             )
         return None
     if resume is not None and existing is None:
-        return _resume_plain(resume, args)
+        return _resume_plain(resume)
     if existing is not None and folder is not None:
-        _check_same(existing, args, folder)
-        _check_backend(existing, args, folder)
-        _apply(existing, args)
+        _check_same(existing, request, given, folder)
+        _check_backend(existing, where.database_url, folder)
+        concurrency = given.get("concurrency", existing.request.concurrency)
+        request = existing.request.model_copy(update={"concurrency": concurrency})
         record = existing
     else:
-        if not _runnable(args):
-            return None  # the command line reports what is wrong; nothing is recorded
+        assert request is not None  # a new run always has one
         folder = folder or RunDir.new().path
         record = RunRecord(
             run_id=uuid.uuid4().hex[:12],
-            backend="postgres" if args.database_url else "embedded",
-            ids=list(args.ids),
-            settings=_settings(args),
-            database=_database(args.database_url),
+            backend="postgres" if where.database_url else "embedded",
+            request=request,
+            database=_database(where.database_url),
         )
         RunDir(folder)
         write_atomic(folder / RUN_FILE, record.model_dump_json(indent=2))
-    args.run_dir = str(folder)
     output = folder / "output.json"
     if output.exists():
         finished = AnalysisOutput.model_validate_json(output.read_text(encoding="utf-8"))
-        return DurableRun(folder, record, None, finished)
+        return DurableRun(folder, request, None, finished)
+    logged = _reported(folder, list(record.request.ids))
     if record.backend == "embedded":
-        executor = DurableExecutor.embedded(folder, run_id=record.run_id)
+        executor = DurableExecutor.embedded(folder, run_id=record.run_id, already_logged=logged)
     else:
-        url = postgres_url(args.database_url)
+        url = postgres_url(where.database_url or "")
         check_reachable(url)
-        executor = DurableExecutor.queue(url, run_id=record.run_id)
+        executor = DurableExecutor.queue(url, run_id=record.run_id, already_logged=logged)
         print(
             f"lyra analyze: children go to the queue on {redacted(url)}; "
             f"run `lyra worker --database-url URL` on any machine to process them",
             file=stderr,
         )
     _start(executor)
-    return DurableRun(folder, record, executor)
+    return DurableRun(folder, request, executor)
+
+
+def _reported(folder: Path, ids: list[str]) -> set[str]:
+    """Proteins whose report (so whose events) an earlier process already wrote."""
+    run_dir = RunDir(folder)
+    return {p for p in requested_ids(ids) if run_dir.report(p).exists()}
 
 
 def _start(executor: DurableExecutor) -> None:
@@ -129,17 +144,6 @@ def _start(executor: DurableExecutor) -> None:
     except Exception as exc:  # noqa: BLE001 - shown in one line, as every usage error
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise ConfigurationError(f"cannot start the durable engine: {text}") from None
-
-
-def _runnable(args: argparse.Namespace) -> bool:
-    """Whether a new run has IDs to analyse and faults that parse."""
-    from lyra.proteins import parse_fault
-
-    try:
-        [parse_fault(spec) for spec in args.inject]
-    except ValueError:
-        return False
-    return bool(args.ids or args.question)
 
 
 def _path(value: str | None) -> Path | None:
@@ -155,7 +159,7 @@ def _load(folder: Path | None) -> RunRecord | None:
         raise ConfigurationError(f"{folder / RUN_FILE} is not a lyra run record") from None
 
 
-def _resume_plain(folder: Path, args: argparse.Namespace) -> DurableRun:
+def _resume_plain(folder: Path) -> DurableRun:
     """``--resume`` of a folder without a run record: only a finished run can be shown."""
     output = folder / "output.json"
     if not folder.is_dir():
@@ -165,53 +169,40 @@ def _resume_plain(folder: Path, args: argparse.Namespace) -> DurableRun:
             f"{folder} holds no durable run to resume (no {RUN_FILE}); "
             f"start runs with --durable or --database-url to make them resumable"
         )
-    args.run_dir = str(folder)
     finished = AnalysisOutput.model_validate_json(output.read_text(encoding="utf-8"))
     return DurableRun(folder, None, None, finished)
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The options that shape a run's result, as JSON data."""
-    chosen = {k: v for k, v in vars(args).items() if k not in _NOT_IDENTITY and not callable(v)}
-    loaded: dict[str, Any] = json.loads(json.dumps(chosen, default=str, sort_keys=True))
-    return loaded
-
-
-def _defaults() -> dict[str, Any]:
-    from lyra.cli._main import build_parser
-
-    return _settings(build_parser().parse_args(["analyze"]))
-
-
-def _check_same(record: RunRecord, args: argparse.Namespace, folder: Path) -> None:
-    """ConfigurationError unless the IDs and explicit options given match the record."""
-    if args.ids and requested_ids(args.ids) != requested_ids(record.ids):
+def _check_same(
+    record: RunRecord, request: AnalyzeRequest | None, given: dict[str, Any], folder: Path
+) -> None:
+    """ConfigurationError unless the IDs and options given match the record."""
+    recorded = record.request
+    ids = request.ids if request is not None else given.get("ids")
+    if ids and requested_ids(ids) != requested_ids(recorded.ids):
         raise ConfigurationError(
-            f"{folder} belongs to another run (of {' '.join(record.ids)}); "
+            f"{folder} belongs to another run (of {' '.join(recorded.ids)}); "
             f"resume it with: lyra analyze --resume {folder}"
         )
-    given, defaults = _settings(args), _defaults()
-    for key, value in given.items():
-        if value != defaults.get(key) and value != record.settings.get(key, defaults.get(key)):
-            recorded = record.settings.get(key, defaults.get(key))
-            option = "--" + key.replace("_", "-")
-            raise ConfigurationError(
-                f"{folder} belongs to another run: its {option} is {recorded!r}, "
-                f"not {value!r}; resume it with: lyra analyze --resume {folder}"
-            )
+    for name, was, now in recorded.differences(given):
+        option = "--" + name.replace("_", "-")
+        raise ConfigurationError(
+            f"{folder} belongs to another run: its {option} is {was!r}, not {now!r}; "
+            f"resume it with: lyra analyze --resume {folder}"
+        )
 
 
-def _check_backend(record: RunRecord, args: argparse.Namespace, folder: Path) -> None:
-    if record.backend == "postgres" and not args.database_url:
+def _check_backend(record: RunRecord, database_url: str | None, folder: Path) -> None:
+    if record.backend == "postgres" and not database_url:
         raise ConfigurationError(
             f"{folder} ran on PostgreSQL workers; resume it with "
             f"--resume {folder} --database-url URL"
         )
-    if record.database and record.database != _database(args.database_url):
+    if record.database and record.database != _database(database_url):
         raise ConfigurationError(
-            f"{folder} ran on the database {record.database}, not {_database(args.database_url)}"
+            f"{folder} ran on the database {record.database}, not {_database(database_url)}"
         )
-    if record.backend == "embedded" and args.database_url:
+    if record.backend == "embedded" and database_url:
         raise ConfigurationError(
             f"{folder} ran embedded (its checkpoints are in {folder}/dbos.sqlite); "
             f"resume it without --database-url"
@@ -224,11 +215,3 @@ def _database(url: str | None) -> str | None:
         return None
     parts = urlsplit(postgres_url(url))
     return f"{parts.hostname}:{parts.port or 5432}{parts.path}"
-
-
-def _apply(record: RunRecord, args: argparse.Namespace) -> None:
-    """Give ``args`` the recorded IDs and options."""
-    args.ids = list(record.ids)
-    for key, value in record.settings.items():
-        if hasattr(args, key):
-            setattr(args, key, value)

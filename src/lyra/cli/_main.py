@@ -14,15 +14,29 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from lyra.cli import _commands
-from lyra.cli._commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from lyra.cli import (
+    _analyze_command,
+    _delegate_command,
+    _logs_command,
+    _report_command,
+    _worker_command,
+)
+from lyra.cli._options import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from lyra.errors import ConfigurationError
+
+_COMMANDS = (
+    _analyze_command,
+    _delegate_command,
+    _logs_command,
+    _report_command,
+    _worker_command,
+)
 
 _EPILOG = """\
 examples:
   lyra analyze P04637 XXXXX Q8I3H7          analyse three proteins offline
   lyra analyze P04637 --json                the final output as JSON
-  lyra delegate "Analyze P04637" --timeout 60
+  lyra delegate "Analyze P04637" --child lyra.proteins:ProteinChild
   lyra report parse transcript.txt          every report in a file, as JSON
   lyra logs stats runs/*/events.jsonl       failure statistics
 
@@ -41,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lyra {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for register in _commands._registry():
-        register(commands)
+    for command in _COMMANDS:
+        command.register(commands)
     return parser
 
 

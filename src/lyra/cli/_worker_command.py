@@ -11,17 +11,20 @@ from types import FrameType
 from typing import Any
 
 from lyra.cli import _logging
-from lyra.cli._commands import EXIT_OK, whole_number
+from lyra.cli._options import EXIT_OK, whole_number
 
 _DESCRIPTION = """\
-Take protein children from the PostgreSQL queue that `lyra analyze
---database-url URL` fills, run them, and record their results there, until
-stopped (Ctrl+C or SIGTERM). Run as many workers as you like, on any machine
-that reaches the database; `lyra analyze --concurrency N` caps the children
-running at once across all of them. When a worker dies mid-child, another
-worker (or the supervisor) runs that child again; a finished child never runs
-twice. Events go to --events FILE (or stderr with -v) and also travel back to
-the supervisor's run directory.
+Take children from the PostgreSQL queue that `lyra analyze --database-url
+URL` (or any durable lyra.Supervisor run on that database) fills, run them,
+and record their results there, until stopped (Ctrl+C or SIGTERM). A worker
+builds each child from the importable name the run recorded (lyra.ChildRef),
+so your own children run here too when their package is installed. Run as
+many workers as you like, on any machine that reaches the database; `lyra
+analyze --concurrency N` caps the children running at once across all of
+them. When a worker dies mid-child, another worker (or the supervisor) runs
+that child again; a finished child never runs twice. Events go to --events
+FILE (or stderr with -v) and also travel back to the supervisor's run
+directory.
 """
 
 

@@ -1,19 +1,16 @@
-"""One child, one attempt: deadline, progress tracking, classification, reports."""
+"""One child, one attempt, inside a delegation tree: limits, progress,
+classification, reports."""
 
-from lyra.delegation._child import Child, ChildAgent, ChildFn, as_callable, default_child
+from lyra._taxonomy import ErrorType, FailureCategory
+from lyra.delegation._budget import Account, Budget, Usage
+from lyra.delegation._child import ChildRef, as_callable
 from lyra.delegation._classify import exception_text
-from lyra.delegation._context import ChildContext
-from lyra.delegation._delegate import build_result, check_timeout, new_session_id, run_attempt
+from lyra.delegation._context import Child, ChildAgent, ChildContext, ChildFn
+from lyra.delegation._delegate import check_timeout, new_session_id, run_attempt
 from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
-from lyra.delegation._models import (
-    ChildFailure,
-    DelegationResult,
-    ErrorType,
-    FailureCategory,
-    TaskReport,
-)
+from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._parse_helpers import (
     extract_blocker,
     extract_category,
@@ -30,24 +27,28 @@ from lyra.delegation._report import (
     parse_report,
     render_report,
 )
+from lyra.delegation._result import DelegationResult
 
 __all__ = [
     "METADATA_CLOSE",
     "REPORT_HEADER",
+    "Account",
+    "Budget",
     "Child",
     "ChildAgent",
     "ChildContext",
     "ChildFailure",
     "ChildFn",
+    "ChildRef",
     "DelegationResult",
     "ErrorKind",
     "ErrorType",
+    "FailedDelegation",
     "FailureCategory",
     "TaskReport",
+    "Usage",
     "as_callable",
-    "build_result",
     "check_timeout",
-    "default_child",
     "describe_error",
     "escape",
     "exception_text",

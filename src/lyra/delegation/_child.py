@@ -1,32 +1,21 @@
-"""The child contract: an async callable ``child(prompt, ctx) -> str`` or an
-object with ``async def run(self, prompt, ctx) -> str``."""
+"""Children as lyra runs them: any child as one coroutine function, and a child
+named by where it lives (:class:`ChildRef`), built once per process."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
-import os
-from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+import re
+from collections.abc import Callable
+from functools import cache, partial
+from typing import Any
 
 import anyio
 import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from lyra.delegation._context import ChildContext
+from lyra.delegation._context import Child, ChildContext, ChildFn
 from lyra.errors import ConfigurationError
-
-
-@runtime_checkable
-class ChildAgent(Protocol):
-    """A child agent object: ``await child.run(prompt, ctx)`` returns the output."""
-
-    async def run(self, prompt: str, ctx: ChildContext) -> str:
-        """Do the task and return its result text."""
-        ...
-
-
-ChildFn: TypeAlias = Callable[[str, ChildContext], Awaitable[str]]
-Child: TypeAlias = ChildAgent | ChildFn
 
 
 def as_callable(child: Child) -> ChildFn:
@@ -53,29 +42,47 @@ async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: C
     return await result if inspect.isawaitable(result) else result
 
 
-def default_child() -> Child:
-    """The configured default child.
+_TARGET = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")
 
-    ``LYRA_CHILD`` chooses: ``anthropic`` (needs ``ANTHROPIC_API_KEY``; a
-    model with the protein pipeline's stages as tools), ``protein`` (the
-    offline protein child) or ``auto`` (the default: Anthropic when a key is
-    set, otherwise the offline protein child).
+
+class ChildRef(BaseModel):
+    """A child named by where it lives, so that another process can build it.
+
+    ``target`` is ``module:attribute``. With ``options`` (JSON data), or when
+    the attribute is a class, it is a factory called with the options as
+    keyword arguments; otherwise the attribute is the child itself. Durable
+    runs and ``lyra worker`` resolve children this way.
     """
-    choice = os.environ.get("LYRA_CHILD", "auto").strip().lower() or "auto"
-    has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
-    if choice == "anthropic" or (choice == "auto" and has_key):
-        if not has_key:
-            raise ConfigurationError(
-                "LYRA_CHILD=anthropic needs ANTHROPIC_API_KEY; set it, "
-                "or use LYRA_CHILD=protein for the offline protein child"
-            )
-        from lyra.proteins import anthropic_protein_child
 
-        return anthropic_protein_child()  # a model with the protein stages as tools
-    if choice in ("auto", "protein"):
-        from lyra.proteins import ProteinChild
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-        return ProteinChild()
-    raise ConfigurationError(
-        f"LYRA_CHILD={choice!r} names no child; use 'auto', 'anthropic' or 'protein'"
-    )
+    target: str = Field(description="module:attribute, e.g. lyra.proteins:ProteinChild")
+    options: dict[str, Any] | None = Field(None, description="Keyword arguments (JSON data).")
+
+    @field_validator("target")
+    @classmethod
+    def _importable(cls, value: str) -> str:
+        if not _TARGET.fullmatch(value):
+            raise ValueError(f"{value!r} is not module:attribute (e.g. mypkg.agents:triage)")
+        return value
+
+    def resolve(self) -> Child:
+        """The child this names (built once per process for the same reference)."""
+        return _resolve(self.model_dump_json())
+
+
+@cache
+def _resolve(ref_json: str) -> Child:
+    ref = ChildRef.model_validate_json(ref_json)
+    target, options = ref.target, ref.options
+    module_name, _, attribute = target.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
+    if options is not None or inspect.isclass(found):
+        found = found(**(options or {}))
+    as_callable(found)  # a clear error now for something that is no child
+    return found  # type: ignore[no-any-return]

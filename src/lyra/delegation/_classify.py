@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lyra._taxonomy import ErrorType, FailureCategory
+from lyra.delegation._budget import Budget
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
-from lyra.delegation._models import ErrorType, FailureCategory
 from lyra.errors import ChildSignal
 
 _C = FailureCategory
@@ -53,19 +54,77 @@ def exception_text(exc: BaseException) -> str:
 
 
 def classify_timeout(ctx: ChildContext) -> Verdict:
-    """Rule 1: our deadline passed; retryable only if the child made progress."""
+    """Rule 1: our deadline passed; retryable only if the child made progress
+    (and the tree's budget has room for another try)."""
     progress = ctx.made_progress
+    room = _room(ctx)
     return Verdict(
         category=_C.TIMEOUT,
-        retryable=progress,
+        retryable=progress and room,
         error_type=ErrorType.TIMEOUT,
         evidence=(
             "rule 1: the deadline passed "
             + ("after progress" if progress else "with no tool run and no step completed")
+            + ("" if room else "; the budget has no room left")
         ),
         message=f"Child timed out after {ctx.timeout:g}s",
         blocked_on="Time limit insufficient" if progress else "No progress before the deadline",
     )
+
+
+def classify_idle(ctx: ChildContext) -> Verdict:
+    """Rule 1 (idle): no progress for ``idle_timeout`` seconds; retryable only
+    after earlier progress, with room in the budget."""
+    idle = ctx.idle_timeout
+    progress = ctx.made_progress
+    return Verdict(
+        category=_C.TIMEOUT,
+        retryable=progress and _room(ctx),
+        error_type=ErrorType.IDLE,
+        evidence=f"rule 1: no progress for {idle:g} s (idle timeout)"
+        + ("" if progress else "; nothing done before it"),
+        message=f"Child made no progress for {idle:g}s (idle timeout)",
+        blocked_on=f"No progress for {idle:g}s",
+    )
+
+
+def classify_budget(ctx: ChildContext) -> Verdict:
+    """Rule 1 (budget): the tree's budget ran out; retryable only when the
+    accounts above the one that ran out still have room."""
+    account = ctx.stopped_by
+    if account is None:  # no room before the attempt started
+        assert ctx.account is not None
+        left = ctx.account.left()
+        why = f"nothing left before the attempt started ({_describe(left)})"
+        room = False
+    else:
+        why = account.exhausted or "a limit was reached"
+        room = account.parent is not None and account.parent.has_room()
+    return Verdict(
+        category=_C.TIMEOUT,
+        retryable=room,
+        error_type=ErrorType.BUDGET,
+        evidence=f"rule 1: budget exhausted: {why}",
+        message=f"Child stopped: budget exhausted ({why})",
+        blocked_on="Budget exhausted",
+    )
+
+
+def _room(ctx: ChildContext) -> bool:
+    return ctx.account is None or ctx.account.has_room()
+
+
+def _describe(left: Budget) -> str:
+    spent = [
+        name
+        for name, value in (
+            ("max_tokens", left.max_tokens),
+            ("max_cost_usd", left.max_cost_usd),
+            ("max_turns", left.max_turns),
+        )
+        if value is not None and value <= 0
+    ]
+    return ", ".join(f"{name} used up" for name in spent) or "no room"
 
 
 def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:

@@ -1,23 +1,71 @@
-"""ChildContext: how a child reports progress, runs tools, and declares itself blocked."""
+"""The child contract: a child is an async callable ``child(prompt, ctx) -> str``
+or an object with ``async def run(self, prompt, ctx) -> str``, and
+ChildContext is how it reports progress, runs tools, spends budget, delegates
+further, and declares itself blocked.
+
+One context per attempt. It also carries the attempt's limits (DESIGN §12):
+the total deadline and the idle deadline share the attempt's one cancel
+scope -- progress pushes the scope's deadline forward, never past the total
+-- and the account the attempt draws on, whose exhaustion ends it at once.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NoReturn, TypeVar, overload
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    NoReturn,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    overload,
+    runtime_checkable,
+)
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
-from lyra.delegation._models import FailureCategory
-from lyra.errors import ChildBlocked
+from lyra._taxonomy import FailureCategory
+from lyra.delegation._budget import Account, Budget, Usage, checked_charge
+from lyra.delegation._models import FailedDelegation
+from lyra.errors import BudgetExhausted, ChildBlocked
+
+if TYPE_CHECKING:
+    from lyra.delegation._result import DelegationResult
 
 T = TypeVar("T")
 
 _BLOCKABLE = frozenset(
     {FailureCategory.MISSING_CONTEXT, FailureCategory.INVALID_TASK, FailureCategory.TOOL_ERROR}
 )
+_MAX_IDLE_SLACK = 0.02
+"""Seconds an idle deadline may fire late, so that frequent progress does not
+re-arm the timer on every call."""
+
+
+class Runner(Protocol):
+    """Runs one attempt (what :meth:`ChildContext.delegate` uses for a grandchild)."""
+
+    async def __call__(
+        self,
+        child: Child,
+        prompt: str,
+        *,
+        timeout: float,
+        idle_timeout: float | None,
+        account: Account | None,
+        subject: str | None,
+        context: Mapping[str, Any] | None,
+        parent: ChildContext,
+    ) -> DelegationResult: ...
 
 
 class ChildContext:
@@ -26,8 +74,43 @@ class ChildContext:
     A child calls :meth:`step` for each finished piece of work,
     :meth:`file_modified` for each file it wrote, runs tools through
     :meth:`tool` (so usage is counted and blocking tools cannot hold the
-    deadline) and calls :meth:`block` when it cannot go on.
+    deadline), records spend with :meth:`charge`, delegates further with
+    :meth:`delegate`, and calls :meth:`block` when it cannot go on.
+
+    ``state`` is a dict the child may keep across the attempts of one task
+    (a recovery loop); in durable runs it must hold JSON data, and it
+    survives a crash.
     """
+
+    __slots__ = (
+        "_account",
+        "_armed",
+        "_deadline",
+        "_failed_tool_error",
+        "_idle",
+        "_last_progress",
+        "_loop_thread",
+        "_meter",
+        "_parent",
+        "_runner",
+        "_scope",
+        "_slack",
+        "_stop",
+        "_token",
+        "attempt",
+        "blocked",
+        "completed_steps",
+        "context",
+        "failed_delegations",
+        "failed_tool",
+        "files_modified",
+        "last_successful_tool",
+        "session_id",
+        "state",
+        "subject",
+        "timeout",
+        "tool_usage",
+    )
 
     def __init__(
         self,
@@ -37,20 +120,48 @@ class ChildContext:
         attempt: int = 1,
         subject: str | None = None,
         context: Mapping[str, Any] | None = None,
+        idle_timeout: float | None = None,
+        account: Account | None = None,
+        state: dict[str, Any] | None = None,
+        parent: ChildContext | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.session_id = session_id
         self.timeout = timeout
         self.attempt = attempt
         self.subject = subject
-        self.context: Mapping[str, Any] = dict(context or {})
+        self.context: Mapping[str, Any] = context if context is not None else {}
+        self.state: dict[str, Any] = state if state is not None else {}
         self.completed_steps: list[str] = []
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.last_successful_tool: str | None = None
         self.blocked: ChildBlocked | None = None
         self.failed_tool: str | None = None
+        self.failed_delegations: list[FailedDelegation] = []
         self._failed_tool_error: BaseException | None = None
         self._deadline = anyio.current_time() + timeout
+        self._idle = idle_timeout
+        self._armed = self._deadline
+        self._slack = 0.0
+        self._last_progress = 0.0
+        if idle_timeout is not None:
+            self._last_progress = time.monotonic()
+            self._slack = min(_MAX_IDLE_SLACK, idle_timeout / 20)
+            self._armed = min(self._deadline, anyio.current_time() + idle_timeout + self._slack)
+        self._account = account
+        self._meter: Account | None = None
+        self._parent = parent
+        self._runner = runner
+        self._scope: anyio.CancelScope | None = None
+        self._stop: Account | None = None
+        self._loop_thread = threading.get_ident()
+        self._token: Any = None
+        if idle_timeout is not None or account is not None:
+            # Progress or a charge from a worker thread must reach the scope.
+            self._token = anyio.lowlevel.current_token()
+
+    # -- what the child reports ------------------------------------------------
 
     @property
     def tool_executions(self) -> int:
@@ -60,21 +171,27 @@ class ChildContext:
     @property
     def made_progress(self) -> bool:
         """True once the child ran a tool or completed a step."""
-        return bool(self.completed_steps) or self.tool_executions > 0
+        return bool(self.completed_steps) or bool(self.tool_usage)
 
     def remaining(self) -> float:
-        """Seconds left before the deadline (never negative)."""
+        """Seconds left before the total deadline (never negative)."""
         return max(0.0, self._deadline - anyio.current_time())
 
     def step(self, description: str) -> None:
         """Record one completed step (shown as ``✓ description`` in reports)."""
         self.completed_steps.append(str(description))
+        self._touch()
 
     def file_modified(self, path: str) -> None:
         """Record a file the child wrote; repeated paths are listed once."""
         path = str(path)
         if path not in self.files_modified:
             self.files_modified.append(path)
+        self._touch()
+
+    def heartbeat(self) -> None:
+        """Say the child is alive and working (resets the idle timeout)."""
+        self._touch()
 
     @overload
     async def tool(
@@ -87,11 +204,13 @@ class ChildContext:
     async def tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool, counting its use; sync tools run in a worker thread.
 
-        The worker thread is abandoned on cancellation, so a tool stuck in
-        blocking code cannot hold the child past its deadline. An exception
-        from the tool propagates unchanged and is remembered as a tool failure.
+        Starting and finishing a tool both count as progress. The worker
+        thread is abandoned on cancellation, so a tool stuck in blocking code
+        cannot hold the child past its deadline. An exception from the tool
+        propagates unchanged and is remembered as a tool failure.
         """
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
+        self._touch()
         try:
             if inspect.iscoroutinefunction(fn):
                 result = await fn(*args, **kwargs)
@@ -104,6 +223,7 @@ class ChildContext:
             self.failed_tool, self._failed_tool_error = name, exc
             raise
         self.last_successful_tool = name
+        self._touch()
         return result
 
     def raised_by_tool(self, exc: BaseException) -> bool:
@@ -122,3 +242,176 @@ class ChildContext:
             raise ValueError(f"a child can block only with one of {allowed}, not {declared}")
         self.blocked = ChildBlocked(declared, str(reason))
         raise self.blocked
+
+    # -- budget -------------------------------------------------------------------
+
+    def charge(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float = 0.0,
+        turns: int = 0,
+    ) -> None:
+        """Record what the child spent; counts as progress.
+
+        Raises :class:`~lyra.errors.BudgetExhausted` (and ends the attempt)
+        when the charge takes the delegation tree over its budget.
+        """
+        checked_charge(input_tokens, output_tokens, cost_usd, turns)
+        over = self._metered().charge(
+            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd, turns=turns
+        )
+        self._touch()
+        if over is not None:
+            self._out_of_budget(over)
+            raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
+
+    @property
+    def budget_left(self) -> Budget:
+        """What the tree may still spend (``None`` fields: no limit)."""
+        return self._account.left() if self._account is not None else Budget()
+
+    @property
+    def usage(self) -> Usage:
+        """What this attempt (and everything it delegated) was charged so far."""
+        return self._meter.usage if self._meter is not None else Usage()
+
+    def _metered(self) -> Account:
+        """This attempt's own meter, drawing on the tree's account (made on first use)."""
+        if self._meter is None:
+            self._meter = Account(parent=self._account)
+        return self._meter
+
+    # -- nesting --------------------------------------------------------------------
+
+    async def delegate(
+        self,
+        prompt: str,
+        *,
+        child: Child,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        budget: Budget | None = None,
+        subject: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> DelegationResult:
+        """Run a grandchild under this attempt's limits; its failure is a result.
+
+        Its deadline is the smaller of ``timeout`` and this attempt's time
+        left; ``budget`` limits it further, drawing on this tree's account;
+        cancelling this attempt cancels it.
+        """
+        if self._runner is None:
+            raise RuntimeError("this context was not made by lyra; it cannot delegate")
+        left = self.remaining()
+        own = left if timeout is None else min(timeout, left)
+        result = await self._runner(
+            child,
+            prompt,
+            timeout=max(own, 1e-3),
+            idle_timeout=idle_timeout,
+            account=Account.for_budget(budget, self._metered()),
+            subject=subject,
+            context=context,
+            parent=self,
+        )
+        if result.failure is not None:
+            failure = result.failure
+            self.failed_delegations.append(
+                FailedDelegation(
+                    session_id=result.session_id,
+                    category=failure.category,
+                    error_type=failure.error_type,
+                )
+            )
+        self._touch()
+        return result
+
+    # -- limits (used by the attempt runner) ------------------------------------------
+
+    @contextmanager
+    def _limits(self) -> Iterator[anyio.CancelScope]:
+        """Enforce the limits around the child: the scope ends the attempt at its
+        deadline, and an account that runs out cancels it."""
+        limited = self._account.limited() if self._account is not None else []
+        with anyio.CancelScope(deadline=self._armed) as scope:
+            self._scope = scope
+            for account in limited:
+                account.watch(id(self), self._out_of_budget)
+            try:
+                yield scope
+            finally:
+                self._scope = None
+                for account in limited:
+                    account.unwatch(id(self))
+
+    def _touch(self) -> None:
+        """Progress: push the idle deadline forward (and the parent's)."""
+        if self._idle is not None:
+            now = time.monotonic()
+            self._last_progress = now
+            if self._armed < self._deadline and now + self._idle > self._armed:
+                self._armed = min(self._deadline, now + self._idle + self._slack)
+                self._on_loop(self._rearm)
+        if self._parent is not None:
+            self._parent._touch()
+
+    def _rearm(self) -> None:
+        if self._scope is not None:
+            self._scope.deadline = self._armed
+
+    def _out_of_budget(self, account: Account) -> None:
+        """Watcher: an account this attempt draws on ran out; end the attempt."""
+        if self._stop is None:
+            self._stop = account
+        self._on_loop(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def _on_loop(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the event loop's thread (now, if this is it)."""
+        if threading.get_ident() == self._loop_thread:
+            fn()
+            return
+        with suppress(RuntimeError):  # the loop is gone: the attempt ended already
+            anyio.from_thread.run_sync(fn, token=self._token)
+
+    @property
+    def idle_for(self) -> float | None:
+        """Seconds since the last progress, when an idle timeout is set."""
+        return None if self._idle is None else time.monotonic() - self._last_progress
+
+    @property
+    def idle_timeout(self) -> float | None:
+        """The idle timeout of this attempt (``None``: none)."""
+        return self._idle
+
+    @property
+    def stopped_by(self) -> Account | None:
+        """The account whose exhaustion ended this attempt, if one did."""
+        return self._stop
+
+    @property
+    def account(self) -> Account | None:
+        """The account this attempt draws on (``None``: no budget anywhere above)."""
+        return self._account
+
+    @property
+    def parent_session_id(self) -> str | None:
+        """The session that delegated this one, for a nested delegation."""
+        return self._parent.session_id if self._parent is not None else None
+
+
+@runtime_checkable
+class ChildAgent(Protocol):
+    """A child agent object: ``await child.run(prompt, ctx)`` returns the output."""
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        """Do the task and return its result text."""
+        ...
+
+
+ChildFn: TypeAlias = Callable[[str, ChildContext], Awaitable[str]]
+Child: TypeAlias = ChildAgent | ChildFn

@@ -1,43 +1,47 @@
-"""One child, one attempt: the deadline, classification, the report, the events."""
+"""One child, one attempt: the limits, classification, the result, the events."""
 
 from __future__ import annotations
 
 import math
+import os
 import time
-import uuid
 from collections.abc import Mapping
+from itertools import count
 from typing import Any
 
-import anyio
-import structlog
-
-from lyra.delegation._child import Child, as_callable
+from lyra import events
+from lyra.delegation._budget import Account
+from lyra.delegation._child import as_callable
 from lyra.delegation._classify import (
     Verdict,
     classify_blank_prompt,
     classify_blocked,
+    classify_budget,
     classify_exception,
+    classify_idle,
     classify_invalid_output,
     classify_timeout,
 )
-from lyra.delegation._context import ChildContext
-from lyra.delegation._models import ChildFailure, DelegationResult
+from lyra.delegation._context import Child, ChildContext
+from lyra.delegation._models import ChildFailure
+from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 
-log = structlog.get_logger("lyra")
+_PREFIX = os.urandom(4).hex()
+_SERIAL = count(1)
 
 
 def new_session_id() -> str:
-    """A fresh child session id, ``child-`` and 12 hex digits."""
-    return f"child-{uuid.uuid4().hex[:12]}"
+    """A fresh child session id: ``child-``, a per-process random prefix and a counter."""
+    return f"child-{_PREFIX}{next(_SERIAL):x}"
 
 
-def check_timeout(timeout: float) -> float:
+def check_timeout(timeout: float, what: str = "timeout") -> float:
     """The timeout as a float, or a clear error for a caller's mistake."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+        raise TypeError(f"{what} must be a number of seconds, not {type(timeout).__name__}")
     if not math.isfinite(timeout) or timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
     return float(timeout)
 
 
@@ -46,17 +50,25 @@ async def run_attempt(
     prompt: str,
     *,
     timeout: float,
+    idle_timeout: float | None = None,
+    account: Account | None = None,
     session_id: str | None = None,
     subject: str | None = None,
     attempt: int = 1,
     context: Mapping[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+    parent: ChildContext | None = None,
 ) -> DelegationResult:
-    """Run ``child`` once under ``timeout`` and describe what happened.
+    """Run ``child`` once under its limits and describe what happened.
 
-    Never raises for the child's failure. ``KeyboardInterrupt``,
-    ``SystemExit`` and cancellation of the caller propagate untouched.
+    ``timeout`` bounds the attempt; ``idle_timeout`` bounds the time between
+    two signs of progress; ``account`` is the budget it draws on. Never
+    raises for the child's failure. ``KeyboardInterrupt``, ``SystemExit``
+    and cancellation of the caller propagate untouched.
     """
     timeout = check_timeout(timeout)
+    if idle_timeout is not None:
+        idle_timeout = check_timeout(idle_timeout, "idle_timeout")
     call = as_callable(child)
     ctx = ChildContext(
         session_id=session_id or new_session_id(),
@@ -64,20 +76,28 @@ async def run_attempt(
         attempt=attempt,
         subject=subject,
         context=context,
+        idle_timeout=idle_timeout,
+        account=account,
+        state=state,
+        parent=parent,
+        runner=_nested,
     )
-    fields: dict[str, Any] = {"session_id": ctx.session_id, "subject": subject, "attempt": attempt}
-    for key in ("task_id", "parent_task_id"):  # attempts of one recovery loop share a task
-        if key in ctx.context:
-            fields[key] = ctx.context[key]
-    log.info("delegation_started", timeout=timeout, **fields)
+    fields = _fields(ctx)
+    limits: dict[str, Any] = {"timeout": timeout}
+    if idle_timeout is not None:
+        limits["idle_timeout"] = idle_timeout
+    events.info("delegation_started", **fields, **limits)
     started = time.perf_counter()
     verdict, output = await _run(call, prompt, ctx)
     duration = round(time.perf_counter() - started, 6)
+    usage = ctx.usage
+    if usage:
+        fields.update(usage.fields())
     if verdict is None:
-        log.info("delegation_completed", duration=duration, **fields)
+        events.info("delegation_completed", duration=duration, **fields)
         return _result(ctx, duration, output=output)
     failure = _failure(verdict, ctx, duration)
-    log.info(
+    events.info(
         "delegation_failed",
         category=str(failure.category),
         retryable=failure.suggested_retry,
@@ -90,20 +110,70 @@ async def run_attempt(
     return _result(ctx, duration, failure=failure)
 
 
+async def _nested(
+    child: Child,
+    prompt: str,
+    *,
+    timeout: float,
+    idle_timeout: float | None,
+    account: Account | None,
+    subject: str | None,
+    context: Mapping[str, Any] | None,
+    parent: ChildContext,
+) -> DelegationResult:
+    """A grandchild's attempt (``ctx.delegate``): the parent's subject and task by default."""
+    return await run_attempt(
+        child,
+        prompt,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        account=account,
+        subject=subject if subject is not None else parent.subject,
+        context=context if context is not None else _inherited(parent.context),
+        parent=parent,
+    )
+
+
+def _inherited(context: Mapping[str, Any]) -> dict[str, Any]:
+    """What a grandchild keeps of its parent's context: the task it belongs to."""
+    return {key: context[key] for key in ("task_id",) if key in context}
+
+
+def _fields(ctx: ChildContext) -> dict[str, Any]:
+    """The fields every event of this attempt carries."""
+    fields: dict[str, Any] = {
+        "session_id": ctx.session_id,
+        "subject": ctx.subject,
+        "attempt": ctx.attempt,
+    }
+    for key in ("task_id", "parent_task_id"):  # attempts of one recovery loop share a task
+        if key in ctx.context:
+            fields[key] = ctx.context[key]
+    if ctx.parent_session_id is not None:
+        fields["parent_session_id"] = ctx.parent_session_id
+    return fields
+
+
 async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | None, str]:
-    """Await the child under the deadline; the verdict is ``None`` on success."""
+    """Await the child under its limits; the verdict is ``None`` on success."""
     if not isinstance(prompt, str) or not prompt.strip():
         return classify_blank_prompt(), ""
+    if ctx.account is not None and not ctx.account.has_room():
+        return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: Exception | None = None
-    with anyio.move_on_after(ctx.timeout) as scope:
+    with ctx._limits() as scope:
         try:
             output = await call(prompt, ctx)
         except Exception as exc:  # noqa: BLE001 - interrupts and cancellation propagate
             error = exc
-    # Only our deadline cancels this scope, so cancel_called tells our timeout
-    # apart from a TimeoutError raised inside the child.
+    if ctx.stopped_by is not None:  # the budget ran out: whatever the child did after
+        return classify_budget(ctx), ""
+    # Only our limits cancel this scope, so cancel_called tells them apart from
+    # a TimeoutError raised inside the child.
     if scope.cancel_called and (error is not None or scope.cancelled_caught):
+        if ctx.idle_timeout is not None and ctx.remaining() > 0:
+            return classify_idle(ctx), ""
         return classify_timeout(ctx), ""
     if ctx.blocked is not None:
         return classify_blocked(ctx), ""
@@ -141,32 +211,16 @@ def _result(
     output: str | None = None,
     failure: ChildFailure | None = None,
 ) -> DelegationResult:
-    return build_result(
-        output=output,
+    usage = ctx.usage
+    return DelegationResult(
+        status="completed" if failure is None else "failed",
+        output=output if failure is None else None,
         failure=failure,
         session_id=ctx.session_id,
         duration=duration,
         attempt=ctx.attempt,
         subject=ctx.subject,
-    )
-
-
-def build_result(
-    *,
-    output: str | None,
-    failure: ChildFailure | None,
-    session_id: str,
-    duration: float,
-    attempt: int = 1,
-    subject: str | None = None,
-) -> DelegationResult:
-    """The result of one attempt: its output when ``failure`` is None."""
-    return DelegationResult(
-        status="completed" if failure is None else "failed",
-        output=output if failure is None else None,
-        failure=failure,
-        session_id=session_id,
-        duration=duration,
-        attempt=attempt,
-        subject=subject,
+        usage=usage if usage else None,
+        parent_session_id=ctx.parent_session_id,
+        failed_delegations=tuple(ctx.failed_delegations),
     )

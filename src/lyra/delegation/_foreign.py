@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from lyra.delegation._models import ErrorType
+from lyra._taxonomy import ErrorType
 from lyra.errors import (
     IncompleteOutput,
     InvalidInput,

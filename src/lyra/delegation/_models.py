@@ -1,34 +1,12 @@
-"""Value objects of one delegation: categories, failures, results, reports."""
+"""Value objects of one delegation: failures and reports (the result is in ``_result``)."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-
-class FailureCategory(StrEnum):
-    """The five categories every child failure falls into (DESIGN §3)."""
-
-    TIMEOUT = "timeout"
-    MISSING_CONTEXT = "missing_context"
-    TOOL_ERROR = "tool_error"
-    INVALID_TASK = "invalid_task"
-    PARTIAL = "partial"
-
-
-class ErrorType(StrEnum):
-    """The fine cause behind a category, for statistics and backoff."""
-
-    TIMEOUT = "timeout"
-    CONNECTION = "connection"
-    RATE_LIMIT = "rate_limit"
-    NOT_FOUND = "not_found"
-    AUTH = "auth"
-    DATA = "data"
-    UNKNOWN = "unknown"
-
+from lyra._taxonomy import ErrorType, FailureCategory
 
 Status = Literal["completed", "failed"]
 
@@ -70,47 +48,12 @@ class ChildFailure(_Frozen):
         return self.suggested_retry
 
 
-class DelegationResult(_Frozen):
-    """The outcome of one delegation: the output or the failure, and the report text."""
+class FailedDelegation(_Frozen):
+    """A nested delegation (``ctx.delegate``) that failed, as its parent's report lists it."""
 
-    status: Status
-    output: str | None
-    failure: ChildFailure | None
     session_id: str
-    duration: float
-    attempt: int = 1
-    subject: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the child completed."""
-        return self.status == "completed"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _derived_report(cls, data: Any) -> Any:
-        """Accept a dump of a result: its ``report`` is derived, so it is dropped."""
-        if isinstance(data, dict) and "report" in data:
-            data = {key: value for key, value in data.items() if key != "report"}
-        return data
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def report(self) -> str:
-        """The report text (DESIGN §4), rendered from the fields when asked for:
-        most results in a large fan-out are never read as text."""
-        from lyra.delegation._report import render_report  # the format's one home
-
-        return render_report(
-            TaskReport.of(
-                output=self.output,
-                failure=self.failure,
-                attempt=self.attempt,
-                subject=self.subject,
-                session_id=self.session_id,
-                duration=self.duration,
-            )
-        )
+    category: FailureCategory
+    error_type: ErrorType = ErrorType.UNKNOWN
 
 
 class TaskReport(_Frozen):
@@ -136,39 +79,17 @@ class TaskReport(_Frozen):
     suggested_actions: tuple[str, ...] = ()
     retry_after: float | None = None
     """Seconds the failing service asked to wait (``<retry_after_s>``), if it did."""
+    tokens_used: int | None = None
+    """Tokens charged to the delegation and everything below it (``<tokens_used>``)."""
+    cost_usd: float | None = None
+    """Spend charged, in US dollars (``<cost_usd>``)."""
+    turns: int | None = None
+    """Model calls or agent turns charged (``<turns>``)."""
+    parent_session_id: str | None = None
+    """The session that delegated this one, for a nested delegation."""
+    failed_delegations: tuple[FailedDelegation, ...] = ()
+    """Nested delegations that failed under this one (``<failed_delegation>``)."""
 
-    _blank = field_validator("blocked_on", "session_id", "subject")(_none_if_blank)
-
-    @classmethod
-    def of(
-        cls,
-        *,
-        output: str | None,
-        failure: ChildFailure | None,
-        attempt: int = 1,
-        subject: str | None = None,
-        session_id: str,
-        duration: float,
-    ) -> TaskReport:
-        """The report of one attempt: its output, or its failure."""
-        common: dict[str, Any] = {
-            "session_id": session_id,
-            "attempt": attempt,
-            "duration": duration,
-            "subject": subject,
-        }
-        if failure is None:
-            return cls(status="completed", output=output or "", **common)
-        return cls(
-            status="failed",
-            message=failure.message,
-            category=failure.category,
-            retryable=failure.suggested_retry,
-            error_type=failure.error_type,
-            completed_steps=failure.completed_steps,
-            files_modified=failure.files_modified,
-            blocked_on=failure.blocked_on,
-            suggested_actions=failure.suggested_actions,
-            retry_after=failure.retry_after,
-            **common,
-        )
+    _blank = field_validator("blocked_on", "session_id", "subject", "parent_session_id")(
+        _none_if_blank
+    )

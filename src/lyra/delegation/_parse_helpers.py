@@ -6,7 +6,8 @@ without a report gives ``None``, ``False`` or an empty list.
 
 from __future__ import annotations
 
-from lyra.delegation._models import FailureCategory, TaskReport
+from lyra._taxonomy import FailureCategory
+from lyra.delegation._models import TaskReport
 from lyra.delegation._report import parse_report
 from lyra.errors import ReportParseError
 

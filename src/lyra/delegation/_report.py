@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lyra._templates import template
-from lyra.delegation._models import TaskReport
+from lyra.delegation._models import FailedDelegation, TaskReport
 from lyra.errors import ReportParseError
+from lyra.templates import LYRA
 
 HEADER = "Child agent failed:"
 """The first line of every failure report starts with this."""
@@ -54,6 +54,7 @@ _RENDERED = re.compile(
 _STEP_SPLIT = re.compile(r"(?m)^  ✓ ")
 _ACTION_SPLIT = re.compile(r"(?m)^  • ")
 _TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
+_FAILED_DELEGATION = "failed_delegation"  # repeated: one tag per failed nested delegation
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
@@ -114,7 +115,7 @@ def render_report(report: TaskReport) -> str:
         suggested_actions=[_free(action) for action in report.suggested_actions],
         metadata=_metadata(report, failed),
     )
-    return template("report.txt.j2").render(r=view)
+    return LYRA.get("report.txt.j2").render(r=view)
 
 
 def _metadata(report: TaskReport, failed: bool) -> list[tuple[str, str]]:
@@ -136,6 +137,12 @@ def _metadata(report: TaskReport, failed: bool) -> list[tuple[str, str]]:
         tags.append(("duration_s", repr(report.duration)))
     if report.subject is not None:
         tags.append(("subject", report.subject))
+    for tag in ("tokens_used", "cost_usd", "turns", "parent_session_id"):
+        value = getattr(report, tag)
+        if value is not None:
+            tags.append((tag, repr(value) if isinstance(value, float) else value))
+    for sub in report.failed_delegations:
+        tags.append((_FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}"))
     return [(tag, escape(str(value))) for tag, value in tags]
 
 
@@ -222,9 +229,10 @@ def _last_header(region: str) -> int | None:
 
 
 def _parse_one(region: str, block: str | None, *, strip_lead: bool) -> TaskReport:
-    meta = dict(_TAG.findall(block)) if block else {}
+    pairs = _TAG.findall(block) if block else []
     if block and "&" in block:
-        meta = {tag: unescape(value) for tag, value in meta.items()}
+        pairs = [(tag, unescape(value)) for tag, value in pairs]
+    meta = dict(pairs)
     status = meta.get("status")
     header_at = _last_header(region) if status != "completed" else None
     if status is None and header_at is not None:
@@ -252,10 +260,36 @@ def _parse_one(region: str, block: str | None, *, strip_lead: bool) -> TaskRepor
             fields["retry_after"] = _float(meta["retry_after_s"], "retry_after_s")
     if "duration_s" in meta:
         fields["duration"] = _float(meta["duration_s"], "duration_s")
+    fields.update(_tree_fields(meta, pairs))
     try:
         return TaskReport(**fields)
     except ValueError as exc:  # pydantic's ValidationError: an impossible value
         raise ReportParseError(f"malformed report: {exc}") from None
+
+
+def _tree_fields(meta: dict[str, str], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Usage and nesting (DESIGN §12), from the metadata tags that carry them."""
+    fields: dict[str, Any] = {}
+    for tag in ("tokens_used", "turns"):
+        if tag in meta:
+            fields[tag] = _int(meta[tag], tag)
+    if "cost_usd" in meta:
+        fields["cost_usd"] = _float(meta["cost_usd"], "cost_usd")
+    if meta.get("parent_session_id"):
+        fields["parent_session_id"] = meta["parent_session_id"]
+    failed = [value for tag, value in pairs if tag == _FAILED_DELEGATION]
+    if failed:
+        fields["failed_delegations"] = tuple(map(_failed_delegation, failed))
+    return fields
+
+
+def _failed_delegation(value: str) -> FailedDelegation:
+    session_id, _, rest = value.rpartition(" ")
+    session_id, _, category = session_id.rpartition(" ")
+    try:
+        return FailedDelegation(session_id=session_id, category=category, error_type=rest)
+    except ValueError:  # pydantic's ValidationError: an impossible value
+        raise ReportParseError(f"malformed failed_delegation tag: {value!r}") from None
 
 
 def _fast_body(body: str) -> dict[str, Any] | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._classify import Verdict
 from lyra.delegation._foreign import Kind
-from lyra.delegation._models import ErrorType, FailureCategory
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
 _MODULE = re.compile(r"No module named '([^']+)'")
@@ -45,6 +45,19 @@ def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[s
 
 
 def _timeout(verdict: Verdict, timeout: float) -> tuple[str, ...]:
+    if verdict.error_type is ErrorType.BUDGET:
+        if verdict.retryable:
+            return ("Continue within what the budget has left", "Narrow the task")
+        return (
+            "Raise the budget (max_tokens, max_cost_usd or max_turns) or narrow the task",
+            "Break task into smaller subtasks",
+        )
+    if verdict.error_type is ErrorType.IDLE:
+        return (
+            "Break task into smaller subtasks",
+            "Provide the context the child may be waiting for",
+            "Check for a hung tool or service; call ctx.heartbeat() in long steps",
+        )
     if verdict.retryable:
         return (f"Retry with timeout={timeout * 2:g}s", "Break task into smaller subtasks")
     return (

@@ -1,13 +1,15 @@
 """Durable and multi-machine runs on DBOS Transact (DESIGN §10).
 
-``DurableExecutor.embedded(run_dir, run_id=…)`` checkpoints every protein's
-child in ``<run_dir>/dbos.sqlite`` and runs it here; ``DurableExecutor.queue(
-database_url, run_id=…)`` puts the children on a PostgreSQL-backed DBOS queue
-for ``lyra worker`` processes. Importing this package does not import DBOS;
-starting an executor or a worker does.
+``DurableExecutor.embedded(run_dir, run_id=…)`` checkpoints every task of a
+:meth:`lyra.Supervisor.run` in ``<run_dir>/dbos.sqlite`` and runs it here;
+``DurableExecutor.queue(database_url, run_id=…)`` puts the tasks on a
+PostgreSQL-backed DBOS queue for ``lyra worker`` processes. The child is named
+by a :class:`lyra.ChildRef` so that any process can build it. Importing this
+package does not import DBOS; starting an executor or a worker does.
 """
 
 from lyra.durable._database import DatabaseUnreachable
 from lyra.durable._executor import DurableChildError, DurableExecutor
+from lyra.durable._spec import JobSpec
 
-__all__ = ["DatabaseUnreachable", "DurableChildError", "DurableExecutor"]
+__all__ = ["DatabaseUnreachable", "DurableChildError", "DurableExecutor", "JobSpec"]

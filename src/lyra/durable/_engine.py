@@ -1,34 +1,37 @@
-"""The DBOS side: the protein workflow, its checkpointed steps, starting and stopping DBOS.
+"""The DBOS side: the task workflow, its checkpointed steps, starting and stopping DBOS.
 
 This is the only module that imports ``dbos`` (about a second of imports), and
 it is imported only by the durable paths.
 
-Each protein is one workflow, ``lyra.protein(protein_id, options)``, that runs
-the protein's recovery loop -- strategies, budget, events, classification and
-the report, exactly the code the local path runs
-(:meth:`lyra.proteins.ProteinWork.child`) -- with each attempt its own step,
-``lyra.protein_attempt``, through the loop's :class:`lyra.recovery.Replay`
-seam. DBOS records each attempt's result, with a snapshot of the protein's
-progress (its stage results, output and running stage), before the next one
-starts, so a finished attempt is never run again: not after a crash, not on
-``--resume``, not when another worker recovers the workflow. On recovery DBOS
-replays the recorded attempts (returning their results without running them),
-the workflow restores the progress from each, and the loop continues with the
-attempt that was interrupted, which runs again from its start -- from the
-stage the last finished attempt stopped at, never fetching again.
+Each task is one workflow, ``lyra.task(job, task)``, that runs the task's
+recovery loop -- strategies, budget, events, classification and the report,
+exactly the code the local path runs (:meth:`lyra.supervisor.Job.run`) --
+with each attempt its own step, ``lyra.task_attempt``, through the loop's
+:class:`lyra.recovery.Replay` seam. The job names its child by an importable
+name (:class:`lyra.ChildRef`), so any process -- this one after a crash, or a
+``lyra worker`` on another machine -- builds the same child.
+
+DBOS records each attempt's result, with the child's ``ctx.state`` after it,
+before the next one starts, so a finished attempt is never run again: not
+after a crash, not on ``--resume``, not when another worker recovers the
+workflow. On recovery DBOS replays the recorded attempts (returning their
+results without running them), the workflow restores the state from each, and
+the loop continues with the attempt that was interrupted, which runs again
+from its start -- with the state the last finished attempt left.
 
 Replay takes the same path because the workflow body is a function of the
 recorded results only: the backoff jitter is drawn from a generator seeded
 with the task ID (derived from the workflow ID), a time budget is charged
-with the recorded durations and waits rather than read from a clock, and the
-wait before a retry is a durable ``DBOS.sleep`` (its wake-up time is recorded;
-in testing mode it is only recorded, for the whole run).
+with the recorded durations and waits rather than read from a clock, a token
+budget with the recorded usage, and the wait before a retry is a durable
+``DBOS.sleep`` (its wake-up time is recorded; in testing mode it is only
+recorded, for the whole run).
 
 Inputs and results are stored as portable JSON, never pickles, so no process
 ever unpickles what another wrote into a shared database.
 
 Test hook: when ``LYRA_TEST_INVOCATION_LOG`` names a file, every start of an
-attempt appends ``<protein>\\t<attempt>\\t<pid>\\t<executor id>`` to it.
+attempt appends ``<subject>\\t<attempt>\\t<pid>\\t<executor id>`` to it.
 Tests count lines to prove that no finished attempt ran twice.
 """
 
@@ -36,78 +39,77 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
-import structlog
 from dbos import DBOS, DBOSConfig, WorkflowSerializationFormat
 from dbos import _dbos as dbos_internals
 
-from lyra.delegation import DelegationResult
+from lyra import events
+from lyra.delegation import Account, Budget, DelegationResult
 from lyra.durable._events import capturing
 from lyra.durable._liveness import Liveness
+from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError
-from lyra.proteins import (
-    AnalysisOptions,
-    CompletedAnalysis,
-    FailedAnalysis,
-    PartialAnalysis,
-    ProteinEntry,
-    ProteinWork,
-)
-from lyra.recovery import Plan, Replay, is_testing
-from lyra.recovery._testing import sleep as testing_sleep
+from lyra.recovery import Attempt, Plan, RecoveryOutcome, Replay, attempt_plan, is_testing
+from lyra.recovery import sleep as testing_sleep
+from lyra.settings import settings
+from lyra.supervisor import Job, Task
 
 APP = "lyra"
-VERSION = "lyra-durable-2"
+VERSION = "lyra-durable-3"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
-WORKFLOW = "lyra.protein"
-STEP = "lyra.protein_attempt"
+WORKFLOW = "lyra.task"
+STEP = "lyra.task_attempt"
 MAX_RECOVERY_ATTEMPTS = 5
-"""A child that takes its process down this many times ends as a failed protein."""
+"""A child that takes its process down this many times ends as a failed task."""
 QUEUE_POLL = 0.1
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
-INVOCATION_LOG = "LYRA_TEST_INVOCATION_LOG"
-
-_KINDS: dict[str, type[CompletedAnalysis | PartialAnalysis | FailedAnalysis]] = {
-    "completed": CompletedAnalysis,
-    "partial": PartialAnalysis,
-    "failed": FailedAnalysis,
-}
-log = structlog.get_logger("lyra")
+_NO_REPORT: Any = {"result": {"report"}, "attempts": {"__all__": {"result": {"report"}}}}
 
 
 @functools.lru_cache(maxsize=16)
-def _work(options: str) -> ProteinWork:
-    """The work for serialised options, built once per process (a live source's client)."""
-    return AnalysisOptions.model_validate_json(options).work()
+def _job(spec: str) -> Job:
+    """The job for a serialised spec, built once per process (its child too)."""
+    return JobSpec.model_validate_json(spec).job()
 
 
 @DBOS.step(name=STEP)
-async def protein_attempt(
-    protein_id: str,
-    options: str,
+async def task_attempt(
+    spec: str,
+    task: str,
     task_id: str,
     plan: dict[str, Any],
     number: int,
     state: dict[str, Any],
+    budget_left: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """One attempt of a protein's recovery loop, continuing from the progress
-    ``state``; DBOS records the attempt's result and the progress after it."""
-    _note_invocation(protein_id, number)
-    work = _work(options)
-    progress = work.new_state(protein_id)
-    progress.restore(state)
-    with capturing() as events:
-        result = await work.attempt(protein_id, progress, _plan(plan), number, task_id=task_id)
+    """One attempt of a task's recovery loop, from the child state ``state``;
+    DBOS records the attempt's result and the state after it. The attempt may
+    spend what the task's budget had left when it began."""
+    job, work = _job(spec), Task.model_validate_json(task)
+    _note_invocation(work.subject or task_id, number)
+    left = Budget.model_validate(budget_left) if budget_left is not None else None
+    progress = json.loads(json.dumps(state))  # the child's own copy, checked to be JSON
+    with capturing() as captured:
+        result = await attempt_plan(
+            job.resolved_child(),
+            Attempt(_plan(plan), number, progress),
+            subject=work.subject,
+            context=work.context,
+            task_id=task_id,
+            idle_timeout=work.idle_timeout or job.idle_timeout,
+            account=Account.for_budget(left),
+        )
     return {
         "result": result.model_dump(mode="json", exclude={"report"}),
-        "state": progress.snapshot(),
-        "events": events,
+        "state": progress,
+        "events": captured,
     }
 
 
@@ -116,33 +118,26 @@ async def protein_attempt(
     max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
     serialization_type=WorkflowSerializationFormat.PORTABLE,
 )
-async def protein_workflow(protein_id: str, options: str) -> dict[str, Any]:
-    """A protein's analysis: its recovery loop, one checkpointed step per attempt."""
-    work = _work(options)
-    progress = work.new_state(protein_id)
+async def task_workflow(spec: str, task: str) -> dict[str, Any]:
+    """A task's recovery loop, one checkpointed step per attempt."""
+    job, work = _job(spec), Task.model_validate_json(task)
     task_id = f"task-{DBOS.workflow_id}"  # the same on every replay
 
-    async def run_attempt(plan: Plan, number: int) -> DelegationResult:
-        recorded = await protein_attempt(
-            protein_id, options, task_id, _plan_data(plan), number, progress.snapshot()
+    async def run_attempt(attempt: Attempt) -> DelegationResult:
+        left = attempt.budget_left.model_dump() if attempt.budget_left is not None else None
+        recorded = await task_attempt(
+            spec, task, task_id, _plan_data(attempt.plan), attempt.number, attempt.state, left
         )
-        progress.restore(recorded["state"])
-        events.extend(recorded["events"])
+        attempt.state.clear()
+        attempt.state.update(recorded["state"])
+        captured.extend(recorded["events"])
         return DelegationResult.model_validate(recorded["result"])
 
-    with capturing() as events:
-        entry, report = await work.child(
-            protein_id,
-            state=progress,
-            replay=Replay(run_attempt, _durable_sleep),
-            task_id=task_id,
-        )
-    kind = next(name for name, cls in _KINDS.items() if isinstance(entry, cls))
+    with capturing() as captured:
+        outcome = await job.run(work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep))
     return {
-        "kind": kind,
-        "entry": entry.model_dump(mode="json"),
-        "report": report,
-        "events": events,
+        "outcome": outcome.model_dump(mode="json", exclude=_NO_REPORT),
+        "events": captured,
         "executor_id": DBOS.executor_id,
     }
 
@@ -164,17 +159,16 @@ def _plan(data: Mapping[str, Any]) -> Plan:
     return Plan(**{**data, "subtasks": tuple(data["subtasks"])})
 
 
-def decode(result: Mapping[str, Any]) -> tuple[ProteinEntry, str]:
-    """The entry and report a :func:`protein_workflow` returned."""
-    entry = _KINDS[result["kind"]].model_validate(result["entry"])
-    return entry, str(result["report"])
+def decode(result: Mapping[str, Any]) -> RecoveryOutcome:
+    """The outcome a :func:`task_workflow` returned."""
+    return RecoveryOutcome.model_validate(result["outcome"])
 
 
-def _note_invocation(protein_id: str, attempt: int) -> None:
-    path = os.environ.get(INVOCATION_LOG)
-    if path:
+def _note_invocation(subject: str, attempt: int) -> None:
+    path = settings().test_invocation_log
+    if path is not None:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{protein_id}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}\n")
+            handle.write(f"{subject}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}\n")
 
 
 # -- starting and stopping ------------------------------------------------------
@@ -276,7 +270,7 @@ def reap(liveness: Liveness) -> int:
         handles = DBOS._recover_pending_workflows([owner])
         recovered += len(handles)
         if handles:
-            log.warning(
+            events.warning(
                 "children_recovered",
                 dead_executor=owner,
                 children=len(handles),

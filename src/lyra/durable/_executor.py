@@ -13,9 +13,9 @@ Two placements of the same workflows:
   ``lyra worker`` processes on any machine run them. This process only
   enqueues, waits, recovers the children of dead workers, and assembles.
 
-Either way, only :meth:`ProteinWork.child` runs remotely; writing the run
-directory and ``on_result`` happen here through :meth:`ProteinWork.finish`, so
-the output, reports and briefs are the local path's.
+Either way, only :meth:`lyra.supervisor.Job.run` runs in the workflow; the
+outcome comes back here, where ``on_outcome`` is called, so whatever the
+caller does with it (a run directory, a progress display) is the local path's.
 """
 
 from __future__ import annotations
@@ -24,27 +24,25 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
-import structlog
 
+from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, sqlite_url
 from lyra.durable._events import replay_events
-from lyra.errors import ConfigurationError
-from lyra.proteins import ProteinEntry, ProteinWork
-from lyra.supervisor import LocalExecutor, file_stem
+from lyra.durable._spec import JobSpec
+from lyra.recovery import RecoveryOutcome
+from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
+from lyra.supervisor import notify as notify_outcome
 
 if TYPE_CHECKING:
     from lyra.durable._liveness import Liveness
-
-T = TypeVar("T")
-R = TypeVar("R")
-log = structlog.get_logger("lyra")
 
 _FINAL = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
 _REAP_EVERY = 2.0
@@ -56,16 +54,18 @@ def new_executor_id(role: str) -> str:
 
 
 class DurableChildError(RuntimeError):
-    """A protein's workflow ended without a result (cancelled, or it kept
-    taking its process down); that protein fails, no other."""
+    """A task's workflow ended without a result (cancelled, or it kept taking
+    its process down); that task fails, no other."""
 
 
 class DurableExecutor:
-    """Runs each protein's child as a DBOS workflow; see the module docstring.
+    """Runs each task as a DBOS workflow; see the module docstring.
 
-    Use :meth:`embedded` or :meth:`queue`, then pass it as ``executor=`` to
-    :func:`lyra.proteins.analyze` inside ``async with`` (or call :meth:`close`).
+    Use :meth:`embedded` or :meth:`queue`, then pass it as ``executor=`` to a
+    :class:`~lyra.Supervisor` inside ``async with`` (or call :meth:`close`).
     ``run_id`` names the run: the same ID on the same database resumes it.
+    ``already_logged`` names tasks (by subject) whose events the caller's log
+    holds from an earlier process, so a resumed run does not log them twice.
     """
 
     def __init__(
@@ -76,6 +76,7 @@ class DurableExecutor:
         url: str,
         folder: Path | None = None,
         poll_interval: float = 0.1,
+        already_logged: Collection[str] = (),
     ) -> None:
         self.run_id = run_id
         self.placement = placement
@@ -86,19 +87,33 @@ class DurableExecutor:
         self._calls = 0
         self._launched = False
         self._liveness: Liveness | None = None
-        self._logged: set[str] = set()
-        """Proteins whose report predates this process: a resumed run logged their events."""
+        self._logged = set(already_logged)
 
     @classmethod
-    def embedded(cls, run_dir: Path | str, *, run_id: str) -> DurableExecutor:
+    def embedded(
+        cls, run_dir: Path | str, *, run_id: str, already_logged: Collection[str] = ()
+    ) -> DurableExecutor:
         """Children run here; checkpoints in ``<run_dir>/dbos.sqlite``."""
         path = Path(run_dir)
-        return cls(run_id=run_id, placement="embedded", url=sqlite_url(path), folder=path)
+        return cls(
+            run_id=run_id,
+            placement="embedded",
+            url=sqlite_url(path),
+            folder=path,
+            already_logged=already_logged,
+        )
 
     @classmethod
-    def queue(cls, database_url: str, *, run_id: str) -> DurableExecutor:
+    def queue(
+        cls, database_url: str, *, run_id: str, already_logged: Collection[str] = ()
+    ) -> DurableExecutor:
         """Children run on ``lyra worker`` processes sharing this PostgreSQL database."""
-        return cls(run_id=run_id, placement="queue", url=postgres_url(database_url))
+        return cls(
+            run_id=run_id,
+            placement="queue",
+            url=postgres_url(database_url),
+            already_logged=already_logged,
+        )
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -161,80 +176,65 @@ class DurableExecutor:
 
     # -- the seam ------------------------------------------------------------------
 
-    async def map(
+    async def run(
         self,
-        work: Callable[[T], Awaitable[R]],
-        items: Sequence[T],
+        job: Job,
+        tasks: Sequence[Task],
         *,
         max_concurrency: int,
-        on_error: Callable[[T, Exception], R],
-    ) -> list[R]:
-        """Run ``work`` over ``items`` durably; see :class:`~lyra.supervisor.Executor`.
+        on_outcome: OnOutcome | None = None,
+    ) -> list[RecoveryOutcome]:
+        """Run every task durably; see :class:`~lyra.supervisor.Executor`.
 
-        ``work`` must be a :class:`~lyra.proteins.ProteinWork` whose settings
-        can travel as data (the offline or live source, no Python fixers).
+        The job must travel as data (:class:`~lyra.durable.JobSpec`: a child by
+        importable name, no Python callables in its policy).
         """
-        if not isinstance(work, ProteinWork):
-            raise ConfigurationError("the durable executor runs protein analyses only")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
-        options = work.options().model_dump_json()
+        spec = JobSpec.of(job).model_dump_json()
         call = self._calls
         self._calls += 1
-        if call == 0 and work.run_dir is not None:
-            self._logged = {str(p) for p in items if work.run_dir.report(str(p)).exists()}
-        ids = [f"{self.run_id}/{call}/{i}-{file_stem(str(item))}" for i, item in enumerate(items)]
+        ids = [
+            f"{self.run_id}/{call}/{i}-{file_stem(task.subject or str(i))}"
+            for i, task in enumerate(tasks)
+        ]
         await self.start()
+        runs = [
+            _Run(workflow_id, task, task.model_dump_json())
+            for workflow_id, task in zip(ids, tasks, strict=True)
+        ]
         if self.placement == "embedded":
-            results = await self._embedded(work, ids, items, options, max_concurrency, on_error)
-        else:
-            results = await self._queued(work, ids, items, options, max_concurrency, on_error)
-        return cast(list[R], results)
+            return await self._embedded(spec, runs, max_concurrency, on_outcome)
+        return await self._queued(spec, runs, max_concurrency, on_outcome)
 
     async def _embedded(
-        self,
-        work: ProteinWork,
-        ids: list[str],
-        items: Sequence[Any],
-        options: str,
-        max_concurrency: int,
-        on_error: Callable[[Any, Exception], Any],
-    ) -> list[Any]:
+        self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None
+    ) -> list[RecoveryOutcome]:
         from dbos import DBOS, SetWorkflowID
         from dbos._error import DBOSNonExistentWorkflowError
 
-        from lyra.durable._engine import protein_workflow
+        from lyra.durable._engine import task_workflow
 
-        async def one(index: int) -> ProteinEntry:
+        async def one(run: _Run) -> RecoveryOutcome:
             handle: Any
             try:
                 # Finished (its result is recorded) or being recovered by DBOS
                 # since launch: wait for it, never start it again.
-                handle = await DBOS.retrieve_workflow_async(ids[index])
+                handle = await DBOS.retrieve_workflow_async(run.workflow_id)
             except DBOSNonExistentWorkflowError:
-                with SetWorkflowID(ids[index]):
-                    handle = await DBOS.start_workflow_async(
-                        protein_workflow, items[index], options
-                    )
+                with SetWorkflowID(run.workflow_id):
+                    handle = await DBOS.start_workflow_async(task_workflow, spec, run.task_json)
             result = await handle.get_result(polling_interval_sec=self.poll_interval)
-            return self._finish(work, result)
+            return self._finish(run, result, on_outcome)
 
-        return await LocalExecutor().map(
-            one,
-            range(len(items)),
-            max_concurrency=max_concurrency,
-            on_error=lambda index, exc: on_error(items[index], exc),
-        )
+        def lost(run: _Run, exc: Exception) -> RecoveryOutcome:
+            return self._lost(run, exc, on_outcome)
+
+        return await LocalExecutor().map(one, runs, max_concurrency=max_concurrency, on_error=lost)
 
     async def _queued(
-        self,
-        work: ProteinWork,
-        ids: list[str],
-        items: Sequence[Any],
-        options: str,
-        max_concurrency: int,
-        on_error: Callable[[Any, Exception], Any],
-    ) -> list[Any]:
+        self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None
+    ) -> list[RecoveryOutcome]:
         from dbos import DBOS, SetWorkflowID
 
         from lyra.durable import _engine
@@ -243,33 +243,33 @@ class DurableExecutor:
             lambda: _engine.ensure_queue(global_concurrency=max_concurrency)
         ):
             await anyio.sleep(2 * _engine.QUEUE_POLL)  # until every worker applies the limit
-        for workflow_id, item in zip(ids, items, strict=True):
-            with SetWorkflowID(workflow_id):  # an existing ID (a resumed run) is not enqueued again
+        for run in runs:
+            with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again
                 await DBOS.enqueue_workflow_async(
-                    _engine.QUEUE, _engine.protein_workflow, item, options
+                    _engine.QUEUE, _engine.task_workflow, spec, run.task_json
                 )
-        index = {workflow_id: i for i, workflow_id in enumerate(ids)}
-        results: list[Any] = [None] * len(items)
-        pending = set(ids)
+        index = {run.workflow_id: i for i, run in enumerate(runs)}
+        results: list[RecoveryOutcome | None] = [None] * len(runs)
+        pending = set(index)
         reaped = time.monotonic()
         while pending:
             for status in await self._finished(sorted(pending)):  # [] while the database is down
                 pending.discard(status.workflow_id)
-                i = index[status.workflow_id]
+                run = runs[index[status.workflow_id]]
                 try:
                     if status.status != "SUCCESS":
                         raise status.error or DurableChildError(
-                            f"the child's workflow ended {status.status}"
+                            f"the task's workflow ended {status.status}"
                         )
-                    results[i] = self._finish(work, status.output)
-                except Exception as exc:  # noqa: BLE001 - isolation: one protein, not the run
-                    results[i] = on_error(items[i], exc)
+                    results[index[run.workflow_id]] = self._finish(run, status.output, on_outcome)
+                except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
+                    results[index[run.workflow_id]] = self._lost(run, exc, on_outcome)
             if pending:
                 if time.monotonic() - reaped > _REAP_EVERY:
                     await self._reap()
                     reaped = time.monotonic()
                 await anyio.sleep(self.poll_interval)
-        return results
+        return [result for result in results if result is not None]
 
     async def _finished(self, workflow_ids: list[str]) -> list[Any]:
         from dbos import DBOS
@@ -283,7 +283,7 @@ class DurableExecutor:
                     load_input=False,
                 )
         except Exception as exc:  # noqa: BLE001 - results stay recorded; look again soon
-            log.warning("durable_poll_failed", error=exception_text(exc))
+            events.warning("durable_poll_failed", error=exception_text(exc))
         return found
 
     async def _reap(self) -> None:
@@ -295,13 +295,28 @@ class DurableExecutor:
         try:
             await anyio.to_thread.run_sync(lambda: _engine.reap(liveness))
         except Exception as exc:  # noqa: BLE001 - the next sweep tries again
-            log.warning("recovery_sweep_failed", error=exception_text(exc))
+            events.warning("recovery_sweep_failed", error=exception_text(exc))
 
-    def _finish(self, work: ProteinWork, result: Any) -> ProteinEntry:
+    def _finish(self, run: _Run, result: Any, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         from lyra.durable._engine import decode
 
-        entry, report = decode(result)
-        events = result.get("events") or []
-        if events and entry.protein_id not in self._logged:
-            replay_events(events, executor_id=result.get("executor_id"))
-        return work.finish(entry, report)
+        outcome = decode(result)
+        captured = result.get("events") or []
+        if captured and run.task.subject not in self._logged:
+            replay_events(captured, executor_id=result.get("executor_id"))
+        notify_outcome(on_outcome, run.task, outcome)
+        return outcome
+
+    def _lost(self, run: _Run, exc: Exception, on_outcome: OnOutcome | None) -> RecoveryOutcome:
+        outcome = lost_outcome(run.task, exc)
+        notify_outcome(on_outcome, run.task, outcome)
+        return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One task of a durable run: its workflow ID and its input."""
+
+    workflow_id: str
+    task: Task
+    task_json: str

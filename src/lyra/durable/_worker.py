@@ -14,8 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import structlog
-
+from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url
 from lyra.durable._executor import new_executor_id
@@ -23,7 +22,6 @@ from lyra.durable._executor import new_executor_id
 if TYPE_CHECKING:
     from lyra.durable._liveness import Liveness
 
-log = structlog.get_logger("lyra")
 REAP_EVERY = 1.0
 
 
@@ -53,14 +51,14 @@ def run_worker(
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
             _engine.ensure_queue(worker_concurrency=concurrency)
-            log.info("worker_started", executor_id=executor_id, queue=_engine.QUEUE)
+            events.info("worker_started", executor_id=executor_id, queue=_engine.QUEUE)
             if ready is not None:
                 ready(executor_id)
             while True:
                 _reap(liveness)
                 if stop.wait(REAP_EVERY):
                     break
-            log.info("worker_stopped", executor_id=executor_id)
+            events.info("worker_stopped", executor_id=executor_id)
         finally:
             _engine.destroy()
     finally:
@@ -73,4 +71,4 @@ def _reap(liveness: Liveness) -> None:
     try:
         _engine.reap(liveness)
     except Exception as exc:  # noqa: BLE001 - a failed sweep is retried on the next one
-        log.warning("recovery_sweep_failed", error=exception_text(exc))
+        events.warning("recovery_sweep_failed", error=exception_text(exc))

@@ -1,4 +1,10 @@
-"""The protein workload: IDs, data sources, pipeline stages, and ``analyze``."""
+"""The protein workload: IDs, data sources, pipeline stages, and ``analyze``.
+
+Built only on lyra's public API, as your own workload would be: a child
+(:class:`ProteinChild`, or :func:`anthropic_protein_child` with a model), its
+decomposition rule (``ProteinChild.decompose``), and an application
+(:func:`analyze`) that hands each protein to a :class:`lyra.Supervisor`.
+"""
 
 from lyra.proteins._analysis import (
     analyze_structure,
@@ -7,13 +13,7 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._analyze import (
-    AnalysisOptions,
-    ProteinWork,
-    analyze,
-    analyze_sync,
-    requested_ids,
-)
+from lyra.proteins._analyze import analyze, analyze_sync, entry_for, requested_ids
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
 from lyra.proteins._model_child import anthropic_protein_child, protein_tools
@@ -31,6 +31,7 @@ from lyra.proteins._pipeline import (
     ProteinChild,
     ProteinState,
     TaskResult,
+    protein_child,
 )
 from lyra.proteins._planner import QuestionPlan, plan_by_rules, plan_question
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
@@ -39,7 +40,6 @@ from lyra.proteins._validate import process_protein, validate_response
 __all__ = [
     "FULL_PLAN",
     "STRUCTURE_PLAN",
-    "AnalysisOptions",
     "AnalysisOutput",
     "CompletedAnalysis",
     "FailedAnalysis",
@@ -51,7 +51,6 @@ __all__ = [
     "ProteinEntry",
     "ProteinSource",
     "ProteinState",
-    "ProteinWork",
     "QuestionPlan",
     "Summary",
     "TaskResult",
@@ -60,11 +59,13 @@ __all__ = [
     "analyze_sync",
     "anthropic_protein_child",
     "critique",
+    "entry_for",
     "find_protein_ids",
     "parse_fault",
     "plan_by_rules",
     "plan_question",
     "process_protein",
+    "protein_child",
     "protein_tools",
     "reason",
     "requested_ids",

@@ -16,8 +16,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from lyra._templates import render
 from lyra.proteins._sources import finite_number
+from lyra.proteins._text import render
 
 __all__ = [
     "BANDS",

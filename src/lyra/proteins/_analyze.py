@@ -2,21 +2,22 @@
 
 A bad ID, a missing protein, a slow source or a broken stage costs only that
 protein. Every requested protein appears exactly once in the output.
+
+Written against lyra's public API only, as a user's own workload would be: each
+protein is a :class:`lyra.Task` for a :class:`lyra.Supervisor`, and the
+outcomes become the protein entries of DESIGN §6.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import structlog
-from pydantic import Field
+import anyio
 
-from lyra._sync import blocking
+from lyra import Budget, ChildRef, Supervisor, Task, events
 from lyra.delegation import DelegationResult, FailureCategory, exception_text
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
@@ -27,7 +28,6 @@ from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
     FailedAnalysis,
-    FrozenModel,
     PartialAnalysis,
     ProteinEntry,
     Summary,
@@ -35,8 +35,8 @@ from lyra.proteins._output import (
 )
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
-from lyra.recovery import Plan as RecoveryPlan
-from lyra.recovery import RecoveryOutcome, RecoveryPolicy, Replay, attempt_plan, recover
+from lyra.recovery import RecoveryOutcome, RecoveryPolicy
+from lyra.settings import settings
 from lyra.supervisor import (
     AnswerWriter,
     Executor,
@@ -51,14 +51,14 @@ from lyra.supervisor import (
     probe,
 )
 
-log = structlog.get_logger("lyra")
-
 
 async def analyze(
     ids: Iterable[object],
     *,
     source: ProteinSource | None = None,
     timeout: float = 300.0,
+    idle_timeout: float | None = None,
+    budget: Budget | None = None,
     concurrency: int = 8,
     retries: int = 0,
     plan: Plan = "full",
@@ -73,30 +73,46 @@ async def analyze(
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
-    ``retries`` recovery attempts follow a failure (``policy`` overrides it);
-    ``faults`` inject failures (``"P04637:hang@1"``); ``run_dir`` receives each
-    report and brief as soon as its protein finishes, and the output at the end.
-    ``quorum`` decides whether the results are enough to answer; the answer is
-    written by ``answer_writer`` (a template by default) and always exists.
+    ``timeout`` and ``idle_timeout`` bound each attempt; ``budget`` is shared by
+    the whole run. ``retries`` recovery attempts follow a failure (``policy``
+    overrides it); ``faults`` inject failures (``"P04637:hang@1"``);
+    ``run_dir`` receives each report and brief as soon as its protein
+    finishes, and the output at the end. ``quorum`` decides whether the
+    results are enough to answer; the answer is written by ``answer_writer``
+    (a template by default) and always exists.
     """
     requested = requested_ids(ids)
     plan_for("", plan)  # a clear error for an unknown plan before anything runs
-    policy = policy or RecoveryPolicy(max_retries=retries)
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
     source = source or OfflineSource()
-    one = ProteinWork(
-        source=source,
+    durable = executor is not None and not isinstance(executor, LocalExecutor)
+    supervisor = Supervisor(
+        _child(source, durable=durable),
         timeout=timeout,
-        policy=policy,
-        plan=plan,
-        faults=faults_by_protein(faults),
-        run_dir=folder,
-        on_result=on_result,
+        idle_timeout=idle_timeout,
+        budget=budget,
+        policy=policy or RecoveryPolicy(max_retries=retries),
+        executor=executor,
     )
-    mapper = executor or LocalExecutor()
+    by_protein = faults_by_protein(faults)
+    entries_of: dict[str, ProteinEntry] = {}
+
+    def finished(task: Task, outcome: RecoveryOutcome) -> None:
+        entry = entries_of[task.subject or ""] = _entry(task.subject or "", outcome)
+        if folder is not None:
+            folder.save(folder.report(entry.protein_id), outcome.report)
+            if isinstance(entry, CompletedAnalysis | PartialAnalysis):
+                folder.save(folder.brief(entry.protein_id), entry.brief)
+        if on_result is not None:
+            on_result(entry)
 
     async def fan_out(targets: list[str]) -> list[ProteinEntry]:
-        return await mapper.map(one, targets, max_concurrency=concurrency, on_error=_internal_error)
+        tasks = [_task(p, plan, by_protein.get(p, ())) for p in targets]
+        outcomes = await supervisor.run(tasks, max_concurrency=concurrency, on_outcome=finished)
+        return [
+            entries_of.get(task.subject or "") or _entry(task.subject or "", outcome)
+            for task, outcome in zip(tasks, outcomes, strict=True)
+        ]
 
     graceful = Graceful()
     no_health: list[ServiceHealth] = []
@@ -124,7 +140,7 @@ async def analyze(
         comparison=comparison,
         health=health,
         errors=graceful.errors,
-        retried=policy.max_retries > 0,
+        retried=supervisor.policy.max_retries > 0,
     )
     output = output.model_copy(
         update={
@@ -137,8 +153,31 @@ async def analyze(
     )
     if folder is not None:
         folder.save(folder.output, output.model_dump_json(indent=2))
-    log.info("run_finished", **output.summary.model_dump())
+    events.info("run_finished", **output.summary.model_dump())
     return output
+
+
+def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:
+    """The protein child: the object itself here; by name for a durable run, so
+    that a resumed run or a worker builds the same one."""
+    if not durable:
+        return ProteinChild(source)
+    if isinstance(source, LiveSource):
+        urls = {"afdb_url": source.afdb_url, "uniprot_url": source.uniprot_url}
+        return ChildRef(target="lyra.proteins:protein_child", options={"source": "live", **urls})
+    if type(source) is OfflineSource:
+        return ChildRef(target="lyra.proteins:protein_child", options={"source": "offline"})
+    raise ConfigurationError(
+        f"a durable run needs the offline or live source, not {type(source).__name__}"
+    )
+
+
+def _task(protein_id: str, plan: Plan, faults: Sequence[Fault]) -> Task:
+    """One protein as a task; only its own injected faults travel with it."""
+    context: dict[str, object] = {"plan": plan}
+    if faults:
+        context["faults"] = [fault.spec for fault in faults]
+    return Task(prompt=f"Analyze {protein_id}", subject=protein_id, context=context)
 
 
 async def _health(source: ProteinSource) -> list[ServiceHealth]:
@@ -146,7 +185,7 @@ async def _health(source: ProteinSource) -> list[ServiceHealth]:
     and, when an API key is set, the model service (listing one model)."""
     ping = getattr(source, "ping", None) or partial(source.fetch, "P04637")
     checks = [await probe(f"{source.name} data source", ping)]
-    if os.environ.get("ANTHROPIC_API_KEY"):
+    if settings().model_configured:
         import anthropic  # noqa: F401 - imported before the clock starts: it is slow to load
 
         checks.append(await probe("model service", _list_one_model))
@@ -180,7 +219,7 @@ async def _quorum(
             policy,
             retries_left=round_ < policy.critical_retries,
         )
-        log.info(
+        events.info(
             "quorum_decision",
             action=decision.action,
             met=decision.met,
@@ -202,7 +241,9 @@ async def _compare(
     return compare(figures, requested, allowed=allowed)
 
 
-analyze_sync = blocking(analyze, "analyze_sync", "Blocking form of :func:`analyze`.")
+def analyze_sync(ids: Iterable[object], **options: object) -> AnalysisOutput:
+    """Blocking form of :func:`analyze` (the same options); call it where no event loop runs."""
+    return anyio.run(partial(analyze, ids, **options))  # type: ignore[arg-type]
 
 
 def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:
@@ -234,136 +275,9 @@ def requested_ids(ids: Iterable[object]) -> list[str]:
     return list(seen)
 
 
-@dataclass(frozen=True)
-class ProteinWork:
-    """One protein's analysis as an executor runs it: ``await work(protein_id)``.
-
-    A durable executor (:mod:`lyra.durable`) runs :meth:`child` in a worker,
-    rebuilt there from :meth:`options`, and :meth:`finish` here: both paths
-    classify, write the run directory and call ``on_result`` the same way.
-    """
-
-    source: ProteinSource
-    timeout: float
-    policy: RecoveryPolicy
-    plan: Plan
-    faults: Mapping[str, tuple[Fault, ...]]
-    run_dir: RunDir | None = None
-    on_result: Callable[[ProteinEntry], None] | None = None
-
-    async def __call__(self, protein_id: str) -> ProteinEntry:
-        entry, report = await self.child(protein_id)
-        return self.finish(entry, report)
-
-    async def child(
-        self,
-        protein_id: str,
-        *,
-        state: ProteinState | None = None,
-        replay: Replay | None = None,
-        task_id: str | None = None,
-    ) -> tuple[ProteinEntry, str]:
-        """The protein's child under its recovery loop: its entry and last report.
-
-        A durable workflow passes ``replay`` (each attempt a checkpointed step
-        that runs :meth:`attempt`), the ``state`` those steps keep up to date,
-        and a ``task_id`` that is the same on every replay.
-        """
-        state = state if state is not None else self.new_state(protein_id)
-        outcome = await recover(
-            f"Analyze {protein_id}",
-            child=self._child(protein_id, state),
-            base_timeout=self.timeout,
-            policy=self.policy,
-            subject=protein_id,
-            context={"plan": self.plan},
-            task_id=task_id,
-            replay=replay,
-        )
-        return entry_for(state, outcome), outcome.report
-
-    def new_state(self, protein_id: str) -> ProteinState:
-        """The protein's progress before its first attempt."""
-        return ProteinState(protein_id, plan_for("", self.plan))
-
-    async def attempt(
-        self, protein_id: str, state: ProteinState, plan: RecoveryPlan, number: int, *, task_id: str
-    ) -> DelegationResult:
-        """One attempt of the protein's recovery loop, continuing from ``state``
-        (which it updates): what a durable workflow's step runs."""
-        return await attempt_plan(
-            self._child(protein_id, state),
-            plan,
-            number,
-            subject=protein_id,
-            context={"plan": self.plan},
-            task_id=task_id,
-        )
-
-    def _child(self, protein_id: str, state: ProteinState) -> ProteinChild:
-        faults = self.faults.get(protein_id, ())
-        return ProteinChild(self.source, faults=faults, states={protein_id: state})
-
-    def finish(self, entry: ProteinEntry, report: str) -> ProteinEntry:
-        """Write the protein's report and brief to the run directory; call ``on_result``."""
-        if self.run_dir is not None:
-            self.run_dir.save(self.run_dir.report(entry.protein_id), report)
-            if isinstance(entry, CompletedAnalysis | PartialAnalysis):
-                self.run_dir.save(self.run_dir.brief(entry.protein_id), entry.brief)
-        if self.on_result is not None:
-            self.on_result(entry)
-        return entry
-
-    def options(self) -> AnalysisOptions:
-        """These settings as data; ConfigurationError when they cannot leave this
-        process (a custom source, Python fixers)."""
-        if self.policy.fixers:
-            raise ConfigurationError("a durable run cannot send Python fixers to its workers")
-        if self.policy.decomposer is not None:
-            raise ConfigurationError("a durable run cannot send a Python decomposer to its workers")
-        if isinstance(self.source, LiveSource):
-            urls = {"afdb_url": self.source.afdb_url, "uniprot_url": self.source.uniprot_url}
-            return AnalysisOptions(source="live", **urls, **self._settings())
-        if type(self.source) is OfflineSource:
-            return AnalysisOptions(source="offline", **self._settings())
-        raise ConfigurationError(
-            f"a durable run needs the offline or live source, not {type(self.source).__name__}"
-        )
-
-    def _settings(self) -> dict[str, Any]:
-        faults = tuple(f for group in self.faults.values() for f in group)
-        return {"timeout": self.timeout, "policy": self.policy, "plan": self.plan, "faults": faults}
-
-
-class AnalysisOptions(FrozenModel):
-    """A protein analysis's settings as plain data (JSON), so that another
-    process -- a durable worker -- rebuilds the same :class:`ProteinWork`."""
-
-    source: Literal["offline", "live"] = "offline"
-    afdb_url: str | None = None
-    uniprot_url: str | None = None
-    timeout: float = 300.0
-    policy: RecoveryPolicy = Field(default_factory=lambda: RecoveryPolicy(max_retries=0))
-    plan: Plan = "full"
-    faults: tuple[Fault, ...] = ()
-
-    def work(self) -> ProteinWork:
-        """The work these options describe (no run directory, no hook)."""
-        source: ProteinSource = OfflineSource()
-        if self.source == "live":
-            urls: dict[str, Any] = {"afdb_url": self.afdb_url, "uniprot_url": self.uniprot_url}
-            source = LiveSource(**{key: url for key, url in urls.items() if url})
-        return ProteinWork(
-            source=source,
-            timeout=self.timeout,
-            policy=self.policy,
-            plan=self.plan,
-            faults=faults_by_protein(self.faults),
-        )
-
-
-def entry_for(state: ProteinState, outcome: RecoveryOutcome) -> ProteinEntry:
-    """Classify one protein's end state into its output entry."""
+def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
+    """Classify one protein's end state (kept by its child in ``ctx.state``) into its entry."""
+    state = ProteinState.of(outcome.state, protein_id)
     result = outcome.result
     attempts = len(outcome.attempts)
     interrupted = result.failure.message if result.failure is not None else None
@@ -427,10 +341,13 @@ def _failure_fields(
     }
 
 
-def _internal_error(protein_id: str, exc: Exception) -> FailedAnalysis:
-    """lyra's own bug while handling one protein: that protein fails, no other."""
-    log.error("protein_internal_error", subject=protein_id, error=exception_text(exc))
-    return _unfinished(protein_id, exception_text(exc))
+def _entry(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
+    """The protein's entry; lyra's own bug while building it fails that protein only."""
+    try:
+        return entry_for(protein_id, outcome)
+    except Exception as exc:  # noqa: BLE001 - isolation: one protein, never the run
+        events.error("protein_internal_error", subject=protein_id, error=exception_text(exc))
+        return _unfinished(protein_id, exception_text(exc))
 
 
 def _unfinished(protein_id: str, why: str) -> FailedAnalysis:

@@ -25,7 +25,9 @@ FaultKind = Literal[
 ]
 _NEEDS_ARG = {"slow", "rate_limit"}
 _KINDS = {"hang", "slow", "tool_error", "structure_error", "rate_limit", "malformed", "not_found"}
-_SPEC = re.compile(r"^(?P<id>[^:@]+):(?P<kind>[a-z_]+)(?::(?P<arg>[0-9.]+))?(?:@(?P<n>\d+))?$")
+_SPEC = re.compile(
+    r"^(?P<id>[^:@]+):(?P<kind>[a-z_]+)(?::(?P<arg>[0-9.]+(?:[eE][-+]?\d+)?|inf))?(?:@(?P<n>\d+))?$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,13 @@ class Fault:
     def strikes(self, attempt: int) -> bool:
         """True when this fault applies to the given (1-based) attempt."""
         return self.first_attempts is None or attempt <= self.first_attempts
+
+    @property
+    def spec(self) -> str:
+        """The fault as ``ID:FAULT[:ARG][@N]`` (what :func:`parse_fault` reads)."""
+        arg = f":{self.seconds:g}" if self.seconds is not None else ""
+        times = f"@{self.first_attempts}" if self.first_attempts is not None else ""
+        return f"{self.protein_id}:{self.kind}{arg}{times}"
 
 
 def parse_fault(spec: str) -> Fault:

@@ -12,13 +12,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from lyra._templates import render
 from lyra.children import AnthropicChild, Tool
 from lyra.errors import InvalidInput
 from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
 from lyra.proteins._ids import validate_protein_id
 from lyra.proteins._pipeline import StageFailed, usable_summary
 from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._text import render
 
 _BULKY = {"sequence", "plddt", "per_residue"}
 

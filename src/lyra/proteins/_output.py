@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import FailureCategory
 from lyra.proteins._compare import Comparison
+from lyra.proteins._text import render
 from lyra.supervisor import ErrorContext, QuorumDecision, ServiceHealth
 
 
@@ -89,6 +90,21 @@ class AnalysisOutput(FrozenModel):
     def all_completed(self) -> bool:
         """True when every requested protein completed."""
         return self.summary.successful == self.summary.total_requested
+
+    def text(self) -> str:
+        """The human-readable result: briefs, then what failed, why and what to try."""
+        failed = [
+            {**entry.model_dump(), "next_step": next(iter(entry.suggested_actions), None)}
+            for entry in self.failed_analyses
+        ]
+        return render(
+            "analysis.txt.j2",
+            answer=self.answer,
+            completed=self.completed_analyses,
+            partial=self.partial_analyses,
+            failed=failed,
+            summary=self.summary,
+        )
 
 
 ProteinEntry = CompletedAnalysis | PartialAnalysis | FailedAnalysis

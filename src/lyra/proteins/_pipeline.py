@@ -3,15 +3,15 @@
 Each stage yields a :class:`TaskResult`. A failed fetch skips every later
 stage; a failed middle stage skips the rest of the middle, and synthesis
 still runs on what exists, marked ``partial``. Results live in a
-:class:`ProteinState` that outlives one attempt, so a retry continues from
-the stage that failed instead of fetching again.
+:class:`ProteinState` kept in ``ctx.state`` (JSON data), which lyra carries
+across the attempts of one task -- and, in durable runs, across crashes -- so
+a retry continues from the stage that failed instead of fetching again.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +20,8 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import ChildContext, exception_text
+from lyra import ChildContext
+from lyra.delegation import exception_text
 from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
 from lyra.proteins._analysis import (
     analyze_structure,
@@ -29,9 +30,9 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._faults import Fault
+from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
 from lyra.proteins._validate import validate_response
 
 FETCH, STRUCTURE, REASON, CRITIQUE, SYNTHESIZE = (
@@ -82,6 +83,7 @@ class ProteinState:
     def snapshot(self) -> dict[str, Any]:
         """The progress as JSON data (what a durable step records after an attempt)."""
         return {
+            "stages": list(self.stages),
             "results": {k: v.model_dump(mode="json") for k, v in self.results.items()},
             "running": self.running,
             "output": self.output,
@@ -89,9 +91,21 @@ class ProteinState:
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         """Take the progress a :meth:`snapshot` recorded (replacing this one's)."""
+        self.stages = tuple(snapshot.get("stages") or self.stages)
         self.results = {k: TaskResult.model_validate(v) for k, v in snapshot["results"].items()}
         self.running = snapshot["running"]
         self.output = snapshot["output"]
+
+    @classmethod
+    def of(
+        cls, state: Mapping[str, Any], protein_id: str, stages: tuple[str, ...] = FULL_PLAN
+    ) -> ProteinState:
+        """The progress a child kept in ``ctx.state`` (or a fresh one)."""
+        progress = cls(protein_id, stages)
+        kept = state.get(protein_id)
+        if isinstance(kept, Mapping):
+            progress.restore(kept)
+        return progress
 
     def reusable(self, stage: str) -> Any:
         """The result of a stage that already succeeded, else ``None``."""
@@ -148,13 +162,11 @@ class ProteinChild:
     """The offline protein child: one protein's pipeline under the child contract.
 
     The protein comes from ``ctx.subject`` or the first UniProt accession in
-    the prompt. Progress is kept across the attempts of one task (a retry
-    continues from the failed stage): in ``states`` when the caller passes
-    it, else for the most recent tasks of a recovery loop (by ``task_id``).
+    the prompt. Its progress is kept in ``ctx.state``, so a retry of the same
+    task continues from the stage that failed. Injected faults come from
+    ``faults`` and from the task's ``ctx.context["faults"]`` (specs such as
+    ``"P04637:hang@1"``).
     """
-
-    recent_tasks = 64
-    """How many tasks' progress a child keeps when no ``states`` are passed."""
 
     def __init__(
         self,
@@ -162,34 +174,44 @@ class ProteinChild:
         *,
         faults: Sequence[Fault] = (),
         plan: Plan | None = None,
-        states: dict[str, ProteinState] | None = None,
     ) -> None:
         self.source = source if source is not None else OfflineSource()
         self.faults = tuple(faults)
         self.plan = plan
-        self.states = states
-        self._recent: OrderedDict[tuple[str, str], ProteinState] = OrderedDict()
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Analyse the protein and return its brief (or structure summary)."""
         subject = ctx.subject
         protein_id = subject if subject is not None else _first_accession(prompt, ctx)
         stages = plan_for(prompt, self.plan or ctx.context.get("plan"))
-        state = self._state(protein_id, stages, ctx.context.get("task_id"))
-        faults = [f for f in self.faults if f.protein_id == protein_id and f.strikes(ctx.attempt)]
-        return await _Run(state, self.source, faults, ctx).pipeline()
+        state = ProteinState.of(ctx.state, protein_id, stages)
+        faults = [
+            f
+            for f in (*self.faults, *map(parse_fault, ctx.context.get("faults", ())))
+            if f.protein_id == protein_id and f.strikes(ctx.attempt)
+        ]
+        try:
+            return await _Run(state, self.source, faults, ctx).pipeline()
+        finally:  # also when the deadline cuts the attempt short
+            ctx.state[protein_id] = state.snapshot()
 
-    def _state(self, protein_id: str, stages: tuple[str, ...], task: str | None) -> ProteinState:
-        if self.states is not None:
-            return self.states.setdefault(protein_id, ProteinState(protein_id, stages))
-        if task is None:  # a single delegation: nothing to continue
-            return ProteinState(protein_id, stages)
-        key = (task, protein_id)
-        state = self._recent.pop(key, None) or ProteinState(protein_id, stages)
-        self._recent[key] = state
-        while len(self._recent) > self.recent_tasks:
-            self._recent.popitem(last=False)
-        return state
+    @staticmethod
+    def decompose(prompt: str) -> list[str]:
+        """Split a task about several proteins into one subtask per accession."""
+        return [f"Analyze {accession}" for accession in find_protein_ids(prompt)]
+
+
+def protein_child(
+    source: Literal["offline", "live"] = "offline",
+    afdb_url: str | None = None,
+    uniprot_url: str | None = None,
+) -> ProteinChild:
+    """A protein child whose source is described by data, so that a durable run's
+    worker builds the same one: ``ChildRef("lyra.proteins:protein_child",
+    {"source": "live"})``."""
+    if source == "offline":
+        return ProteinChild(OfflineSource())
+    return ProteinChild(LiveSource(afdb_url=afdb_url, uniprot_url=uniprot_url))
 
 
 def _first_accession(prompt: str, ctx: ChildContext) -> str:

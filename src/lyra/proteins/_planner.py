@@ -13,11 +13,11 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from lyra._templates import render
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
+from lyra.proteins._text import render
 
 log = structlog.get_logger("lyra")
 

@@ -33,6 +33,7 @@ import httpx
 
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
+from lyra.settings import settings
 
 __all__ = [
     "AlphaFoldData",
@@ -274,7 +275,8 @@ class LiveSource:
     """AlphaFold DB (``/api/prediction/{id}``) and UniProt (``/uniprotkb/{id}.json``).
 
     UniProt gives the protein's identity; AlphaFold DB the model figures and, if
-    UniProt has nothing, the identity too. Each request carries ``timeout``
+    UniProt has nothing, the identity too. The hosts default to the settings
+    (``LYRA_AFDB_URL``, ``LYRA_UNIPROT_URL``). Each request carries ``timeout``
     seconds, also on a ``client`` passed in. A client created here is closed by
     :meth:`close` (or leaving the ``with`` block); a passed-in one is not.
     """
@@ -284,13 +286,14 @@ class LiveSource:
     def __init__(
         self,
         *,
-        afdb_url: str = "https://alphafold.ebi.ac.uk",
-        uniprot_url: str = "https://rest.uniprot.org",
+        afdb_url: str | None = None,
+        uniprot_url: str | None = None,
         timeout: float = 10.0,
         client: httpx.Client | None = None,
     ) -> None:
-        self.afdb_url = afdb_url.rstrip("/")
-        self.uniprot_url = uniprot_url.rstrip("/")
+        config = settings()
+        self.afdb_url = (afdb_url or config.afdb_url).rstrip("/")
+        self.uniprot_url = (uniprot_url or config.uniprot_url).rstrip("/")
         self.timeout = httpx.Timeout(timeout)
         self._owns_client = client is None
         self._client = client or httpx.Client(

@@ -3,6 +3,7 @@
 from lyra.recovery._api import adelegate_with_retry, delegate_with_retry
 from lyra.recovery._decompose import Decomposer, ModelDecomposer, default_decomposer
 from lyra.recovery._loop import (
+    Attempt,
     AttemptRecord,
     AttemptRunner,
     RecoveryOutcome,
@@ -13,9 +14,10 @@ from lyra.recovery._loop import (
 from lyra.recovery._policy import Fixer, RecoveryPolicy
 from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
 from lyra.recovery._strategies import ContextProvider, Plan
-from lyra.recovery._testing import is_testing, record_waits, set_testing
+from lyra.recovery._testing import is_testing, record_waits, set_testing, sleep
 
 __all__ = [
+    "Attempt",
     "AttemptRecord",
     "AttemptRunner",
     "ContextProvider",
@@ -37,4 +39,5 @@ __all__ = [
     "record_waits",
     "recover",
     "set_testing",
+    "sleep",
 ]

@@ -1,4 +1,9 @@
-"""Prompts for the next attempt, rendered from templates; and the rule-based decomposer."""
+"""Prompts for the next attempt, rendered from templates; and the rule-based decomposer.
+
+Nothing here knows what a task is about: a workload that splits its tasks
+its own way (by accession, by file) gives its child a ``decompose`` method or
+the policy a ``decomposer``.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from lyra._templates import render
 from lyra.delegation import ChildFailure
+from lyra.templates import render
 
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+(\S.*)$")
 
@@ -29,19 +34,10 @@ def enriched_prompt(prompt: str, failure: ChildFailure, context: Mapping[str, An
 
 
 def decompose(prompt: str) -> list[str]:
-    """Split a task into subtasks by rule: list items, or one per protein accession.
-
-    Returns fewer than two subtasks when the prompt does not split.
-    """
+    """Split a task into subtasks by rule: one per item of a numbered or
+    bulleted list in the prompt. Fewer than two: the prompt does not split."""
     items = [m.group(1).strip() for line in prompt.splitlines() if (m := _ITEM.match(line))]
-    if len(items) >= 2:
-        return items
-    from lyra.proteins import find_protein_ids  # here: lyra.proteins imports recovery
-
-    accessions = find_protein_ids(prompt)
-    if len(accessions) >= 2:
-        return [f"Analyze {accession}" for accession in accessions]
-    return []
+    return items if len(items) >= 2 else []
 
 
 def subtask_prompt(prompt: str, subtask: str, index: int, total: int) -> str:

@@ -8,9 +8,10 @@ from lyra.supervisor._answer import (
     TemplateAnswerWriter,
     final_answer,
 )
-from lyra.supervisor._executor import Executor, LocalExecutor
+from lyra.supervisor._executor import Executor, LocalExecutor, lost_outcome, notify
 from lyra.supervisor._graceful import ErrorContext, Graceful, error_context
 from lyra.supervisor._health import ServiceHealth, probe
+from lyra.supervisor._job import Job, OnOutcome, Task
 from lyra.supervisor._quorum import ChildOutcome, QuorumDecision, QuorumPolicy, decide
 from lyra.supervisor._rundir import RunDir, file_stem, write_atomic
 from lyra.supervisor._supervisor import Supervisor
@@ -23,18 +24,23 @@ __all__ = [
     "ErrorContext",
     "Executor",
     "Graceful",
+    "Job",
     "LocalExecutor",
     "ModelAnswerWriter",
+    "OnOutcome",
     "QuorumDecision",
     "QuorumPolicy",
     "RunDir",
     "ServiceHealth",
     "Supervisor",
+    "Task",
     "TemplateAnswerWriter",
     "decide",
     "error_context",
     "file_stem",
     "final_answer",
+    "lost_outcome",
+    "notify",
     "probe",
     "write_atomic",
 ]

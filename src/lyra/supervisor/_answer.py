@@ -12,23 +12,25 @@ import json
 from typing import Any, Protocol
 
 import anyio
-import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra._templates import render
-from lyra.delegation import exception_text
-from lyra.delegation._models import ErrorType
+from lyra import events
+from lyra.children import AnthropicChild
+from lyra.delegation import ErrorType, exception_text
 from lyra.supervisor._graceful import ErrorContext
 from lyra.supervisor._health import ServiceHealth
 from lyra.supervisor._quorum import QuorumDecision
-
-log = structlog.get_logger("lyra")
+from lyra.templates import render
 
 LAST_RESORT: dict[ErrorType, str] = {
-    ErrorType.TIMEOUT: "The analysis ran out of time before an answer could be written. "
-    "Results that finished are in the run directory; try again with a longer --timeout.",
+    ErrorType.TIMEOUT: "The run ran out of time before an answer could be written. "
+    "Results that finished are in the run directory; try again with a longer timeout.",
+    ErrorType.IDLE: "The run stopped making progress before an answer could be written. "
+    "Results that finished are in the run directory; try again.",
+    ErrorType.BUDGET: "The budget ran out before an answer could be written. "
+    "Results that finished are in the run directory; raise the budget and try again.",
     ErrorType.CONNECTION: "A service could not be reached, so no answer could be written. "
-    "Results that finished are in the run directory; try again, or use --source offline.",
+    "Results that finished are in the run directory; try again.",
     ErrorType.RATE_LIMIT: "A service is limiting requests, so no answer could be written. "
     "Wait a minute and run the same command again.",
     ErrorType.NOT_FOUND: "Nothing requested could be found. Check the identifiers and try again.",
@@ -77,8 +79,6 @@ class ModelAnswerWriter:
     """The answer written by an Anthropic model from the facts (and only them)."""
 
     def __init__(self, client: Any = None, model: str | None = None) -> None:
-        from lyra.children import AnthropicChild
-
         self._child = AnthropicChild(client=client, model=model, max_turns=1)
 
     async def write(self, facts: AnswerFacts) -> str:
@@ -114,7 +114,7 @@ async def final_answer(
                 answer = await candidate.write(facts)
         except Exception as exc:  # noqa: BLE001 - the answer must exist whatever broke
             failed = failed or f"{type(candidate).__name__} failed: {exception_text(exc)}"
-            log.warning(
+            events.warning(
                 "answer_writer_failed", writer=type(candidate).__name__, error=exception_text(exc)
             )
             continue

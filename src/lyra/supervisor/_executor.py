@@ -1,8 +1,9 @@
 """The execution seam: how many children run, and where.
 
-:class:`LocalExecutor` runs them in this process under anyio. A durable
-executor (DBOS) implements the same :class:`Executor` protocol, so
-classification, recovery and reporting never know which one ran them.
+:class:`LocalExecutor` runs a run's tasks in this process under anyio. A
+durable executor (:mod:`lyra.durable`) implements the same :class:`Executor`
+protocol, so classification, recovery and reporting never know which one ran
+them: both call :meth:`Job.run` for each task.
 """
 
 from __future__ import annotations
@@ -12,33 +13,68 @@ from typing import Protocol, TypeVar
 
 import anyio
 
+from lyra import events
+from lyra.delegation import (
+    ChildFailure,
+    DelegationResult,
+    ErrorType,
+    FailureCategory,
+    exception_text,
+    new_session_id,
+)
+from lyra.recovery import AttemptRecord, RecoveryOutcome
+from lyra.supervisor._job import Job, OnOutcome, Task
+
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 class Executor(Protocol):
-    """Runs ``work`` for every item, at most ``max_concurrency`` at once."""
+    """Runs a job's tasks, at most ``max_concurrency`` at once."""
 
-    async def map(
+    async def run(
         self,
-        work: Callable[[T], Awaitable[R]],
-        items: Sequence[T],
+        job: Job,
+        tasks: Sequence[Task],
         *,
         max_concurrency: int,
-        on_error: Callable[[T, Exception], R],
-    ) -> list[R]:
-        """Results in the order of ``items``; an item whose work raises gets
-        ``on_error(item, exc)`` and never disturbs the others."""
+        on_outcome: OnOutcome | None = None,
+    ) -> list[RecoveryOutcome]:
+        """One outcome per task, in order; ``on_outcome`` as each finishes. A
+        task whose handling raises gets :func:`lost_outcome` and never disturbs
+        the others."""
         ...
 
 
 class LocalExecutor:
-    """In-process fan-out: a fixed pool of anyio workers pulling from the items.
+    """In-process fan-out: a fixed pool of anyio workers pulling from the tasks.
 
     A pool (rather than one task per item behind a limiter) keeps memory flat
     however many items there are.
     """
 
+    async def run(
+        self,
+        job: Job,
+        tasks: Sequence[Task],
+        *,
+        max_concurrency: int,
+        on_outcome: OnOutcome | None = None,
+    ) -> list[RecoveryOutcome]:
+        """Run every task here; see :class:`Executor`."""
+
+        async def one(task: Task) -> RecoveryOutcome:
+            outcome = await job.run(task)
+            notify(on_outcome, task, outcome)
+            return outcome
+
+        def lost(task: Task, exc: Exception) -> RecoveryOutcome:
+            outcome = lost_outcome(task, exc)
+            notify(on_outcome, task, outcome)
+            return outcome
+
+        return await self.map(one, tasks, max_concurrency=max_concurrency, on_error=lost)
+
     async def map(
         self,
         work: Callable[[T], Awaitable[R]],
@@ -47,7 +83,8 @@ class LocalExecutor:
         max_concurrency: int,
         on_error: Callable[[T, Exception], R],
     ) -> list[R]:
-        """Run ``work`` over ``items``; see :class:`Executor`."""
+        """``work`` over ``items`` in a pool, results in order; an item whose work
+        raises gets ``on_error(item, exc)`` and never disturbs the others."""
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         results: list[R | None] = [None] * len(items)
@@ -64,3 +101,43 @@ class LocalExecutor:
             for _ in range(min(max_concurrency, len(items))):
                 group.start_soon(worker)
         return results  # type: ignore[return-value]  # every slot is filled above
+
+
+def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -> None:
+    """Call ``on_outcome``; its failure is logged, never passed to other tasks."""
+    if on_outcome is None:
+        return
+    try:
+        on_outcome(task, outcome)
+    except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
+        events.error("on_outcome_failed", subject=task.subject, error=exception_text(exc))
+
+
+def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
+    """The outcome of a task whose handling broke (lyra's own bug): a failure
+    that says so, contained to that task."""
+    text = f"Internal error in lyra: {exception_text(exc)}"
+    events.error("task_internal_error", subject=task.subject, error=text)
+    session_id = new_session_id()
+    failure = ChildFailure(
+        category=FailureCategory.TOOL_ERROR,
+        message=text,
+        session_id=session_id,
+        duration=0.0,
+        blocked_on=text,
+        error_type=ErrorType.UNKNOWN,
+        evidence="lyra's own error while handling the task; no other task is affected",
+        suggested_actions=("Report the error; the run directory's events.jsonl has details",),
+    )
+    result = DelegationResult(
+        status="failed",
+        output=None,
+        failure=failure,
+        session_id=session_id,
+        duration=0.0,
+        subject=task.subject,
+    )
+    record = AttemptRecord(
+        number=1, strategy="initial", prompt=task.prompt, timeout=0.0, wait=0.0, result=result
+    )
+    return RecoveryOutcome(task_id=f"lost-{session_id}", result=result, attempts=(record,))

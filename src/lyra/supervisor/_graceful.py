@@ -12,18 +12,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
+from lyra import events
 from lyra.delegation import ErrorKind, ErrorType, describe_error, exception_text
 
 T = TypeVar("T")
-log = structlog.get_logger("lyra")
 
 _HINTS: dict[ErrorType, str] = {
-    ErrorType.TIMEOUT: "A service or step was too slow; try again with a longer --timeout.",
-    ErrorType.CONNECTION: "A service could not be reached; check the network, or use the "
-    "offline data (--source offline).",
+    ErrorType.TIMEOUT: "A service or step was too slow; try again with a longer timeout.",
+    ErrorType.IDLE: "A step stopped making progress; try again, or split the work.",
+    ErrorType.BUDGET: "The budget ran out; raise it or narrow the work.",
+    ErrorType.CONNECTION: "A service could not be reached; check the network and try again.",
     ErrorType.RATE_LIMIT: "A service is limiting requests; wait a little and try again.",
     ErrorType.NOT_FOUND: "Something requested does not exist; check the identifiers.",
     ErrorType.AUTH: "Access was refused; check credentials and billing.",
@@ -96,7 +96,7 @@ class Graceful:
                 name, exc, available=available, unavailable=unavailable, critical=critical
             )
             self.errors.append(context)
-            log.warning(
+            events.warning(
                 "supervisor_step_failed",
                 step=name,
                 error_type=str(context.error_type),

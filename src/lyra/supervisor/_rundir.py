@@ -14,9 +14,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import structlog
-
-log = structlog.get_logger("lyra")
+from lyra import events
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -67,7 +65,7 @@ class RunDir:
             write_atomic(path, text)
         except OSError as exc:
             self.failures.append(f"{path}: {exc.strerror or exc}")
-            log.warning("run_dir_write_failed", path=str(path), error=str(exc))
+            events.warning("run_dir_write_failed", path=str(path), error=str(exc))
 
     @classmethod
     def new(cls, base: Path | str = "runs") -> RunDir:

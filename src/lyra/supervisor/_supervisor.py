@@ -1,49 +1,112 @@
-"""The Supervisor: the parent that hands work to children."""
+"""The Supervisor: the parent that hands work to children, the root of a delegation tree."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lyra.delegation import Child, DelegationResult, default_child, run_attempt
+from lyra.children import default_child
+from lyra.delegation import (
+    Account,
+    Budget,
+    Child,
+    ChildRef,
+    DelegationResult,
+    check_timeout,
+    run_attempt,
+)
+from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
+from lyra.supervisor._executor import Executor, LocalExecutor
+from lyra.supervisor._job import Job, OnOutcome, Task
 
 
 class Supervisor:
-    """Delegates prompts to child agents under deadlines.
+    """Delegates prompts to child agents under deadlines, idle timeouts and a budget.
 
-    ``child`` is the default child for every delegation; without one, the
-    configured default (:func:`lyra.delegation.default_child`) is resolved on
-    first use, so constructing a Supervisor never fails.
+    ``child`` is the default child of every delegation: a child, a
+    :class:`~lyra.delegation.ChildRef`, or ``None`` for the configured default
+    (resolved on first use, so constructing a Supervisor never fails).
+    ``budget`` is the whole tree's: every delegation, retry, subtask and
+    nested delegation this supervisor starts draws on it.
     """
 
-    def __init__(self, child: Child | None = None) -> None:
+    def __init__(
+        self,
+        child: Child | ChildRef | None = None,
+        *,
+        timeout: float = 300.0,
+        idle_timeout: float | None = None,
+        budget: Budget | None = None,
+        policy: RecoveryPolicy | None = None,
+        context_provider: ContextProvider | None = None,
+        executor: Executor | None = None,
+    ) -> None:
         self._child = child
+        self.timeout = check_timeout(timeout)
+        self.idle_timeout = idle_timeout
+        self.budget = budget
+        self.account = Account.for_budget(budget)
+        """The tree's live account (``None`` without a budget)."""
+        self.policy = policy or RecoveryPolicy(max_retries=0)
+        self.context_provider = context_provider
+        self.executor: Executor = executor or LocalExecutor()
 
     @property
     def child(self) -> Child:
         """The child used when a delegation names none."""
         if self._child is None:
             self._child = default_child()
-        return self._child
+        return self._child.resolve() if isinstance(self._child, ChildRef) else self._child
 
     async def delegate(
         self,
         prompt: str,
         *,
-        timeout: float = 300.0,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        budget: Budget | None = None,
         child: Child | None = None,
         context: Mapping[str, Any] | None = None,
         session_id: str | None = None,
         subject: str | None = None,
         attempt: int = 1,
     ) -> DelegationResult:
-        """Run one child on ``prompt`` and return the result with its report."""
+        """Run one child once on ``prompt``; the result carries its report."""
         return await run_attempt(
             child if child is not None else self.child,
             prompt,
-            timeout=timeout,
+            timeout=timeout if timeout is not None else self.timeout,
+            idle_timeout=idle_timeout if idle_timeout is not None else self.idle_timeout,
+            account=Account.for_budget(budget, self.account),
             session_id=session_id,
             subject=subject,
             attempt=attempt,
             context=context,
+        )
+
+    def job(self) -> Job:
+        """How this supervisor delegates each task of :meth:`run`."""
+        return Job(
+            child=self._child if self._child is not None else self.child,
+            policy=self.policy,
+            timeout=self.timeout,
+            idle_timeout=self.idle_timeout,
+            account=self.account,
+            context_provider=self.context_provider,
+        )
+
+    async def run(
+        self,
+        tasks: Sequence[Task],
+        *,
+        max_concurrency: int = 8,
+        on_outcome: OnOutcome | None = None,
+    ) -> list[RecoveryOutcome]:
+        """Run every task under its recovery loop, at most ``max_concurrency`` at once.
+
+        One outcome per task, in order. A task whose handling breaks (lyra's
+        own bug) gets a failed outcome; no task ever disturbs another.
+        """
+        return await self.executor.run(
+            self.job(), tasks, max_concurrency=max_concurrency, on_outcome=on_outcome
         )

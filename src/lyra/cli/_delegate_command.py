@@ -1,0 +1,92 @@
+"""``lyra delegate``: one delegation from the command line; prints its report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from lyra.cli import _logging
+from lyra.cli._options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Subparsers,
+    add_limit_options,
+    budget_of,
+    child_ref,
+    positive_float,
+    whole_number,
+)
+
+
+def register(commands: Subparsers) -> None:
+    """Add ``lyra delegate`` to the subcommands."""
+    p = commands.add_parser(
+        "delegate",
+        help="run one child on a prompt and print its report",
+        description="Run one child agent on PROMPT under a deadline and print its output "
+        "or failure report (both end in a <task_metadata> block). The child is --child, "
+        "else LYRA_CHILD, else the Anthropic child when ANTHROPIC_API_KEY is set.",
+        epilog="examples:\n"
+        "  lyra delegate 'Summarise P04637' --child lyra.proteins:ProteinChild\n"
+        "  lyra delegate 'Triage this bug report' --timeout 120 --idle-timeout 30 "
+        "--max-tokens 50000\n"
+        "  lyra delegate 'Analyze P04637' --child lyra.proteins:ProteinChild --retries 2\n\n"
+        "exit status: 0 completed, 1 failed (the report says why), 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("prompt", help="the task for the child")
+    p.add_argument(
+        "--child",
+        type=child_ref,
+        metavar="MODULE:ATTR",
+        help="the child by importable name (a child, or a class or factory of one)",
+    )
+    p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds (default 300)")
+    add_limit_options(
+        p,
+        idle="seconds without progress before the child is stopped (default: none)",
+        budget="for the delegation and everything it delegates",
+    )
+    p.add_argument(
+        "--retries",
+        type=whole_number(0),
+        default=0,
+        metavar="N",
+        help="recover from a failure with up to N more attempts (default 0)",
+    )
+    p.add_argument("--subject", help="what the task is about (shown in the report)")
+    p.add_argument("--json", action="store_true", help="print the parsed report as JSON")
+    p.add_argument("--events", type=argparse.FileType("a"), help="append JSON events here")
+    p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one child (with recovery when --retries is given); print its report."""
+    from lyra._sync import run_blocking
+    from lyra.children import default_child
+    from lyra.recovery import RecoveryPolicy, recover
+
+    _logging.configure(files=[args.events] if args.events else [], verbose=args.verbose)
+    child = args.child.resolve() if args.child else default_child()
+
+    async def go() -> Any:
+        outcome = await recover(
+            args.prompt,
+            child=child,
+            base_timeout=args.timeout,
+            idle_timeout=args.idle_timeout,
+            budget=budget_of(args),
+            policy=RecoveryPolicy(max_retries=args.retries),
+            subject=args.subject,
+        )
+        return outcome.result
+
+    result = run_blocking("recover", go)
+    if args.json:
+        fields = result.to_report().model_dump(mode="json")
+        print(json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False))
+    else:
+        print(result.report)
+    return EXIT_OK if result.ok else EXIT_FAILED

@@ -1,0 +1,91 @@
+"""What every subcommand shares: exit codes and argument types."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Subparsers = Any  # argparse's _SubParsersAction is private
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def convert(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number ≥ {minimum}: {text!r}")
+        return int(text)
+
+    return convert
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite number ≥ 0 (dollars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number ≥ 0: {text!r}")
+    return value
+
+
+def child_ref(text: str) -> Any:
+    """An argparse type: a child by importable name (``module:attribute``)."""
+    from pydantic import ValidationError
+
+    from lyra import ChildRef
+
+    try:
+        return ChildRef(target=text)
+    except ValidationError:
+        raise argparse.ArgumentTypeError(
+            f"not module:attribute: {text!r} (e.g. lyra.proteins:ProteinChild)"
+        ) from None
+
+
+def add_limit_options(p: argparse.ArgumentParser, *, idle: str, budget: str) -> None:
+    """``--idle-timeout`` and the budget flags (DESIGN §12)."""
+    p.add_argument("--idle-timeout", type=positive_float, metavar="S", help=idle)
+    p.add_argument(
+        "--max-tokens", type=whole_number(0), metavar="N", help=f"token budget, {budget}"
+    )
+    p.add_argument(
+        "--max-cost", type=non_negative_float, metavar="USD", help=f"spend budget, {budget}"
+    )
+    p.add_argument("--max-turns", type=whole_number(0), metavar="N", help=f"model turns, {budget}")
+
+
+def budget_of(args: argparse.Namespace) -> Any:
+    """The budget the flags ask for, or None."""
+    from lyra import Budget
+
+    budget = Budget(
+        max_tokens=args.max_tokens, max_cost_usd=args.max_cost, max_turns=args.max_turns
+    )
+    return None if budget.unlimited else budget
+
+
+def read_text(path: str) -> str:
+    """A file's text, or standard input for ``-``; a clear error when unreadable."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SystemExit(f"lyra: cannot read {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,55 @@
+"""``lyra report parse``: every report in files or a transcript, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from lyra.cli._options import EXIT_OK, Subparsers, read_text
+
+REPORT_FIELDS = (
+    "status",
+    "session_id",
+    "category",
+    "retryable",
+    "attempt",
+    "message",
+    "completed_steps",
+    "files_modified",
+    "blocked_on",
+    "suggested_actions",
+)
+
+
+def register(commands: Subparsers) -> None:
+    """Add ``lyra report`` to the subcommands."""
+    p = commands.add_parser("report", help="read lyra reports back")
+    sub = p.add_subparsers(dest="report_command", metavar="ACTION", required=True)
+    parse = sub.add_parser(
+        "parse",
+        help="print every report found in FILE as JSON",
+        description="Find every lyra report in each FILE (a report, a transcript, a log; - "
+        "for standard input) and print one JSON list, one object per report, in order. "
+        "Reports without a metadata block (as in the recovery guide) are found by their "
+        "first line.",
+    )
+    parse.add_argument("files", nargs="+", metavar="FILE", help="files to read; - for stdin")
+    parse.add_argument("--all-fields", action="store_true", help="include every parsed field")
+    parse.set_defaults(run=_report_parse)
+
+
+def _report_parse(args: argparse.Namespace) -> int:
+    from lyra.delegation import find_reports
+
+    reports = [
+        report.model_dump(mode="json")
+        for path in args.files
+        for report in find_reports(read_text(path))
+    ]
+    if not args.all_fields:
+        reports = [{k: r[k] for k in REPORT_FIELDS} for r in reports]
+    print(json.dumps(reports, indent=2, ensure_ascii=False))
+    if not reports:
+        print(f"lyra: no reports found in {', '.join(args.files)}", file=sys.stderr)
+    return EXIT_OK

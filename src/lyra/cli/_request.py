@@ -1,0 +1,132 @@
+"""``lyra analyze``'s arguments as one typed request, made at the boundary.
+
+Nothing below the command line sees an argparse namespace: the analysis runs
+from an :class:`AnalyzeRequest`, and a durable run records it (``run.json``)
+so that ``--resume`` runs exactly the same request again.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lyra import Budget
+from lyra.cli._options import budget_of
+from lyra.errors import ConfigurationError
+
+IDENTITY_EXEMPT = frozenset({"concurrency", "ids"})
+"""Request fields that may change on ``--resume`` (they do not change the result),
+or that are compared on their own (IDs, in request order and normalised)."""
+
+
+class AnalyzeRequest(BaseModel):
+    """What ``lyra analyze`` was asked to do (a planned question is already planned)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ids: tuple[str, ...]
+    question: str | None = None
+    structure_only: bool = False
+    timeout: float = 300.0
+    idle_timeout: float | None = None
+    budget: Budget | None = None
+    retries: int = 0
+    source: Literal["offline", "live"] = "offline"
+    faults: tuple[str, ...] = Field(default=(), description="--inject specs")
+    min_success: int = 1
+    critical: tuple[str, ...] = ()
+    concurrency: int = 8
+
+    def differences(self, given: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        """(field, recorded, given) for explicitly given options that change the result."""
+        return [
+            (name, getattr(self, name), value)
+            for name, value in given.items()
+            if name not in IDENTITY_EXEMPT and getattr(self, name) != value
+        ]
+
+
+def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeRequest:
+    """The request the arguments make; ConfigurationError (exit 2) says what is wrong.
+
+    A question is planned here (by rule, or by the model when a key is set),
+    so that a durable run records its proteins and a resume never plans again.
+    """
+    from lyra._sync import run_blocking
+    from lyra.proteins import plan_question, validate_protein_id
+
+    planned = None
+    if plan and args.question:
+        planned = run_blocking("plan_question", lambda: plan_question(args.question))
+    ids = list(dict.fromkeys([*args.ids, *(planned.ids if planned else [])]))
+    if not ids:
+        where = " in the question" if args.question else ""
+        raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
+    faults, critical = _faults(args.inject), _critical(args.critical)
+    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
+    for option, named in (
+        ("--inject", [f.split(":")[0] for f in faults]),
+        ("--critical", critical),
+    ):
+        stray = sorted(set(named) - requested)
+        if stray:
+            raise ConfigurationError(f"{option} names {', '.join(stray)}, which is not requested")
+    return AnalyzeRequest(
+        ids=tuple(ids),
+        question=args.question,
+        structure_only=args.structure_only or (planned is not None and planned.plan == "structure"),
+        timeout=args.timeout,
+        idle_timeout=args.idle_timeout,
+        budget=budget_of(args),
+        retries=args.retries,
+        source=args.source,
+        faults=faults,
+        min_success=args.min_success,
+        critical=critical,
+        concurrency=args.concurrency,
+    )
+
+
+def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:
+    """The request fields the command line set to something other than their default."""
+    fields = AnalyzeRequest.model_fields
+    given: dict[str, Any] = {}
+    for name in fields:
+        if name in ("ids", "budget", "faults", "critical"):
+            continue
+        value = getattr(args, name, None)
+        if value != getattr(defaults, name, None):
+            given[name] = value
+    if args.ids:
+        given["ids"] = tuple(args.ids)
+    budget = budget_of(args)
+    if budget is not None:
+        given["budget"] = budget
+    if args.inject:
+        given["faults"] = _faults(args.inject)
+    if args.critical:
+        given["critical"] = _critical(args.critical)
+    return given
+
+
+def _faults(specs: list[str]) -> tuple[str, ...]:
+    """``--inject`` specs, checked and normalised."""
+    from lyra.proteins import parse_fault
+
+    try:
+        return tuple(parse_fault(spec).spec for spec in specs)
+    except ValueError as exc:
+        raise ConfigurationError(f"--inject: {exc}") from None
+
+
+def _critical(ids: list[str]) -> tuple[str, ...]:
+    """``--critical`` IDs, normalised where valid, each once."""
+    from lyra.proteins import validate_protein_id
+
+    normalised = []
+    for raw in ids:
+        ok, value = validate_protein_id(raw)
+        normalised.append(value if ok else raw)
+    return tuple(dict.fromkeys(normalised))

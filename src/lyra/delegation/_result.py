@@ -1,0 +1,81 @@
+"""The result of one delegation, and its report rendered on demand."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field, model_validator
+
+from lyra.delegation._budget import Usage
+from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
+from lyra.delegation._report import render_report
+
+
+class DelegationResult(BaseModel):
+    """The outcome of one delegation: the output or the failure, and the report text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Literal["completed", "failed"]
+    output: str | None
+    failure: ChildFailure | None
+    session_id: str
+    duration: float
+    attempt: int = 1
+    subject: str | None = None
+    usage: Usage | None = None
+    """What the delegation and everything below it were charged; ``None``: nothing."""
+    parent_session_id: str | None = None
+    """The session that delegated this one (``ctx.delegate``), if any."""
+    failed_delegations: tuple[FailedDelegation, ...] = ()
+    """Nested delegations that failed under this one (the parent decided what to do)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the child completed."""
+        return self.status == "completed"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_report(cls, data: Any) -> Any:
+        """Accept a dump of a result: its ``report`` is derived, so it is dropped."""
+        if isinstance(data, dict) and "report" in data:
+            data = {key: value for key, value in data.items() if key != "report"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def report(self) -> str:
+        """The report text (DESIGN §4), rendered from the fields when asked for:
+        most results in a large fan-out are never read as text."""
+        return render_report(self.to_report())
+
+    def to_report(self) -> TaskReport:
+        """Everything the report says, as a model (what ``parse_report`` gives back)."""
+        usage = self.usage
+        common: dict[str, Any] = {
+            "session_id": self.session_id,
+            "attempt": self.attempt,
+            "duration": self.duration,
+            "subject": self.subject,
+            "parent_session_id": self.parent_session_id,
+            "failed_delegations": self.failed_delegations,
+        }
+        if usage:
+            common.update(tokens_used=usage.tokens, cost_usd=usage.cost_usd, turns=usage.turns)
+        failure = self.failure
+        if failure is None:
+            return TaskReport(status="completed", output=self.output or "", **common)
+        return TaskReport(
+            status="failed",
+            message=failure.message,
+            category=failure.category,
+            retryable=failure.suggested_retry,
+            error_type=failure.error_type,
+            completed_steps=failure.completed_steps,
+            files_modified=failure.files_modified,
+            blocked_on=failure.blocked_on,
+            suggested_actions=failure.suggested_actions,
+            retry_after=failure.retry_after,
+            **common,
+        )

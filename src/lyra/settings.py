@@ -1,0 +1,83 @@
+"""lyra's settings: the one reader of the environment.
+
+Every variable lyra (and its protein workload) reads is a field here; nothing
+else in lyra looks at ``os.environ``. Settings are read when asked for
+(:func:`settings`), never cached, so a test or an application that changes the
+environment is seen at once.
+
+=============================  ============================================
+``ANTHROPIC_API_KEY``          the Anthropic API key: with it, ``child=None``
+                               means the Anthropic child, and answers,
+                               plans and decompositions are model-written
+``LYRA_CHILD``                 the default child by importable name,
+                               ``module:attribute`` (e.g.
+                               ``lyra.proteins:ProteinChild``); wins over
+                               the Anthropic default
+``LYRA_MODEL``                 the Anthropic model (default below)
+``LYRA_AFDB_URL``              AlphaFold DB host of ``--source live``
+``LYRA_UNIPROT_URL``           UniProt REST host of ``--source live``
+``LYRA_TEST_INVOCATION_LOG``   tests only: a file where durable attempts
+                               note each start
+=============================  ============================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+__all__ = ["DEFAULT_MODEL", "Settings", "settings"]
+
+
+class Settings(BaseSettings):
+    """Configuration from the environment (``LYRA_*`` and ``ANTHROPIC_API_KEY``)."""
+
+    model_config = SettingsConfigDict(env_prefix="LYRA_", frozen=True, extra="ignore")
+
+    anthropic_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"),
+        description="The Anthropic API key; enables the Anthropic child and model-written text.",
+    )
+    child: str | None = Field(
+        None,
+        description="The default child as module:attribute (a child, or a class "
+        "or factory called with no arguments).",
+    )
+    model: str = Field(DEFAULT_MODEL, description="The Anthropic model children use.")
+    afdb_url: str = Field(
+        "https://alphafold.ebi.ac.uk", description="AlphaFold DB host (protein --source live)."
+    )
+    uniprot_url: str = Field(
+        "https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
+    )
+    test_invocation_log: Path | None = Field(
+        None, description="Tests only: durable attempts append a line here when they start."
+    )
+
+    @property
+    def model_configured(self) -> bool:
+        """True when an API key is set, so model-backed helpers may run."""
+        return bool(self.anthropic_api_key and self.anthropic_api_key.get_secret_value())
+
+    @classmethod
+    def variables(cls) -> dict[str, str]:
+        """Every environment variable read, with its description (for docs and ``--help``)."""
+        names: dict[str, str] = {}
+        for name, field in cls.model_fields.items():
+            alias = field.validation_alias
+            if isinstance(alias, AliasChoices):
+                env = str(alias.choices[0])
+            else:
+                env = f"LYRA_{name.upper()}"
+            names[env] = field.description or ""
+        return names
+
+
+def settings() -> Settings:
+    """The settings as the environment says now."""
+    return Settings()

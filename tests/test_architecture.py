@@ -1,0 +1,162 @@
+"""The layering of DESIGN §1, checked from the source: no import cycles anywhere in
+src/lyra, a generic core that never imports the protein workload or the command
+line (not even lazily), and a protein workload that uses only lyra's public API."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+CORE = ("delegation", "recovery", "supervisor", "children", "durable", "logs")
+GROUND = ("errors", "events", "settings", "templates", "_taxonomy", "_sync", "_api")
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its ``__init__``)."""
+    found: dict[str, Path] = {}
+    for path in (SRC / "lyra").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(module: str) -> Iterator[tuple[str, list[str], int]]:
+    """(imported module, names taken from it, line) for every import statement in the
+    module -- at the top, inside functions, and under ``TYPE_CHECKING`` alike."""
+    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [alias.name for alias in node.names]
+            submodules = [n for n in names if f"{node.module}.{n}" in modules()]
+            for name in submodules:  # `from lyra import events` imports a module
+                yield f"{node.module}.{name}", [], node.lineno
+            rest = [n for n in names if n not in submodules]
+            if rest or not submodules:
+                yield node.module, rest, node.lineno
+
+
+def graph() -> dict[str, set[str]]:
+    """lyra's modules and the lyra modules each imports."""
+    return {
+        module: {target for target, _, _ in imports(module) if target in modules()}
+        for module in modules()
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module, or a self-import (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in edges[node]:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def layer(module: str) -> str:
+    """The top-level part of lyra a module belongs to (``delegation``, ``proteins``…)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_graph_finds_every_module_and_a_cycle() -> None:
+    """The checker itself: it sees the package, and it finds a cycle when there is one."""
+    assert {"lyra", "lyra.delegation._delegate", "lyra.proteins._analyze"} <= set(modules())
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"a"}}) == [["a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_there_are_no_import_cycles() -> None:
+    """No module of src/lyra imports, however indirectly, a module that imports it."""
+    assert cycles(graph()) == []
+
+
+@pytest.mark.parametrize("package", CORE + GROUND)
+def test_the_core_never_imports_proteins_or_the_cli(package: str) -> None:
+    """Nothing in the generic core imports lyra.proteins or lyra.cli, even inside a function."""
+    offending = [
+        f"{module}:{line} imports {target}"
+        for module in modules()
+        if layer(module) == package
+        for target, _, line in imports(module)
+        if target.startswith(("lyra.proteins", "lyra.cli"))
+    ]
+    assert offending == []
+
+
+def test_proteins_use_only_the_public_api() -> None:
+    """lyra.proteins imports other parts of lyra only through public modules and the
+    names in their __all__, as a user's own workload would."""
+    offending = []
+    for module in modules():
+        if layer(module) != "proteins":
+            continue
+        for target, names, line in imports(module):
+            if not target.startswith("lyra") or layer(target) == "proteins":
+                continue
+            private = any(part.startswith("_") for part in target.split("."))
+            exported = set(public_names(target))
+            hidden = [name for name in names if name not in exported]
+            if private or hidden:
+                offending.append(f"{module}:{line} uses {target} {hidden or ''}")
+    assert offending == []
+
+
+def public_names(module: str) -> list[str]:
+    """A public module's ``__all__``, read from its source."""
+    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return list(ast.literal_eval(node.value))
+    return []
+
+
+def test_importing_the_core_loads_no_workload_and_no_cli() -> None:
+    """The issue's own check: importing the core pulls in neither lyra.proteins nor lyra.cli."""
+    code = (
+        "import lyra.delegation, lyra.recovery, lyra.supervisor, lyra.durable, lyra.logs, sys; "
+        "print(sorted(m for m in sys.modules if m.startswith(('lyra.proteins', 'lyra.cli'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
