@@ -23,8 +23,8 @@ from fakes.messages_api import (
     text,
     tool_use,
 )
-from lyra import Supervisor, parse_report
-from lyra.children import AnthropicChild, Tool
+from lyra import Budget, Supervisor, parse_report
+from lyra.children import AnthropicChild, Price, Tool
 from lyra.delegation._foreign import ANTHROPIC_ERRORS, Kind, describe
 
 pytestmark = pytest.mark.anyio
@@ -263,3 +263,111 @@ async def test_bad_tool_input_is_sent_back_for_correction(client_for: Any) -> No
     assert first_answer["is_error"] is True
     assert "protein_id" in first_answer["content"]
     assert (calls, result.output) == (["P04637"], "found it")
+
+
+# -- usage and budgets (DESIGN §12) ------------------------------------------------------
+
+
+def tool_turn(**usage: int) -> Reply:
+    return message(
+        [tool_use("get_plddt", {"protein_id": "P04637"})], stop_reason="tool_use", usage=usage
+    )
+
+
+def finish_turn(**usage: int) -> Reply:
+    return message([tool_use("finish", {"result": "ok"})], stop_reason="tool_use", usage=usage)
+
+
+async def test_each_response_is_charged_from_its_usage(client_for: Any) -> None:
+    """Tokens (cache reads and writes included), cost from the price table and one turn
+    per model call are charged, and reach the result and the report."""
+    script = [
+        tool_turn(input_tokens=1000, output_tokens=200, cache_read_input_tokens=500),
+        finish_turn(input_tokens=1200, output_tokens=100, cache_creation_input_tokens=40),
+    ]
+    with MessagesAPI(script) as api:
+        result = await delegate(api, client_for)  # claude-sonnet-5-5: $2 / $10 per MTok
+    assert result.ok
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.turns) == (2740, 300, 2)
+    expected = (2200 * 2 + 300 * 10 + 500 * 0.2 + 40 * 2.5) / 1_000_000
+    assert usage.cost_usd == pytest.approx(expected)
+    report = parse_report(result.report)
+    assert (report.tokens_used, report.turns) == (3040, 2)
+    assert report.cost_usd == pytest.approx(expected)
+
+
+async def test_a_turn_budget_stops_the_model_before_the_next_call(client_for: Any) -> None:
+    """With max_turns=2 the third model call is never made; the failure says why."""
+    with MessagesAPI([tool_turn(), tool_turn()]) as api:
+        child = AnthropicChild(tools=[get_plddt], client=client_for(api))
+        result = await Supervisor(child, budget=Budget(max_turns=2)).delegate("x", timeout=5)
+    assert len(api.requests) == 2
+    failure = result.failure
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert "max_turns=2 exceeded: 3 turns used" in failure.evidence
+    assert not failure.suggested_retry
+
+
+async def test_a_token_budget_caps_what_the_model_may_write(client_for: Any) -> None:
+    """The request's max_tokens never exceeds what the token budget has left."""
+    script = [tool_turn(input_tokens=2500, output_tokens=200), finish_turn()]
+    with MessagesAPI(script) as api:
+        child = AnthropicChild(tools=[get_plddt], client=client_for(api), max_tokens=4096)
+        await Supervisor(child, budget=Budget(max_tokens=5000)).delegate("x", timeout=5)
+    assert [r["max_tokens"] for r in api.requests] == [4096, 2300]
+
+
+async def test_the_price_table_can_be_overridden(client_for: Any) -> None:
+    """prices= replaces the default price of a model (a negotiated rate, a new model)."""
+    with MessagesAPI([finish_turn(input_tokens=1_000_000, output_tokens=0)]) as api:
+        child = AnthropicChild(
+            client=client_for(api), model="acme-model-1", prices={"acme-model": Price(0.5, 1.0)}
+        )
+        result = await Supervisor(child).delegate("x", timeout=5)
+    assert result.usage.cost_usd == pytest.approx(0.5)
+
+
+async def test_a_cost_budget_needs_a_known_price(client_for: Any) -> None:
+    """A model with no price cannot keep a cost budget: a clear failure, no model call."""
+    with MessagesAPI([]) as api:
+        child = AnthropicChild(client=client_for(api), model="acme-model-1")
+        budget = Budget(max_cost_usd=1.0)
+        result = await Supervisor(child, budget=budget).delegate("x", timeout=5)
+    assert api.requests == []
+    assert "no price is known for the model 'acme-model-1'" in result.failure.message
+
+
+async def test_running_out_of_model_turns_is_a_failure_with_evidence(client_for: Any) -> None:
+    """A model that never finishes within the child's max_turns fails; it is no success."""
+    with MessagesAPI([tool_turn(), tool_turn()]) as api:
+        child = AnthropicChild(tools=[get_plddt], client=client_for(api), max_turns=2)
+        result = await Supervisor(child).delegate("x", timeout=5)
+    assert not result.ok
+    assert "No result after 2 model turns" in result.failure.message
+    assert result.usage.turns == 2
+
+
+async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
+    client_for: Any,
+) -> None:
+    """The response whose usage takes the tree over max_tokens ends the child: its tool
+    calls never run and no further request is made."""
+    ran: list[str] = []
+
+    def lookup(protein_id: str) -> str:
+        """Look a protein up."""
+        ran.append(protein_id)
+        return "found"
+
+    script = [
+        message([tool_use("lookup", {"protein_id": "A"})], "tool_use", usage={"input_tokens": 600}),
+        message([tool_use("lookup", {"protein_id": "B"})], "tool_use", usage={"input_tokens": 600}),
+    ]
+    with MessagesAPI(script) as api:
+        child = AnthropicChild(tools=[lookup], client=client_for(api))
+        result = await Supervisor(child, budget=Budget(max_tokens=1000)).delegate("x", timeout=5)
+    assert ran == ["A"]
+    assert len(api.requests) == 2
+    assert result.failure is not None
+    assert "max_tokens=1000 exceeded: 1210 tokens used" in result.failure.evidence

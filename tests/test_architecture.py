@@ -160,3 +160,41 @@ def test_importing_the_core_loads_no_workload_and_no_cli() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_settings_is_the_only_reader_of_the_environment() -> None:
+    """No module but lyra.settings looks at os.environ or os.getenv."""
+    readers = [
+        f"{module}:{node.lineno}"
+        for module, path in modules().items()
+        if module != "lyra.settings"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr in ("environ", "getenv", "environb")
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+    ]
+    assert readers == []
+
+
+def test_the_readme_lists_every_variable_once() -> None:
+    """Every environment variable Settings reads is in the README's table, once."""
+    from lyra.settings import Settings
+
+    readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    listed = [row.split("`")[1] for row in rows]
+    for name in Settings.variables():
+        assert listed.count(name) == 1, name
+
+
+def test_settings_read_the_environment_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """settings() reads the environment on each call: a change is seen at once."""
+    from lyra.settings import settings
+
+    monkeypatch.setenv("LYRA_MODEL", "claude-haiku-4-5")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    current = settings()
+    assert (current.model, current.model_configured) == ("claude-haiku-4-5", True)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert not settings().model_configured

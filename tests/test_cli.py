@@ -317,3 +317,81 @@ def test_a_refused_durable_request_leaves_no_run_behind(
     assert status == 2
     assert "not requested" in err
     assert not (folder / "run.json").exists()
+
+
+# -- the delegation tree from the command line (DESIGN §12) -------------------------------
+
+
+def test_delegate_keeps_a_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    """--max-tokens ends a child that spends past it: exit 1, timeout/budget, its usage."""
+    argv = ["delegate", "spend", "--child", "fakes.children:spender", "--max-tokens", "500"]
+    status, out, _ = run_cli([*argv, "--json"], capsys)
+    report = json.loads(out)
+    assert status == 1
+    assert (report["category"], report["error_type"], report["tokens_used"]) == (
+        "timeout",
+        "budget",
+        800,
+    )
+
+
+def test_delegate_ends_an_idle_child(capsys: pytest.CaptureFixture[str]) -> None:
+    """--idle-timeout ends a child that stops making progress long before --timeout."""
+    argv = ["delegate", "x", "--child", "fakes.children:stalls", "--idle-timeout", "0.2"]
+    started = time.monotonic()
+    status, out, _ = run_cli([*argv, "--timeout", "30", "--json"], capsys)
+    assert time.monotonic() - started < 5
+    assert (status, json.loads(out)["error_type"]) == (1, "idle")
+
+
+def test_analyze_ends_an_idle_protein_and_spares_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hung protein ends at --idle-timeout as timeout/idle; the others complete."""
+    argv = ["analyze", "P04637", "Q8I3H7", "--inject", "P04637:hang", "--idle-timeout", "0.3"]
+    status, out, _ = run_cli([*argv, "--json", "--run-dir", str(tmp_path)], capsys)
+    output = json.loads(out)
+    assert status == 1
+    assert [e["protein_id"] for e in output["completed_analyses"]] == ["Q8I3H7"]
+    (failed,) = output["failed_analyses"] + output["partial_analyses"]
+    assert failed["category"] == "timeout"
+    assert "<error_type>idle</error_type>" in (tmp_path / "reports" / "P04637.txt").read_text()
+
+
+def test_logs_stats_totals_what_each_outcome_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lyra logs stats adds up tokens and cost per outcome: what the failures cost."""
+    events = tmp_path / "events.jsonl"
+    base = ["delegate", "spend", "--child", "fakes.children:spender", "--events", str(events)]
+    run_cli(base, capsys)
+    run_cli([*base, "--max-tokens", "500"], capsys)
+    status, out, _ = run_cli(["logs", "stats", str(events), "--json"], capsys)
+    stats = json.loads(out)
+    assert status == 0
+    assert stats["spend"]["completed"] == {"delegations": 1, "tokens": 1200, "cost_usd": 0.03}
+    assert stats["spend"]["timeout"] == {"delegations": 1, "tokens": 800, "cost_usd": 0.02}
+    assert (stats["tokens_used"], stats["cost_usd"]) == (2000, 0.05)
+    status, table, _ = run_cli(["logs", "stats", str(events)], capsys)
+    assert "timeout          1     800  $0.0200" in table
+
+
+def test_analyze_keeps_a_run_wide_turn_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-turns is one budget for the whole run (each protein stage is a turn): the
+    proteins it covers complete; the one that goes over is stopped as timeout/budget;
+    the rest never start; every protein is still reported once."""
+    ids = ["P04637", "Q8I3H7", "P69905"]
+    argv = ["analyze", *ids, "--max-turns", "7", "--concurrency", "1", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    output = json.loads(out)
+    assert status == 1
+    assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637"]
+    stopped = {e["protein_id"]: e for e in output["failed_analyses"] + output["partial_analyses"]}
+    assert sorted(stopped) == ["P69905", "Q8I3H7"]
+    assert {e["category"] for e in stopped.values()} == {"timeout"}
+    for protein in stopped:
+        report = (tmp_path / "reports" / f"{protein}.txt").read_text()
+        assert "<error_type>budget</error_type>" in report
+    assert "before the attempt started" in stopped["P69905"]["report"]

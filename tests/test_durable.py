@@ -461,3 +461,93 @@ def test_run_directory_of_another_run_is_a_usage_error(
     assert status == 0
     assert "already finished" in err
     assert json.loads(out)["summary"]["successful"] == 1
+
+
+# -- (4) a user's own child: any delegation work, not only proteins --------------------
+
+OWN_RUN = """
+import json, sys, anyio
+from lyra import ChildRef, Supervisor, Task
+from lyra.durable import DurableExecutor
+
+async def main() -> None:
+    folder, done, result = sys.argv[1], sys.argv[2], sys.argv[3]
+    tasks = [Task(prompt=f"job {i}", subject=f"job{i}", context={"done_file": done})
+             for i in range(6)]
+    async with DurableExecutor.embedded(folder, run_id="mine") as executor:
+        supervisor = Supervisor(ChildRef(target="fakes.children:napper"), executor=executor)
+        outcomes = await supervisor.run(tasks, max_concurrency=2)
+    with open(result, "w") as out:
+        json.dump([o.result.output for o in outcomes], out)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow
+def test_a_users_own_child_resumes_after_sigkill_without_rerunning_finished_tasks(
+    tmp_path: Path,
+) -> None:
+    """A child named by ChildRef (not a protein) is checkpointed like any other: after a
+    SIGKILL the same run finishes, and no finished task runs again."""
+    script, done, log = tmp_path / "own.py", tmp_path / "done.txt", tmp_path / "invocations.log"
+    script.write_text(OWN_RUN)
+    env = {**env_with(log), "PYTHONPATH": str(Path(__file__).parent)}
+    result = tmp_path / "result.json"
+    argv = [sys.executable, str(script), str(tmp_path / "run"), str(done), str(result)]
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(
+        lambda: done.exists() and len(done.read_text().split()) >= 2,
+        timeout=60,
+        what="two tasks to finish",
+    )
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    finished_before = set(done.read_text().split())
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(result.read_text()) == [f"napped: job {i}" for i in range(6)]
+    starts = Counter(protein for protein, _ in invocations(log))
+    assert all(starts[subject] == 1 for subject in finished_before)
+    assert sorted(starts) == [f"job{i}" for i in range(6)]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_users_own_child_runs_on_lyra_worker_under_its_task_budget(
+    tmp_path: Path, database_url: str
+) -> None:
+    """lyra worker builds a user's child from its ChildRef; each task's own budget holds
+    on the worker, and the outcomes come back whole."""
+    from lyra import Budget, ChildRef, Supervisor, Task
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    errors = (tmp_path / "worker.err").open("w")
+    worker = subprocess.Popen(  # noqa: ASYNC220 - started once, before the run
+        lyra_cmd("worker", "--database-url", database_url),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=errors,
+    )
+    try:
+        wait_for(
+            lambda: "taking children" in (tmp_path / "worker.err").read_text(),
+            timeout=60,
+            what="the worker to start",
+        )
+        tasks = [
+            Task(prompt="within budget", subject="rich"),
+            Task(prompt="over budget", subject="poor", budget=Budget(max_tokens=500)),
+        ]
+        child = ChildRef(target="fakes.children:spender")
+        async with lyra.durable.DurableExecutor.queue(database_url, run_id="own") as executor:
+            rich, poor = await Supervisor(child, executor=executor).run(tasks)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        errors.close()
+    assert rich.result.output == "spent on: within budget"
+    assert rich.usage.tokens == 1200
+    assert poor.result.failure is not None
+    assert poor.result.failure.error_type == "budget"
+    assert poor.usage.tokens == 800

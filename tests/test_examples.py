@@ -24,6 +24,16 @@ EXPECTED = {
     ],
     "decomposition.py": ["status=completed attempt=2", "timeout=0.30s  Tag the release commit"],
     "backoff_rate_limit.py": ["status=completed attempt=4", "retry-after 0.2s"],
+    "budget_loop.py": [
+        "attempt 2 [continuation]: 6,000 tokens, completed",
+        "max_tokens=12000 exceeded: 15000 tokens used",
+    ],
+    "nested_delegation.py": [
+        "<failed_delegation>",
+        "timeout/idle",
+        "timeout/budget",
+        "researcher",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",
@@ -67,7 +77,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
 
 
 def test_every_strategy_has_an_example() -> None:
-    """The six recovery examples exist, each with a module docstring and a README line."""
+    """The recovery examples exist, each with a module docstring and a README line."""
     names = {path.name for path in EXAMPLES}
     assert set(EXPECTED) <= names
     readme = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")

@@ -900,6 +900,7 @@ def test_public_surface() -> None:
         "GroupStats",
         "KindSuggestion",
         "ReadStats",
+        "Spend",
         "StatsBuilder",
         "TimeBucket",
         "Timeline",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -403,3 +404,43 @@ def test_a_durable_run_refuses_a_python_decomposer() -> None:
     )
     with pytest.raises(ConfigurationError, match="decomposer"):
         JobSpec.of(job)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("Compare P04637 with Q8I3H7 and P04637", ["Analyze P04637", "Analyze Q8I3H7"]),
+        ("Analyze P04637", ["Analyze P04637"]),
+        ("no accession here", []),
+    ],
+)
+def test_the_protein_child_splits_tasks_by_accession(prompt: str, expected: list[str]) -> None:
+    """The workload's own decomposition rule, which recovery uses for its child."""
+    from lyra.proteins import ProteinChild
+    from lyra.recovery import default_decomposer
+
+    assert ProteinChild.decompose(prompt) == expected
+    assert default_decomposer(ProteinChild())(prompt) == expected
+
+
+async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
+    """A task about two proteins that times out with no progress is retried as one
+    subtask per protein, by the protein child's own rule."""
+    from lyra.proteins import ProteinChild
+    from lyra.recovery import RecoveryPolicy, recover
+
+    class StuckOnWholeTasks(ProteinChild):
+        async def run(self, prompt: str, ctx: Any) -> str:
+            if "part" not in prompt:
+                await anyio.sleep_forever()
+            return await super().run(prompt, ctx)
+
+    outcome = await recover(
+        "Compare P04637 with Q8I3H7",
+        child=StuckOnWholeTasks(),
+        base_timeout=0.4,
+        policy=RecoveryPolicy(max_retries=1),
+    )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
+    assert outcome.result.ok
+    assert "## Analyze P04637" in (outcome.result.output or "")

@@ -9,6 +9,7 @@ environment is seen at once.
 ``ANTHROPIC_API_KEY``          the Anthropic API key: with it, ``child=None``
                                means the Anthropic child, and answers,
                                plans and decompositions are model-written
+``ANTHROPIC_BASE_URL``         another Messages API endpoint
 ``LYRA_CHILD``                 the default child by importable name,
                                ``module:attribute`` (e.g.
                                ``lyra.proteins:ProteinChild``); wins over
@@ -24,6 +25,7 @@ environment is seen at once.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -42,6 +44,11 @@ class Settings(BaseSettings):
         None,
         validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"),
         description="The Anthropic API key; enables the Anthropic child and model-written text.",
+    )
+    anthropic_base_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url"),
+        description="Another Messages API endpoint (a proxy, a gateway, a local server).",
     )
     child: str | None = Field(
         None,
@@ -63,6 +70,15 @@ class Settings(BaseSettings):
     def model_configured(self) -> bool:
         """True when an API key is set, so model-backed helpers may run."""
         return bool(self.anthropic_api_key and self.anthropic_api_key.get_secret_value())
+
+    def anthropic_client_options(self) -> dict[str, Any]:
+        """Keyword arguments for an ``anthropic`` client: the key and endpoint set here."""
+        options: dict[str, Any] = {}
+        if self.anthropic_api_key is not None:
+            options["api_key"] = self.anthropic_api_key.get_secret_value()
+        if self.anthropic_base_url:
+            options["base_url"] = self.anthropic_base_url
+        return options
 
     @classmethod
     def variables(cls) -> dict[str, str]:

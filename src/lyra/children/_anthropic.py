@@ -158,7 +158,8 @@ class AnthropicChild:
             return
         import anthropic
 
-        async with anthropic.AsyncAnthropic(max_retries=0) as client:
+        options = settings().anthropic_client_options()
+        async with anthropic.AsyncAnthropic(max_retries=0, **options) as client:
             yield client
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:

@@ -186,11 +186,9 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
     source = _source(request.source)
     progress = _Progress(len(set(request.ids)), sys.stderr)
     with ExitStack() as cleanup:
-        events = cleanup.enter_context(open(run_dir.events, "a", encoding="utf-8"))
-        cleanup.callback(_logging.configure)  # the events file closes: stop writing to it
+        cleanup.enter_context(_logging.events_to(run_dir.events, verbose=args.verbose))
         if hasattr(source, "close"):
             cleanup.callback(source.close)
-        _logging.configure(files=[events], verbose=args.verbose)
         try:
             output = run_blocking(
                 "analyze",

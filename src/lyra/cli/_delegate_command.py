@@ -57,7 +57,7 @@ def register(commands: Subparsers) -> None:
     )
     p.add_argument("--subject", help="what the task is about (shown in the report)")
     p.add_argument("--json", action="store_true", help="print the parsed report as JSON")
-    p.add_argument("--events", type=argparse.FileType("a"), help="append JSON events here")
+    p.add_argument("--events", metavar="FILE", help="append JSON events here")
     p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
     p.set_defaults(run=run)
 
@@ -68,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
     from lyra.children import default_child
     from lyra.recovery import RecoveryPolicy, recover
 
-    _logging.configure(files=[args.events] if args.events else [], verbose=args.verbose)
     child = args.child.resolve() if args.child else default_child()
 
     async def go() -> Any:
@@ -83,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return outcome.result
 
-    result = run_blocking("recover", go)
+    with _logging.events_to(args.events, verbose=args.verbose):
+        result = run_blocking("recover", go)
     if args.json:
         fields = result.to_report().model_dump(mode="json")
         print(json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False))

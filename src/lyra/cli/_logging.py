@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
@@ -42,3 +44,14 @@ def configure(*, files: Sequence[TextIO] = (), verbose: bool = False) -> None:
         logger_factory=lambda *_: _Fanout(streams),
         cache_logger_on_first_use=False,
     )
+
+
+@contextmanager
+def events_to(path: Path | str | None, *, verbose: bool = False) -> Iterator[None]:
+    """Events appended to the file at ``path`` (and stderr when ``verbose``) for the
+    ``with`` block; afterwards the file is closed and events go nowhere."""
+    with ExitStack() as stack:
+        files = [stack.enter_context(open(path, "a", encoding="utf-8"))] if path else []
+        stack.callback(configure)  # the file closes: stop writing to it
+        configure(files=files, verbose=verbose)
+        yield

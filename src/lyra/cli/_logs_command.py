@@ -211,6 +211,8 @@ def format_stats(stats: FailureStats) -> str:
         "",
         *_category_rows(stats),
     ]
+    if stats.spend:
+        lines += ["", *_spend_rows(stats)]
     errors = [[k, n] for k, n in stats.by_error_type.items() if n]
     if errors:
         lines += ["", *_rows(["error type", "failed"], errors)]
@@ -230,6 +232,16 @@ def _category_rows(stats: FailureStats) -> list[str]:
         p50, p95 = (d.p50, d.p95) if d is not None else (None, None)
         rows.append([key, count, share, _seconds(p50), _seconds(p95)])
     return _rows(["outcome", "count", "share", "p50 s", "p95 s"], rows)
+
+
+def _spend_rows(stats: FailureStats) -> list[str]:
+    """What each outcome cost: the failures' share of the spend."""
+    rows: list[list[object]] = [
+        [key, spent.delegations, spent.tokens, f"${spent.cost_usd:.4f}"]
+        for key, spent in stats.spend.items()
+    ]
+    rows.append(["total", "", stats.tokens_used, f"${stats.cost_usd:.4f}"])
+    return _rows(["spend", "charged", "tokens", "cost"], rows)
 
 
 def _breakdown_rows(stats: FailureStats) -> list[str]:

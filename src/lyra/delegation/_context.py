@@ -46,6 +46,8 @@ T = TypeVar("T")
 _BLOCKABLE = frozenset(
     {FailureCategory.MISSING_CONTEXT, FailureCategory.INVALID_TASK, FailureCategory.TOOL_ERROR}
 )
+_NESTED_MARGIN = 0.005
+"""Seconds a grandchild's deadline comes before its parent's (see ``delegate``)."""
 _MAX_IDLE_SLACK = 0.02
 """Seconds an idle deadline may fire late, so that frequent progress does not
 re-arm the timer on every call."""
@@ -209,6 +211,7 @@ class ChildContext:
         cannot hold the child past its deadline. An exception from the tool
         propagates unchanged and is remembered as a tool failure.
         """
+        self._check_budget()
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self._touch()
         try:
@@ -266,6 +269,12 @@ class ChildContext:
             self._out_of_budget(over)
             raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
 
+    def _check_budget(self) -> None:
+        """End the child now if its tree ran out of budget meanwhile (the cancellation
+        would only arrive at its next ``await``)."""
+        if self._stop is not None:
+            raise BudgetExhausted(f"Budget exhausted: {self._stop.exhausted}")
+
     @property
     def budget_left(self) -> Budget:
         """What the tree may still spend (``None`` fields: no limit)."""
@@ -303,18 +312,21 @@ class ChildContext:
         """
         if self._runner is None:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
-        left = self.remaining()
+        # A hair before this attempt's own deadline, so that the grandchild's
+        # timeout is reported back here rather than lost in this attempt's.
+        left = self.remaining() - min(_NESTED_MARGIN, self.remaining() / 100)
         own = left if timeout is None else min(timeout, left)
         result = await self._runner(
             child,
             prompt,
-            timeout=max(own, 1e-3),
+            timeout=round(max(own, 1e-3), 6),
             idle_timeout=idle_timeout,
             account=Account.for_budget(budget, self._metered()),
             subject=subject,
             context=context,
             parent=self,
         )
+        self._check_budget()  # the grandchild may have spent what was left
         if result.failure is not None:
             failure = result.failure
             self.failed_delegations.append(

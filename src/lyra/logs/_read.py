@@ -74,6 +74,12 @@ class Event(NamedTuple):
     """On a subtask's delegation events: the decomposed task it belongs to."""
     status: str | None = None
     """On ``decomposition_finished``: ``completed`` or ``failed``."""
+    parent_session_id: str | None = None
+    """On a nested delegation (``ctx.delegate``): the session that delegated it."""
+    tokens_used: int | None = None
+    """Tokens charged to the delegation and everything below it."""
+    cost_usd: float | None = None
+    """Spend charged to the delegation and everything below it."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "") -> Event | None:
@@ -104,6 +110,9 @@ class Event(NamedTuple):
             False,
             _str(get("parent_task_id")),
             _str(get("status")),
+            _str(get("parent_session_id")),
+            _count(get("tokens_used")),
+            _number(get("cost_usd")),
         )
 
     @classmethod
@@ -122,6 +131,9 @@ class Event(NamedTuple):
             blocked_on=(report.blocked_on or report.message) if failed else None,
             duration=report.duration,
             is_report=True,
+            parent_session_id=report.parent_session_id,
+            tokens_used=report.tokens_used,
+            cost_usd=report.cost_usd,
         )
 
 
@@ -169,6 +181,10 @@ def _bool(value: object) -> bool | None:
 def _number(value: object) -> float | None:
     kind = type(value)  # exact types: a bool is an int, but no duration
     return float(value) if kind is float or kind is int else None  # type: ignore[arg-type]
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
 
 
 def _attempt(value: object) -> int:

@@ -97,6 +97,16 @@ class Timeline(_Model):
     buckets: list[TimeBucket]
 
 
+class Spend(_Model):
+    """What delegations of one outcome were charged (root delegations only, so that a
+    nested delegation's spend, already in its parent's, is not counted twice)."""
+
+    delegations: int
+    """Delegations of this outcome that were charged anything."""
+    tokens: int
+    cost_usd: float
+
+
 class GroupStats(_Model):
     """One row of a ``--by`` breakdown; completed delegations only, no unfinished ones."""
 
@@ -145,6 +155,12 @@ class FailureStats(_Model):
     timeline: Timeline
     recovery_attempts: int
     by_strategy: dict[str, int]
+    tokens_used: int
+    """Tokens charged, over every root delegation."""
+    cost_usd: float
+    """Spend charged, in US dollars, over every root delegation."""
+    spend: dict[str, Spend]
+    """Per outcome (``completed`` and each failure category): what it cost."""
     runs: int
     files: int
     events: int
@@ -276,6 +292,7 @@ class StatsBuilder:
         self.first: datetime | None = None
         self.last: datetime | None = None
         self.groups: dict[str, _Group] = {}
+        self.spend: dict[str, list[float]] = {}  # outcome -> [delegations, tokens, cost]
 
     def add_all(self, events: Iterable[Event]) -> StatsBuilder:
         """Feed every event; returns ``self`` for chaining."""
@@ -332,6 +349,11 @@ class StatsBuilder:
             self.completed += 1
         self._task(event, failed=failed)
         self._duration(outcome, event.duration, failed=failed)
+        if (event.tokens_used or event.cost_usd) and event.parent_session_id is None:
+            spent = self.spend.setdefault(outcome, [0, 0, 0.0])
+            spent[0] += 1
+            spent[1] += event.tokens_used or 0
+            spent[2] += event.cost_usd or 0.0
         if event.timestamp is not None:
             self._slot(event.timestamp, failed=failed)
         if self.by is not None:
@@ -433,6 +455,12 @@ class StatsBuilder:
             timeline=self._timeline(),
             recovery_attempts=self.recovery_attempts,
             by_strategy=dict(sorted(self.by_strategy.items())),
+            tokens_used=int(sum(spent[1] for spent in self.spend.values())),
+            cost_usd=round(sum(spent[2] for spent in self.spend.values()), 6),
+            spend={
+                outcome: Spend(delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6))
+                for outcome, (n, tokens, cost) in self.spend.items()
+            },
             runs=self.runs,
             files=read.files,
             events=read.events,

@@ -203,7 +203,8 @@ async def _health(source: ProteinSource) -> list[ServiceHealth]:
 def _list_one_model() -> object:
     import anthropic
 
-    with anthropic.Anthropic(max_retries=0, timeout=2.0) as client:
+    options = settings().anthropic_client_options()
+    with anthropic.Anthropic(max_retries=0, timeout=2.0, **options) as client:
         return client.models.list(limit=1)
 
 

@@ -163,7 +163,8 @@ class ProteinChild:
 
     The protein comes from ``ctx.subject`` or the first UniProt accession in
     the prompt. Its progress is kept in ``ctx.state``, so a retry of the same
-    task continues from the stage that failed. Injected faults come from
+    task continues from the stage that failed. Each stage it runs is one turn,
+    charged to the delegation tree's budget (``max_turns``). Injected faults come from
     ``faults`` and from the task's ``ctx.context["faults"]`` (specs such as
     ``"P04637:hang@1"``).
     """
@@ -275,7 +276,9 @@ class _Run:
     async def stage(
         self, name: str, work: Callable[[], Any], *, status: TaskStatus = "success"
     ) -> Any:
-        """Run one stage (or reuse its earlier success), recording its TaskResult."""
+        """Run one stage (or reuse its earlier success), recording its TaskResult.
+
+        Each stage run is one turn of this child, charged to the run's budget."""
         reused = self.state.reusable(name)
         if reused is not None and status == "success":
             self.ctx.step(f"Reused {name} from an earlier attempt")
@@ -283,6 +286,7 @@ class _Run:
         self.state.running = name
         started = time.perf_counter()
         try:
+            self.ctx.charge(turns=1)
             await self.inject(name)
             result = work()
             if isinstance(result, Awaitable):

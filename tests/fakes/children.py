@@ -1,0 +1,31 @@
+"""Scripted children importable by name (``--child fakes.children:…``, ``ChildRef``),
+for tests of the command line and of durable runs."""
+
+from __future__ import annotations
+
+import anyio
+
+from lyra import ChildContext
+
+
+async def spender(prompt: str, ctx: ChildContext) -> str:
+    """Three steps of 400 tokens and one turn each, then the prompt back."""
+    for step in range(3):
+        ctx.charge(input_tokens=300, output_tokens=100, cost_usd=0.01, turns=1)
+        ctx.step(f"Step {step + 1}")
+    return f"spent on: {prompt}"
+
+
+async def stalls(prompt: str, ctx: ChildContext) -> str:
+    """One step, then no progress ever again (a hung call)."""
+    ctx.step("Started")
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def napper(prompt: str, ctx: ChildContext) -> str:
+    """Naps, then notes its subject in the file ``ctx.context["done_file"]`` names."""
+    await anyio.sleep(float(ctx.context.get("nap", 0.3)))
+    with open(ctx.context["done_file"], "a", encoding="utf-8") as done:
+        done.write(f"{ctx.subject}\n")
+    return f"napped: {prompt}"

@@ -1,0 +1,563 @@
+"""The delegation tree (DESIGN §12): budgets, idle timeouts and nested delegation,
+through the public API with real child behaviour."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from structlog.testing import capture_logs
+
+from lyra import (
+    Budget,
+    ChildContext,
+    RecoveryPolicy,
+    Supervisor,
+    Task,
+    adelegate_task,
+    adelegate_with_retry,
+    parse_report,
+)
+from lyra.errors import BudgetExhausted
+from lyra.recovery import record_waits, recover
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Recovery waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+# -- budgets ------------------------------------------------------------------------
+
+
+class Spender:
+    """Charges ``amount`` per step and records which steps really ran."""
+
+    def __init__(self, steps: int = 3, **amount: Any) -> None:
+        self.steps, self.amount = steps, amount
+        self.ran: list[int] = []
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        for step in range(self.steps):
+            ctx.charge(**self.amount)
+            self.ran.append(step)
+            ctx.step(f"Step {step + 1}")
+        return "finished"
+
+
+@pytest.mark.parametrize(
+    ("budget", "amount", "evidence"),
+    [
+        (Budget(max_tokens=1000), {"input_tokens": 450}, "max_tokens=1000 exceeded: 1350 tokens"),
+        (Budget(max_cost_usd=0.05), {"cost_usd": 0.02}, "max_cost_usd=0.05 exceeded: $0.0600"),
+        (Budget(max_turns=2), {"turns": 1}, "max_turns=2 exceeded: 3 turns used"),
+    ],
+)
+async def test_a_child_over_its_budget_fails_the_moment_it_goes_over(
+    budget: Budget, amount: dict[str, Any], evidence: str
+) -> None:
+    """The charge that crosses a limit ends the child at once, as timeout/budget, with
+    the limit and the amount used as evidence."""
+    child = Spender(steps=5, **amount)
+    result = await Supervisor(child, budget=budget).delegate("spend", timeout=5)
+    assert child.ran == [0, 1]  # the third charge went over: nothing after it ran
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert evidence in failure.evidence
+    assert not failure.suggested_retry  # the tree has nothing left
+    assert failure.completed_steps == ("Step 1", "Step 2")
+
+
+async def test_a_child_that_swallows_the_budget_signal_still_fails() -> None:
+    """Catching BudgetExhausted and returning text does not turn the failure into success."""
+
+    async def stubborn(prompt: str, ctx: ChildContext) -> str:
+        try:
+            ctx.charge(input_tokens=500)
+        except BudgetExhausted:
+            return "pretend all is well"
+        return "unreachable"
+
+    result = await Supervisor(stubborn, budget=Budget(max_tokens=100)).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+
+
+async def test_usage_reaches_the_result_the_report_and_the_events() -> None:
+    """What a delegation was charged is on the result, in the report's metadata and on
+    its completion event."""
+    with capture_logs() as events:
+        result = await Supervisor(Spender(input_tokens=300, output_tokens=100, turns=1)).delegate(
+            "spend", timeout=5
+        )
+    assert result.usage is not None
+    assert (result.usage.tokens, result.usage.turns) == (1200, 3)
+    report = parse_report(result.report)
+    assert (report.tokens_used, report.turns, report.cost_usd) == (1200, 3, 0.0)
+    done = next(e for e in events if e["event"] == "delegation_completed")
+    assert (done["tokens_used"], done["input_tokens"], done["turns"]) == (1200, 900, 3)
+
+
+async def test_nothing_charged_means_no_usage_anywhere() -> None:
+    """A child that charges nothing leaves usage out of the result, report and events."""
+    with capture_logs() as events:
+        result = await Supervisor(Spender(steps=1)).delegate("x", timeout=5)
+    assert result.usage is None
+    assert "<tokens_used>" not in result.report
+    assert "tokens_used" not in events[-1]
+
+
+async def test_budget_left_shows_what_remains_across_the_tree() -> None:
+    """ctx.budget_left is the tightest remainder over the tree (None: unlimited)."""
+    seen: list[Budget] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=250, cost_usd=0.5)
+        seen.append(ctx.budget_left)
+        return "ok"
+
+    budget = Budget(max_tokens=1000, max_cost_usd=2.0)
+    await Supervisor(child, budget=budget).delegate("x", timeout=5, budget=Budget(max_tokens=400))
+    assert seen == [Budget(max_tokens=150, max_cost_usd=1.5, max_turns=None)]
+
+
+@pytest.mark.parametrize(
+    "amount",
+    [{"input_tokens": -1}, {"turns": 1.5}, {"cost_usd": float("nan")}, {"output_tokens": True}],
+)
+async def test_an_impossible_charge_is_the_childs_bug(amount: dict[str, Any]) -> None:
+    """A negative, fractional or NaN charge raises in the child (its bug, reported)."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(**amount)
+        return "ok"
+
+    result = await Supervisor(child).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert "must be" in result.failure.message
+
+
+async def test_a_spent_budget_stops_every_attempt_before_it_starts() -> None:
+    """Once the tree's account is spent, a new delegation fails without running the child."""
+    ran: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        ctx.charge(turns=1)
+        return "ok"
+
+    supervisor = Supervisor(child, budget=Budget(max_turns=1))
+    first = await supervisor.delegate("one", timeout=5)
+    second = await supervisor.delegate("two", timeout=5)
+    assert first.ok
+    assert ran == ["one"]
+    assert second.failure is not None
+    assert second.failure.error_type == "budget"
+    assert "before the attempt started" in second.failure.evidence
+
+
+async def test_siblings_on_one_account_stop_when_it_runs_out() -> None:
+    """Exhaustion ends every attempt drawing on the account, not only the one that charged."""
+    stopped_waiting = anyio.Event()
+
+    async def waiter(prompt: str, ctx: ChildContext) -> str:
+        ctx.heartbeat()
+        await anyio.sleep(5)
+        stopped_waiting.set()  # never reached: the account ran out meanwhile
+        return "late"
+
+    async def spender(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.05)
+        ctx.charge(input_tokens=200)
+        return "spent"
+
+    supervisor = Supervisor(budget=Budget(max_tokens=100))
+    results: dict[str, Any] = {}
+    started = time.monotonic()
+    async with anyio.create_task_group() as group:
+        for name, child in (("waiter", waiter), ("spender", spender)):
+
+            async def run(name: str = name, child: Any = child) -> None:
+                results[name] = await supervisor.delegate(name, child=child, timeout=5)
+
+            group.start_soon(run)
+    assert time.monotonic() - started < 1
+    assert not stopped_waiting.is_set()
+    assert {r.failure.error_type for r in results.values() if r.failure} == {"budget"}
+
+
+# -- idle timeouts --------------------------------------------------------------------
+
+
+async def test_a_child_that_stops_reporting_progress_fails_idle_within_50ms() -> None:
+    """No progress for idle_timeout seconds ends the child as timeout/idle, promptly,
+    although its total timeout is far away."""
+
+    async def stalls(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Started")
+        await anyio.sleep(30)
+        return "never"
+
+    result = await Supervisor(stalls).delegate("x", timeout=30, idle_timeout=0.3)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "idle")
+    assert "no progress for 0.3 s" in failure.evidence
+    assert 0.3 <= result.duration <= 0.35
+    assert failure.suggested_retry  # it made progress before it stalled
+
+
+def _heartbeat(ctx: ChildContext) -> Any:
+    ctx.heartbeat()
+
+
+def _step(ctx: ChildContext) -> Any:
+    ctx.step("tick")
+
+
+def _charge(ctx: ChildContext) -> Any:
+    ctx.charge(output_tokens=1)
+
+
+async def _tool(ctx: ChildContext) -> Any:
+    await ctx.tool("tick", lambda: None)
+
+
+@pytest.mark.parametrize("progress", [_heartbeat, _step, _charge, _tool])
+async def test_a_child_that_makes_progress_regularly_outlives_its_idle_timeout(
+    progress: Any,
+) -> None:
+    """Stepping, heartbeats, charges and tool calls each keep a long child alive past its
+    idle timeout."""
+
+    async def steady(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(8):
+            await anyio.sleep(0.05)
+            outcome = progress(ctx)
+            if outcome is not None:
+                await outcome
+        return "done"
+
+    result = await Supervisor(steady).delegate("x", timeout=5, idle_timeout=0.15)
+    assert result.ok, result.report
+    assert result.duration > 0.3  # twice the idle timeout
+
+
+def test_a_thread_child_reporting_progress_outlives_its_idle_timeout() -> None:
+    """Progress from a plain (sync) child, in its worker thread, reaches the deadline too."""
+    from lyra import delegate_task
+
+    def steady(prompt: str, ctx: ChildContext) -> str:
+        assert threading.current_thread() is not threading.main_thread()
+        for _ in range(8):
+            time.sleep(0.05)
+            ctx.heartbeat()
+        return "done"
+
+    report = parse_report(delegate_task("x", child=steady, timeout=5, idle_timeout=0.15))
+    assert report.status == "completed"
+
+
+async def test_the_total_timeout_still_holds_for_a_busy_child() -> None:
+    """A child that keeps making progress is still ended at its total timeout, as a plain
+    timeout (not idle)."""
+
+    async def busy(prompt: str, ctx: ChildContext) -> str:
+        while True:
+            await anyio.sleep(0.02)
+            ctx.heartbeat()
+
+    result = await Supervisor(busy).delegate("x", timeout=0.3, idle_timeout=0.1)
+    assert result.failure is not None
+    assert result.failure.error_type == "timeout"
+
+
+# -- nesting --------------------------------------------------------------------------
+
+
+async def hangs(prompt: str, ctx: ChildContext) -> str:
+    await anyio.sleep_forever()
+    return "never"
+
+
+async def test_a_grandchild_asking_for_more_time_is_cut_at_the_parents_deadline() -> None:
+    """A grandchild's deadline is the smaller of its own and its parent's time left; its
+    timeout comes back to the parent as a result, and the parent ends on time."""
+    seen: list[Any] = []
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        sub = await ctx.delegate("dig deeper", child=hangs, timeout=60)
+        seen.append(sub)
+        return f"the grandchild {sub.status}"
+
+    started = time.monotonic()
+    result = await Supervisor(parent).delegate("x", timeout=0.4)
+    assert time.monotonic() - started < 0.45
+    (sub,) = seen
+    assert sub.failure is not None
+    assert sub.failure.error_type == "timeout"
+    assert sub.parent_session_id == result.session_id
+    assert sub.duration < 0.41
+
+
+async def test_a_grandchilds_failure_is_a_result_and_the_parents_report_lists_it() -> None:
+    """ctx.delegate never raises for a failure; the parent's report names the failed
+    grandchild in metadata the parser reads back."""
+
+    async def broken(prompt: str, ctx: ChildContext) -> str:
+        raise ConnectionError("connection reset")
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        sub = await ctx.delegate("fetch", child=broken)
+        return f"carried on without it ({sub.failure.category if sub.failure else 'ok'})"
+
+    result = await Supervisor(parent).delegate("x", timeout=5)
+    assert result.output == "carried on without it (tool_error)"
+    (failed,) = parse_report(result.report).failed_delegations
+    assert (failed.category, failed.error_type) == ("tool_error", "connection")
+    assert failed == result.failed_delegations[0]
+
+
+async def test_a_grandchild_spends_from_the_parents_account() -> None:
+    """A grandchild's charges count against the tree: when they exhaust it, the parent
+    ends too, and its usage includes the grandchild's."""
+    after: list[str] = []
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=600)
+        await ctx.delegate("spend", child=Spender(steps=2, input_tokens=300))
+        after.append("parent went on")
+        ctx.charge(input_tokens=1)
+        return "done"
+
+    result = await Supervisor(parent, budget=Budget(max_tokens=1000)).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+    assert after == []  # ctx.delegate itself ended the parent
+    assert result.usage is not None
+    assert result.usage.tokens == 1200
+
+
+async def test_a_grandchild_over_its_own_budget_is_retryable_while_the_tree_has_room() -> None:
+    """A grandchild's own budget ends only it; its failure says a retry could fit in what
+    the tree has left."""
+    subs: list[Any] = []
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        subs.append(
+            await ctx.delegate(
+                "spend", child=Spender(steps=3, input_tokens=60), budget=Budget(max_tokens=100)
+            )
+        )
+        return "done"
+
+    result = await Supervisor(parent, budget=Budget(max_tokens=1000)).delegate("x", timeout=5)
+    assert result.ok
+    failure = subs[0].failure
+    assert (failure.error_type, failure.suggested_retry) == ("budget", True)
+
+
+async def test_cancelling_the_parent_cancels_the_grandchild() -> None:
+    """When the parent's deadline passes, a grandchild still running is cancelled with it."""
+    reached: list[str] = []
+
+    async def slow_grandchild(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.3)
+        reached.append("grandchild woke up")
+        return "late"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+
+            async def sub() -> None:
+                await ctx.delegate("slow", child=slow_grandchild)
+
+            group.start_soon(sub)
+            await anyio.sleep_forever()
+        return "never"
+
+    result = await Supervisor(parent).delegate("x", timeout=0.1)
+    await anyio.sleep(0.35)
+    assert result.failure is not None
+    assert reached == []
+
+
+async def test_events_name_the_tree_position() -> None:
+    """A grandchild's events carry its parent's session id."""
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        await ctx.delegate("sub", child=Spender(steps=1))
+        return "done"
+
+    with capture_logs() as events:
+        result = await Supervisor(parent).delegate("x", timeout=5)
+    nested = [e for e in events if e.get("parent_session_id") == result.session_id]
+    assert [e["event"] for e in nested] == ["delegation_started", "delegation_completed"]
+
+
+# -- recovery under one account ---------------------------------------------------------
+
+BEHAVIOURS = st.sampled_from(["succeed", "transient", "partial", "hang", "stall", "blocked"])
+
+
+class Random:
+    """A child whose every attempt charges random amounts, then does a random thing."""
+
+    def __init__(self, plan: list[tuple[list[int], str]]) -> None:
+        self.plan = plan
+        self.charged = 0  # what it asked to spend, accepted or not
+        self.largest = 0
+        self.started_after_exhaustion = 0
+        self.exhausted = False
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        if self.exhausted:
+            self.started_after_exhaustion += 1
+        charges, behaviour = self.plan[min(len(self.plan) - 1, ctx.attempt - 1)]
+        for amount in charges:
+            self.charged += amount
+            self.largest = max(self.largest, amount)
+            try:
+                ctx.charge(output_tokens=amount)
+            except BudgetExhausted:
+                self.exhausted = True
+                raise
+            ctx.step(f"spent {amount}")
+        if behaviour == "transient":
+            raise ConnectionError("reset")
+        if behaviour == "partial":
+            raise RuntimeError("broke after progress")
+        if behaviour == "hang":
+            await anyio.sleep_forever()
+        if behaviour == "blocked":
+            ctx.block("tool_error", "flaky tool")
+        return "ok"
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    limit=st.integers(min_value=1, max_value=400),
+    plan=st.lists(
+        st.tuples(st.lists(st.integers(0, 120), max_size=4), BEHAVIOURS), min_size=1, max_size=5
+    ),
+    split=st.booleans(),
+)
+def test_the_recovery_loop_never_overspends(
+    limit: int, plan: list[tuple[list[int], str]], split: bool
+) -> None:
+    """Whatever the child does on each attempt -- spend, fail, hang, block -- and however
+    the loop retries or decomposes, the tree spends at most its budget plus the one charge
+    that crossed it, and no attempt starts once the budget is spent."""
+    child = Random(plan)
+    prompt = "- part one\n- part two" if split else "one thing"
+
+    async def go() -> Any:
+        with record_waits():
+            return await recover(
+                prompt,
+                child=child,
+                base_timeout=0.05,
+                budget=Budget(max_tokens=limit),
+                policy=RecoveryPolicy(max_retries=4),
+            )
+
+    outcome = anyio.run(go)
+    spent = outcome.usage.tokens
+    assert spent == child.charged  # every charge is counted, nothing invented
+    assert spent <= limit + child.largest
+    assert child.started_after_exhaustion == 0
+
+
+async def test_an_idle_child_is_decomposed_never_given_a_longer_wait() -> None:
+    """After an idle failure the loop splits the task; no attempt gets a longer timeout."""
+    timeouts: list[float] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        timeouts.append(ctx.timeout)
+        if "This is part" in prompt:  # a subtask of the decomposition
+            return "part done"
+        ctx.step("started")
+        await anyio.sleep_forever()
+        return "never"
+
+    outcome = await recover(
+        "- first\n- second",
+        child=child,
+        base_timeout=2,
+        idle_timeout=0.1,
+        policy=RecoveryPolicy(max_retries=2),
+    )
+    assert outcome.result.ok
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
+    assert max(timeouts) <= 2
+
+
+async def test_an_idle_child_that_does_not_split_gets_context_then_a_continuation() -> None:
+    """No split: the context provider is asked once; then a continuation under the same
+    limits (a hung call often goes through the next time)."""
+    prompts: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        prompts.append(prompt)
+        ctx.step("started")
+        if len(prompts) < 3:
+            await anyio.sleep_forever()
+        return "done"
+
+    outcome = await recover(
+        "one thing",
+        child=child,
+        base_timeout=2,
+        idle_timeout=0.1,
+        policy=RecoveryPolicy(max_retries=3),
+        context_provider=lambda failure: {"hint": "the mirror is slow"},
+    )
+    assert outcome.result.ok
+    assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment", "continuation"]
+    assert {a.timeout for a in outcome.attempts} == {2.0}
+
+
+async def test_a_budget_failure_ends_the_loop_without_another_attempt() -> None:
+    """Out of budget, recovery stops: no retry, no subtask, no spend beyond it."""
+    child = Spender(steps=5, input_tokens=300)
+    report = await adelegate_with_retry(
+        "spend", child=child, budget=Budget(max_tokens=1000), max_retries=3, base_timeout=5
+    )
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.error_type, parsed.attempt) == ("timeout", "budget", 1)
+    assert len(child.ran) == 3
+
+
+async def test_a_run_wide_budget_is_shared_by_every_task() -> None:
+    """Supervisor.run: every task draws on the supervisor's budget, so the run stops
+    spending when it is gone."""
+    child = Spender(steps=2, input_tokens=100)
+    supervisor = Supervisor(child, budget=Budget(max_tokens=500), timeout=5)
+    outcomes = await supervisor.run([Task(prompt=f"task {n}") for n in range(6)], max_concurrency=1)
+    spent = sum(o.usage.tokens for o in outcomes)
+    assert spent <= 500 + 100
+    assert [o.result.ok for o in outcomes][:2] == [True, True]
+    assert not any(o.result.ok for o in outcomes[3:])
+
+
+async def test_adelegate_task_takes_a_budget_and_an_idle_timeout() -> None:
+    """The one-call API passes both limits through."""
+    report = await adelegate_task(
+        "x", child=Spender(steps=3, turns=1), budget=Budget(max_turns=1), idle_timeout=5
+    )
+    assert parse_report(report).error_type == "budget"
