@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,23 +80,22 @@ def current_rss_mb() -> float:
 
 
 @contextmanager
-def events_to(path: Path) -> Iterator[IO[str]]:
-    """Configure structlog the way the CLI does: JSON events to ``path``."""
-    from lyra.cli._logging import configure
+def events_to(path: Path) -> Iterator[Path]:
+    """Events as the CLI writes them: JSON lines appended to ``path``."""
+    from lyra import events
 
-    with path.open("w", encoding="utf-8") as handle:
-        configure(files=[handle])
-        try:
-            yield handle
-        finally:
-            configure(files=[])  # silence events once the file closes
+    events.configure(path)
+    try:
+        yield path
+    finally:
+        events.configure()  # silence events once the file closes
 
 
 def silence_events() -> None:
     """Drop every lyra event (for benchmarks that time something else)."""
-    from lyra.cli._logging import configure
+    from lyra import events
 
-    configure(files=[])
+    events.configure()
 
 
 def standalone(

@@ -185,7 +185,7 @@ def timed(fn: Callable[[list[str]], Coroutine[Any, Any, int]], items: list[str])
 
 
 def run(quick: bool) -> list[Row]:
-    from lyra.cli._logging import configure
+    from lyra import events
 
     n = QUICK_N if quick else N
     repeats = QUICK_REPEATS if quick else REPEATS
@@ -200,12 +200,15 @@ def run(quick: bool) -> list[Row]:
     seconds: dict[str, list[float]] = {name: [] for name in contenders}
     with tempfile.TemporaryDirectory() as folder:
         log_path = Path(folder) / "events.jsonl"
-        with events_to(log_path) as handle:
+        with events_to(log_path):
             for fn in (run_lyra, run_bare, run_bare_pool):
                 timed(fn, items[: n // 10])  # warm-up: imports, template, caches
             for _ in range(repeats):  # interleaved, so that outside load hits all alike
                 for name, fn in contenders.items():
-                    configure(files=[] if name == "lyra, events off" else [handle])
+                    if name == "lyra, events off":
+                        events.configure()
+                    else:
+                        events.configure(log_path)
                     seconds[name].append(timed(fn, items))
         events = sum(1 for _ in log_path.open(encoding="utf-8"))
     us = {name: median(values) / n * 1e6 for name, values in seconds.items()}

@@ -18,14 +18,12 @@ Run: ``python examples/backoff_rate_limit.py [-v]`` (``-v`` shows every lyra eve
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 
 import anyio
-import structlog
 
-from lyra import ChildContext, parse_report
+from lyra import ChildContext, events, parse_report
 from lyra.errors import TransientError
 from lyra.recovery import RecoveryPolicy, recover
 
@@ -49,11 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     outcome = anyio.run(lambda: recover("Fetch the records", child=child, policy=POLICY))
 

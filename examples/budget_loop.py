@@ -16,13 +16,11 @@ Run: ``python examples/budget_loop.py [-v]`` (``-v`` shows every lyra event).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import anyio
-import structlog
 
-from lyra import Budget, ChildContext, parse_report
+from lyra import Budget, ChildContext, events, parse_report
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
 
 TURNS, TOKENS_PER_TURN = 5, 3_000
@@ -72,11 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     enough = anyio.run(run, 20_000)
     ok = show("Enough budget", enough, 20_000) and enough.result.ok

@@ -13,14 +13,12 @@ Run: ``python examples/continuation.py [-v]`` (``-v`` shows every lyra event).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import textwrap
 
 import anyio
-import structlog
 
-from lyra import ChildContext, parse_report
+from lyra import ChildContext, events, parse_report
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
 
 TASK = """Implement user authentication:
@@ -74,11 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     policy = RecoveryPolicy(max_retries=2)
     outcome = anyio.run(lambda: recover(TASK, child=child, base_timeout=5, policy=policy))

@@ -14,14 +14,12 @@ Run: ``python examples/decomposition.py [-v]`` (``-v`` shows every lyra event).
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import sys
 
 import anyio
-import structlog
 
-from lyra import ChildContext, parse_report
+from lyra import ChildContext, events, parse_report
 from lyra.recovery import RecoveryPolicy, recover
 
 TASK = """Prepare the 2.0 release:
@@ -49,11 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     policy = RecoveryPolicy(max_retries=2)
     outcome = anyio.run(

@@ -15,15 +15,12 @@ Run: ``python examples/enrichment.py [-v]`` (``-v`` shows every lyra event).
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import sys
 import textwrap
 from typing import Any
 
-import structlog
-
-from lyra import ChildContext, ChildFailure, delegate_with_retry, parse_report
+from lyra import ChildContext, ChildFailure, delegate_with_retry, events, parse_report
 
 TASK = "Add rate limiting to the login handler in the auth file."
 PATH = re.compile(r"\b[\w/]+\.py\b")
@@ -52,11 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     print("1. Without a context provider:")
     bare = parse_report(delegate_with_retry(TASK, child=child, max_retries=2, base_timeout=5))

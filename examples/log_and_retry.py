@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import tempfile
 import time
@@ -30,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
-import structlog
 
 from lyra import (
     ChildContext,
     delegate_task,
+    events,
     extract_blocker,
     extract_category,
     extract_completed_steps,
@@ -189,11 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("log_file", nargs="?", type=Path, help="JSON lines log of failures")
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
     if args.log_file is None:
         args.log_file = Path(tempfile.mkdtemp(prefix="lyra-example-")) / "failures.jsonl"
 

@@ -16,13 +16,11 @@ Run: ``python examples/nested_delegation.py [-v]`` (``-v`` shows every lyra even
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import anyio
-import structlog
 
-from lyra import Budget, ChildContext, DelegationResult, Supervisor, parse_report
+from lyra import Budget, ChildContext, DelegationResult, Supervisor, events, parse_report
 
 results: dict[str, DelegationResult] = {}
 
@@ -86,11 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    level = logging.DEBUG if args.verbose else logging.WARNING
-    structlog.configure(  # lyra never configures logging; its events go to stderr here
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     supervisor = Supervisor(researcher, budget=Budget(max_tokens=50_000))
     parent = anyio.run(lambda: supervisor.delegate("Brief me on P04637", timeout=5))

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 import anyio
-import structlog
 
-from lyra import ChildContext, delegate_with_retry, parse_report
+from lyra import ChildContext, delegate_with_retry, events, parse_report
 
 BASE_TIMEOUT = 0.4
 WORK_SECONDS = 0.5  # more than BASE_TIMEOUT, well under twice it
@@ -38,33 +36,19 @@ async def child(prompt: str, ctx: ChildContext) -> str:
     return f"Indexed {files} files."
 
 
-def configure_logging(verbose: bool, recovery_events: list[dict[str, Any]]) -> None:
-    """Keep lyra's recovery_attempt events for the summary; print events only with -v."""
-
-    def keep(_logger: Any, _name: str, event: Any) -> Any:
-        if event.get("event") == "recovery_attempt":
-            recovery_events.append(dict(event))
-        if not verbose:
-            raise structlog.DropEvent
-        return event
-
-    structlog.configure(
-        processors=[keep, structlog.processors.KeyValueRenderer(key_order=["event"])],
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="print lyra's events")
     args = parser.parse_args(argv)
-    recovery_events: list[dict[str, Any]] = []
-    configure_logging(args.verbose, recovery_events)
+    if args.verbose:  # lyra writes nothing until told where its events go
+        events.configure(sys.stderr)
 
     print(f"Delegating with base_timeout={BASE_TIMEOUT}s; the work takes {WORK_SECONDS}s.")
-    report = delegate_with_retry(
-        "Index the repository", child=child, max_retries=2, base_timeout=BASE_TIMEOUT
-    )
+    with events.capturing() as emitted:  # keep the events to show the recovery below
+        report = delegate_with_retry(
+            "Index the repository", child=child, max_retries=2, base_timeout=BASE_TIMEOUT
+        )
+    recovery_events = [e for e in emitted if e["event"] == "recovery_attempt"]
 
     for event in recovery_events:
         print(

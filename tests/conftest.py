@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import structlog
 
+import lyra.events
+
 
 def _is_local(address: Any) -> bool:
     if isinstance(address, str):  # AF_UNIX path
@@ -49,12 +51,15 @@ def _no_network() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No real API key, no child choice, and structlog as the library leaves it."""
+    """No real API key, no child choice; lyra's events routed into a silent structlog,
+    so that ``structlog.testing.capture_logs()`` sees them."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LYRA_CHILD", "LYRA_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # a refused local port
-    structlog.reset_defaults()
+    structlog.configure(logger_factory=structlog.ReturnLoggerFactory())
+    lyra.events.configure(structlog=True)
     yield
+    lyra.events.configure()
     structlog.reset_defaults()
 
 

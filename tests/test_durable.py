@@ -551,3 +551,38 @@ async def test_a_users_own_child_runs_on_lyra_worker_under_its_task_budget(
     assert poor.result.failure is not None
     assert poor.result.failure.error_type == "budget"
     assert poor.usage.tokens == 800
+
+
+# -- (5) light installs -------------------------------------------------------------
+
+
+def test_a_plain_install_requires_no_database_engine() -> None:
+    """DBOS, SQLAlchemy and psycopg come only with the durable extra (and 'all')."""
+    from importlib.metadata import requires
+
+    plain = [r for r in requires("lyra") or [] if "extra ==" not in r]
+    assert not [r for r in plain if r.lower().startswith(("dbos", "sqlalchemy", "psycopg"))]
+    durable = [r for r in requires("lyra") or [] if "extra == 'durable'" in r]
+    assert any(r.startswith("dbos") for r in durable)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "P04637", "--durable"],
+        ["analyze", "P04637", "--database-url", "postgresql://u@127.0.0.1:1/x"],
+        ["worker", "--database-url", "postgresql://u@127.0.0.1:1/x"],
+    ],
+)
+def test_durable_commands_without_the_extra_name_it(args: list[str], tmp_path: Path) -> None:
+    """Without DBOS installed, a durable command says which extra to install: exit 2."""
+    code = (
+        "import sys; sys.modules['dbos'] = None; from lyra.cli import main; "
+        f"sys.exit(main({args!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'lyra[durable]'" in done.stderr
+    assert "Traceback" not in done.stderr

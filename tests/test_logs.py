@@ -20,7 +20,7 @@ import structlog
 
 import lyra.logs
 from lyra import ChildContext, Supervisor, TaskReport, find_reports, render_report
-from lyra.cli._logging import configure
+from lyra.cli._logging import events_to
 from lyra.cli._logs_command import register
 from lyra.logs import (
     Event,
@@ -132,12 +132,8 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("run")
     events, transcript = folder / "events.jsonl", folder / "transcript.txt"
     reports: list[str] = []
-    with events.open("a", encoding="utf-8") as out:
-        configure(files=[out])
-        try:
-            anyio.run(_scenario, reports)
-        finally:
-            structlog.reset_defaults()
+    with events_to(events):
+        anyio.run(_scenario, reports)
     noise = "parent: delegating the next protein\n"
     transcript.write_text(noise + noise.join(r + "\n" for r in reports), encoding="utf-8")
     return events, transcript

@@ -1,30 +1,268 @@
-"""lyra's events (DESIGN §8): the one place every module emits them.
+"""lyra's events (DESIGN §8): one place emits them, and nothing is written until
+you say where.
 
-Events are structlog events on the ``lyra`` logger, flat key/value fields.
-lyra never configures logging; the command line (or your application) does.
+Unconfigured, lyra writes nothing at all -- not to stdout, not to stderr -- and
+an event costs one check. One call turns them on::
+
+    import lyra.events
+    lyra.events.configure("events.jsonl")          # JSON lines (a path or a stream)
+    lyra.events.configure(sys.stderr, level="warning")
+    lyra.events.configure(structlog=True)          # into your structlog configuration
+    lyra.events.configure(logging=True)            # into stdlib logging (logger "lyra")
+    lyra.events.configure()                        # off again
+
+An event is a flat dict: ``event``, ``level``, ``timestamp`` (ISO 8601, UTC)
+and its fields. A JSON line is written whole, in one system call, so a killed
+process never leaves half a line; a write that fails (a full disk) is cut back
+to the last whole line and remembered (:func:`problems`), never raised.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import io
+import json
+import logging as stdlib_logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Protocol
 
-import structlog
+import orjson
 
-__all__ = ["error", "info", "warning"]
+__all__ = [
+    "LEVELS",
+    "capturing",
+    "configure",
+    "enabled",
+    "error",
+    "info",
+    "problems",
+    "replay",
+    "warning",
+]
 
-_log = structlog.get_logger("lyra")
+LEVELS = ("debug", "info", "warning", "error", "critical")
+_RANK = {name: rank for rank, name in enumerate(LEVELS)}
+
+
+class _Sink(Protocol):
+    def write(self, event: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+_sinks: tuple[_Sink, ...] = ()
+_floor = _RANK["info"]
+_problems: list[str] = []
+_captured: ContextVar[list[dict[str, Any]] | None] = ContextVar("lyra_captured", default=None)
+
+
+def configure(
+    *targets: str | os.PathLike[str] | IO[str] | IO[bytes],
+    structlog: bool = False,
+    logging: bool = False,
+    level: str = "info",
+) -> None:
+    """Send events to ``targets`` (JSON lines: files are appended to, streams
+    written), to structlog, to stdlib logging, or -- with no arguments -- nowhere.
+
+    Replaces any earlier configuration and closes the files it opened.
+    """
+    global _sinks, _floor
+    if level not in _RANK:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+    for sink in _sinks:
+        sink.close()
+    sinks: list[_Sink] = [_JsonLines(target) for target in targets]
+    if structlog:
+        sinks.append(_Structlog())
+    if logging:
+        sinks.append(_Logging())
+    _sinks, _floor = tuple(sinks), _RANK[level]
+    _problems.clear()
+
+
+def enabled() -> bool:
+    """True when events go somewhere (or are being captured)."""
+    return bool(_sinks) or _captured.get() is not None
+
+
+def problems() -> list[str]:
+    """What could not be written since :func:`configure` (a full disk, a closed
+    stream), one line each; the events after a failed write to a file are dropped
+    for that file only."""
+    return list(_problems)
 
 
 def info(event: str, /, **fields: Any) -> None:
     """Emit an event at info level."""
-    _log.info(event, **fields)
+    if _sinks or _captured.get() is not None:
+        _emit("info", event, fields)
 
 
 def warning(event: str, /, **fields: Any) -> None:
     """Emit an event at warning level (something degraded, the run goes on)."""
-    _log.warning(event, **fields)
+    if _sinks or _captured.get() is not None:
+        _emit("warning", event, fields)
 
 
 def error(event: str, /, **fields: Any) -> None:
     """Emit an event at error level (lyra's own bug, contained)."""
-    _log.error(event, **fields)
+    if _sinks or _captured.get() is not None:
+        _emit("error", event, fields)
+
+
+def _emit(level: str, name: str, fields: dict[str, Any]) -> None:
+    record = {"event": name, "level": level, "timestamp": timestamp(), **fields}
+    captured = _captured.get()
+    if captured is not None:
+        captured.append(record)
+    if _RANK[level] >= _floor:
+        for sink in _sinks:
+            sink.write(record)
+
+
+@contextmanager
+def capturing() -> Iterator[list[dict[str, Any]]]:
+    """Also keep every event emitted in this context (a durable worker sends a
+    child's events back with its result); events still go to the sinks."""
+    events: list[dict[str, Any]] = []
+    token = _captured.set(events)
+    try:
+        yield events
+    finally:
+        _captured.reset(token)
+
+
+def replay(records: Iterable[Mapping[str, Any]], **extra: Any) -> None:
+    """Write events recorded elsewhere (:func:`capturing`) as they were, with
+    ``extra`` fields added (which worker ran them)."""
+    for record in records:
+        level = str(record.get("level", "info"))
+        if level in _RANK and _RANK[level] >= _floor:
+            for sink in _sinks:
+                sink.write({**record, **extra})
+
+
+# -- time ---------------------------------------------------------------------------
+
+_second = (-1, "")
+
+
+def timestamp() -> str:
+    """Now, as ISO 8601 UTC with microseconds (the date part is formatted once a second)."""
+    global _second
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second = (whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
+
+
+# -- sinks ----------------------------------------------------------------------------
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One event as a JSON line (bytes, newline included); never raises.
+
+    Text that is not valid Unicode (a lone surrogate from a child or a data
+    source) is written with ``\\u`` escapes instead of failing the event.
+    """
+    try:
+        return orjson.dumps(record, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except (TypeError, orjson.JSONEncodeError):
+        return (json.dumps(record, default=str, ensure_ascii=True) + "\n").encode("ascii")
+
+
+class _JsonLines:
+    """JSON lines to a file (appended, one ``write`` per line) or a stream."""
+
+    def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes]) -> None:
+        self.name = str(getattr(target, "name", target))
+        self.fd: int | None = None
+        self.stream: IO[Any] | None = None
+        self.broken = False
+        if isinstance(target, str | os.PathLike):
+            path = Path(target)
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        else:
+            self.stream = target
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.broken:
+            return
+        line = encode(record)
+        try:
+            if self.fd is not None:
+                self._write_whole(line)
+            else:
+                self._to_stream(line)
+        except OSError as exc:
+            self.broken = True
+            _problems.append(f"could not write events to {self.name}: {exc.strerror or exc}")
+        except ValueError as exc:  # a closed stream
+            self.broken = True
+            _problems.append(f"could not write events to {self.name}: {exc}")
+
+    def _write_whole(self, line: bytes) -> None:
+        """One system call; a short write (a full disk) is cut back, then raised."""
+        assert self.fd is not None
+        written = os.write(self.fd, line)
+        if written != len(line):
+            end = os.lseek(self.fd, 0, os.SEEK_END)
+            os.ftruncate(self.fd, end - written)
+            raise OSError(28, os.strerror(28))  # ENOSPC: what a short write means here
+
+    def _to_stream(self, line: bytes) -> None:
+        assert self.stream is not None
+        if isinstance(self.stream, io.TextIOBase):
+            self.stream.write(line.decode("utf-8", "replace"))
+        else:
+            self.stream.write(line)
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        self.broken = True
+
+
+class _Structlog:
+    """Into the application's structlog configuration (logger ``lyra``)."""
+
+    def __init__(self) -> None:
+        import structlog
+
+        self.logger = structlog.get_logger("lyra")
+
+    def write(self, record: dict[str, Any]) -> None:
+        fields = {k: v for k, v in record.items() if k not in ("event", "level", "timestamp")}
+        getattr(self.logger, record["level"])(record["event"], **fields)
+
+    def close(self) -> None:
+        pass
+
+
+class _Logging:
+    """Into stdlib logging (logger ``lyra``): ``event key=value …``, the fields also
+    on the record as ``lyra_event``."""
+
+    def __init__(self) -> None:
+        self.logger = stdlib_logging.getLogger("lyra")
+
+    def write(self, record: dict[str, Any]) -> None:
+        level = stdlib_logging.getLevelName(record["level"].upper())
+        if not self.logger.isEnabledFor(level):
+            return
+        fields = " ".join(
+            f"{k}={v!r}" for k, v in record.items() if k not in ("event", "level", "timestamp")
+        )
+        self.logger.log(level, "%s %s", record["event"], fields, extra={"lyra_event": record})
+
+    def close(self) -> None:
+        pass

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lyra.cli._request import AnalyzeRequest
 from lyra.durable import DurableExecutor
-from lyra.durable._database import check_reachable, postgres_url, redacted
+from lyra.durable._database import check_reachable, postgres_url, redacted, require_durable
 from lyra.errors import ConfigurationError
 from lyra.proteins import AnalysisOutput, requested_ids
 from lyra.supervisor import RunDir, write_atomic
@@ -92,6 +92,7 @@ def open_run(
         return None
     if resume is not None and existing is None:
         return _resume_plain(resume)
+    require_durable()
     if existing is not None and folder is not None:
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 import threading
@@ -45,28 +44,15 @@ def register(commands: Any) -> None:
         metavar="N",
         help="children at once on each worker (a setting shared by all workers of the queue)",
     )
-    p.add_argument(
-        "--events", type=argparse.FileType("a"), metavar="FILE", help="append JSON events here"
-    )
+    p.add_argument("--events", metavar="FILE", help="append JSON events here")
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl+C or SIGTERM."""
-    import structlog
-
-    from lyra.durable._events import capture_events
     from lyra.durable._worker import run_worker
 
-    _logging.configure(files=[args.events] if args.events else [], verbose=args.verbose)
-    # Children's events also travel back to the supervisor: keep them, at info
-    # level, even when this worker prints none.
-    processors = list(structlog.get_config()["processors"])
-    structlog.configure(
-        processors=[*processors[:-1], capture_events, processors[-1]],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-    )
     stop = threading.Event()
 
     def on_term(signum: int, frame: FrameType | None) -> None:
@@ -74,16 +60,17 @@ def run(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        run_worker(
-            args.database_url,
-            concurrency=args.concurrency,
-            stop=stop,
-            ready=lambda executor_id: print(
-                f"lyra worker {executor_id}: taking children (Ctrl+C to stop)",
-                file=sys.stderr,
-                flush=True,
-            ),
-        )
+        with _logging.events_to(args.events, verbose=args.verbose):
+            run_worker(
+                args.database_url,
+                concurrency=args.concurrency,
+                stop=stop,
+                ready=lambda executor_id: print(
+                    f"lyra worker {executor_id}: taking children (Ctrl+C to stop)",
+                    file=sys.stderr,
+                    flush=True,
+                ),
+            )
     finally:
         signal.signal(signal.SIGTERM, previous)
     return EXIT_OK

@@ -6,6 +6,7 @@ one line before the (slow) engine starts.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +18,23 @@ _POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 
 class DatabaseUnreachable(ConfigurationError):
     """The PostgreSQL server behind ``--database-url`` cannot be reached."""
+
+
+def require_durable() -> None:
+    """ConfigurationError naming the extra to install when DBOS or its drivers are missing."""
+    missing = [name for name in ("dbos", "sqlalchemy", "psycopg") if not _installed(name)]
+    if missing:
+        raise ConfigurationError(
+            f"durable runs need the durable extra ({', '.join(missing)} not installed): "
+            "pip install 'lyra[durable]'"
+        )
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a module set to None, a broken package
+        return False
 
 
 def sqlite_url(run_dir: Path) -> str:

@@ -34,7 +34,7 @@ import anyio
 
 from lyra import events
 from lyra.delegation import exception_text
-from lyra.durable._database import check_reachable, postgres_url, sqlite_url
+from lyra.durable._database import check_reachable, postgres_url, require_durable, sqlite_url
 from lyra.durable._events import replay_events
 from lyra.durable._spec import JobSpec
 from lyra.recovery import RecoveryOutcome
@@ -78,6 +78,7 @@ class DurableExecutor:
         poll_interval: float = 0.1,
         already_logged: Collection[str] = (),
     ) -> None:
+        require_durable()
         self.run_id = run_id
         self.placement = placement
         self.url = url

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from lyra import events
 from lyra.delegation import exception_text
-from lyra.durable._database import check_reachable, postgres_url
+from lyra.durable._database import check_reachable, postgres_url, require_durable
+from lyra.durable._events import transport
 from lyra.durable._executor import new_executor_id
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def run_worker(
     executor ID once it takes work. Raises DatabaseUnreachable when the
     server does not answer.
     """
+    require_durable()
     from lyra.durable import _engine
     from lyra.durable._liveness import Liveness
 
@@ -47,6 +49,7 @@ def run_worker(
     executor_id = new_executor_id("worker")
     stop = stop or threading.Event()
     liveness = Liveness(url, executor_id)  # before any child is taken
+    transport(True)  # the children's events go back to their supervisors
     try:
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
@@ -62,6 +65,7 @@ def run_worker(
         finally:
             _engine.destroy()
     finally:
+        transport(False)
         liveness.close()
 
 

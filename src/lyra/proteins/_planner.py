@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
+from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
 from lyra.proteins._ids import find_protein_ids, validate_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
-
-log = structlog.get_logger("lyra")
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -69,7 +67,7 @@ async def plan_question(
             client=client,
         )
     except Exception as exc:  # noqa: BLE001 - the rules still plan
-        log.warning("model_planner_failed", error=exception_text(exc))
+        events.warning("model_planner_failed", error=exception_text(exc))
         return plan_by_rules(question)
     checked = [validate_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
     ids = list(dict.fromkeys(value for ok, value in checked if ok))

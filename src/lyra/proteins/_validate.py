@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import structlog
-
+from lyra import events
 from lyra.proteins._ids import validate_protein_id
 from lyra.proteins._sources import OfflineSource, ProteinSource
 
@@ -31,11 +30,6 @@ OPTIONAL_DEFAULTS: Final[Mapping[str, Any]] = {
 
 
 _MAX_SHOWN: Final = 100
-
-
-def _log() -> Any:
-    # Looked up per call: the application may configure structlog after import.
-    return structlog.get_logger("lyra")
 
 
 def _problem(response: object) -> str | None:
@@ -67,7 +61,7 @@ def validate_response(response: object, protein_id: str, source: str) -> dict[st
     """A usable copy of ``response`` with optional fields defaulted, or an error dict."""
     reason = _problem(response)
     if reason is not None:
-        _log().warning(
+        events.warning(
             "protein_response_invalid", uniprot_id=protein_id, source=source, reason=reason
         )
         error = _error(reason, protein_id, source)
@@ -92,7 +86,7 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
     ok, value = validate_protein_id(protein_id)
     if not ok:
         error = _error(value, protein_id, source.name)
-        _log().warning(
+        events.warning(
             "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=value
         )
         return error

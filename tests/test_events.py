@@ -1,0 +1,167 @@
+"""lyra's events: silent until configured, then JSON lines written whole, or routed into
+the application's structlog or stdlib logging; a full disk never costs a result."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from lyra import ChildContext, Supervisor, events
+
+pytestmark = pytest.mark.anyio
+
+
+async def echo(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("echoed")
+    return prompt
+
+
+def test_an_unconfigured_library_writes_nothing() -> None:
+    """import lyra and delegate, fail, recover and fan out: not one byte on stdout or stderr."""
+    code = textwrap.dedent(
+        """
+        import lyra
+        from lyra import RecoveryPolicy, Supervisor, Task
+        async def child(prompt, ctx):
+            if prompt == "fail":
+                raise ConnectionError("reset")
+            return "ok"
+        lyra.delegate_task("x", child=child)
+        lyra.delegate_task("fail", child=child)
+        lyra.delegate_with_retry("fail", child=child, max_retries=1, base_timeout=1)
+        import anyio
+        anyio.run(lambda: Supervisor(child).run([Task(prompt="a"), Task(prompt="fail")]))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+async def test_json_lines_to_a_file_carry_the_contract_fields(tmp_path: Path) -> None:
+    """configure(path): one JSON object per line, with event, level and an ISO UTC timestamp."""
+    log = tmp_path / "events.jsonl"
+    events.configure(log)
+    try:
+        await Supervisor(echo).delegate("hi", timeout=5, session_id="child-1")
+    finally:
+        events.configure()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(e["event"], e["level"], e["session_id"]) for e in lines] == [
+        ("delegation_started", "info", "child-1"),
+        ("delegation_completed", "info", "child-1"),
+    ]
+    assert lines[0]["timestamp"].endswith("Z")
+    assert len(lines[0]["timestamp"]) == len("2026-11-23T15:21:09.123456Z")
+
+
+async def test_events_route_into_stdlib_logging(caplog: pytest.LogCaptureFixture) -> None:
+    """configure(logging=True): each event is a record of logger 'lyra' with its fields."""
+    events.configure(logging=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="lyra"):
+            await Supervisor(echo).delegate("hi", timeout=5, subject="S")
+    finally:
+        events.configure()
+    (started, done) = [r for r in caplog.records if r.name == "lyra"]
+    assert started.getMessage().startswith("delegation_started ")
+    assert done.lyra_event["subject"] == "S"  # type: ignore[attr-defined]
+
+
+async def test_events_route_into_structlog() -> None:
+    """configure(structlog=True): the application's structlog sees every event."""
+    events.configure(structlog=True)
+    with capture_logs() as seen:
+        await Supervisor(echo).delegate("hi", timeout=5)
+    assert [e["event"] for e in seen] == ["delegation_started", "delegation_completed"]
+
+
+def test_a_level_floor_drops_what_is_below_it() -> None:
+    """configure(stream, level='warning') keeps warnings and errors only."""
+    stream = io.StringIO()
+    events.configure(stream, level="warning")
+    try:
+        events.info("quiet")
+        events.warning("loud", n=1)
+    finally:
+        events.configure()
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == ["loud"]
+
+
+def test_a_full_disk_is_reported_never_raised() -> None:
+    """Writing to a full device: no exception, nothing torn, one problem named."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    events.configure("/dev/full")
+    try:
+        events.info("one", text="x" * 100)
+        events.info("two")
+        problems = events.problems()
+    finally:
+        events.configure()
+    assert problems == ["could not write events to /dev/full: No space left on device"]
+
+
+def test_a_short_write_is_cut_back_to_the_last_whole_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the disk fills mid-line, the half line is removed: the file ends in a newline."""
+    log = tmp_path / "events.jsonl"
+    real_write = os.write
+    calls = {"n": 0}
+
+    def filling_up(fd: int, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            return real_write(fd, data[:10])  # the disk filled after 10 bytes
+        return real_write(fd, data)
+
+    events.configure(log)
+    monkeypatch.setattr(os, "write", filling_up)
+    try:
+        events.info("first")
+        events.info("second")
+        events.info("third")
+    finally:
+        monkeypatch.undo()
+        problems = events.problems()
+        events.configure()
+    text = log.read_text()
+    assert text.endswith("\n")
+    assert [json.loads(line)["event"] for line in text.splitlines()] == ["first"]
+    assert problems
+    assert "No space left on device" in problems[0]
+
+
+def test_text_that_is_not_unicode_never_breaks_an_event(tmp_path: Path) -> None:
+    """A lone surrogate from a child or a data source is escaped, not an error."""
+    log = tmp_path / "events.jsonl"
+    events.configure(log)
+    try:
+        events.warning("odd", text="bad \ud800 text")
+    finally:
+        events.configure()
+    assert json.loads(log.read_text())["text"] == "bad \ud800 text"
+
+
+def test_capturing_keeps_a_blocks_events_even_unconfigured() -> None:
+    """capturing() hands back the events of a block as dicts, whatever the sinks."""
+    events.configure()
+    with events.capturing() as kept:
+        events.info("inside", n=1)
+    events.info("outside")
+    assert [(e["event"], e["n"]) for e in kept] == [("inside", 1)]
+
+
+def test_an_unknown_level_is_refused() -> None:
+    """A misspelt level is a caller's mistake, said at once."""
+    with pytest.raises(ValueError, match="level must be one of"):
+        events.configure(level="verbose")
