@@ -20,7 +20,7 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
 from lyra.proteins._sources import OfflineSource, ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
@@ -120,9 +120,11 @@ def _pipeline(protein_id: str) -> tuple[dict[str, Any], dict[str, Any], dict[str
         ("A" * 15, "A" * 15),
     ],
 )
-def test_valid_ids_are_normalized(raw: str, expected: str) -> None:
-    """A well-formed id is accepted, stripped and upper-cased."""
-    assert validate_protein_id(raw) == (True, expected)
+def test_valid_ids_are_accepted_and_normalized(raw: str, expected: str) -> None:
+    """A well-formed id is accepted as PRD-003 says, (True, None); its canonical form is
+    stripped and upper-cased."""
+    assert validate_protein_id(raw) == (True, None)
+    assert normalize_protein_id(raw) == expected
 
 
 @pytest.mark.parametrize(
@@ -150,13 +152,16 @@ def test_invalid_ids_are_rejected_with_a_message(raw: object, fragment: str) -> 
     """None, non-strings, blanks, over-long ids and injection strings get a clear message."""
     ok, message = validate_protein_id(raw)
     assert not ok
+    assert message is not None
     assert fragment in message
+    assert normalize_protein_id(raw) is None
 
 
 def test_rejection_message_is_bounded() -> None:
     """A huge hostile id is not echoed in full."""
     ok, message = validate_protein_id("X;" * 10_000)
     assert not ok
+    assert message is not None
     assert len(message) < 200
 
 
@@ -559,7 +564,7 @@ def test_full_brief_names_everything() -> None:
         "| Gene | BRCA1 |",
         "| Length | 1863 residues |",
         "Mean pLDDT: 41.29",
-        "very low (< 50) 80.3%",
+        "very low (below 50) 80.3%",
         "residues 102–1391",
         "Structurally challenging",
         "not experimental evidence",

@@ -348,6 +348,7 @@ def test_bad_characters_are_named_before_length(bad: str) -> None:
 
     ok, message = validate_protein_id(bad)
     assert not ok
+    assert message is not None
     assert "only letters A-Z and digits 0-9 allowed" in message
 
 

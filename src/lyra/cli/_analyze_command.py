@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import ExitStack
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lyra.cli import _logging
+
+if TYPE_CHECKING:
+    from lyra.cli._request import AnalyzeRequest
+
 from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_UNWRITTEN,
     EXIT_USAGE,
     add_limit_options,
     positive_float,
     whole_number,
 )
-from lyra.cli._request import AnalyzeRequest, given_options, request_from
 
 _DESCRIPTION = """\
 Analyse proteins, each in its own child agent under its own deadline:
@@ -140,6 +144,8 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
     from lyra.cli._durable_runs import DurableRun, Placement, open_run
+    from lyra.cli._request import given_options, request_from
+    from lyra.delegation import json_safe
 
     request = None if args.resume else request_from(args)
     durable: DurableRun | None = None
@@ -148,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
         durable = open_run(request, where, given_options(args, _defaults()))
     if durable is not None and durable.finished is not None:
         done = durable.finished
-        print(done.model_dump_json(indent=2) if args.json else done.text())
+        print(json_safe(done.model_dump_json(indent=2)) if args.json else done.text())
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
-        return EXIT_OK if done.all_completed else EXIT_FAILED
+        return _status(done)
     if durable is not None:
         request = durable.request
     assert request is not None  # a resume without a record ended above
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
 def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
     """Run ``request`` with its run directory, events and progress display."""
     from lyra._sync import run_blocking
+    from lyra.delegation import json_safe
     from lyra.proteins import analyze
     from lyra.supervisor import RunDir
 
@@ -186,7 +193,7 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
     source = _source(request.source)
     progress = _Progress(len(set(request.ids)), sys.stderr)
     with ExitStack() as cleanup:
-        cleanup.enter_context(_logging.events_to(run_dir.events, verbose=args.verbose))
+        unwritten = cleanup.enter_context(_logging.events_to(run_dir.events, verbose=args.verbose))
         if hasattr(source, "close"):
             cleanup.callback(source.close)
         try:
@@ -215,11 +222,20 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
     progress.close()
-    print(output.model_dump_json(indent=2) if args.json else output.text())
-    for failure in run_dir.failures:
-        print(f"lyra analyze: could not write {failure}", file=sys.stderr)
+    print(json_safe(output.model_dump_json(indent=2)) if args.json else output.text())
+    unwritten += [f"could not write {failure}" for failure in run_dir.failures]
+    for problem in unwritten:
+        print(f"lyra analyze: {problem}", file=sys.stderr)
     print(f"run directory: {run_dir.path}", file=sys.stderr)
-    return EXIT_OK if output.all_completed else EXIT_FAILED
+    if unwritten:
+        return EXIT_UNWRITTEN  # the results are above; the run directory is incomplete
+    return _status(output)
+
+
+def _status(output: Any) -> int:
+    """0 when every protein completed and the quorum was met, else 1."""
+    met = output.quorum is None or output.quorum.met
+    return EXIT_OK if output.all_completed and met else EXIT_FAILED
 
 
 def _defaults() -> argparse.Namespace:

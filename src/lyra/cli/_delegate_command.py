@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     """Run one child (with recovery when --retries is given); print its report."""
     from lyra._sync import run_blocking
     from lyra.children import default_child
+    from lyra.delegation import json_safe
     from lyra.recovery import RecoveryPolicy, recover
 
     child = args.child.resolve() if args.child else default_child()
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         result = run_blocking("recover", go)
     if args.json:
         fields = result.to_report().model_dump(mode="json")
-        print(json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False))
+        text = json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False)
+        print(json_safe(text))
     else:
         print(result.report)
     return EXIT_OK if result.ok else EXIT_FAILED

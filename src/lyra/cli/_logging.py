@@ -19,8 +19,12 @@ def events_to(path: Path | str | None, *, verbose: bool = False) -> Iterator[lis
     targets: list[Any] = [path] if path else []
     if verbose:
         targets.append(sys.stderr)
-    events.configure(*targets)
     problems: list[str] = []
+    try:
+        events.configure(*targets)
+    except OSError as exc:  # cannot even open it: the run goes on without events
+        problems.append(f"could not write events to {path}: {exc.strerror or exc}")
+        events.configure(*targets[1:])
     try:
         yield problems
     finally:

@@ -21,7 +21,7 @@ from lyra.cli import (
     _report_command,
     _worker_command,
 )
-from lyra.cli._options import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from lyra.cli._options import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNWRITTEN, EXIT_USAGE
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
@@ -40,7 +40,8 @@ examples:
   lyra report parse transcript.txt          every report in a file, as JSON
   lyra logs stats runs/*/events.jsonl       failure statistics
 
-exit status: 0 all completed, 1 some failed, 2 usage error, 130 interrupted
+exit status: 0 all completed, 1 some failed, 2 usage error, 3 finished but some
+             files could not be written (disk full), 130 interrupted
 """
 
 
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -83,6 +84,11 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `lyra … | head` closed the pipe: not an error
         sys.stderr.close()
         return EXIT_OK
+    except OSError as exc:  # stdout itself cannot be written (a full disk)
+        if exc.filename is not None:
+            raise  # a file of lyra's: that is a bug to see, not an output problem
+        print(f"lyra: could not write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_UNWRITTEN
     except KeyboardInterrupt:  # Ctrl+C: stop at once, without a traceback
         print("lyra: interrupted", file=sys.stderr)
         sys.stdout.flush()

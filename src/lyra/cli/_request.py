@@ -55,7 +55,7 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     so that a durable run records its proteins and a resume never plans again.
     """
     from lyra._sync import run_blocking
-    from lyra.proteins import plan_question, validate_protein_id
+    from lyra.proteins import normalize_protein_id, plan_question, requested_ids
 
     planned = None
     if plan and args.question:
@@ -65,7 +65,12 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
         where = " in the question" if args.question else ""
         raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
     faults, critical = _faults(args.inject), _critical(args.critical)
-    requested = {value for ok, value in map(validate_protein_id, ids) if ok}
+    requested = {p for p in map(normalize_protein_id, ids) if p is not None}
+    if args.min_success > len(requested_ids(ids)):
+        raise ConfigurationError(
+            f"--min-success {args.min_success} but only {len(requested_ids(ids))} "
+            "protein(s) requested"
+        )
     for option, named in (
         ("--inject", [f.split(":")[0] for f in faults]),
         ("--critical", critical),
@@ -123,10 +128,6 @@ def _faults(specs: list[str]) -> tuple[str, ...]:
 
 def _critical(ids: list[str]) -> tuple[str, ...]:
     """``--critical`` IDs, normalised where valid, each once."""
-    from lyra.proteins import validate_protein_id
+    from lyra.proteins import normalize_protein_id
 
-    normalised = []
-    for raw in ids:
-        ok, value = validate_protein_id(raw)
-        normalised.append(value if ok else raw)
-    return tuple(dict.fromkeys(normalised))
+    return tuple(dict.fromkeys(normalize_protein_id(raw) or raw for raw in ids))

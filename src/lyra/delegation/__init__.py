@@ -23,11 +23,13 @@ from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import (
     METADATA_CLOSE,
     escape,
+    escape_untrusted,
     find_reports,
     parse_report,
     render_report,
 )
 from lyra.delegation._result import DelegationResult
+from lyra.delegation._text import json_safe, safe_str, valid_data, valid_text
 
 __all__ = [
     "METADATA_CLOSE",
@@ -51,6 +53,7 @@ __all__ = [
     "check_timeout",
     "describe_error",
     "escape",
+    "escape_untrusted",
     "exception_text",
     "extract_blocker",
     "extract_category",
@@ -59,9 +62,13 @@ __all__ = [
     "extract_suggested_actions",
     "find_reports",
     "is_retryable",
+    "json_safe",
     "new_session_id",
     "parse_report",
     "parse_retry_after",
     "render_report",
     "run_attempt",
+    "safe_str",
+    "valid_data",
+    "valid_text",
 ]

@@ -14,6 +14,7 @@ from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Budget
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
+from lyra.delegation._text import safe_str
 from lyra.errors import ChildSignal
 
 _C = FailureCategory
@@ -46,11 +47,27 @@ _BY_KIND: dict[Kind, tuple[FailureCategory, bool, str]] = {
 
 def exception_text(exc: BaseException) -> str:
     """``Type: message`` as Python prints it, for reports; lyra's own signals
-    carry a message written for the report, so it stands alone."""
-    text = str(exc)
+    carry a message written for the report, so it stands alone. Never raises,
+    whatever the exception's ``__str__`` does."""
+    text = safe_str(exc)
     if text and isinstance(exc, ChildSignal):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def classify_unclassifiable(exc: BaseException, error: BaseException | None) -> Verdict:
+    """Rule 10 for a failure lyra could not even describe (its own classification
+    broke on a hostile exception): a failure all the same, never an escape."""
+    what = safe_str(error) if error is not None else "the child's result"
+    text = f"{type(error).__name__ if error is not None else 'Child'}: {what}"
+    return Verdict(
+        category=_C.TOOL_ERROR,
+        retryable=False,
+        error_type=ErrorType.UNKNOWN,
+        evidence=f"rule 10: the failure could not be classified ({type(exc).__name__})",
+        message=text,
+        blocked_on=text,
+    )
 
 
 def classify_timeout(ctx: ChildContext) -> Verdict:

@@ -36,6 +36,7 @@ import anyio.to_thread
 from lyra._taxonomy import FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._models import FailedDelegation
+from lyra.delegation._text import safe_str
 from lyra.errors import BudgetExhausted, ChildBlocked
 
 if TYPE_CHECKING:
@@ -181,12 +182,12 @@ class ChildContext:
 
     def step(self, description: str) -> None:
         """Record one completed step (shown as ``✓ description`` in reports)."""
-        self.completed_steps.append(str(description))
+        self.completed_steps.append(safe_str(description))
         self._touch()
 
     def file_modified(self, path: str) -> None:
         """Record a file the child wrote; repeated paths are listed once."""
-        path = str(path)
+        path = safe_str(path)
         if path not in self.files_modified:
             self.files_modified.append(path)
         self._touch()
@@ -212,6 +213,7 @@ class ChildContext:
         propagates unchanged and is remembered as a tool failure.
         """
         self._check_budget()
+        name = safe_str(name)
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self._touch()
         try:
@@ -243,7 +245,7 @@ class ChildContext:
         if declared not in _BLOCKABLE:
             allowed = ", ".join(sorted(_BLOCKABLE))
             raise ValueError(f"a child can block only with one of {allowed}, not {declared}")
-        self.blocked = ChildBlocked(declared, str(reason))
+        self.blocked = ChildBlocked(declared, safe_str(reason))
         raise self.blocked
 
     # -- budget -------------------------------------------------------------------

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from itertools import count
 from typing import Any
 
+import anyio
+
 from lyra import events
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable
@@ -21,11 +23,13 @@ from lyra.delegation._classify import (
     classify_idle,
     classify_invalid_output,
     classify_timeout,
+    classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
 from lyra.delegation._models import ChildFailure
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
+from lyra.delegation._text import valid_text
 
 _PREFIX = os.urandom(4).hex()
 _SERIAL = count(1)
@@ -167,6 +171,16 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
             output = await call(prompt, ctx)
         except Exception as exc:  # noqa: BLE001 - interrupts and cancellation propagate
             error = exc
+    try:
+        return _verdict(ctx, scope, output, error)
+    except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
+        return classify_unclassifiable(exc, error), ""
+
+
+def _verdict(
+    ctx: ChildContext, scope: anyio.CancelScope, output: object, error: Exception | None
+) -> tuple[Verdict | None, str]:
+    """What happened to the attempt, by the rule table; ``None`` on success."""
     if ctx.stopped_by is not None:  # the budget ran out: whatever the child did after
         return classify_budget(ctx), ""
     # Only our limits cancel this scope, so cancel_called tells them apart from
@@ -181,7 +195,7 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_exception(error, ctx), ""
     if not isinstance(output, str):
         return classify_invalid_output(output, ctx), ""
-    return None, output
+    return None, valid_text(output)
 
 
 def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:

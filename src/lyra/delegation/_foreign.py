@@ -145,14 +145,28 @@ def _innermost(exc: BaseException) -> BaseException:
 
 
 def _transient_error(exc: TransientError) -> Cause:
-    if exc.retry_after is not None and not math.isfinite(exc.retry_after):
-        exc.retry_after = None  # an infinite wait is no advice
-    if exc.status is not None:
-        by_status = from_status(exc.status, f"lyra.TransientError(HTTP {exc.status})")
-        return Cause(by_status.kind, by_status.error_type, by_status.source, exc.retry_after)
+    # Its fields come from the child's code: take only what makes sense.
+    retry_after = _seconds(exc.retry_after)
+    status = exc.status
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        by_status = from_status(status, f"lyra.TransientError(HTTP {status})")
+        return Cause(by_status.kind, by_status.error_type, by_status.source, retry_after)
     known = {member.value for member in ErrorType}
-    error_type = ErrorType(exc.error_type) if exc.error_type in known else ErrorType.UNKNOWN
-    return Cause(Kind.TRANSIENT, error_type, "lyra.TransientError", exc.retry_after)
+    kind = exc.error_type
+    error_type = ErrorType(kind) if isinstance(kind, str) and kind in known else ErrorType.UNKNOWN
+    return Cause(Kind.TRANSIENT, error_type, "lyra.TransientError", retry_after)
+
+
+def _seconds(value: object) -> float | None:
+    """A wait in seconds from whatever a child put there; ``None`` if it is no wait."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    if isinstance(value, str):
+        return parse_retry_after(value)
+    return None
 
 
 def _anthropic(exc: BaseException) -> Cause:

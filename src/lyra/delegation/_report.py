@@ -72,7 +72,19 @@ def escape(text: str) -> str:
 
 
 def _free(text: str) -> str:
+    """Free text inside a report: escaped, every line after the first indented, so
+    that no line of it can begin a section."""
     return escape(text).replace("\n", "\n" + _INDENT)
+
+
+_HEADER_LINE = re.compile(rf"^(?=[ \t]*{re.escape(HEADER)})", re.MULTILINE)
+
+
+def escape_untrusted(text: str) -> str:
+    """Untrusted text made safe to place in text a report parser may read (a brief,
+    an answer, stdout): :func:`escape`d, and a line that would begin a report
+    (``Child agent failed:``) indented, so it can forge neither a tag nor a report."""
+    return _HEADER_LINE.sub(_INDENT, escape(text))
 
 
 def _file(name: str) -> str:

@@ -15,7 +15,7 @@ from lyra.proteins._analysis import (
 )
 from lyra.proteins._analyze import analyze, analyze_sync, entry_for, requested_ids
 from lyra.proteins._faults import Fault, parse_fault
-from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
 from lyra.proteins._model_child import anthropic_protein_child, protein_tools
 from lyra.proteins._output import (
     AnalysisOutput,
@@ -61,6 +61,7 @@ __all__ = [
     "critique",
     "entry_for",
     "find_protein_ids",
+    "normalize_protein_id",
     "parse_fault",
     "plan_by_rules",
     "plan_question",

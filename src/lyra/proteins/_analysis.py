@@ -40,7 +40,7 @@ _BAND_LABEL: Final = {
     "very_high": "very high (≥ 90)",
     "confident": "confident (70–90)",
     "low": "low (50–70)",
-    "very_low": "very low (< 50)",
+    "very_low": "very low (below 50)",
 }
 _BRIEF_REGIONS: Final = 10  # regions listed in a brief; the rest are counted
 
@@ -235,7 +235,7 @@ def _regions_sentence(regions: list[dict[str, Any]] | None) -> str:
     longest = max(regions, key=lambda r: r["length"])
     covered = sum(r["length"] for r in regions)
     return (
-        f"{len(regions)} low-confidence region(s) (pLDDT < 70, at least 5 residues) cover "
+        f"{len(regions)} low-confidence region(s) (pLDDT below 70, at least 5 residues) cover "
         f"{covered} residues; the longest is residues {longest['start']}–{longest['end']} "
         f"(mean pLDDT {_num(longest['mean_plddt'])})."
     )
@@ -256,13 +256,13 @@ def _assessment(mean: float | None, fractions: Mapping[str, float] | None) -> tu
             )
         if disorder >= 0.5:
             return "challenging", (
-                f"Structurally challenging: {_pct(disorder)} of residues have pLDDT < 50 "
+                f"Structurally challenging: {_pct(disorder)} of residues have pLDDT below 50 "
                 f"(likely disordered) and only {_pct(well)} have pLDDT ≥ 70, so structure-based "
                 "design would be limited to the ordered parts."
             )
         return "mixed", (
             f"Mixed: {_pct(well)} of residues have pLDDT ≥ 70 and {_pct(disorder)} have "
-            "pLDDT < 50; ordered domains may be targetable on their own."
+            "pLDDT below 50; ordered domains may be targetable on their own."
         )
     if mean is not None:
         level = "favourable" if mean >= 90 else "mixed" if mean >= 70 else "challenging"
@@ -318,7 +318,7 @@ def _hypotheses(
     if fractions is not None:
         if fractions["very_low"] >= 0.2:
             found.append(
-                f"{_pct(fractions['very_low'])} of residues have pLDDT < 50, consistent with "
+                f"{_pct(fractions['very_low'])} of residues have pLDDT below 50, consistent with "
                 "intrinsically disordered regions (which may fold only on binding a partner)."
             )
         if fractions["very_high"] >= 0.2:
@@ -350,14 +350,14 @@ def _mean_hypothesis(mean: float) -> str:
         )
     if mean >= 50:
         return f"Mean pLDDT {m} (50–70): much of the model is uncertain; parts may be flexible."
-    return f"Mean pLDDT {m} (< 50): most of the chain is probably disordered in isolation."
+    return f"Mean pLDDT {m} (below 50): most of the chain is probably disordered in isolation."
 
 
 def _region_hypotheses(regions: object, residues: object) -> list[str]:
     if not isinstance(regions, list):
         return []
     if not regions:
-        return [f"No stretch of 5 or more of the {residues} residues has pLDDT < 70."]
+        return [f"No stretch of 5 or more of the {residues} residues has pLDDT below 70."]
     longest = max(regions, key=lambda r: r["length"])
     where = "an N-terminal" if longest["start"] == 1 else "a"
     if longest["end"] == residues:
@@ -423,8 +423,8 @@ def _data_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]
         caveats.append("The AlphaFold model version is not recorded.")
     if fractions is not None and fractions["very_low"] >= 0.3:
         caveats.append(
-            f"{_pct(fractions['very_low'])} of residues have pLDDT < 50: pLDDT alone cannot tell "
-            "true disorder from a poor prediction, and disordered parts may fold on binding."
+            f"{_pct(fractions['very_low'])} of residues have pLDDT below 50: pLDDT alone cannot "
+            "tell true disorder from a poor prediction, and disordered parts may fold on binding."
         )
     if _length(summary) is None:
         caveats.append("The sequence length is unknown.")

@@ -18,12 +18,12 @@ from typing import Any
 import anyio
 
 from lyra import Budget, ChildRef, Supervisor, Task, events
-from lyra.delegation import DelegationResult, FailureCategory, exception_text
+from lyra.delegation import DelegationResult, FailureCategory, exception_text, json_safe
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
-from lyra.proteins._ids import validate_protein_id
+from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
@@ -152,7 +152,7 @@ async def analyze(
         }
     )
     if folder is not None:
-        folder.save(folder.output, output.model_dump_json(indent=2))
+        folder.save(folder.output, json_safe(output.model_dump_json(indent=2)))
     events.info("run_finished", **output.summary.model_dump())
     return output
 
@@ -271,8 +271,7 @@ def requested_ids(ids: Iterable[object]) -> list[str]:
         ids = [ids]
     seen: dict[str, None] = {}
     for raw in ids:
-        ok, value = validate_protein_id(raw)
-        seen.setdefault(value if ok else str(raw), None)
+        seen.setdefault(normalize_protein_id(raw) or str(raw), None)
     return list(seen)
 
 

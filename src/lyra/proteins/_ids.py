@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_ID_LENGTH", "find_protein_ids", "validate_protein_id"]
+__all__ = ["MAX_ID_LENGTH", "find_protein_ids", "normalize_protein_id", "validate_protein_id"]
 
 MAX_ID_LENGTH: Final = 15
 _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
@@ -30,29 +30,39 @@ def _shown(value: str) -> str:
     return repr(value)
 
 
-def validate_protein_id(raw: object) -> tuple[bool, str]:
-    """Check a protein id before any request.
+def validate_protein_id(raw: object) -> tuple[bool, str | None]:
+    """Check a protein id before any request (PRD-003).
 
-    Returns ``(True, normalized_id)`` -- stripped and upper-cased -- or
-    ``(False, message)`` saying what is wrong.
+    Returns ``(True, None)`` for a usable id, or ``(False, message)`` saying what
+    is wrong; :func:`normalize_protein_id` gives a usable id's canonical form.
     """
+    problem = _problem(raw)
+    return (False, problem) if problem is not None else (True, None)
+
+
+def normalize_protein_id(raw: object) -> str | None:
+    """A usable id stripped and upper-cased (``" p04637 "`` → ``"P04637"``), else ``None``."""
+    return raw.strip().upper() if isinstance(raw, str) and _problem(raw) is None else None
+
+
+def _problem(raw: object) -> str | None:
     if raw is None:
-        return False, "Protein ID must be a non-empty string, got None"
+        return "Protein ID must be a non-empty string, got None"
     if not isinstance(raw, str):
-        return False, f"Protein ID must be a non-empty string, got {type(raw).__name__}"
+        return f"Protein ID must be a non-empty string, got {type(raw).__name__}"
     value = raw.strip()
     if not value:
-        return False, "Protein ID must be a non-empty string, got an empty or blank string"
+        return "Protein ID must be a non-empty string, got an empty or blank string"
     if not value.isascii() or not value.isalnum():  # characters first: they say more
-        return False, (
+        return (
             f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 allowed)"
         )
     if len(value) > MAX_ID_LENGTH or not _ID_PATTERN.fullmatch(value):
-        return False, (
+        return (
             f"Invalid protein ID format: {_shown(value)} is {len(value)} characters long "
             f"(at most {MAX_ID_LENGTH} letters and digits)"
         )
-    return True, value.upper()
+    return None
 
 
 def find_protein_ids(text: str) -> list[str]:

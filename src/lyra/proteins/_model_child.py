@@ -15,7 +15,7 @@ from typing import Any
 from lyra.children import AnthropicChild, Tool
 from lyra.errors import InvalidInput
 from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
-from lyra.proteins._ids import validate_protein_id
+from lyra.proteins._ids import normalize_protein_id, validate_protein_id
 from lyra.proteins._pipeline import StageFailed, usable_summary
 from lyra.proteins._sources import OfflineSource, ProteinSource
 from lyra.proteins._text import render
@@ -105,9 +105,10 @@ def anthropic_protein_child(source: ProteinSource | None = None, **options: Any)
 
 
 def _checked_id(protein_id: str) -> str:
-    ok, value = validate_protein_id(protein_id)
-    if not ok:
-        raise InvalidInput(value)
+    ok, problem = validate_protein_id(protein_id)
+    value = normalize_protein_id(protein_id)
+    if not ok or value is None:
+        raise InvalidInput(problem or "invalid protein ID")
     return value
 
 

@@ -31,7 +31,7 @@ from lyra.proteins._analysis import (
     synthesize,
 )
 from lyra.proteins._faults import Fault, parse_fault
-from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
 from lyra.proteins._validate import validate_response
 
@@ -316,9 +316,10 @@ class _Run:
 
     async def fetch(self) -> dict[str, Any]:
         """Validate the ID, fetch through the source (a tool), validate the answer."""
-        ok, value = validate_protein_id(self.state.protein_id)
-        if not ok:
-            raise InvalidInput(value)
+        ok, problem = validate_protein_id(self.state.protein_id)
+        value = normalize_protein_id(self.state.protein_id)
+        if not ok or value is None:
+            raise InvalidInput(problem or "invalid protein ID")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         return usable_summary(raw, value, self.source.name)
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
-from lyra.proteins._ids import find_protein_ids, validate_protein_id
+from lyra.proteins._ids import find_protein_ids, normalize_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
 
@@ -69,8 +69,8 @@ async def plan_question(
     except Exception as exc:  # noqa: BLE001 - the rules still plan
         events.warning("model_planner_failed", error=exception_text(exc))
         return plan_by_rules(question)
-    checked = [validate_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
-    ids = list(dict.fromkeys(value for ok, value in checked if ok))
+    checked = [normalize_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
+    ids = list(dict.fromkeys(value for value in checked if value is not None))
     if not ids:
         return plan_by_rules(question)
     full = answer.get("requires_full_pipeline", True) is not False

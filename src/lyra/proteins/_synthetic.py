@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from lyra.proteins._ids import validate_protein_id
+from lyra.proteins._ids import normalize_protein_id
 
 _AMINO = "ACDEFGHIKLMNPQRSTVWY"
 _FAMILIES = (
@@ -57,8 +57,8 @@ class SyntheticSource:
 
     def fetch(self, protein_id: str) -> dict[str, Any]:
         """A synthetic summary in the same schema as the real sources."""
-        ok, accession = validate_protein_id(protein_id)
-        if not ok:
+        accession = normalize_protein_id(protein_id)
+        if accession is None:
             return {"error": f"Protein {protein_id} not found in synthetic data", "status": 404}
         rng = random.Random(f"{self.seed}:{accession}")
         length = rng.randint(60, 1200)

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lyra import events
-from lyra.proteins._ids import validate_protein_id
+from lyra.delegation import valid_data
+from lyra.proteins._ids import normalize_protein_id, validate_protein_id
 from lyra.proteins._sources import OfflineSource, ProteinSource
 
 __all__ = ["OPTIONAL_DEFAULTS", "REQUIRED_FIELDS", "process_protein", "validate_response"]
@@ -58,7 +59,12 @@ def _error(message: str, protein_id: object, source: str) -> dict[str, Any]:
 
 
 def validate_response(response: object, protein_id: str, source: str) -> dict[str, Any]:
-    """A usable copy of ``response`` with optional fields defaulted, or an error dict."""
+    """A usable copy of ``response`` with optional fields defaulted, or an error dict.
+
+    Text that is not valid Unicode (a lone surrogate a JSON answer may carry) is
+    replaced, so the analysis and every file written from it stay writable.
+    """
+    response = valid_data(response)
     reason = _problem(response)
     if reason is not None:
         events.warning(
@@ -83,11 +89,12 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
     response gives an error dict; exceptions raised by the source propagate.
     """
     source = source if source is not None else OfflineSource()
-    ok, value = validate_protein_id(protein_id)
-    if not ok:
-        error = _error(value, protein_id, source.name)
+    ok, problem = validate_protein_id(protein_id)
+    value = normalize_protein_id(protein_id)
+    if not ok or value is None:
+        error = _error(problem or "invalid protein ID", protein_id, source.name)
         events.warning(
-            "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=value
+            "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=problem
         )
         return error
     return validate_response(source.fetch(value), value, source.name)

@@ -52,11 +52,11 @@ class RecoveryPolicy(BaseModel):
     ) -> float:
         """Seconds to wait before retry number ``retry`` (1-based).
 
-        Exponential with jitter, capped, and never shorter than a
-        ``retry-after`` the failing service asked for. ``rng`` draws the
+        Exponential with jitter, capped (jitter included), and never shorter
+        than a ``retry-after`` the failing service asked for. ``rng`` draws the
         jitter (the ``random`` module when ``None``).
         """
-        wait = min(self.backoff_cap, self.backoff_base * 2.0 ** (retry - 1))
+        wait = self.backoff_base * 2.0 ** min(retry - 1, 1023)
         draw = rng.random() if rng is not None else random.random()  # jitter, not cryptography
-        wait += wait * self.jitter * draw
+        wait = min(self.backoff_cap, wait + wait * self.jitter * draw)
         return float(max(wait, retry_after or 0.0))

@@ -16,11 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lyra import events
 from lyra.children import AnthropicChild
-from lyra.delegation import ErrorType, exception_text
+from lyra.delegation import ErrorType, escape_untrusted, exception_text, valid_text
 from lyra.supervisor._graceful import ErrorContext
 from lyra.supervisor._health import ServiceHealth
 from lyra.supervisor._quorum import QuorumDecision
-from lyra.templates import render
+from lyra.templates import Templates, render
+
+_ANSWERS = Templates("lyra", escape=escape_untrusted)
+"""The answer's template: every fact it shows is escaped, so none can forge metadata."""
 
 LAST_RESORT: dict[ErrorType, str] = {
     ErrorType.TIMEOUT: "The run ran out of time before an answer could be written. "
@@ -72,7 +75,7 @@ class TemplateAnswerWriter:
     async def write(self, facts: AnswerFacts) -> str:
         """Render the facts."""
         degraded = [h for h in facts.health if not h.healthy]
-        return render("answer.md.j2", facts=facts, degraded=degraded).strip()
+        return _ANSWERS.render("answer.md.j2", facts=facts, degraded=degraded).strip()
 
 
 class ModelAnswerWriter:
@@ -93,7 +96,7 @@ class ModelAnswerWriter:
         text = "\n".join(b.text for b in response.content if b.type == "text").strip()
         if not text:
             raise ValueError("the model wrote an empty answer")
-        return text
+        return escape_untrusted(valid_text(text))  # a model's words are untrusted text too
 
 
 async def final_answer(

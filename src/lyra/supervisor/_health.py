@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import exception_text
+from lyra.delegation import exception_text, safe_str
 
 Status = Literal["ok", "degraded", "down", "not_configured"]
 
@@ -49,6 +49,6 @@ async def probe(name: str, check: Callable[[], object], *, timeout: float = 2.0)
     latency = round((time.perf_counter() - started) * 1000, 1)
     if isinstance(result, dict) and "error" in result:
         return ServiceHealth(
-            name=name, status="degraded", detail=str(result["error"]), latency_ms=latency
+            name=name, status="degraded", detail=safe_str(result["error"]), latency_ms=latency
         )
     return ServiceHealth(name=name, status="ok", latency_ms=latency)

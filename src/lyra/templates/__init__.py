@@ -4,12 +4,18 @@
 are :data:`LYRA`. A workload built on lyra (such as :mod:`lyra.proteins`)
 keeps its templates beside its code and renders them the same way.
 
-The report template's values are escaped by the report module, which owns the
-report format (rendering and parsing).
+Text that people and parent models read back (answers, briefs) carries
+untrusted values -- a child's words, a data source's fields -- so those
+templates are ``escaped``: every value passes through the report format's one
+escaping function (:func:`lyra.delegation.escape`), and no value can forge a
+``<task_metadata>`` block. Text that is already escaped is marked with the
+``trusted`` filter. The report template's values are escaped by the report
+module itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -18,22 +24,41 @@ import jinja2
 __all__ = ["LYRA", "Templates", "render"]
 
 
-class Templates:
-    """The jinja templates in ``<package>/templates``, each compiled once."""
+class _Trusted(str):
+    """Text already escaped (marked with the ``trusted`` filter)."""
 
-    def __init__(self, package: str) -> None:
+    __slots__ = ()
+
+
+class Templates:
+    """The jinja templates in ``<package>/templates``, each compiled once.
+
+    ``escape``: a function applied to every value rendered, except text marked
+    ``{{ text | trusted }}`` (see the module docstring).
+    """
+
+    def __init__(self, package: str, *, escape: Callable[[str], str] | None = None) -> None:
         self.package = package
+        self.escape = escape
 
     @cached_property
     def environment(self) -> jinja2.Environment:
         """The jinja environment (built on first use)."""
-        return jinja2.Environment(
+        environment = jinja2.Environment(
             loader=jinja2.PackageLoader(self.package, "templates"),
             autoescape=False,  # plain text for people and models, not HTML
             trim_blocks=True,
             lstrip_blocks=True,
             undefined=jinja2.StrictUndefined,
+            finalize=self._finalize if self.escape is not None else None,
         )
+        environment.filters["trusted"] = _Trusted
+        return environment
+
+    def _finalize(self, value: Any) -> Any:
+        if isinstance(value, _Trusted) or self.escape is None:
+            return value
+        return self.escape(str(value))
 
     def get(self, name: str) -> jinja2.Template:
         """One template, loaded once."""

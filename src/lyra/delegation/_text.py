@@ -1,0 +1,55 @@
+"""Untrusted text made safe to keep: any object described without raising, any
+string made encodable, any JSON made unreadable as report metadata.
+
+Child output, exception messages and data-source answers are untrusted: an
+exception whose ``__str__`` raises, a lone surrogate from a JSON ``\\ud800``
+escape, or a ``<task_metadata>`` tag inside a protein description must never
+escape as an error nor be read back as metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_JSON_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def safe_str(value: object) -> str:
+    """``str(value)``, else its ``repr``, else its type's name: never raises, always
+    valid text (for exceptions and objects that cannot describe themselves)."""
+    for describe in (str, repr):
+        try:
+            text = describe(value)
+        except Exception:  # noqa: BLE001 - hostile __str__/__repr__: try the next way
+            continue
+        if isinstance(text, str):
+            return valid_text(text)
+    return f"<{type(value).__name__} that cannot describe itself>"
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that it can be
+    written as UTF-8 (a file, JSON); the same object when it already can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # Through UTF-16: a surrogate pair becomes its character, a lone one U+FFFD.
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def valid_data(value: Any) -> Any:
+    """JSON-like data (dicts, lists, strings) with every string made :func:`valid_text`."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_data(key): valid_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(valid_data(item) for item in value)
+    return value
+
+
+def json_safe(json_text: str) -> str:
+    """JSON text with ``<``, ``>`` and ``&`` written as ``\\u`` escapes: the same data
+    for a JSON parser, and nothing a report parser could take for a metadata tag."""
+    return json_text.translate(_JSON_SAFE)
