@@ -12,17 +12,23 @@ an event costs one check. One call turns them on::
     lyra.events.configure()                        # off again
 
 An event is a flat dict: ``event``, ``level``, ``timestamp`` (ISO 8601, UTC)
-and its fields. A JSON line is written whole, in one system call, so a killed
-process never leaves half a line; a write that fails (a full disk) is cut back
-to the last whole line and remembered (:func:`problems`), never raised.
+and its fields. Lines for a file are gathered while the event loop runs its
+current callbacks and written together, whole, in one system call as soon as
+they are done (or at once, outside an event loop), so a killed process never
+leaves half a line and loses at most the events of the moment it died; a
+write that fails (a full disk) is cut back to the last whole line and
+remembered (:func:`problems`), never raised.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import io
 import json
 import logging as stdlib_logging
 import os
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +45,7 @@ __all__ = [
     "configure",
     "enabled",
     "error",
+    "flush",
     "info",
     "problems",
     "replay",
@@ -51,6 +58,8 @@ _RANK = {name: rank for rank, name in enumerate(LEVELS)}
 
 class _Sink(Protocol):
     def write(self, event: dict[str, Any]) -> None: ...
+
+    def flush(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -84,6 +93,15 @@ def configure(
         sinks.append(_Logging())
     _sinks, _floor = tuple(sinks), _RANK[level]
     _problems.clear()
+
+
+def flush() -> None:
+    """Write out events still gathered for a file (before a process ends abruptly)."""
+    for sink in _sinks:
+        sink.flush()
+
+
+atexit.register(flush)
 
 
 def enabled() -> bool:
@@ -179,13 +197,15 @@ def encode(record: Mapping[str, Any]) -> bytes:
 
 
 class _JsonLines:
-    """JSON lines to a file (appended, one ``write`` per line) or a stream."""
+    """JSON lines to a file (appended, whole lines per ``write``) or a stream."""
 
     def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes]) -> None:
         self.name = str(getattr(target, "name", target))
         self.fd: int | None = None
         self.stream: IO[Any] | None = None
         self.broken = False
+        self.pending: list[bytes] = []
+        self.lock = threading.Lock()
         if isinstance(target, str | os.PathLike):
             path = Path(target)
             self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -196,11 +216,28 @@ class _JsonLines:
         if self.broken:
             return
         line = encode(record)
+        if self.fd is None:
+            self._guarded(self._to_stream, line)
+            return
+        with self.lock:
+            self.pending.append(line)
+            first = len(self.pending) == 1
+        if first:
+            try:  # gather the lines of this turn of the event loop, write them after it
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop in this thread: write now
+                self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            data = b"".join(self.pending)
+            self.pending.clear()
+        if data and not self.broken:
+            self._guarded(self._write_whole, data)
+
+    def _guarded(self, write: Any, data: bytes) -> None:
         try:
-            if self.fd is not None:
-                self._write_whole(line)
-            else:
-                self._to_stream(line)
+            write(data)
         except OSError as exc:
             self.broken = True
             _problems.append(f"could not write events to {self.name}: {exc.strerror or exc}")
@@ -208,11 +245,11 @@ class _JsonLines:
             self.broken = True
             _problems.append(f"could not write events to {self.name}: {exc}")
 
-    def _write_whole(self, line: bytes) -> None:
+    def _write_whole(self, data: bytes) -> None:
         """One system call; a short write (a full disk) is cut back, then raised."""
         assert self.fd is not None
-        written = os.write(self.fd, line)
-        if written != len(line):
+        written = os.write(self.fd, data)
+        if written != len(data):
             end = os.lseek(self.fd, 0, os.SEEK_END)
             os.ftruncate(self.fd, end - written)
             raise OSError(28, os.strerror(28))  # ENOSPC: what a short write means here
@@ -226,6 +263,7 @@ class _JsonLines:
         self.stream.flush()
 
     def close(self) -> None:
+        self.flush()
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -243,6 +281,9 @@ class _Structlog:
     def write(self, record: dict[str, Any]) -> None:
         fields = {k: v for k, v in record.items() if k not in ("event", "level", "timestamp")}
         getattr(self.logger, record["level"])(record["event"], **fields)
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -263,6 +304,9 @@ class _Logging:
             f"{k}={v!r}" for k, v in record.items() if k not in ("event", "level", "timestamp")
         )
         self.logger.log(level, "%s %s", record["event"], fields, extra={"lyra_event": record})
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from lyra import events
 from lyra.cli import (
     _analyze_command,
     _delegate_command,
@@ -91,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_UNWRITTEN
     except KeyboardInterrupt:  # Ctrl+C: stop at once, without a traceback
         print("lyra: interrupted", file=sys.stderr)
+        events.flush()  # os._exit skips atexit: write out the events gathered so far
         sys.stdout.flush()
         sys.stderr.flush()
         # Worker threads abandoned in blocking tools would hold a normal exit.

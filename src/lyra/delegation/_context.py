@@ -15,8 +15,8 @@ import functools
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -85,35 +85,18 @@ class ChildContext:
     survives a crash.
     """
 
-    __slots__ = (
-        "_account",
-        "_armed",
-        "_deadline",
-        "_failed_tool_error",
-        "_idle",
-        "_last_progress",
-        "_loop_thread",
-        "_meter",
-        "_parent",
-        "_runner",
-        "_scope",
-        "_slack",
-        "_stop",
-        "_token",
-        "attempt",
-        "blocked",
-        "completed_steps",
-        "context",
-        "failed_delegations",
-        "failed_tool",
-        "files_modified",
-        "last_successful_tool",
-        "session_id",
-        "state",
-        "subject",
-        "timeout",
-        "tool_usage",
-    )
+    # Class-level defaults: most attempts never set these, so __init__ need not.
+    last_successful_tool: str | None = None
+    blocked: ChildBlocked | None = None
+    failed_tool: str | None = None
+    _failed_tool_error: BaseException | None = None
+    _idle: float | None = None
+    _slack = 0.0
+    _last_progress = 0.0
+    _meter: Account | None = None
+    _scope: anyio.CancelScope | None = None
+    _stop: Account | None = None
+    _token: Any = None
 
     def __init__(
         self,
@@ -138,28 +121,17 @@ class ChildContext:
         self.completed_steps: list[str] = []
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
-        self.last_successful_tool: str | None = None
-        self.blocked: ChildBlocked | None = None
-        self.failed_tool: str | None = None
         self.failed_delegations: list[FailedDelegation] = []
-        self._failed_tool_error: BaseException | None = None
-        self._deadline = anyio.current_time() + timeout
-        self._idle = idle_timeout
-        self._armed = self._deadline
-        self._slack = 0.0
-        self._last_progress = 0.0
-        if idle_timeout is not None:
-            self._last_progress = time.monotonic()
-            self._slack = min(_MAX_IDLE_SLACK, idle_timeout / 20)
-            self._armed = min(self._deadline, anyio.current_time() + idle_timeout + self._slack)
+        self._deadline = self._armed = anyio.current_time() + timeout
         self._account = account
-        self._meter: Account | None = None
         self._parent = parent
         self._runner = runner
-        self._scope: anyio.CancelScope | None = None
-        self._stop: Account | None = None
         self._loop_thread = threading.get_ident()
-        self._token: Any = None
+        if idle_timeout is not None:
+            self._idle = idle_timeout
+            self._last_progress = time.monotonic()
+            self._slack = min(_MAX_IDLE_SLACK, idle_timeout / 20)
+            self._armed = min(self._deadline, self._armed - timeout + idle_timeout + self._slack)
         if idle_timeout is not None or account is not None:
             # Progress or a charge from a worker thread must reach the scope.
             self._token = anyio.lowlevel.current_token()
@@ -287,6 +259,14 @@ class ChildContext:
         """What this attempt (and everything it delegated) was charged so far."""
         return self._meter.usage if self._meter is not None else Usage()
 
+    @property
+    def charged(self) -> Usage | None:
+        """:attr:`usage`, or ``None`` when nothing was charged."""
+        if self._meter is None:
+            return None
+        usage = self._meter.usage
+        return usage if usage else None
+
     def _metered(self) -> Account:
         """This attempt's own meter, drawing on the tree's account (made on first use)."""
         if self._meter is None:
@@ -343,21 +323,19 @@ class ChildContext:
 
     # -- limits (used by the attempt runner) ------------------------------------------
 
-    @contextmanager
-    def _limits(self) -> Iterator[anyio.CancelScope]:
-        """Enforce the limits around the child: the scope ends the attempt at its
-        deadline, and an account that runs out cancels it."""
-        limited = self._account.limited() if self._account is not None else []
-        with anyio.CancelScope(deadline=self._armed) as scope:
-            self._scope = scope
-            for account in limited:
+    def _enter(self, scope: anyio.CancelScope) -> None:
+        """Start enforcing the limits: ``scope`` ends the attempt at its deadline,
+        and an account that runs out cancels it."""
+        self._scope = scope
+        if self._account is not None:
+            for account in self._account.limited():
                 account.watch(id(self), self._out_of_budget)
-            try:
-                yield scope
-            finally:
-                self._scope = None
-                for account in limited:
-                    account.unwatch(id(self))
+
+    def _exit(self) -> None:
+        self._scope = None
+        if self._account is not None:
+            for account in self._account.limited():
+                account.unwatch(id(self))
 
     def _touch(self) -> None:
         """Progress: push the idle deadline forward (and the parent's)."""

@@ -26,7 +26,7 @@ from lyra.delegation._classify import (
     classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
-from lyra.delegation._models import ChildFailure
+from lyra.delegation._models import ChildFailure, built
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import valid_text
@@ -94,8 +94,8 @@ async def run_attempt(
     started = time.perf_counter()
     verdict, output = await _run(call, prompt, ctx)
     duration = round(time.perf_counter() - started, 6)
-    usage = ctx.usage
-    if usage:
+    usage = ctx.charged
+    if usage is not None:
         fields.update(usage.fields())
     if verdict is None:
         events.info("delegation_completed", duration=duration, **fields)
@@ -166,11 +166,14 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: Exception | None = None
-    with ctx._limits() as scope:
+    with anyio.CancelScope(deadline=ctx._armed) as scope:
+        ctx._enter(scope)
         try:
             output = await call(prompt, ctx)
         except Exception as exc:  # noqa: BLE001 - interrupts and cancellation propagate
             error = exc
+        finally:
+            ctx._exit()
     try:
         return _verdict(ctx, scope, output, error)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
@@ -199,14 +202,15 @@ def _verdict(
 
 
 def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:
-    return ChildFailure(
+    return built(
+        ChildFailure,
         category=verdict.category,
         message=verdict.message,
         session_id=ctx.session_id,
         duration=duration,
         completed_steps=tuple(ctx.completed_steps),
         files_modified=tuple(ctx.files_modified),
-        blocked_on=verdict.blocked_on,
+        blocked_on=verdict.blocked_on or None,
         suggested_retry=verdict.retryable,
         suggested_actions=suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
         tool_usage=dict(ctx.tool_usage),
@@ -225,8 +229,8 @@ def _result(
     output: str | None = None,
     failure: ChildFailure | None = None,
 ) -> DelegationResult:
-    usage = ctx.usage
-    return DelegationResult(
+    return built(
+        DelegationResult,
         status="completed" if failure is None else "failed",
         output=output if failure is None else None,
         failure=failure,
@@ -234,7 +238,7 @@ def _result(
         duration=duration,
         attempt=ctx.attempt,
         subject=ctx.subject,
-        usage=usage if usage else None,
+        usage=ctx.charged,
         parent_session_id=ctx.parent_session_id,
         failed_delegations=tuple(ctx.failed_delegations),
     )
