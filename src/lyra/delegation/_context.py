@@ -33,6 +33,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from lyra import tracing
 from lyra._taxonomy import FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._models import FailedDelegation
@@ -203,6 +204,7 @@ class ChildContext:
     @overload
     async def tool(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
+    @tracing.tool
     async def tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool, counting its use; sync tools run in a worker thread.
 
