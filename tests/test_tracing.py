@@ -342,10 +342,11 @@ async def test_without_a_tracer_provider_the_hooks_step_aside() -> None:
     async def work(*args: Any) -> tuple[None, str]:
         return None, "ok"
 
-    for hook in (tracing.attempt, tracing.tool, tracing.model_call("x", tokens=len)):
+    for hook in (tracing.attempt, tracing.model_call("x", tokens=len)):
         coroutine = hook(work)(Summariser(), "p", None)
         assert coroutine.cr_code is work.__code__
         assert await coroutine == (None, "ok")
+    assert tracing.tool("lookup", lookup) is lookup
     assert (await Supervisor(gatherer).delegate("Gather", timeout=5)).ok
 
 

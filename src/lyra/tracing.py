@@ -24,8 +24,10 @@ hooks below cost one ``None`` check each (and an attempt one look into
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -118,51 +120,58 @@ def _turn_on(get_tracer: Callable[..., Tracer], **provider: Any) -> None:
     _tracer = get_tracer("lyra", lyra_version, **provider)
 
 
-# -- the hooks (decorators on lyra's own functions) -----------------------------------
+# -- the hooks -----------------------------------------------------------------------
+
+_modules = sys.modules
+_API = "opentelemetry.trace"
 
 
 def attempt(
     run: Callable[[Any, str, Any], Coro[R]],
 ) -> Callable[[Any, str, Any], Coro[R]]:
-    """Hook of one delegation attempt, ``run(call, prompt, ctx) -> (verdict, output)``:
+    """Decorates one delegation attempt, ``run(call, prompt, ctx) -> (verdict, output)``:
     an ``invoke_agent`` span around it, current while the child runs."""
 
     @functools.wraps(run)
     def hooked(call: Any, prompt: str, ctx: Any) -> Coro[R]:
-        if _tracer is None and not _poll():
+        # Until some code imports the API, no provider can be set: one dict look-up.
+        if _tracer is None and (_API not in _modules or not _poll()):
             return run(call, prompt, ctx)
         return _traced_attempt(run, call, prompt, ctx)
 
     return hooked
 
 
-def tool(
-    method: Callable[Concatenate[S, str, P], Coro[R]],
-) -> Callable[Concatenate[S, str, P], Coro[R]]:
-    """Hook of ``ChildContext.tool(name, fn, …)``: an ``execute_tool`` span."""
+def tool(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, a tool ``ChildContext.tool`` runs, as it is, or (when tracing) under
+    an ``execute_tool <name>`` span; a coroutine function stays one."""
+    if _tracer is None:
+        return fn
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
+    if inspect.iscoroutinefunction(fn):
 
-    @functools.wraps(method)
-    def hooked(ctx: S, name: str, /, *args: P.args, **kwargs: P.kwargs) -> Coro[R]:
-        if _tracer is None:
-            return method(ctx, name, *args, **kwargs)
-        return _traced(
-            method(ctx, name, *args, **kwargs),
-            f"execute_tool {name}",
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": name,
-                "gen_ai.tool.type": "function",
-            },
-        )
+        async def traced_async(*args: Any, **kwargs: Any) -> Any:
+            with _span(f"execute_tool {name}", attributes):
+                return await fn(*args, **kwargs)
 
-    return hooked
+        return traced_async
+
+    def traced(*args: Any, **kwargs: Any) -> Any:  # in the worker thread, context copied
+        with _span(f"execute_tool {name}", attributes):
+            return fn(*args, **kwargs)
+
+    return traced
 
 
 def model_call(
     provider: str, tokens: Callable[[Any], tuple[int, int]]
 ) -> Callable[[Callable[Concatenate[S, P], Coro[R]]], Callable[Concatenate[S, P], Coro[R]]]:
-    """Hook of one model call, a method ``(child, client, …) -> response`` of a child
-    with a ``model`` attribute: a ``chat <model>`` client span.
+    """Decorates one model call, a method ``(child, client, …) -> response`` of a
+    child with a ``model`` attribute: a ``chat <model>`` client span.
 
     ``tokens(usage)`` gives a response's input tokens (cached ones included, as
     the conventions count them) and output tokens.
@@ -182,15 +191,13 @@ def model_call(
     return decorate
 
 
-def recovery(
-    loop: Callable[P, Coro[R]],
-) -> Callable[P, Coro[R]]:
-    """Hook of a recovery loop: an ``invoke_workflow recover`` span over its attempts,
-    each attempt linked to the one before."""
+def recovery(loop: Callable[P, Coro[R]]) -> Callable[P, Coro[R]]:
+    """Decorates a recovery loop: an ``invoke_workflow recover`` span over its
+    attempts, each attempt linked to the one before."""
 
     @functools.wraps(loop)
     async def hooked(*args: P.args, **kwargs: P.kwargs) -> R:
-        if _tracer is None and not _poll():
+        if _tracer is None and (_API not in _modules or not _poll()):
             return await loop(*args, **kwargs)
         return await _traced_recovery(loop(*args, **kwargs), kwargs.get("subject"))
 
@@ -200,30 +207,40 @@ def recovery(
 # -- spans ---------------------------------------------------------------------------
 
 
+@contextmanager
+def _span(
+    name: str, attributes: dict[str, Any], *, client: bool = False, links: Any = None
+) -> Iterator[Span]:
+    """A span, current in the block; an exception (cancellation too) marks it failed
+    with its class name and goes on."""
+    assert _tracer is not None
+    with _tracer.start_as_current_span(
+        name,
+        kind=_api.SpanKind.CLIENT if client else _api.SpanKind.INTERNAL,
+        attributes=attributes,
+        links=links,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            _failed(span, _exception_type(exc), str(exc))
+            raise
+
+
 async def _traced_attempt(
     run: Callable[[Any, str, Any], Coro[R]], call: Any, prompt: str, ctx: Any
 ) -> R:
-    assert _tracer is not None
     name = _agent_name(call)
     loop = _loop.get()
     if loop is not None and _api.get_current_span() is not loop.span:
         loop = None  # a grandchild: its parent attempt's span is its place in the tree
     links = [_api.Link(loop.previous)] if loop is not None and loop.previous else None
-    with _tracer.start_as_current_span(
-        f"invoke_agent {name}",
-        kind=_api.SpanKind.INTERNAL,
-        attributes=_attempt_attributes(name, ctx),
-        links=links,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
+    with _span(f"invoke_agent {name}", _attempt_attributes(name, ctx), links=links) as span:
         if loop is not None:
             loop.previous = span.get_span_context()
-        try:
-            outcome = await run(call, prompt, ctx)
-        except BaseException as exc:  # cancelled from above: say so, then let it go
-            _failed(span, _exception_type(exc), str(exc))
-            raise
+        outcome = await run(call, prompt, ctx)
         verdict = outcome[0]  # type: ignore[index]
         usage = ctx.usage
         if usage:
@@ -275,23 +292,6 @@ def _agent_name(call: Any) -> str:
     return name if isinstance(name, str) else type(call).__name__
 
 
-async def _traced(work: Coro[R], name: str, attributes: dict[str, Any]) -> R:
-    """``work`` under a span of its own; an exception marks it failed."""
-    assert _tracer is not None
-    with _tracer.start_as_current_span(
-        name,
-        kind=_api.SpanKind.INTERNAL,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            return await work
-        except BaseException as exc:
-            _failed(span, _exception_type(exc), str(exc))
-            raise
-
-
 async def _traced_chat(
     work: Coro[R],
     provider: str,
@@ -299,30 +299,19 @@ async def _traced_chat(
     child: Any,
     args: tuple[Any, ...],
 ) -> R:
-    assert _tracer is not None
     model = str(child.model)
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": provider,
-        "gen_ai.system": provider,  # the name before semconv 1.37; older viewers read it
+        "gen_ai.system": provider,  # its name before semconv 1.37; older viewers read it
         "gen_ai.request.model": model,
     }
     url = getattr(args[0], "base_url", None) if args else None
     if url is not None and getattr(url, "host", None):
         attributes["server.address"] = url.host
         attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
-    with _tracer.start_as_current_span(
-        f"chat {model}",
-        kind=_api.SpanKind.CLIENT,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            response = await work
-        except BaseException as exc:
-            _failed(span, _exception_type(exc), str(exc))
-            raise
+    with _span(f"chat {model}", attributes, client=True) as span:
+        response = await work
         span.set_attributes(_response_attributes(response, tokens))
     return response
 
@@ -352,26 +341,16 @@ def _response_attributes(response: Any, tokens: Callable[[Any], tuple[int, int]]
 
 
 async def _traced_recovery(loop: Coro[R], subject: Any) -> R:
-    assert _tracer is not None
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_workflow",
         "gen_ai.workflow.name": "recover",
     }
     if isinstance(subject, str):
         attributes["lyra.subject"] = subject
-    with _tracer.start_as_current_span(
-        "invoke_workflow recover",
-        kind=_api.SpanKind.INTERNAL,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
+    with _span("invoke_workflow recover", attributes) as span:
         token = _loop.set(_Loop(span))
         try:
             outcome: Any = await loop
-        except BaseException as exc:
-            _failed(span, _exception_type(exc), str(exc))
-            raise
         finally:
             _loop.reset(token)
         span.set_attributes(

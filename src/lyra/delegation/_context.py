@@ -204,7 +204,6 @@ class ChildContext:
     @overload
     async def tool(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
-    @tracing.tool
     async def tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run a tool, counting its use; sync tools run in a worker thread.
 
@@ -216,6 +215,7 @@ class ChildContext:
         self._check_budget()
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self._touch()
+        fn = tracing.tool(name, fn)
         try:
             if inspect.iscoroutinefunction(fn):
                 result = await fn(*args, **kwargs)
