@@ -16,9 +16,12 @@ A failed attempt has ``error.type`` = its failure category and status ERROR;
 ``lyra.retryable``, ``lyra.error_type`` (the fine cause) and the token usage
 (``gen_ai.usage.*``, everything below it included) ride along.
 
-Without a tracer provider, or without the OpenTelemetry API installed, the
-hooks below cost one ``None`` check each (and an attempt one look into
-``sys.modules``): nothing is imported, no span or context object is made.
+Without a tracer provider, or without the OpenTelemetry API installed, nothing
+is imported and no span or context object is made: a tool or model-call hook
+is one ``None`` check; an attempt or a loop also asks ``sys.modules`` whether
+any code imported the API (and if so, reads whether a global provider was set,
+as the API's own proxy tracer does), so that a provider the application sets
+after importing lyra is picked up.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ _given = False
 """True when :func:`configure` chose the provider (the global one is not looked at)."""
 _api: Any = None
 """``opentelemetry.trace``, once tracing is on."""
+_API = "opentelemetry.trace"
+_modules = sys.modules
 
 
 @dataclass(slots=True)
@@ -101,7 +106,7 @@ def _poll() -> bool:
     """
     if _given:
         return False
-    api = sys.modules.get("opentelemetry.trace")
+    api = _modules.get(_API)
     if api is None or getattr(api, "_TRACER_PROVIDER", None) is None:
         return False
     _turn_on(api.get_tracer)
@@ -116,14 +121,11 @@ def _turn_on(get_tracer: Callable[..., Tracer], **provider: Any) -> None:
         lyra_version: str | None = version("lyra")
     except PackageNotFoundError:
         lyra_version = None
-    _api = sys.modules["opentelemetry.trace"]
+    _api = _modules[_API]
     _tracer = get_tracer("lyra", lyra_version, **provider)
 
 
 # -- the hooks -----------------------------------------------------------------------
-
-_modules = sys.modules
-_API = "opentelemetry.trace"
 
 
 def attempt(
