@@ -350,6 +350,18 @@ async def test_without_a_tracer_provider_the_hooks_step_aside() -> None:
     assert (await Supervisor(gatherer).delegate("Gather", timeout=5)).ok
 
 
+def test_work_begun_while_tracing_still_runs_when_tracing_is_turned_off(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A tool wrapped while tracing was on runs as it is once configure() turned
+    tracing off: no span, no error."""
+    wrapped = tracing.tool("lookup", lookup)
+    assert wrapped is not lookup
+    tracing.configure()
+    assert wrapped("P04637") == "P04637: 393 residues"
+    assert spans.get_finished_spans() == ()
+
+
 def test_configuring_without_the_api_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the OpenTelemetry API, configure() says which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)

@@ -215,8 +215,11 @@ def _span(
 ) -> Iterator[Span]:
     """A span, current in the block; an exception (cancellation too) marks it failed
     with its class name and goes on."""
-    assert _tracer is not None
-    with _tracer.start_as_current_span(
+    tracer = _tracer
+    if tracer is None:  # configure() turned tracing off since this work began
+        yield _api.INVALID_SPAN
+        return
+    with tracer.start_as_current_span(
         name,
         kind=_api.SpanKind.CLIENT if client else _api.SpanKind.INTERNAL,
         attributes=attributes,
