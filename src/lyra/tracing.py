@@ -32,7 +32,6 @@ import sys
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from lyra.errors import ConfigurationError
@@ -57,12 +56,14 @@ _API = "opentelemetry.trace"
 _modules = sys.modules
 
 
-@dataclass(slots=True)
 class _Loop:
     """The span of the recovery loop running in this context, and its last attempt's."""
 
-    span: Span
-    previous: SpanContext | None = None
+    __slots__ = ("previous", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.previous: SpanContext | None = None
 
 
 _loop: ContextVar[_Loop | None] = ContextVar("lyra_recovery_span", default=None)
