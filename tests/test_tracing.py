@@ -409,8 +409,8 @@ print([span.name for span in exporter.get_finished_spans()])
 
 
 @pytest.mark.slow
-def test_the_core_never_imports_opentelemetry() -> None:
-    """Delegating, recovering and running tools import no OpenTelemetry module."""
+def test_the_core_imports_neither_opentelemetry_nor_mcp() -> None:
+    """Delegating, recovering and running tools import no OpenTelemetry or MCP module."""
     code = """
 import sys
 import lyra
@@ -421,6 +421,6 @@ async def tooled(prompt, ctx):
 
 lyra.delegate_task("x", child=spender)
 lyra.delegate_with_retry("x", child=tooled)
-print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
+print(sorted(name for name in sys.modules if name.startswith(("opentelemetry", "mcp"))))
 """
     assert run_python(code).strip() == "[]"
