@@ -79,6 +79,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory": Benchmark("memory.py"),
     "recovery_efficiency": Benchmark("recovery_efficiency.py"),
     "cold_start": Benchmark("cold_start.py"),
+    "tracing": Benchmark("tracing.py"),
     "logs_throughput": Benchmark(
         "logs_throughput.py", ("--mb", "20"), ("--mb", "2"), rows_from=_logs_rows
     ),

@@ -3,6 +3,8 @@ for tests of the command line and of durable runs."""
 
 from __future__ import annotations
 
+import sys
+
 import anyio
 
 from lyra import ChildContext
@@ -29,3 +31,10 @@ async def napper(prompt: str, ctx: ChildContext) -> str:
     with open(ctx.context["done_file"], "a", encoding="utf-8") as done:
         done.write(f"{ctx.subject}\n")
     return f"napped: {prompt}"
+
+
+async def chatty(prompt: str, ctx: ChildContext) -> str:
+    """Prints to stdout and stderr (as careless code does), then answers."""
+    print(f"chatty on stdout: {prompt}")
+    print(f"chatty on stderr: {prompt}", file=sys.stderr)
+    return f"said: {prompt}"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from lyra import tracing
 from lyra.children._pricing import Price, price_of, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ConfigurationError, IncompleteOutput, TaskRejected, TransientError
@@ -204,6 +205,7 @@ class AnthropicChild:
             messages.append({"role": "user", "content": results})
         raise IncompleteOutput(f"No result after {self.max_turns} model turns")
 
+    @tracing.model_call("anthropic", tokens=tokens_of)
     async def _create(
         self,
         client: anthropic.AsyncAnthropic,

@@ -19,6 +19,7 @@ from lyra.cli import (
     _analyze_command,
     _delegate_command,
     _logs_command,
+    _mcp_command,
     _report_command,
     _worker_command,
 )
@@ -29,6 +30,7 @@ _COMMANDS = (
     _analyze_command,
     _delegate_command,
     _logs_command,
+    _mcp_command,
     _report_command,
     _worker_command,
 )

@@ -33,6 +33,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from lyra import tracing
 from lyra._taxonomy import FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._models import FailedDelegation
@@ -188,6 +189,7 @@ class ChildContext:
         name = safe_str(name)
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self._touch()
+        fn = tracing.tool(name, fn)
         try:
             if inspect.iscoroutinefunction(fn):
                 result = await fn(*args, **kwargs)

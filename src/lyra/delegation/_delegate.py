@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from lyra import events
+from lyra import events, tracing
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable
 from lyra.delegation._classify import (
@@ -158,6 +158,7 @@ def _fields(ctx: ChildContext) -> dict[str, Any]:
     return fields
 
 
+@tracing.attempt
 async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | None, str]:
     """Await the child under its limits; the verdict is ``None`` on success."""
     if not isinstance(prompt, str) or not prompt.strip():

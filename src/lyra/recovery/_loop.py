@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra import events
+from lyra import events, tracing
 from lyra.children import default_child
 from lyra.delegation import (
     Account,
@@ -111,6 +111,7 @@ class RecoveryOutcome(BaseModel):
         return total
 
 
+@tracing.recovery
 async def recover(
     prompt: str,
     *,

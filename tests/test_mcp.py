@@ -1,0 +1,209 @@
+"""``lyra mcp`` end to end: the official MCP client starts ``python -m lyra mcp`` over
+stdio, lists its tools and calls them against scripted children and against the
+Anthropic child on the local Messages API fake."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp_types import CallToolResult, TextContent
+
+from fakes.messages_api import MessagesAPI, message, text, tool_use
+from lyra import parse_report
+from lyra.settings import DEFAULT_MODEL
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TESTS = Path(__file__).resolve().parent
+
+
+@asynccontextmanager
+async def lyra_mcp(
+    *args: str, errlog: IO[str], env: Mapping[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A client session with ``python -m lyra mcp ARGS`` (the tests' fakes importable)."""
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lyra", "mcp", *args],
+        env={"PYTHONPATH": str(TESTS), **(env or {})},
+    )
+    async with (
+        stdio_client(server, errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@pytest.fixture
+def errlog(tmp_path: Path) -> Any:
+    """The server's stderr, in a file the test can read."""
+    with (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as stream:
+        yield stream
+
+
+def report_of(result: CallToolResult) -> str:
+    """The text content of a tool result (one text block)."""
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_path: Path) -> None:
+    """Both tools are listed with their schemas; delegate_task returns the report text
+    and the same fields as structured content; events go to --events, not stdout."""
+    events = tmp_path / "events.jsonl"
+    async with lyra_mcp(
+        "--child", "fakes.children:spender", "--events", str(events), errlog=errlog
+    ) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        result = await session.call_tool("delegate_task", {"prompt": "Summarise", "timeout": 10})
+    assert set(tools) == {"delegate_task", "parse_report"}
+    delegate = tools["delegate_task"]
+    assert set(delegate.input_schema["properties"]) == {
+        "prompt",
+        "timeout",
+        "idle_timeout",
+        "budget",
+    }
+    assert delegate.input_schema["required"] == ["prompt"]
+    budget = delegate.input_schema["$defs"]["Budget"]["properties"]
+    assert set(budget) == {"max_tokens", "max_cost_usd", "max_turns"}
+    assert delegate.output_schema is not None
+    assert {"status", "category", "retryable", "completed_steps"} <= set(
+        delegate.output_schema["properties"]
+    )
+    assert set(tools["parse_report"].input_schema["properties"]) == {"text"}
+    assert result.is_error is False
+    report = report_of(result)
+    assert report.startswith("spent on: Summarise\n")
+    assert result.structured_content == parse_report(report).model_dump(mode="json")
+    assert result.structured_content["tokens_used"] == 1200
+    assert "delegation_completed" in events.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("child", "arguments", "error_type"),
+    [
+        ("stalls", {"idle_timeout": 0.3}, "idle"),
+        ("spender", {"budget": {"max_tokens": 500}}, "budget"),
+    ],
+    ids=["idle", "budget"],
+)
+async def test_a_childs_failure_is_a_normal_result_carrying_the_report(
+    errlog: IO[str], child: str, arguments: dict[str, Any], error_type: str
+) -> None:
+    """A scripted child's failure comes back as a result (not an error) whose text is
+    the failure report and whose fields name the category; parse_report reads the
+    same fields back from the text."""
+    async with lyra_mcp("--child", f"fakes.children:{child}", errlog=errlog) as session:
+        result = await session.call_tool(
+            "delegate_task", {"prompt": "Go", "timeout": 10, **arguments}
+        )
+        parsed = await session.call_tool("parse_report", {"text": report_of(result)})
+    assert result.is_error is False
+    fields = result.structured_content
+    assert fields is not None
+    assert (fields["status"], fields["category"], fields["error_type"]) == (
+        "failed",
+        "timeout",
+        error_type,
+    )
+    report = report_of(result)
+    assert report.startswith("Child agent failed:")
+    assert "<failure_category>timeout</failure_category>" in report
+    assert parsed.is_error is False
+    assert parsed.structured_content == fields
+    assert json.loads(report_of(parsed)) == fields
+
+
+async def test_bad_arguments_and_non_reports_are_tool_errors(errlog: IO[str]) -> None:
+    """A negative timeout or a text with no report is a tool error the model can read,
+    not a protocol error, and the server goes on serving."""
+    async with lyra_mcp("--child", "fakes.children:spender", errlog=errlog) as session:
+        negative = await session.call_tool("delegate_task", {"prompt": "Go", "timeout": -1})
+        nothing = await session.call_tool("parse_report", {"text": "no report here"})
+        after = await session.call_tool("delegate_task", {"prompt": "Go"})
+    assert negative.is_error is True
+    assert "timeout" in report_of(negative)
+    assert nothing.is_error is True
+    assert after.is_error is False
+
+
+async def test_stdout_carries_only_the_protocol(errlog: IO[str]) -> None:
+    """A child that prints to stdout cannot corrupt the protocol: its print lands on
+    stderr and its result still arrives."""
+    async with lyra_mcp("--child", "fakes.children:chatty", errlog=errlog) as session:
+        result = await session.call_tool("delegate_task", {"prompt": "hello"})
+    assert report_of(result).startswith("said: hello\n")
+    errlog.seek(0)
+    written = errlog.read()
+    assert "chatty on stdout: hello" in written
+    assert "chatty on stderr: hello" in written
+
+
+async def test_the_anthropic_child_answers_through_the_server(errlog: IO[str]) -> None:
+    """With ANTHROPIC_API_KEY (and no --child), delegate_task runs the Anthropic child,
+    here against the local Messages API fake, and returns its report."""
+    finish = tool_use("finish", {"result": "pLDDT 75: medium"})
+    script = [message([text("Looked."), finish], stop_reason="tool_use")]
+    with MessagesAPI(script) as api:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url}
+        async with lyra_mcp(errlog=errlog, env=env) as session:
+            result = await session.call_tool("delegate_task", {"prompt": "How reliable is P04637?"})
+    assert api.requests[0]["model"] == DEFAULT_MODEL
+    assert api.requests[0]["messages"][0]["content"] == "How reliable is P04637?"
+    assert report_of(result).startswith("pLDDT 75: medium\n")
+    fields = result.structured_content
+    assert fields is not None
+    assert (fields["status"], fields["tokens_used"], fields["turns"]) == ("completed", 15, 1)
+
+
+def run_lyra_mcp(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``lyra mcp`` (or ``code`` before it) in a fresh interpreter, stdin closed."""
+    env = {"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"}
+    command = (
+        [sys.executable, "-m", "lyra", "mcp", *args]
+        if code is None
+        else [
+            sys.executable,
+            "-c",
+            f"{code}\nfrom lyra.cli import main\nraise SystemExit(main(['mcp', *{list(args)!r}]))",
+        ]
+    )
+    return subprocess.run(
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ((), None, "lyra: no child given and none configured"),
+        (("--child", "fakes.children:nobody"), None, "lyra: cannot load the child"),
+        (
+            ("--child", "fakes.children:spender"),
+            "import sys; sys.modules['mcp'] = None",
+            "lyra: the MCP server needs the MCP SDK, which is not installed: "
+            "pip install 'lyra[mcp]'",
+        ),
+    ],
+    ids=["no child", "unknown child", "no extra"],
+)
+def test_a_server_that_cannot_serve_says_why_and_exits_2(
+    args: tuple[str, ...], code: str | None, message: str
+) -> None:
+    """No child, a child that cannot load, or no MCP SDK: one line on stderr, exit 2,
+    nothing on stdout, before any protocol starts."""
+    done = run_lyra_mcp(*args, code=code)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(message), done.stderr
+    assert len(done.stderr.splitlines()) == 1
