@@ -501,9 +501,12 @@ def test_a_users_own_child_resumes_after_sigkill_without_rerunning_finished_task
         timeout=60,
         what="two tasks to finish",
     )
+    # A task notes itself done just before its checkpoint is saved: give those
+    # noted so far time to be checkpointed, then kill (others may be mid-flight).
+    finished_before = set(done.read_text().split())
+    time.sleep(0.5)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    finished_before = set(done.read_text().split())
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     assert json.loads(result.read_text()) == [f"napped: job {i}" for i in range(6)]

@@ -303,12 +303,13 @@ async def test_a_grandchild_asking_for_more_time_is_cut_at_the_parents_deadline(
 
     started = time.monotonic()
     result = await Supervisor(parent).delegate("x", timeout=0.4)
-    assert time.monotonic() - started < 0.45
+    assert time.monotonic() - started < 2  # not the 60 s it asked for (margin: loaded CI)
     (sub,) = seen
     assert sub.failure is not None
     assert sub.failure.error_type == "timeout"
     assert sub.parent_session_id == result.session_id
-    assert sub.duration < 0.41
+    assert sub.failure.timeout is not None
+    assert sub.failure.timeout < 0.4  # cut to the parent's time left, before its deadline
 
 
 async def test_a_grandchilds_failure_is_a_result_and_the_parents_report_lists_it() -> None:

@@ -48,8 +48,9 @@ T = TypeVar("T")
 _BLOCKABLE = frozenset(
     {FailureCategory.MISSING_CONTEXT, FailureCategory.INVALID_TASK, FailureCategory.TOOL_ERROR}
 )
-_NESTED_MARGIN = 0.005
-"""Seconds a grandchild's deadline comes before its parent's (see ``delegate``)."""
+_NESTED_MARGIN = 0.05
+"""Most seconds a grandchild's deadline comes before its parent's (see ``delegate``):
+enough for the parent to hear of the grandchild's timeout on a busy event loop."""
 _MAX_IDLE_SLACK = 0.02
 """Seconds an idle deadline may fire late, so that frequent progress does not
 re-arm the timer on every call."""
@@ -298,7 +299,7 @@ class ChildContext:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
         # A hair before this attempt's own deadline, so that the grandchild's
         # timeout is reported back here rather than lost in this attempt's.
-        left = self.remaining() - min(_NESTED_MARGIN, self.remaining() / 100)
+        left = self.remaining() - min(_NESTED_MARGIN, self.remaining() / 20)
         own = left if timeout is None else min(timeout, left)
         result = await self._runner(
             child,
