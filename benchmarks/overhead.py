@@ -1,54 +1,64 @@
-"""Supervisor overhead: what lyra costs per delegation of a child that does nothing.
+"""Supervisor overhead: what lyra costs per delegation of a child that does nothing,
+against baselines of the same shape.
 
-10,000 delegations of a no-op child through the full path
-(``Supervisor(child).delegate`` under ``LocalExecutor().map`` at
-``max_concurrency=100``, structlog writing JSON events to a temporary file as
-the CLI configures it, and a failure report rendered for the 10% of children
-that fail), against the same no-op run by a bare anyio task group behind a
-CapacityLimiter of the same size (and, for information, by a bare pool of
-anyio workers, the shape ``LocalExecutor`` has; and by lyra with events
-off, to price the events), and against the same fan-out in LangGraph
-(one ``Send`` per item to a no-op node, ``max_concurrency`` in the run
-config). Repetitions are interleaved (lyra, bare, lyra, bare, …) so that load
-from other processes hits all sides alike; the medians are compared.
+A no-op child (one in ten fails at once: classification and a failure report)
+is delegated 10,000 times at concurrency 100, with JSON events written to a file
+exactly as the command line configures them. Each lyra contender is timed
+against a bare anyio fan-out of the *same shape*, doing the least a supervisor
+under deadlines must: call the child under a per-item deadline
+(``anyio.move_on_after``) and survive its exception.
 
-Target (DESIGN §9): lyra ≤ 2.5× bare anyio, and ≥ 5× cheaper than LangGraph.
+- **worker pool vs worker pool**: ``LocalExecutor().map`` over
+  ``Supervisor.delegate`` against a bare pool of as many anyio workers pulling
+  from the same iterator.
+- **task per item vs task per item**: one task per item behind an
+  ``anyio.Semaphore`` of the same size, calling ``Supervisor.delegate`` or the
+  bare child.
+- **LangGraph**: the same fan-out as one ``Send`` per item to a no-op node,
+  ``max_concurrency`` 100, at 1,000, 5,000 and 10,000 items, against lyra's
+  pool on the same items (LangGraph's cost per ``Send`` grows with the fan-out).
 
-    python benchmarks/overhead.py [--quick] [--profile]
+For information: lyra with events off, with an unused budget and idle timeout
+(the delegation tree's cost when nothing runs out), the bare pool without a
+deadline, and ``Supervisor.run`` (a recovery loop per task). Runs are
+interleaved (lyra, bare, lyra, bare, …) in one process so that load from
+other processes hits every side alike; medians are compared, min and max shown.
+
+Targets (DESIGN §9): lyra ≤ 2.0× the same-shape bare anyio fan-out; LangGraph
+≥ 5× lyra's cost at 1k, 5k and 10k items.
+
+    python benchmarks/overhead.py [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import cProfile
-import io
 import operator
-import pstats
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import anyio
-from _common import Row, events_to, median, standalone
+from _common import Row, median, standalone
 
-from lyra import ChildContext, Supervisor
+from lyra import Budget, ChildContext, Supervisor, Task, events
 from lyra.errors import TransientError
 from lyra.supervisor import LocalExecutor
 
-N = 10_000
-QUICK_N = 1_000
+N, QUICK_N = 10_000, 1_000
 CONCURRENCY = 100
-FAIL_EVERY = 10  # one child in ten fails: classification + a rendered failure report
-REPEATS = 5
-QUICK_REPEATS = 3
+FAIL_EVERY = 10
+REPEATS, QUICK_REPEATS = 7, 3
+LANGGRAPH_SIZES, QUICK_LANGGRAPH_SIZES = (1_000, 5_000, 10_000), (1_000,)
+TIMEOUT = 60.0
+
+Runner = Callable[[list[str]], Awaitable[int]]
 
 
 async def noop_child(prompt: str, ctx: ChildContext | None) -> str:
-    """The no-op child: returns at once, or fails at once for one item in ten."""
+    """Returns at once, or fails at once for one item in ten."""
     if prompt[-1] == "!":
         raise TransientError("HTTP 503 from the tool", status=503)
     return "ok"
@@ -58,75 +68,114 @@ def prompts(n: int) -> list[str]:
     return [f"task {i}!" if i % FAIL_EVERY == 0 else f"task {i}" for i in range(n)]
 
 
-# -- the three contenders ---------------------------------------------------------
+# -- lyra ------------------------------------------------------------------------------
 
 
-async def run_lyra(items: list[str]) -> int:
-    """Full path: Supervisor.delegate under LocalExecutor.map; returns the failures seen."""
-    supervisor = Supervisor(noop_child)
+def lyra_pool(supervisor: Supervisor, **limits: Any) -> Runner:
+    async def run(items: list[str]) -> int:
+        async def work(prompt: str) -> Any:
+            return await supervisor.delegate(prompt, timeout=TIMEOUT, **limits)
 
-    async def work(prompt: str) -> Any:
-        return await supervisor.delegate(prompt, timeout=60.0)
+        results = await LocalExecutor().map(
+            work, items, max_concurrency=CONCURRENCY, on_error=lambda item, exc: None
+        )
+        return sum(1 for r in results if r is None or r.failure is not None)
 
-    results = await LocalExecutor().map(
-        work, items, max_concurrency=CONCURRENCY, on_error=lambda item, exc: None
-    )
-    return sum(1 for result in results if result is None or result.failure is not None)
+    return run
 
 
-async def run_bare(items: list[str]) -> int:
-    """A bare anyio task group, one task per item behind a CapacityLimiter."""
-    limiter = anyio.CapacityLimiter(CONCURRENCY)
-    failures = 0
+def lyra_tasks(supervisor: Supervisor) -> Runner:
+    async def run(items: list[str]) -> int:
+        gate, failures = anyio.Semaphore(CONCURRENCY), 0
 
-    async def one(prompt: str) -> None:
-        nonlocal failures
-        async with limiter:
-            try:
+        async def one(prompt: str) -> None:
+            nonlocal failures
+            async with gate:
+                result = await supervisor.delegate(prompt, timeout=TIMEOUT)
+            failures += result.failure is not None
+
+        async with anyio.create_task_group() as group:
+            for prompt in items:
+                group.start_soon(one, prompt)
+        return failures
+
+    return run
+
+
+def lyra_supervisor_run(supervisor: Supervisor) -> Runner:
+    async def run(items: list[str]) -> int:
+        outcomes = await supervisor.run(
+            [Task(prompt=p) for p in items], max_concurrency=CONCURRENCY
+        )
+        return sum(1 for o in outcomes if not o.result.ok)
+
+    return run
+
+
+# -- bare anyio, the same shapes ----------------------------------------------------------
+
+
+async def _call(prompt: str, deadline: bool) -> bool:
+    """The child under a deadline (or not); True when it failed."""
+    try:
+        if deadline:
+            with anyio.move_on_after(TIMEOUT):
                 await noop_child(prompt, None)
-            except Exception:  # noqa: BLE001 - the same isolation lyra gives
-                failures += 1
+        else:
+            await noop_child(prompt, None)
+    except Exception:  # noqa: BLE001 - the same isolation lyra gives
+        return True
+    return False
 
-    async with anyio.create_task_group() as group:
-        for prompt in items:
-            group.start_soon(one, prompt)
-    return failures
+
+def bare_pool(*, deadline: bool = True) -> Runner:
+    async def run(items: list[str]) -> int:
+        pending, failures = iter(items), 0
+
+        async def worker() -> None:
+            nonlocal failures
+            for prompt in pending:
+                failures += await _call(prompt, deadline)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(min(CONCURRENCY, len(items))):
+                group.start_soon(worker)
+        return failures
+
+    return run
+
+
+def bare_tasks() -> Runner:
+    async def run(items: list[str]) -> int:
+        gate, failures = anyio.Semaphore(CONCURRENCY), 0
+
+        async def one(prompt: str) -> None:
+            nonlocal failures
+            async with gate:
+                failures += await _call(prompt, True)
+
+        async with anyio.create_task_group() as group:
+            for prompt in items:
+                group.start_soon(one, prompt)
+        return failures
+
+    return run
+
+
+# -- LangGraph ---------------------------------------------------------------------------
 
 
 class State(TypedDict):
-    """The LangGraph state: the items, and a failure count summed over nodes."""
-
     prompts: list[str]
     failures: Annotated[int, operator.add]
 
 
 class Item(TypedDict):
-    """What one ``Send`` carries."""
-
     prompt: str
 
 
-async def run_bare_pool(items: list[str]) -> int:
-    """A bare anyio worker pool, the shape LocalExecutor uses (no task per item)."""
-    failures = 0
-    pending = iter(items)
-
-    async def worker() -> None:
-        nonlocal failures
-        for prompt in pending:
-            try:
-                await noop_child(prompt, None)
-            except Exception:  # noqa: BLE001 - the same isolation lyra gives
-                failures += 1
-
-    async with anyio.create_task_group() as group:
-        for _ in range(min(CONCURRENCY, len(items))):
-            group.start_soon(worker)
-    return failures
-
-
-def langgraph_app() -> Any | None:
-    """A graph that fans out one ``Send`` per item to a no-op node, or None without LangGraph."""
+def langgraph_run() -> Runner | None:
+    """One ``Send`` per item to a no-op node, or None without LangGraph."""
     try:
         from langgraph.graph import END, START, StateGraph
         from langgraph.types import Send
@@ -147,225 +196,140 @@ def langgraph_app() -> Any | None:
     graph.add_node("noop", node)
     graph.add_conditional_edges(START, fan_out, ["noop"])
     graph.add_edge("noop", END)
-    return graph.compile()
-
-
-def make_run_langgraph(app: Any, batch: int | None = None) -> Callable[[list[str]], Any]:
-    """All items in one invocation (``batch=None``), or in invocations of ``batch`` items."""
+    app = graph.compile()
 
     async def run(items: list[str]) -> int:
-        config = {"max_concurrency": CONCURRENCY}
-        size = batch or len(items)
-        failures = 0
-        for start in range(0, len(items), size):
-            state = {"prompts": items[start : start + size], "failures": 0}
-            out = await app.ainvoke(state, config)
-            failures += out["failures"]
-        return failures
+        state = {"prompts": items, "failures": 0}
+        out = await app.ainvoke(state, {"max_concurrency": CONCURRENCY})
+        return int(out["failures"])
 
     return run
 
 
-def timed(fn: Callable[[list[str]], Coroutine[Any, Any, int]], items: list[str]) -> float:
-    """Seconds for one run of ``fn`` over ``items`` in a fresh event loop (asyncio)."""
+# -- timing ---------------------------------------------------------------------------------
+
+
+def timed(run: Runner, items: list[str]) -> float:
+    """Seconds for one run over ``items`` in a fresh event loop; checks the failures."""
 
     async def body() -> tuple[float, int]:
         started = time.perf_counter()
-        failures = await fn(items)
+        failures = await run(items)
         return time.perf_counter() - started, failures
 
     elapsed, failures = asyncio.run(body())
     expected = len(range(0, len(items), FAIL_EVERY))
     if failures != expected:
-        raise RuntimeError(f"{fn.__name__}: {failures} failures, expected {expected}")
+        raise RuntimeError(f"{failures} failures seen, {expected} expected")
     return elapsed
 
 
-# -- the benchmark -------------------------------------------------------------------
+def interleaved(
+    contenders: dict[str, Runner], items: list[str], repeats: int, log: Path
+) -> dict[str, list[float]]:
+    """µs per item of each contender, runs interleaved; events on unless 'events off'."""
+    for run in contenders.values():
+        timed(run, items[: len(items) // 10])  # warm-up: imports, templates, caches
+    us: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, run in contenders.items():
+            if "events off" in name:
+                events.configure()
+            else:
+                events.configure(log)  # as the command line writes a run's events
+            us[name].append(timed(run, items) / len(items) * 1e6)
+    events.configure()
+    return us
+
+
+def spread(values: list[float]) -> str:
+    return f"min {min(values):.1f}, max {max(values):.1f}"
+
+
+def ratio_row(
+    name: str, lyra: list[float], base: list[float], target: float, note: str = ""
+) -> Row:
+    ratio = median(lyra) / median(base)
+    return Row("overhead", name, ratio, "×", f"≤ {target:g}×", ratio <= target, note)
 
 
 def run(quick: bool) -> list[Row]:
-    from lyra import events
-
     n = QUICK_N if quick else N
     repeats = QUICK_REPEATS if quick else REPEATS
     items = prompts(n)
-    app = langgraph_app()
-    contenders: dict[str, Callable[[list[str]], Coroutine[Any, Any, int]]] = {
-        "lyra": run_lyra,
-        "lyra, events off": run_lyra,
-        "bare anyio": run_bare,
-        "bare anyio pool": run_bare_pool,
+    plain = Supervisor(noop_child)
+    tree = Supervisor(noop_child, budget=Budget(max_tokens=10**12))
+    contenders: dict[str, Runner] = {
+        "lyra pool": lyra_pool(plain),
+        "bare pool": bare_pool(),
+        "lyra tasks": lyra_tasks(plain),
+        "bare tasks": bare_tasks(),
+        "lyra pool, events off": lyra_pool(plain),
+        "lyra pool, budget + idle timeout unused": lyra_pool(tree, idle_timeout=TIMEOUT),
+        "bare pool, no deadline": bare_pool(deadline=False),
+        "lyra Supervisor.run (a recovery loop per task)": lyra_supervisor_run(plain),
     }
-    seconds: dict[str, list[float]] = {name: [] for name in contenders}
     with tempfile.TemporaryDirectory() as folder:
-        log_path = Path(folder) / "events.jsonl"
-        with events_to(log_path):
-            for fn in (run_lyra, run_bare, run_bare_pool):
-                timed(fn, items[: n // 10])  # warm-up: imports, template, caches
-            for _ in range(repeats):  # interleaved, so that outside load hits all alike
-                for name, fn in contenders.items():
-                    if name == "lyra, events off":
-                        events.configure()
-                    else:
-                        events.configure(log_path)
-                    seconds[name].append(timed(fn, items))
-        events = sum(1 for _ in log_path.open(encoding="utf-8"))
-    us = {name: median(values) / n * 1e6 for name, values in seconds.items()}
-    lyra_us, bare_us = us["lyra"], us["bare anyio"]
+        us = interleaved(contenders, items, repeats, Path(folder) / "events.jsonl")
     print(
-        f"delegations: {n:,} per run at max_concurrency={CONCURRENCY}, "
-        f"{n // FAIL_EVERY:,} failing; median of {repeats} interleaved runs"
+        f"{n:,} delegations per run at concurrency {CONCURRENCY}, {n // FAIL_EVERY:,} failing; "
+        f"µs per item, median of {repeats} interleaved runs (min, max):"
     )
-    print(
-        f"events written: {events:,} JSON lines "
-        f"({events / (n * repeats + n // 10):.2f} per delegation with events on)"
-    )
-    labels = {
-        "lyra": "lyra (events on)      µs per delegation",
-        "lyra, events off": "lyra (events off)     µs per delegation",
-        "bare anyio": "bare anyio (limiter)  µs per task",
-        "bare anyio pool": "bare anyio (pool)     µs per task",
-    }
-    for name, label in labels.items():
-        print(f"{us[name]:8.1f} {label}  (runs: {_runs(seconds[name], n)})")
-    ratio = lyra_us / bare_us
+    for name, values in us.items():
+        print(f"  {name:<48} {median(values):8.1f}  ({spread(values)})")
     rows = [
-        Row("overhead", "lyra per delegation (events on)", lyra_us, "µs"),
-        Row("overhead", "lyra per delegation (events off)", us["lyra, events off"], "µs"),
-        Row("overhead", "bare anyio per task (task group + limiter)", bare_us, "µs"),
-        Row("overhead", "bare anyio per task (worker pool)", us["bare anyio pool"], "µs"),
-        Row(
-            "overhead",
-            "lyra / bare anyio worker pool",
-            lyra_us / us["bare anyio pool"],
-            "×",
-            note="informative: lyra's own work per delegation",
-        ),
+        Row("overhead", name, median(values), "µs", note=spread(values))
+        for name, values in us.items()
     ]
-    lg_ratio_row: Row
-    if app is None:
-        print("LangGraph: not installed (pip install -e '.[bench]'); column skipped")
-        lg_ratio_row = Row(
-            "overhead",
-            "LangGraph / lyra",
-            float("nan"),
-            "×",
-            "≥ 5×",
-            None,
-            "LangGraph not installed",
+    unused = median(us["lyra pool, budget + idle timeout unused"]) - median(us["lyra pool"])
+    rows.append(Row("overhead", "cost of an unused budget + idle timeout", unused, "µs"))
+    rows.append(
+        ratio_row("lyra / bare, worker pool vs worker pool", us["lyra pool"], us["bare pool"], 2.0)
+    )
+    rows.append(
+        ratio_row(
+            "lyra / bare, task per item vs task per item", us["lyra tasks"], us["bare tasks"], 2.0
         )
-    else:
-        whole = make_run_langgraph(app)
-        batched = make_run_langgraph(app, batch=1_000)
-        timed(whole, items[: n // 10])  # warm-up
-        lg_us = timed(whole, items) / n * 1e6  # one run: LangGraph is slow here
-        lg_batched_us = lg_us if n <= 1_000 else timed(batched, items) / n * 1e6
-        print(f"{lg_us:8.1f} LangGraph             µs per Send ({n:,} Sends in one invocation)")
-        print(
-            f"{lg_batched_us:8.1f} LangGraph             µs per Send "
-            f"(the same items, 1,000 Sends per invocation)"
-        )
-        rows += [
-            Row("overhead", f"LangGraph per Send ({n:,} in one superstep)", lg_us, "µs"),
-            Row("overhead", "LangGraph per Send (batches of 1,000)", lg_batched_us, "µs"),
-            Row(
-                "overhead",
-                "LangGraph (batches of 1,000) / lyra",
-                lg_batched_us / lyra_us,
-                "×",
-                "≥ 5×",
-                lg_batched_us / lyra_us >= 5,
-                "LangGraph's best case",
-            ),
-        ]
-        lg_ratio_row = Row(
-            "overhead",
-            "LangGraph / lyra",
-            lg_us / lyra_us,
-            "×",
-            "≥ 5×",
-            lg_us / lyra_us >= 5,
-            "same fan-out",
-        )
-        print(f"ratio LangGraph (1,000-Send batches) / lyra = {lg_batched_us / lyra_us:.2f}×")
-        print(f"ratio LangGraph / lyra = {lg_us / lyra_us:.2f}× (target ≥ 5×)")
-    rows += [lg_ratio_row, Row("overhead", "lyra / bare anyio", ratio, "×", "≤ 2.5×", ratio <= 2.5)]
-    print(f"ratio lyra / bare anyio = {ratio:.2f}× (target ≤ 2.5×)")
+    )
+    rows += langgraph_rows(quick, repeats)
+    for row in rows[-6:]:
+        if row.unit == "×":
+            print(f"{row.metric}: {row.value:.2f}× (target {row.target})")
     return rows
 
 
-def _runs(seconds: list[float], n: int) -> str:
-    return ", ".join(f"{s / n * 1e6:.0f}" for s in seconds)
-
-
-def profile(quick: bool, top: int = 20) -> None:
-    """cProfile the lyra side only; print the top costs and a per-delegation breakdown."""
-    n = QUICK_N if quick else N
-    items = prompts(n)
-    with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
-        timed(run_lyra, items[:500])
-        profiler = cProfile.Profile()
-        profiler.enable()
-        timed(run_lyra, items)
-        profiler.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats(top)
-    print(f"--- {n:,} delegations under cProfile, top {top} by own time ---")
-    print(out.getvalue().split("\n\n", 1)[-1].rstrip())
-    rows = breakdown(stats, n)
-    whole = max(micros for _, micros in rows)
-    print(
-        "--- where the time of one delegation goes (µs under cProfile, which inflates "
-        "every call; share of Supervisor.delegate) ---"
-    )
-    for name, micros in rows:
-        print(f"{micros:8.1f} µs {micros / whole:6.1%}  {name}")
-
-
-def breakdown(stats: pstats.Stats, n: int) -> list[tuple[str, float]]:
-    """Cumulative time of each callee of lyra's hot functions, per delegation."""
-    table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    parents = {
-        key
-        for key in table
-        if key[0].endswith(("delegation/_delegate.py", "supervisor/_supervisor.py"))
-        and key[2] in ("run_attempt", "_run", "_result", "_failure", "delegate")
-    }
+def langgraph_rows(quick: bool, repeats: int) -> list[Row]:
+    graph = langgraph_run()
+    if graph is None:
+        print("LangGraph is not installed (pip install -e '.[bench]'): skipped")
+        return [
+            Row("overhead", "LangGraph / lyra", float("nan"), "×", "≥ 5×", None, "not installed")
+        ]
     rows = []
-    for key, (_cc, _nc, _tt, _ct, callers) in table.items():
-        for parent in parents & callers.keys():
-            cumulative = callers[parent][3]
-            where = f"{_short(parent)} → {_short(key)}"
-            rows.append((where, cumulative / n * 1e6))
-    for parent in parents:
-        rows.append((f"{_short(parent)} (own time)", table[parent][2] / n * 1e6))
-    return sorted(rows, key=lambda row: -row[1])[:25]
-
-
-def _short(key: tuple[str, int, str]) -> str:
-    filename, line, name = key
-    if "/src/lyra/" in filename:
-        filename = "src/lyra/" + filename.split("/src/lyra/", 1)[1]
-    elif "site-packages/" in filename:
-        filename = filename.split("site-packages/", 1)[1]
-    elif filename.startswith("~"):
-        return name
-    else:
-        filename = Path(filename).name
-    return f"{name} ({filename}:{line})"
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--profile", action="store_true")
-    known, rest = parser.parse_known_args(argv)
-    if known.profile:
-        profile("--quick" in rest)
-        return
-    standalone(run, __doc__, rest)
+    sizes = QUICK_LANGGRAPH_SIZES if quick else LANGGRAPH_SIZES
+    with tempfile.TemporaryDirectory() as folder:
+        for size in sizes:
+            items = prompts(size)
+            contenders = {"lyra pool": lyra_pool(Supervisor(noop_child)), "LangGraph": graph}
+            us = interleaved(contenders, items, max(3, repeats // 2), Path(folder) / "e.jsonl")
+            ratio = median(us["LangGraph"]) / median(us["lyra pool"])
+            print(
+                f"  {size:>6,} items: LangGraph {median(us['LangGraph']):.1f} µs per Send, "
+                f"lyra {median(us['lyra pool']):.1f} µs per delegation"
+            )
+            rows.append(
+                Row(
+                    "overhead",
+                    f"LangGraph / lyra at {size:,} items",
+                    ratio,
+                    "×",
+                    "≥ 5×",
+                    ratio >= 5,
+                    f"LangGraph {median(us['LangGraph']):.0f} µs per Send",
+                )
+            )
+    return rows
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    standalone(run, __doc__)

@@ -22,6 +22,10 @@ from lyra.cli._options import (
     whole_number,
 )
 
+STREAM_ABOVE = 100
+"""Runs of more proteins (or from --ids-file) stream their results to the run
+directory and print counts, not one brief per protein."""
+
 _DESCRIPTION = """\
 Analyse proteins, each in its own child agent under its own deadline:
 fetch → analyze_structure → reason → critique → synthesize. A bad ID, a missing
@@ -46,6 +50,7 @@ faults for --inject ID:FAULT[:ARG][@N] (strike every attempt, or the first N):
 examples:
   lyra analyze P04637 XXXXX Q8I3H7
   lyra analyze P04637 Q8I3H7 --json > output.json
+  lyra analyze --ids-file proteome.txt --concurrency 64   (streams results.jsonl)
   lyra analyze --question "Is the structure of P04637 reliable? structure only"
   lyra analyze P04637 --inject P04637:hang@1 --timeout 2 --retries 1
   lyra analyze P04637 Q8I3H7 --durable --run-dir runs/big   (then, after a crash:)
@@ -67,6 +72,12 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637")
+    p.add_argument(
+        "--ids-file",
+        metavar="FILE",
+        help="more accessions, one a line (- for stdin; blank lines and # comments skipped, "
+        "duplicates analysed once); a run from a file streams its results",
+    )
     p.add_argument(
         "--question",
         help="a free-text question: the proteins and the plan come "
@@ -215,6 +226,7 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
                     quorum=_quorum_policy(request),
                     answer_writer=_answer_writer(),
                     question=request.question,
+                    stream=len(request.ids) > STREAM_ABOVE or bool(args.ids_file),
                 ),
             )
         except KeyboardInterrupt:

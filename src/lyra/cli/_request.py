@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lyra import Budget
-from lyra.cli._options import budget_of
+from lyra.cli._options import budget_of, read_text
 from lyra.errors import ConfigurationError
 
 IDENTITY_EXEMPT = frozenset({"concurrency", "ids"})
@@ -60,7 +60,8 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     planned = None
     if plan and args.question:
         planned = run_blocking("plan_question", lambda: plan_question(args.question))
-    ids = list(dict.fromkeys([*args.ids, *(planned.ids if planned else [])]))
+    from_file = read_ids(args.ids_file) if args.ids_file else []
+    ids = list(dict.fromkeys([*args.ids, *from_file, *(planned.ids if planned else [])]))
     if not ids:
         where = " in the question" if args.question else ""
         raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
@@ -94,18 +95,27 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     )
 
 
+def read_ids(path: str) -> list[str]:
+    """Accessions from a file (``-``: stdin), one a line; blank lines and ``#`` comments
+    are skipped. Duplicates are kept here: the analysis runs each once."""
+    text = read_text(path)
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:
     """The request fields the command line set to something other than their default."""
     fields = AnalyzeRequest.model_fields
     given: dict[str, Any] = {}
     for name in fields:
-        if name in ("ids", "budget", "faults", "critical"):
+        if name in ("ids", "budget", "faults", "critical", "ids_file"):
             continue
         value = getattr(args, name, None)
         if value != getattr(defaults, name, None):
             given[name] = value
-    if args.ids:
-        given["ids"] = tuple(args.ids)
+    ids = [*args.ids, *(read_ids(args.ids_file) if args.ids_file else [])]
+    if ids:
+        given["ids"] = tuple(ids)
     budget = budget_of(args)
     if budget is not None:
         given["budget"] = budget

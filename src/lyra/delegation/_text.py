@@ -45,8 +45,13 @@ def valid_data(value: Any) -> Any:
     if isinstance(value, dict):
         return {valid_data(key): valid_data(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
+        if all(type(item) in _PLAIN for item in value):
+            return value  # numbers only (a per-residue track): nothing to make valid
         return type(value)(valid_data(item) for item in value)
     return value
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
 
 
 def json_safe(json_text: str) -> str:

@@ -24,7 +24,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -180,10 +180,11 @@ class DurableExecutor:
     async def run(
         self,
         job: Job,
-        tasks: Sequence[Task],
+        tasks: Iterable[Task],
         *,
         max_concurrency: int,
         on_outcome: OnOutcome | None = None,
+        keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """Run every task durably; see :class:`~lyra.supervisor.Executor`.
 
@@ -192,6 +193,7 @@ class DurableExecutor:
         """
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        tasks = list(tasks)  # each gets a workflow ID from its position
         spec = JobSpec.of(job).model_dump_json()
         call = self._calls
         self._calls += 1
@@ -205,8 +207,10 @@ class DurableExecutor:
             for workflow_id, task in zip(ids, tasks, strict=True)
         ]
         if self.placement == "embedded":
-            return await self._embedded(spec, runs, max_concurrency, on_outcome)
-        return await self._queued(spec, runs, max_concurrency, on_outcome)
+            outcomes = await self._embedded(spec, runs, max_concurrency, on_outcome)
+        else:
+            outcomes = await self._queued(spec, runs, max_concurrency, on_outcome)
+        return outcomes if keep else []
 
     async def _embedded(
         self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None

@@ -10,7 +10,7 @@ outcomes become the protein entries of DESIGN §6.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from lyra.proteins._output import (
 )
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
 from lyra.settings import settings
 from lyra.supervisor import (
@@ -70,20 +71,30 @@ async def analyze(
     quorum: QuorumPolicy | None = None,
     answer_writer: AnswerWriter | None = None,
     question: str | None = None,
+    stream: bool = False,
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
     ``timeout`` and ``idle_timeout`` bound each attempt; ``budget`` is shared by
     the whole run. ``retries`` recovery attempts follow a failure (``policy``
     overrides it); ``faults`` inject failures (``"P04637:hang@1"``);
-    ``run_dir`` receives each report and brief as soon as its protein
-    finishes, and the output at the end. ``quorum`` decides whether the
-    results are enough to answer; the answer is written by ``answer_writer``
-    (a template by default) and always exists.
+    ``run_dir`` receives each report, brief and line of ``results.jsonl`` as
+    soon as its protein finishes, and the output at the end. ``quorum``
+    decides whether the results are enough to answer; the answer is written by
+    ``answer_writer`` (a template by default) and always exists.
+
+    ``stream=True`` is for proteome-sized runs: ``ids`` are read lazily, the
+    entries live only in the run directory (``run_dir`` is then required), and
+    the output holds the counts, the quorum and the answer, not the entries.
     """
-    requested = requested_ids(ids)
     plan_for("", plan)  # a clear error for an unknown plan before anything runs
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
+    if stream and folder is None:
+        raise ConfigurationError("a streamed analysis needs a run directory for its entries")
+    policy = policy or RecoveryPolicy(max_retries=retries)
+    quorum = quorum or QuorumPolicy()
+    listed = None if stream else requested_ids(ids)
+    requested: Iterable[str] = unique_ids(ids) if listed is None else listed
     source = source or OfflineSource()
     durable = executor is not None and not isinstance(executor, LocalExecutor)
     supervisor = Supervisor(
@@ -91,42 +102,81 @@ async def analyze(
         timeout=timeout,
         idle_timeout=idle_timeout,
         budget=budget,
-        policy=policy or RecoveryPolicy(max_retries=retries),
+        policy=policy,
         executor=executor,
     )
+    tally = Tally(folder, keep=not stream, hold=quorum.critical)
     by_protein = faults_by_protein(faults)
-    entries_of: dict[str, ProteinEntry] = {}
 
     def finished(task: Task, outcome: RecoveryOutcome) -> None:
-        entry = entries_of[task.subject or ""] = _entry(task.subject or "", outcome)
-        if folder is not None:
-            folder.save(folder.report(entry.protein_id), outcome.report)
-            if isinstance(entry, CompletedAnalysis | PartialAnalysis):
-                folder.save(folder.brief(entry.protein_id), entry.brief)
+        entry = _entry(task.subject or "", outcome)
+        tally.add(entry, outcome.report)
         if on_result is not None:
             on_result(entry)
 
-    async def fan_out(targets: list[str]) -> list[ProteinEntry]:
-        tasks = [_task(p, plan, by_protein.get(p, ())) for p in targets]
-        outcomes = await supervisor.run(tasks, max_concurrency=concurrency, on_outcome=finished)
-        return [
-            entries_of.get(task.subject or "") or _entry(task.subject or "", outcome)
-            for task, outcome in zip(tasks, outcomes, strict=True)
-        ]
+    def tasks(targets: Iterable[str]) -> Iterator[Task]:
+        for protein_id in targets:
+            tally.start(protein_id)
+            yield _task(protein_id, plan, by_protein.get(protein_id, ()))
+
+    async def fan_out(targets: Iterable[str]) -> None:
+        await supervisor.run(
+            tasks(targets), max_concurrency=concurrency, on_outcome=finished, keep=False
+        )
 
     graceful = Graceful()
     no_health: list[ServiceHealth] = []
-    lost: list[ProteinEntry] = [_unfinished(p, "the fan-out failed") for p in requested]
     health = await graceful.step("health", lambda: _health(source), fallback=no_health)
-    entries = await graceful.step(
+    await graceful.step(
         "fan_out",
         lambda: fan_out(requested),
-        fallback=lost,
-        unavailable=["every protein's analysis"],
+        fallback=None,
         critical=True,
+        unavailable=["the analyses that had not finished"],
     )
-    entries, decision = await _quorum(entries, quorum or QuorumPolicy(), fan_out)
-    output = assemble(entries)
+    if any(error.failed_step == "fan_out" for error in graceful.errors):
+        # The fan-out itself broke: whatever did not finish fails, and is still reported.
+        for protein_id in [*tally.started, *requested]:
+            if protein_id not in tally.outcomes:
+                tally.add(_unfinished(protein_id, "the fan-out failed"), "")
+    decision = await _quorum(tally, quorum, fan_out, listed)
+    tally.finish()
+    return await _conclude(
+        tally,
+        decision,
+        folder,
+        requested=listed,
+        question=question,
+        health=health,
+        graceful=graceful,
+        answer_writer=answer_writer,
+        retried=policy.max_retries > 0,
+    )
+
+
+async def _conclude(
+    tally: Tally,
+    decision: QuorumDecision,
+    folder: RunDir | None,
+    *,
+    requested: Sequence[str] | None,
+    question: str | None,
+    health: list[ServiceHealth],
+    graceful: Graceful,
+    answer_writer: AnswerWriter | None,
+    retried: bool,
+) -> AnalysisOutput:
+    """The comparison, the answer and the output, from what the tally holds."""
+    entries = tally.in_order(requested) if requested is not None else list(tally.entries.values())
+    output = assemble(entries) if requested is not None else AnalysisOutput.empty()
+    output = output.model_copy(
+        update={
+            "summary": tally.summary(),
+            "by_category": dict(sorted((+tally.by_category).items())),
+            "results": str(folder.results) if folder is not None else None,
+            "streamed": requested is None,
+        }
+    )
     comparison = await graceful.step(
         "compare",
         lambda: _compare(entries, requested, allowed=decision.met),
@@ -134,13 +184,19 @@ async def analyze(
         available=[e.protein_id for e in output.completed_analyses],
     )
     facts = conclude.facts(
-        question or f"Analyze {', '.join(requested)}",
+        question
+        or (
+            f"Analyze {', '.join(requested)}"
+            if requested is not None
+            else f"Analyze {output.summary.total_requested} proteins"
+        ),
         entries,
+        summary=output.summary,
         decision=decision,
         comparison=comparison,
         health=health,
         errors=graceful.errors,
-        retried=supervisor.policy.max_retries > 0,
+        retried=retried,
     )
     output = output.model_copy(
         update={
@@ -209,16 +265,15 @@ def _list_one_model() -> object:
 
 
 async def _quorum(
-    entries: list[ProteinEntry],
+    tally: Tally,
     policy: QuorumPolicy,
-    fan_out: Callable[[list[str]], Awaitable[list[ProteinEntry]]],
-) -> tuple[list[ProteinEntry], QuorumDecision]:
+    fan_out: Callable[[Iterable[str]], Awaitable[None]],
+    requested: Sequence[str] | None,
+) -> QuorumDecision:
     """Decide; while a critical protein failed and rounds remain, retry it first."""
     for round_ in range(policy.critical_retries + 1):
         decision = decide(
-            [conclude.outcome_of(e) for e in entries],
-            policy,
-            retries_left=round_ < policy.critical_retries,
+            tally.quorum_view(requested), policy, retries_left=round_ < policy.critical_retries
         )
         events.info(
             "quorum_decision",
@@ -229,15 +284,16 @@ async def _quorum(
             round=round_,
         )
         if decision.action != "retry_critical":
-            return entries, decision
-        again = {e.protein_id: e for e in await fan_out(decision.retry)}
-        entries = [again.get(e.protein_id, e) for e in entries]
-    return entries, decision
+            return decision
+        await fan_out(decision.retry)
+    return decision
 
 
 async def _compare(
-    entries: Sequence[ProteinEntry], requested: Sequence[str], *, allowed: bool
+    entries: Sequence[ProteinEntry], requested: Sequence[str] | None, *, allowed: bool
 ) -> Comparison | None:
+    if requested is None:
+        return None  # a streamed run: too many to compare in words (results.jsonl has all)
     figures = {e.protein_id: e.figures for e in entries if not isinstance(e, FailedAnalysis)}
     return compare(figures, requested, allowed=allowed)
 
@@ -267,12 +323,19 @@ def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:
 
 def requested_ids(ids: Iterable[object]) -> list[str]:
     """Requested IDs, normalised where valid, each once, in order."""
+    return list(unique_ids(ids))
+
+
+def unique_ids(ids: Iterable[object]) -> Iterator[str]:
+    """:func:`requested_ids`, one at a time, read lazily (an ID file of any size)."""
     if isinstance(ids, str):
         ids = [ids]
-    seen: dict[str, None] = {}
+    seen: set[str] = set()
     for raw in ids:
-        seen.setdefault(normalize_protein_id(raw) or str(raw), None)
-    return list(seen)
+        protein_id = normalize_protein_id(raw) or str(raw)
+        if protein_id not in seen:
+            seen.add(protein_id)
+            yield protein_id
 
 
 def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:

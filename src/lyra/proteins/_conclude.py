@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lyra.proteins._compare import Comparison
-from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry
+from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry, Summary
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
 
 
@@ -40,13 +40,18 @@ def facts(
     question: str,
     entries: Sequence[ProteinEntry],
     *,
+    summary: Summary | None = None,
     decision: QuorumDecision | None,
     comparison: Comparison | None,
     health: Sequence[ServiceHealth],
     errors: Sequence[ErrorContext],
     retried: bool,
 ) -> AnswerFacts:
-    """What the final answer may say (``retried``: the run already retried failures)."""
+    """What the final answer may say (``retried``: the run already retried failures).
+
+    ``summary`` gives the counts when ``entries`` are only a sample (a streamed run):
+    each list then ends with how many more there are.
+    """
     found: list[str] = []
     partial: list[str] = []
     failed: list[str] = []
@@ -65,6 +70,14 @@ def facts(
         next_steps += entry.suggested_actions[:1]
     if not retried and any(e.retryable for e in entries if not isinstance(e, CompletedAnalysis)):
         next_steps.append("Run again with --retries 2 to recover the retryable failures")
+    if summary is not None:
+        for lines, total in (
+            (found, summary.successful),
+            (partial, summary.partial),
+            (failed, summary.failed),
+        ):
+            if total > len(lines):
+                lines.append(f"… and {total - len(lines)} more (results.jsonl has every one)")
     return AnswerFacts(
         question=question,
         found=found,

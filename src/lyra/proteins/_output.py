@@ -85,6 +85,18 @@ class AnalysisOutput(FrozenModel):
     health: list[ServiceHealth] = Field(default_factory=list)
     errors: list[ErrorContext] = Field(default_factory=list)
     answer: str | None = None
+    by_category: dict[str, int] = Field(default_factory=dict)
+    """Failed and partial proteins by failure category."""
+    results: str | None = None
+    """The run directory's ``results.jsonl``: one line per protein, as each finished."""
+    streamed: bool = False
+    """True for a proteome-sized run: the entries are in :attr:`results` only."""
+
+    @classmethod
+    def empty(cls) -> AnalysisOutput:
+        """An output with no entries yet (a streamed run fills in the rest)."""
+        zero = Summary(total_requested=0, successful=0, partial=0, failed=0)
+        return cls(completed_analyses=[], partial_analyses=[], failed_analyses=[], summary=zero)
 
     @property
     def all_completed(self) -> bool:
@@ -92,7 +104,10 @@ class AnalysisOutput(FrozenModel):
         return self.summary.successful == self.summary.total_requested
 
     def text(self) -> str:
-        """The human-readable result: briefs, then what failed, why and what to try."""
+        """The human-readable result: briefs, then what failed, why and what to try
+        (for a streamed run: the counts and the answer, not one line per protein)."""
+        if self.streamed:
+            return render("analysis_compact.txt.j2", output=self)
         failed = [
             {**entry.model_dump(), "next_step": next(iter(entry.suggested_actions), None)}
             for entry in self.failed_analyses

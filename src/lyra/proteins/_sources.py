@@ -26,10 +26,11 @@ import math
 from functools import cache
 from importlib import resources
 from types import TracebackType
-from typing import Any, Final, Literal, Protocol, Self, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypedDict, runtime_checkable
 from urllib.parse import quote
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
@@ -294,6 +295,8 @@ class LiveSource:
         config = settings()
         self.afdb_url = (afdb_url or config.afdb_url).rstrip("/")
         self.uniprot_url = (uniprot_url or config.uniprot_url).rstrip("/")
+        import httpx  # here: only live runs pay for it (with rich installed, it loads rich)
+
         self.timeout = httpx.Timeout(timeout)
         self._owns_client = client is None
         self._client = client or httpx.Client(

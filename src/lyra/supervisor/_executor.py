@@ -8,7 +8,7 @@ them: both call :meth:`Job.run` for each task.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
 import anyio
@@ -35,14 +35,16 @@ class Executor(Protocol):
     async def run(
         self,
         job: Job,
-        tasks: Sequence[Task],
+        tasks: Iterable[Task],
         *,
         max_concurrency: int,
         on_outcome: OnOutcome | None = None,
+        keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """One outcome per task, in order; ``on_outcome`` as each finishes. A
         task whose handling raises gets :func:`lost_outcome` and never disturbs
-        the others."""
+        the others. With ``keep=False`` outcomes reach ``on_outcome`` only and
+        the list is empty: memory stays flat however many tasks stream in."""
         ...
 
 
@@ -56,10 +58,11 @@ class LocalExecutor:
     async def run(
         self,
         job: Job,
-        tasks: Sequence[Task],
+        tasks: Iterable[Task],
         *,
         max_concurrency: int,
         on_outcome: OnOutcome | None = None,
+        keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """Run every task here; see :class:`Executor`."""
 
@@ -73,7 +76,35 @@ class LocalExecutor:
             notify(on_outcome, task, outcome)
             return outcome
 
-        return await self.map(one, tasks, max_concurrency=max_concurrency, on_error=lost)
+        if not keep:
+            await self.each(one, tasks, max_concurrency=max_concurrency, on_error=lost)
+            return []
+        return await self.map(one, list(tasks), max_concurrency=max_concurrency, on_error=lost)
+
+    async def each(
+        self,
+        work: Callable[[T], Awaitable[object]],
+        items: Iterable[T],
+        *,
+        max_concurrency: int,
+        on_error: Callable[[T, Exception], object],
+    ) -> None:
+        """``work`` over ``items``, pulled lazily by the pool and kept nowhere; an item
+        whose work raises gets ``on_error(item, exc)`` and never disturbs the others."""
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        pending = iter(items)
+
+        async def worker() -> None:
+            for item in pending:
+                try:
+                    await work(item)
+                except Exception as exc:  # noqa: BLE001 - isolation: one item never sinks the rest
+                    on_error(item, exc)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(max_concurrency):
+                group.start_soon(worker)
 
     async def map(
         self,

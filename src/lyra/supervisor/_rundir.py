@@ -19,16 +19,21 @@ from lyra import events
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
+def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
+
+    ``sync`` also waits for the disk (it survives a power cut, not only a crash):
+    for the files a run is resumed from, not for each of a million small ones.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; these files are meant to be read
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -54,18 +59,50 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.failures: list[str] = []
+        self._appending: dict[Path, int | None] = {}
 
     def holds_a_run(self) -> bool:
         """True when the folder already has another run's events or output."""
         return self.output.exists() or (self.events.exists() and self.events.stat().st_size > 0)
 
-    def save(self, path: Path, text: str) -> None:
+    def save(self, path: Path, text: str, *, sync: bool = True) -> None:
         """Write one file of the run atomically; a failure is logged, not raised."""
         try:
-            write_atomic(path, text)
+            write_atomic(path, text, sync=sync)
         except OSError as exc:
-            self.failures.append(f"{path}: {exc.strerror or exc}")
-            events.warning("run_dir_write_failed", path=str(path), error=str(exc))
+            self._failed(path, exc)
+
+    def append(self, path: Path, line: str) -> None:
+        """Add one line to a file of the run, whole, in one system call (a kill never
+        leaves half of it); a failure is logged once, not raised, and the file is
+        left as it was."""
+        fd = self._appending.get(path, -1)
+        if fd is None:
+            return  # this file failed already
+        data = line.encode("utf-8", "replace") + b"\n"
+        try:
+            if fd == -1:
+                fd = self._appending[path] = os.open(
+                    path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                )
+            written = os.write(fd, data)
+            if written != len(data):  # a full disk: cut back to the last whole line
+                os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_END) - written)
+                raise OSError(28, os.strerror(28))
+        except OSError as exc:
+            self._appending[path] = None
+            self._failed(path, exc)
+
+    def close(self) -> None:
+        """Close the files :meth:`append` keeps open."""
+        for fd in self._appending.values():
+            if fd not in (None, -1):
+                os.close(fd)
+        self._appending = {path: None for path in self._appending}
+
+    def _failed(self, path: Path, exc: OSError) -> None:
+        self.failures.append(f"{path}: {exc.strerror or exc}")
+        events.warning("run_dir_write_failed", path=str(path), error=str(exc))
 
     @classmethod
     def new(cls, base: Path | str = "runs") -> RunDir:
@@ -82,6 +119,11 @@ class RunDir:
     def output(self) -> Path:
         """The final output (JSON)."""
         return self.path / "output.json"
+
+    @property
+    def results(self) -> Path:
+        """One JSON line per subject, appended as each finishes."""
+        return self.path / "results.jsonl"
 
     def report(self, subject: str) -> Path:
         """Where a subject's last report lives."""

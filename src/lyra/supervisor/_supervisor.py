@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lyra.children import default_child
@@ -97,16 +97,20 @@ class Supervisor:
 
     async def run(
         self,
-        tasks: Sequence[Task],
+        tasks: Iterable[Task],
         *,
         max_concurrency: int = 8,
         on_outcome: OnOutcome | None = None,
+        keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """Run every task under its recovery loop, at most ``max_concurrency`` at once.
 
         One outcome per task, in order. A task whose handling breaks (lyra's
-        own bug) gets a failed outcome; no task ever disturbs another.
+        own bug) gets a failed outcome; no task ever disturbs another. With
+        ``keep=False`` the tasks are pulled lazily and each outcome goes only to
+        ``on_outcome`` (the list returned is empty): a million tasks from a file
+        run in flat memory.
         """
         return await self.executor.run(
-            self.job(), tasks, max_concurrency=max_concurrency, on_outcome=on_outcome
+            self.job(), tasks, max_concurrency=max_concurrency, on_outcome=on_outcome, keep=keep
         )
