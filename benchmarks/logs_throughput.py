@@ -10,7 +10,8 @@ interleaved (bare, lyra, bare, lyra, …):
 - bare: ``for line in file: json.loads(line)`` over the file opened in binary,
   the floor of any reader that decodes every line with the standard library;
 - lyra: ``lyra logs stats FILE --json`` run in-process through
-  ``lyra.cli.main`` (stdout captured), i.e. read, count, summarise, print.
+  ``lyra.cli.main`` (stdout captured), i.e. read, count, summarise, print;
+  its cache of blocker patterns is cleared first, as in a fresh process.
 
 Prints min/median/max seconds of each, events per second, the ratio of the
 medians (target: ≤ 1.5×, issue 12) and the peak RSS of the process (the
@@ -162,7 +163,9 @@ def bare(path: Path) -> int:
 def lyra_stats(path: Path) -> dict[str, Any]:
     """``lyra logs stats FILE --json``, in-process; the JSON it printed."""
     from lyra.cli import main
+    from lyra.logs import normalize_blocker
 
+    normalize_blocker.cache_clear()  # as in a fresh process: each run pays for its blockers
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         status = main(["logs", "stats", str(path), "--json"])

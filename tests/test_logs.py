@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import itertools
 import json
 import re
 import sys
@@ -53,10 +54,13 @@ def run_cli(argv: list[str]) -> int:
     return status
 
 
+_SESSIONS = itertools.count(1)
+
+
 def event_line(name: str, at: float = 0.0, **fields: Any) -> str:
-    """One structlog-shaped JSON line, ``at`` seconds after :data:`T0`."""
+    """One event line, ``at`` seconds after :data:`T0`, of a new session unless given."""
     data = {
-        "session_id": fields.pop("session_id", "child-000000000001"),
+        "session_id": fields.pop("session_id", f"child-{next(_SESSIONS):012x}"),
         "subject": fields.pop("subject", None),
         "attempt": fields.pop("attempt", 1),
         **fields,
@@ -159,6 +163,17 @@ REAL_EXPECTED: dict[str, Any] = {
     ],
     "recovered": 1,
     "failure_rate": 0.75,
+    # six tasks: P04637 (recovered), Q8I3H7, P69905, XXXXX and two without a subject
+    "tasks": 6,
+    "tasks_completed": 2,
+    "tasks_failed": 4,
+    "tasks_by_category": {
+        "timeout": 1,
+        "missing_context": 1,
+        "tool_error": 1,
+        "invalid_task": 1,
+        "partial": 0,
+    },
     "malformed_lines": 0,
 }
 
@@ -289,7 +304,13 @@ def test_html_escapes_blocker_text(tmp_path: Path) -> None:
 
 # -- reading: malformed lines, streaming, file kinds ---------------------------------------
 
-GOOD = [completed(0, subject="P04637"), failed(1, subject="Q8I3H7")]
+
+def good() -> list[str]:
+    """A completed and a failed delegation, each of a new session."""
+    return [completed(0, subject="P04637"), failed(1, subject="Q8I3H7")]
+
+
+GOOD = good()
 
 
 @pytest.mark.parametrize(
@@ -440,14 +461,159 @@ def test_gzip_directory_and_stdin_inputs(tmp_path: Path, monkeypatch: pytest.Mon
     """A .gz log, a run directory (its events.jsonl only) and stdin all read the same."""
     gz = tmp_path / "old.jsonl.gz"
     with gzip.open(gz, "wt", encoding="utf-8") as out:
-        out.writelines(GOOD)
+        out.writelines(good())
     run = tmp_path / "runs" / "r1"
     (run / "reports").mkdir(parents=True)
-    write(run / "events.jsonl", *GOOD)
+    write(run / "events.jsonl", *good())
     write(run / "reports" / "Q8I3H7.txt", _transcript())  # the same failures again: not read
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(GOOD).encode())))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(good()).encode())))
     stats = collect_stats([gz, tmp_path / "runs", "-"])
     assert (stats.files, stats.delegations, stats.failed, stats.reports) == (3, 6, 3, 0)
+
+
+# -- torn, truncated and repeated ------------------------------------------------------------
+
+TORN = '{"event":"delegation_failed","level":"info","timestamp":"2026-01-31T12:0'  # no newline
+
+
+@pytest.mark.parametrize(
+    ("tail", "torn", "malformed"),
+    [
+        (TORN, True, 0),  # a writer killed mid-line
+        (TORN + "\n", False, 1),  # cut, but a newline followed: an ordinary bad line
+        (completed(5).rstrip("\n"), False, 0),  # whole, only the newline missing: an event
+        ('{"no_event": true}', False, 1),  # whole JSON, no event: malformed, never torn
+        ("closing prose", False, 1),  # prose is not the start of an event
+    ],
+)
+def test_a_torn_last_line_is_skipped_apart_from_malformed_ones(
+    tmp_path: Path, tail: str, torn: bool, malformed: int
+) -> None:
+    """A last line cut short is named in ``torn_files``, not counted as malformed."""
+    log = write(tmp_path / "events.jsonl", *good(), tail)
+    stats = collect_stats([log])
+    assert (stats.torn_files, stats.malformed_lines) == ([str(log)] if torn else [], malformed)
+    read = ReadStats()
+    assert len(list(read_events([log], stats=read))) == stats.events
+    assert (read.torn_files, read.malformed_lines) == (stats.torn_files, malformed)
+
+
+def test_a_cut_line_that_is_not_last_is_malformed() -> None:
+    """In lines given in memory, a cut line followed by another is malformed, not torn."""
+    read = ReadStats()
+    events = list(iter_events([GOOD[0], TORN, GOOD[1]], source="mem", stats=read))
+    assert (len(events), read.malformed_lines, read.torn_files) == (2, 1, [])
+    list(iter_events([*GOOD, TORN], source="mem", stats=read))
+    assert read.torn_files == ["mem"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["logs", "stats", "{log}"],
+        ["logs", "stats", "{log}", "--json"],
+        ["logs", "report", "{log}", "--html", "{page}"],
+        ["logs", "suggest-timeout", "{log}"],
+    ],
+)
+def test_every_command_notes_a_torn_last_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Each ``lyra logs`` command reads the whole lines, then says it skipped the torn one."""
+    log = write(tmp_path / "events.jsonl", *good(), TORN)
+    places = {"log": log, "page": tmp_path / "page.html"}
+    assert run_cli([arg.format(**places) for arg in argv]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped a torn last line in {log}" in err
+    assert "malformed" not in err
+
+
+def _gzip(path: Path, lines: list[str]) -> bytes:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.writelines(lines)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # a copy stopped halfway
+        lambda data: data[:-8],  # only the trailer lost
+        lambda data: data[: len(data) // 2] + bytes(60) + data[len(data) // 2 + 60 :],
+    ],
+    ids=["half", "trailer", "garbled"],
+)
+def test_a_truncated_gzip_is_read_as_far_as_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any
+) -> None:
+    """A damaged ``.gz`` gives the events before the damage, a note, and a normal exit."""
+    lines = [completed(i, subject=f"P{i:05d}") for i in range(2000)]
+    gz = tmp_path / "events.jsonl.gz"
+    gz.write_bytes(damage(_gzip(gz, lines)))
+    assert run_cli(["logs", "stats", str(gz), "--json"]) == 0
+    captured = capsys.readouterr()
+    stats = json.loads(captured.out)
+    assert 0 < stats["completed"] <= len(lines)
+    assert stats["truncated_files"] == [str(gz)]
+    assert f"{gz} ends early" in captured.err
+
+
+def test_a_truncated_gzip_transcript_gives_the_reports_before_the_cut(tmp_path: Path) -> None:
+    """A compressed transcript that ends early still yields the reports it holds whole."""
+    gz = tmp_path / "transcript.txt.gz"
+    data = _gzip(gz, [_transcript(), *(f"\nprose line {i}" for i in range(5000))])
+    gz.write_bytes(data[: len(data) - 200])
+    stats = collect_stats([gz])
+    assert (stats.reports, stats.truncated_files) == (3, [str(gz)])
+
+
+def test_an_attempt_logged_twice_counts_once(
+    real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resumed run that logs its attempts again (the same sessions) changes no number,
+    and the command says how many repeats it left out."""
+    text = real_run[0].read_text(encoding="utf-8")
+    twice = write(tmp_path / "events.jsonl", text, text)
+    once, again = collect_stats([real_run[0]]), collect_stats([twice])
+    same = {"events", "duplicates"}
+    assert again.model_dump(exclude=same) == once.model_dump(exclude=same)
+    assert (again.duplicates, again.unfinished) == (once.completed + once.failed, 0)
+    assert run_cli(["logs", "stats", str(twice)]) == 0
+    assert "counted 8 repeated finishing event(s) once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("lines", "counts"),
+    [
+        # the replay repeats the failure: one attempt, one failed task
+        (["failed:child-a", "failed:child-a"], (1, 0, 1, 1, 0)),
+        # a session's second finish is a repeat whatever it says
+        (["failed:child-a", "completed:child-a"], (1, 0, 1, 1, 0)),
+        # a new session is a new attempt: the task recovered
+        (["failed:child-a", "completed:child-b"], (2, 1, 1, 0, 1)),
+    ],
+)
+def test_repeats_are_per_session(lines: list[str], counts: tuple[int, ...]) -> None:
+    """Only a session seen finishing before is a repeat; tokens and cost count once."""
+    usage = {"tokens_used": 100, "cost_usd": 0.01}
+    made = {"failed": failed, "completed": completed}
+    stats = compute_stats(
+        _events(
+            *(
+                made[kind](i, session_id=session, subject="P04637", **usage)
+                for i, (kind, session) in enumerate(line.split(":") for line in lines)
+            )
+        )
+    )
+    charged = sum(spend.tokens for spend in stats.spend.values())
+    assert (
+        stats.completed + stats.failed,
+        stats.completed,
+        stats.failed,
+        stats.duplicates,
+        stats.recovered,
+    ) == counts
+    assert charged == 100 * (counts[0])
 
 
 # -- statistics on synthetic logs -----------------------------------------------------------
@@ -575,7 +741,8 @@ def test_breakdowns(by: _stats.GroupBy, rows: list[tuple[str, int, int]]) -> Non
             1,
         ),
         ([failed(0, session_id="child-a"), completed(1, session_id="child-b")], 0),
-        ([failed(0, session_id="child-a"), completed(1, session_id="child-a")], 1),
+        # one session is one attempt: its second finishing line is a repeat, not a recovery
+        ([failed(0, session_id="child-a"), completed(1, session_id="child-a")], 0),
     ],
 )
 def test_recovered_tasks(lines: list[str], recovered: int) -> None:
@@ -590,13 +757,29 @@ def test_recovery_is_per_file(tmp_path: Path) -> None:
     assert collect_stats([a, b]).recovered == 0
 
 
-def test_pending_failures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the newest failed tasks wait for recovery, so memory stays flat."""
-    monkeypatch.setattr(_stats, "_MAX_PENDING", 2)
+def test_remembered_tasks_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the newest tasks may still change, so memory stays flat; a forgotten task
+    keeps its last outcome in the task counts."""
+    monkeypatch.setattr(_stats, "_MAX_TASKS", 2)
     lines = [failed(i, subject=s) for i, s in enumerate(["A1", "B2", "C3"])]
     lines += [completed(10, subject="A1"), completed(11, subject="C3")]
     builder = _stats.StatsBuilder().add_all(_events(*lines))
-    assert (builder.build().recovered, list(builder.pending)) == (1, [("mem", "subject", "B2")])
+    stats = builder.build()
+    assert list(builder.tasks) == [("mem", "subject", "A1"), ("mem", "subject", "C3")]
+    assert (stats.recovered, stats.tasks, stats.tasks_failed, stats.tasks_completed) == (
+        1,
+        4,  # A1 was forgotten as failed, then seen again and completed: two tasks
+        2,
+        2,
+    )
+
+
+def test_remembered_sessions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions are remembered for spotting repeats only up to a bound."""
+    monkeypatch.setattr(_stats, "_MAX_SESSIONS", 3)
+    lines = [completed(i, session_id=f"child-{i}") for i in range(10)]
+    builder = _stats.StatsBuilder().add_all(_events(*lines, lines[-1]))
+    assert (len(builder.sessions.seen), builder.build().duplicates) == (3, 1)
 
 
 def _decomposition(subtasks: list[list[str]], status: str) -> list[Event]:
@@ -664,9 +847,16 @@ def test_decomposed_tasks(
     counts: tuple[int, int, int, int, int],
     pending: list[str],
 ) -> None:
-    """Subtasks are delegations; the parent recovers only when its decomposition completed."""
+    """Subtasks are delegations; the parent recovers only when its decomposition completed,
+    and it is the one task: a failed decomposition leaves it failed as it first failed."""
     builder = _stats.StatsBuilder().add_all(_decomposition(subtasks, status))
     stats = builder.build()
+    ended_failed = int(status == "failed")
+    assert (stats.tasks, stats.tasks_failed, stats.tasks_by_category["timeout"]) == (
+        1,
+        ended_failed,
+        ended_failed,
+    )
     assert (
         stats.delegations,
         stats.completed,
@@ -674,8 +864,26 @@ def test_decomposed_tasks(
         stats.recovered,
         stats.unfinished,
     ) == counts
-    assert sorted(key[2] for key in builder.pending) == pending
+    failing = {**builder.tasks, **builder.subtasks}.items()
+    assert sorted(key[2] for key, outcome in failing if outcome != "completed") == pending
     assert (stats.recovery_attempts, stats.by_strategy) == (1, {"decomposition": 1})
+
+
+def test_a_nested_delegation_is_an_attempt_but_no_task() -> None:
+    """A grandchild's failure inside a completed attempt is a failed attempt, not a failed
+    task nor a recovery, and its spend is already in its parent's."""
+    parent = {"session_id": "child-p", "task_id": "t1", "subject": "P04637"}
+    usage = {"tokens_used": 10, "cost_usd": 0.5}
+    stats = compute_stats(
+        _events(
+            event_line("delegation_started", 0, **parent),
+            failed(1, session_id="child-g", parent_session_id="child-p", task_id="t1", **usage),
+            completed(2, **parent, **usage),
+        )
+    )
+    assert (stats.completed, stats.failed, stats.recovered) == (1, 1, 0)
+    assert (stats.tasks, stats.tasks_completed, stats.tasks_failed) == (1, 1, 0)
+    assert (stats.tokens_used, stats.cost_usd) == (10, 0.5)
 
 
 def test_decomposition_event_is_read() -> None:
@@ -773,11 +981,42 @@ def test_exit_status(tmp_path: Path, content: str, status: int) -> None:
     assert run_cli(["logs", "stats", str(write(tmp_path / "e.jsonl", content))]) == status
 
 
-def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file that does not exist gives exit status 2 and a message on stderr."""
-    assert run_cli(["logs", "stats", str(tmp_path / "nope.jsonl")]) == 2
+def exit_status(argv: list[str]) -> int:
+    """The exit status of ``lyra ARGV`` run in-process, returned or raised."""
+    from lyra.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "bad"),
+    [
+        (["report", "parse", "{missing}"], "{missing}"),
+        (["report", "parse", "{folder}"], "{folder}"),
+        (["logs", "stats", "{missing}"], "{missing}"),
+        (["logs", "stats", "{not_gzip}"], "{not_gzip}"),
+        (["logs", "report", "{missing}", "--html", "-"], "{missing}"),
+        (["logs", "suggest-timeout", "{missing}"], "{missing}"),
+    ],
+)
+def test_unreadable_input_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], bad: str
+) -> None:
+    """Every command that reads files exits 2 with one line naming the file it cannot read."""
+    places = {
+        "missing": tmp_path / "nope.jsonl",
+        "folder": tmp_path,
+        "not_gzip": write(tmp_path / "old.jsonl.gz", *good()),
+    }
+    argv = [arg.format(**places) for arg in argv]
+    assert exit_status(argv) == 2
     captured = capsys.readouterr()
-    assert (captured.out, "no such file" in captured.err) == ("", True)
+    assert captured.out == ""
+    assert captured.err.startswith(f"lyra: cannot read {bad.format(**places)}: ")
+    assert captured.err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -981,6 +1220,9 @@ ANALYZE_EXPECTED: dict[str, Any] = {
     },
     "retryable": 4,
     "recovered": 2,  # P04637 (hang once) and P69905 (429 once)
+    "tasks": 5,  # proteins
+    "tasks_completed": 3,
+    "tasks_failed": 2,  # Q8I3H7 (partial, twice) and XXXXX (invalid_task)
 }
 
 

@@ -1,8 +1,14 @@
 """Failure statistics over a stream of events, in one pass.
 
 Memory grows with what the answer needs, never with the file: counters, one
-8-byte float per finished delegation for exact percentiles, a bounded set of
-tasks that failed and may still recover, and (only with ``by``) one row per group.
+8-byte float per finished delegation for exact percentiles, the most recent
+tasks and sessions (bounded), and (only with ``by``) one row per group.
+
+Attempts and tasks are counted apart: a *delegation* is one attempt of a
+child; a *task* is what the attempts were for (a recovery loop's ``task_id``,
+else the subject within one file, else the session), and its outcome is its
+last attempt's. Six proteins that fail three times each are 18 failed
+attempts and 6 failed tasks.
 """
 
 from __future__ import annotations
@@ -30,7 +36,11 @@ from lyra.logs._read import (
     Event,
     PathLike,
     ReadStats,
-    read_events,
+    Record,
+    event_of,
+    expand_paths,
+    parse_timestamp,
+    read_records,
 )
 
 GroupBy = Literal["subject", "category", "error_type"]
@@ -54,10 +64,16 @@ _DISPLAY_STEPS = (
 MAX_BUCKETS = 60
 """Most bars in the failures-over-time chart."""
 _MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
-_MAX_PENDING = 100_000
-"""Failed tasks remembered while waiting for them to recover. A recovery loop
-retries within a few attempts, so a task that 100,000 newer failures have
-passed will not recover; forgetting it keeps memory flat over huge logs."""
+_FINISHED = frozenset({COMPLETED, FAILED})
+_WHOLE = frozenset({COMPLETED, FAILED, DECOMPOSED})
+_MAX_TASKS = 100_000
+"""Tasks whose outcome is remembered while they may still change. A recovery
+loop retries within a few attempts, so a task that 100,000 newer tasks have
+passed is done: its last outcome is final, and forgetting it keeps memory flat
+over huge logs."""
+_MAX_SESSIONS = 100_000
+"""Sessions remembered to recognise an attempt logged twice (a resumed run
+replaying what it had already logged), which is never far from the first."""
 
 
 class _Model(BaseModel):
@@ -130,25 +146,43 @@ class Breakdown(_Model):
 class FailureStats(_Model):
     """Everything ``lyra logs stats`` reports (the first seven fields are DESIGN §6's).
 
-    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` (started,
-    never finished: a run that was killed). ``recovered`` counts tasks with a
-    failed attempt that later completed; a task is a recovery loop's
-    ``task_id``, else the subject within one file, else the session. Each
-    subtask of a decomposition is a delegation and a task of its own
-    (``task_id`` ``parent.N``); the parent recovers when its
-    ``decomposition_finished`` says ``completed``.
+    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` attempts
+    (unfinished: started, never finished: a run that was killed). A session
+    that finishes twice (a resumed run logging an attempt again) counts once;
+    the repeats are ``duplicates``. ``recovered`` counts tasks with a failed
+    attempt that later completed. Tasks (see the module docstring) are counted
+    apart from attempts: ``tasks_failed`` is how many tasks ended failed.
+    Each subtask of a decomposition is a delegation and a task of its own for
+    recovery (``task_id`` ``parent.N``), but only a part of its parent for the
+    task counts; the parent's outcome is its ``decomposition_finished``
+    status. A nested delegation (``ctx.delegate``) is an attempt, never a task.
     """
 
     delegations: int
+    """Attempts: started or finished delegations."""
     completed: int
+    """Attempts that completed."""
     failed: int
+    """Attempts that failed."""
     by_category: dict[str, int]
+    """Failed attempts per failure category."""
     retryable: int
     top_blockers: list[tuple[str, int]]
     recovered: int
     unfinished: int
     failure_rate: float
+    """``failed`` / (``completed`` + ``failed``): per attempt."""
     by_error_type: dict[str, int]
+    tasks: int
+    """Tasks with a finished attempt: ``tasks_completed`` + ``tasks_failed``."""
+    tasks_completed: int
+    """Tasks whose last attempt completed (first time or after recovering)."""
+    tasks_failed: int
+    """Tasks whose last attempt failed: failures that stand."""
+    tasks_by_category: dict[str, int]
+    """Failed tasks per category of their last failure."""
+    task_failure_rate: float
+    """``tasks_failed`` / ``tasks``."""
     durations: dict[str, DurationSummary]
     """Per outcome: ``completed`` and each failure category."""
     duration_histogram: list[DurationBin]
@@ -161,11 +195,17 @@ class FailureStats(_Model):
     """Spend charged, in US dollars, over every root delegation."""
     spend: dict[str, Spend]
     """Per outcome (``completed`` and each failure category): what it cost."""
+    duplicates: int
+    """Finishing events of a session that had finished already, left out."""
     runs: int
     files: int
     events: int
     reports: int
     malformed_lines: int
+    torn_files: list[str]
+    """Files whose last line was cut short by a killed writer (skipped, not malformed)."""
+    truncated_files: list[str]
+    """Compressed files that end early or are damaged (read up to the damage)."""
     first_timestamp: datetime | None
     last_timestamp: datetime | None
     since: datetime | None
@@ -176,19 +216,21 @@ class FailureStats(_Model):
 
 # -- blocker patterns -------------------------------------------------------------
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), placeholder)
-    for pattern, placeholder in (
-        (r"'[^'\n]{1,200}'", "'<name>'"),
-        (r'"[^"\n]{1,200}"', '"<name>"'),
-        (r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", "<url>"),
-        (r"(?<![\w.])(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}[/\\]?", "<path>"),
-        (r"(?<![\w/])[\w.-]+/[\w.-]+\.\w{1,8}\b", "<path>"),
-        (r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b", "<uuid>"),
-        (r"\bchild-[0-9a-f]{4,}\b", "<session>"),
-        (r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b", "<id>"),
-        (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
-        (r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?", "<n>"),
+_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = tuple(
+    (re.compile(gate), re.compile(pattern), placeholder)
+    for gate, pattern, placeholder in (
+        # A gate is what a pattern cannot match without: most blockers skip most
+        # patterns for the price of a one-character search.
+        ("'", r"'[^'\n]{1,200}'", "'<name>'"),
+        ('"', r'"[^"\n]{1,200}"', '"<name>"'),
+        ("://", r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", "<url>"),
+        (r"[/\\]", r"(?<![\w.])(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}[/\\]?", "<path>"),
+        ("/", r"(?<![\w/])[\w.-]+/[\w.-]+\.\w{1,8}\b", "<path>"),
+        ("-", r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b", "<uuid>"),
+        ("child-", r"\bchild-[0-9a-f]{4,}\b", "<session>"),
+        (r"\d", r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b", "<id>"),
+        (r"\d", r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
+        (r"\d", r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?", "<n>"),
     )
 )
 _SPACE = re.compile(r"\s+")
@@ -201,8 +243,9 @@ def normalize_blocker(text: str) -> str:
     >>> normalize_blocker("No module named 'bcrypt'")
     "No module named '<name>'"
     """
-    for pattern, placeholder in _PATTERNS:
-        text = pattern.sub(placeholder, text)
+    for gate, pattern, placeholder in _PATTERNS:
+        if gate.search(text):
+            text = pattern.sub(placeholder, text)
     return _SPACE.sub(" ", text).strip()[:200]
 
 
@@ -233,8 +276,31 @@ def _rate(failed: int, finished: int) -> float:
     return round(failed / finished, 4) if finished else 0.0
 
 
-def _epoch(moment: datetime) -> int:
-    return math.floor(moment.timestamp())
+class Sessions:
+    """The most recent sessions and whether each has finished, to spot a line
+    logged twice (a resumed run replaying what it had logged): a session's
+    second start or second finish is a repeat. Bounded by :data:`_MAX_SESSIONS`."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: dict[str, bool] = {}  # session -> finished yet; oldest first
+
+    def first(self, session: str | None, *, finished: bool) -> bool:
+        """False when this start (or finish) of ``session`` was seen before."""
+        if session is None:
+            return True
+        seen = self.seen
+        state = seen.get(session)
+        if state is None:
+            seen[session] = finished
+            if len(seen) > _MAX_SESSIONS:
+                del seen[next(iter(seen))]
+            return True
+        if state or not finished:
+            return False
+        seen[session] = True
+        return True
 
 
 class _Group:
@@ -274,7 +340,7 @@ class StatsBuilder:
         self.by = by
         self.top = top
         self.completed = self.failed = self.retryable = self.recovered = 0
-        self.recovery_attempts = self.runs = 0
+        self.recovery_attempts = self.runs = self.duplicates = 0
         self.skipped_before = self.skipped_undated = 0
         self.by_category: Counter[str] = Counter({str(c): 0 for c in FailureCategory})
         self.by_error_type: Counter[str] = Counter({str(t): 0 for t in ErrorType})
@@ -284,9 +350,11 @@ class StatsBuilder:
         self.histogram = [[0, 0] for _ in DURATION_EDGES]  # [completed, failed] per bin
         self.started: Counter[str] = Counter()  # per file: unfinished = started - finished
         self.finished: Counter[str] = Counter()
-        self.pending: dict[
-            tuple[str, str, str], None
-        ] = {}  # failed, not yet completed; oldest first
+        self.sessions = Sessions()
+        # task -> the outcome of its last attempt (``completed`` or a category); oldest first
+        self.tasks: dict[tuple[str, str, str], str] = {}
+        self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
+        self.final_tasks: Counter[str] = Counter()  # outcomes of tasks forgotten as done
         self.slots: Counter[tuple[int, bool]] = Counter()  # (slot start, failed) -> n
         self.resolution_index = 0
         self.first: datetime | None = None
@@ -302,24 +370,38 @@ class StatsBuilder:
 
     def add(self, event: Event) -> None:
         """Count one event (unknown event names are ignored)."""
-        if not self._admit(event):
+        if not self._admit(event.timestamp):
             return
         name = event.name
-        if name in (COMPLETED, FAILED):
+        if name in _FINISHED:
             self._finished(event, failed=name == FAILED)
         elif name == STARTED:
-            self.started[event.source] += 1
+            self._started(event.session_id, event.source)
         elif name == RECOVERY:
-            self.recovery_attempts += 1
-            self.by_strategy[event.strategy or "unknown"] += 1
+            self._recovery(event.strategy)
         elif name == RUN_FINISHED:
             self.runs += 1
         elif name == DECOMPOSED:
             self._decomposed(event)
 
-    def _admit(self, event: Event) -> bool:
+    def add_record(self, record: Record, source: str = "") -> None:
+        """Count one decoded event line: ``add(Event.from_dict(record, source))``,
+        without building the event when its name and time are all that count."""
+        name = record["event"]
+        if name in _WHOLE:  # every field may count
+            self.add(event_of(record, source))
+        elif self._admit(parse_timestamp(record.get("timestamp"))):
+            if name == STARTED:
+                session = record.get("session_id")
+                self._started(session if type(session) is str and session else None, source)
+            elif name == RECOVERY:
+                strategy = record.get("strategy")
+                self._recovery(strategy if type(strategy) is str else None)
+            elif name == RUN_FINISHED:
+                self.runs += 1
+
+    def _admit(self, moment: datetime | None) -> bool:
         """Apply ``since``; note the time span of what is admitted."""
-        moment = event.timestamp
         if self.since is not None:
             if moment is None:
                 self.skipped_undated += 1
@@ -328,13 +410,26 @@ class StatsBuilder:
                 self.skipped_before += 1
                 return False
         if moment is not None:
-            if self.first is None or moment < self.first:
+            if self.first is None or self.last is None:
+                self.first = self.last = moment
+            elif moment < self.first:
                 self.first = moment
-            if self.last is None or moment > self.last:
+            elif moment > self.last:
                 self.last = moment
         return True
 
+    def _started(self, session: str | None, source: str) -> None:
+        if self.sessions.first(session, finished=False):
+            self.started[source] += 1
+
+    def _recovery(self, strategy: str | None) -> None:
+        self.recovery_attempts += 1
+        self.by_strategy[strategy or "unknown"] += 1
+
     def _finished(self, event: Event, *, failed: bool) -> None:
+        if not self.sessions.first(event.session_id, finished=True):
+            self.duplicates += 1
+            return
         if not event.is_report:
             self.finished[event.source] += 1
         outcome = COMPLETED_KEY
@@ -347,13 +442,17 @@ class StatsBuilder:
             self._blocker(event.blocked_on)
         else:
             self.completed += 1
-        self._task(event, failed=failed)
-        self._duration(outcome, event.duration, failed=failed)
-        if (event.tokens_used or event.cost_usd) and event.parent_session_id is None:
-            spent = self.spend.setdefault(outcome, [0, 0, 0.0])
-            spent[0] += 1
-            spent[1] += event.tokens_used or 0
-            spent[2] += event.cost_usd or 0.0
+        if event.parent_session_id is None:  # a nested delegation is part of its parent's
+            self._task(event, outcome)
+            if event.tokens_used or event.cost_usd:
+                spent = self.spend.setdefault(outcome, [0, 0, 0.0])
+                spent[0] += 1
+                spent[1] += event.tokens_used or 0
+                spent[2] += event.cost_usd or 0.0
+        duration = event.duration
+        if duration is not None and 0 <= duration < math.inf:  # NaN fails both
+            self.durations.setdefault(outcome, array("d")).append(duration)
+            self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
         if event.timestamp is not None:
             self._slot(event.timestamp, failed=failed)
         if self.by is not None:
@@ -367,19 +466,20 @@ class StatsBuilder:
             pattern = "(other)"
         self.blockers[pattern] += 1
 
-    def _task(self, event: Event, *, failed: bool) -> None:
-        """Track recovery: a failed task's key waits here until the task completes."""
+    def _task(self, event: Event, outcome: str) -> None:
+        """Note a task's latest outcome; a completion after a failure is a recovery."""
         key = task_key(event)
         if key is None:
             return
-        if failed:
-            self.pending.pop(key, None)  # re-insert: the newest failure goes last
-            self.pending[key] = None
-            if len(self.pending) > _MAX_PENDING:
-                del self.pending[next(iter(self.pending))]
-        elif key in self.pending:
-            del self.pending[key]
+        tasks = self.subtasks if event.parent_task_id else self.tasks
+        previous = tasks.pop(key, None)  # re-insert: the newest goes last
+        if outcome == COMPLETED_KEY and previous is not None and previous != COMPLETED_KEY:
             self.recovered += 1
+        tasks[key] = outcome
+        if len(tasks) > _MAX_TASKS:
+            done = tasks.pop(next(iter(tasks)))
+            if tasks is self.tasks:
+                self.final_tasks[done] += 1
 
     def _decomposed(self, event: Event) -> None:
         """A decomposed attempt ended: the parent task recovers only if it completed.
@@ -387,22 +487,19 @@ class StatsBuilder:
         Its subtasks were counted as delegations of their own (``task_id``
         ``parent.N``); this event is the parent's outcome, not a delegation.
         A failed decomposition leaves the parent failed, however many subtasks
-        completed.
+        completed, under the category of the failure that led to it.
         """
         if event.status == "completed":
-            self._task(event, failed=False)
+            self._task(event, COMPLETED_KEY)
         elif event.status == "failed":
-            self._task(event, failed=True)
-
-    def _duration(self, outcome: str, duration: float | None, *, failed: bool) -> None:
-        if duration is None or not math.isfinite(duration) or duration < 0:
-            return
-        self.durations.setdefault(outcome, array("d")).append(duration)
-        self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
+            key = task_key(event)
+            previous = self.tasks.get(key) if key is not None else None
+            failed = previous is not None and previous != COMPLETED_KEY
+            self._task(event, previous if failed and previous else str(FailureCategory.PARTIAL))
 
     def _slot(self, moment: datetime, *, failed: bool) -> None:
         step = _RESOLUTIONS[self.resolution_index]
-        self.slots[(_epoch(moment) // step * step, failed)] += 1
+        self.slots[(int(moment.timestamp() // step) * step, failed)] += 1
         if len(self.slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
             self._coarsen()
 
@@ -439,6 +536,11 @@ class StatsBuilder:
         unfinished = sum(
             max(0, count - self.finished[source]) for source, count in self.started.items()
         )
+        outcomes = Counter(self.final_tasks)
+        outcomes.update(self.tasks.values())
+        tasks_completed = outcomes.pop(COMPLETED_KEY, 0)
+        tasks_failed = sum(outcomes.values())
+        tasks = tasks_completed + tasks_failed
         return FailureStats(
             delegations=self.completed + self.failed + unfinished,
             completed=self.completed,
@@ -450,6 +552,11 @@ class StatsBuilder:
             unfinished=unfinished,
             failure_rate=_rate(self.failed, self.completed + self.failed),
             by_error_type=dict(self.by_error_type),
+            tasks=tasks,
+            tasks_completed=tasks_completed,
+            tasks_failed=tasks_failed,
+            tasks_by_category={**{str(c): 0 for c in FailureCategory}, **outcomes},
+            task_failure_rate=_rate(tasks_failed, tasks),
             durations=self._durations(),
             duration_histogram=self._histogram(),
             timeline=self._timeline(),
@@ -461,11 +568,14 @@ class StatsBuilder:
                 outcome: Spend(delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6))
                 for outcome, (n, tokens, cost) in self.spend.items()
             },
+            duplicates=self.duplicates,
             runs=self.runs,
             files=read.files,
             events=read.events,
             reports=read.reports,
             malformed_lines=read.malformed_lines,
+            torn_files=list(read.torn_files),
+            truncated_files=list(read.truncated_files),
             first_timestamp=self.first,
             last_timestamp=self.last,
             since=self.since,
@@ -568,7 +678,15 @@ def collect_stats(
     or a folder of runs can be passed as is.
     """
     read = ReadStats()
-    builder = StatsBuilder(since=since, by=by, top=top).add_all(read_events(paths, stats=read))
+    builder = StatsBuilder(since=since, by=by, top=top)
+    add, add_record = builder.add, builder.add_record
+    for path in expand_paths(paths):
+        source = str(path)
+        for item in read_records(path, stats=read):
+            if isinstance(item, dict):
+                add_record(item, source)
+            else:
+                add(item)
     return builder.build(read)
 
 
