@@ -247,40 +247,74 @@ def test_by_subject_breakdown_of_a_real_log(
 # -- the HTML page ------------------------------------------------------------------------
 
 
-class _Bars(HTMLParser):
-    """Collects ``data-value`` bars and notes anything that loads from elsewhere."""
+class _Page(HTMLParser):
+    """Collects the page's bars and marked cells, and anything that loads from elsewhere."""
 
     def __init__(self) -> None:
         super().__init__()
         self.bars: dict[str, dict[tuple[str, str], int]] = {}
+        self.fields: dict[str, Any] = {}
         self.external: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
-        if "src" in a or (tag == "link" and "href" in a):
+        if "src" in a or "href" in a:
             self.external.append(tag)
         if tag == "rect" and "data-value" in a:
             chart = self.bars.setdefault(str(a["data-chart"]), {})
             chart[(str(a["data-key"]), str(a["data-series"]))] = int(str(a["data-value"]))
+        if "data-field" in a:
+            self.fields[str(a["data-field"])] = json.loads(str(a["data-value"]))
 
 
-def test_html_charts_carry_the_json_numbers(
-    real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _at(data: Any, path: str) -> Any:
+    """The value at a dotted path of the ``--json`` output."""
+    for key in path.split("."):
+        data = data[key]
+    return data
+
+
+@pytest.fixture(scope="module")
+def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log whose attempts were charged: completed, timed out, failed, nested."""
+    usage = {"tokens_used": 1200, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.0042}
+    lines = [
+        completed(0, subject="P04637", task_id="t1", **usage),
+        failed(1, "timeout", subject="Q8I3H7", task_id="t2", **usage),
+        failed(2, "timeout", subject="Q8I3H7", task_id="t2", attempt=2, **usage),
+        failed(3, "tool_error", subject="XXXXX", task_id="t3", tokens_used=50, cost_usd=1.25),
+        completed(4, subject="P69905", task_id="t4", parent_session_id="child-x", **usage),
+        completed(3700, subject="P38398", task_id="t5", **usage),
+    ]
+    return write(tmp_path_factory.mktemp("spend") / "events.jsonl", *lines)
+
+
+@pytest.mark.parametrize("log", ["real_run", "spend_log"])
+def test_html_page_carries_the_json_numbers(
+    request: pytest.FixtureRequest,
+    log: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Each chart's ``data-value`` numbers equal the ``--json`` ones; nothing is external."""
+    """Every bar and marked cell of the page (attempts, tasks, tokens, cost) equals the
+    ``--json`` output; nothing is loaded from elsewhere."""
+    found = request.getfixturevalue(log)
+    path = str(found[0] if isinstance(found, tuple) else found)
     page = tmp_path / "out" / "report.html"
-    assert run_cli(["logs", "report", str(real_run[0]), "--html", str(page)]) == 0
-    assert run_cli(["logs", "stats", str(real_run[0]), "--json"]) == 0
+    assert run_cli(["logs", "report", path, "--html", str(page)]) == 0
+    assert run_cli(["logs", "stats", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    parser = _Bars()
+    parser = _Page()
     parser.feed(page.read_text(encoding="utf-8"))
     assert parser.external == []
-    assert parser.bars["by_category"] == {(k, "failed"): n for k, n in data["by_category"].items()}
+    assert parser.bars["by_category"] == {
+        **{(k, "failed"): n for k, n in data["by_category"].items()},
+        **{(k, "tasks_failed"): n for k, n in data["tasks_by_category"].items()},
+    }
     assert parser.bars["top_blockers"] == {(k, "failed"): n for k, n in data["top_blockers"]}
     timeline = {
-        (b["start"].replace("Z", "+00:00"), series): b[series]
+        (b["start"].replace("Z", "+00:00"), "failed"): b["failed"]
         for b in data["timeline"]["buckets"]
-        for series in ("completed", "failed")
     }
     assert parser.bars["timeline"] == timeline
     histogram = {
@@ -289,7 +323,22 @@ def test_html_charts_carry_the_json_numbers(
         for series in ("completed", "failed")
     }
     assert parser.bars["duration_histogram"] == histogram
-    assert sum(v for (_, s), v in parser.bars["timeline"].items() if s == "failed") == 6
+    assert {path: _at(data, path) for path in parser.fields} == parser.fields
+    shown = {"delegations", "failed", "tasks", "tasks_failed", "tokens_used", "cost_usd"}
+    shown |= {f"spend.{key}.{column}" for key in data["spend"] for column in ("tokens", "cost_usd")}
+    assert shown <= set(parser.fields)
+
+
+def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
+    """Attempts, tasks, tokens and cost land where they belong: two timed-out attempts
+    of one task are one failed task, and a nested delegation's spend is its parent's."""
+    parser = _Page()
+    parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
+    fields = parser.fields
+    assert (fields["failed"], fields["tasks_failed"], fields["by_category.timeout"]) == (3, 2, 2)
+    assert fields["tasks_by_category.timeout"] == 1
+    assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
+    assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
 
 
 def test_html_escapes_blocker_text(tmp_path: Path) -> None:
@@ -297,7 +346,7 @@ def test_html_escapes_blocker_text(tmp_path: Path) -> None:
     log = write(tmp_path / "e.jsonl", failed(blocked_on="<script>alert(1)</script> & more"))
     page = lyra.logs.render_html(collect_stats([log]))
     assert "<script>alert" not in page
-    parser = _Bars()
+    parser = _Page()
     parser.feed(page)
     assert ("<script>alert(<n>)</script> & more", "failed") in parser.bars["top_blockers"]
 
