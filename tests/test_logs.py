@@ -616,6 +616,25 @@ def test_a_truncated_gzip_transcript_gives_the_reports_before_the_cut(tmp_path: 
     assert (stats.reports, stats.truncated_files) == (3, [str(gz)])
 
 
+@pytest.mark.parametrize("by", [None, "subject", "category"])
+def test_lines_and_events_give_the_same_statistics(
+    real_run: tuple[Path, Path], spend_log: Path, tmp_path: Path, by: _stats.GroupBy | None
+) -> None:
+    """Statistics read straight from a log's lines equal those of its events fed one by
+    one (the two ways into :class:`StatsBuilder`)."""
+    decomposed = [
+        json.dumps({**event._asdict(), "event": event.name, "timestamp": f"{T0:%FT%TZ}"})
+        for event in _decomposition([["failed", "completed"], ["failed"]], "failed")
+    ]
+    mixed = write(tmp_path / "mixed.jsonl", *(line + "\n" for line in decomposed))
+    for log in (real_run[0], spend_log, mixed):
+        from_lines = collect_stats([log], by=by)
+        from_events = compute_stats(read_events([log]), by=by, read=ReadStats(files=1))
+        assert from_events.model_dump(exclude={"events"}) == from_lines.model_dump(
+            exclude={"events"}
+        )
+
+
 def test_an_attempt_logged_twice_counts_once(
     real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

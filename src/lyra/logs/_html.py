@@ -152,9 +152,9 @@ def column_chart(
     round ticks, grid lines, axis titles and, for more than one series, a legend."""
     if not bars:
         return '<p class="muted">No data.</p>'
-    left, right, top = 64.0, 24.0, 12.0
-    plot_w, base = WIDTH - left - right, top + _PLOT_H
     marks = ticks(max(sum(bar.values[s.name] for s in series) for bar in bars))
+    left, right, top = 36 + len(f"{marks[-1]:,}") * _CHAR_W, 24.0, 12.0  # room for tick labels
+    plot_w, base = WIDTH - left - right, top + _PLOT_H
     scale = _PLOT_H / marks[-1]
     body = [_text(14, top + _PLOT_H / 2, y_title, anchor="middle", cls="title", upright=False)]
     for mark in marks:
@@ -286,8 +286,9 @@ def _rate(part: int, whole: int) -> str:
     return f" ({part / whole:.1%})" if whole else ""
 
 
-def _money(value: float) -> str:
-    return f"${value:,.2f}" if value >= 100 else f"${value:,.4f}"
+def _money(value: float, total: float) -> str:
+    """Dollars, to the cent once the ``total`` they are part of reaches $100."""
+    return f"${value:,.2f}" if total >= 100 else f"${value:,.4f}"
 
 
 def _summary(stats: FailureStats) -> str:
@@ -335,6 +336,10 @@ def _outcome_table(stats: FailureStats) -> str:
         "<th>tokens</th><th>cost</th><th>p50 s</th><th>p95 s</th><th>max s</th></tr>"
     )
     rows = []
+
+    def money(value: float) -> str:
+        return _money(value, stats.cost_usd)
+
     for key in [COMPLETED_KEY, *stats.by_category]:
         if key == COMPLETED_KEY:
             attempts = _cell("completed", stats.completed)
@@ -347,10 +352,10 @@ def _outcome_table(stats: FailureStats) -> str:
             [
                 _cell(f"spend.{key}.delegations", spent.delegations),
                 _cell(f"spend.{key}.tokens", spent.tokens),
-                _cell(f"spend.{key}.cost_usd", spent.cost_usd, _money(spent.cost_usd)),
+                _cell(f"spend.{key}.cost_usd", spent.cost_usd, money(spent.cost_usd)),
             ]
             if spent is not None
-            else ["<td>0</td><td>0</td><td>$0.0000</td>"]
+            else [f"<td>0</td><td>0</td><td>{money(0)}</td>"]
         )
         d = stats.durations.get(key)
         times = (
@@ -362,11 +367,16 @@ def _outcome_table(stats: FailureStats) -> str:
             ]
         )
         rows.append(f"<tr><td>{escape(key)}</td>{attempts}{tasks}{''.join(cost + times)}</tr>")
+    if stats.unfinished:  # started, never ended: attempts without an outcome
+        rows.append(
+            f"<tr><td>unfinished</td>{_cell('unfinished', stats.unfinished)}"
+            + "<td></td>" * 7
+            + "</tr>"
+        )
     total = (
         f'<tr class="total"><td>total</td>{_cell("delegations", stats.delegations)}'
         f"{_cell('tasks', stats.tasks)}<td></td>{_cell('tokens_used', stats.tokens_used)}"
-        f"{_cell('cost_usd', stats.cost_usd, _money(stats.cost_usd))}<td></td><td></td><td></td>"
-        "</tr>"
+        f"{_cell('cost_usd', stats.cost_usd, money(stats.cost_usd))}" + "<td></td>" * 3 + "</tr>"
     )
     note = (
         ""

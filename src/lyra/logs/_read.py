@@ -190,6 +190,10 @@ def parse_timestamp(value: object) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def _text(value: object) -> str | None:
+    return value if type(value) is str and value else None
+
+
 def _bool(value: object) -> bool | None:
     return value if type(value) is bool else None
 

@@ -17,11 +17,11 @@ import math
 import re
 from array import array
 from bisect import bisect_right
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +37,9 @@ from lyra.logs._read import (
     PathLike,
     ReadStats,
     Record,
+    _count,
+    _number,
+    _text,
     event_of,
     expand_paths,
     parse_timestamp,
@@ -65,7 +68,8 @@ MAX_BUCKETS = 60
 """Most bars in the failures-over-time chart."""
 _MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
 _FINISHED = frozenset({COMPLETED, FAILED})
-_WHOLE = frozenset({COMPLETED, FAILED, DECOMPOSED})
+_WHO = ("session_id", "task_id", "subject", "parent_task_id", "parent_session_id")
+"""The fields that say whose a finished attempt is, read in one pass."""
 _MAX_TASKS = 100_000
 """Tasks whose outcome is remembered while they may still change. A recovery
 loop retries within a few attempts, so a task that 100,000 newer tasks have
@@ -346,7 +350,7 @@ class StatsBuilder:
         self.by_error_type: Counter[str] = Counter({str(t): 0 for t in ErrorType})
         self.by_strategy: Counter[str] = Counter()
         self.blockers: Counter[str] = Counter()
-        self.durations: dict[str, array[float]] = {}
+        self.durations: defaultdict[str, array[float]] = defaultdict(lambda: array("d"))
         self.histogram = [[0, 0] for _ in DURATION_EDGES]  # [completed, failed] per bin
         self.started: Counter[str] = Counter()  # per file: unfinished = started - finished
         self.finished: Counter[str] = Counter()
@@ -357,10 +361,12 @@ class StatsBuilder:
         self.final_tasks: Counter[str] = Counter()  # outcomes of tasks forgotten as done
         self.slots: Counter[tuple[int, bool]] = Counter()  # (slot start, failed) -> n
         self.resolution_index = 0
+        self.step = _RESOLUTIONS[0]  # seconds per slot now
         self.first: datetime | None = None
         self.last: datetime | None = None
         self.groups: dict[str, _Group] = {}
-        self.spend: dict[str, list[float]] = {}  # outcome -> [delegations, tokens, cost]
+        # outcome -> [delegations, tokens, cost]
+        self.spend: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
 
     def add_all(self, events: Iterable[Event]) -> StatsBuilder:
         """Feed every event; returns ``self`` for chaining."""
@@ -370,11 +376,13 @@ class StatsBuilder:
 
     def add(self, event: Event) -> None:
         """Count one event (unknown event names are ignored)."""
-        if not self._admit(event.timestamp):
+        moment = event.timestamp
+        if not self._admit(moment):
             return
         name = event.name
         if name in _FINISHED:
-            self._finished(event, failed=name == FAILED)
+            fields = event._asdict()
+            self._finished(fields.get, name == FAILED, moment, event.source, event.is_report)
         elif name == STARTED:
             self._started(event.session_id, event.source)
         elif name == RECOVERY:
@@ -386,19 +394,23 @@ class StatsBuilder:
 
     def add_record(self, record: Record, source: str = "") -> None:
         """Count one decoded event line: ``add(Event.from_dict(record, source))``,
-        without building the event when its name and time are all that count."""
+        reading only the fields that count, without building the event."""
         name = record["event"]
-        if name in _WHOLE:  # every field may count
+        if name == DECOMPOSED:  # rare: the event will do
             self.add(event_of(record, source))
-        elif self._admit(parse_timestamp(record.get("timestamp"))):
-            if name == STARTED:
-                session = record.get("session_id")
-                self._started(session if type(session) is str and session else None, source)
-            elif name == RECOVERY:
-                strategy = record.get("strategy")
-                self._recovery(strategy if type(strategy) is str else None)
-            elif name == RUN_FINISHED:
-                self.runs += 1
+            return
+        get = record.get
+        moment = parse_timestamp(get("timestamp"))
+        if not self._admit(moment):
+            return
+        if name in _FINISHED:
+            self._finished(get, name == FAILED, moment, source, False)
+        elif name == STARTED:
+            self._started(_text(get("session_id")), source)
+        elif name == RECOVERY:
+            self._recovery(_text(get("strategy")))
+        elif name == RUN_FINISHED:
+            self.runs += 1
 
     def _admit(self, moment: datetime | None) -> bool:
         """Apply ``since``; note the time span of what is admitted."""
@@ -426,37 +438,48 @@ class StatsBuilder:
         self.recovery_attempts += 1
         self.by_strategy[strategy or "unknown"] += 1
 
-    def _finished(self, event: Event, *, failed: bool) -> None:
-        if not self.sessions.first(event.session_id, finished=True):
+    def _finished(
+        self, get: Callable[[str], Any], failed: bool, moment: datetime | None, source: str,
+        is_report: bool,
+    ) -> None:  # fmt: skip
+        """Count a finished attempt, its fields read through ``get`` (a record's or an
+        event's): one place for both, and no event built for a line of a log."""
+        session, task, subject, parent_task, parent_session = [
+            value if type(value) is str and value else None for value in map(get, _WHO)
+        ]
+        if not self.sessions.first(session, finished=True):
             self.duplicates += 1
             return
-        if not event.is_report:
-            self.finished[event.source] += 1
-        outcome = COMPLETED_KEY
+        if not is_report:
+            self.finished[source] += 1
         if failed:
             self.failed += 1
-            outcome = event.category or "unknown"
+            outcome = _text(get("category")) or "unknown"
             self.by_category[outcome] += 1
-            self.by_error_type[event.error_type or "unknown"] += 1
-            self.retryable += event.retryable is True
-            self._blocker(event.blocked_on)
+            self.by_error_type[_text(get("error_type")) or "unknown"] += 1
+            self.retryable += get("retryable") is True
+            self._blocker(_text(get("blocked_on")))
         else:
             self.completed += 1
-        if event.parent_session_id is None:  # a nested delegation is part of its parent's
-            self._task(event, outcome)
-            if event.tokens_used or event.cost_usd:
-                spent = self.spend.setdefault(outcome, [0, 0, 0.0])
+            outcome = COMPLETED_KEY
+        if parent_session is None:  # a nested delegation is part of its parent's attempt
+            key = _task_key(source, task, subject, session)
+            if key is not None:
+                self._task(key, outcome, subtask=parent_task is not None)
+            tokens, cost = _count(get("tokens_used")), _number(get("cost_usd"))
+            if tokens or cost:
+                spent = self.spend[outcome]
                 spent[0] += 1
-                spent[1] += event.tokens_used or 0
-                spent[2] += event.cost_usd or 0.0
-        duration = event.duration
+                spent[1] += tokens or 0
+                spent[2] += cost or 0.0
+        duration = _number(get("duration"))
         if duration is not None and 0 <= duration < math.inf:  # NaN fails both
-            self.durations.setdefault(outcome, array("d")).append(duration)
+            self.durations[outcome].append(duration)
             self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
-        if event.timestamp is not None:
-            self._slot(event.timestamp, failed=failed)
+        if moment is not None:
+            self._slot(moment, failed=failed)
         if self.by is not None:
-            self._group(event, failed=failed)
+            self._group(get, failed, duration)
 
     def _blocker(self, text: str | None) -> None:
         if not text:
@@ -466,19 +489,16 @@ class StatsBuilder:
             pattern = "(other)"
         self.blockers[pattern] += 1
 
-    def _task(self, event: Event, outcome: str) -> None:
+    def _task(self, key: tuple[str, str, str], outcome: str, *, subtask: bool) -> None:
         """Note a task's latest outcome; a completion after a failure is a recovery."""
-        key = task_key(event)
-        if key is None:
-            return
-        tasks = self.subtasks if event.parent_task_id else self.tasks
+        tasks = self.subtasks if subtask else self.tasks
         previous = tasks.pop(key, None)  # re-insert: the newest goes last
         if outcome == COMPLETED_KEY and previous is not None and previous != COMPLETED_KEY:
             self.recovered += 1
         tasks[key] = outcome
         if len(tasks) > _MAX_TASKS:
             done = tasks.pop(next(iter(tasks)))
-            if tasks is self.tasks:
+            if not subtask:
                 self.final_tasks[done] += 1
 
     def _decomposed(self, event: Event) -> None:
@@ -489,44 +509,47 @@ class StatsBuilder:
         A failed decomposition leaves the parent failed, however many subtasks
         completed, under the category of the failure that led to it.
         """
-        if event.status == "completed":
-            self._task(event, COMPLETED_KEY)
-        elif event.status == "failed":
-            key = task_key(event)
-            previous = self.tasks.get(key) if key is not None else None
-            failed = previous is not None and previous != COMPLETED_KEY
-            self._task(event, previous if failed and previous else str(FailureCategory.PARTIAL))
+        key = task_key(event)
+        if key is None or event.status not in ("completed", "failed"):
+            return
+        outcome = COMPLETED_KEY
+        if event.status == "failed":
+            previous = self.tasks.get(key)
+            failed_before = previous is not None and previous != COMPLETED_KEY
+            outcome = previous if previous and failed_before else str(FailureCategory.PARTIAL)
+        self._task(key, outcome, subtask=event.parent_task_id is not None)
 
     def _slot(self, moment: datetime, *, failed: bool) -> None:
-        step = _RESOLUTIONS[self.resolution_index]
-        self.slots[(int(moment.timestamp() // step) * step, failed)] += 1
-        if len(self.slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
+        step = self.step
+        slots = self.slots
+        slots[(int(moment.timestamp() // step) * step, failed)] += 1
+        if len(slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
             self._coarsen()
 
     def _coarsen(self) -> None:
         """Merge slots into the next resolution, keeping memory bounded over long spans."""
         self.resolution_index += 1
-        step = _RESOLUTIONS[self.resolution_index]
+        self.step = step = _RESOLUTIONS[self.resolution_index]
         merged: Counter[tuple[int, bool]] = Counter()
         for (start, failed), count in self.slots.items():
             merged[(start // step * step, failed)] += count
         self.slots = merged
 
-    def _group(self, event: Event, *, failed: bool) -> None:
+    def _group(self, get: Callable[[str], Any], failed: bool, duration: float | None) -> None:
         if self.by == "subject":
-            key = event.subject or NONE_KEY
+            key = _text(get("subject")) or NONE_KEY
         elif not failed:
             key = COMPLETED_KEY
         else:
-            key = (event.category if self.by == "category" else event.error_type) or "unknown"
+            key = _text(get("category" if self.by == "category" else "error_type")) or "unknown"
         group = self.groups.setdefault(key, _Group())
         if failed:
             group.failed += 1
-            group.retryable += event.retryable is True
+            group.retryable += get("retryable") is True
         else:
             group.completed += 1
-        if event.duration is not None and event.duration >= 0:
-            group.durations.append(event.duration)
+        if duration is not None and duration >= 0:
+            group.durations.append(duration)
 
     # -- the result --------------------------------------------------------------
 
@@ -628,12 +651,18 @@ class StatsBuilder:
 
 def task_key(event: Event) -> tuple[str, str, str] | None:
     """Which task an attempt belongs to: its ``task_id``, else subject, else session."""
-    if event.task_id:
-        return (event.source, "task", event.task_id)
-    if event.subject:
-        return (event.source, "subject", event.subject)
-    if event.session_id:
-        return (event.source, "session", event.session_id)
+    return _task_key(event.source, event.task_id, event.subject, event.session_id)
+
+
+def _task_key(
+    source: str, task_id: str | None, subject: str | None, session: str | None
+) -> tuple[str, str, str] | None:
+    if task_id:
+        return (source, "task", task_id)
+    if subject:
+        return (source, "subject", subject)
+    if session:
+        return (source, "session", session)
     return None
 
 
