@@ -41,7 +41,7 @@ from lyra.events import encode
 
 MB = 1 << 20
 SIZE_MB, QUICK_SIZE_MB = 20.0, 2.0
-REPEATS, QUICK_REPEATS = 7, 3
+REPEATS, QUICK_REPEATS = 9, 3
 TARGET = 1.5
 FAILURES = [
     ("timeout", True, "timeout", "Time limit insufficient"),

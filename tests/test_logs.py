@@ -9,6 +9,7 @@ import itertools
 import json
 import re
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -826,28 +827,55 @@ def test_recovery_is_per_file(tmp_path: Path) -> None:
 
 
 def test_remembered_tasks_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the newest tasks may still change, so memory stays flat; a forgotten task
-    keeps its last outcome in the task counts."""
-    monkeypatch.setattr(_stats, "_MAX_TASKS", 2)
-    lines = [failed(i, subject=s) for i, s in enumerate(["A1", "B2", "C3"])]
-    lines += [completed(10, subject="A1"), completed(11, subject="C3")]
+    """Only the newest tasks may still change, so memory stays flat; a task let go keeps
+    its last outcome in the task counts (and, seen again much later, is a new task)."""
+    monkeypatch.setattr(_stats, "_MAX_TASKS", 4)
+    lines = [failed(0, subject="A1")]
+    lines += [completed(i, subject=s) for i, s in enumerate(["B2", "C3", "D4", "E5"], 1)]
+    lines += [completed(10, subject="A1")]
     builder = _stats.StatsBuilder().add_all(_events(*lines))
     stats = builder.build()
-    assert list(builder.tasks) == [("mem", "subject", "A1"), ("mem", "subject", "C3")]
-    assert (stats.recovered, stats.tasks, stats.tasks_failed, stats.tasks_completed) == (
+    assert len(builder.tasks) <= 4
+    assert (stats.tasks, stats.tasks_failed, stats.tasks_completed, stats.recovered) == (
+        6,
         1,
-        4,  # A1 was forgotten as failed, then seen again and completed: two tasks
-        2,
-        2,
+        5,
+        0,
     )
 
 
 def test_remembered_sessions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions are remembered for spotting repeats only up to a bound."""
-    monkeypatch.setattr(_stats, "_MAX_SESSIONS", 3)
+    monkeypatch.setattr(_stats, "_MAX_SESSIONS", 4)
     lines = [completed(i, session_id=f"child-{i}") for i in range(10)]
-    builder = _stats.StatsBuilder().add_all(_events(*lines, lines[-1]))
-    assert (len(builder.sessions.seen), builder.build().duplicates) == (3, 1)
+    builder = _stats.StatsBuilder().add_all(_events(*lines, lines[-1], lines[0]))
+    assert len(builder.sessions.seen) <= 4
+    assert builder.build().duplicates == 1  # the last one again; the first is long gone
+
+
+@pytest.mark.parametrize("limit", [2, 10, 1000])
+def test_recent_keeps_the_newest_keys(limit: int) -> None:
+    """``Recent`` holds at most ``limit`` keys, always the newest half, and lets each
+    older key go exactly once."""
+    recent: _stats.Recent[int, int] = _stats.Recent(limit)
+    gone: list[int] = []
+    for key in range(5000):
+        gone += recent.set(key, key)
+        assert len(recent) <= limit
+    kept = [key for key, _ in recent.items()]
+    assert sorted(gone + kept) == list(range(5000))
+    assert kept[-(limit // 2) :] == list(range(5000 - limit // 2, 5000))
+    assert (recent.get(4999), recent.get(0)) == (4999, None)
+
+
+def test_forgetting_stays_cheap_past_the_bound() -> None:
+    """Past its bound every step still costs O(1): 300,000 keys through a 100,000-key
+    memory take well under a second (a dict used as a queue took minutes)."""
+    recent: _stats.Recent[int, bool] = _stats.Recent(100_000)
+    started = time.perf_counter()
+    for key in range(300_000):
+        recent.set(key, True)
+    assert time.perf_counter() - started < 3.0
 
 
 def _decomposition(subtasks: list[list[str]], status: str) -> list[Event]:
@@ -932,7 +960,7 @@ def test_decomposed_tasks(
         stats.recovered,
         stats.unfinished,
     ) == counts
-    failing = {**builder.tasks, **builder.subtasks}.items()
+    failing = [*builder.tasks.items(), *builder.subtasks.items()]
     assert sorted(key[2] for key, outcome in failing if outcome != "completed") == pending
     assert (stats.recovery_attempts, stats.by_strategy) == (1, {"decomposition": 1})
 

@@ -106,11 +106,11 @@ def suggest_timeout(
             continue  # a subtask: a share of the work under a share of the time
         name = event.name
         if name == STARTED:
-            if sessions.first(event.session_id, finished=False) and event.timeout is not None:
+            if sessions.first(event.session_id, False) and event.timeout is not None:
                 timeouts[event.timeout] += 1
         elif (
             name in (COMPLETED, FAILED)
-            and sessions.first(event.session_id, finished=True)
+            and sessions.first(event.session_id, True)
             and (name == COMPLETED or event.category == "timeout")
         ):
             _note(kinds.setdefault(subject_kind(event.subject), _Kind()), event)
