@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -69,14 +69,14 @@ MAX_BUCKETS = 60
 _MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
 _FINISHED = frozenset({COMPLETED, FAILED})
 _MAX_TASKS = 200_000
-"""Tasks whose outcome is remembered while they may still change (at least half
-as many). A recovery loop retries within a few attempts, so a task that 100,000
-newer tasks have passed is done: its last outcome is final, and forgetting it
-keeps memory flat over huge logs."""
+"""Most tasks whose outcome is remembered while it may still change (the newest
+half is always kept). A recovery loop retries within a few attempts, so a task
+that 100,000 newer tasks have passed is done: its last outcome is final, and
+forgetting it keeps memory flat over huge logs."""
 _MAX_SESSIONS = 200_000
-"""Sessions remembered (at least half as many) to recognise an attempt logged
-twice (a resumed run replaying what it had already logged), which is never far
-from the first."""
+"""Most sessions remembered (the newest half always) to recognise an attempt
+logged twice (a resumed run replaying what it had already logged), which is
+never far from the first."""
 
 
 class _Model(BaseModel):
@@ -283,54 +283,26 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class Recent(Generic[K, V]):
-    """A mapping that remembers only the keys set most recently, between
-    ``limit / 2`` and ``limit`` of them, in two generations: when the young one
-    is full it becomes the old one, and the old one is let go (and returned, so
-    the caller can settle what it held). O(1) per step; a single dict used as a
-    queue slows down as deleted entries pile up at its front."""
-
-    __slots__ = ("_half", "old", "young")
-
-    def __init__(self, limit: int) -> None:
-        self._half = max(1, limit // 2)
-        self.young: dict[K, V] = {}
-        self.old: dict[K, V] = {}
-
-    def __len__(self) -> int:
-        return len(self.young) + len(self.old)
-
-    def get(self, key: K) -> V | None:
-        found = self.young.get(key)
-        return self.old.get(key) if found is None else found
-
-    def pop(self, key: K) -> V | None:
-        found = self.young.pop(key, None)
-        return self.old.pop(key, None) if found is None else found
-
-    def set(self, key: K, value: V) -> dict[K, V]:
-        """Remember ``key``; returns what was let go to make room (usually nothing)."""
-        self.young[key] = value
-        if len(self.young) < self._half:
-            return {}
-        gone, self.old, self.young = self.old, self.young, {}
-        return gone
-
-    def items(self) -> list[tuple[K, V]]:
-        """What is remembered, oldest first."""
-        return [*self.old.items(), *self.young.items()]
+def halve(memory: dict[K, V]) -> tuple[dict[K, V], list[V]]:
+    """The newer half of ``memory`` (in insertion order), and the values of the
+    older half, let go. Letting half go at once keeps each step O(1) on average:
+    a dict used as a queue (``del d[next(iter(d))]``) slows down as deleted
+    entries pile up at its front."""
+    items = list(memory.items())
+    half = len(items) // 2
+    return dict(items[half:]), [value for _, value in items[:half]]
 
 
 class Sessions:
     """The most recent sessions and whether each has finished, to spot a line
     logged twice (a resumed run replaying what it had logged): a session's
-    second start or second finish is a repeat. About :data:`_MAX_SESSIONS` are
-    remembered."""
+    second start or second finish is a repeat. Between half of
+    :data:`_MAX_SESSIONS` and all of it are remembered."""
 
     __slots__ = ("seen",)
 
     def __init__(self) -> None:
-        self.seen: Recent[str, bool] = Recent(_MAX_SESSIONS)  # session -> finished yet
+        self.seen: dict[str, bool] = {}  # session -> finished yet; oldest first
 
     def first(self, session: str | None, finished: bool) -> bool:
         """False when this start (or finish) of ``session`` was seen before."""
@@ -338,7 +310,9 @@ class Sessions:
             return True
         state = self.seen.get(session)
         if state is None or (finished and not state):
-            self.seen.set(session, finished)
+            self.seen[session] = finished
+            if len(self.seen) > _MAX_SESSIONS:
+                self.seen = halve(self.seen)[0]
             return True
         return False
 
@@ -395,8 +369,8 @@ class StatsBuilder:
         self.finished: defaultdict[str, int] = defaultdict(int)  # started - finished
         self.sessions = Sessions()
         # task -> the outcome of its last attempt (``completed`` or a category); oldest first
-        self.tasks: Recent[tuple[str, str, str], str] = Recent(_MAX_TASKS)
-        self.subtasks: Recent[tuple[str, str, str], str] = Recent(_MAX_TASKS)  # no tasks
+        self.tasks: dict[tuple[str, str, str], str] = {}
+        self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
         self.final_tasks: Counter[str] = Counter()  # outcomes of tasks let go as done
         self.slots: defaultdict[tuple[int, bool], int] = defaultdict(int)  # (start, failed) -> n
         self.resolution_index = 0
@@ -529,12 +503,17 @@ class StatsBuilder:
     def _task(self, key: tuple[str, str, str], outcome: str, *, subtask: bool) -> None:
         """Note a task's latest outcome; a completion after a failure is a recovery."""
         tasks = self.subtasks if subtask else self.tasks
-        previous = tasks.pop(key)  # set again: among the newest
+        previous = tasks.pop(key, None)  # set again: among the newest
         if outcome == COMPLETED_KEY and previous is not None and previous != COMPLETED_KEY:
             self.recovered += 1
-        done = tasks.set(key, outcome)
-        if done and not subtask:
-            self.final_tasks.update(done.values())
+        tasks[key] = outcome
+        if len(tasks) > _MAX_TASKS:
+            kept, done = halve(tasks)
+            if subtask:
+                self.subtasks = kept
+            else:
+                self.tasks = kept
+                self.final_tasks.update(done)
 
     def _decomposed(self, event: Event) -> None:
         """A decomposed attempt ended: the parent task recovers only if it completed.
@@ -595,7 +574,7 @@ class StatsBuilder:
             max(0, count - self.finished[source]) for source, count in self.started.items()
         )
         outcomes = Counter(self.final_tasks)
-        outcomes.update(outcome for _, outcome in self.tasks.items())
+        outcomes.update(self.tasks.values())
         tasks_completed = outcomes.pop(COMPLETED_KEY, 0)
         tasks_failed = sum(outcomes.values())
         tasks = tasks_completed + tasks_failed
