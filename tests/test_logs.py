@@ -285,6 +285,7 @@ def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         failed(2, "timeout", subject="Q8I3H7", task_id="t2", attempt=2, **usage),
         failed(3, "tool_error", subject="XXXXX", task_id="t3", tokens_used=50, cost_usd=1.25),
         completed(4, subject="P69905", task_id="t4", parent_session_id="child-x", **usage),
+        failed(5, "", subject="P69905", task_id="t4", parent_session_id="child-x"),  # no category
         completed(3700, subject="P38398", task_id="t5", **usage),
     ]
     return write(tmp_path_factory.mktemp("spend") / "events.jsonl", *lines)
@@ -332,12 +333,14 @@ def test_html_page_carries_the_json_numbers(
 
 def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     """Attempts, tasks, tokens and cost land where they belong: two timed-out attempts
-    of one task are one failed task, and a nested delegation's spend is its parent's."""
+    of one task are one failed task, a nested delegation is an attempt but no task, and
+    its spend is its parent's."""
     parser = _Page()
     parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
     fields = parser.fields
-    assert (fields["failed"], fields["tasks_failed"], fields["by_category.timeout"]) == (3, 2, 2)
-    assert fields["tasks_by_category.timeout"] == 1
+    assert (fields["failed"], fields["tasks_failed"], fields["by_category.timeout"]) == (4, 2, 2)
+    assert (fields["tasks_by_category.timeout"], fields["by_category.unknown"]) == (1, 1)
+    assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
     assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
     assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
 
@@ -604,7 +607,7 @@ def test_a_truncated_gzip_is_read_as_far_as_it_goes(
     captured = capsys.readouterr()
     stats = json.loads(captured.out)
     assert 0 < stats["completed"] <= len(lines)
-    assert stats["truncated_files"] == [str(gz)]
+    assert (stats["truncated_files"], stats["torn_files"]) == ([str(gz)], [])
     assert f"{gz} ends early" in captured.err
 
 

@@ -240,7 +240,7 @@ class _FileTally:
             lines=self.lines,
             events=self.events,
             malformed_lines=self.json_like_bad + (0 if prose else self.other_bad),
-            torn_files=[source] if self.torn else [],
+            torn_files=[source] if self.torn and not self.truncated else [],  # cut, not torn
             truncated_files=[source] if self.truncated else [],
         )
 

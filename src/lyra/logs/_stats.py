@@ -592,7 +592,7 @@ class StatsBuilder:
             tasks=tasks,
             tasks_completed=tasks_completed,
             tasks_failed=tasks_failed,
-            tasks_by_category={**{str(c): 0 for c in FailureCategory}, **outcomes},
+            tasks_by_category={**dict.fromkeys(self.by_category, 0), **outcomes},
             task_failure_rate=_rate(tasks_failed, tasks),
             durations=self._durations(),
             duration_histogram=self._histogram(),
