@@ -27,6 +27,7 @@ from lyra.cli._logs_command import register
 from lyra.logs import (
     Event,
     ReadStats,
+    _html,
     _read,
     _stats,
     collect_stats,
@@ -343,6 +344,75 @@ def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
     assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
     assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
+
+
+@pytest.mark.parametrize(
+    ("top", "marks"),
+    [
+        (0, [0, 1]),
+        (1, [0, 1]),
+        (4, [0, 1, 2, 3, 4]),
+        (22, [0, 5, 10, 15, 20, 25]),
+        (2068, [0, 500, 1000, 1500, 2000, 2500]),
+        (10_200, [0, 5000, 10_000, 15_000]),
+    ],
+)
+def test_axis_ticks_are_round_and_cover_the_data(top: int, marks: list[int]) -> None:
+    """A y axis gets 0, round steps and a last tick at or above the largest bar."""
+    assert _html.ticks(top) == marks
+
+
+class _Texts(HTMLParser):
+    """The text labels of each chart: (x, y, anchor, turned, words)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chart = ""
+        self.heights: dict[str, float] = {}
+        self.texts: dict[str, list[tuple[float, float, str, bool, str]]] = {}
+        self._open: tuple[float, float, str, bool] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "svg":
+            self.chart = str(a["data-chart"])
+            self.heights[self.chart] = float(str(a["height"]))
+        if tag == "text":
+            at = (float(str(a["x"])), float(str(a["y"])))
+            self._open = (*at, str(a["text-anchor"]), "transform" in a)
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self.texts.setdefault(self.chart, []).append((*self._open, data))
+            self._open = None
+
+
+def _extent(at: float, anchor: str, length: float) -> tuple[float, float]:
+    """Where a text of ``length`` pixels anchored at ``at`` begins and ends."""
+    if anchor == "start":
+        return at, at + length
+    if anchor == "end":
+        return at - length, at
+    return at - length / 2, at + length / 2
+
+
+def test_chart_labels_fit_and_axes_say_what_they_count(spend_log: Path) -> None:
+    """Every chart label lies inside its picture (the last time label was clipped), the
+    y axes show more than 0 and the maximum, and the axis titles name units."""
+    parser = _Texts()
+    parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
+    for chart, texts in parser.texts.items():
+        for x, y, anchor, turned, words in texts:
+            length = len(words) * _html._CHAR_W
+            begin, end = _extent(y if turned else x, anchor, length)
+            assert begin >= 0, (chart, words)
+            assert end <= (parser.heights[chart] if turned else _html.WIDTH), (chart, words)
+    timeline = [words for *_, words in parser.texts["timeline"]]
+    assert "failed attempts per 2 min" in timeline
+    assert "time (UTC on 2026-01-31), 2 min buckets" in timeline
+    assert {"0", "1", "2"} <= set(timeline)
+    histogram = [words for *_, words in parser.texts["duration_histogram"]]
+    assert "duration of the attempt (seconds)" in histogram
 
 
 def test_html_escapes_blocker_text(tmp_path: Path) -> None:
