@@ -286,6 +286,11 @@ def _rate(part: int, whole: int) -> str:
     return f" ({part / whole:.1%})" if whole else ""
 
 
+def _elapsed(value: float | None) -> str:
+    """Seconds to the hundredth, or the thousandth below 0.1 s (never a bare 0.00)."""
+    return "–" if value is None else f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+
+
 def _money(value: float, total: float) -> str:
     """Dollars, to the cent once the ``total`` they are part of reaches $100."""
     return f"${value:,.2f}" if total >= 100 else f"${value:,.4f}"
@@ -362,7 +367,7 @@ def _outcome_table(stats: FailureStats) -> str:
             ["<td>–</td>"] * 3
             if d is None
             else [
-                _cell(f"durations.{key}.{q}", value, "–" if value is None else f"{value:.2f}")
+                _cell(f"durations.{key}.{q}", value, _elapsed(value))
                 for q, value in (("p50", d.p50), ("p95", d.p95), ("max", d.max))
             ]
         )
