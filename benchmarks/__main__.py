@@ -14,7 +14,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -37,16 +36,6 @@ class Benchmark:
     in_quick: bool = True  # False: --quick skips it unless named with --only
 
 
-def _logs_rows(lines: list[str]) -> list[Row]:
-    rows = []
-    for line in lines:
-        if match := re.match(r"throughput: ([\d.]+) MB/s", line):
-            rows.append(Row("logs", "lyra logs stats throughput", float(match.group(1)), "MB/s"))
-        if match := re.match(r"peak RSS: ([\d.]+) MB", line):
-            rows.append(Row("logs", "lyra logs stats peak RSS", float(match.group(1)), "MB"))
-    return rows
-
-
 BENCHMARKS: dict[str, Benchmark] = {
     "overhead": Benchmark("overhead.py"),
     "makespan": Benchmark("makespan.py"),
@@ -58,9 +47,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "recovery_efficiency": Benchmark("recovery_efficiency.py"),
     "cold_start": Benchmark("cold_start.py"),
     "tracing": Benchmark("tracing.py"),
-    "logs_throughput": Benchmark(
-        "logs_throughput.py", ("--mb", "20"), ("--mb", "2"), rows_from=_logs_rows
-    ),
+    "logs_throughput": Benchmark("logs_throughput.py"),
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
     "durable": Benchmark("durable.py", in_quick=False),
 }

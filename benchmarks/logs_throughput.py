@@ -1,29 +1,48 @@
-"""How fast ``lyra.logs`` reads event logs, and in how much memory.
+"""``lyra logs stats`` against a bare ``json.loads`` loop over the same event log.
 
-Generates an event log of ``--mb`` megabytes (default 500) in a temporary
-folder, shaped like ``lyra analyze`` output (started / completed / failed /
-recovery events, a few malformed lines), then times ``collect_stats`` over it
-and prints MB/s and peak RSS. Not a test: run it by hand.
+Writes an event log of 20 MB (5 MB with ``--quick``) the way the CLI writes it:
+each line encoded by ``lyra.events.encode`` with the fields, in the order, that
+the supervisor and the recovery loop emit (``delegation_started`` /
+``_completed`` / ``_failed`` with usage, ``recovery_attempt``, a data-source
+warning now and then, ``quorum_decision`` and ``run_finished`` per run). Then,
+interleaved (bare, lyra, bare, lyra, …):
 
-    .venv/bin/python benchmarks/logs_throughput.py --mb 50
+- bare: ``for line in file: json.loads(line)`` over the file opened in binary,
+  the floor of any reader that decodes every line with the standard library;
+- lyra: ``lyra logs stats FILE --json`` run in-process through
+  ``lyra.cli.main`` (stdout captured), i.e. read, count, summarise, print;
+  its cache of blocker patterns is cleared first, as in a fresh process.
+
+Prints min/median/max seconds of each (CPU time of this process: both sides
+are single-threaded and CPU-bound on a file in the page cache, and CPU time
+stays steady when other work loads the machine), events per second, the ratio
+of the medians (target: ≤ 1.5×, issue 12) and the peak RSS of the process (the
+reader streams: it must not grow with the file).
+
+    python benchmarks/logs_throughput.py [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+import io
 import json
 import random
-import resource
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from lyra.logs import ReadStats, StatsBuilder, read_events
+from _common import Row, current_rss_mb, median, rss_mb, standalone
+
+from lyra.events import encode
 
 MB = 1 << 20
+SIZE_MB, QUICK_SIZE_MB = 20.0, 5.0
+REPEATS, QUICK_REPEATS = 9, 3
+TARGET = 1.5
 FAILURES = [
     ("timeout", True, "timeout", "Time limit insufficient"),
     ("timeout", False, "timeout", "No progress before the deadline"),
@@ -37,110 +56,183 @@ FAILURES = [
 MODULES = ["bcrypt", "numpy", "pandas", "biopython", "requests"]
 
 
+# -- the log ----------------------------------------------------------------------------
+
+
+class _Writer:
+    """Event lines as ``lyra.events`` writes them: event, level, timestamp, fields."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.at = datetime(2026, 1, 1, tzinfo=UTC)
+        self.sessions = 0
+        self.prefix = f"{rng.getrandbits(32):08x}"[:7]
+
+    def line(self, name: str, level: str = "info", **fields: Any) -> bytes:
+        stamp = self.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return encode({"event": name, "level": level, "timestamp": stamp, **fields})
+
+    def session(self) -> str:
+        self.sessions += 1
+        return f"child-{self.prefix}{self.sessions}"
+
+    def usage(self) -> dict[str, Any]:
+        inputs, outputs = self.rng.randint(500, 5000), self.rng.randint(100, 2000)
+        return {
+            "tokens_used": inputs + outputs,
+            "input_tokens": inputs,
+            "output_tokens": outputs,
+            "cost_usd": round((inputs * 3 + outputs * 15) / 1e6, 6),
+            "turns": self.rng.randint(1, 8),
+        }
+
+    def task(self) -> Iterator[bytes]:
+        """One protein's recovery loop: up to three attempts."""
+        rng = self.rng
+        pid = _protein(rng)
+        task_id = f"task-{rng.getrandbits(48):012x}"
+        timeout = 300.0
+        self.at += timedelta(seconds=rng.random() * 2)
+        if rng.random() < 0.02:
+            yield self.line(
+                "protein_response_invalid", "warning",
+                uniprot_id=pid, source="live", reason=f"Protein {pid} answer had no sequence",
+            )  # fmt: skip
+        for attempt in (1, 2, 3):
+            session = self.session()
+            ids = {"session_id": session, "subject": pid, "attempt": attempt, "task_id": task_id}
+            yield self.line("delegation_started", **ids, timeout=timeout)
+            duration = round(rng.lognormvariate(2.5, 0.8), 6)
+            self.at += timedelta(seconds=min(duration, timeout))
+            if rng.random() < 0.75:
+                yield self.line("delegation_completed", duration=duration, **ids, **self.usage())
+                return
+            category, retryable, error_type, blocker = rng.choice(FAILURES)
+            yield self.line(
+                "delegation_failed",
+                category=category, retryable=retryable, error_type=error_type,
+                blocked_on=blocker.format(mod=rng.choice(MODULES), pid=pid, n=rng.randint(1, 999)),
+                duration=duration, evidence="rule 6: transient infrastructure failure",
+                **ids, **self.usage(),
+            )  # fmt: skip
+            if not retryable:
+                return
+            timeout *= 2
+            yield self.line(
+                "recovery_attempt",
+                task_id=task_id, session_id=session, subject=pid, attempt=attempt + 1,
+                strategy="double_timeout", category=category, timeout=timeout, wait=0.0,
+                subtasks=None,
+            )  # fmt: skip
+
+    def run_end(self, proteins: int) -> Iterator[bytes]:
+        yield self.line("quorum_decision", met=True, completed=proteins, required=proteins)
+        yield self.line("run_finished", proteins=proteins, duration=1.0)
+
+
 def _protein(rng: random.Random) -> str:
-    return (
-        rng.choice("OPQ")
-        + str(rng.randint(0, 9))
-        + "".join(rng.choices("ABCDEFGHXYZ0123456789", k=3))
-        + str(rng.randint(0, 9))
-    )
-
-
-def _line(
-    name: str, at: datetime, session: str, subject: str, attempt: int, **fields: object
-) -> str:
-    data = {
-        **fields,
-        "session_id": session,
-        "subject": subject,
-        "attempt": attempt,
-        "event": name,
-        "level": "info",
-        "timestamp": at.isoformat().replace("+00:00", "Z"),
-    }
-    return json.dumps(data) + "\n"
-
-
-def _task(rng: random.Random, at: datetime) -> Iterator[str]:
-    """The events of one protein's recovery loop: up to three attempts."""
-    pid = _protein(rng)
-    timeout = 300.0
-    for attempt in (1, 2, 3):
-        session = f"child-{rng.getrandbits(48):012x}"
-        yield _line("delegation_started", at, session, pid, attempt, timeout=timeout)
-        duration = round(rng.lognormvariate(2.5, 0.8), 6)
-        at += timedelta(seconds=min(duration, timeout))
-        if rng.random() < 0.75:
-            yield _line("delegation_completed", at, session, pid, attempt, duration=duration)
-            return
-        category, retryable, error_type, blocker = rng.choice(FAILURES)
-        text = blocker.format(mod=rng.choice(MODULES), pid=pid, n=rng.randint(1, 999))
-        yield _line(
-            "delegation_failed", at, session, pid, attempt,
-            category=category, retryable=retryable, error_type=error_type, blocked_on=text,
-            duration=duration, evidence="rule 6: transient infrastructure failure",
-        )  # fmt: skip
-        if not retryable:
-            return
-        timeout *= 2
-        yield _line(
-            "recovery_attempt", at, session, pid, attempt + 1,
-            strategy="double_timeout", timeout=timeout, wait=0.0, task_id=f"task-{pid}",
-        )  # fmt: skip
+    letters = "".join(rng.choices("ABCDEFGHXYZ0123456789", k=3))
+    return f"{rng.choice('OPQ')}{rng.randint(0, 9)}{letters}{rng.randint(0, 9)}"
 
 
 def generate(path: Path, megabytes: float, seed: int = 7) -> int:
     """Write about ``megabytes`` of events to ``path``; returns the bytes written."""
-    rng = random.Random(seed)
+    writer = _Writer(random.Random(seed))
     target, written = int(megabytes * MB), 0
-    batch: list[str] = []
-    at = datetime(2026, 1, 1, tzinfo=UTC)
-    with path.open("w", encoding="utf-8") as out:
+    with path.open("wb") as out:
         while written < target:
-            at += timedelta(seconds=rng.random() * 2)
-            batch.extend(_task(rng, at))
-            if rng.random() < 0.001:
-                batch.append('{"event": "delegation_completed", "trunc\n')  # a torn write
-            if len(batch) >= 10_000:
-                chunk = "".join(batch)
-                out.write(chunk)
-                written += len(chunk)
-                batch.clear()
-        chunk = "".join(batch)
-        out.write(chunk)
-        written += len(chunk)
+            batch = [line for _ in range(100) for line in writer.task()]
+            batch += writer.run_end(100)
+            chunk = b"".join(batch)
+            out.write(chunk)
+            written += len(chunk)
     return written
 
 
-def _rss_mb() -> float:
-    """Peak resident set size of this process so far, MB (ru_maxrss is KB on Linux)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (MB if sys.platform == "darwin" else 1024)
+# -- the two readers ----------------------------------------------------------------------
+
+
+def bare(path: Path) -> int:
+    """The floor: decode every line with the standard library, nothing else."""
+    lines = 0
+    with path.open("rb") as stream:
+        for line in stream:
+            json.loads(line)
+            lines += 1
+    return lines
+
+
+def lyra_stats(path: Path) -> dict[str, Any]:
+    """``lyra logs stats FILE --json``, in-process; the JSON it printed."""
+    from lyra.cli import main
+    from lyra.logs import normalize_blocker
+
+    normalize_blocker.cache_clear()  # as in a fresh process: each run pays for its blockers
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["logs", "stats", str(path), "--json"])
+    if status != 0:
+        raise RuntimeError(f"lyra logs stats exited {status}")
+    printed: dict[str, Any] = json.loads(out.getvalue())
+    return printed
+
+
+def _timed(action: Any, path: Path) -> float:
+    started = time.process_time()
+    action(path)
+    return time.process_time() - started
+
+
+def _spread(seconds: list[float]) -> str:
+    return f"min {min(seconds):.3f} s  median {median(seconds):.3f} s  max {max(seconds):.3f} s"
+
+
+def run(quick: bool) -> list[Row]:
+    """Generate a log, time both readers interleaved, print and return the rows."""
+    size_mb, repeats = (QUICK_SIZE_MB, QUICK_REPEATS) if quick else (SIZE_MB, REPEATS)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "events.jsonl"
+        size = generate(path, size_mb)
+        lines = bare(path)
+        stats = lyra_stats(path)  # a warm-up round for both, and the check below
+        if stats["events"] != lines or stats["malformed_lines"]:
+            raise RuntimeError(f"lyra read {stats['events']} of {lines} lines")
+        before = current_rss_mb()
+        times: dict[str, list[float]] = {"bare": [], "lyra": []}
+        for _ in range(repeats):
+            times["bare"].append(_timed(bare, path))
+            times["lyra"].append(_timed(lyra_stats, path))
+    peak = rss_mb()
+    print(
+        f"{size / MB:.1f} MB, {lines:,} events ({stats['delegations']:,} delegations, "
+        f"{stats['failed']:,} failed), {repeats} interleaved rounds"
+    )
+    for name, seconds in times.items():
+        rate = lines / median(seconds)
+        print(f"{name:<5} {_spread(seconds)}  {rate:,.0f} events/s")
+    ratio = median(times["lyra"]) / median(times["bare"])
+    print(f"peak RSS {peak:.1f} MB (before timing {before:.1f} MB)")
+    print(f"lyra logs stats / bare json.loads loop: {ratio:.2f}× (target ≤ {TARGET}×)")
+    bench = "logs_throughput"
+    return [
+        Row(bench, "bare json.loads loop", lines / median(times["bare"]), "events/s"),
+        Row(bench, "lyra logs stats", lines / median(times["lyra"]), "events/s"),
+        Row(bench, "peak RSS", peak, "MB", note=f"{size / MB:.0f} MB log"),
+        Row(
+            bench,
+            "lyra logs stats / bare json.loads loop",
+            ratio,
+            "×",
+            f"≤ {TARGET}×",
+            ratio <= TARGET,
+            "medians, interleaved",
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Generate a log, read it, print throughput and memory."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mb", type=float, default=500.0, help="log size in MB (default 500)")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "events.jsonl"
-        started = time.perf_counter()
-        size = generate(path, args.mb, args.seed)
-        print(f"generated {size / MB:.1f} MB in {time.perf_counter() - started:.1f}s")
-        before = _rss_mb()
-        read = ReadStats()
-        started = time.perf_counter()
-        stats = StatsBuilder().add_all(read_events([path], stats=read)).build(read)
-        elapsed = time.perf_counter() - started
-    print(
-        f"read {stats.events:,} events ({stats.delegations:,} delegations, "
-        f"{stats.failed:,} failed, {stats.recovered:,} recovered, "
-        f"{stats.malformed_lines:,} malformed lines) in {elapsed:.1f}s"
-    )
-    print(f"throughput: {size / MB / elapsed:.1f} MB/s")
-    print(f"peak RSS: {_rss_mb():.1f} MB (before reading: {before:.1f} MB)")
+    """Run alone: ``--quick`` for a smaller log, ``--json FILE`` for the rows."""
+    standalone(run, __doc__, argv)
 
 
 if __name__ == "__main__":

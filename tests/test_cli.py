@@ -235,10 +235,12 @@ def test_report_parse_takes_several_files(
     assert [r["status"] for r in json.loads(out)] == ["completed", "failed"]
 
 
-def test_report_parse_missing_file_is_a_clear_error() -> None:
-    """A file that does not exist ends with a message, not a traceback."""
-    with pytest.raises(SystemExit, match="cannot read"):
+def test_report_parse_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that does not exist ends with a message, not a traceback: a usage error."""
+    with pytest.raises(SystemExit) as exit_info:
         main(["report", "parse", "/nonexistent/report.txt"])
+    assert exit_info.value.code == 2
+    assert "cannot read /nonexistent/report.txt" in capsys.readouterr().err
 
 
 def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import itertools
 import json
 import re
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,6 +27,7 @@ from lyra.cli._logs_command import register
 from lyra.logs import (
     Event,
     ReadStats,
+    _html,
     _read,
     _stats,
     collect_stats,
@@ -53,10 +56,13 @@ def run_cli(argv: list[str]) -> int:
     return status
 
 
+_SESSIONS = itertools.count(1)
+
+
 def event_line(name: str, at: float = 0.0, **fields: Any) -> str:
-    """One structlog-shaped JSON line, ``at`` seconds after :data:`T0`."""
+    """One event line, ``at`` seconds after :data:`T0`, of a new session unless given."""
     data = {
-        "session_id": fields.pop("session_id", "child-000000000001"),
+        "session_id": fields.pop("session_id", f"child-{next(_SESSIONS):012x}"),
         "subject": fields.pop("subject", None),
         "attempt": fields.pop("attempt", 1),
         **fields,
@@ -159,6 +165,17 @@ REAL_EXPECTED: dict[str, Any] = {
     ],
     "recovered": 1,
     "failure_rate": 0.75,
+    # six tasks: P04637 (recovered), Q8I3H7, P69905, XXXXX and two without a subject
+    "tasks": 6,
+    "tasks_completed": 2,
+    "tasks_failed": 4,
+    "tasks_by_category": {
+        "timeout": 1,
+        "missing_context": 1,
+        "tool_error": 1,
+        "invalid_task": 1,
+        "partial": 0,
+    },
     "malformed_lines": 0,
 }
 
@@ -232,40 +249,75 @@ def test_by_subject_breakdown_of_a_real_log(
 # -- the HTML page ------------------------------------------------------------------------
 
 
-class _Bars(HTMLParser):
-    """Collects ``data-value`` bars and notes anything that loads from elsewhere."""
+class _Page(HTMLParser):
+    """Collects the page's bars and marked cells, and anything that loads from elsewhere."""
 
     def __init__(self) -> None:
         super().__init__()
         self.bars: dict[str, dict[tuple[str, str], int]] = {}
+        self.fields: dict[str, Any] = {}
         self.external: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
-        if "src" in a or (tag == "link" and "href" in a):
+        if "src" in a or "href" in a:
             self.external.append(tag)
         if tag == "rect" and "data-value" in a:
             chart = self.bars.setdefault(str(a["data-chart"]), {})
             chart[(str(a["data-key"]), str(a["data-series"]))] = int(str(a["data-value"]))
+        if "data-field" in a:
+            self.fields[str(a["data-field"])] = json.loads(str(a["data-value"]))
 
 
-def test_html_charts_carry_the_json_numbers(
-    real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _at(data: Any, path: str) -> Any:
+    """The value at a dotted path of the ``--json`` output."""
+    for key in path.split("."):
+        data = data[key]
+    return data
+
+
+@pytest.fixture(scope="module")
+def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log whose attempts were charged: completed, timed out, failed, nested."""
+    usage = {"tokens_used": 1200, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.0042}
+    lines = [
+        completed(0, subject="P04637", task_id="t1", **usage),
+        failed(1, "timeout", subject="Q8I3H7", task_id="t2", **usage),
+        failed(2, "timeout", subject="Q8I3H7", task_id="t2", attempt=2, **usage),
+        failed(3, "tool_error", subject="XXXXX", task_id="t3", tokens_used=50, cost_usd=1.25),
+        completed(4, subject="P69905", task_id="t4", parent_session_id="child-x", **usage),
+        failed(5, "", subject="P69905", task_id="t4", parent_session_id="child-x"),  # no category
+        completed(3700, subject="P38398", task_id="t5", **usage),
+    ]
+    return write(tmp_path_factory.mktemp("spend") / "events.jsonl", *lines)
+
+
+@pytest.mark.parametrize("log", ["real_run", "spend_log"])
+def test_html_page_carries_the_json_numbers(
+    request: pytest.FixtureRequest,
+    log: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Each chart's ``data-value`` numbers equal the ``--json`` ones; nothing is external."""
+    """Every bar and marked cell of the page (attempts, tasks, tokens, cost) equals the
+    ``--json`` output; nothing is loaded from elsewhere."""
+    found = request.getfixturevalue(log)
+    path = str(found[0] if isinstance(found, tuple) else found)
     page = tmp_path / "out" / "report.html"
-    assert run_cli(["logs", "report", str(real_run[0]), "--html", str(page)]) == 0
-    assert run_cli(["logs", "stats", str(real_run[0]), "--json"]) == 0
+    assert run_cli(["logs", "report", path, "--html", str(page)]) == 0
+    assert run_cli(["logs", "stats", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    parser = _Bars()
+    parser = _Page()
     parser.feed(page.read_text(encoding="utf-8"))
     assert parser.external == []
-    assert parser.bars["by_category"] == {(k, "failed"): n for k, n in data["by_category"].items()}
+    assert parser.bars["by_category"] == {
+        **{(k, "failed"): n for k, n in data["by_category"].items()},
+        **{(k, "tasks_failed"): n for k, n in data["tasks_by_category"].items()},
+    }
     assert parser.bars["top_blockers"] == {(k, "failed"): n for k, n in data["top_blockers"]}
     timeline = {
-        (b["start"].replace("Z", "+00:00"), series): b[series]
+        (b["start"].replace("Z", "+00:00"), "failed"): b["failed"]
         for b in data["timeline"]["buckets"]
-        for series in ("completed", "failed")
     }
     assert parser.bars["timeline"] == timeline
     histogram = {
@@ -274,7 +326,93 @@ def test_html_charts_carry_the_json_numbers(
         for series in ("completed", "failed")
     }
     assert parser.bars["duration_histogram"] == histogram
-    assert sum(v for (_, s), v in parser.bars["timeline"].items() if s == "failed") == 6
+    assert {path: _at(data, path) for path in parser.fields} == parser.fields
+    shown = {"delegations", "failed", "tasks", "tasks_failed", "tokens_used", "cost_usd"}
+    shown |= {f"spend.{key}.{column}" for key in data["spend"] for column in ("tokens", "cost_usd")}
+    assert shown <= set(parser.fields)
+
+
+def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
+    """Attempts, tasks, tokens and cost land where they belong: two timed-out attempts
+    of one task are one failed task, a nested delegation is an attempt but no task, and
+    its spend is its parent's."""
+    parser = _Page()
+    parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
+    fields = parser.fields
+    assert (fields["failed"], fields["tasks_failed"], fields["by_category.timeout"]) == (4, 2, 2)
+    assert (fields["tasks_by_category.timeout"], fields["by_category.unknown"]) == (1, 1)
+    assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
+    assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
+    assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
+
+
+@pytest.mark.parametrize(
+    ("top", "marks"),
+    [
+        (0, [0, 1]),
+        (1, [0, 1]),
+        (4, [0, 1, 2, 3, 4]),
+        (22, [0, 5, 10, 15, 20, 25]),
+        (2068, [0, 500, 1000, 1500, 2000, 2500]),
+        (10_200, [0, 5000, 10_000, 15_000]),
+    ],
+)
+def test_axis_ticks_are_round_and_cover_the_data(top: int, marks: list[int]) -> None:
+    """A y axis gets 0, round steps and a last tick at or above the largest bar."""
+    assert _html.ticks(top) == marks
+
+
+class _Texts(HTMLParser):
+    """The text labels of each chart: (x, y, anchor, turned, words)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chart = ""
+        self.heights: dict[str, float] = {}
+        self.texts: dict[str, list[tuple[float, float, str, bool, str]]] = {}
+        self._open: tuple[float, float, str, bool] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "svg":
+            self.chart = str(a["data-chart"])
+            self.heights[self.chart] = float(str(a["height"]))
+        if tag == "text":
+            at = (float(str(a["x"])), float(str(a["y"])))
+            self._open = (*at, str(a["text-anchor"]), "transform" in a)
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self.texts.setdefault(self.chart, []).append((*self._open, data))
+            self._open = None
+
+
+def _extent(at: float, anchor: str, length: float) -> tuple[float, float]:
+    """Where a text of ``length`` pixels anchored at ``at`` begins and ends."""
+    if anchor == "start":
+        return at, at + length
+    if anchor == "end":
+        return at - length, at
+    return at - length / 2, at + length / 2
+
+
+def test_chart_labels_fit_and_axes_say_what_they_count(spend_log: Path) -> None:
+    """Every chart label lies inside its picture (the last time label was clipped), the
+    y axes show more than 0 and the maximum, and the axis titles name units."""
+    parser = _Texts()
+    parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
+    for chart, texts in parser.texts.items():
+        for x, y, anchor, turned, words in texts:
+            length = len(words) * _html._CHAR_W
+            begin, end = _extent(y if turned else x, anchor, length)
+            assert begin >= 0, (chart, words)
+            assert end <= (parser.heights[chart] if turned else _html.WIDTH), (chart, words)
+    timeline = [words for *_, words in parser.texts["timeline"]]
+    assert "failed attempts per 2 min" in timeline
+    assert "time (UTC on 2026-01-31), 2 min buckets" in timeline
+    assert {"0", "1", "2"} <= set(timeline)
+    histogram = [words for *_, words in parser.texts["duration_histogram"]]
+    assert "duration of the attempt (seconds)" in histogram
 
 
 def test_html_escapes_blocker_text(tmp_path: Path) -> None:
@@ -282,14 +420,20 @@ def test_html_escapes_blocker_text(tmp_path: Path) -> None:
     log = write(tmp_path / "e.jsonl", failed(blocked_on="<script>alert(1)</script> & more"))
     page = lyra.logs.render_html(collect_stats([log]))
     assert "<script>alert" not in page
-    parser = _Bars()
+    parser = _Page()
     parser.feed(page)
     assert ("<script>alert(<n>)</script> & more", "failed") in parser.bars["top_blockers"]
 
 
 # -- reading: malformed lines, streaming, file kinds ---------------------------------------
 
-GOOD = [completed(0, subject="P04637"), failed(1, subject="Q8I3H7")]
+
+def good() -> list[str]:
+    """A completed and a failed delegation, each of a new session."""
+    return [completed(0, subject="P04637"), failed(1, subject="Q8I3H7")]
+
+
+GOOD = good()
 
 
 @pytest.mark.parametrize(
@@ -440,14 +584,178 @@ def test_gzip_directory_and_stdin_inputs(tmp_path: Path, monkeypatch: pytest.Mon
     """A .gz log, a run directory (its events.jsonl only) and stdin all read the same."""
     gz = tmp_path / "old.jsonl.gz"
     with gzip.open(gz, "wt", encoding="utf-8") as out:
-        out.writelines(GOOD)
+        out.writelines(good())
     run = tmp_path / "runs" / "r1"
     (run / "reports").mkdir(parents=True)
-    write(run / "events.jsonl", *GOOD)
+    write(run / "events.jsonl", *good())
     write(run / "reports" / "Q8I3H7.txt", _transcript())  # the same failures again: not read
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(GOOD).encode())))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(good()).encode())))
     stats = collect_stats([gz, tmp_path / "runs", "-"])
     assert (stats.files, stats.delegations, stats.failed, stats.reports) == (3, 6, 3, 0)
+
+
+# -- torn, truncated and repeated ------------------------------------------------------------
+
+TORN = '{"event":"delegation_failed","level":"info","timestamp":"2026-01-31T12:0'  # no newline
+
+
+@pytest.mark.parametrize(
+    ("tail", "torn", "malformed"),
+    [
+        (TORN, True, 0),  # a writer killed mid-line
+        (TORN + "\n", False, 1),  # cut, but a newline followed: an ordinary bad line
+        (completed(5).rstrip("\n"), False, 0),  # whole, only the newline missing: an event
+        ('{"no_event": true}', False, 1),  # whole JSON, no event: malformed, never torn
+        ("closing prose", False, 1),  # prose is not the start of an event
+    ],
+)
+def test_a_torn_last_line_is_skipped_apart_from_malformed_ones(
+    tmp_path: Path, tail: str, torn: bool, malformed: int
+) -> None:
+    """A last line cut short is named in ``torn_files``, not counted as malformed."""
+    log = write(tmp_path / "events.jsonl", *good(), tail)
+    stats = collect_stats([log])
+    assert (stats.torn_files, stats.malformed_lines) == ([str(log)] if torn else [], malformed)
+    read = ReadStats()
+    assert len(list(read_events([log], stats=read))) == stats.events
+    assert (read.torn_files, read.malformed_lines) == (stats.torn_files, malformed)
+
+
+def test_a_cut_line_that_is_not_last_is_malformed() -> None:
+    """In lines given in memory, a cut line followed by another is malformed, not torn."""
+    read = ReadStats()
+    events = list(iter_events([GOOD[0], TORN, GOOD[1]], source="mem", stats=read))
+    assert (len(events), read.malformed_lines, read.torn_files) == (2, 1, [])
+    list(iter_events([*GOOD, TORN], source="mem", stats=read))
+    assert read.torn_files == ["mem"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["logs", "stats", "{log}"],
+        ["logs", "stats", "{log}", "--json"],
+        ["logs", "report", "{log}", "--html", "{page}"],
+        ["logs", "suggest-timeout", "{log}"],
+    ],
+)
+def test_every_command_notes_a_torn_last_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Each ``lyra logs`` command reads the whole lines, then says it skipped the torn one."""
+    log = write(tmp_path / "events.jsonl", *good(), TORN)
+    places = {"log": log, "page": tmp_path / "page.html"}
+    assert run_cli([arg.format(**places) for arg in argv]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped a torn last line in {log}" in err
+    assert "malformed" not in err
+
+
+def _gzip(path: Path, lines: list[str]) -> bytes:
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.writelines(lines)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # a copy stopped halfway
+        lambda data: data[:-8],  # only the trailer lost
+        lambda data: data[: len(data) // 2] + bytes(60) + data[len(data) // 2 + 60 :],
+    ],
+    ids=["half", "trailer", "garbled"],
+)
+def test_a_truncated_gzip_is_read_as_far_as_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any
+) -> None:
+    """A damaged ``.gz`` gives the events before the damage, a note, and a normal exit."""
+    lines = [completed(i, subject=f"P{i:05d}") for i in range(2000)]
+    gz = tmp_path / "events.jsonl.gz"
+    gz.write_bytes(damage(_gzip(gz, lines)))
+    assert run_cli(["logs", "stats", str(gz), "--json"]) == 0
+    captured = capsys.readouterr()
+    stats = json.loads(captured.out)
+    assert 0 < stats["completed"] <= len(lines)
+    assert (stats["truncated_files"], stats["torn_files"]) == ([str(gz)], [])
+    assert f"{gz} ends early" in captured.err
+
+
+def test_a_truncated_gzip_transcript_gives_the_reports_before_the_cut(tmp_path: Path) -> None:
+    """A compressed transcript that ends early still yields the reports it holds whole."""
+    gz = tmp_path / "transcript.txt.gz"
+    data = _gzip(gz, [_transcript(), *(f"\nprose line {i}" for i in range(5000))])
+    gz.write_bytes(data[: len(data) - 200])
+    stats = collect_stats([gz])
+    assert (stats.reports, stats.truncated_files) == (3, [str(gz)])
+
+
+@pytest.mark.parametrize("by", [None, "subject", "category"])
+def test_lines_and_events_give_the_same_statistics(
+    real_run: tuple[Path, Path], spend_log: Path, tmp_path: Path, by: _stats.GroupBy | None
+) -> None:
+    """Statistics read straight from a log's lines equal those of its events fed one by
+    one (the two ways into :class:`StatsBuilder`)."""
+    decomposed = [
+        json.dumps({**event._asdict(), "event": event.name, "timestamp": f"{T0:%FT%TZ}"})
+        for event in _decomposition([["failed", "completed"], ["failed"]], "failed")
+    ]
+    mixed = write(tmp_path / "mixed.jsonl", *(line + "\n" for line in decomposed))
+    for log in (real_run[0], spend_log, mixed):
+        from_lines = collect_stats([log], by=by)
+        from_events = compute_stats(read_events([log]), by=by, read=ReadStats(files=1))
+        assert from_events.model_dump(exclude={"events"}) == from_lines.model_dump(
+            exclude={"events"}
+        )
+
+
+def test_an_attempt_logged_twice_counts_once(
+    real_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resumed run that logs its attempts again (the same sessions) changes no number,
+    and the command says how many repeats it left out."""
+    text = real_run[0].read_text(encoding="utf-8")
+    twice = write(tmp_path / "events.jsonl", text, text)
+    once, again = collect_stats([real_run[0]]), collect_stats([twice])
+    same = {"events", "duplicates"}
+    assert again.model_dump(exclude=same) == once.model_dump(exclude=same)
+    assert (again.duplicates, again.unfinished) == (once.completed + once.failed, 0)
+    assert run_cli(["logs", "stats", str(twice)]) == 0
+    assert "counted 8 repeated finishing event(s) once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("lines", "counts"),
+    [
+        # the replay repeats the failure: one attempt, one failed task
+        (["failed:child-a", "failed:child-a"], (1, 0, 1, 1, 0)),
+        # a session's second finish is a repeat whatever it says
+        (["failed:child-a", "completed:child-a"], (1, 0, 1, 1, 0)),
+        # a new session is a new attempt: the task recovered
+        (["failed:child-a", "completed:child-b"], (2, 1, 1, 0, 1)),
+    ],
+)
+def test_repeats_are_per_session(lines: list[str], counts: tuple[int, ...]) -> None:
+    """Only a session seen finishing before is a repeat; tokens and cost count once."""
+    usage = {"tokens_used": 100, "cost_usd": 0.01}
+    made = {"failed": failed, "completed": completed}
+    stats = compute_stats(
+        _events(
+            *(
+                made[kind](i, session_id=session, subject="P04637", **usage)
+                for i, (kind, session) in enumerate(line.split(":") for line in lines)
+            )
+        )
+    )
+    charged = sum(spend.tokens for spend in stats.spend.values())
+    assert (
+        stats.completed + stats.failed,
+        stats.completed,
+        stats.failed,
+        stats.duplicates,
+        stats.recovered,
+    ) == counts
+    assert charged == 100 * (counts[0])
 
 
 # -- statistics on synthetic logs -----------------------------------------------------------
@@ -575,7 +883,8 @@ def test_breakdowns(by: _stats.GroupBy, rows: list[tuple[str, int, int]]) -> Non
             1,
         ),
         ([failed(0, session_id="child-a"), completed(1, session_id="child-b")], 0),
-        ([failed(0, session_id="child-a"), completed(1, session_id="child-a")], 1),
+        # one session is one attempt: its second finishing line is a repeat, not a recovery
+        ([failed(0, session_id="child-a"), completed(1, session_id="child-a")], 0),
     ],
 )
 def test_recovered_tasks(lines: list[str], recovered: int) -> None:
@@ -590,13 +899,51 @@ def test_recovery_is_per_file(tmp_path: Path) -> None:
     assert collect_stats([a, b]).recovered == 0
 
 
-def test_pending_failures_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the newest failed tasks wait for recovery, so memory stays flat."""
-    monkeypatch.setattr(_stats, "_MAX_PENDING", 2)
-    lines = [failed(i, subject=s) for i, s in enumerate(["A1", "B2", "C3"])]
-    lines += [completed(10, subject="A1"), completed(11, subject="C3")]
+def test_remembered_tasks_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the newest tasks may still change, so memory stays flat; a task let go keeps
+    its last outcome in the task counts (and, seen again much later, is a new task)."""
+    monkeypatch.setattr(_stats, "_MAX_TASKS", 4)
+    lines = [failed(0, subject="A1")]
+    lines += [completed(i, subject=s) for i, s in enumerate(["B2", "C3", "D4", "E5"], 1)]
+    lines += [completed(10, subject="A1")]
     builder = _stats.StatsBuilder().add_all(_events(*lines))
-    assert (builder.build().recovered, list(builder.pending)) == (1, [("mem", "subject", "B2")])
+    stats = builder.build()
+    assert len(builder.tasks) <= 4
+    assert (stats.tasks, stats.tasks_failed, stats.tasks_completed, stats.recovered) == (
+        6,
+        1,
+        5,
+        0,
+    )
+
+
+def test_remembered_sessions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions are remembered for spotting repeats only up to a bound."""
+    monkeypatch.setattr(_stats, "_MAX_SESSIONS", 4)
+    lines = [completed(i, session_id=f"child-{i}") for i in range(10)]
+    builder = _stats.StatsBuilder().add_all(_events(*lines, lines[-1], lines[0]))
+    assert len(builder.sessions.seen) <= 4
+    assert builder.build().duplicates == 1  # the last one again; the first is long gone
+
+
+@pytest.mark.parametrize("size", [2, 11, 1000])
+def test_halving_keeps_the_newest_half(size: int) -> None:
+    """Letting the older half go keeps the newer half in order and returns the rest."""
+    kept, gone = _stats.halve({key: -key for key in range(size)})
+    assert list(kept.items()) == [(key, -key) for key in range(size // 2, size)]
+    assert gone == [-key for key in range(size // 2)]
+
+
+def test_forgetting_stays_cheap_past_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound every step still costs O(1) on average: 200,000 sessions through
+    a memory of 50,000 take a fraction of a second (a dict used as a queue, 12 s)."""
+    monkeypatch.setattr(_stats, "_MAX_SESSIONS", 50_000)
+    sessions = _stats.Sessions()
+    started = time.perf_counter()
+    for n in range(200_000):
+        sessions.first(f"child-{n}", True)
+    assert time.perf_counter() - started < 3.0
+    assert 25_000 <= len(sessions.seen) <= 50_000
 
 
 def _decomposition(subtasks: list[list[str]], status: str) -> list[Event]:
@@ -664,9 +1011,16 @@ def test_decomposed_tasks(
     counts: tuple[int, int, int, int, int],
     pending: list[str],
 ) -> None:
-    """Subtasks are delegations; the parent recovers only when its decomposition completed."""
+    """Subtasks are delegations; the parent recovers only when its decomposition completed,
+    and it is the one task: a failed decomposition leaves it failed as it first failed."""
     builder = _stats.StatsBuilder().add_all(_decomposition(subtasks, status))
     stats = builder.build()
+    ended_failed = int(status == "failed")
+    assert (stats.tasks, stats.tasks_failed, stats.tasks_by_category["timeout"]) == (
+        1,
+        ended_failed,
+        ended_failed,
+    )
     assert (
         stats.delegations,
         stats.completed,
@@ -674,8 +1028,26 @@ def test_decomposed_tasks(
         stats.recovered,
         stats.unfinished,
     ) == counts
-    assert sorted(key[2] for key in builder.pending) == pending
+    failing = [*builder.tasks.items(), *builder.subtasks.items()]
+    assert sorted(key[2] for key, outcome in failing if outcome != "completed") == pending
     assert (stats.recovery_attempts, stats.by_strategy) == (1, {"decomposition": 1})
+
+
+def test_a_nested_delegation_is_an_attempt_but_no_task() -> None:
+    """A grandchild's failure inside a completed attempt is a failed attempt, not a failed
+    task nor a recovery, and its spend is already in its parent's."""
+    parent = {"session_id": "child-p", "task_id": "t1", "subject": "P04637"}
+    usage = {"tokens_used": 10, "cost_usd": 0.5}
+    stats = compute_stats(
+        _events(
+            event_line("delegation_started", 0, **parent),
+            failed(1, session_id="child-g", parent_session_id="child-p", task_id="t1", **usage),
+            completed(2, **parent, **usage),
+        )
+    )
+    assert (stats.completed, stats.failed, stats.recovered) == (1, 1, 0)
+    assert (stats.tasks, stats.tasks_completed, stats.tasks_failed) == (1, 1, 0)
+    assert (stats.tokens_used, stats.cost_usd) == (10, 0.5)
 
 
 def test_decomposition_event_is_read() -> None:
@@ -773,11 +1145,42 @@ def test_exit_status(tmp_path: Path, content: str, status: int) -> None:
     assert run_cli(["logs", "stats", str(write(tmp_path / "e.jsonl", content))]) == status
 
 
-def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file that does not exist gives exit status 2 and a message on stderr."""
-    assert run_cli(["logs", "stats", str(tmp_path / "nope.jsonl")]) == 2
+def exit_status(argv: list[str]) -> int:
+    """The exit status of ``lyra ARGV`` run in-process, returned or raised."""
+    from lyra.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "bad"),
+    [
+        (["report", "parse", "{missing}"], "{missing}"),
+        (["report", "parse", "{folder}"], "{folder}"),
+        (["logs", "stats", "{missing}"], "{missing}"),
+        (["logs", "stats", "{not_gzip}"], "{not_gzip}"),
+        (["logs", "report", "{missing}", "--html", "-"], "{missing}"),
+        (["logs", "suggest-timeout", "{missing}"], "{missing}"),
+    ],
+)
+def test_unreadable_input_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], bad: str
+) -> None:
+    """Every command that reads files exits 2 with one line naming the file it cannot read."""
+    places = {
+        "missing": tmp_path / "nope.jsonl",
+        "folder": tmp_path,
+        "not_gzip": write(tmp_path / "old.jsonl.gz", *good()),
+    }
+    argv = [arg.format(**places) for arg in argv]
+    assert exit_status(argv) == 2
     captured = capsys.readouterr()
-    assert (captured.out, "no such file" in captured.err) == ("", True)
+    assert captured.out == ""
+    assert captured.err.startswith(f"lyra: cannot read {bad.format(**places)}: ")
+    assert captured.err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -981,6 +1384,9 @@ ANALYZE_EXPECTED: dict[str, Any] = {
     },
     "retryable": 4,
     "recovered": 2,  # P04637 (hang once) and P69905 (429 once)
+    "tasks": 5,  # proteins
+    "tasks_completed": 3,
+    "tasks_failed": 2,  # Q8I3H7 (partial, twice) and XXXXX (invalid_task)
 }
 
 

@@ -7,17 +7,20 @@ found, 2 usage error (bad option, unreadable file).
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
+from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
 from lyra.logs import (
     FailureStats,
     GroupBy,
+    ReadStats,
     TimeoutSuggestion,
     collect_stats,
     parse_since,
@@ -26,8 +29,7 @@ from lyra.logs import (
 )
 from lyra.supervisor import write_atomic
 
-Subparsers = Any  # argparse's _SubParsersAction is private
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE = 0, 1, 2
+EXIT_NOTHING = EXIT_FAILED  # no delegation found
 
 
 def _since(text: str) -> datetime:
@@ -125,33 +127,43 @@ def _note(text: str) -> None:
     print(f"lyra logs: {text}", file=sys.stderr)
 
 
-def _missing(files: Sequence[str]) -> list[str]:
-    return [f for f in files if f != "-" and not os.path.exists(f)]
-
-
 def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn missing and unreadable files into a message and exit status 2."""
+    """Turn missing and unreadable files into one line and exit status 2, before any
+    output when a file is missing."""
 
     def guarded(args: argparse.Namespace) -> int:
-        missing = _missing(args.files)
-        if missing:
-            _note(f"no such file: {', '.join(missing)}")
-            return EXIT_USAGE
+        for path in args.files:
+            if path != "-" and not os.path.exists(path):
+                missing = errno.ENOENT
+                return cannot_read(path, FileNotFoundError(missing, os.strerror(missing)))
         try:
             return run(args)
         except BrokenPipeError:
             raise  # `| head` closed the pipe: the CLI ends quietly
-        except OSError as exc:  # a directory we may not read, a truncated .gz
-            _note(f"cannot read {exc.filename or 'input'}: {exc.strerror or exc}")
-            return EXIT_USAGE
+        except OSError as exc:  # a directory we may not read, a file that is no gzip
+            return cannot_read(exc.filename or "input", exc)
 
     return guarded
 
 
+def _reading_notes(read: ReadStats | FailureStats) -> None:
+    """What was skipped while reading, and why."""
+    if read.malformed_lines:
+        _note(f"skipped {read.malformed_lines} malformed line(s)")
+    for path in read.torn_files:
+        _note(f"skipped a torn last line in {path} (its writer was stopped mid-line)")
+    for path in read.truncated_files:
+        _note(f"{path} ends early (truncated or damaged): read what it holds")
+
+
 def _read_notes(stats: FailureStats) -> int:
     """Notes about what was skipped; the exit status for what was found."""
-    if stats.malformed_lines:
-        _note(f"skipped {stats.malformed_lines} malformed line(s)")
+    _reading_notes(stats)
+    if stats.duplicates:
+        _note(
+            f"counted {stats.duplicates} repeated finishing event(s) once "
+            "(a session logged twice, as a resumed run may)"
+        )
     if stats.skipped_undated:
         _note(f"--since left out {stats.skipped_undated} record(s) without a timestamp")
     if stats.delegations == 0:
@@ -190,22 +202,34 @@ def _rows(head: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
 
 
 def format_stats(stats: FailureStats) -> str:
-    """The terminal table of ``lyra logs stats``."""
+    """The terminal table of ``lyra logs stats``: attempts, then tasks, then outcomes."""
     finished = stats.completed + stats.failed
     lines = [
         f"{stats.files} file(s), {stats.events} events, {stats.reports} raw reports, "
         f"{stats.malformed_lines} malformed lines",
         "",
         *_rows(
-            ["", "count"],
+            ["", "attempts"],
             [
                 ["delegations", stats.delegations],
                 ["completed", stats.completed],
                 ["failed", f"{stats.failed} ({stats.failure_rate:.1%} of {finished})"],
                 ["retryable", stats.retryable],
-                ["recovered", stats.recovered],
                 ["unfinished", stats.unfinished],
                 ["recovery attempts", stats.recovery_attempts],
+            ],
+        ),
+        "",
+        *_rows(
+            ["", "tasks"],
+            [
+                ["tasks", stats.tasks],
+                ["completed", stats.tasks_completed],
+                ["recovered", stats.recovered],
+                [
+                    "failed",
+                    f"{stats.tasks_failed} ({stats.task_failure_rate:.1%} of {stats.tasks})",
+                ],
             ],
         ),
         "",
@@ -224,14 +248,17 @@ def format_stats(stats: FailureStats) -> str:
 
 
 def _category_rows(stats: FailureStats) -> list[str]:
+    """Per outcome: attempts, their share of the failed ones, tasks that ended so, times."""
     rows: list[list[object]] = []
     for key in ["completed", *stats.by_category]:
-        count = stats.completed if key == "completed" else stats.by_category[key]
-        share = "" if key == "completed" or not stats.failed else f"{count / stats.failed:.0%}"
+        done = key == "completed"
+        count = stats.completed if done else stats.by_category[key]
+        tasks = stats.tasks_completed if done else stats.tasks_by_category.get(key, 0)
+        share = "" if done or not stats.failed else f"{count / stats.failed:.0%}"
         d = stats.durations.get(key)
         p50, p95 = (d.p50, d.p95) if d is not None else (None, None)
-        rows.append([key, count, share, _seconds(p50), _seconds(p95)])
-    return _rows(["outcome", "count", "share", "p50 s", "p95 s"], rows)
+        rows.append([key, count, share, tasks, _seconds(p50), _seconds(p95)])
+    return _rows(["outcome", "attempts", "share", "tasks", "p50 s", "p95 s"], rows)
 
 
 def _spend_rows(stats: FailureStats) -> list[str]:
@@ -284,9 +311,15 @@ def _report(args: argparse.Namespace) -> int:
 
 @_guarded
 def _suggest(args: argparse.Namespace) -> int:
+    read = ReadStats()
     result = suggest_from_files(
-        args.files, percentile_q=args.percentile, margin=args.margin, min_samples=args.min_samples
+        args.files,
+        percentile_q=args.percentile,
+        margin=args.margin,
+        min_samples=args.min_samples,
+        stats=read,
     )
+    _reading_notes(read)
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:

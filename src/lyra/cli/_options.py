@@ -82,11 +82,17 @@ def budget_of(args: argparse.Namespace) -> Any:
     return None if budget.unlimited else budget
 
 
+def cannot_read(path: str, exc: OSError) -> int:
+    """An input that cannot be read is a usage error: one line on stderr; exit status 2."""
+    print(f"lyra: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def read_text(path: str) -> str:
-    """A file's text, or standard input for ``-``; a clear error when unreadable."""
+    """A file's text, or standard input for ``-``; a usage error when unreadable."""
     if path == "-":
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise SystemExit(f"lyra: cannot read {path}: {exc.strerror or exc}") from None
+        raise SystemExit(cannot_read(path, exc)) from None

@@ -1,10 +1,13 @@
 """Streaming readers: event logs and raw reports in, :class:`Event` tuples out.
 
-Nothing here loads a whole file. Event logs (structlog JSON lines, DESIGN §8)
-are read line by line with a bounded line length; malformed lines are skipped
-and counted. A file that holds no events at all (a parent transcript, a plain
-log) is read a second time, in bounded chunks, for the reports the delegation
-core's parser finds in it (:func:`lyra.delegation.find_reports`).
+Nothing here loads a whole file. Event logs (JSON lines, DESIGN §8) are read
+line by line with a bounded line length and decoded with orjson; malformed
+lines are skipped and counted. A last line cut short by a killed writer (no
+newline, no valid JSON) is skipped and named apart from malformed lines, and
+so is a compressed file that ends early: what it holds is read. A file that
+holds no events at all (a parent transcript, a plain log) is read a second
+time, in bounded chunks, for the reports the delegation core's parser finds in
+it (:func:`lyra.delegation.find_reports`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, Any, NamedTuple
+
+import orjson
 
 from lyra.delegation import METADATA_CLOSE, REPORT_HEADER, TaskReport, find_reports
 
@@ -32,7 +38,6 @@ RUN_FINISHED = "run_finished"
 DECOMPOSED = "decomposition_finished"
 """A decomposed attempt's outcome: ``status`` over its subtasks (not itself a delegation)."""
 _KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED, DECOMPOSED})
-_decode = json.JSONDecoder().raw_decode  # json.loads minus two layers of Python per line
 
 MAX_LINE = 1 << 20
 """Longest event line read whole, in bytes; a longer line is skipped as malformed."""
@@ -84,36 +89,9 @@ class Event(NamedTuple):
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "") -> Event | None:
         """The event of one decoded JSON line, or ``None`` when it is no event."""
-        get = data.get
-        name = get("event")
-        if type(name) is not str:
+        if type(data.get("event")) is not str:
             return None
-        moment = parse_timestamp(get("timestamp"))
-        if name not in _KNOWN:  # a warning or another component's event: its name will do
-            return cls(name, source, moment)
-        # Positional, in field order: this runs once per line of a gigabyte log.
-        return cls(
-            name,
-            source,
-            moment,
-            _str(get("session_id")),
-            _str(get("subject")),
-            _attempt(get("attempt")),
-            _str(get("task_id")),
-            _str(get("category")),
-            _bool(get("retryable")),
-            _str(get("error_type")),
-            _str(get("blocked_on")),
-            _number(get("duration")),
-            _number(get("timeout")),
-            _str(get("strategy")),
-            False,
-            _str(get("parent_task_id")),
-            _str(get("status")),
-            _str(get("parent_session_id")),
-            _count(get("tokens_used")),
-            _number(get("cost_usd")),
-        )
+        return event_of(data, source)
 
     @classmethod
     def from_report(cls, report: TaskReport, source: str = "") -> Event:
@@ -146,6 +124,10 @@ class ReadStats:
     events: int = 0
     reports: int = 0
     malformed_lines: int = 0
+    torn_files: list[str] = field(default_factory=list)
+    """Files whose last line was cut short (a writer killed mid-line), skipped."""
+    truncated_files: list[str] = field(default_factory=list)
+    """Compressed files that end early or are damaged: read up to the damage."""
 
     def merge(self, other: ReadStats) -> None:
         """Add another tally to this one."""
@@ -154,6 +136,44 @@ class ReadStats:
         self.events += other.events
         self.reports += other.reports
         self.malformed_lines += other.malformed_lines
+        self.torn_files += other.torn_files
+        self.truncated_files += other.truncated_files
+
+
+Record = dict[str, Any]
+"""One decoded event line: a JSON object whose ``event`` is a string."""
+
+
+def event_of(data: Record, source: str = "") -> Event:
+    """The :class:`Event` of one record; fields of the wrong type read as absent."""
+    get = data.get
+    name: str = data["event"]
+    moment = parse_timestamp(get("timestamp"))
+    if name not in _KNOWN:  # a warning or another component's event: its name will do
+        return Event(name, source, moment)
+    # Positional, in field order: this runs once per line of a gigabyte log.
+    return Event(
+        name,
+        source,
+        moment,
+        _text(get("session_id")),
+        _text(get("subject")),
+        _attempt(get("attempt")),
+        _text(get("task_id")),
+        _text(get("category")),
+        _bool(get("retryable")),
+        _text(get("error_type")),
+        _text(get("blocked_on")),
+        _number(get("duration")),
+        _number(get("timeout")),
+        _text(get("strategy")),
+        False,
+        _text(get("parent_task_id")),
+        _text(get("status")),
+        _text(get("parent_session_id")),
+        _count(get("tokens_used")),
+        _number(get("cost_usd")),
+    )
 
 
 # -- field coercion: a log written by another version must not crash us ---------
@@ -170,7 +190,7 @@ def parse_timestamp(value: object) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _str(value: object) -> str | None:
+def _text(value: object) -> str | None:
     return value if type(value) is str and value else None
 
 
@@ -193,6 +213,9 @@ def _attempt(value: object) -> int:
 
 # -- JSON lines ------------------------------------------------------------------
 
+_NEWLINES = (b"\n", "\n")
+_BRACES = (b"{", "{")
+
 
 @dataclass(slots=True)
 class _FileTally:
@@ -202,6 +225,24 @@ class _FileTally:
     events: int = 0
     json_like_bad: int = 0  # malformed lines that begin with "{": broken events
     other_bad: int = 0  # malformed lines of any other shape: maybe prose
+    torn: bool = False  # the last line is the start of an event, cut short
+    truncated: bool = False  # a compressed stream ended early or is damaged
+
+    def bad(self, stripped: bytes | str) -> None:
+        if stripped[:1] in _BRACES:
+            self.json_like_bad += 1
+        else:
+            self.other_bad += 1
+
+    def read_stats(self, source: str, *, prose: bool = False) -> ReadStats:
+        """This file's tally; in ``prose`` (no events) only broken events are malformed."""
+        return ReadStats(
+            lines=self.lines,
+            events=self.events,
+            malformed_lines=self.json_like_bad + (0 if prose else self.other_bad),
+            torn_files=[source] if self.torn and not self.truncated else [],  # cut, not torn
+            truncated_files=[source] if self.truncated else [],
+        )
 
 
 def _bounded_lines(stream: IO[bytes] | Iterable[bytes | str]) -> Iterator[bytes | str]:
@@ -217,34 +258,59 @@ def _bounded_lines(stream: IO[bytes] | Iterable[bytes | str]) -> Iterator[bytes 
         return
     while line := readline(MAX_LINE):
         yield line
-        while len(line) == MAX_LINE and not line.endswith(b"\n"):
+        while len(line) == MAX_LINE and line[-1:] not in _NEWLINES:
             line = readline(MAX_LINE)
+
+
+def _loads(line: bytes | str) -> Any:
+    """What orjson refuses, read by the standard library: a lone surrogate that
+    :func:`lyra.events.encode` escaped, ``NaN``; ``None`` for anything else."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError alike
+        return None
+
+
+def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) -> Iterator[Record]:
+    """The event records of one stream, each line decoded once (the hot loop)."""
+    loads, refused = orjson.loads, orjson.JSONDecodeError
+    cut: bytes | str | None = None  # a bad line without a newline: torn if it stays last
+    lines = events = 0
+    try:
+        for line in _bounded_lines(stream):
+            lines += 1
+            try:
+                data = loads(line)
+            except refused:
+                data = _loads(line)
+            if type(data) is dict and type(data.get("event")) is str:
+                if cut is not None:
+                    tally.bad(cut)
+                    cut = None
+                events += 1
+                yield data
+                continue
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if cut is not None:
+                tally.bad(cut)
+                cut = None
+            if data is None and stripped[:1] in _BRACES and line[-1:] not in _NEWLINES:
+                cut = stripped
+            else:
+                tally.bad(stripped)
+        tally.torn = cut is not None
+    finally:
+        tally.lines += lines
+        tally.events += events
 
 
 def _scan_lines(
     stream: IO[bytes] | Iterable[bytes | str], source: str, tally: _FileTally
 ) -> Iterator[Event]:
-    for line in _bounded_lines(stream):
-        tally.lines += 1
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            text = stripped if isinstance(stripped, str) else stripped.decode()
-            data, end = _decode(text)
-            if end != len(text):  # two objects on a line, or trailing junk
-                data = None
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
-            data = None
-        event = Event.from_dict(data, source) if isinstance(data, dict) else None
-        if event is None:
-            if stripped[:1] in (b"{", "{"):
-                tally.json_like_bad += 1
-            else:
-                tally.other_bad += 1
-            continue
-        tally.events += 1
-        yield event
+    for record in _scan_records(stream, tally):
+        yield event_of(record, source)
 
 
 def iter_events(
@@ -258,20 +324,16 @@ def iter_events(
     ``stream`` is a binary file object (read with a bounded ``readline``) or
     any iterable of lines. Blank lines are ignored; every other line that is
     not a JSON object with an ``event`` name adds one to
-    ``stats.malformed_lines``.
+    ``stats.malformed_lines``, except a last line that is the start of an
+    event cut short (no newline): that one is torn, and ``source`` is added
+    to ``stats.torn_files``.
     """
     tally = _FileTally()
     try:
         yield from _scan_lines(stream, source, tally)
     finally:
         if stats is not None:
-            stats.merge(
-                ReadStats(
-                    lines=tally.lines,
-                    events=tally.events,
-                    malformed_lines=tally.json_like_bad + tally.other_bad,
-                )
-            )
+            stats.merge(tally.read_stats(source))
 
 
 # -- raw reports -------------------------------------------------------------------
@@ -341,32 +403,49 @@ def expand_paths(paths: Iterable[PathLike]) -> list[str]:
     return files
 
 
-def read_file(path: PathLike, *, stats: ReadStats | None = None) -> Iterator[Event]:
-    """The events of one file (``-`` for stdin, ``.gz`` decompressed).
+def read_records(path: PathLike, *, stats: ReadStats | None = None) -> Iterator[Record | Event]:
+    """The records of one file's event lines, or, in a file without events, the
+    events its raw reports stand for (``-`` for stdin, ``.gz`` decompressed).
 
-    A file with no events is read again for raw reports; in such a file only
-    lines that look like broken events (beginning with ``{``) count as
-    malformed, since the rest is just prose.
+    What :func:`read_file` reads, before each record becomes an :class:`Event`:
+    statistics count most events from their record alone, which is cheaper.
+    In a file without events only lines that look like broken events
+    (beginning with ``{``) count as malformed, since the rest is just prose.
     """
     source = str(path)
     tally = _FileTally()
     found = ReadStats(files=1)
-    with _open_binary(source) as stream:
-        try:
-            yield from _scan_lines(stream, source, tally)
-            if tally.events == 0:
-                stream.seek(0)
-                text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-                try:
-                    yield from iter_reports(text, source=source, stats=found)
-                finally:
-                    text.detach()  # the outer `with` closes the binary stream
-        finally:
-            found.lines, found.events = tally.lines, tally.events
-            bad = tally.json_like_bad + (tally.other_bad if tally.events else 0)
-            found.malformed_lines = bad
-            if stats is not None:
-                stats.merge(found)
+    try:
+        with _open_binary(source) as stream:
+            try:
+                yield from _scan_records(stream, tally)
+                tally.truncated = _damaged(stream)
+                if tally.events == 0:
+                    stream.seek(0)
+                    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+                    try:
+                        yield from iter_reports(text, source=source, stats=found)
+                    finally:
+                        text.detach()  # the outer `with` closes the binary stream
+                    tally.truncated |= _damaged(stream)
+            finally:
+                read = tally.read_stats(source, prose=tally.events == 0)
+                read.files, read.reports = found.files, found.reports
+                if stats is not None:
+                    stats.merge(read)
+    except OSError as exc:  # e.g. not a gzip file: say which file
+        exc.filename = exc.filename or source
+        raise
+
+
+def read_file(path: PathLike, *, stats: ReadStats | None = None) -> Iterator[Event]:
+    """The events of one file (``-`` for stdin, ``.gz`` decompressed).
+
+    A file with no events is read again for raw reports; see :func:`read_records`.
+    """
+    source = str(path)
+    for item in read_records(path, stats=stats):
+        yield event_of(item, source) if isinstance(item, dict) else item
 
 
 def read_events(paths: Iterable[PathLike], *, stats: ReadStats | None = None) -> Iterator[Event]:
@@ -398,9 +477,57 @@ class _Spooled:
         self._spool.close()
 
 
+class _Salvaged(io.RawIOBase):
+    """A gzip file read as far as its data goes: where it ends early or turns to
+    garbage, it ends (and says so in ``damaged``). Read in single steps
+    (``read1``), so nothing decompressed before the damage is lost."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._inner = gzip.GzipFile(path, "rb")
+        self._started = False  # damage before any data means it is no gzip file at all
+        self.damaged = False
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.damaged:
+            return 0
+        try:
+            data = self._inner.read1(len(buffer))
+        except (EOFError, zlib.error):  # no end-of-stream marker, or corrupt data
+            self.damaged = True
+            return 0
+        except gzip.BadGzipFile:  # a bad header first, or a bad checksum later
+            if not self._started:
+                raise
+            self.damaged = True
+            return 0
+        self._started = True
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.damaged = False  # it will be found again, at the same place
+        return self._inner.seek(offset, whence)
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+def _damaged(stream: IO[bytes] | _Spooled) -> bool:
+    raw = getattr(stream, "raw", None)
+    return isinstance(raw, _Salvaged) and raw.damaged
+
+
 def _open_binary(path: str) -> _Spooled | IO[bytes]:
     if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
         return _Spooled(path)
     if path.endswith(".gz"):
-        return cast(IO[bytes], gzip.open(path, "rb"))  # a GzipFile reads like one
+        return io.BufferedReader(_Salvaged(path))  # the caller's `with` closes it
     return open(path, "rb")  # the caller's `with` closes it

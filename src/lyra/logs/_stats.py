@@ -1,8 +1,14 @@
 """Failure statistics over a stream of events, in one pass.
 
 Memory grows with what the answer needs, never with the file: counters, one
-8-byte float per finished delegation for exact percentiles, a bounded set of
-tasks that failed and may still recover, and (only with ``by``) one row per group.
+8-byte float per finished delegation for exact percentiles, the most recent
+tasks and sessions (bounded), and (only with ``by``) one row per group.
+
+Attempts and tasks are counted apart: a *delegation* is one attempt of a
+child; a *task* is what the attempts were for (a recovery loop's ``task_id``,
+else the subject within one file, else the session), and its outcome is its
+last attempt's. Six proteins that fail three times each are 18 failed
+attempts and 6 failed tasks.
 """
 
 from __future__ import annotations
@@ -11,11 +17,11 @@ import math
 import re
 from array import array
 from bisect import bisect_right
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,7 +36,14 @@ from lyra.logs._read import (
     Event,
     PathLike,
     ReadStats,
-    read_events,
+    Record,
+    _count,
+    _number,
+    _text,
+    event_of,
+    expand_paths,
+    parse_timestamp,
+    read_records,
 )
 
 GroupBy = Literal["subject", "category", "error_type"]
@@ -54,10 +67,16 @@ _DISPLAY_STEPS = (
 MAX_BUCKETS = 60
 """Most bars in the failures-over-time chart."""
 _MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
-_MAX_PENDING = 100_000
-"""Failed tasks remembered while waiting for them to recover. A recovery loop
-retries within a few attempts, so a task that 100,000 newer failures have
-passed will not recover; forgetting it keeps memory flat over huge logs."""
+_FINISHED = frozenset({COMPLETED, FAILED})
+_MAX_TASKS = 200_000
+"""Most tasks whose outcome is remembered while it may still change (the newest
+half is always kept). A recovery loop retries within a few attempts, so a task
+that 100,000 newer tasks have passed is done: its last outcome is final, and
+forgetting it keeps memory flat over huge logs."""
+_MAX_SESSIONS = 200_000
+"""Most sessions remembered (the newest half always) to recognise an attempt
+logged twice (a resumed run replaying what it had already logged), which is
+never far from the first."""
 
 
 class _Model(BaseModel):
@@ -130,25 +149,43 @@ class Breakdown(_Model):
 class FailureStats(_Model):
     """Everything ``lyra logs stats`` reports (the first seven fields are DESIGN §6's).
 
-    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` (started,
-    never finished: a run that was killed). ``recovered`` counts tasks with a
-    failed attempt that later completed; a task is a recovery loop's
-    ``task_id``, else the subject within one file, else the session. Each
-    subtask of a decomposition is a delegation and a task of its own
-    (``task_id`` ``parent.N``); the parent recovers when its
-    ``decomposition_finished`` says ``completed``.
+    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` attempts
+    (unfinished: started, never finished: a run that was killed). A session
+    that finishes twice (a resumed run logging an attempt again) counts once;
+    the repeats are ``duplicates``. ``recovered`` counts tasks with a failed
+    attempt that later completed. Tasks (see the module docstring) are counted
+    apart from attempts: ``tasks_failed`` is how many tasks ended failed.
+    Each subtask of a decomposition is a delegation and a task of its own for
+    recovery (``task_id`` ``parent.N``), but only a part of its parent for the
+    task counts; the parent's outcome is its ``decomposition_finished``
+    status. A nested delegation (``ctx.delegate``) is an attempt, never a task.
     """
 
     delegations: int
+    """Attempts: started or finished delegations."""
     completed: int
+    """Attempts that completed."""
     failed: int
+    """Attempts that failed."""
     by_category: dict[str, int]
+    """Failed attempts per failure category."""
     retryable: int
     top_blockers: list[tuple[str, int]]
     recovered: int
     unfinished: int
     failure_rate: float
+    """``failed`` / (``completed`` + ``failed``): per attempt."""
     by_error_type: dict[str, int]
+    tasks: int
+    """Tasks with a finished attempt: ``tasks_completed`` + ``tasks_failed``."""
+    tasks_completed: int
+    """Tasks whose last attempt completed (first time or after recovering)."""
+    tasks_failed: int
+    """Tasks whose last attempt failed: failures that stand."""
+    tasks_by_category: dict[str, int]
+    """Failed tasks per category of their last failure."""
+    task_failure_rate: float
+    """``tasks_failed`` / ``tasks``."""
     durations: dict[str, DurationSummary]
     """Per outcome: ``completed`` and each failure category."""
     duration_histogram: list[DurationBin]
@@ -161,11 +198,17 @@ class FailureStats(_Model):
     """Spend charged, in US dollars, over every root delegation."""
     spend: dict[str, Spend]
     """Per outcome (``completed`` and each failure category): what it cost."""
+    duplicates: int
+    """Finishing events of a session that had finished already, left out."""
     runs: int
     files: int
     events: int
     reports: int
     malformed_lines: int
+    torn_files: list[str]
+    """Files whose last line was cut short by a killed writer (skipped, not malformed)."""
+    truncated_files: list[str]
+    """Compressed files that end early or are damaged (read up to the damage)."""
     first_timestamp: datetime | None
     last_timestamp: datetime | None
     since: datetime | None
@@ -176,19 +219,21 @@ class FailureStats(_Model):
 
 # -- blocker patterns -------------------------------------------------------------
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), placeholder)
-    for pattern, placeholder in (
-        (r"'[^'\n]{1,200}'", "'<name>'"),
-        (r'"[^"\n]{1,200}"', '"<name>"'),
-        (r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", "<url>"),
-        (r"(?<![\w.])(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}[/\\]?", "<path>"),
-        (r"(?<![\w/])[\w.-]+/[\w.-]+\.\w{1,8}\b", "<path>"),
-        (r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b", "<uuid>"),
-        (r"\bchild-[0-9a-f]{4,}\b", "<session>"),
-        (r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b", "<id>"),
-        (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
-        (r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?", "<n>"),
+_PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = tuple(
+    (re.compile(gate), re.compile(pattern), placeholder)
+    for gate, pattern, placeholder in (
+        # A gate is what a pattern cannot match without: most blockers skip most
+        # patterns for the price of a one-character search.
+        ("'", r"'[^'\n]{1,200}'", "'<name>'"),
+        ('"', r'"[^"\n]{1,200}"', '"<name>"'),
+        ("://", r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", "<url>"),
+        (r"[/\\]", r"(?<![\w.])(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+){2,}[/\\]?", "<path>"),
+        ("/", r"(?<![\w/])[\w.-]+/[\w.-]+\.\w{1,8}\b", "<path>"),
+        ("-", r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b", "<uuid>"),
+        ("child-", r"\bchild-[0-9a-f]{4,}\b", "<session>"),
+        (r"\d", r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b", "<id>"),
+        (r"\d", r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
+        (r"\d", r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?", "<n>"),
     )
 )
 _SPACE = re.compile(r"\s+")
@@ -201,8 +246,9 @@ def normalize_blocker(text: str) -> str:
     >>> normalize_blocker("No module named 'bcrypt'")
     "No module named '<name>'"
     """
-    for pattern, placeholder in _PATTERNS:
-        text = pattern.sub(placeholder, text)
+    for gate, pattern, placeholder in _PATTERNS:
+        if gate.search(text):
+            text = pattern.sub(placeholder, text)
     return _SPACE.sub(" ", text).strip()[:200]
 
 
@@ -233,8 +279,42 @@ def _rate(failed: int, finished: int) -> float:
     return round(failed / finished, 4) if finished else 0.0
 
 
-def _epoch(moment: datetime) -> int:
-    return math.floor(moment.timestamp())
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def halve(memory: dict[K, V]) -> tuple[dict[K, V], list[V]]:
+    """The newer half of ``memory`` (in insertion order), and the values of the
+    older half, let go. Letting half go at once keeps each step O(1) on average:
+    a dict used as a queue (``del d[next(iter(d))]``) slows down as deleted
+    entries pile up at its front."""
+    items = list(memory.items())
+    half = len(items) // 2
+    return dict(items[half:]), [value for _, value in items[:half]]
+
+
+class Sessions:
+    """The most recent sessions and whether each has finished, to spot a line
+    logged twice (a resumed run replaying what it had logged): a session's
+    second start or second finish is a repeat. Between half of
+    :data:`_MAX_SESSIONS` and all of it are remembered."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: dict[str, bool] = {}  # session -> finished yet; oldest first
+
+    def first(self, session: str | None, finished: bool) -> bool:
+        """False when this start (or finish) of ``session`` was seen before."""
+        if session is None:
+            return True
+        state = self.seen.get(session)
+        if state is None or (finished and not state):
+            self.seen[session] = finished
+            if len(self.seen) > _MAX_SESSIONS:
+                self.seen = halve(self.seen)[0]
+            return True
+        return False
 
 
 class _Group:
@@ -274,25 +354,32 @@ class StatsBuilder:
         self.by = by
         self.top = top
         self.completed = self.failed = self.retryable = self.recovered = 0
-        self.recovery_attempts = self.runs = 0
+        self.recovery_attempts = self.runs = self.duplicates = 0
         self.skipped_before = self.skipped_undated = 0
-        self.by_category: Counter[str] = Counter({str(c): 0 for c in FailureCategory})
-        self.by_error_type: Counter[str] = Counter({str(t): 0 for t in ErrorType})
-        self.by_strategy: Counter[str] = Counter()
-        self.blockers: Counter[str] = Counter()
-        self.durations: dict[str, array[float]] = {}
+        # defaultdict(int) rather than Counter: a third of the cost per increment
+        self.by_category: defaultdict[str, int] = defaultdict(
+            int, {str(c): 0 for c in FailureCategory}
+        )
+        self.by_error_type: defaultdict[str, int] = defaultdict(int, {str(t): 0 for t in ErrorType})
+        self.by_strategy: defaultdict[str, int] = defaultdict(int)
+        self.blockers: defaultdict[str, int] = defaultdict(int)
+        self.durations: defaultdict[str, array[float]] = defaultdict(lambda: array("d"))
         self.histogram = [[0, 0] for _ in DURATION_EDGES]  # [completed, failed] per bin
-        self.started: Counter[str] = Counter()  # per file: unfinished = started - finished
-        self.finished: Counter[str] = Counter()
-        self.pending: dict[
-            tuple[str, str, str], None
-        ] = {}  # failed, not yet completed; oldest first
-        self.slots: Counter[tuple[int, bool]] = Counter()  # (slot start, failed) -> n
+        self.started: defaultdict[str, int] = defaultdict(int)  # per file: unfinished =
+        self.finished: defaultdict[str, int] = defaultdict(int)  # started - finished
+        self.sessions = Sessions()
+        # task -> the outcome of its last attempt (``completed`` or a category); oldest first
+        self.tasks: dict[tuple[str, str, str], str] = {}
+        self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
+        self.final_tasks: Counter[str] = Counter()  # outcomes of tasks let go as done
+        self.slots: defaultdict[tuple[int, bool], int] = defaultdict(int)  # (start, failed) -> n
         self.resolution_index = 0
+        self.step = _RESOLUTIONS[0]  # seconds per slot now
         self.first: datetime | None = None
         self.last: datetime | None = None
         self.groups: dict[str, _Group] = {}
-        self.spend: dict[str, list[float]] = {}  # outcome -> [delegations, tokens, cost]
+        # outcome -> [delegations, tokens, cost]
+        self.spend: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
 
     def add_all(self, events: Iterable[Event]) -> StatsBuilder:
         """Feed every event; returns ``self`` for chaining."""
@@ -302,24 +389,44 @@ class StatsBuilder:
 
     def add(self, event: Event) -> None:
         """Count one event (unknown event names are ignored)."""
-        if not self._admit(event):
+        moment = event.timestamp
+        if not self._admit(moment):
             return
         name = event.name
-        if name in (COMPLETED, FAILED):
-            self._finished(event, failed=name == FAILED)
+        if name in _FINISHED:
+            fields = event._asdict()
+            self._finished(fields.get, name == FAILED, moment, event.source, event.is_report)
         elif name == STARTED:
-            self.started[event.source] += 1
+            self._started(event.session_id, event.source)
         elif name == RECOVERY:
-            self.recovery_attempts += 1
-            self.by_strategy[event.strategy or "unknown"] += 1
+            self._recovery(event.strategy)
         elif name == RUN_FINISHED:
             self.runs += 1
         elif name == DECOMPOSED:
             self._decomposed(event)
 
-    def _admit(self, event: Event) -> bool:
+    def add_record(self, record: Record, source: str = "") -> None:
+        """Count one decoded event line: ``add(Event.from_dict(record, source))``,
+        reading only the fields that count, without building the event."""
+        name = record["event"]
+        if name == DECOMPOSED:  # rare: the event will do
+            self.add(event_of(record, source))
+            return
+        get = record.get
+        moment = parse_timestamp(get("timestamp"))
+        if not self._admit(moment):
+            return
+        if name in _FINISHED:
+            self._finished(get, name == FAILED, moment, source, False)
+        elif name == STARTED:
+            self._started(_text(get("session_id")), source)
+        elif name == RECOVERY:
+            self._recovery(_text(get("strategy")))
+        elif name == RUN_FINISHED:
+            self.runs += 1
+
+    def _admit(self, moment: datetime | None) -> bool:
         """Apply ``since``; note the time span of what is admitted."""
-        moment = event.timestamp
         if self.since is not None:
             if moment is None:
                 self.skipped_undated += 1
@@ -328,36 +435,62 @@ class StatsBuilder:
                 self.skipped_before += 1
                 return False
         if moment is not None:
-            if self.first is None or moment < self.first:
+            if self.first is None or self.last is None:
+                self.first = self.last = moment
+            elif moment < self.first:
                 self.first = moment
-            if self.last is None or moment > self.last:
+            elif moment > self.last:
                 self.last = moment
         return True
 
-    def _finished(self, event: Event, *, failed: bool) -> None:
-        if not event.is_report:
-            self.finished[event.source] += 1
-        outcome = COMPLETED_KEY
+    def _started(self, session: str | None, source: str) -> None:
+        if self.sessions.first(session, False):
+            self.started[source] += 1
+
+    def _recovery(self, strategy: str | None) -> None:
+        self.recovery_attempts += 1
+        self.by_strategy[strategy or "unknown"] += 1
+
+    def _finished(
+        self, get: Callable[[str], Any], failed: bool, moment: datetime | None, source: str,
+        is_report: bool,
+    ) -> None:  # fmt: skip
+        """Count a finished attempt, its fields read through ``get`` (a record's or an
+        event's): one place for both, and no event built for a line of a log."""
+        session = _text(get("session_id"))
+        if not self.sessions.first(session, True):
+            self.duplicates += 1
+            return
+        if not is_report:
+            self.finished[source] += 1
         if failed:
             self.failed += 1
-            outcome = event.category or "unknown"
+            outcome = _text(get("category")) or "unknown"
             self.by_category[outcome] += 1
-            self.by_error_type[event.error_type or "unknown"] += 1
-            self.retryable += event.retryable is True
-            self._blocker(event.blocked_on)
+            self.by_error_type[_text(get("error_type")) or "unknown"] += 1
+            self.retryable += get("retryable") is True
+            self._blocker(_text(get("blocked_on")))
         else:
             self.completed += 1
-        self._task(event, failed=failed)
-        self._duration(outcome, event.duration, failed=failed)
-        if (event.tokens_used or event.cost_usd) and event.parent_session_id is None:
-            spent = self.spend.setdefault(outcome, [0, 0, 0.0])
-            spent[0] += 1
-            spent[1] += event.tokens_used or 0
-            spent[2] += event.cost_usd or 0.0
-        if event.timestamp is not None:
-            self._slot(event.timestamp, failed=failed)
+            outcome = COMPLETED_KEY
+        if _text(get("parent_session_id")) is None:  # a nested one is part of its parent's
+            key = _task_key(source, _text(get("task_id")), _text(get("subject")), session)
+            if key is not None:
+                self._task(key, outcome, subtask=_text(get("parent_task_id")) is not None)
+            tokens, cost = _count(get("tokens_used")), _number(get("cost_usd"))
+            if tokens or cost:
+                spent = self.spend[outcome]
+                spent[0] += 1
+                spent[1] += tokens or 0
+                spent[2] += cost or 0.0
+        duration = _number(get("duration"))
+        if duration is not None and 0 <= duration < math.inf:  # NaN fails both
+            self.durations[outcome].append(duration)
+            self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
+        if moment is not None:
+            self._slot(moment, failed=failed)
         if self.by is not None:
-            self._group(event, failed=failed)
+            self._group(get, failed, duration)
 
     def _blocker(self, text: str | None) -> None:
         if not text:
@@ -367,19 +500,20 @@ class StatsBuilder:
             pattern = "(other)"
         self.blockers[pattern] += 1
 
-    def _task(self, event: Event, *, failed: bool) -> None:
-        """Track recovery: a failed task's key waits here until the task completes."""
-        key = task_key(event)
-        if key is None:
-            return
-        if failed:
-            self.pending.pop(key, None)  # re-insert: the newest failure goes last
-            self.pending[key] = None
-            if len(self.pending) > _MAX_PENDING:
-                del self.pending[next(iter(self.pending))]
-        elif key in self.pending:
-            del self.pending[key]
+    def _task(self, key: tuple[str, str, str], outcome: str, *, subtask: bool) -> None:
+        """Note a task's latest outcome; a completion after a failure is a recovery."""
+        tasks = self.subtasks if subtask else self.tasks
+        previous = tasks.pop(key, None)  # set again: among the newest
+        if outcome == COMPLETED_KEY and previous is not None and previous != COMPLETED_KEY:
             self.recovered += 1
+        tasks[key] = outcome
+        if len(tasks) > _MAX_TASKS:
+            kept, done = halve(tasks)
+            if subtask:
+                self.subtasks = kept
+            else:
+                self.tasks = kept
+                self.final_tasks.update(done)
 
     def _decomposed(self, event: Event) -> None:
         """A decomposed attempt ended: the parent task recovers only if it completed.
@@ -387,49 +521,49 @@ class StatsBuilder:
         Its subtasks were counted as delegations of their own (``task_id``
         ``parent.N``); this event is the parent's outcome, not a delegation.
         A failed decomposition leaves the parent failed, however many subtasks
-        completed.
+        completed, under the category of the failure that led to it.
         """
-        if event.status == "completed":
-            self._task(event, failed=False)
-        elif event.status == "failed":
-            self._task(event, failed=True)
-
-    def _duration(self, outcome: str, duration: float | None, *, failed: bool) -> None:
-        if duration is None or not math.isfinite(duration) or duration < 0:
+        key = task_key(event)
+        if key is None or event.status not in ("completed", "failed"):
             return
-        self.durations.setdefault(outcome, array("d")).append(duration)
-        self.histogram[bisect_right(DURATION_EDGES, duration) - 1][failed] += 1
+        outcome = COMPLETED_KEY
+        if event.status == "failed":
+            previous = self.tasks.get(key)
+            failed_before = previous is not None and previous != COMPLETED_KEY
+            outcome = previous if previous and failed_before else str(FailureCategory.PARTIAL)
+        self._task(key, outcome, subtask=event.parent_task_id is not None)
 
     def _slot(self, moment: datetime, *, failed: bool) -> None:
-        step = _RESOLUTIONS[self.resolution_index]
-        self.slots[(_epoch(moment) // step * step, failed)] += 1
-        if len(self.slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
+        step = self.step
+        slots = self.slots
+        slots[(int(moment.timestamp() // step) * step, failed)] += 1
+        if len(slots) > _MAX_SLOTS and self.resolution_index + 1 < len(_RESOLUTIONS):
             self._coarsen()
 
     def _coarsen(self) -> None:
         """Merge slots into the next resolution, keeping memory bounded over long spans."""
         self.resolution_index += 1
-        step = _RESOLUTIONS[self.resolution_index]
-        merged: Counter[tuple[int, bool]] = Counter()
+        self.step = step = _RESOLUTIONS[self.resolution_index]
+        merged: defaultdict[tuple[int, bool], int] = defaultdict(int)
         for (start, failed), count in self.slots.items():
             merged[(start // step * step, failed)] += count
         self.slots = merged
 
-    def _group(self, event: Event, *, failed: bool) -> None:
+    def _group(self, get: Callable[[str], Any], failed: bool, duration: float | None) -> None:
         if self.by == "subject":
-            key = event.subject or NONE_KEY
+            key = _text(get("subject")) or NONE_KEY
         elif not failed:
             key = COMPLETED_KEY
         else:
-            key = (event.category if self.by == "category" else event.error_type) or "unknown"
+            key = _text(get("category" if self.by == "category" else "error_type")) or "unknown"
         group = self.groups.setdefault(key, _Group())
         if failed:
             group.failed += 1
-            group.retryable += event.retryable is True
+            group.retryable += get("retryable") is True
         else:
             group.completed += 1
-        if event.duration is not None and event.duration >= 0:
-            group.durations.append(event.duration)
+        if duration is not None and duration >= 0:
+            group.durations.append(duration)
 
     # -- the result --------------------------------------------------------------
 
@@ -439,6 +573,11 @@ class StatsBuilder:
         unfinished = sum(
             max(0, count - self.finished[source]) for source, count in self.started.items()
         )
+        outcomes = Counter(self.final_tasks)
+        outcomes.update(self.tasks.values())
+        tasks_completed = outcomes.pop(COMPLETED_KEY, 0)
+        tasks_failed = sum(outcomes.values())
+        tasks = tasks_completed + tasks_failed
         return FailureStats(
             delegations=self.completed + self.failed + unfinished,
             completed=self.completed,
@@ -450,6 +589,11 @@ class StatsBuilder:
             unfinished=unfinished,
             failure_rate=_rate(self.failed, self.completed + self.failed),
             by_error_type=dict(self.by_error_type),
+            tasks=tasks,
+            tasks_completed=tasks_completed,
+            tasks_failed=tasks_failed,
+            tasks_by_category={**dict.fromkeys(self.by_category, 0), **outcomes},
+            task_failure_rate=_rate(tasks_failed, tasks),
             durations=self._durations(),
             duration_histogram=self._histogram(),
             timeline=self._timeline(),
@@ -461,11 +605,14 @@ class StatsBuilder:
                 outcome: Spend(delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6))
                 for outcome, (n, tokens, cost) in self.spend.items()
             },
+            duplicates=self.duplicates,
             runs=self.runs,
             files=read.files,
             events=read.events,
             reports=read.reports,
             malformed_lines=read.malformed_lines,
+            torn_files=list(read.torn_files),
+            truncated_files=list(read.truncated_files),
             first_timestamp=self.first,
             last_timestamp=self.last,
             since=self.since,
@@ -518,12 +665,18 @@ class StatsBuilder:
 
 def task_key(event: Event) -> tuple[str, str, str] | None:
     """Which task an attempt belongs to: its ``task_id``, else subject, else session."""
-    if event.task_id:
-        return (event.source, "task", event.task_id)
-    if event.subject:
-        return (event.source, "subject", event.subject)
-    if event.session_id:
-        return (event.source, "session", event.session_id)
+    return _task_key(event.source, event.task_id, event.subject, event.session_id)
+
+
+def _task_key(
+    source: str, task_id: str | None, subject: str | None, session: str | None
+) -> tuple[str, str, str] | None:
+    if task_id:
+        return (source, "task", task_id)
+    if subject:
+        return (source, "subject", subject)
+    if session:
+        return (source, "session", session)
     return None
 
 
@@ -535,7 +688,7 @@ def _display_step(resolution: int, span: int) -> int:
     return _DISPLAY_STEPS[-1]
 
 
-def _top(counter: Counter[str], n: int) -> list[tuple[str, int]]:
+def _top(counter: dict[str, int], n: int) -> list[tuple[str, int]]:
     ranked = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:n]
 
@@ -568,7 +721,15 @@ def collect_stats(
     or a folder of runs can be passed as is.
     """
     read = ReadStats()
-    builder = StatsBuilder(since=since, by=by, top=top).add_all(read_events(paths, stats=read))
+    builder = StatsBuilder(since=since, by=by, top=top)
+    add, add_record = builder.add, builder.add_record
+    for path in expand_paths(paths):
+        source = str(path)
+        for item in read_records(path, stats=read):
+            if isinstance(item, dict):
+                add_record(item, source)
+            else:
+                add(item)
     return builder.build(read)
 
 

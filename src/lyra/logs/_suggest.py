@@ -21,8 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.logs._read import COMPLETED, FAILED, STARTED, Event, PathLike, read_events
-from lyra.logs._stats import percentile
+from lyra.logs._read import COMPLETED, FAILED, STARTED, Event, PathLike, ReadStats, read_events
+from lyra.logs._stats import Sessions, percentile
 
 OVERALL = "overall"
 NO_SUBJECT = "(none)"
@@ -96,15 +96,23 @@ def suggest_timeout(
     margin: float = 1.5,
     min_samples: int = 20,
 ) -> TimeoutSuggestion:
-    """Suggest timeouts from the completed delegations among ``events``."""
+    """Suggest timeouts from the completed delegations among ``events``; a session
+    logged twice counts once."""
     kinds: dict[str, _Kind] = {}
     timeouts: Counter[float] = Counter()
+    sessions = Sessions()
     for event in events:
         if event.parent_task_id is not None:
             continue  # a subtask: a share of the work under a share of the time
-        if event.name == STARTED and event.timeout is not None:
-            timeouts[event.timeout] += 1
-        elif event.name == COMPLETED or (event.name == FAILED and event.category == "timeout"):
+        name = event.name
+        if name == STARTED:
+            if sessions.first(event.session_id, False) and event.timeout is not None:
+                timeouts[event.timeout] += 1
+        elif (
+            name in (COMPLETED, FAILED)
+            and sessions.first(event.session_id, True)
+            and (name == COMPLETED or event.category == "timeout")
+        ):
             _note(kinds.setdefault(subject_kind(event.subject), _Kind()), event)
     overall = _overall(kinds.values(), percentile_q, margin, min_samples)
     rows = [
@@ -128,10 +136,15 @@ def suggest_from_files(
     percentile_q: float = 95.0,
     margin: float = 1.5,
     min_samples: int = 20,
+    stats: ReadStats | None = None,
 ) -> TimeoutSuggestion:
-    """:func:`suggest_timeout` over event logs (or raw reports) read from ``paths``."""
+    """:func:`suggest_timeout` over event logs (or raw reports) read from ``paths``;
+    ``stats`` (if given) tallies what was read and skipped."""
     return suggest_timeout(
-        read_events(paths), percentile_q=percentile_q, margin=margin, min_samples=min_samples
+        read_events(paths, stats=stats),
+        percentile_q=percentile_q,
+        margin=margin,
+        min_samples=min_samples,
     )
 
 
