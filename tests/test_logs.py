@@ -1408,3 +1408,14 @@ def test_reports_of_a_real_run_agree_with_its_events(analyze_run: Path) -> None:
         parsed = find_reports(report)
         last = list(parsed)[-1]
         assert (last.category, last.retryable) == (entry["category"], entry["retryable"])
+
+
+def test_the_command_line_groups_by_exactly_the_fields_stats_knows() -> None:
+    """``lyra logs stats --by`` offers the fields of ``lyra.logs.GroupBy`` (the command
+    line names them itself so that its start-up need not load lyra.logs)."""
+    from typing import get_args
+
+    from lyra.cli._logs_command import GROUPS
+    from lyra.logs import GroupBy
+
+    assert GROUPS == get_args(GroupBy)

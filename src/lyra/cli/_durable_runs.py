@@ -33,7 +33,7 @@ RUN_FILE = "run.json"
 class RunRecord(BaseModel):
     """What ``run.json`` holds."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     backend: Literal["embedded", "postgres"]

@@ -24,7 +24,7 @@ or that are compared on their own (IDs, in request order and normalised)."""
 class AnalyzeRequest(BaseModel):
     """What ``lyra analyze`` was asked to do (a planned question is already planned)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     ids: tuple[str, ...]
     question: str | None = None

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Budget(BaseModel):
     """Limits for a delegation tree; ``None`` means no limit on that measure."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     max_tokens: int | None = Field(None, ge=0, description="Input plus output tokens.")
     max_cost_usd: float | None = Field(
@@ -42,7 +42,7 @@ class Budget(BaseModel):
 class Usage(BaseModel):
     """What a delegation (with everything below it) was charged."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     input_tokens: int = 0
     output_tokens: int = 0

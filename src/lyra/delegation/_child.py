@@ -54,7 +54,7 @@ class ChildRef(BaseModel):
     runs and ``lyra worker`` resolve children this way.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     target: str = Field(description="module:attribute, e.g. lyra.proteins:ProteinChild")
     options: dict[str, Any] | None = Field(None, description="Keyword arguments (JSON data).")

@@ -13,7 +13,7 @@ Status = Literal["completed", "failed"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
 
 M = TypeVar("M", bound=BaseModel)

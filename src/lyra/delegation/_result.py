@@ -14,7 +14,7 @@ from lyra.delegation._report import render_report
 class DelegationResult(BaseModel):
     """The outcome of one delegation: the output or the failure, and the report text."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     status: Literal["completed", "failed"]
     output: str | None

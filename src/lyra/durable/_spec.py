@@ -15,7 +15,7 @@ from lyra.supervisor import Job
 class JobSpec(BaseModel):
     """What a durable workflow records of its job."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     child: ChildRef
     policy: RecoveryPolicy

@@ -80,7 +80,7 @@ never far from the first."""
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
 
 class DurationSummary(_Model):

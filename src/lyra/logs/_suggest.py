@@ -35,7 +35,7 @@ Basis = Literal["kind", "overall", "too_few"]
 class KindSuggestion(BaseModel):
     """The suggestion for one subject kind (or ``overall``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     kind: str
     samples: int
@@ -54,7 +54,7 @@ class KindSuggestion(BaseModel):
 class TimeoutSuggestion(BaseModel):
     """What ``lyra logs suggest-timeout`` prints."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     percentile: float
     margin: float

@@ -14,7 +14,7 @@ _TRACTABILITY = {"favourable": 3, "mixed": 2, "challenging": 1, "unknown": 0}
 class Comparison(BaseModel):
     """The comparison of several proteins, or why it was skipped."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     compared: list[str]
     most_reliable_structure: str | None = None

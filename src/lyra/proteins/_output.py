@@ -15,7 +15,7 @@ from lyra.supervisor import ErrorContext, QuorumDecision, ServiceHealth
 class FrozenModel(BaseModel):
     """A frozen pydantic model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class TaskLine(FrozenModel):

@@ -58,7 +58,7 @@ class StageFailed(LyraError):
 class TaskResult(BaseModel):
     """The outcome of one stage of one protein."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     task_id: str
     protein_id: str

@@ -35,7 +35,7 @@ _SCHEMA: dict[str, Any] = {
 class QuestionPlan(BaseModel):
     """The proteins to analyse and the plan, and who decided."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     ids: list[str]
     plan: Literal["full", "structure"]

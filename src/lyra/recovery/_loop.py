@@ -69,7 +69,7 @@ class Replay:
 class AttemptRecord(BaseModel):
     """One attempt of a recovery loop."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     number: int
     strategy: str
@@ -83,7 +83,7 @@ class RecoveryOutcome(BaseModel):
     """The last result of a recovery loop, every attempt that led to it, and the
     child's state after the last one."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     task_id: str
     result: DelegationResult

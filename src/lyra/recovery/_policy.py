@@ -19,7 +19,9 @@ fixer from report text: only callables the user registers run."""
 class RecoveryPolicy(BaseModel):
     """Limits and pacing of a recovery loop."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        frozen=True, defer_build=True, extra="forbid", arbitrary_types_allowed=True
+    )
 
     max_retries: int = Field(3, ge=0, description="Retries after the first attempt.")
     timeout_cap: float = Field(3600.0, gt=0, description="No attempt's timeout exceeds this.")

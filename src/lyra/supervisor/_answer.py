@@ -48,7 +48,7 @@ LAST_RESORT: dict[ErrorType, str] = {
 class AnswerFacts(BaseModel):
     """Everything the answer may say, and nothing more."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     question: str
     found: list[str] = Field(default_factory=list)

@@ -35,7 +35,7 @@ _HINTS: dict[ErrorType, str] = {
 class ErrorContext(BaseModel):
     """What the final answer is told about a failed step."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     failed_step: str
     error_type: ErrorType

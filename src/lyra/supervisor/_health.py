@@ -18,7 +18,7 @@ Status = Literal["ok", "degraded", "down", "not_configured"]
 class ServiceHealth(BaseModel):
     """One dependency's state when the run began."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     status: Status

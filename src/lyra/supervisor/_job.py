@@ -21,7 +21,7 @@ class Task(BaseModel):
     durable run can record it).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     prompt: str
     subject: str | None = None

@@ -14,7 +14,7 @@ Action = Literal["proceed", "proceed_degraded", "retry_critical", "abort"]
 class ChildOutcome(BaseModel):
     """What quorum needs to know about one child."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     subject: str
     outcome: Outcome
@@ -27,7 +27,7 @@ class ChildOutcome(BaseModel):
 class QuorumPolicy(BaseModel):
     """When the children's results are enough to answer."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     min_success: int = Field(1, ge=0, description="Fewest successful children to answer.")
     critical: frozenset[str] = Field(
@@ -48,7 +48,7 @@ class QuorumPolicy(BaseModel):
 class QuorumDecision(BaseModel):
     """The decision, the action it calls for, and why."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     met: bool
     action: Action
