@@ -237,10 +237,9 @@ def test_report_parse_takes_several_files(
 
 def test_report_parse_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     """A file that does not exist ends with a message, not a traceback: a usage error."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(["report", "parse", "/nonexistent/report.txt"])
-    assert exit_info.value.code == 2
-    assert "cannot read /nonexistent/report.txt" in capsys.readouterr().err
+    status, out, err = run_cli(["report", "parse", "/nonexistent/report.txt"], capsys)
+    assert (status, out) == (2, "")
+    assert err.strip() == "lyra: cannot read /nonexistent/report.txt: No such file or directory"
 
 
 def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
@@ -397,3 +396,81 @@ def test_analyze_keeps_a_run_wide_turn_budget(
         report = (tmp_path / "reports" / f"{protein}.txt").read_text()
         assert "<error_type>budget</error_type>" in report
     assert "before the attempt started" in stopped["P69905"]["report"]
+
+
+# -- proteome scale: IDs from a file, results streamed ---------------------------------------
+
+
+def test_ids_from_a_file_stream_to_results_jsonl_once_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--ids-file: blank lines and comments skipped, duplicates analysed once, every
+    protein exactly once in results.jsonl, and a compact stdout (counts, not briefs)."""
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# my proteins\nP04637\n\n  p69905  \nP04637\nXXXXX\n", encoding="utf-8")
+    status, out, _ = run_cli(
+        ["analyze", "--ids-file", str(ids), "--run-dir", str(tmp_path / "r")], capsys
+    )
+    lines = [
+        json.loads(line) for line in (tmp_path / "r" / "results.jsonl").read_text().splitlines()
+    ]
+    assert status == 1
+    assert sorted((e["protein_id"], e["kind"]) for e in lines) == [
+        ("P04637", "completed"),
+        ("P69905", "completed"),
+        ("XXXXX", "failed"),
+    ]
+    assert "2 of 3 completed, 0 partial, 1 failed." in out
+    assert "invalid_task     1" in out
+    assert "# Cellular tumor antigen p53" not in out  # no brief per protein on stdout
+    saved = json.loads((tmp_path / "r" / "output.json").read_text())
+    assert saved["streamed"] is True
+    assert saved["summary"] == {"total_requested": 3, "successful": 2, "partial": 0, "failed": 1}
+
+
+def test_ids_from_stdin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--ids-file - reads the accessions from standard input."""
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("P04637\nQ8I3H7\n"))
+    argv = ["analyze", "--ids-file", "-", "--json", "--run-dir", str(tmp_path)]
+    status, out, _ = run_cli(argv, capsys)
+    assert (status, json.loads(out)["summary"]["successful"]) == (0, 2)
+
+
+def test_a_missing_ids_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An --ids-file that cannot be read is exit 2 with one line naming it."""
+    status, out, err = run_cli(["analyze", "--ids-file", str(tmp_path / "nope.txt")], capsys)
+    assert (status, out) == (2, "")
+    assert "nope.txt" in err
+
+
+@pytest.mark.anyio
+async def test_a_streamed_analysis_keeps_no_entry_it_need_not(tmp_path: Path) -> None:
+    """stream=True: the output holds counts and the answer, not the entries, and a
+    critical protein retried after the first round is in results.jsonl once."""
+    from lyra.proteins import analyze
+    from lyra.supervisor import QuorumPolicy
+
+    output = await analyze(
+        iter(["P04637", "Q8I3H7", "XXXXX"]),
+        run_dir=tmp_path,
+        stream=True,
+        faults=["Q8I3H7:tool_error"],
+        quorum=QuorumPolicy(critical=frozenset({"Q8I3H7"})),
+        timeout=5,
+    )
+    assert output.completed_analyses == output.failed_analyses == []
+    assert output.quorum is not None
+    assert "critical Q8I3H7 failed" in output.quorum.reason  # after its retry round
+    assert (output.summary.successful, output.summary.failed) == (1, 2)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["protein_id"] for line in lines) == [
+        "P04637",
+        "Q8I3H7",
+        "XXXXX",
+    ]

@@ -1418,4 +1418,4 @@ def test_the_command_line_groups_by_exactly_the_fields_stats_knows() -> None:
     from lyra.cli._logs_command import GROUPS
     from lyra.logs import GroupBy
 
-    assert GROUPS == get_args(GroupBy)
+    assert get_args(GroupBy) == GROUPS

@@ -89,10 +89,13 @@ def cannot_read(path: str, exc: OSError) -> int:
 
 
 def read_text(path: str) -> str:
-    """A file's text, or standard input for ``-``; a usage error when unreadable."""
+    """A file's text, or standard input for ``-``; a usage error (exit 2, one line)
+    when unreadable."""
+    from lyra.errors import ConfigurationError
+
     if path == "-":
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise SystemExit(cannot_read(path, exc)) from None
+        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
