@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -474,3 +476,69 @@ async def test_a_streamed_analysis_keeps_no_entry_it_need_not(tmp_path: Path) ->
         "Q8I3H7",
         "XXXXX",
     ]
+
+
+# -- the live view -------------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_shows_a_live_table_of_the_running_children(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal, stderr shows a table of the running children (what each is doing,
+    its attempt, elapsed and idle time) titled with the counts; stdout stays data."""
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    argv = ["analyze", "P04637", "Q8I3H7", "--inject", "P04637:slow:0.3", "--json"]
+    status = main([*argv, "--run-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    drawn = screen.getvalue()
+    assert status == 0
+    assert json.loads(out)["summary"]["successful"] == 2  # stdout is only the JSON
+    for heading in ("protein", "doing", "attempt", "elapsed", "idle"):
+        assert heading in drawn
+    assert "P04637" in drawn
+    assert "[2/2] 2 completed, 0 partial, 0 failed" in drawn
+
+
+def test_off_a_terminal_progress_is_plain_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Piped, stderr gets one plain line per finished protein (no escape codes)."""
+    argv = ["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)]
+    _, _, err = run_cli(argv, capsys)
+    assert "[2/2] XXXXX: failed (invalid_task), 1 attempt(s)" in err
+    assert "\x1b[" not in err
+
+
+@pytest.mark.anyio
+async def test_running_attempts_can_be_observed() -> None:
+    """Inside observing(), running() says what each attempt is doing right now."""
+    from lyra import ChildContext, Supervisor
+    from lyra.delegation import observing, running
+
+    seen: list[Any] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Read the input")
+
+        async def tool() -> None:
+            seen.extend(running())
+
+        await ctx.tool("lookup", tool)
+        return "done"
+
+    with observing():
+        await Supervisor(child).delegate("x", timeout=5, subject="S")
+        after = running()
+    (view,) = seen
+    assert (view.subject, view.doing, view.attempt) == ("S", "running lookup", 1)
+    assert view.elapsed >= view.idle >= 0
+    assert after == []
+    assert running() == []  # nobody observes any more

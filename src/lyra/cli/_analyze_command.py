@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from lyra.cli import _logging
+from lyra.cli._live import LiveView
 
 if TYPE_CHECKING:
     from lyra.cli._request import AnalyzeRequest
@@ -202,7 +203,8 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
         )
         return EXIT_USAGE
     source = _source(request.source)
-    progress = _Progress(len(set(request.ids)), sys.stderr)
+    stream = len(request.ids) > STREAM_ABOVE or bool(args.ids_file)
+    progress = LiveView(len(set(request.ids)), sys.stderr, streamed=stream)
     with ExitStack() as cleanup:
         unwritten = cleanup.enter_context(_logging.events_to(run_dir.events, verbose=args.verbose))
         if hasattr(source, "close"):
@@ -210,30 +212,30 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
         try:
             output = run_blocking(
                 "analyze",
-                lambda: analyze(
-                    request.ids,
-                    source=source,
-                    timeout=request.timeout,
-                    idle_timeout=request.idle_timeout,
-                    budget=request.budget,
-                    concurrency=request.concurrency,
-                    retries=request.retries,
-                    plan="structure" if request.structure_only else "full",
-                    faults=request.faults,
-                    run_dir=run_dir,
-                    on_result=progress.update,
-                    executor=durable.executor if durable is not None else None,
-                    quorum=_quorum_policy(request),
-                    answer_writer=_answer_writer(),
-                    question=request.question,
-                    stream=len(request.ids) > STREAM_ABOVE or bool(args.ids_file),
+                lambda: progress.show(
+                    lambda: analyze(
+                        request.ids,
+                        source=source,
+                        timeout=request.timeout,
+                        idle_timeout=request.idle_timeout,
+                        budget=request.budget,
+                        concurrency=request.concurrency,
+                        retries=request.retries,
+                        plan="structure" if request.structure_only else "full",
+                        faults=request.faults,
+                        run_dir=run_dir,
+                        on_result=progress.update,
+                        executor=durable.executor if durable is not None else None,
+                        quorum=_quorum_policy(request),
+                        answer_writer=_answer_writer(),
+                        question=request.question,
+                        stream=stream,
+                    )
                 ),
             )
         except KeyboardInterrupt:
-            progress.close()
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
-    progress.close()
     print(json_safe(output.model_dump_json(indent=2)) if args.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
     for problem in unwritten:
@@ -278,24 +280,3 @@ def _source(name: str) -> Any:
     from lyra.proteins import LiveSource, OfflineSource
 
     return OfflineSource() if name == "offline" else LiveSource()
-
-
-class _Progress:
-    """A one-line progress display on a terminal; silent when stderr is piped."""
-
-    def __init__(self, total: int, stream: TextIO) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-        self.live = stream.isatty()
-
-    def update(self, entry: Any) -> None:
-        self.done += 1
-        if not self.live:
-            return
-        status = type(entry).__name__.removesuffix("Analysis").lower()
-        self.stream.write(f"\r\033[K[{self.done}/{self.total}] {entry.protein_id}: {status}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.live and self.done:
-            self.stream.write("\n")
-            self.stream.flush()

@@ -10,6 +10,7 @@ from lyra.delegation._delegate import check_timeout, new_session_id, run_attempt
 from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
+from lyra.delegation._live import RunningAttempt, observing, running
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._parse_helpers import (
     extract_blocker,
@@ -47,6 +48,7 @@ __all__ = [
     "ErrorType",
     "FailedDelegation",
     "FailureCategory",
+    "RunningAttempt",
     "TaskReport",
     "Usage",
     "as_callable",
@@ -64,10 +66,12 @@ __all__ = [
     "is_retryable",
     "json_safe",
     "new_session_id",
+    "observing",
     "parse_report",
     "parse_retry_after",
     "render_report",
     "run_attempt",
+    "running",
     "safe_str",
     "valid_data",
     "valid_text",

@@ -35,6 +35,7 @@ import anyio.to_thread
 
 from lyra import tracing
 from lyra._taxonomy import FailureCategory
+from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import safe_str
@@ -99,6 +100,11 @@ class ChildContext:
     _scope: anyio.CancelScope | None = None
     _stop: Account | None = None
     _token: Any = None
+    _observed = False
+    started = 0.0
+    """When the attempt began (``time.monotonic()``), for a live display."""
+    current_tool: str | None = None
+    """The tool the child is running right now, if any."""
 
     def __init__(
         self,
@@ -189,6 +195,7 @@ class ChildContext:
         self._check_budget()
         name = safe_str(name)
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
+        self.current_tool = name
         self._touch()
         fn = tracing.tool(name, fn)
         try:
@@ -202,6 +209,8 @@ class ChildContext:
         except Exception as exc:
             self.failed_tool, self._failed_tool_error = name, exc
             raise
+        finally:
+            self.current_tool = None
         self.last_successful_tool = name
         self._touch()
         return result
@@ -328,20 +337,29 @@ class ChildContext:
 
     def _enter(self, scope: anyio.CancelScope) -> None:
         """Start enforcing the limits: ``scope`` ends the attempt at its deadline,
-        and an account that runs out cancels it."""
+        and an account that runs out cancels it. A live display may watch it."""
         self._scope = scope
         if self._account is not None:
             for account in self._account.limited():
                 account.watch(id(self), self._out_of_budget)
+        if _live.watch(self):
+            self._observed = True
+            self.started = time.monotonic()
+            if self._idle is None:
+                self._last_progress = self.started
 
     def _exit(self) -> None:
         self._scope = None
         if self._account is not None:
             for account in self._account.limited():
                 account.unwatch(id(self))
+        if self._observed:
+            _live.unwatch(self)
 
     def _touch(self) -> None:
         """Progress: push the idle deadline forward (and the parent's)."""
+        if self._observed and self._idle is None:
+            self._last_progress = time.monotonic()
         if self._idle is not None:
             now = time.monotonic()
             self._last_progress = now
@@ -372,6 +390,12 @@ class ChildContext:
             return
         with suppress(RuntimeError):  # the loop is gone: the attempt ended already
             anyio.from_thread.run_sync(fn, token=self._token)
+
+    @property
+    def last_progress(self) -> float:
+        """When the child last showed progress (``time.monotonic()``; observed or idle
+        attempts only, else when it began)."""
+        return self._last_progress or self.started
 
     @property
     def idle_for(self) -> float | None:
