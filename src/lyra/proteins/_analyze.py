@@ -18,7 +18,14 @@ from typing import Any
 import anyio
 
 from lyra import Budget, ChildRef, Supervisor, Task, events
-from lyra.delegation import DelegationResult, FailureCategory, exception_text, json_safe
+from lyra.delegation import (
+    DelegationResult,
+    FailureCategory,
+    exception_text,
+    json_safe,
+    safe_str,
+    valid_text,
+)
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._compare import Comparison, compare
@@ -332,7 +339,7 @@ def unique_ids(ids: Iterable[object]) -> Iterator[str]:
         ids = [ids]
     seen: set[str] = set()
     for raw in ids:
-        protein_id = normalize_protein_id(raw) or str(raw)
+        protein_id = normalize_protein_id(raw) or valid_text(safe_str(raw))
         if protein_id not in seen:
             seen.add(protein_id)
             yield protein_id

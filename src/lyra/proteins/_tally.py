@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+import orjson
+
 from lyra.delegation import json_safe
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._output import (
@@ -45,6 +47,8 @@ class Tally:
         self.by_category: Counter[str] = Counter()
         self.started: set[str] = set()
         """Proteins handed to a child and not finished yet."""
+        self.written = _written(folder)
+        """Proteins ``results.jsonl`` holds already (a resumed run does not repeat them)."""
 
     def start(self, protein_id: str) -> None:
         """Note a protein as handed to its child."""
@@ -83,14 +87,19 @@ class Tally:
         if isinstance(entry, CompletedAnalysis | PartialAnalysis):
             folder.save(folder.brief(entry.protein_id), entry.brief, sync=False)
         if entry.protein_id not in self.hold:  # a held one may be retried: its line waits
-            folder.append(folder.results, _line(entry))
+            self._append(entry)
+
+    def _append(self, entry: ProteinEntry) -> None:
+        if self.folder is not None and entry.protein_id not in self.written:
+            self.written.add(entry.protein_id)
+            self.folder.append(self.folder.results, _line(entry))
 
     def finish(self) -> None:
         """Write the held proteins' lines (their entries are final now)."""
         if self.folder is None:
             return
         for protein_id in sorted(self.hold & self.entries.keys()):
-            self.folder.append(self.folder.results, _line(self.entries[protein_id]))
+            self._append(self.entries[protein_id])
         self.folder.close()
 
     def summary(self) -> Summary:
@@ -111,6 +120,21 @@ class Tally:
     def in_order(self, requested: Iterable[str]) -> list[ProteinEntry]:
         """The kept entries in request order."""
         return [self.entries[p] for p in requested if p in self.entries]
+
+
+def _written(folder: RunDir | None) -> set[str]:
+    """The proteins an earlier process of this run wrote to ``results.jsonl`` (whole
+    lines only: a line cut short by a kill is no entry)."""
+    if folder is None or not folder.results.exists():
+        return set()
+    written = set()
+    with folder.results.open("rb") as lines:
+        for line in lines:
+            try:
+                written.add(str(orjson.loads(line)["protein_id"]))
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue
+    return written
 
 
 def _line(entry: ProteinEntry) -> str:
