@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from lyra.cli import _logging
 from lyra.cli._live import LiveView
+from lyra.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from lyra.cli._request import AnalyzeRequest
@@ -17,7 +17,6 @@ from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNWRITTEN,
-    EXIT_USAGE,
     add_limit_options,
     positive_float,
     whole_number,
@@ -180,59 +179,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
-    """Run ``request`` with its run directory, events and progress display."""
-    from lyra._sync import run_blocking
+    """Run ``request`` with its run directory, events and progress display; print it."""
     from lyra.delegation import json_safe
-    from lyra.proteins import analyze
-    from lyra.supervisor import RunDir
 
-    folder = str(durable.run_dir) if durable is not None else args.run_dir
-    try:
-        run_dir = RunDir(folder) if folder else RunDir.new()
-    except OSError as exc:
-        print(
-            f"lyra analyze: cannot use run directory {folder or 'runs/'}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if durable is None and run_dir.holds_a_run():
-        print(
-            f"lyra analyze: {run_dir.path} already holds a run; choose another --run-dir "
-            "(or leave it out for a new folder under runs/)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    source = _source(request.source)
+    run_dir = _run_dir(str(durable.run_dir) if durable is not None else args.run_dir, durable)
     stream = len(request.ids) > STREAM_ABOVE or bool(args.ids_file)
     progress = LiveView(len(set(request.ids)), sys.stderr, streamed=stream)
-    with ExitStack() as cleanup:
-        unwritten = cleanup.enter_context(_logging.events_to(run_dir.events, verbose=args.verbose))
-        if hasattr(source, "close"):
-            cleanup.callback(source.close)
+    with _logging.events_to(run_dir.events, verbose=args.verbose) as unwritten:
         try:
-            output = run_blocking(
-                "analyze",
-                lambda: progress.show(
-                    lambda: analyze(
-                        request.ids,
-                        source=source,
-                        timeout=request.timeout,
-                        idle_timeout=request.idle_timeout,
-                        budget=request.budget,
-                        concurrency=request.concurrency,
-                        retries=request.retries,
-                        plan="structure" if request.structure_only else "full",
-                        faults=request.faults,
-                        run_dir=run_dir,
-                        on_result=progress.update,
-                        executor=durable.executor if durable is not None else None,
-                        quorum=_quorum_policy(request),
-                        answer_writer=_answer_writer(),
-                        question=request.question,
-                        stream=stream,
-                    )
-                ),
-            )
+            output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
@@ -244,6 +199,63 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
     if unwritten:
         return EXIT_UNWRITTEN  # the results are above; the run directory is incomplete
     return _status(output)
+
+
+def _run_dir(folder: str | None, durable: Any) -> Any:
+    """The run's folder (a new one under runs/ by default); ConfigurationError (exit 2)
+    when it cannot be made or belongs to another run."""
+    from lyra.supervisor import RunDir
+
+    try:
+        run_dir = RunDir(folder) if folder else RunDir.new()
+    except OSError as exc:
+        where = folder or "runs/"
+        raise ConfigurationError(
+            f"cannot use run directory {where}: {exc.strerror or exc}"
+        ) from None
+    if durable is None and run_dir.holds_a_run():
+        raise ConfigurationError(
+            f"{run_dir.path} already holds a run; choose another --run-dir "
+            "(or leave it out for a new folder under runs/)"
+        )
+    return run_dir
+
+
+def _run_analysis(
+    request: AnalyzeRequest, run_dir: Any, durable: Any, progress: LiveView, *, stream: bool
+) -> Any:
+    """The analysis itself, under the progress display."""
+    from lyra._sync import run_blocking
+    from lyra.proteins import analyze
+
+    source = _source(request.source)
+    try:
+        return run_blocking(
+            "analyze",
+            lambda: progress.show(
+                lambda: analyze(
+                    request.ids,
+                    source=source,
+                    timeout=request.timeout,
+                    idle_timeout=request.idle_timeout,
+                    budget=request.budget,
+                    concurrency=request.concurrency,
+                    retries=request.retries,
+                    plan="structure" if request.structure_only else "full",
+                    faults=request.faults,
+                    run_dir=run_dir,
+                    on_result=progress.update,
+                    executor=durable.executor if durable is not None else None,
+                    quorum=_quorum_policy(request),
+                    answer_writer=_answer_writer(),
+                    question=request.question,
+                    stream=stream,
+                )
+            ),
+        )
+    finally:
+        if hasattr(source, "close"):
+            source.close()
 
 
 def _status(output: Any) -> int:
