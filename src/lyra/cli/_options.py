@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 Subparsers = Any  # argparse's _SubParsersAction is private
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_WORKERS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def positive_float(text: str) -> float:

@@ -9,7 +9,13 @@ package does not import DBOS; starting an executor or a worker does.
 """
 
 from lyra.durable._database import DatabaseUnreachable
-from lyra.durable._executor import DurableChildError, DurableExecutor
+from lyra.durable._executor import DurableChildError, DurableExecutor, NoWorkers
 from lyra.durable._spec import JobSpec
 
-__all__ = ["DatabaseUnreachable", "DurableChildError", "DurableExecutor", "JobSpec"]
+__all__ = [
+    "DatabaseUnreachable",
+    "DurableChildError",
+    "DurableExecutor",
+    "JobSpec",
+    "NoWorkers",
+]

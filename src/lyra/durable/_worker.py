@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, require_durable
-from lyra.durable._events import transport
+from lyra.durable._events import install, write_local
 from lyra.durable._executor import new_executor_id
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def run_worker(
     executor_id = new_executor_id("worker")
     stop = stop or threading.Event()
     liveness = Liveness(url, executor_id)  # before any child is taken
-    transport(True)  # the children's events go back to their supervisors
+    install(write_local)  # here too; they also go back to the supervisor with each result
     try:
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
@@ -65,7 +65,7 @@ def run_worker(
         finally:
             _engine.destroy()
     finally:
-        transport(False)
+        install(None)
         liveness.close()
 
 
