@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lyra.cli._request import AnalyzeRequest
 from lyra.durable import DurableExecutor
@@ -93,7 +93,7 @@ def open_run(
     request: AnalyzeRequest | None,
     where: Placement,
     given: dict[str, Any],
-    stderr: TextIO = sys.stderr,
+    stderr: TextIO | None = None,
 ) -> DurableRun | None:
     """The durable run asked for, or None for a plain in-process run.
 
@@ -103,6 +103,7 @@ def open_run(
     a run directory that cannot be written, or checkpoints that are missing
     or damaged (unless ``where.force``).
     """
+    stderr = stderr or sys.stderr
     resume, run_dir = _path(where.resume), _path(where.run_dir)
     if resume is not None and run_dir is not None and resume.resolve() != run_dir.resolve():
         raise ConfigurationError("--resume and --run-dir name different folders")
@@ -258,8 +259,12 @@ def _read_output(path: Path) -> AnalysisOutput:
 
 
 def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where + ': ' if where else ''}{first['msg']}"[:200]
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " ".join(lines[:3])[:200] or type(exc).__name__
+    return lines[0][:200] if lines else type(exc).__name__
 
 
 def _start(executor: DurableExecutor) -> None:

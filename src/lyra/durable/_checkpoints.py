@@ -28,6 +28,9 @@ def check_sqlite(path: Path, *, expected: bool) -> None:
         if expected:
             raise CheckpointsDamaged(f"{path} is missing")
         return
+    problem = _header_problem(path)
+    if problem is not None:
+        raise CheckpointsDamaged(f"{path} {problem}")
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             (verdict,) = conn.execute("PRAGMA quick_check").fetchone()
@@ -53,3 +56,21 @@ def check_recorded(
             f"the checkpoint database has no record of {lost} child(ren) that ran "
             f"(of {len(recorded)} recorded)"
         )
+
+
+def _header_problem(path: Path) -> str | None:
+    """What the file's SQLite header says is wrong: not a database, or shorter
+    than the pages it declares (SQLite would read the missing part as empty)."""
+    with path.open("rb") as db:
+        header = db.read(100)
+        size = db.seek(0, 2)
+    if size == 0:
+        return "is empty"
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return "is not a SQLite database"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if size % page_size or size < pages * page_size:
+        return f"is truncated ({size} bytes, {pages} pages of {page_size} declared)"
+    return None

@@ -52,7 +52,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -172,7 +174,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     log = TaskLog(workflow_id)
 
     async def run_attempt(attempt: Attempt) -> DelegationResult:
-        log.write(body)  # the loop's own events so far (a recovery_attempt)
+        log.write_body(body)  # the loop's own events so far (a recovery_attempt)
         left = attempt.budget_left.model_dump() if attempt.budget_left is not None else None
         recorded = await task_attempt(
             spec, task, task_id, _plan_data(attempt.plan), attempt.number, attempt.state, left
@@ -185,7 +187,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
 
     with events.capturing(hold=True) as body:
         outcome = await job.run(work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep))
-    log.write(body)
+    log.write_body(body)
     return {
         "outcome": outcome.model_dump(mode="json", exclude=_NO_REPORT),
         "events": log.records,
@@ -204,15 +206,18 @@ class TaskLog:
     def __init__(self, workflow_id: str) -> None:
         self.prefix = f"{workflow_id}#"
         self.records: list[dict[str, Any]] = []
-        self._taken: dict[int, int] = {}
+        self._body_taken = 0
+
+    def write_body(self, body: list[dict[str, Any]]) -> None:
+        """The loop's own events emitted since the last call."""
+        start, self._body_taken = self._body_taken, len(body)
+        self.write(body[start:])
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        """Number the records not yet taken from this list, keep and deliver them."""
-        start = self._taken.get(id(records), 0)
-        self._taken[id(records)] = len(records)
+        """Number the records, keep and deliver them."""
         fresh = [
             {**record, "event_id": f"{self.prefix}{len(self.records) + i}"}
-            for i, record in enumerate(records[start:])
+            for i, record in enumerate(records)
         ]
         if fresh:
             self.records += fresh
@@ -300,6 +305,9 @@ def launch(
         config["executor_id"] = executor_id
     if engine is not None:
         config["system_database_engine"] = engine
+    for handler in logging.getLogger("dbos").handlers:
+        if type(handler) is logging.StreamHandler:  # DBOS's console: keep it on today's stderr
+            handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
     DBOS(config=config)
     try:
         if listen is not None:
