@@ -84,6 +84,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     ),
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
     "durable": Benchmark("durable.py", in_quick=False),
+    "proteome_durable": Benchmark("proteome_durable.py", in_quick=False),
 }
 
 

@@ -85,7 +85,7 @@ WORKFLOW = "lyra.task"
 STEP = "lyra.task_attempt"
 MAX_RECOVERY_ATTEMPTS = 5
 """A child that takes its process down this many times ends as a failed task."""
-QUEUE_POLL = 0.1
+QUEUE_POLL = 0.05
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
 _NO_REPORT: Any = {"result": {"report"}, "attempts": {"__all__": {"result": {"report"}}}}
 _ERROR = "__lyra_error__"
