@@ -402,3 +402,53 @@ def test_ctrl_c_of_a_durable_run_is_quiet(tmp_path: Path) -> None:
 def _no_pause_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test hook leaks into the in-process runs."""
     monkeypatch.delenv("LYRA_TEST_PAUSE", raising=False)
+
+
+# -- a proteome in small: many synthetic proteins, killed and resumed ------------------------
+
+SYNTHETIC_RUN = """
+import json, sys, anyio
+from lyra import ChildRef, Supervisor, Task
+from lyra.durable import DurableExecutor
+from lyra.proteins import entry_for
+
+async def main() -> None:
+    folder, count, result = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ids = [f"S{i:07d}" for i in range(count)]
+    tasks = [Task(prompt=f"Analyze {p}", subject=p, context={"plan": "full"}) for p in ids]
+    child = ChildRef(target="lyra.proteins:protein_child", options={"source": "synthetic"})
+    async with DurableExecutor.embedded(folder, run_id="synthetic") as executor:
+        outcomes = await Supervisor(child, executor=executor).run(tasks, max_concurrency=16)
+    entries = [entry_for(t.subject, o) for t, o in zip(tasks, outcomes)]
+    with open(result, "w") as out:
+        json.dump([[e.protein_id, type(e).__name__] for e in entries], out)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow
+def test_two_hundred_synthetic_proteins_killed_and_resumed_end_once_each(tmp_path: Path) -> None:
+    """200 synthetic proteins through Supervisor.run on the embedded executor, SIGKILLed
+    midway: the resumed run completes every protein exactly once, and only the attempts
+    in flight at the kill run a second time."""
+    count, log, result = 200, tmp_path / "invocations.log", tmp_path / "result.json"
+    script = tmp_path / "synthetic.py"
+    script.write_text(SYNTHETIC_RUN)
+    argv = [sys.executable, str(script), str(tmp_path / "run"), str(count), str(result)]
+    first = subprocess.Popen(argv, env=env_with(log), stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(attempts(log)) >= count // 2, timeout=60, what="half the proteins")
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    assert not result.exists(), "the kill must land before the end"
+    second = subprocess.run(argv, env=env_with(log), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    entries = json.loads(result.read_text())
+    assert [p for p, _ in entries] == [f"S{i:07d}" for i in range(count)]
+    assert {kind for _, kind in entries} == {"CompletedAnalysis"}
+    starts = Counter(p for p, _, _ in attempts(log))
+    assert set(starts) == {p for p, _ in entries}
+    assert sum(n - 1 for n in starts.values()) <= 16  # only those in flight ran again
