@@ -58,15 +58,19 @@ def paused(log: Path) -> bool:
     ("point", "starts"),
     [("before_checkpoint", 2), ("after_checkpoint", 1)],
 )
+@pytest.mark.parametrize("retries", ["0", "1"], ids=["saved-with-the-output", "a-step"])
 def test_a_kill_next_to_a_checkpoint_never_logs_an_attempt_twice(
-    tmp_path: Path, point: str, starts: int
+    tmp_path: Path, point: str, starts: int, retries: str
 ) -> None:
     """Killed just before an attempt's checkpoint is saved, the log does not yet show it
     finished (so the resume that runs it again pays only for unlogged work); killed just
-    after, the resume replays it without running it and logs its events exactly once."""
+    after, the resume replays it without running it and logs its events exactly once --
+    whether the attempt is a step of its own or, being the last one allowed, saved with
+    the task's output."""
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    args = ["analyze", "P04637", "--durable", "--run-dir", str(run_dir), "--retries", retries]
     first = subprocess.Popen(
-        lyra_cmd("analyze", "P04637", "--durable", "--run-dir", str(run_dir)),
+        lyra_cmd(*args),
         env={**env_with(log), "LYRA_TEST_PAUSE": point},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

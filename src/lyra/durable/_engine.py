@@ -67,7 +67,7 @@ from dbos import _dbos as dbos_internals
 
 from lyra import events
 from lyra.delegation import Account, Budget, DelegationResult, exception_text
-from lyra.durable._events import deliver
+from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
 from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError
@@ -127,8 +127,7 @@ def _job(spec: str) -> Job:
     return JobSpec.model_validate_json(spec).job()
 
 
-@DBOS.step(name=STEP)
-async def task_attempt(
+async def run_one_attempt(
     spec: str,
     task: str,
     task_id: str,
@@ -137,13 +136,11 @@ async def task_attempt(
     state: dict[str, Any],
     budget_left: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """One attempt of a task's recovery loop, from the child state ``state``;
-    DBOS records the attempt's result, the state after it and its events
-    (held, not yet written). The attempt may spend what the task's budget had
-    left when it began."""
+    """One attempt of a task's recovery loop, from the child state ``state``: its
+    result, the state after it and its events (held, not yet written). The
+    attempt may spend what the task's budget had left when it began."""
     job, work = _job(spec), Task.model_validate_json(task)
-    subject = work.subject or task_id
-    _note_invocation(subject, number)
+    _note_invocation(work.subject or task_id, number)
     left = Budget.model_validate(budget_left) if budget_left is not None else None
     progress = orjson.loads(orjson.dumps(state, option=orjson.OPT_NON_STR_KEYS))  # a JSON copy
     with events.capturing(hold=True) as held:
@@ -156,7 +153,6 @@ async def task_attempt(
             idle_timeout=work.idle_timeout or job.idle_timeout,
             account=Account.for_budget(left),
         )
-    await _pause("before_checkpoint", subject, number)
     return {
         "result": result.model_dump(mode="json", exclude={"report"}),
         "state": progress,
@@ -164,9 +160,28 @@ async def task_attempt(
     }
 
 
+@DBOS.step(name=STEP)
+async def task_attempt(
+    spec: str,
+    task: str,
+    task_id: str,
+    plan: dict[str, Any],
+    number: int,
+    state: dict[str, Any],
+    budget_left: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """:func:`run_one_attempt` as a step: DBOS records what it returns."""
+    recorded = await run_one_attempt(spec, task, task_id, plan, number, state, budget_left)
+    await pause("before_checkpoint", task, number)
+    return recorded
+
+
 @DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
 async def task_workflow(spec: str, task: str) -> dict[str, Any]:
-    """A task's recovery loop, one checkpointed step per attempt."""
+    """A task's recovery loop, one checkpointed step per attempt -- except the
+    last attempt the policy allows: none can follow it, so the workflow's own
+    output is its checkpoint (one transaction fewer; with ``max_retries=0``,
+    every task's only attempt)."""
     job, work = _job(spec), Task.model_validate_json(task)
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # inside a workflow
@@ -176,10 +191,14 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     async def run_attempt(attempt: Attempt) -> DelegationResult:
         log.write_body(body)  # the loop's own events so far (a recovery_attempt)
         left = attempt.budget_left.model_dump() if attempt.budget_left is not None else None
-        recorded = await task_attempt(
-            spec, task, task_id, _plan_data(attempt.plan), attempt.number, attempt.state, left
-        )
-        await _pause("after_checkpoint", work.subject or task_id, attempt.number)
+        plan = _plan_data(attempt.plan)
+        args = (spec, task, task_id, plan, attempt.number, attempt.state, left)
+        if attempt.number > job.policy.max_retries:  # the last: saved with the output
+            recorded = await run_one_attempt(*args)
+            log.hold()
+        else:
+            recorded = await task_attempt(*args)
+            await pause("after_checkpoint", task, attempt.number)
         log.write(recorded["events"])
         attempt.state.clear()
         attempt.state.update(recorded["state"])
@@ -188,9 +207,13 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     with events.capturing(hold=True) as body:
         outcome = await job.run(work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep))
     log.write_body(body)
+    if log.held:
+        deliver_unsaved(log.records[log.held_from :])
+        await pause("before_checkpoint", task, len(outcome.attempts))
     return {
         "outcome": outcome.model_dump(mode="json", exclude=_NO_REPORT),
         "events": log.records,
+        "held": log.held,
         "executor_id": DBOS.executor_id,
     }
 
@@ -200,13 +223,22 @@ class TaskLog:
     they become safe to write (see :func:`lyra.durable._events.deliver`).
 
     The order is the same on every replay: the loop's own events are a function
-    of the recorded results, and an attempt's events are recorded with it.
+    of the recorded results, and an attempt's events are recorded with it. From
+    an attempt whose checkpoint is the workflow's output on (:meth:`hold`),
+    events are only kept: whoever reads the saved output writes them.
     """
 
     def __init__(self, workflow_id: str) -> None:
         self.prefix = f"{workflow_id}#"
         self.records: list[dict[str, Any]] = []
+        self.held = False
+        self.held_from = 0
         self._body_taken = 0
+
+    def hold(self) -> None:
+        """Keep every event from now on; none is written before the output is saved."""
+        if not self.held:
+            self.held, self.held_from = True, len(self.records)
 
     def write_body(self, body: list[dict[str, Any]]) -> None:
         """The loop's own events emitted since the last call."""
@@ -214,13 +246,13 @@ class TaskLog:
         self.write(body[start:])
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        """Number the records, keep and deliver them."""
+        """Number the records, keep them, and deliver them unless held."""
         fresh = [
             {**record, "event_id": f"{self.prefix}{len(self.records) + i}"}
             for i, record in enumerate(records)
         ]
-        if fresh:
-            self.records += fresh
+        self.records += fresh
+        if fresh and not self.held:
             deliver(fresh)
 
 
@@ -254,10 +286,11 @@ def _note_invocation(subject: str, attempt: int, note: str = "") -> None:
             handle.write(f"{subject}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}{extra}\n")
 
 
-async def _pause(point: str, subject: str, attempt: int) -> None:
+async def pause(point: str, task: str, attempt: int) -> None:
     """Tests only: stop here (for an hour) so that a test can kill the process."""
     if _hooks.pause == point:
-        _note_invocation(subject, attempt, f"paused:{point}")
+        work = Task.model_validate_json(task)
+        _note_invocation(work.subject or "", attempt, f"paused:{point}")
         await anyio.sleep(3600)
 
 

@@ -11,7 +11,9 @@ checkpoint (:class:`lyra.durable._engine.TaskLog`), each with a stable
   back with the task's result, for the supervisor to write into the run's log.
 
 Nothing is written where no deliverer is installed: the events wait in the
-workflow's result.
+workflow's result. The events of a task's last attempt are saved with the
+workflow's result itself, so the supervisor writes them when it reads that
+result; a worker also writes them to its own log as the workflow ends.
 """
 
 from __future__ import annotations
@@ -25,18 +27,27 @@ from lyra import events
 
 Deliverer = Callable[[list[dict[str, Any]]], None]
 _deliverer: Deliverer | None = None
+_unsaved = False
 _EVENT_ID = re.compile(rb'"event_id":"([^"]+)#(\d+)"')
 
 
-def install(deliverer: Deliverer | None) -> None:
-    """Send the events of the tasks this process runs to ``deliverer`` (None: keep them)."""
-    global _deliverer
-    _deliverer = deliverer
+def install(deliverer: Deliverer | None, *, unsaved: bool = False) -> None:
+    """Send the events of the tasks this process runs to ``deliverer`` (None: keep
+    them); with ``unsaved``, also those whose checkpoint is still being saved."""
+    global _deliverer, _unsaved
+    _deliverer, _unsaved = deliverer, unsaved
 
 
 def deliver(records: list[dict[str, Any]]) -> None:
     """Write a task's events whose checkpoint is saved (see the module docstring)."""
     if _deliverer is not None:
+        _deliverer(records)
+
+
+def deliver_unsaved(records: list[dict[str, Any]]) -> None:
+    """Events whose checkpoint the workflow's output will be: only a worker's own
+    log takes them now."""
+    if _deliverer is not None and _unsaved and records:
         _deliverer(records)
 
 

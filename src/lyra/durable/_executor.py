@@ -274,7 +274,7 @@ class DurableExecutor:
     ) -> list[RecoveryOutcome]:
         from dbos import DBOS, SetWorkflowID
 
-        from lyra.durable._engine import task_workflow
+        from lyra.durable._engine import pause, task_workflow
 
         known = await self._known([run.workflow_id for run in runs])
 
@@ -288,6 +288,8 @@ class DurableExecutor:
                 with SetWorkflowID(run.workflow_id):
                     handle = await DBOS.start_workflow_async(task_workflow, spec, run.task_json)
             result = await handle.get_result(polling_interval_sec=self.poll_interval)
+            if result.get("held"):  # its last attempt's events wait for the saved output
+                await pause("after_checkpoint", run.task_json, len(result["outcome"]["attempts"]))
             return self._finish(run, result, on_outcome)
 
         def lost(run: _Run, exc: Exception) -> RecoveryOutcome:

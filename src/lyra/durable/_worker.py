@@ -49,7 +49,7 @@ def run_worker(
     executor_id = new_executor_id("worker")
     stop = stop or threading.Event()
     liveness = Liveness(url, executor_id)  # before any child is taken
-    install(write_local)  # here too; they also go back to the supervisor with each result
+    install(write_local, unsaved=True)  # also sent back to the supervisor with each result
     try:
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
