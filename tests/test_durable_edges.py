@@ -60,7 +60,12 @@ def paused(log: Path) -> bool:
 )
 @pytest.mark.parametrize("retries", ["0", "1"], ids=["saved-with-the-output", "a-step"])
 def test_a_kill_next_to_a_checkpoint_never_logs_an_attempt_twice(
-    tmp_path: Path, point: str, starts: int, retries: str
+    tmp_path: Path,
+    point: str,
+    starts: int,
+    retries: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Killed just before an attempt's checkpoint is saved, the log does not yet show it
     finished (so the resume that runs it again pays only for unlogged work); killed just
@@ -83,14 +88,8 @@ def test_a_kill_next_to_a_checkpoint_never_logs_an_attempt_twice(
         first.kill()
         first.wait()
 
-    resumed = subprocess.run(
-        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
-        env=env_with(log),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    monkeypatch.setenv("LYRA_TEST_INVOCATION_LOG", str(log))
+    assert main(["analyze", "--resume", str(run_dir), "--json"]) == 0, capsys.readouterr().err
     assert [p for p, _, _ in attempts(log)] == ["P04637"] * starts
     assert finishing(run_dir) == {("P04637", 1): 1}
     ids = [e["event_id"] for e in logged(run_dir) if "event_id" in e]
