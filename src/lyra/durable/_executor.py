@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 _FINAL = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
 _REAP_EVERY = 2.0
 _CHUNK = 500
+_ENQUEUERS = 16
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _COMMIT_LAG_MS = 5_000
 """How far back each look for finished children reaches before the newest one
@@ -319,19 +320,13 @@ class DurableExecutor:
         max_concurrency: int,
         on_outcome: OnOutcome | None,
     ) -> list[RecoveryOutcome]:
-        from dbos import DBOS, SetWorkflowID
-
         from lyra.durable import _engine
 
         if await anyio.to_thread.run_sync(
             lambda: _engine.ensure_queue(global_concurrency=max_concurrency)
         ):
             await anyio.sleep(2 * _engine.QUEUE_POLL)  # until every worker applies the limit
-        for run in runs:
-            with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again
-                await DBOS.enqueue_workflow_async(
-                    _engine.QUEUE, _engine.task_workflow, spec, run.task_json
-                )
+        await _enqueue_all(spec, runs)
         index = {run.workflow_id: i for i, run in enumerate(runs)}
         results: list[RecoveryOutcome | None] = [None] * len(runs)
         watch = _Watch(prefix, set(index), self.worker_wait)
@@ -379,6 +374,28 @@ class DurableExecutor:
         outcome = lost_outcome(run.task, exc)
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
+
+
+async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
+    """Put every task on the queue, several at once (each is a transaction: one
+    at a time, enqueueing alone took ~5 ms a child); the first failure is raised."""
+    from dbos import DBOS, SetWorkflowID
+
+    from lyra.durable import _engine
+
+    failures: list[Exception] = []
+
+    async def enqueue(run: _Run) -> None:
+        with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again
+            await DBOS.enqueue_workflow_async(
+                _engine.QUEUE, _engine.task_workflow, spec, run.task_json
+            )
+
+    await LocalExecutor().map(
+        enqueue, runs, max_concurrency=_ENQUEUERS, on_error=lambda _, exc: failures.append(exc)
+    )
+    if failures:
+        raise failures[0]
 
 
 def quiet_dbos() -> None:
