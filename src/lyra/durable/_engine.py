@@ -87,7 +87,9 @@ MAX_RECOVERY_ATTEMPTS = 5
 """A child that takes its process down this many times ends as a failed task."""
 QUEUE_POLL = 0.05
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
-_NO_REPORT: Any = {"result": {"report"}, "attempts": {"__all__": {"result": {"report"}}}}
+_STORED: Any = {"result": True, "attempts": {"__all__": {"result": {"report"}}}}
+"""What a task's output leaves out: the last result (it is the last attempt's) and
+the reports (rendered again from the fields when read)."""
 _ERROR = "__lyra_error__"
 
 
@@ -211,7 +213,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
         deliver_unsaved(log.records[log.held_from :])
         await pause("before_checkpoint", task, len(outcome.attempts))
     return {
-        "outcome": outcome.model_dump(mode="json", exclude=_NO_REPORT),
+        "outcome": outcome.model_dump(mode="json", exclude=_STORED),
         "events": log.records,
         "held": log.held,
         "executor_id": DBOS.executor_id,
@@ -275,7 +277,8 @@ def _plan(data: Mapping[str, Any]) -> Plan:
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:
     """The outcome a :func:`task_workflow` returned."""
-    return RecoveryOutcome.model_validate(result["outcome"])
+    stored = result["outcome"]
+    return RecoveryOutcome.model_validate({**stored, "result": stored["attempts"][-1]["result"]})
 
 
 def _note_invocation(subject: str, attempt: int, note: str = "") -> None:
