@@ -16,6 +16,10 @@ Two placements of the same workflows:
 Either way, only :meth:`lyra.supervisor.Job.run` runs in the workflow; the
 outcome comes back here, where ``on_outcome`` is called, so whatever the
 caller does with it (a run directory, a progress display) is the local path's.
+The children's events reach this process's log only once their checkpoints
+are saved, each once (:mod:`lyra.durable._events`). A queued run with no
+worker taking its children for ``worker_wait`` seconds stops with
+:class:`NoWorkers`; its children stay queued for a later resume.
 """
 
 from __future__ import annotations
