@@ -185,12 +185,16 @@ def _open(
 
 
 def _evidence(folder: Path, record: RunRecord) -> tuple[set[str], set[str]]:
-    """What the run directory says ran: workflows with events in the log, and
-    the file stems of proteins with a report (each one finished)."""
+    """What the run directory says this run did: workflows with events in the log,
+    and the file stems of proteins with a report written since the run record
+    (each one finished; a report from before a --force belongs to the old run)."""
     run_dir = RunDir(folder)
-    logged = {w for w in Ledger.of_log(run_dir.events).tasks() if w.startswith(record.run_id)}
-    ids = requested_ids(record.request.ids)
-    return logged, {file_stem(p) for p in ids if run_dir.report(p).exists()}
+    tasks = Ledger.of_log(run_dir.events).tasks()
+    logged = {task for task in tasks if task.startswith(f"{record.run_id}/")}
+    since = (folder / RUN_FILE).stat().st_mtime
+    reports = {p: run_dir.report(p) for p in requested_ids(record.request.ids)}
+    finished = {p for p, path in reports.items() if path.exists() and path.stat().st_mtime >= since}
+    return logged, {file_stem(p) for p in finished}
 
 
 def _start_over(folder: Path, record: RunRecord, why: Exception, stderr: TextIO) -> RunRecord:

@@ -281,13 +281,25 @@ class DurableExecutor:
 
         from lyra.durable._engine import pause, task_workflow
 
-        known = await self._known([run.workflow_id for run in runs])
+        results: list[RecoveryOutcome | None] = [None] * len(runs)
+        known: set[str] = set()
+        for start in range(0, len(runs), _CHUNK):  # a resumed run: finished tasks at once
+            chunk = runs[start : start + _CHUNK]
+            found = await DBOS.list_workflows_async(
+                workflow_ids=[run.workflow_id for run in chunk], load_input=False
+            )
+            done = {s.workflow_id: s.output for s in found if s.status == "SUCCESS"}
+            known.update(s.workflow_id for s in found)
+            for i, run in enumerate(chunk, start):
+                if run.workflow_id in done:
+                    results[i] = self._finish_safely(run, done[run.workflow_id], on_outcome)
 
-        async def one(run: _Run) -> RecoveryOutcome:
+        async def one(i: int) -> RecoveryOutcome:
+            run = runs[i]
             handle: Any
             if run.workflow_id in known:
-                # Finished (its result is recorded) or being recovered by DBOS
-                # since launch: wait for it, never start it again.
+                # Being recovered by DBOS since launch (or ended without a result):
+                # wait for it, never start it again.
                 handle = await DBOS.retrieve_workflow_async(run.workflow_id)
             else:
                 with SetWorkflowID(run.workflow_id):
@@ -297,24 +309,14 @@ class DurableExecutor:
                 await pause("after_checkpoint", run.task_json, len(result["outcome"]["attempts"]))
             return self._finish(run, result, on_outcome)
 
-        def lost(run: _Run, exc: Exception) -> RecoveryOutcome:
-            return self._lost(run, exc, on_outcome)
+        def lost(i: int, exc: Exception) -> RecoveryOutcome:
+            return self._lost(runs[i], exc, on_outcome)
 
-        return await LocalExecutor().map(one, runs, max_concurrency=max_concurrency, on_error=lost)
-
-    async def _known(self, workflow_ids: list[str]) -> set[str]:
-        """Which of these workflows the database already holds (a resumed run)."""
-        from dbos import DBOS
-
-        known: set[str] = set()
-        for start in range(0, len(workflow_ids), _CHUNK):
-            found = await DBOS.list_workflows_async(
-                workflow_ids=workflow_ids[start : start + _CHUNK],
-                load_input=False,
-                load_output=False,
-            )
-            known.update(status.workflow_id for status in found)
-        return known
+        todo = [i for i, result in enumerate(results) if result is None]
+        ran = await LocalExecutor().map(one, todo, max_concurrency=max_concurrency, on_error=lost)
+        for i, outcome in zip(todo, ran, strict=True):
+            results[i] = outcome
+        return [outcome for outcome in results if outcome is not None]
 
     async def _queued(
         self,
@@ -338,14 +340,15 @@ class DurableExecutor:
         while watch.pending:
             for status in await watch.finished():  # [] while the database is down
                 run = runs[index[status.workflow_id]]
-                try:
-                    if status.status != "SUCCESS":
-                        raise status.error or DurableChildError(
-                            f"the task's workflow ended {status.status}"
-                        )
-                    results[index[run.workflow_id]] = self._finish(run, status.output, on_outcome)
-                except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
-                    results[index[run.workflow_id]] = self._lost(run, exc, on_outcome)
+                if status.status == "SUCCESS":
+                    results[index[run.workflow_id]] = self._finish_safely(
+                        run, status.output, on_outcome
+                    )
+                else:
+                    failure = status.error or DurableChildError(
+                        f"the task's workflow ended {status.status}"
+                    )
+                    results[index[run.workflow_id]] = self._lost(run, failure, on_outcome)
             if watch.pending:
                 if time.monotonic() - reaped > _REAP_EVERY:
                     await self._reap()
@@ -373,6 +376,15 @@ class DurableExecutor:
         self._ledger.write(result.get("events") or [], **({"worker": worker} if worker else {}))
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
+
+    def _finish_safely(
+        self, run: _Run, result: Any, on_outcome: OnOutcome | None
+    ) -> RecoveryOutcome:
+        """:meth:`_finish`, or a lost outcome for that task alone when it breaks."""
+        try:
+            return self._finish(run, result, on_outcome)
+        except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
+            return self._lost(run, exc, on_outcome)
 
     def _lost(self, run: _Run, exc: Exception, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         outcome = lost_outcome(run.task, exc)
