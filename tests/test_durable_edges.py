@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import lyra.durable
+import lyra.events
 from lyra.cli import main
 from lyra.cli._durable_runs import Placement, open_run
 from lyra.proteins import analyze
@@ -455,3 +456,19 @@ def test_two_hundred_synthetic_proteins_killed_and_resumed_end_once_each(tmp_pat
     starts = Counter(p for p, _, _ in attempts(log))
     assert set(starts) == {p for p, _ in entries}
     assert sum(n - 1 for n in starts.values()) <= 16  # only those in flight ran again
+
+
+def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> None:
+    """lyra.events.capturing(hold=True) keeps events without writing them; replay writes
+    them as they were (how a durable attempt's events wait for its checkpoint)."""
+    log = tmp_path / "events.jsonl"
+    lyra.events.configure(log)
+    try:
+        with lyra.events.capturing(hold=True) as held:
+            lyra.events.info("delegation_completed", subject="P04637")
+        assert log.read_text() == ""
+        lyra.events.replay(held, event_id="w#0")
+    finally:
+        lyra.events.configure()
+    (written,) = logged(tmp_path)
+    assert written == {**held[0], "event_id": "w#0"}
