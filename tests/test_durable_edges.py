@@ -458,6 +458,41 @@ def test_two_hundred_synthetic_proteins_killed_and_resumed_end_once_each(tmp_pat
     assert sum(n - 1 for n in starts.values()) <= 16  # only those in flight ran again
 
 
+@pytest.mark.slow
+def test_ctrl_c_of_a_busy_worker_is_quiet(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 - the fixture
+) -> None:
+    """SIGINT to a worker running children: 'lyra: interrupted' and exit 130, no DBOS
+    warning for each child it hands back."""
+    log, errors = tmp_path / "invocations.log", tmp_path / "worker.err"
+    ids = [f"ZZ{i:03d}" for i in range(4)]
+    with errors.open("w") as err:
+        worker = subprocess.Popen(
+            lyra_cmd("worker", "--database-url", database_url),
+            env=env_with(log),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        args = ["analyze", *ids, "--database-url", database_url, "--run-dir", str(tmp_path / "r")]
+        supervisor = subprocess.Popen(
+            lyra_cmd(*args, "--concurrency", "4", *slow(ids, 20)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(lambda: len(attempts(log)) == len(ids), timeout=60, what="four children")
+            worker.send_signal(signal.SIGINT)
+            assert worker.wait(timeout=60) == 130
+        finally:
+            for proc in (worker, supervisor):
+                proc.kill()
+                proc.wait()
+    lines = errors.read_text().splitlines()
+    assert lines[-1] == "lyra: interrupted"
+    assert all(line.startswith("lyra") for line in lines), lines
+
+
 def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> None:
     """lyra.events.capturing(hold=True) keeps events without writing them; replay writes
     them as they were (how a durable attempt's events wait for its checkpoint)."""

@@ -18,7 +18,7 @@ from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, require_durable
 from lyra.durable._events import install, write_local
-from lyra.durable._executor import new_executor_id
+from lyra.durable._executor import new_executor_id, quiet_dbos
 
 if TYPE_CHECKING:
     from lyra.durable._liveness import Liveness
@@ -63,6 +63,7 @@ def run_worker(
                     break
             events.info("worker_stopped", executor_id=executor_id)
         finally:
+            quiet_dbos()  # the children still running go back to the queue, without a word each
             _engine.destroy()
     finally:
         install(None)
