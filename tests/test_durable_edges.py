@@ -245,7 +245,9 @@ def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None
         f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
         f"exec {sys.executable} -m lyra analyze --resume {folder}"
     )
-    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount --bind {folder} {folder}"], capture_output=True
+    )
     if probe.returncode != 0:
         pytest.skip("user and mount namespaces are not available here")
     done = subprocess.run(
