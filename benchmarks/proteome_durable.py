@@ -52,6 +52,7 @@ async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[
     """One supervisor process: every chunk of the run, counting outcomes into ``progress``."""
     from lyra import ChildRef, Supervisor, Task
     from lyra.durable import DurableExecutor
+    from lyra.recovery import RecoveryOutcome
 
     ids = accessions(n)
     child = ChildRef(
@@ -63,6 +64,12 @@ async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[
         else DurableExecutor.queue(where, run_id="proteome")
     )
     statuses: Counter[str] = Counter()
+
+    def count(task: Task, outcome: RecoveryOutcome) -> None:
+        statuses[outcome.result.status] += 1
+        if statuses.total() % 100 == 0:  # the kill lands mid-chunk, children in flight
+            progress.write_text(str(statuses.total()))
+
     started = time.perf_counter()
     async with executor:
         supervisor = Supervisor(child, timeout=60, executor=executor)
@@ -71,9 +78,7 @@ async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[
                 Task(prompt=f"Analyze {p}", subject=p, context={"plan": "full"})
                 for p in ids[start : start + CHUNK]
             ]
-            for outcome in await supervisor.run(tasks, max_concurrency=CONCURRENCY):
-                statuses[outcome.result.status] += 1
-            await anyio.Path(progress).write_text(str(sum(statuses.values())))
+            await supervisor.run(tasks, max_concurrency=CONCURRENCY, on_outcome=count)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": time.perf_counter() - started, "rss_mb": peak, **statuses}
 
