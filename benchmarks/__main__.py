@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "logs_throughput": Benchmark("logs_throughput.py"),
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
     "durable": Benchmark("durable.py", in_quick=False),
+    "proteome_durable": Benchmark("proteome_durable.py", in_quick=False),
 }
 
 

@@ -239,7 +239,7 @@ def test_a_full_disk_still_prints_the_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the event log and the run files cannot be written, the output is printed all
-    the same, each unwritten file is named, and the exit status says so (3)."""
+    the same, each unwritten file is named, and the exit status says so (4)."""
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     run_dir = tmp_path / "run"
@@ -252,7 +252,7 @@ def test_a_full_disk_still_prints_the_results(
 
     monkeypatch.setattr(_rundir.tempfile, "mkstemp", full)
     status, out, err = run_cli(["analyze", "P04637", "--json", "--run-dir", str(run_dir)], capsys)
-    assert status == 3
+    assert status == 4
     assert json.loads(out)["summary"]["successful"] == 1
     assert "could not write events to" in err
     assert "output.json: No space left on device" in err

@@ -139,16 +139,25 @@ def _emit(level: str, name: str, fields: dict[str, Any]) -> None:
     captured = _captured.get()
     if captured is not None:
         captured.append(record)
+        if type(captured) is _Held:
+            return
     if _RANK[level] >= _floor:
         for sink in _sinks:
             sink.write(record)
 
 
+class _Held(list[dict[str, Any]]):
+    """Events kept and not written (see :func:`capturing`)."""
+
+
 @contextmanager
-def capturing() -> Iterator[list[dict[str, Any]]]:
+def capturing(*, hold: bool = False) -> Iterator[list[dict[str, Any]]]:
     """Also keep every event emitted in this context (a durable worker sends a
-    child's events back with its result); events still go to the sinks."""
-    events: list[dict[str, Any]] = []
+    child's events back with its result); events still go to the sinks, unless
+    ``hold``: then they are only kept, for the caller to write later with
+    :func:`replay` (a durable engine writes a step's events once its checkpoint
+    is saved, so the log never shows work that a crash would run again)."""
+    events: list[dict[str, Any]] = _Held() if hold else []
     token = _captured.set(events)
     try:
         yield events

@@ -19,13 +19,16 @@ environment is seen at once.
 ``LYRA_UNIPROT_URL``           UniProt REST host of ``--source live``
 ``LYRA_TEST_INVOCATION_LOG``   tests only: a file where durable attempts
                                note each start
+``LYRA_TEST_PAUSE``            tests only: ``before_checkpoint`` or
+                               ``after_checkpoint``, where every durable
+                               attempt stops (so a test can kill it there)
 =============================  ============================================
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +67,11 @@ class Settings(BaseSettings):
     )
     test_invocation_log: Path | None = Field(
         None, description="Tests only: durable attempts append a line here when they start."
+    )
+    test_pause: Literal["before_checkpoint", "after_checkpoint"] | None = Field(
+        None,
+        description="Tests only: every durable attempt stops for an hour at this point "
+        "(before or after its checkpoint is saved), so that a test can kill it there.",
     )
 
     @property

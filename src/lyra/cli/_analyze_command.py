@@ -18,6 +18,7 @@ from lyra.cli._options import (
     EXIT_OK,
     EXIT_UNWRITTEN,
     add_limit_options,
+    non_negative_float,
     positive_float,
     whole_number,
 )
@@ -58,7 +59,10 @@ examples:
   lyra analyze P04637 Q8I3H7 --database-url postgresql://host/lyra   (+ lyra worker …)
 
 exit status: 0 every protein completed, 1 some failed or were partial, 2 usage error,
-             130 interrupted (finished proteins stay in the run directory)
+             3 no worker took a queued child within --worker-wait (start `lyra worker
+             --database-url URL`, then --resume), 4 finished but some run files could
+             not be written (disk full; the results are printed), 130 interrupted
+             (finished proteins stay in the run directory)
 """
 
 
@@ -148,6 +152,19 @@ def register(commands: Any) -> None:
         metavar="URL",
         help="postgresql://… : queue the children for `lyra worker` processes (many machines)",
     )
+    p.add_argument(
+        "--worker-wait",
+        type=non_negative_float,
+        default=120.0,
+        metavar="S",
+        help="with --database-url: stop (exit 3) when no worker took a child for S seconds; "
+        "0 waits forever (default 120)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: run again when the checkpoints are missing or damaged",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
 
@@ -161,7 +178,14 @@ def run(args: argparse.Namespace) -> int:
     request = None if args.resume else request_from(args)
     durable: DurableRun | None = None
     if args.durable or args.resume or args.database_url or args.run_dir:
-        where = Placement(args.run_dir, args.resume, args.durable, args.database_url)
+        where = Placement(
+            args.run_dir,
+            args.resume,
+            args.durable,
+            args.database_url,
+            worker_wait=args.worker_wait or None,
+            force=args.force,
+        )
         durable = open_run(request, where, given_options(args, _defaults()))
     if durable is not None and durable.finished is not None:
         done = durable.finished

@@ -7,25 +7,43 @@ children run (``embedded`` or ``postgres``) and the typed request
 command line must agree with it, or the directory belongs to another run (a
 usage error, exit 2). ``--concurrency`` may differ (it does not change the
 result), and the recorded one holds unless it is given.
+
+Before a resume trusts the checkpoints, they are checked against the run's
+own evidence of finished work (its event log and reports): when they are
+missing or damaged, the resume refuses (exit 2) unless ``--force``, which
+sets the damaged database aside and runs everything again under a new run ID.
+Every state file is read with a clear error; a damaged ``output.json`` of a
+durable run is rebuilt from the checkpoints.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lyra.cli._request import AnalyzeRequest
 from lyra.durable import DurableExecutor
-from lyra.durable._database import check_reachable, postgres_url, redacted, require_durable
+from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_sqlite
+from lyra.durable._database import (
+    SQLITE_FILE,
+    check_reachable,
+    postgres_url,
+    redacted,
+    require_durable,
+)
+from lyra.durable._events import Ledger
 from lyra.errors import ConfigurationError
 from lyra.proteins import AnalysisOutput, requested_ids
-from lyra.supervisor import RunDir, write_atomic
+from lyra.supervisor import RunDir, file_stem, write_atomic
 
 RUN_FILE = "run.json"
 
@@ -65,20 +83,27 @@ class Placement:
     resume: str | None
     durable: bool
     database_url: str | None
+    worker_wait: float | None = None
+    """Seconds a queued run waits for a worker to take a child (None: forever)."""
+    force: bool = False
+    """Resume even when the checkpoints are missing or damaged (everything runs again)."""
 
 
 def open_run(
     request: AnalyzeRequest | None,
     where: Placement,
     given: dict[str, Any],
-    stderr: TextIO = sys.stderr,
+    stderr: TextIO | None = None,
 ) -> DurableRun | None:
     """The durable run asked for, or None for a plain in-process run.
 
     ``request`` is None on ``--resume`` (the record's is used, with a given
     ``--concurrency``). Raises ConfigurationError (exit 2) for a directory of
-    another run, a missing run, a backend mismatch or an unreachable database.
+    another run, a missing run, a backend mismatch, an unreachable database,
+    a run directory that cannot be written, or checkpoints that are missing
+    or damaged (unless ``where.force``).
     """
+    stderr = stderr or sys.stderr
     resume, run_dir = _path(where.resume), _path(where.run_dir)
     if resume is not None and run_dir is not None and resume.resolve() != run_dir.resolve():
         raise ConfigurationError("--resume and --run-dir name different folders")
@@ -96,44 +121,154 @@ def open_run(
     if existing is not None and folder is not None:
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)
+        _check_writable(folder)
         concurrency = given.get("concurrency", existing.request.concurrency)
         request = existing.request.model_copy(update={"concurrency": concurrency})
         record = existing
+        finished = _finished(folder, stderr)
+        if finished is not None:
+            return DurableRun(folder, request, None, finished)
     else:
         assert request is not None  # a new run always has one
         folder = folder or RunDir.new().path
         record = RunRecord(
-            run_id=uuid.uuid4().hex[:12],
+            run_id=_new_run_id(),
             backend="postgres" if where.database_url else "embedded",
             request=request,
             database=_database(where.database_url),
         )
-        RunDir(folder)
-        write_atomic(folder / RUN_FILE, record.model_dump_json(indent=2))
-    output = folder / "output.json"
-    if output.exists():
-        finished = AnalysisOutput.model_validate_json(output.read_text(encoding="utf-8"))
-        return DurableRun(folder, request, None, finished)
-    logged = _reported(folder, list(record.request.ids))
+        _write_record(folder, record)
+    try:
+        executor = _open(folder, record, where, resumed=existing is not None, stderr=stderr)
+    except CheckpointsDamaged as exc:
+        if not where.force:
+            raise ConfigurationError(
+                f"the checkpoints of {folder} are missing or damaged: {exc}; resuming would "
+                f"run finished children again (--force to do that: lyra analyze --resume "
+                f"{folder} --force)"
+            ) from None
+        record = _start_over(folder, record, exc, stderr)
+        executor = _open(folder, record, where, resumed=False, stderr=stderr)
+    return DurableRun(folder, request, executor)
+
+
+def _open(
+    folder: Path, record: RunRecord, where: Placement, *, resumed: bool, stderr: TextIO
+) -> DurableExecutor:
+    """The run's executor, started; a resumed run's checkpoints checked first."""
+    events = RunDir(folder).events
+    evidence = _evidence(folder, record) if resumed else None
+    executor: DurableExecutor
     if record.backend == "embedded":
-        executor = DurableExecutor.embedded(folder, run_id=record.run_id, already_logged=logged)
+        if evidence is not None:
+            check_sqlite(folder / SQLITE_FILE, expected=bool(evidence[0] or evidence[1]))
+        executor = DurableExecutor.embedded(folder, run_id=record.run_id, event_log=events)
     else:
         url = postgres_url(where.database_url or "")
         check_reachable(url)
-        executor = DurableExecutor.queue(url, run_id=record.run_id, already_logged=logged)
+        executor = DurableExecutor.queue(
+            url, run_id=record.run_id, event_log=events, worker_wait=where.worker_wait
+        )
         print(
             f"lyra analyze: children go to the queue on {redacted(url)}; "
             f"run `lyra worker --database-url URL` on any machine to process them",
             file=stderr,
         )
     _start(executor)
-    return DurableRun(folder, request, executor)
+    if evidence is not None:
+        try:
+            check_recorded(executor.recorded(), logged=evidence[0], finished=evidence[1])
+        except BaseException:
+            executor.close()
+            raise
+    return executor
 
 
-def _reported(folder: Path, ids: list[str]) -> set[str]:
-    """Proteins whose report (so whose events) an earlier process already wrote."""
+def _evidence(folder: Path, record: RunRecord) -> tuple[set[str], set[str]]:
+    """What the run directory says this run did: workflows with events in the log,
+    and the file stems of proteins with a report written since the run record
+    (each one finished; a report from before a --force belongs to the old run)."""
     run_dir = RunDir(folder)
-    return {p for p in requested_ids(ids) if run_dir.report(p).exists()}
+    tasks = Ledger.of_log(run_dir.events).tasks()
+    logged = {task for task in tasks if task.startswith(f"{record.run_id}/")}
+    since = (folder / RUN_FILE).stat().st_mtime
+    reports = {p: run_dir.report(p) for p in requested_ids(record.request.ids)}
+    finished = {p for p, path in reports.items() if path.exists() and path.stat().st_mtime >= since}
+    return logged, {file_stem(p) for p in finished}
+
+
+def _start_over(folder: Path, record: RunRecord, why: Exception, stderr: TextIO) -> RunRecord:
+    """--force: set the damaged checkpoints aside and give the run a new ID."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    moved = []
+    for suffix in ("", "-wal", "-shm"):
+        path = folder / f"{SQLITE_FILE}{suffix}"
+        if path.exists():
+            path.rename(path.with_name(f"{path.name}.damaged-{stamp}"))
+            moved.append(path.name)
+    aside = f"; set aside: {', '.join(moved)} (.damaged-{stamp})" if moved else ""
+    print(
+        f"lyra analyze: WARNING: the checkpoints of {folder} are missing or damaged ({why}); "
+        f"--force: every child runs again{aside}",
+        file=stderr,
+    )
+    fresh = record.model_copy(update={"run_id": _new_run_id()})
+    _write_record(folder, fresh)
+    return fresh
+
+
+def _new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _write_record(folder: Path, record: RunRecord) -> None:
+    try:
+        RunDir(folder)
+        write_atomic(folder / RUN_FILE, record.model_dump_json(indent=2))
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write to the run directory {folder}: {exc.strerror or exc}"
+        ) from None
+
+
+def _check_writable(folder: Path) -> None:
+    """ConfigurationError when the run directory cannot be written (a read-only disk)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write to the run directory {folder}: {exc.strerror or exc}"
+        ) from None
+
+
+def _finished(folder: Path, stderr: TextIO) -> AnalysisOutput | None:
+    """The run's final output when it finished; a damaged one is rebuilt (None)."""
+    output = folder / "output.json"
+    if not output.exists():
+        return None
+    try:
+        return _read_output(output)
+    except ConfigurationError as exc:
+        print(f"lyra analyze: {exc}; rebuilding it from the checkpoints", file=stderr)
+        return None
+
+
+def _read_output(path: Path) -> AnalysisOutput:
+    try:
+        return AnalysisOutput.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or _first_line(exc)
+        raise ConfigurationError(f"{path} is damaged ({reason})") from None
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where + ': ' if where else ''}{first['msg']}"[:200]
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:200] if lines else type(exc).__name__
 
 
 def _start(executor: DurableExecutor) -> None:
@@ -142,9 +277,21 @@ def _start(executor: DurableExecutor) -> None:
         executor.start_blocking()
     except ConfigurationError:
         raise
+    except KeyboardInterrupt:
+        _quiet_stop(executor)
+        raise
     except Exception as exc:  # noqa: BLE001 - shown in one line, as every usage error
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise ConfigurationError(f"cannot start the durable engine: {text}") from None
+
+
+def _quiet_stop(executor: DurableExecutor) -> None:
+    """Ctrl+C while DBOS starts: stop it without its own messages."""
+    from lyra.durable._executor import quiet_dbos
+
+    quiet_dbos()
+    with suppress(Exception):  # stopping half-started DBOS may fail; we exit anyway
+        executor.close()
 
 
 def _path(value: str | None) -> Path | None:
@@ -155,9 +302,12 @@ def _load(folder: Path | None) -> RunRecord | None:
     if folder is None or not (folder / RUN_FILE).is_file():
         return None
     try:
-        return RunRecord.model_validate_json((folder / RUN_FILE).read_text(encoding="utf-8"))
-    except ValueError:
-        raise ConfigurationError(f"{folder / RUN_FILE} is not a lyra run record") from None
+        return RunRecord.model_validate_json((folder / RUN_FILE).read_bytes())
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or _first_line(exc)
+        raise ConfigurationError(
+            f"{folder / RUN_FILE} is not a readable lyra run record ({reason})"
+        ) from None
 
 
 def _resume_plain(folder: Path) -> DurableRun:
@@ -170,8 +320,7 @@ def _resume_plain(folder: Path) -> DurableRun:
             f"{folder} holds no durable run to resume (no {RUN_FILE}); "
             f"start runs with --durable or --database-url to make them resumable"
         )
-    finished = AnalysisOutput.model_validate_json(output.read_text(encoding="utf-8"))
-    return DurableRun(folder, None, None, finished)
+    return DurableRun(folder, None, None, _read_output(output))
 
 
 def _check_same(

@@ -23,7 +23,14 @@ from lyra.cli import (
     _report_command,
     _worker_command,
 )
-from lyra.cli._options import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNWRITTEN, EXIT_USAGE
+from lyra.cli._options import (
+    EXIT_INTERRUPTED,
+    EXIT_NO_WORKERS,
+    EXIT_OK,
+    EXIT_UNWRITTEN,
+    EXIT_USAGE,
+)
+from lyra.durable import NoWorkers
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
@@ -43,8 +50,9 @@ examples:
   lyra report parse transcript.txt          every report in a file, as JSON
   lyra logs stats runs/*/events.jsonl       failure statistics
 
-exit status: 0 all completed, 1 some failed, 2 usage error, 3 finished but some
-             files could not be written (disk full), 130 interrupted
+exit status: 0 all completed, 1 some failed, 2 usage error, 3 no worker took the
+             queued run (analyze --database-url), 4 finished but some files could
+             not be written (disk full), 130 interrupted
 """
 
 
@@ -84,6 +92,9 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"lyra: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except NoWorkers as exc:  # the children stay queued: --resume once workers run
+        print(f"lyra: {exc}", file=sys.stderr)
+        return EXIT_NO_WORKERS
     except BrokenPipeError:  # `lyra … | head` closed the pipe: not an error
         sys.stderr.close()
         return EXIT_OK

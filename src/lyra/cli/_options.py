@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 Subparsers = Any  # argparse's _SubParsersAction is private
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNWRITTEN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-"""Exit statuses: 3 is a run that finished but could not write all of its files."""
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_WORKERS, EXIT_UNWRITTEN = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
+"""Exit statuses: 3 is a queued run no worker took up; 4 a run that finished but
+could not write all of its files."""
 
 
 def positive_float(text: str) -> float:

@@ -4,12 +4,19 @@
 :meth:`lyra.Supervisor.run` in ``<run_dir>/dbos.sqlite`` and runs it here;
 ``DurableExecutor.queue(database_url, run_id=…)`` puts the tasks on a
 PostgreSQL-backed DBOS queue for ``lyra worker`` processes. The child is named
-by a :class:`lyra.ChildRef` so that any process can build it. Importing this
-package does not import DBOS; starting an executor or a worker does.
+by a :class:`lyra.ChildRef` so that any process can build it. Events are
+written once each, after the checkpoint they belong to is saved. Importing
+this package does not import DBOS; starting an executor or a worker does.
 """
 
 from lyra.durable._database import DatabaseUnreachable
-from lyra.durable._executor import DurableChildError, DurableExecutor
+from lyra.durable._executor import DurableChildError, DurableExecutor, NoWorkers
 from lyra.durable._spec import JobSpec
 
-__all__ = ["DatabaseUnreachable", "DurableChildError", "DurableExecutor", "JobSpec"]
+__all__ = [
+    "DatabaseUnreachable",
+    "DurableChildError",
+    "DurableExecutor",
+    "JobSpec",
+    "NoWorkers",
+]

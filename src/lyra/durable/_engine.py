@@ -19,6 +19,14 @@ results without running them), the workflow restores the state from each, and
 the loop continues with the attempt that was interrupted, which runs again
 from its start -- with the state the last finished attempt left.
 
+**Events are written only once their checkpoint is saved.** An attempt's
+events are held while it runs and recorded with its result; the workflow
+writes them after DBOS has saved that result, so the log never shows an
+attempt finished that a crash would run again. Every event of a task gets a
+stable ``event_id`` (``<workflow id>#<n>``, the same on every replay), and an
+event whose ID the log already holds is not written again (see
+:class:`TaskLog`).
+
 Replay takes the same path because the workflow body is a function of the
 recorded results only: the backoff jitter is drawn from a generator seeded
 with the task ID (derived from the workflow ID), a time budget is charged
@@ -27,30 +35,39 @@ budget with the recorded usage, and the wait before a retry is a durable
 ``DBOS.sleep`` (its wake-up time is recorded; in testing mode it is only
 recorded, for the whole run).
 
-Inputs and results are stored as portable JSON, never pickles, so no process
-ever unpickles what another wrote into a shared database.
+Inputs, results and step outputs are stored as JSON (:class:`JsonSerializer`),
+never pickles, so no process ever unpickles what another wrote into a shared
+database.
 
-Test hook: when ``LYRA_TEST_INVOCATION_LOG`` names a file, every start of an
-attempt appends ``<subject>\\t<attempt>\\t<pid>\\t<executor id>`` to it.
-Tests count lines to prove that no finished attempt ran twice.
+Test hooks (:class:`lyra.settings.Settings`, read when DBOS launches): with
+``LYRA_TEST_INVOCATION_LOG``, every start of an attempt appends
+``<subject> <attempt> <pid> <executor id>`` (tab-separated) to that file (tests count
+lines to prove that no finished attempt ran twice); with ``LYRA_TEST_PAUSE``
+set to ``before_checkpoint`` or ``after_checkpoint``, every attempt stops for
+an hour at that point (noting ``paused:<point>`` as a fifth column), so that a
+test can kill the process in that window.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
+import logging
 import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import anyio
+import orjson
 import sqlalchemy as sa
-from dbos import DBOS, DBOSConfig, WorkflowSerializationFormat
+from dbos import DBOS, DBOSConfig, PortableWorkflowError, Serializer
 from dbos import _dbos as dbos_internals
 
 from lyra import events
-from lyra.delegation import Account, Budget, DelegationResult
-from lyra.durable._events import capturing
+from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
 from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError
@@ -60,7 +77,7 @@ from lyra.settings import settings
 from lyra.supervisor import Job, Task
 
 APP = "lyra"
-VERSION = "lyra-durable-3"
+VERSION = "lyra-durable-4"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
@@ -68,9 +85,42 @@ WORKFLOW = "lyra.task"
 STEP = "lyra.task_attempt"
 MAX_RECOVERY_ATTEMPTS = 5
 """A child that takes its process down this many times ends as a failed task."""
-QUEUE_POLL = 0.1
+QUEUE_POLL = 0.05
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
-_NO_REPORT: Any = {"result": {"report"}, "attempts": {"__all__": {"result": {"report"}}}}
+_STORED: Any = {"result": True, "attempts": {"__all__": {"result": {"report"}}}}
+"""What a task's output leaves out: the last result (it is the last attempt's) and
+the reports (rendered again from the fields when read)."""
+_ERROR = "__lyra_error__"
+
+
+class JsonSerializer(Serializer):
+    """DBOS's serializer for everything lyra stores: compact JSON (orjson), values
+    it cannot encode as their text; an exception as its name and message."""
+
+    def serialize(self, data: Any) -> str:
+        if isinstance(data, BaseException):
+            data = {_ERROR: {"name": type(data).__name__, "message": exception_text(data)}}
+        return orjson.dumps(data, default=str).decode()
+
+    def deserialize(self, serialized_data: str) -> Any:
+        value = orjson.loads(serialized_data)
+        if isinstance(value, dict) and _ERROR in value:
+            return PortableWorkflowError(value[_ERROR]["message"], value[_ERROR]["name"])
+        return value
+
+    def name(self) -> str:
+        return "lyra_json"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Hooks:
+    """The test hooks, read once per launch (settings are costly to read per attempt)."""
+
+    invocation_log: Path | None = None
+    pause: str | None = None
+
+
+_hooks = _Hooks()
 
 
 @functools.lru_cache(maxsize=16)
@@ -79,8 +129,7 @@ def _job(spec: str) -> Job:
     return JobSpec.model_validate_json(spec).job()
 
 
-@DBOS.step(name=STEP)
-async def task_attempt(
+async def run_one_attempt(
     spec: str,
     task: str,
     task_id: str,
@@ -89,14 +138,14 @@ async def task_attempt(
     state: dict[str, Any],
     budget_left: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """One attempt of a task's recovery loop, from the child state ``state``;
-    DBOS records the attempt's result and the state after it. The attempt may
-    spend what the task's budget had left when it began."""
+    """One attempt of a task's recovery loop, from the child state ``state``: its
+    result, the state after it and its events (held, not yet written). The
+    attempt may spend what the task's budget had left when it began."""
     job, work = _job(spec), Task.model_validate_json(task)
     _note_invocation(work.subject or task_id, number)
     left = Budget.model_validate(budget_left) if budget_left is not None else None
-    progress = json.loads(json.dumps(state))  # the child's own copy, checked to be JSON
-    with capturing() as captured:
+    progress = orjson.loads(orjson.dumps(state, option=orjson.OPT_NON_STR_KEYS))  # a JSON copy
+    with events.capturing(hold=True) as held:
         result = await attempt_plan(
             job.resolved_child(),
             Attempt(_plan(plan), number, progress),
@@ -109,37 +158,104 @@ async def task_attempt(
     return {
         "result": result.model_dump(mode="json", exclude={"report"}),
         "state": progress,
-        "events": captured,
+        "events": list(held),
     }
 
 
-@DBOS.workflow(
-    name=WORKFLOW,
-    max_recovery_attempts=MAX_RECOVERY_ATTEMPTS,
-    serialization_type=WorkflowSerializationFormat.PORTABLE,
-)
+@DBOS.step(name=STEP)
+async def task_attempt(
+    spec: str,
+    task: str,
+    task_id: str,
+    plan: dict[str, Any],
+    number: int,
+    state: dict[str, Any],
+    budget_left: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """:func:`run_one_attempt` as a step: DBOS records what it returns."""
+    recorded = await run_one_attempt(spec, task, task_id, plan, number, state, budget_left)
+    await pause("before_checkpoint", task, number)
+    return recorded
+
+
+@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
 async def task_workflow(spec: str, task: str) -> dict[str, Any]:
-    """A task's recovery loop, one checkpointed step per attempt."""
+    """A task's recovery loop, one checkpointed step per attempt -- except the
+    last attempt the policy allows: none can follow it, so the workflow's own
+    output is its checkpoint (one transaction fewer; with ``max_retries=0``,
+    every task's only attempt)."""
     job, work = _job(spec), Task.model_validate_json(task)
-    task_id = f"task-{DBOS.workflow_id}"  # the same on every replay
+    workflow_id = DBOS.workflow_id
+    assert workflow_id is not None  # inside a workflow
+    task_id = f"task-{workflow_id}"  # the same on every replay
+    log = TaskLog(workflow_id)
 
     async def run_attempt(attempt: Attempt) -> DelegationResult:
+        log.write_body(body)  # the loop's own events so far (a recovery_attempt)
         left = attempt.budget_left.model_dump() if attempt.budget_left is not None else None
-        recorded = await task_attempt(
-            spec, task, task_id, _plan_data(attempt.plan), attempt.number, attempt.state, left
-        )
+        plan = _plan_data(attempt.plan)
+        args = (spec, task, task_id, plan, attempt.number, attempt.state, left)
+        if attempt.number > job.policy.max_retries:  # the last: saved with the output
+            recorded = await run_one_attempt(*args)
+            log.hold()
+        else:
+            recorded = await task_attempt(*args)
+            await pause("after_checkpoint", task, attempt.number)
+        log.write(recorded["events"])
         attempt.state.clear()
         attempt.state.update(recorded["state"])
-        captured.extend(recorded["events"])
         return DelegationResult.model_validate(recorded["result"])
 
-    with capturing() as captured:
+    with events.capturing(hold=True) as body:
         outcome = await job.run(work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep))
+    log.write_body(body)
+    if log.held:
+        deliver_unsaved(log.records[log.held_from :])
+        await pause("before_checkpoint", task, len(outcome.attempts))
     return {
-        "outcome": outcome.model_dump(mode="json", exclude=_NO_REPORT),
-        "events": captured,
+        "outcome": outcome.model_dump(mode="json", exclude=_STORED),
+        "events": log.records,
+        "held": log.held,
         "executor_id": DBOS.executor_id,
     }
+
+
+class TaskLog:
+    """A task's events in order, each with its stable ``event_id``, written as
+    they become safe to write (see :func:`lyra.durable._events.deliver`).
+
+    The order is the same on every replay: the loop's own events are a function
+    of the recorded results, and an attempt's events are recorded with it. From
+    an attempt whose checkpoint is the workflow's output on (:meth:`hold`),
+    events are only kept: whoever reads the saved output writes them.
+    """
+
+    def __init__(self, workflow_id: str) -> None:
+        self.prefix = f"{workflow_id}#"
+        self.records: list[dict[str, Any]] = []
+        self.held = False
+        self.held_from = 0
+        self._body_taken = 0
+
+    def hold(self) -> None:
+        """Keep every event from now on; none is written before the output is saved."""
+        if not self.held:
+            self.held, self.held_from = True, len(self.records)
+
+    def write_body(self, body: list[dict[str, Any]]) -> None:
+        """The loop's own events emitted since the last call."""
+        start, self._body_taken = self._body_taken, len(body)
+        self.write(body[start:])
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        """Number the records, keep them, and deliver them unless held."""
+        fresh = [
+            {**record, "event_id": f"{self.prefix}{len(self.records) + i}"}
+            for i, record in enumerate(records)
+        ]
+        self.records += fresh
+        if fresh and not self.held:
+            deliver(fresh)
 
 
 async def _durable_sleep(seconds: float) -> None:
@@ -161,14 +277,24 @@ def _plan(data: Mapping[str, Any]) -> Plan:
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:
     """The outcome a :func:`task_workflow` returned."""
-    return RecoveryOutcome.model_validate(result["outcome"])
+    stored = result["outcome"]
+    return RecoveryOutcome.model_validate({**stored, "result": stored["attempts"][-1]["result"]})
 
 
-def _note_invocation(subject: str, attempt: int) -> None:
-    path = settings().test_invocation_log
+def _note_invocation(subject: str, attempt: int, note: str = "") -> None:
+    path = _hooks.invocation_log
     if path is not None:
+        extra = f"\t{note}" if note else ""
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{subject}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}\n")
+            handle.write(f"{subject}\t{attempt}\t{os.getpid()}\t{DBOS.executor_id}{extra}\n")
+
+
+async def pause(point: str, task: str, attempt: int) -> None:
+    """Tests only: stop here (for an hour) so that a test can kill the process."""
+    if _hooks.pause == point:
+        work = Task.model_validate_json(task)
+        _note_invocation(work.subject or "", attempt, f"paused:{point}")
+        await anyio.sleep(3600)
 
 
 # -- starting and stopping ------------------------------------------------------
@@ -197,12 +323,16 @@ def launch(
     engine: sa.Engine | None = None,
 ) -> None:
     """Configure and launch DBOS in this process (blocking; call it from a thread)."""
+    global _hooks
     if dbos_internals._dbos_global_instance is not None:
         raise ConfigurationError("DBOS is already running in this process")
+    now = settings()
+    _hooks = _Hooks(now.test_invocation_log, now.test_pause)
     config: DBOSConfig = {
         "name": APP,
         "system_database_url": url,
         "application_version": VERSION,
+        "serializer": JsonSerializer(),
         "log_level": "WARNING",
         # Its listener sleeps this long between polls, and shutting down waits for it.
         "notification_listener_polling_interval_sec": 0.1,
@@ -211,6 +341,9 @@ def launch(
         config["executor_id"] = executor_id
     if engine is not None:
         config["system_database_engine"] = engine
+    for handler in logging.getLogger("dbos").handlers:
+        if type(handler) is logging.StreamHandler:  # DBOS's console: keep it on today's stderr
+            handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
     DBOS(config=config)
     try:
         if listen is not None:

@@ -1,40 +1,92 @@
-"""Events of a child that ran in another process travel back with its result.
+"""Where a durable task's events go once they are safe to write.
 
-A worker (:func:`lyra.durable._worker.run_worker`) turns transport on: while a
-child runs there, every event it emits is also kept
-(:func:`lyra.events.capturing`) and returned with the child's result, and the
-supervisor writes them into the run's own event log as they were, tagged with
-the worker that ran them (:func:`lyra.events.replay`). In an embedded run the
-children log in the supervisor's process, so nothing is kept.
+A task's events are held while its attempt runs (:func:`lyra.events.capturing`
+with ``hold=True``) and written only after DBOS has saved the attempt's
+checkpoint (:class:`lyra.durable._engine.TaskLog`), each with a stable
+``event_id``. They go to the deliverer this process installed:
+
+- the embedded executor writes them to the run's log, skipping the IDs it
+  already holds (an earlier process wrote them before it was killed);
+- a worker writes them to its own log (``--events``), and they also travel
+  back with the task's result, for the supervisor to write into the run's log.
+
+Nothing is written where no deliverer is installed: the events wait in the
+workflow's result. The events of a task's last attempt are saved with the
+workflow's result itself, so the supervisor writes them when it reads that
+result; a worker also writes them to its own log as the workflow ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from lyra import events
 
-_transport = False
+Deliverer = Callable[[list[dict[str, Any]]], None]
+_deliverer: Deliverer | None = None
+_unsaved = False
+_EVENT_ID = re.compile(rb'"event_id":"([^"]+)#(\d+)"')
 
 
-def transport(on: bool) -> None:
-    """Keep the events of the children this process runs, to send them back."""
-    global _transport
-    _transport = on
+def install(deliverer: Deliverer | None, *, unsaved: bool = False) -> None:
+    """Send the events of the tasks this process runs to ``deliverer`` (None: keep
+    them); with ``unsaved``, also those whose checkpoint is still being saved."""
+    global _deliverer, _unsaved
+    _deliverer, _unsaved = deliverer, unsaved
 
 
-@contextmanager
-def capturing() -> Iterator[list[dict[str, Any]]]:
-    """The events emitted in this context, when this process sends them back."""
-    if not _transport:
-        yield []
-        return
-    with events.capturing() as kept:
-        yield kept
+def deliver(records: list[dict[str, Any]]) -> None:
+    """Write a task's events whose checkpoint is saved (see the module docstring)."""
+    if _deliverer is not None:
+        _deliverer(records)
 
 
-def replay_events(records: Iterable[Mapping[str, Any]], *, executor_id: str | None) -> None:
-    """Write a remote child's events here, as they were, plus the worker that ran them."""
-    events.replay(records, worker=executor_id)
+def deliver_unsaved(records: list[dict[str, Any]]) -> None:
+    """Events whose checkpoint the workflow's output will be: only a worker's own
+    log takes them now."""
+    if _deliverer is not None and _unsaved and records:
+        _deliverer(records)
+
+
+def write_local(records: list[dict[str, Any]]) -> None:
+    """A worker's deliverer: this process's own event log."""
+    events.replay(records)
+
+
+class Ledger:
+    """Which events of each task a run's log holds: a prefix of the task's
+    numbered events, so the next number to write is enough."""
+
+    def __init__(self, logged: Mapping[str, int] | None = None) -> None:
+        self.next: dict[str, int] = dict(logged or {})
+
+    @classmethod
+    def of_log(cls, path: Path | str | None) -> Ledger:
+        """What the JSON-lines log at ``path`` already holds (nothing when absent)."""
+        logged: dict[str, int] = {}
+        if path is not None and Path(path).is_file():
+            for match in _EVENT_ID.finditer(Path(path).read_bytes()):
+                task, number = match.group(1).decode(), int(match.group(2))
+                logged[task] = max(logged.get(task, 0), number + 1)
+        return cls(logged)
+
+    def write(self, records: Iterable[Mapping[str, Any]], **extra: Any) -> None:
+        """Write the records the log does not hold yet, with ``extra`` fields."""
+        fresh = []
+        for record in records:
+            task, _, number = str(record.get("event_id", "")).rpartition("#")
+            if not number.isdigit():
+                fresh.append(record)  # not a durable task's event: nothing to match
+                continue
+            if int(number) >= self.next.get(task, 0):
+                self.next[task] = int(number) + 1
+                fresh.append(record)
+        if fresh:
+            events.replay(fresh, **extra)
+
+    def tasks(self) -> set[str]:
+        """The workflow IDs the log holds events of."""
+        return set(self.next)

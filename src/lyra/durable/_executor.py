@@ -16,16 +16,23 @@ Two placements of the same workflows:
 Either way, only :meth:`lyra.supervisor.Job.run` runs in the workflow; the
 outcome comes back here, where ``on_outcome`` is called, so whatever the
 caller does with it (a run directory, a progress display) is the local path's.
+The children's events reach this process's log only once their checkpoints
+are saved, each once (:mod:`lyra.durable._events`). A queued run with no
+worker taking its children for ``worker_wait`` seconds stops with
+:class:`NoWorkers`; its children stay queued for a later resume.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import socket
 import time
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -35,8 +42,9 @@ import anyio
 from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, require_durable, sqlite_url
-from lyra.durable._events import replay_events
+from lyra.durable._events import Ledger, install
 from lyra.durable._spec import JobSpec
+from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryOutcome
 from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
 from lyra.supervisor import notify as notify_outcome
@@ -46,6 +54,12 @@ if TYPE_CHECKING:
 
 _FINAL = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
 _REAP_EVERY = 2.0
+_CHUNK = 500
+_ENQUEUERS = 16
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_COMMIT_LAG_MS = 5_000
+"""How far back each look for finished children reaches before the newest one
+seen: a transaction may commit a little after the time it recorded."""
 
 
 def new_executor_id(role: str) -> str:
@@ -58,14 +72,32 @@ class DurableChildError(RuntimeError):
     its process down); that task fails, no other."""
 
 
+class NoWorkers(BaseException):
+    """No ``lyra worker`` took a queued child within ``worker_wait`` seconds.
+
+    Like ``KeyboardInterrupt`` it stops the whole run (no handler that contains
+    one task's failure holds it back); the children stay queued and recorded,
+    so the same run finishes once workers run.
+    """
+
+    def __init__(self, seconds: float, waiting: int) -> None:
+        super().__init__(
+            f"no worker took a child in {seconds:g} s ({waiting} waiting on the queue); "
+            "start workers with: lyra worker --database-url URL"
+        )
+        self.seconds = seconds
+        self.waiting = waiting
+
+
 class DurableExecutor:
     """Runs each task as a DBOS workflow; see the module docstring.
 
     Use :meth:`embedded` or :meth:`queue`, then pass it as ``executor=`` to a
     :class:`~lyra.Supervisor` inside ``async with`` (or call :meth:`close`).
     ``run_id`` names the run: the same ID on the same database resumes it.
-    ``already_logged`` names tasks (by subject) whose events the caller's log
-    holds from an earlier process, so a resumed run does not log them twice.
+    ``event_log`` is the JSON-lines file the run's events go to
+    (:func:`lyra.events.configure`): a resumed run does not write again the
+    events it already holds.
     """
 
     def __init__(
@@ -76,23 +108,30 @@ class DurableExecutor:
         url: str,
         folder: Path | None = None,
         poll_interval: float = 0.1,
-        already_logged: Collection[str] = (),
+        event_log: Path | str | None = None,
+        worker_wait: float | None = None,
     ) -> None:
         require_durable()
+        if not _RUN_ID.match(run_id):
+            raise ConfigurationError(
+                f"run_id must be letters, digits, '.', '_' or '-' (at most 64), not {run_id!r}"
+            )
         self.run_id = run_id
         self.placement = placement
         self.url = url
         self.folder = folder
         self.poll_interval = poll_interval
+        self.event_log = event_log
+        self.worker_wait = worker_wait
         self.executor_id = new_executor_id("supervisor")
         self._calls = 0
         self._launched = False
         self._liveness: Liveness | None = None
-        self._logged = set(already_logged)
+        self._ledger = Ledger()
 
     @classmethod
     def embedded(
-        cls, run_dir: Path | str, *, run_id: str, already_logged: Collection[str] = ()
+        cls, run_dir: Path | str, *, run_id: str, event_log: Path | str | None = None
     ) -> DurableExecutor:
         """Children run here; checkpoints in ``<run_dir>/dbos.sqlite``."""
         path = Path(run_dir)
@@ -101,19 +140,32 @@ class DurableExecutor:
             placement="embedded",
             url=sqlite_url(path),
             folder=path,
-            already_logged=already_logged,
+            event_log=event_log,
         )
 
     @classmethod
     def queue(
-        cls, database_url: str, *, run_id: str, already_logged: Collection[str] = ()
+        cls,
+        database_url: str,
+        *,
+        run_id: str,
+        event_log: Path | str | None = None,
+        worker_wait: float | None = None,
     ) -> DurableExecutor:
-        """Children run on ``lyra worker`` processes sharing this PostgreSQL database."""
+        """Children run on ``lyra worker`` processes sharing this PostgreSQL database.
+
+        ``worker_wait``: when no worker has taken a child for this many seconds
+        while children wait on the queue, :meth:`run` raises :class:`NoWorkers`
+        (``None``: wait for workers however long it takes).
+        """
+        if worker_wait is not None and not worker_wait > 0:
+            raise ConfigurationError(f"worker_wait must be a positive number, not {worker_wait}")
         return cls(
             run_id=run_id,
             placement="queue",
             url=postgres_url(database_url),
-            already_logged=already_logged,
+            event_log=event_log,
+            worker_wait=worker_wait,
         )
 
     # -- lifecycle ---------------------------------------------------------------
@@ -129,10 +181,12 @@ class DurableExecutor:
 
         if self._launched:
             return
+        self._ledger = Ledger.of_log(self.event_log)
         if self.placement == "embedded":
             assert self.folder is not None
             self.folder.mkdir(parents=True, exist_ok=True)
             _engine.launch(self.url, engine=_engine.sqlite_engine(self.url))
+            install(self._ledger.write)  # the children run here: their events too
             self._launched = True
             return
         from lyra.durable._liveness import Liveness
@@ -153,6 +207,7 @@ class DurableExecutor:
         if self._launched:
             from lyra.durable import _engine
 
+            install(None)
             _engine.destroy()
             self._launched = False
         if self._liveness is not None:
@@ -174,6 +229,16 @@ class DurableExecutor:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def recorded(self) -> dict[str, str]:
+        """Every workflow of this run the database holds, with its status
+        (``SUCCESS``, ``PENDING``, …); blocking, after :meth:`start_blocking`."""
+        from dbos import DBOS
+
+        found = DBOS.list_workflows(
+            workflow_id_prefix=f"{self.run_id}/", load_input=False, load_output=False
+        )
+        return {status.workflow_id: str(status.status) for status in found}
 
     # -- the seam ------------------------------------------------------------------
 
@@ -197,99 +262,104 @@ class DurableExecutor:
         spec = JobSpec.of(job).model_dump_json()
         call = self._calls
         self._calls += 1
-        ids = [
-            f"{self.run_id}/{call}/{i}-{file_stem(task.subject or str(i))}"
-            for i, task in enumerate(tasks)
-        ]
+        prefix = f"{self.run_id}/{call}/"
         await self.start()
         runs = [
-            _Run(workflow_id, task, task.model_dump_json())
-            for workflow_id, task in zip(ids, tasks, strict=True)
+            _Run(f"{prefix}{i}-{file_stem(task.subject or str(i))}", task, task.model_dump_json())
+            for i, task in enumerate(tasks)
         ]
-        if self.placement == "embedded":
-            outcomes = await self._embedded(spec, runs, max_concurrency, on_outcome)
-        else:
-            outcomes = await self._queued(spec, runs, max_concurrency, on_outcome)
+        try:
+            if self.placement == "embedded":
+                outcomes = await self._embedded(spec, runs, max_concurrency, on_outcome)
+            else:
+                outcomes = await self._queued(spec, prefix, runs, max_concurrency, on_outcome)
+        except BaseException:
+            quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
+            raise
         return outcomes if keep else []
 
     async def _embedded(
         self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None
     ) -> list[RecoveryOutcome]:
         from dbos import DBOS, SetWorkflowID
-        from dbos._error import DBOSNonExistentWorkflowError
 
-        from lyra.durable._engine import task_workflow
+        from lyra.durable._engine import pause, task_workflow
 
-        async def one(run: _Run) -> RecoveryOutcome:
+        results: list[RecoveryOutcome | None] = [None] * len(runs)
+        known: set[str] = set()
+        for start in range(0, len(runs), _CHUNK):  # a resumed run: finished tasks at once
+            chunk = runs[start : start + _CHUNK]
+            found = await DBOS.list_workflows_async(
+                workflow_ids=[run.workflow_id for run in chunk], load_input=False
+            )
+            done = {s.workflow_id: s.output for s in found if s.status == "SUCCESS"}
+            known.update(s.workflow_id for s in found)
+            for i, run in enumerate(chunk, start):
+                if run.workflow_id in done:
+                    results[i] = self._finish_safely(run, done[run.workflow_id], on_outcome)
+
+        async def one(i: int) -> RecoveryOutcome:
+            run = runs[i]
             handle: Any
-            try:
-                # Finished (its result is recorded) or being recovered by DBOS
-                # since launch: wait for it, never start it again.
+            if run.workflow_id in known:
+                # Being recovered by DBOS since launch (or ended without a result):
+                # wait for it, never start it again.
                 handle = await DBOS.retrieve_workflow_async(run.workflow_id)
-            except DBOSNonExistentWorkflowError:
+            else:
                 with SetWorkflowID(run.workflow_id):
                     handle = await DBOS.start_workflow_async(task_workflow, spec, run.task_json)
             result = await handle.get_result(polling_interval_sec=self.poll_interval)
+            if result.get("held"):  # its last attempt's events wait for the saved output
+                await pause("after_checkpoint", run.task_json, len(result["outcome"]["attempts"]))
             return self._finish(run, result, on_outcome)
 
-        def lost(run: _Run, exc: Exception) -> RecoveryOutcome:
-            return self._lost(run, exc, on_outcome)
+        def lost(i: int, exc: Exception) -> RecoveryOutcome:
+            return self._lost(runs[i], exc, on_outcome)
 
-        return await LocalExecutor().map(one, runs, max_concurrency=max_concurrency, on_error=lost)
+        todo = [i for i, result in enumerate(results) if result is None]
+        ran = await LocalExecutor().map(one, todo, max_concurrency=max_concurrency, on_error=lost)
+        for i, outcome in zip(todo, ran, strict=True):
+            results[i] = outcome
+        return [outcome for outcome in results if outcome is not None]
 
     async def _queued(
-        self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None
+        self,
+        spec: str,
+        prefix: str,
+        runs: list[_Run],
+        max_concurrency: int,
+        on_outcome: OnOutcome | None,
     ) -> list[RecoveryOutcome]:
-        from dbos import DBOS, SetWorkflowID
-
         from lyra.durable import _engine
 
         if await anyio.to_thread.run_sync(
             lambda: _engine.ensure_queue(global_concurrency=max_concurrency)
         ):
             await anyio.sleep(2 * _engine.QUEUE_POLL)  # until every worker applies the limit
-        for run in runs:
-            with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again
-                await DBOS.enqueue_workflow_async(
-                    _engine.QUEUE, _engine.task_workflow, spec, run.task_json
-                )
+        await _enqueue_all(spec, runs)
         index = {run.workflow_id: i for i, run in enumerate(runs)}
         results: list[RecoveryOutcome | None] = [None] * len(runs)
-        pending = set(index)
+        watch = _Watch(prefix, set(index), self.worker_wait)
         reaped = time.monotonic()
-        while pending:
-            for status in await self._finished(sorted(pending)):  # [] while the database is down
-                pending.discard(status.workflow_id)
+        while watch.pending:
+            for status in await watch.finished():  # [] while the database is down
                 run = runs[index[status.workflow_id]]
-                try:
-                    if status.status != "SUCCESS":
-                        raise status.error or DurableChildError(
-                            f"the task's workflow ended {status.status}"
-                        )
-                    results[index[run.workflow_id]] = self._finish(run, status.output, on_outcome)
-                except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
-                    results[index[run.workflow_id]] = self._lost(run, exc, on_outcome)
-            if pending:
+                if status.status == "SUCCESS":
+                    results[index[run.workflow_id]] = self._finish_safely(
+                        run, status.output, on_outcome
+                    )
+                else:
+                    failure = status.error or DurableChildError(
+                        f"the task's workflow ended {status.status}"
+                    )
+                    results[index[run.workflow_id]] = self._lost(run, failure, on_outcome)
+            if watch.pending:
                 if time.monotonic() - reaped > _REAP_EVERY:
                     await self._reap()
                     reaped = time.monotonic()
+                await watch.check_workers()
                 await anyio.sleep(self.poll_interval)
         return [result for result in results if result is not None]
-
-    async def _finished(self, workflow_ids: list[str]) -> list[Any]:
-        from dbos import DBOS
-
-        found: list[Any] = []
-        try:
-            for start in range(0, len(workflow_ids), 500):
-                found += await DBOS.list_workflows_async(
-                    workflow_ids=workflow_ids[start : start + 500],
-                    status=_FINAL,
-                    load_input=False,
-                )
-        except Exception as exc:  # noqa: BLE001 - results stay recorded; look again soon
-            events.warning("durable_poll_failed", error=exception_text(exc))
-        return found
 
     async def _reap(self) -> None:
         from lyra.durable import _engine
@@ -306,16 +376,52 @@ class DurableExecutor:
         from lyra.durable._engine import decode
 
         outcome = decode(result)
-        captured = result.get("events") or []
-        if captured and run.task.subject not in self._logged:
-            replay_events(captured, executor_id=result.get("executor_id"))
+        worker = result.get("executor_id") if self.placement == "queue" else None
+        self._ledger.write(result.get("events") or [], **({"worker": worker} if worker else {}))
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
+
+    def _finish_safely(
+        self, run: _Run, result: Any, on_outcome: OnOutcome | None
+    ) -> RecoveryOutcome:
+        """:meth:`_finish`, or a lost outcome for that task alone when it breaks."""
+        try:
+            return self._finish(run, result, on_outcome)
+        except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
+            return self._lost(run, exc, on_outcome)
 
     def _lost(self, run: _Run, exc: Exception, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         outcome = lost_outcome(run.task, exc)
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
+
+
+async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
+    """Put every task on the queue, several at once (each is a transaction: one
+    at a time, enqueueing alone took ~5 ms a child); the first failure is raised."""
+    from dbos import DBOS, SetWorkflowID
+
+    from lyra.durable import _engine
+
+    failures: list[Exception] = []
+
+    async def enqueue(run: _Run) -> None:
+        with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again
+            await DBOS.enqueue_workflow_async(
+                _engine.QUEUE, _engine.task_workflow, spec, run.task_json
+            )
+
+    await LocalExecutor().map(
+        enqueue, runs, max_concurrency=_ENQUEUERS, on_error=lambda _, exc: failures.append(exc)
+    )
+    if failures:
+        raise failures[0]
+
+
+def quiet_dbos() -> None:
+    """Silence DBOS's own logger (an interrupted run: every unfinished child
+    would otherwise be described, with its inputs, as a warning)."""
+    logging.getLogger("dbos").setLevel(logging.CRITICAL + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,3 +431,75 @@ class _Run:
     workflow_id: str
     task: Task
     task_json: str
+
+
+class _Watch:
+    """The queued children of one call: which finished, and whether any worker
+    is taking them.
+
+    Each look asks only for the workflows of the call that finished since the
+    newest one seen (by the database's own clock), so a look costs the same
+    with 20 or 20,000 children waiting.
+    """
+
+    def __init__(self, prefix: str, pending: set[str], worker_wait: float | None) -> None:
+        self.prefix = prefix
+        self.pending = pending
+        self.worker_wait = worker_wait
+        self.newest_ms: int | None = None
+        self.progress = time.monotonic()
+
+    async def finished(self) -> list[Any]:
+        """The pending workflows that finished since the last look, with their results."""
+        from dbos import DBOS
+
+        try:
+            since = None
+            if self.newest_ms is not None:
+                moment = (self.newest_ms - _COMMIT_LAG_MS) / 1000
+                since = datetime.fromtimestamp(moment, UTC).isoformat()
+            done = await DBOS.list_workflows_async(
+                workflow_id_prefix=self.prefix,
+                status=_FINAL,
+                completed_after=since,
+                load_input=False,
+                load_output=False,
+            )
+            for status in done:
+                if status.completed_at is not None:
+                    self.newest_ms = max(self.newest_ms or 0, status.completed_at)
+            fresh = sorted(s.workflow_id for s in done if s.workflow_id in self.pending)
+            found: list[Any] = []
+            for start in range(0, len(fresh), _CHUNK):
+                found += await DBOS.list_workflows_async(
+                    workflow_ids=fresh[start : start + _CHUNK], load_input=False
+                )
+        except Exception as exc:  # noqa: BLE001 - results stay recorded; look again soon
+            events.warning("durable_poll_failed", error=exception_text(exc))
+            return []
+        if found:
+            self.progress = time.monotonic()
+        self.pending.difference_update(status.workflow_id for status in found)
+        return found
+
+    async def check_workers(self) -> None:
+        """Raise :class:`NoWorkers` when no child finished or ran for ``worker_wait`` s."""
+        from dbos import DBOS
+
+        if self.worker_wait is None or time.monotonic() - self.progress < self.worker_wait:
+            return
+        try:
+            running = await DBOS.list_workflows_async(
+                workflow_id_prefix=self.prefix,
+                status="PENDING",
+                limit=1,
+                load_input=False,
+                load_output=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - a database hiccup is not a missing worker
+            events.warning("durable_poll_failed", error=exception_text(exc))
+            return
+        if running:
+            self.progress = time.monotonic()  # a worker is on a long child
+            return
+        raise NoWorkers(self.worker_wait, len(self.pending))

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._database import check_reachable, postgres_url, require_durable
-from lyra.durable._events import transport
-from lyra.durable._executor import new_executor_id
+from lyra.durable._events import install, write_local
+from lyra.durable._executor import new_executor_id, quiet_dbos
 
 if TYPE_CHECKING:
     from lyra.durable._liveness import Liveness
@@ -49,7 +49,7 @@ def run_worker(
     executor_id = new_executor_id("worker")
     stop = stop or threading.Event()
     liveness = Liveness(url, executor_id)  # before any child is taken
-    transport(True)  # the children's events go back to their supervisors
+    install(write_local, unsaved=True)  # also sent back to the supervisor with each result
     try:
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
@@ -63,9 +63,10 @@ def run_worker(
                     break
             events.info("worker_stopped", executor_id=executor_id)
         finally:
+            quiet_dbos()  # the children still running go back to the queue, without a word each
             _engine.destroy()
     finally:
-        transport(False)
+        install(None)
         liveness.close()
 
 

@@ -33,6 +33,7 @@ from lyra.proteins._analysis import (
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
 from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._synthetic import SyntheticSource
 from lyra.proteins._validate import validate_response
 
 FETCH, STRUCTURE, REASON, CRITIQUE, SYNTHESIZE = (
@@ -203,15 +204,19 @@ class ProteinChild:
 
 
 def protein_child(
-    source: Literal["offline", "live"] = "offline",
+    source: Literal["offline", "live", "synthetic"] = "offline",
     afdb_url: str | None = None,
     uniprot_url: str | None = None,
+    seed: int = 0,
 ) -> ProteinChild:
     """A protein child whose source is described by data, so that a durable run's
     worker builds the same one: ``ChildRef("lyra.proteins:protein_child",
-    {"source": "live"})``."""
+    {"source": "live"})``; ``{"source": "synthetic", "seed": 7}`` gives the seeded
+    synthetic source of load tests."""
     if source == "offline":
         return ProteinChild(OfflineSource())
+    if source == "synthetic":
+        return ProteinChild(SyntheticSource(seed))
     return ProteinChild(LiveSource(afdb_url=afdb_url, uniprot_url=uniprot_url))
 
 

@@ -1,0 +1,76 @@
+"""Are a run's checkpoints all there? Checked before a resume trusts them.
+
+A resume that finds no record of a finished child runs it again, silently
+paying twice. So before resuming, the run's evidence of finished work -- the
+events its log holds (each names its workflow) and the children its caller
+saw finish -- is compared with what the database records, and an embedded
+run's SQLite file is checked for damage before DBOS opens it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Mapping
+from contextlib import closing
+from pathlib import Path
+
+from lyra.errors import ConfigurationError
+
+
+class CheckpointsDamaged(ConfigurationError):
+    """A run's checkpoints are missing or damaged: resuming would re-run finished work."""
+
+
+def check_sqlite(path: Path, *, expected: bool) -> None:
+    """CheckpointsDamaged when the SQLite file is unreadable or damaged, or
+    missing while ``expected`` (the run has finished work on record)."""
+    if not path.exists():
+        if expected:
+            raise CheckpointsDamaged(f"{path} is missing")
+        return
+    problem = _header_problem(path)
+    if problem is not None:
+        raise CheckpointsDamaged(f"{path} {problem}")
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            (verdict,) = conn.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.Error as exc:
+        raise CheckpointsDamaged(f"{path} is damaged ({exc})") from None
+    if verdict != "ok":
+        raise CheckpointsDamaged(f"{path} is damaged ({' '.join(str(verdict).split())[:200]})")
+
+
+def check_recorded(
+    recorded: Mapping[str, str], *, logged: Collection[str], finished: Collection[str]
+) -> None:
+    """CheckpointsDamaged unless every workflow the log has events of is
+    recorded, and every task whose file stem is in ``finished`` (workflow IDs
+    end in ``/<index>-<stem>``) is recorded as finished."""
+    unrecorded = [workflow for workflow in logged if workflow not in recorded]
+    done = {workflow for workflow, status in recorded.items() if status == "SUCCESS"}
+    stems = {workflow.rpartition("/")[2].partition("-")[2] for workflow in done}
+    unfinished = [stem for stem in finished if stem not in stems]
+    if unrecorded or unfinished:
+        lost = len(set(unrecorded)) + len(unfinished)
+        raise CheckpointsDamaged(
+            f"the checkpoint database has no record of {lost} child(ren) that ran "
+            f"(of {len(recorded)} recorded)"
+        )
+
+
+def _header_problem(path: Path) -> str | None:
+    """What the file's SQLite header says is wrong: not a database, or shorter
+    than the pages it declares (SQLite would read the missing part as empty)."""
+    with path.open("rb") as db:
+        header = db.read(100)
+        size = db.seek(0, 2)
+    if size == 0:
+        return "is empty"
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return "is not a SQLite database"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if size % page_size or size < pages * page_size:
+        return f"is truncated ({size} bytes, {pages} pages of {page_size} declared)"
+    return None

@@ -1,0 +1,511 @@
+"""Durable runs at their edges: a kill on either side of a checkpoint, lost or damaged
+checkpoints and state files, a read-only run directory, a queue with no worker, the size
+of each checkpoint, and Ctrl+C."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lyra.durable
+import lyra.events
+from lyra.cli import main
+from lyra.cli._durable_runs import Placement, open_run
+from lyra.proteins import analyze
+from test_durable import (
+    attempts,
+    database_url,  # noqa: F401 - a fixture
+    env_with,
+    lyra_cmd,
+    protein_ids,
+    slow,
+    wait_for,
+)
+
+PROTEINS = ["P04637", "Q8I3H7", "P00533", "P01308", "P05067", "P69905"]
+
+
+def logged(run_dir: Path) -> list[dict[str, Any]]:
+    """Every event the run directory's log holds."""
+    path = run_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def finishing(run_dir: Path) -> Counter[tuple[str, int]]:
+    """How often each (subject, attempt) is logged as finished."""
+    names = ("delegation_completed", "delegation_failed")
+    return Counter((e["subject"], e["attempt"]) for e in logged(run_dir) if e["event"] in names)
+
+
+def paused(log: Path) -> bool:
+    return log.exists() and "\tpaused:" in log.read_text()
+
+
+# -- never pay twice, never log twice -------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("point", "starts"),
+    [("before_checkpoint", 2), ("after_checkpoint", 1)],
+)
+@pytest.mark.parametrize("retries", ["0", "1"], ids=["saved-with-the-output", "a-step"])
+def test_a_kill_next_to_a_checkpoint_never_logs_an_attempt_twice(
+    tmp_path: Path,
+    point: str,
+    starts: int,
+    retries: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Killed just before an attempt's checkpoint is saved, the log does not yet show it
+    finished (so the resume that runs it again pays only for unlogged work); killed just
+    after, the resume replays it without running it and logs its events exactly once --
+    whether the attempt is a step of its own or, being the last one allowed, saved with
+    the task's output."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    args = ["analyze", "P04637", "--durable", "--run-dir", str(run_dir), "--retries", retries]
+    first = subprocess.Popen(
+        lyra_cmd(*args),
+        env={**env_with(log), "LYRA_TEST_PAUSE": point},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: paused(log), timeout=60, what=f"the attempt to pause {point}")
+        assert finishing(run_dir) == {}, "no finished attempt is logged before the kill"
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+
+    monkeypatch.setenv("LYRA_TEST_INVOCATION_LOG", str(log))
+    assert main(["analyze", "--resume", str(run_dir), "--json"]) == 0, capsys.readouterr().err
+    assert [p for p, _, _ in attempts(log)] == ["P04637"] * starts
+    assert finishing(run_dir) == {("P04637", 1): 1}
+    ids = [e["event_id"] for e in logged(run_dir) if "event_id" in e]
+    assert len(ids) == len(set(ids)) >= 2, "each event of the task once, with its ID"
+
+
+# -- lost or damaged checkpoints ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A durable run SIGKILLed after two of its proteins finished (checkpoints in the WAL)."""
+    base = tmp_path_factory.mktemp("killed")
+    run_dir = base / "run"
+    args = ["analyze", *PROTEINS, "--durable", "--run-dir", str(run_dir), "--concurrency", "2"]
+    first = subprocess.Popen(
+        lyra_cmd(*args, *slow(PROTEINS, 0.15)),
+        env=env_with(base / "invocations.log"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reports = run_dir / "reports"
+    try:
+        wait_for(
+            lambda: reports.is_dir() and len(list(reports.glob("*.txt"))) >= 2,
+            timeout=60,
+            what="two finished proteins",
+        )
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    assert (run_dir / "dbos.sqlite-wal").exists()
+    return run_dir
+
+
+def _delete(run_dir: Path) -> None:
+    for path in run_dir.glob("dbos.sqlite*"):
+        path.unlink()
+
+
+def _truncate(run_dir: Path) -> None:
+    (run_dir / "dbos.sqlite-wal").unlink()
+    with (run_dir / "dbos.sqlite").open("r+b") as db:
+        db.truncate(db.seek(0, os.SEEK_END) // 2)
+
+
+def _lose_wal(run_dir: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        (run_dir / f"dbos.sqlite{suffix}").unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", [_delete, _truncate, _lose_wal], ids=lambda f: f.__name__)
+def test_a_resume_refuses_lost_checkpoints_unless_forced(
+    killed_run: Path, tmp_path: Path, damage: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Deleted, truncated, or without its WAL, the checkpoint database cannot vouch for
+    the finished children: --resume says so in one line (exit 2); --force warns and runs
+    every child again, and the run finishes."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(killed_run, run_dir)
+    damage(run_dir)
+    assert main(["analyze", "--resume", str(run_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("lyra: the checkpoints of")
+    assert "--force" in err
+
+    assert main(["analyze", "--resume", str(run_dir), "--force", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "WARNING" in err
+    assert "every child runs again" in err
+    assert sorted(protein_ids(json.loads(out))) == sorted(PROTEINS)
+    assert (
+        json.loads((run_dir / "run.json").read_text())["run_id"]
+        != json.loads((killed_run / "run.json").read_text())["run_id"]
+    )
+
+
+@pytest.mark.slow
+def test_intact_checkpoints_resume_without_a_warning(
+    killed_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same killed run, untouched, resumes quietly and finishes every protein."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(killed_run, run_dir)
+    assert main(["analyze", "--resume", str(run_dir), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "WARNING" not in err
+    assert "damaged" not in err
+    assert sorted(protein_ids(json.loads(out))) == sorted(PROTEINS)
+
+
+@pytest.fixture
+def finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A finished durable run of one protein."""
+    run_dir = tmp_path / "run"
+    assert main(["analyze", "P04637", "--durable", "--run-dir", str(run_dir)]) == 0
+    capsys.readouterr()
+    return run_dir
+
+
+def test_a_damaged_output_is_rebuilt_from_intact_checkpoints(
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A corrupt output.json of a durable run is named and rebuilt from the checkpoints."""
+    (finished_run / "output.json").write_text('{"completed_analyses": [')
+    assert main(["analyze", "--resume", str(finished_run), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "output.json is damaged" in err
+    assert "rebuilding" in err
+    assert "Traceback" not in err
+    assert json.loads(out)["summary"]["successful"] == 1
+    assert json.loads((finished_run / "output.json").read_text()) == json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "message"),
+    [
+        ("run.json", "{", "is not a readable lyra run record"),
+        ("run.json", '{"run_id": "x"}', "is not a readable lyra run record"),
+        ("output.json", "[1, 2", "output.json is damaged"),
+    ],
+)
+def test_a_damaged_state_file_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], file: str, text: str, message: str
+) -> None:
+    """A corrupt run record, or the output of a plain run, is exit 2 with one line."""
+    run_dir = tmp_path / "run"
+    assert main(["analyze", "P04637", "--run-dir", str(run_dir)]) == 0
+    if file == "run.json":
+        (run_dir / "output.json").unlink()
+    (run_dir / file).write_text(text)
+    capsys.readouterr()
+    assert main(["analyze", "--resume", str(run_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("lyra: ")
+    assert message in err
+
+
+def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None:
+    """Resuming a run whose directory sits on a read-only file system: exit 2, one line."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount the run directory read-only")
+    (finished_run / "output.json").unlink()
+    folder = str(finished_run)
+    script = (
+        f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+        f"exec {sys.executable} -m lyra analyze --resume {folder}"
+    )
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount --bind {folder} {folder}"], capture_output=True
+    )
+    if probe.returncode != 0:
+        pytest.skip("user and mount namespaces are not available here")
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"lyra: cannot write to the run directory {folder}: Read-only file system"
+    ]
+
+
+# -- the queue without a worker -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_queue_with_no_worker_stops_with_exit_3_and_resumes_later(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 - the fixture
+) -> None:
+    """No worker takes the child in --worker-wait seconds: one line naming the cure,
+    exit 3, nothing lost; started later, a worker finishes the same run on --resume."""
+    run_dir = str(tmp_path / "run")
+    args = ["analyze", "P04637", "--database-url", database_url, "--run-dir", run_dir]
+    stalled = subprocess.run(
+        lyra_cmd(*args, "--worker-wait", "1"), capture_output=True, text=True, timeout=60
+    )
+    assert stalled.returncode == 3, stalled.stderr
+    last = stalled.stderr.strip().splitlines()[-1]
+    assert last.startswith("lyra: no worker took a child in 1 s (1 waiting")
+    assert "lyra worker --database-url" in last
+    assert not (tmp_path / "run" / "output.json").exists()
+
+    errors = (tmp_path / "worker.err").open("w")
+    worker = subprocess.Popen(
+        lyra_cmd("worker", "--database-url", database_url),
+        stdout=subprocess.DEVNULL,
+        stderr=errors,
+    )
+    try:
+        resumed = subprocess.run(
+            lyra_cmd("analyze", "--resume", run_dir, "--database-url", database_url, "--json"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        errors.close()
+    assert resumed.returncode == 0, resumed.stderr
+    assert protein_ids(json.loads(resumed.stdout)) == ["P04637"]
+
+
+def test_worker_wait_is_documented_with_its_exit_code() -> None:
+    """lyra analyze --help names --worker-wait and exit status 3."""
+    done = subprocess.run(lyra_cmd("analyze", "--help"), capture_output=True, text=True)
+    assert "--worker-wait" in done.stdout
+    assert "3 no worker took a queued child" in done.stdout
+
+
+# -- smaller promises -----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_each_checkpoint_holds_only_its_own_tasks_faults(tmp_path: Path) -> None:
+    """1,000 injected faults over 100 children: each workflow's input carries its own 10,
+    so no checkpoint grows with the run's fault count."""
+    ids = [f"ZZ{i:05d}" for i in range(100)]
+    faults = [f"{p}:slow:0@{k}" for p in ids for k in range(1, 11)]
+    run_dir = tmp_path / "run"
+    async with lyra.durable.DurableExecutor.embedded(run_dir, run_id="faults") as executor:
+        output = await analyze(ids, faults=faults, run_dir=run_dir, executor=executor)
+    assert output.summary.total_requested == 100
+    with sqlite3.connect(run_dir / "dbos.sqlite") as db:
+        sizes = [size for (size,) in db.execute("SELECT length(inputs) FROM workflow_input")]
+    db.close()
+    assert len(sizes) == 100
+    whole_run = len(json.dumps(faults))
+    assert max(sizes) < 1_000 + len(json.dumps(faults[:10])) < whole_run / 10
+
+
+def test_a_resume_keeps_the_recorded_concurrency_unless_given(finished_run: Path) -> None:
+    """--resume runs with the recorded --concurrency; a given one wins."""
+    record = json.loads((finished_run / "run.json").read_text())
+    record["request"]["concurrency"] = 3
+    (finished_run / "run.json").write_text(json.dumps(record))
+    where = Placement(None, str(finished_run), False, None)
+    for given, expected in (({}, 3), ({"concurrency": 5}, 5)):
+        run = open_run(None, where, given)
+        assert run is not None
+        assert run.request is not None
+        assert run.request.concurrency == expected
+
+
+def test_a_slow_inf_fault_survives_a_durable_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """slow:inf reaches the durable child: the protein times out instead of completing."""
+    args = ["analyze", "P04637", "--durable", "--run-dir", str(tmp_path / "run"), "--json"]
+    assert main([*args, "--inject", "P04637:slow:inf", "--timeout", "0.3"]) == 1
+    (failed,) = json.loads(capsys.readouterr().out)["failed_analyses"]
+    assert failed["category"] == "timeout"
+
+
+SIGINT_RUN = """
+import os, signal, sys, time
+import dbos
+from lyra.cli import main
+
+real = dbos.DBOS.launch.__func__
+
+def launch(cls, *args, **kwargs):
+    if sys.argv[1] == "after":
+        real(cls, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C while DBOS starts
+    time.sleep(10)
+
+dbos.DBOS.launch = classmethod(launch)
+sys.exit(main(["analyze", "P04637", "--durable", "--run-dir", sys.argv[2]]))
+"""
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_ctrl_c_while_the_durable_engine_starts_is_one_line(tmp_path: Path, moment: str) -> None:
+    """Ctrl+C during DBOS's launch (before or after it opened the database): exit 130 and
+    'lyra: interrupted', no traceback and nothing from DBOS."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGINT_RUN, moment, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130
+    assert done.stderr.splitlines() == ["lyra: interrupted"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_durable_run_is_quiet(tmp_path: Path) -> None:
+    """SIGINT while many children run: two lyra lines, no DBOS warning per child."""
+    ids = [f"ZZ{i:04d}" for i in range(20)]
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    args = ["analyze", *ids, "--durable", "--run-dir", str(run_dir), "--concurrency", "20"]
+    proc = subprocess.Popen(
+        lyra_cmd(*args, *slow(ids, 10)),
+        env=env_with(log),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: len(attempts(log)) == len(ids), timeout=60, what="every child to start")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.splitlines() == [f"lyra: finished proteins are in {run_dir}", "lyra: interrupted"]
+
+
+@pytest.fixture(autouse=True)
+def _no_pause_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test hook leaks into the in-process runs."""
+    monkeypatch.delenv("LYRA_TEST_PAUSE", raising=False)
+
+
+# -- a proteome in small: many synthetic proteins, killed and resumed ------------------------
+
+SYNTHETIC_RUN = """
+import json, sys, anyio
+from lyra import ChildRef, Supervisor, Task
+from lyra.durable import DurableExecutor
+from lyra.proteins import entry_for
+
+async def main() -> None:
+    folder, count, result = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ids = [f"S{i:07d}" for i in range(count)]
+    tasks = [Task(prompt=f"Analyze {p}", subject=p, context={"plan": "full"}) for p in ids]
+    child = ChildRef(target="lyra.proteins:protein_child", options={"source": "synthetic"})
+    async with DurableExecutor.embedded(folder, run_id="synthetic") as executor:
+        outcomes = await Supervisor(child, executor=executor).run(tasks, max_concurrency=16)
+    entries = [entry_for(t.subject, o) for t, o in zip(tasks, outcomes)]
+    with open(result, "w") as out:
+        json.dump([[e.protein_id, type(e).__name__] for e in entries], out)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow
+def test_two_hundred_synthetic_proteins_killed_and_resumed_end_once_each(tmp_path: Path) -> None:
+    """200 synthetic proteins through Supervisor.run on the embedded executor, SIGKILLed
+    midway: the resumed run completes every protein exactly once, and only the attempts
+    in flight at the kill run a second time."""
+    count, log, result = 200, tmp_path / "invocations.log", tmp_path / "result.json"
+    script = tmp_path / "synthetic.py"
+    script.write_text(SYNTHETIC_RUN)
+    argv = [sys.executable, str(script), str(tmp_path / "run"), str(count), str(result)]
+    first = subprocess.Popen(argv, env=env_with(log), stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(attempts(log)) >= count // 2, timeout=60, what="half the proteins")
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.kill()
+        first.wait()
+    assert not result.exists(), "the kill must land before the end"
+    second = subprocess.run(argv, env=env_with(log), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    entries = json.loads(result.read_text())
+    assert [p for p, _ in entries] == [f"S{i:07d}" for i in range(count)]
+    assert {kind for _, kind in entries} == {"CompletedAnalysis"}
+    starts = Counter(p for p, _, _ in attempts(log))
+    assert set(starts) == {p for p, _ in entries}
+    assert sum(n - 1 for n in starts.values()) <= 16  # only those in flight ran again
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_busy_worker_is_quiet(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 - the fixture
+) -> None:
+    """SIGINT to a worker running children: 'lyra: interrupted' and exit 130, no DBOS
+    warning for each child it hands back."""
+    log, errors = tmp_path / "invocations.log", tmp_path / "worker.err"
+    ids = [f"ZZ{i:03d}" for i in range(4)]
+    with errors.open("w") as err:
+        worker = subprocess.Popen(
+            lyra_cmd("worker", "--database-url", database_url),
+            env=env_with(log),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        args = ["analyze", *ids, "--database-url", database_url, "--run-dir", str(tmp_path / "r")]
+        supervisor = subprocess.Popen(
+            lyra_cmd(*args, "--concurrency", "4", *slow(ids, 20)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(lambda: len(attempts(log)) == len(ids), timeout=60, what="four children")
+            worker.send_signal(signal.SIGINT)
+            assert worker.wait(timeout=60) == 130
+        finally:
+            for proc in (worker, supervisor):
+                proc.kill()
+                proc.wait()
+    lines = errors.read_text().splitlines()
+    assert lines[-1] == "lyra: interrupted"
+    assert all(line.startswith("lyra") for line in lines), lines
+
+
+def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> None:
+    """lyra.events.capturing(hold=True) keeps events without writing them; replay writes
+    them as they were (how a durable attempt's events wait for its checkpoint)."""
+    log = tmp_path / "events.jsonl"
+    lyra.events.configure(log)
+    try:
+        with lyra.events.capturing(hold=True) as held:
+            lyra.events.info("delegation_completed", subject="P04637")
+        assert log.read_text() == ""
+        lyra.events.replay(held, event_id="w#0")
+    finally:
+        lyra.events.configure()
+    (written,) = logged(tmp_path)
+    assert written == {**held[0], "event_id": "w#0"}
