@@ -26,6 +26,7 @@ from lyra.delegation._report import (
     find_reports,
     parse_report,
     render_report,
+    report_boundary,
 )
 from lyra.delegation._result import DelegationResult
 
@@ -63,5 +64,6 @@ __all__ = [
     "parse_report",
     "parse_retry_after",
     "render_report",
+    "report_boundary",
     "run_attempt",
 ]
