@@ -1,9 +1,9 @@
 """Report parsing takes time linear in its input, whatever a child wrote (issue 11).
 
 Each case is a megabyte of text built to make a parser rescan what it has
-read, followed by one real report. Every reader must take well under two
-seconds for it (the benchmark's target is 0.1 s), and doubling the text must
-not much more than double the time.
+read, with one real report in the middle. Every reader must take well under
+two seconds for it (the benchmark's target is 0.1 s), and doubling the text
+must not much more than double the time.
 """
 
 from __future__ import annotations
@@ -69,9 +69,15 @@ REAL = render_report(
 )
 
 
-def _text(name: str, size: int) -> str:
+def _junk(name: str, size: int) -> str:
     head, unit = ADVERSARIAL[name]
-    return head + unit * ((size - len(head)) // len(unit)) + "\n" + REAL
+    return head + unit * ((size - len(head)) // len(unit))
+
+
+def _text(name: str, size: int) -> str:
+    """Adversarial text around one real report: the junk after it is what the last
+    block is looked for in, the junk before it what its region is."""
+    return _junk(name, size // 2) + "\n" + REAL + _junk(name, size // 2)
 
 
 def _quietly(read: Callable[[str], object]) -> Callable[[str], object]:
@@ -98,20 +104,21 @@ READERS: dict[str, Callable[[str], object]] = {
 
 
 def _seconds(read: Callable[[str], object], text: str) -> float:
-    best = float("inf")
-    for _ in range(2):  # the better of two: a busy machine slows one run, not both
-        started = time.perf_counter()
-        read(text)
-        best = min(best, time.perf_counter() - started)
-    return best
+    started = time.perf_counter()
+    read(text)
+    return time.perf_counter() - started
 
 
 @pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("kind", ADVERSARIAL)
 def test_adversarial_text_parses_in_linear_time(kind: str, reader: str) -> None:
     """A megabyte of adversarial text takes under 2 s, and twice as much about twice as long."""
-    read = READERS[reader]
-    half, whole = _seconds(read, _text(kind, MB // 2)), _seconds(read, _text(kind, MB))
+    read, half_mb, one_mb = READERS[reader], _text(kind, MB // 2), _text(kind, MB)
+    half = whole = float("inf")
+    for _ in range(3):  # a busy machine can slow one pass; a quadratic parser fails every one
+        half, whole = min(half, _seconds(read, half_mb)), min(whole, _seconds(read, one_mb))
+        if whole < 2.0 and whole < 3 * half + 0.05:
+            break
     assert whole < 2.0, f"{reader} took {whole:.2f} s for 1 MB of {kind}"
     assert whole < 3 * half + 0.05, f"{reader}: {half:.3f} s for 0.5 MB, {whole:.3f} s for 1 MB"
 
@@ -119,6 +126,6 @@ def test_adversarial_text_parses_in_linear_time(kind: str, reader: str) -> None:
 @pytest.mark.parametrize("kind", ADVERSARIAL)
 def test_the_real_report_after_adversarial_text_is_read(kind: str) -> None:
     """Whatever precedes it, the last report is the one parse_report and find_reports give."""
-    text = _text(kind, 1 << 14)
+    text = _junk(kind, 1 << 14) + "\n" + REAL
     assert parse_report(text).session_id == "child-real"
     assert list(find_reports(text))[-1].session_id == "child-real"

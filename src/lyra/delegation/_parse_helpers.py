@@ -1,10 +1,12 @@
 """The recovery guide's one-field helpers, reading the format the one real parser reads.
 
-Each takes report text (or a transcript ending in one) and never raises: text
-without a failure report gives ``None``, ``False`` or an empty list. Each
-reads only its own field, by the rules :func:`~lyra.delegation.parse_report`
-follows, so it costs no more than the guide's regex for it; a report whose
-other fields are malformed still gives this one.
+Each takes report text (or a transcript ending in one), reads the last report
+as :func:`~lyra.delegation.parse_report` does and gives its field, and never
+raises: a success or no report gives ``None``, ``False`` or an empty list, and
+so does a report :func:`~lyra.delegation.parse_report` rejects, unless it is
+in lyra's own layout, where a helper checks only the value it reads. Called
+one after another on the same text, as a recovery loop does, they share one
+reading of it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def is_retryable(text: str) -> bool:
 
 def extract_completed_steps(text: str) -> list[str]:
     """The steps the child completed before it failed."""
-    return list(_report.read_list(text, "completed_steps")) if isinstance(text, str) else []
+    return list(_report.read_steps(text)) if isinstance(text, str) else []
 
 
 def extract_files_modified(text: str) -> list[str]:
@@ -40,4 +42,4 @@ def extract_blocker(text: str) -> str | None:
 
 def extract_suggested_actions(text: str) -> list[str]:
     """The suggested recovery actions (text for a human; never executed)."""
-    return list(_report.read_list(text, "suggested_actions")) if isinstance(text, str) else []
+    return list(_report.read_actions(text)) if isinstance(text, str) else []

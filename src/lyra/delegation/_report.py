@@ -41,17 +41,48 @@ METADATA_CLOSE = _CLOSE
 """Every lyra report ends with this: text may be cut safely right after it."""
 _ANY_CLOSE = re.compile(r"</(?:task_metadata|execution_summary)>")
 _HEADER_LINE = re.compile(r"(?m)^Child agent failed:")
-# The exact layout the template renders; anything else takes the general parser.
-_RENDERED = re.compile(
+# The exact layout the template renders, the common case, read by one regex
+# match; anything else takes the general reader below. The match never reaches
+# across a closing tag: it starts at a header inside the region. A metadata
+# value with an entity in it sends the block to the general reader.
+_BODY = (
     r"Child agent failed: (?P<message>[^\n]*(?:\n    [^\n]*)*)\n"
-    r"\nCategory: (?P<category>[^\n]*)\n"
-    r"Duration: (?P<duration>[^\n]*)s\n"
-    r"Retryable: (?P<retryable>Yes|No)\n"
-    r"\nWork completed before failure:\n(?P<steps>  None\n|(?:  ✓ [^\n]*\n(?:    [^\n]*\n)*)+)"
+    r"\nCategory: (?P<body_category>[^\n]*)\n"
+    r"Duration: (?P<body_duration>[^\n]*)s\n"
+    r"Retryable: (?P<body_retryable>Yes|No)\n"
+    r"\nWork completed before failure:\n"
+    r"(?P<steps>  None\n|(?:  ✓ [^\n]*\n(?:    [^\n]*\n)*)+)"
     r"\nFiles modified: (?P<files>[^\n]*)\n"
-    r"(?:\nBlocked on: (?P<blocked>[^\n]*(?:\n    [^\n]*)*)\n)?"
+    r"(?:\nBlocked on: (?P<blocked>[^\n]*(?:\n    [^\n]*)*)\n|)"
     r"\nSuggested recovery actions:\n(?P<actions>  None\n|(?:  • [^\n]*\n(?:    [^\n]*\n)*)+)"
-    r"\n?\Z"
+)
+_TAGS = (  # after session_id and status, in the order _metadata writes them
+    ("error_type", "retry_after_s"),  # failures only
+    ("attempt", "duration_s", "subject", "tokens_used", "cost_usd", "turns", "parent_session_id"),
+)
+
+
+def _optional(tags: tuple[str, ...]) -> str:
+    # "(?:x|)" rather than "(?:x)?": a branch costs the regex engine less than a repeat.
+    return "".join(rf"(?:\n  <{tag}>(?P<{tag}>[^<&]*)</{tag}>|)" for tag in tags)
+
+
+_BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<&]*)</session_id>\n  <status>"
+_BLOCK_END = (
+    r"(?P<failed_delegation>(?:\n  <failed_delegation>[^<&]*</failed_delegation>)*)"
+    r"\n</task_metadata>"
+)
+_RENDERED = re.compile(_BODY + r"\n?\Z")  # a body alone
+_RENDERED_FAILURE = re.compile(
+    _BODY + r"\n?" + _BLOCK_START + r"failed</status>"
+    r"\n  <failure_category>(?P<failure_category>[^<&]*)</failure_category>"
+    r"\n  <retryable>(?P<retryable>true|false)</retryable>"
+    + _optional(_TAGS[0])
+    + _optional(_TAGS[1])
+    + _BLOCK_END
+)
+_RENDERED_SUCCESS = re.compile(
+    _BLOCK_START + r"completed</status>" + _optional(_TAGS[1]) + _BLOCK_END
 )
 _STEP, _ACTION = "\n  ✓ ", "\n  • "  # between two items of a list in the rendered layout
 # The general parser: the header line, then every section head and list item
@@ -72,31 +103,6 @@ _SECTIONS = {
     "Suggested recovery actions": "suggested_actions",
 }
 _TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
-_OPTIONAL_TAGS = (
-    "error_type",
-    "retry_after_s",
-    "attempt",
-    "duration_s",
-    "subject",
-    "tokens_used",
-    "cost_usd",
-    "turns",
-    "parent_session_id",
-)
-# The metadata block exactly as the renderer writes it (each tag once, in
-# _metadata's order); any other block takes _TAG, which reads any layout.
-_RENDERED_META = re.compile(
-    "".join(
-        [
-            r"\n  <session_id>(?P<session_id>[^<]*)</session_id>",
-            r"\n  <status>(?P<status>completed|failed)</status>",
-            r"(?:\n  <failure_category>(?P<failure_category>[^<]*)</failure_category>",
-            r"\n  <retryable>(?P<retryable>true|false)</retryable>)?",
-            *(rf"(?:\n  <{tag}>(?P<{tag}>[^<]*)</{tag}>)?" for tag in _OPTIONAL_TAGS),
-            r"(?P<failed_delegation>(?:\n  <failed_delegation>[^<]*</failed_delegation>)*)\n",
-        ]
-    )
-)
 _CAPY_MODIFIED = re.compile(r"<modified(?:\s[^<>]*)?>([^<]*)</modified>")
 _FAILED_DELEGATION = "failed_delegation"  # repeated: one tag per failed nested delegation
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
@@ -231,6 +237,8 @@ def _entity(match: re.Match[str]) -> str:
 # A block: (region start, region end = where the block opens, where it closes,
 # whether it is a capybara-vibe <execution_summary>). The region before a block
 # is the report's body (a failure) or output (a success).
+
+
 _Block = tuple[int, int, int, bool]
 
 
@@ -247,22 +255,23 @@ def _last_block(text: str) -> _Block | None:
     while lyra >= 0 or capy >= 0:
         capybara = capy > lyra
         if capybara:
-            closing, capy = capy, text.rfind(_CAPY_CLOSE, 0, capy)
+            closing = capy
+            capy = text.rfind(_CAPY_CLOSE, 0, closing)
         else:
-            closing, lyra = lyra, text.rfind(_CLOSE, 0, lyra)
-        start = max(
-            lyra + len(_CLOSE) if lyra >= 0 else 0,
-            capy + len(_CAPY_CLOSE) if capy >= 0 else 0,
-        )
+            closing = lyra
+            lyra = text.rfind(_CLOSE, 0, closing)
+        start = _after(lyra, capy)  # the region starts after the closing tag before it
         opening = text.rfind(_CAPY_OPEN if capybara else _OPEN, start, closing)
         if opening >= 0:
             return start, opening, closing, capybara
     return None
 
 
-def _block_text(text: str, block: _Block) -> str:
-    _, opening, closing, capybara = block
-    return text[opening + len(_CAPY_OPEN if capybara else _OPEN) : closing]
+def _after(lyra: int, capy: int) -> int:
+    """Just past the later of a lyra and a capybara-vibe closing tag (-1: none)."""
+    if lyra > capy:
+        return lyra + len(_CLOSE)
+    return capy + len(_CAPY_CLOSE) if capy >= 0 else 0
 
 
 def report_boundary(text: str, start: int = 0) -> int:
@@ -288,19 +297,20 @@ def parse_report(text: str) -> TaskReport:
     """
     if not isinstance(text, str):
         raise ReportParseError(f"expected report text, got {type(text).__name__}")
-    if "\r\n" in text:
+    if "\r" in text and "\r\n" in text:  # a CR alone is cheaper to look for
         text = text.replace("\r\n", "\n")  # raw CRs never come from the renderer
-    block = _last_block(text)
-    if block is None:
-        report = _parse_one(text, 0, len(text), None, capybara=False)
-    else:
-        start, opening, _, capy = block
-        report = _parse_one(text, start, opening, _block_text(text, block), capybara=capy)
+    report = _quick_report(text)
     if report is None:
-        raise ReportParseError(
-            "no report found: no metadata with a known status, no failure header"
-        )
+        report = _general_report(text)
+    if report is None:
+        raise ReportParseError("no report: no metadata with a known status, no failure header")
     return report
+
+
+def _general_report(text: str) -> TaskReport | None:
+    """The last report in any layout; ``None`` when there is none."""
+    block = _last_block(text)
+    return _parse_one(text, 0, len(text), -1, False) if block is None else _parse_one(text, *block)
 
 
 def find_reports(text: str) -> Iterator[TaskReport]:
@@ -309,7 +319,7 @@ def find_reports(text: str) -> Iterator[TaskReport]:
     A report that fails to parse is skipped; a failure report without a
     metadata block (as in the recovery guide) is found by its header line.
     """
-    if "\r\n" in text:
+    if "\r" in text and "\r\n" in text:
         text = text.replace("\r\n", "\n")
     start = searched = 0  # where the next region starts; text before `searched` is done
     for close in _ANY_CLOSE.finditer(text):
@@ -318,17 +328,18 @@ def find_reports(text: str) -> Iterator[TaskReport]:
         opening = text.rfind(_CAPY_OPEN if capybara else _OPEN, start, closing)
         if opening >= 0:  # else a stray closing tag: it only ends the region before it
             yield from _headerless_reports(text[searched:start])
-            yield from _block_reports(text, (start, opening, closing, capybara))
+            yield from _block_reports(text, start, opening, closing, capybara)
             searched = close.end()
         start = close.end()
     yield from _headerless_reports(text[searched:])
 
 
-def _block_reports(text: str, block: _Block) -> Iterator[TaskReport]:
+def _block_reports(
+    text: str, start: int, opening: int, closing: int, capybara: bool
+) -> Iterator[TaskReport]:
     """The report of one block, and the reports without metadata in its region."""
-    start, opening, _, capybara = block
     try:
-        report = _parse_one(text, start, opening, _block_text(text, block), capybara=capybara)
+        report = _parse_one(text, start, opening, closing, capybara)
     except ReportParseError:
         report = None
     if report is None:
@@ -346,8 +357,13 @@ def _headerless_reports(region: str) -> Iterator[TaskReport]:
         return
     starts = [match.start() for match in _HEADER_LINE.finditer(region)]
     for begin, end in zip(starts, [*starts[1:], len(region)], strict=False):
+        message = _MESSAGE.match(region, begin, end)
+        if message is not None and _BODY_LINE.search(region, message.end(), end) is None:
+            # No section and no item follows the header: the report is its message.
+            yield _built({**_DEFAULTS, "status": "failed", "message": _unindent(message[1])})
+            continue
         try:
-            report = _parse_one(region, begin, end, None, capybara=False)
+            report = _parse_one(region, begin, end, -1, False)
         except ReportParseError:
             continue
         if report is not None:
@@ -362,20 +378,22 @@ def _last_header(text: str, start: int, end: int) -> int | None:
     return start if text.startswith(HEADER, start, end) else None
 
 
-def _parse_one(
-    text: str, start: int, end: int, block: str | None, *, capybara: bool
-) -> TaskReport | None:
-    """The report whose body or output is ``text[start:end]``, with metadata ``block``.
+def _parse_one(text: str, start: int, end: int, closing: int, capybara: bool) -> TaskReport | None:
+    """The report of the region ``text[start:end]`` and of the metadata block that
+    opens at ``end`` and closes at ``closing`` (-1: there is none).
 
     ``None`` when there is no report (no known status, no failure header);
     :class:`~lyra.errors.ReportParseError` when a field has an impossible value.
     """
-    if block and not capybara and "&" not in block:
-        rendered = _RENDERED_META.fullmatch(block)
-        if rendered is not None:
-            report = _rendered_report(text, start, end, rendered)
-            if report is not None:
-                return report
+    if closing < 0:
+        block = None
+    elif capybara:
+        block = text[end + len(_CAPY_OPEN) : closing]
+    else:
+        report = _rendered(text, start, end, closing)
+        if report is not None:
+            return report
+        block = text[end + len(_OPEN) : closing]
     meta = _meta(block, capybara) if block else {}
     status = meta.get("status")
     header_at = _last_header(text, start, end) if status != "completed" else None
@@ -397,54 +415,162 @@ def _parse_one(
     return _report(fields)
 
 
-def _rendered_report(text: str, start: int, end: int, meta: re.Match[str]) -> TaskReport | None:
-    """The report of a block in lyra's own layout (free of entities), or ``None``
-    when its body is not in that layout: the general reader reads it then."""
-    session_id, status, category, retryable, error_type, retry_after, attempt, *rest = meta.groups()
-    duration, subject, tokens_used, cost_usd, turns, parent, failed = rest
-    fields: dict[str, Any]
-    if status == "completed":
-        fields = {"status": status, "output": _output(text, start, end, False)}
-    else:
-        header_at = _last_header(text, start, end)
-        body = None if header_at is None else _RENDERED.match(text, header_at, end)
-        if body is None or category is None:
-            return None
-        message, _, body_duration, _, steps, files, blocked, actions = body.groups()
-        fields = {
-            "status": status,
+# -- lyra's own layout, read in one match ------------------------------------
+
+
+def _quick_match(text: str) -> re.Match[str] | None:
+    """The last report matched whole in the rendered layout, when it is lyra's own
+    and only plain text follows it: ``_RENDERED_FAILURE`` from its header, or
+    ``_RENDERED_SUCCESS`` from its block. ``None`` when it is not so.
+
+    It finds what :func:`_last_block` and :func:`_last_header` would, with
+    fewer scans of the text. A whole match leaves no room for another header
+    line after the one it starts at; no closing tag of either kind may lie in
+    the body it reads, nor a capybara-vibe one after it.
+    """
+    closing = text.rfind(_CLOSE)
+    if closing < 0 or text.find(_CAPY_CLOSE, closing) >= 0:
+        return None
+    end = closing + len(_CLOSE)
+    failure = _RENDERED_FAILURE.fullmatch(text, 0, end) if text.startswith(HEADER) else None
+    if failure is None and (at := text.rfind(_LINE_HEADER, 0, closing) + 1):
+        failure = _RENDERED_FAILURE.fullmatch(text, at, end)
+    if failure is not None and _no_closing_tag(text, failure.start(), failure.end("actions")):
+        return failure
+    opening = text.rfind(_OPEN, 0, closing)
+    return _RENDERED_SUCCESS.fullmatch(text, opening, end) if opening >= 0 else None
+
+
+def _no_closing_tag(text: str, start: int, end: int) -> bool:
+    if text.find("</", start, end) < 0:  # one look settles it for a body lyra wrote
+        return True
+    return text.find(_CLOSE, start, end) < 0 and text.find(_CAPY_CLOSE, start, end) < 0
+
+
+def _quick_report(text: str) -> TaskReport | None:
+    """``parse_report``'s fast path (see :func:`_quick_match`)."""
+    match = _quick_match(text)
+    if match is None:
+        return None
+    if match.re is _RENDERED_FAILURE:
+        return _failure_report(match)
+    opening = match.start()
+    start = _after(text.rfind(_CLOSE, 0, opening), text.rfind(_CAPY_CLOSE, 0, opening))
+    return _success_report(match, _output(text, start, opening, False))
+
+
+def _rendered(text: str, start: int, opening: int, closing: int) -> TaskReport | None:
+    """The report of one region and lyra block in the rendered layout, else ``None``."""
+    end = closing + len(_CLOSE)
+    at = _last_header(text, start, opening)
+    failure = None if at is None else _RENDERED_FAILURE.fullmatch(text, at, end)
+    if failure is not None:
+        return _failure_report(failure)
+    success = _RENDERED_SUCCESS.fullmatch(text, opening, end)
+    if success is None:
+        return None
+    return _success_report(success, _output(text, start, opening, False))
+
+
+def _success_report(success: re.Match[str], output: str) -> TaskReport:
+    session_id, attempt, duration, subject, tokens, cost, turns, parent, failed = _tags(
+        *success.groups()
+    )
+    values = {
+        **_DEFAULTS,
+        "status": "completed",
+        "session_id": session_id,
+        "attempt": attempt,
+        "duration": duration,
+        "subject": subject,
+        "output": output,
+        "tokens_used": tokens,
+        "cost_usd": cost,
+        "turns": turns,
+        "parent_session_id": parent,
+        "failed_delegations": failed,
+    }
+    return _built(values)
+
+
+def _failure_report(failure: re.Match[str]) -> TaskReport:
+    (
+        message,
+        _,
+        duration,
+        _,
+        steps,
+        files,
+        blocked,
+        actions,
+        session_id,
+        category,
+        retryable,
+        error_type,
+        retry_after,
+        *tags,
+    ) = failure.groups()
+    session_id, attempt, duration_s, subject, tokens, cost, turns, parent, failed = _tags(
+        session_id, *tags
+    )
+    try:
+        values = {  # every field, in the model's order
+            "status": "failed",
+            "session_id": session_id,
+            "attempt": attempt,
+            "duration": float(duration) if duration_s is None else duration_s,
+            "subject": subject,
+            "output": None,
             "message": _unindent(message),
-            "category": _member(_CATEGORIES, category, "category"),
+            "category": _CATEGORIES[category],
             "retryable": retryable == "true",
+            "error_type": None if error_type is None else _ERROR_TYPES[error_type],
             "completed_steps": _items(steps, _STEP),
             "files_modified": _files(files),
-            "blocked_on": _unindent(blocked) or None if blocked is not None else None,
+            "blocked_on": None if blocked is None else _unindent(blocked) or None,
             "suggested_actions": _items(actions, _ACTION),
-            "duration": _float(body_duration, "duration"),
+            "retry_after": None if retry_after is None else float(retry_after),
+            "tokens_used": tokens,
+            "cost_usd": cost,
+            "turns": turns,
+            "parent_session_id": parent,
+            "failed_delegations": failed,
         }
-        if error_type is not None:
-            fields["error_type"] = _member(_ERROR_TYPES, error_type, "error_type")
-        if retry_after is not None:
-            fields["retry_after"] = _float(retry_after, "retry_after_s")
-    if session_id:
-        fields["session_id"] = session_id
-    if attempt is not None:
-        fields["attempt"] = _int(attempt, "attempt")
-    if duration is not None:
-        fields["duration"] = _float(duration, "duration_s")
-    if subject:
-        fields["subject"] = subject
-    if tokens_used is not None:
-        fields["tokens_used"] = _int(tokens_used, "tokens_used")
-    if cost_usd is not None:
-        fields["cost_usd"] = _float(cost_usd, "cost_usd")
-    if turns is not None:
-        fields["turns"] = _int(turns, "turns")
-    if parent:
-        fields["parent_session_id"] = parent
-    if failed:
-        fields["failed_delegations"] = tuple(_failed_delegation(v) for _, v in _TAG.findall(failed))
-    return _report(fields)
+    except (KeyError, ValueError) as exc:
+        raise ReportParseError(f"malformed report: {exc!r}") from None
+    return _built(values)
+
+
+def _tags(
+    session_id: str,
+    attempt: str | None,
+    duration: str | None,
+    subject: str | None,
+    tokens: str | None,
+    cost: str | None,
+    turns: str | None,
+    parent: str | None,
+    failed: str,
+) -> tuple[Any, ...]:
+    """The values of the tags any rendered block carries (no entity in them): its
+    session, then attempt, duration, subject, usage and nesting (DESIGN §12)."""
+    try:
+        return (
+            session_id or None,
+            1 if attempt is None else int(attempt),
+            None if duration is None else float(duration),
+            subject or None,
+            None if tokens is None else int(tokens),
+            None if cost is None else float(cost),
+            None if turns is None else int(turns),
+            parent or None,
+            tuple(_failed_delegation(value) for _, value in _TAG.findall(failed)) if failed else (),
+        )
+    except ValueError as exc:
+        raise ReportParseError(f"malformed report: {exc}") from None
+
+
+# -- any layout -------------------------------------------------------------
 
 
 def _meta(block: str, capybara: bool) -> dict[str, Any]:
@@ -513,60 +639,22 @@ def _failed_delegation(value: str) -> FailedDelegation:
         raise ReportParseError(f"malformed failed_delegation tag: {value!r}") from None
 
 
-# Every field the parser sets is already checked (status, the two enums,
-# numbers) or a string, so the model is built without validating it again:
-# BaseModel.model_construct would cost more than validation itself.
-_DEFAULTS = {name: field.get_default() for name, field in TaskReport.model_fields.items()}
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _report(fields: dict[str, Any]) -> TaskReport:
-    """A report of values already checked, built as ``model_construct`` builds one."""
-    report: TaskReport = _new(TaskReport)
-    _set(report, "__dict__", {**_DEFAULTS, **fields})
-    _set(report, "__pydantic_fields_set__", set(fields))
-    _set(report, "__pydantic_extra__", None)
-    _set(report, "__pydantic_private__", None)
-    return report
-
-
 def _fast_body(body: str) -> dict[str, Any] | None:
     """The fields of a body in exactly the renderer's layout, or ``None``."""
     match = _RENDERED.match(body)
     if match is None:
         return None
-    blocked = match["blocked"]
+    message, category, duration, retryable, steps, files, blocked, actions = match.groups()
     return {
-        "message": _unindent(match["message"]),
-        "category": match["category"].strip(),
-        "duration": _float(match["duration"], "duration"),
-        "retryable": match["retryable"] == "Yes",
-        "completed_steps": _items(match["steps"], _STEP),
-        "files_modified": _files(match["files"]),
-        "blocked_on": _unindent(blocked) or None if blocked is not None else None,
-        "suggested_actions": _items(match["actions"], _ACTION),
+        "message": _unindent(message),
+        "category": category.strip(),
+        "duration": _float(duration, "duration"),
+        "retryable": retryable == "Yes",
+        "completed_steps": _items(steps, _STEP),
+        "files_modified": _files(files),
+        "blocked_on": None if blocked is None else _unindent(blocked) or None,
+        "suggested_actions": _items(actions, _ACTION),
     }
-
-
-def _unindent(text: str) -> str:
-    if "\n" in text:
-        text = text.replace("\n" + _INDENT, "\n")
-    return unescape(text) if "&" in text else text
-
-
-def _items(block: str, between: str) -> tuple[str, ...]:
-    """The items of a rendered list: every value's own lines are indented further."""
-    if block == "  None\n":
-        return ()
-    return tuple(map(_unindent, block[4:-1].split(between)))
-
-
-def _files(raw: str, *, capybara: bool = False) -> tuple[str, ...]:
-    if raw == "none" or (capybara and not raw):
-        return ()
-    names = raw.split(", ")
-    return tuple(names) if capybara else tuple(map(unescape, names))
 
 
 def _parse_body(body: str) -> dict[str, Any]:
@@ -584,7 +672,8 @@ def _sections(body: str) -> dict[str, Any]:
     other line is ignored.
     """
     fields: dict[str, Any] = {}
-    items: dict[str, list[str]] = {"completed_steps": [], "suggested_actions": []}
+    steps: list[str] = []
+    actions: list[str] = []
     message = _MESSAGE.match(body)
     if message is not None:
         fields["message"] = _unindent(message[1])
@@ -593,12 +682,14 @@ def _sections(body: str) -> dict[str, Any]:
         head, value = line.groups()
         if head is not None:
             section = _SECTIONS[head]
-            if section not in items:
+            if section != "completed_steps" and section != "suggested_actions":
                 fields[section] = value
-        elif section in items:
-            items[section].append(value)
-    for name, values in items.items():
-        fields[name] = tuple(map(_unindent, values)) if values else ()
+        elif section == "completed_steps":
+            steps.append(value)
+        elif section == "suggested_actions":
+            actions.append(value)
+    fields["completed_steps"] = tuple(map(_unindent, steps))
+    fields["suggested_actions"] = tuple(map(_unindent, actions))
     return fields
 
 
@@ -616,6 +707,29 @@ def _finish(fields: dict[str, Any]) -> dict[str, Any]:
     if "files_modified" in fields:
         fields["files_modified"] = _files(_first_line(fields["files_modified"]))
     return fields
+
+
+def _unindent(text: str) -> str:
+    if "\n" in text:
+        text = text.replace("\n" + _INDENT, "\n")
+    return unescape(text) if "&" in text else text
+
+
+def _items(block: str, between: str) -> tuple[str, ...]:
+    """The items of a rendered list: every value's own lines are indented further."""
+    if block == "  None\n":
+        return ()
+    items = block[4:-1].split(between)
+    if "&" in block or "\n    " in block:
+        return tuple(map(_unindent, items))
+    return tuple(items)
+
+
+def _files(raw: str, *, capybara: bool = False) -> tuple[str, ...]:
+    if raw == "none" or (capybara and not raw):
+        return ()
+    names = raw.split(", ")
+    return tuple(names) if capybara or "&" not in raw else tuple(map(unescape, names))
 
 
 def _first_line(value: str) -> str:
@@ -643,118 +757,111 @@ def _member(members: dict[str, Any], value: str, what: str) -> Any:
     return member
 
 
+# -- building the model -----------------------------------------------------
+
+# Every field the parser sets is already checked (status, the two enums,
+# numbers) or a string, so the model is built without validating it again:
+# BaseModel.model_construct would cost more than validation itself.
+_DEFAULTS = {name: field.get_default() for name, field in TaskReport.model_fields.items()}
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _report(fields: dict[str, Any]) -> TaskReport:
+    """A report of values already checked, the others left at their defaults."""
+    return _built({**_DEFAULTS, **fields})
+
+
+def _built(values: dict[str, Any]) -> TaskReport:
+    """A report of every field's value, built as ``model_construct`` builds one."""
+    report: TaskReport = _new(TaskReport)
+    _set(report, "__dict__", values)
+    _set(report, "__pydantic_fields_set__", set(values))
+    _set(report, "__pydantic_extra__", None)
+    _set(report, "__pydantic_private__", None)
+    return report
+
+
 # -- one field at a time (the guide-style helpers) ----------------------------
 #
-# Each reads only what its field needs from the last report, by the same rules
-# as parse_report, and never raises; other fields are not checked.
+# A recovery loop calls several helpers on one report. Each reads its field
+# from one match of the rendered layout, remembered for the same text object
+# (a short text only, so that no large transcript is kept alive), or, in any
+# other layout, from one parse. They never raise.
 
-_Failure = tuple[int, int, int, int, bool]  # region start, end; metadata start, end; capybara
-_TAG_PAIRS = {
-    name: (f"<{name}>", f"</{name}>") for name in ("status", "failure_category", "retryable")
-}
-_CONTINUED = re.compile(r" ?([^\n]*(?:\n    [^\n]*)*)")  # a value and its indented lines
-
-
-def _failure(text: str) -> _Failure | None:
-    """Where the last report lies, when it is a failure; ``None`` otherwise."""
-    block = _last_block(text)
-    if block is None:
-        start, end, lo, hi, capybara = 0, len(text), 0, 0, False
-    else:
-        start, end, hi, capybara = block
-        lo = end + len(_CAPY_OPEN if capybara else _OPEN)
-    status = _tag(text, "status", lo, hi, capybara) if hi else None
-    if status == "failed" or (status is None and _last_header(text, start, end) is not None):
-        return start, end, lo, hi, capybara
-    return None
+_REMEMBER = 1 << 16
+_remembered: tuple[str, re.Match[str] | TaskReport | None] = ("", None)
 
 
-def _tag(text: str, name: str, lo: int, hi: int, capybara: bool) -> str | None:
-    """The value of the last whole ``<name>value</name>`` in ``text[lo:hi]``, as the parser
-    reads it (``dict(_TAG.findall(block))`` keeps the last one too)."""
-    opening, closing = _TAG_PAIRS[name]
-    end = hi
-    while (at := text.rfind(opening, lo, end)) >= 0:
-        value_at = at + len(opening)
-        stop = text.find("<", value_at, hi)
-        if stop >= 0 and text.startswith(closing, stop, hi):
-            value = text[value_at:stop]
-            return value if capybara or "&" not in value else unescape(value)
-        end = at  # a broken tag: an earlier one may be whole
-    return None
-
-
-def _body(text: str, where: _Failure) -> str:
-    """The failure body (from the last header line), with CRLF read as LF."""
-    start, end = where[0], where[1]
-    header_at = _last_header(text, start, end)
-    if header_at is None:
-        return ""
-    body = text[header_at:end]
-    return body.replace("\r\n", "\n") if "\r" in body else body
-
-
-def _section_line(body: str, head: str) -> str | None:
-    """The rest of the last line of ``body`` that starts with ``head`` (never the first)."""
-    at = body.rfind("\n" + head)
-    if at < 0:
-        return None
-    at += 1 + len(head)
-    stop = body.find("\n", at)
-    return body[at : stop if stop >= 0 else len(body)].removeprefix(" ")
+def _last_failure(text: str) -> re.Match[str] | TaskReport | None:
+    """The last report when it is a failure: its match in the rendered layout,
+    or its parse in any other; ``None`` for a success, no report, or a report
+    with an impossible field."""
+    global _remembered
+    last, found = _remembered
+    if text is last:
+        return found
+    normal = text.replace("\r\n", "\n") if "\r" in text and "\r\n" in text else text
+    found = _quick_match(normal)
+    if found is None:
+        try:
+            found = _general_report(normal)
+        except ReportParseError:
+            found = None
+        if found is not None and found.status != "failed":
+            found = None
+    elif found.re is not _RENDERED_FAILURE:
+        found = None
+    if len(text) <= _REMEMBER:
+        _remembered = (text, found)
+    return found
 
 
 def read_category(text: str) -> FailureCategory | None:
     """The category of the last report when it is a failure, else ``None``."""
-    where = _failure(text)
-    if where is None:
-        return None
-    value = _tag(text, "failure_category", where[2], where[3], where[4])
-    if value is None:
-        value = _section_line(_body(text, where), "Category:")
-    return None if value is None else _CATEGORIES.get(value.strip())
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        category: FailureCategory | None = _CATEGORIES.get(found["failure_category"])
+        return category
+    return None if found is None else found.category
 
 
 def read_retryable(text: str) -> bool:
     """True when the last report is a failure marked retryable."""
-    where = _failure(text)
-    if where is None:
-        return False
-    value = _tag(text, "retryable", where[2], where[3], where[4])
-    if value is not None:
-        return value == "true"
-    value = _section_line(_body(text, where), "Retryable:")
-    return value is not None and value.strip().lower() in ("yes", "true")
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        return found["retryable"] == "true"
+    return found is not None and bool(found.retryable)
 
 
 def read_files(text: str) -> tuple[str, ...]:
     """The files the last report lists, when it is a failure."""
-    where = _failure(text)
-    value = None if where is None else _section_line(_body(text, where), "Files modified:")
-    return () if value is None else _files(value)
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        return _files(found["files"])
+    return () if found is None else found.files_modified
 
 
 def read_blocker(text: str) -> str | None:
     """What blocked the child of the last report, when it is a failure."""
-    where = _failure(text)
-    body = "" if where is None else _body(text, where)
-    at = body.rfind("\nBlocked on:")
-    if at < 0:
-        return None
-    value = _CONTINUED.match(body, at + len("\nBlocked on:"))
-    return _unindent(value[1]) or None if value else None
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        blocked = found["blocked"]
+        return None if blocked is None else _unindent(blocked) or None
+    return None if found is None else found.blocked_on
 
 
-def read_list(text: str, name: str) -> tuple[str, ...]:
-    """``completed_steps`` or ``suggested_actions`` of the last report, when it is a failure."""
-    where = _failure(text)
-    if where is None:
-        return ()
-    body = _body(text, where)
-    match = _RENDERED.match(body)
-    if match is None:
-        items: tuple[str, ...] = _sections(body)[name]
-        return items
-    if name == "completed_steps":
-        return _items(match["steps"], _STEP)
-    return _items(match["actions"], _ACTION)
+def read_steps(text: str) -> tuple[str, ...]:
+    """The completed steps of the last report, when it is a failure."""
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        return _items(found["steps"], _STEP)
+    return () if found is None else found.completed_steps
+
+
+def read_actions(text: str) -> tuple[str, ...]:
+    """The suggested actions of the last report, when it is a failure."""
+    found = _last_failure(text)
+    if isinstance(found, re.Match):
+        return _items(found["actions"], _ACTION)
+    return () if found is None else found.suggested_actions
