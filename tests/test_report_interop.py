@@ -196,13 +196,14 @@ def test_capybara_success_is_no_failure_for_the_helpers() -> None:
     assert extract_files_modified(CAPYBARA_SUCCESS) == []
 
 
-def test_a_transcript_mixing_both_formats_is_read_in_order() -> None:
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 1 << 20])
+def test_a_transcript_mixing_both_formats_is_read_in_order(chunk_size: int) -> None:
     """find_reports and lyra logs find capybara's and lyra's reports in one transcript, in order."""
     lyra = render_report(TaskReport(status="completed", session_id="child-lyra", output="ok"))
     text = "\n".join([CAPYBARA_SUCCESS, CAPYBARA_TIMEOUT, "parent notes", lyra, CAPYBARA_FALLBACK])
     expected = ["child-abc-123", "child-timeout-1", "child-lyra", "child-7f3a"]
     assert [report.session_id for report in find_reports(text)] == expected
-    events = list(iter_reports(io.StringIO(text), chunk_size=64))
+    events = list(iter_reports(io.StringIO(text), chunk_size=chunk_size))
     assert [(event.session_id, event.name) for event in events] == [
         ("child-abc-123", "delegation_completed"),
         ("child-timeout-1", "delegation_failed"),
@@ -228,3 +229,28 @@ def test_lyra_duration_wins_over_capybara_duration() -> None:
         "</task_metadata>", "  <duration_s>12.498</duration_s>\n</task_metadata>"
     )
     assert parse_report(text).duration == 12.498
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64])
+def test_lyra_logs_cuts_after_every_report_of_either_format(
+    chunk_size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read in chunks, a transcript is handed to the parser one report at a time, so
+    nothing is held longer than a report, whichever format closes it."""
+    from lyra.logs import _read
+
+    pieces: list[str] = []
+
+    def recording(text: str) -> object:
+        pieces.append(text)
+        return find_reports(text)
+
+    monkeypatch.setattr(_read, "find_reports", recording)
+    lyra = render_report(TaskReport(status="completed", session_id="child-lyra", output="ok"))
+    text = "\n".join([CAPYBARA_SUCCESS, lyra, CAPYBARA_TIMEOUT])
+    assert len(list(iter_reports(io.StringIO(text), chunk_size=chunk_size))) == 3
+    assert [piece.rstrip().rsplit("\n", 1)[-1] for piece in pieces] == [
+        "</execution_summary>",
+        "</task_metadata>",
+        "</task_metadata>",
+    ]

@@ -763,6 +763,7 @@ def _member(members: dict[str, Any], value: str, what: str) -> Any:
 # numbers) or a string, so the model is built without validating it again:
 # BaseModel.model_construct would cost more than validation itself.
 _DEFAULTS = {name: field.get_default() for name, field in TaskReport.model_fields.items()}
+_EVERY_FIELD = set(_DEFAULTS)
 _new = object.__new__
 _set = object.__setattr__
 
@@ -773,10 +774,11 @@ def _report(fields: dict[str, Any]) -> TaskReport:
 
 
 def _built(values: dict[str, Any]) -> TaskReport:
-    """A report of every field's value, built as ``model_construct`` builds one."""
+    """A report of every field's value, built as ``model_construct`` builds one;
+    the parser gives every field, so every field counts as set."""
     report: TaskReport = _new(TaskReport)
     _set(report, "__dict__", values)
-    _set(report, "__pydantic_fields_set__", set(values))
+    _set(report, "__pydantic_fields_set__", _EVERY_FIELD.copy())
     _set(report, "__pydantic_extra__", None)
     _set(report, "__pydantic_private__", None)
     return report
