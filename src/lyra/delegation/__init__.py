@@ -11,19 +11,17 @@ from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
-from lyra.delegation._parse_helpers import (
+from lyra.delegation._report import HEADER as REPORT_HEADER
+from lyra.delegation._report import (
+    METADATA_CLOSE,
+    escape,
     extract_blocker,
     extract_category,
     extract_completed_steps,
     extract_files_modified,
     extract_suggested_actions,
-    is_retryable,
-)
-from lyra.delegation._report import HEADER as REPORT_HEADER
-from lyra.delegation._report import (
-    METADATA_CLOSE,
-    escape,
     find_reports,
+    is_retryable,
     parse_report,
     render_report,
     report_boundary,

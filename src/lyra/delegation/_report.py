@@ -1,4 +1,4 @@
-"""The report text format (DESIGN §4): rendering and parsing, side by side.
+"""The report text format (DESIGN §4): rendering, parsing and the one-field helpers.
 
 Child text is untrusted. Every value written goes through :func:`escape`, and
 free text that spans lines continues on lines indented by four spaces, so no
@@ -784,15 +784,20 @@ def _built(values: dict[str, Any]) -> TaskReport:
     return report
 
 
-# -- one field at a time (the guide-style helpers) ----------------------------
+# -- one field at a time (the recovery guide's helpers) ------------------------
 #
-# A recovery loop calls several helpers on one report. Each reads its field
-# from one match of the rendered layout, remembered for the same text object
-# (a short text only, so that no large transcript is kept alive), or, in any
-# other layout, from one parse. They never raise.
+# Each takes report text (or a transcript ending in one), reads the last report
+# as parse_report does and gives its field, and never raises: a success or no
+# report gives None, False or an empty list, and so does a report parse_report
+# rejects, unless it is in lyra's own layout, where a helper checks only the
+# value it reads. A recovery loop calls several helpers on one report: they
+# share one match of the rendered layout, remembered for the same text object
+# (a short one only, so that no large transcript is kept alive), or, in any
+# other layout, one parse.
 
 _REMEMBER = 1 << 16
-_remembered: tuple[str, re.Match[str] | TaskReport | None] = ("", None)
+_remembered: tuple[object, re.Match[str] | TaskReport | None] = (None, None)
+_Match = re.Match
 
 
 def _last_failure(text: str) -> re.Match[str] | TaskReport | None:
@@ -803,6 +808,8 @@ def _last_failure(text: str) -> re.Match[str] | TaskReport | None:
     last, found = _remembered
     if text is last:
         return found
+    if not isinstance(text, str):
+        return None
     normal = text.replace("\r\n", "\n") if "\r" in text and "\r\n" in text else text
     found = _quick_match(normal)
     if found is None:
@@ -819,51 +826,51 @@ def _last_failure(text: str) -> re.Match[str] | TaskReport | None:
     return found
 
 
-def read_category(text: str) -> FailureCategory | None:
-    """The category of the last report when it is a failure, else ``None``."""
+def extract_category(text: str) -> FailureCategory | None:
+    """The failure category of the last report, or ``None`` for a success or no report."""
     found = _last_failure(text)
-    if isinstance(found, re.Match):
+    if isinstance(found, _Match):
         category: FailureCategory | None = _CATEGORIES.get(found["failure_category"])
         return category
     return None if found is None else found.category
 
 
-def read_retryable(text: str) -> bool:
+def is_retryable(text: str) -> bool:
     """True when the last report is a failure marked retryable."""
     found = _last_failure(text)
-    if isinstance(found, re.Match):
+    if isinstance(found, _Match):
         return found["retryable"] == "true"
     return found is not None and bool(found.retryable)
 
 
-def read_files(text: str) -> tuple[str, ...]:
-    """The files the last report lists, when it is a failure."""
+def extract_completed_steps(text: str) -> list[str]:
+    """The steps the child completed before it failed."""
     found = _last_failure(text)
-    if isinstance(found, re.Match):
-        return _files(found["files"])
-    return () if found is None else found.files_modified
+    if isinstance(found, _Match):
+        return list(_items(found["steps"], _STEP))
+    return [] if found is None else list(found.completed_steps)
 
 
-def read_blocker(text: str) -> str | None:
-    """What blocked the child of the last report, when it is a failure."""
+def extract_files_modified(text: str) -> list[str]:
+    """The files the child modified before it failed."""
     found = _last_failure(text)
-    if isinstance(found, re.Match):
+    if isinstance(found, _Match):
+        return list(_files(found["files"]))
+    return [] if found is None else list(found.files_modified)
+
+
+def extract_blocker(text: str) -> str | None:
+    """What blocked the child, or ``None``."""
+    found = _last_failure(text)
+    if isinstance(found, _Match):
         blocked = found["blocked"]
         return None if blocked is None else _unindent(blocked) or None
     return None if found is None else found.blocked_on
 
 
-def read_steps(text: str) -> tuple[str, ...]:
-    """The completed steps of the last report, when it is a failure."""
+def extract_suggested_actions(text: str) -> list[str]:
+    """The suggested recovery actions (text for a human; never executed)."""
     found = _last_failure(text)
-    if isinstance(found, re.Match):
-        return _items(found["steps"], _STEP)
-    return () if found is None else found.completed_steps
-
-
-def read_actions(text: str) -> tuple[str, ...]:
-    """The suggested actions of the last report, when it is a failure."""
-    found = _last_failure(text)
-    if isinstance(found, re.Match):
-        return _items(found["actions"], _ACTION)
-    return () if found is None else found.suggested_actions
+    if isinstance(found, _Match):
+        return list(_items(found["actions"], _ACTION))
+    return [] if found is None else list(found.suggested_actions)
