@@ -237,8 +237,6 @@ def _entity(match: re.Match[str]) -> str:
 # A block: (region start, region end = where the block opens, where it closes,
 # whether it is a capybara-vibe <execution_summary>). The region before a block
 # is the report's body (a failure) or output (a success).
-
-
 _Block = tuple[int, int, int, bool]
 
 
@@ -284,9 +282,7 @@ def report_boundary(text: str, start: int = 0) -> int:
     """
     lyra = text.rfind(_CLOSE, max(0, start - len(_CLOSE) + 1))
     capy = text.rfind(_CAPY_CLOSE, max(0, start - len(_CAPY_CLOSE) + 1))
-    if lyra < 0 and capy < 0:
-        return -1
-    return capy + len(_CAPY_CLOSE) if capy > lyra else lyra + len(_CLOSE)
+    return -1 if lyra < 0 and capy < 0 else _after(lyra, capy)
 
 
 def parse_report(text: str) -> TaskReport:
