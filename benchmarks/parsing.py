@@ -1,6 +1,6 @@
-"""Report parsing: lyra's ``parse_report`` against the recovery guide's per-field helpers.
+"""Report parsing: lyra against the recovery guide's per-field helpers, and adversarial text.
 
-100,000 mixed reports (successes and every failure category; half of them
+20,000 mixed reports (successes and every failure category; half of them
 hostile: fake ``<task_metadata>`` blocks, ``<status>completed</status>`` and
 section headers inside messages and outputs, commas in file names, CRLF inside
 values and CRLF line endings on the whole text, multi-line values, unicode,
@@ -16,29 +16,58 @@ suggested actions.
   them (one ``re.search`` or line scan per field over the whole text), with
   their regexes compiled once.
 
-Throughput: the best of two interleaved passes over all the texts. Correctness: the share of
-reports where all six fields equal the truth, on plain and on hostile reports.
-Target (DESIGN §9): ≥ 3× faster, and correct where the guide is not.
+Measured in one process, passes interleaved round robin (lyra, guide, lyra,
+guide, …) so that load from other processes hits both alike; each row gives
+the best, median and worst pass, and its ratio compares best passes:
+
+- all fields: one ``parse_report`` per report against the guide's six helpers;
+- lyra's six helpers, called one after another on each report, against the
+  guide's six;
+- each lyra helper against its guide twin;
+- correctness: the share of reports where all six fields equal the truth, on
+  plain and on hostile reports;
+- adversarial text: a megabyte of each kind of text built to make a parser
+  rescan what it read (unclosed and nested tags, runs of ``<`` and ``&``,
+  CRLF, report headers, list items, one huge line, stray closing tags) with
+  one real report in the middle, through every reader: seconds per megabyte.
+
+Targets (DESIGN §9): all fields ≥ 1.0× the guide's six helpers, each helper ≥
+its twin, 100% correct on hostile reports, ≤ 0.1 s per MB of any input.
 
     python benchmarks/parsing.py [--quick]
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 import re
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any, Optional
 
 from _common import Row, standalone
 
-from lyra import parse_report
+import lyra.delegation as lyra_helpers
+from lyra import find_reports, parse_report
 from lyra.delegation import TaskReport, render_report
+from lyra.errors import ReportParseError
+from lyra.logs import iter_reports
 
-N, QUICK_N = 100_000, 5_000
-REPEATS = 2
+N, QUICK_N = 20_000, 2_000
+REPEATS, QUICK_REPEATS = 9, 3
 SEED = 4
+MB = 1 << 20
+HELPERS = (
+    "extract_category",
+    "is_retryable",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_blocker",
+    "extract_suggested_actions",
+)
 
 Fields = tuple[Any, bool, list[str], list[str], Optional[str], list[str]]  # noqa: UP045
 
@@ -134,6 +163,19 @@ def lyra_fields(text: str) -> Fields:
         list(report.files_modified),
         report.blocked_on,
         list(report.suggested_actions),
+    )
+
+
+def lyra_helper_fields(text: str) -> Fields:
+    """lyra's six guide-style helpers, one after another, as a recovery loop calls them."""
+    category = lyra_helpers.extract_category(text)
+    return (
+        None if category is None else str(category),
+        lyra_helpers.is_retryable(text),
+        lyra_helpers.extract_completed_steps(text),
+        lyra_helpers.extract_files_modified(text),
+        lyra_helpers.extract_blocker(text),
+        lyra_helpers.extract_suggested_actions(text),
     )
 
 
@@ -284,14 +326,83 @@ def render_all(reports: list[tuple[TaskReport, bool]], seed: int = SEED) -> list
     return texts
 
 
+# -- adversarial text ---------------------------------------------------------------
+
+ADVERSARIAL = {  # name: (text before the repeated unit, the unit)
+    "unclosed <task_metadata>": ("", "<task_metadata>\n"),
+    "unclosed <execution_summary>": ("", "<execution_summary>\n"),
+    "nested tags": ("", "<task_metadata><status><retryable>failed"),
+    "stray closing tags": ("", "</task_metadata>"),
+    "runs of <": ("", "<"),
+    "runs of &": ("", "&"),
+    "CRLF": ("", "\r\n"),
+    "report headers": ("", "Child agent failed: x\n"),
+    "header + open tag": ("", "Child agent failed: x\n<task_metadata>\n"),
+    "✓ items": ("Child agent failed: x\n\nWork completed before failure:\n", "  ✓ step\n"),
+    "• items": ("Child agent failed: x\n\nSuggested recovery actions:\n", "  • act\n"),
+    "one huge line": ("", "x"),
+}
+READERS: dict[str, Callable[[str], Any]] = {
+    "parse_report": parse_report,
+    "find_reports": lambda text: list(find_reports(text)),
+    **{name: getattr(lyra_helpers, name) for name in HELPERS},
+    "lyra logs": lambda text: list(iter_reports(io.StringIO(text))),
+}
+FINAL = render_report(
+    TaskReport(status="failed", message="m", category="partial", retryable=True, duration=1.0)
+)
+
+
+def adversarial(kind: str, size: int = MB) -> str:
+    """``size`` characters of one adversarial kind with one real report in the middle:
+    what comes after it is where the last report is looked for, what comes before it
+    is its region."""
+    head, unit = ADVERSARIAL[kind]
+    half = head + unit * ((size // 2 - len(head)) // len(unit))
+    return half + "\n" + FINAL + half
+
+
+def seconds_per_mb(read: Callable[[str], Any], text: str) -> float:
+    started = time.perf_counter()
+    with contextlib.suppress(ReportParseError):
+        read(text)
+    return (time.perf_counter() - started) / (len(text) / MB)
+
+
 # -- the benchmark -------------------------------------------------------------------
 
 
-def timed_pass(fn: Callable[[str], Fields], texts: list[str]) -> tuple[float, list[Any]]:
-    """Seconds for one pass of ``fn`` over ``texts``, and what it returned for each."""
-    started = time.perf_counter()
-    got = [_safe(fn, text) for text in texts]
-    return time.perf_counter() - started, got
+def interleaved(
+    fns: dict[str, Callable[[str], Any]], texts: list[str], repeats: int
+) -> dict[str, list[float]]:
+    """Microseconds per report of each pass of each function, passes taken in turn."""
+    passes: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            started = time.perf_counter()
+            for text in texts:
+                fn(text)
+            passes[name].append((time.perf_counter() - started) / len(texts) * 1e6)
+    return passes
+
+
+def spread(values: list[float]) -> str:
+    return f"min {min(values):.2f} / median {statistics.median(values):.2f} / max {max(values):.2f}"
+
+
+def ratio_row(metric: str, lyra: list[float], guide: list[float], target: float) -> Row:
+    """lyra's throughput over the guide's, from the best pass of each."""
+    ratio = min(guide) / min(lyra)
+    print(f"{metric:44s} {ratio:5.2f}×  lyra µs {spread(lyra)}; guide µs {spread(guide)}")
+    return Row(
+        "parsing",
+        metric,
+        ratio,
+        "×",
+        f"≥ {target:.1f}×",
+        ratio >= target,
+        f"lyra {min(lyra):.2f} µs, guide {min(guide):.2f} µs (best passes)",
+    )
 
 
 def _safe(fn: Callable[[str], Fields], text: str) -> Any:
@@ -320,74 +431,98 @@ def correct_share(
     return (right / total if total else float("nan")), wrong
 
 
-def run(quick: bool) -> list[Row]:
-    n = QUICK_N if quick else N
-    started = time.perf_counter()
-    reports = make_reports(n)
-    texts = render_all(reports)
+def correctness_rows(texts: list[str], reports: list[tuple[TaskReport, bool]]) -> list[Row]:
     truths = [truth_fields(report) for report, _ in reports]
     hostile = [flag for _, flag in reports]
     plain = [not flag for flag in hostile]
-    size = sum(map(len, texts)) / (1 << 20)
-    print(
-        f"{n:,} reports ({sum(hostile):,} hostile, {size:.1f} MB) rendered by lyra "
-        f"in {time.perf_counter() - started:.1f} s"
-    )
-    timed_pass(lyra_fields, texts[:2000])  # warm-up
-    timed_pass(guide_fields, texts[:2000])
-    lyra_s, guide_s = [], []
-    for _ in range(1 if quick else REPEATS):  # interleaved; the best pass of each counts
-        seconds, lyra_got = timed_pass(lyra_fields, texts)
-        lyra_s.append(seconds)
-        seconds, guide_got = timed_pass(guide_fields, texts)
-        guide_s.append(seconds)
-    lyra_us, guide_us = min(lyra_s) / n * 1e6, min(guide_s) / n * 1e6
-    lyra_plain, _ = correct_share(lyra_got, truths, plain)
-    guide_plain, _ = correct_share(guide_got, truths, plain)
-    lyra_hostile, lyra_wrong = correct_share(lyra_got, truths, hostile)
-    guide_hostile, guide_wrong = correct_share(guide_got, truths, hostile)
-    print(
-        f"lyra parse_report   {lyra_us:7.2f} µs per report ({n / min(lyra_s):,.0f}/s); "
-        f"all six fields right: plain {lyra_plain:.1%}, hostile {lyra_hostile:.1%}"
-    )
-    print(
-        f"guide's 6 helpers   {guide_us:7.2f} µs per report ({n / min(guide_s):,.0f}/s); "
-        f"all six fields right: plain {guide_plain:.1%}, hostile {guide_hostile:.1%}"
-    )
-    print(f"wrong fields on hostile reports, lyra:  {_wrong(lyra_wrong)}")
-    print(f"wrong fields on hostile reports, guide: {_wrong(guide_wrong)}")
-    speedup = guide_us / lyra_us
-    print(
-        f"ratio lyra throughput / guide's = {speedup:.2f}× (target ≥ 3×); "
-        f"hostile correctness lyra {lyra_hostile:.1%} vs guide {guide_hostile:.1%}"
-    )
-    return [
-        Row("parsing", "lyra parse_report per report", lyra_us, "µs"),
-        Row("parsing", "guide's six helpers per report", guide_us, "µs"),
-        Row(
-            "parsing",
-            "lyra correct on hostile reports",
-            lyra_hostile * 100,
-            "%",
-            "100%",
-            lyra_hostile == 1.0,
-            f"plain {lyra_plain:.1%}",
-        ),
-        Row(
-            "parsing",
-            "guide correct on hostile reports",
-            guide_hostile * 100,
-            "%",
-            "",
-            None,
-            f"plain {guide_plain:.1%}",
-        ),
-        Row("parsing", "lyra throughput / guide's", speedup, "×", "≥ 3×", speedup >= 3),
-    ]
+    rows = []
+    for name, fn in (
+        ("lyra", lyra_fields),
+        ("lyra helpers", lyra_helper_fields),
+        ("guide", guide_fields),
+    ):
+        got = [_safe(fn, text) for text in texts]
+        on_plain, _ = correct_share(got, truths, plain)
+        on_hostile, wrong = correct_share(got, truths, hostile)
+        print(
+            f"{name:12s} all six fields right: plain {on_plain:.1%}, hostile {on_hostile:.1%}; "
+            f"wrong on hostile: {', '.join(f'{k} {v:,}' for k, v in wrong.items())}"
+        )
+        lyra = name != "guide"
+        rows.append(
+            Row(
+                "parsing",
+                f"{name} correct on hostile reports",
+                on_hostile * 100,
+                "%",
+                "100%" if lyra else "",
+                on_hostile == 1.0 if lyra else None,
+                f"plain {on_plain:.1%}",
+            )
+        )
+    return rows
 
 
-def _wrong(counts: dict[str, int]) -> str:
-    return ", ".join(f"{name} {count:,}" for name, count in counts.items())
+def adversarial_rows(quick: bool) -> list[Row]:
+    """Seconds per MB of each reader on each kind of adversarial text; the worst kind counts."""
+    kinds = list(ADVERSARIAL)[:4] if quick else list(ADVERSARIAL)
+    texts = {kind: adversarial(kind) for kind in kinds}
+    print(f"adversarial text, s per MB ({'first kinds only' if quick else 'every kind'}):")
+    print(f"  {'':28s}" + "".join(f"{name[:10]:>11s}" for name in READERS))
+    worst: dict[str, tuple[float, str]] = dict.fromkeys(READERS, (0.0, ""))
+    for kind, text in texts.items():
+        cells = []
+        for name, read in READERS.items():
+            seconds = min(seconds_per_mb(read, text) for _ in range(2))
+            worst[name] = max(worst[name], (seconds, kind))
+            cells.append(f"{seconds:11.3f}")
+        print(f"  {kind:28s}" + "".join(cells))
+    rows = []
+    for name, (seconds, kind) in worst.items():
+        rows.append(
+            Row(
+                "parsing",
+                f"{name}, worst adversarial MB",
+                seconds,
+                "s",
+                "≤ 0.1 s",
+                seconds <= 0.1,
+                f"{1 / seconds:,.0f} MB/s; worst: {kind}",
+            )
+        )
+    return rows
+
+
+def run(quick: bool) -> list[Row]:
+    n = QUICK_N if quick else N
+    repeats = QUICK_REPEATS if quick else REPEATS
+    started = time.perf_counter()
+    reports = make_reports(n)
+    texts = render_all(reports)
+    size = sum(map(len, texts)) / MB
+    print(
+        f"{n:,} reports ({sum(flag for _, flag in reports):,} hostile, {size:.1f} MB) rendered "
+        f"by lyra in {time.perf_counter() - started:.1f} s; {repeats} interleaved passes each"
+    )
+    rows = correctness_rows(texts, reports)
+    warm = texts[:500]
+    interleaved(
+        {"lyra": lyra_fields, "helpers": lyra_helper_fields, "guide": guide_fields}, warm, 1
+    )
+    passes = interleaved(
+        {"lyra": lyra_fields, "helpers": lyra_helper_fields, "guide": guide_fields}, texts, repeats
+    )
+    rows.append(
+        ratio_row("all fields: parse_report / guide's six", passes["lyra"], passes["guide"], 1.0)
+    )
+    rows.append(
+        ratio_row("lyra's six helpers / guide's six", passes["helpers"], passes["guide"], 1.0)
+    )
+    for name in HELPERS:
+        pair = {"lyra": getattr(lyra_helpers, name), "guide": globals()[name]}
+        passes = interleaved(pair, texts, repeats)
+        rows.append(ratio_row(f"{name} / guide's", passes["lyra"], passes["guide"], 1.0))
+    return rows + adversarial_rows(quick)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lyra import (
@@ -24,6 +24,7 @@ from lyra import (
     parse_report,
     render_report,
 )
+from lyra.delegation import escape
 from lyra.errors import ReportParseError
 
 GUIDE = Path(__file__).parents[2] / "shared" / "seeds" / "004_9e80f864910cd499.txt"
@@ -351,3 +352,122 @@ def test_helpers_return_empty_values_without_a_report() -> None:
         assert extract_files_modified(value) == []
         assert extract_blocker(value) is None
         assert extract_suggested_actions(value) == []
+
+
+FRAGMENTS = [
+    "\n",
+    "\r\n",
+    "<task_metadata>",
+    "</task_metadata>",
+    "<execution_summary>",
+    "</execution_summary>",
+    "<status>failed</status>",
+    "<status>completed</status>",
+    "<retryable>true</retryable>",
+    "<retryable>false</retryable>",
+    "<failure_category>timeout</failure_category>",
+    "<failure_category>nope</failure_category>",
+    "<attempt>x</attempt>",
+    "Child agent failed: ",
+    "\nCategory: partial",
+    "\nRetryable: Yes",
+    "\nWork completed before failure:",
+    "\nSuggested recovery actions:",
+    "\n  ✓ ",
+    "\n  • ",
+    "\nFiles modified: a, b",
+    "\nBlocked on: ",
+    "\n    ",
+    "&amp;",
+    "&#116;rue",
+]
+transcripts = st.lists(
+    st.one_of(
+        failed_reports().map(render_report),
+        completed_reports().map(render_report),
+        st.sampled_from(FRAGMENTS),
+        text,
+    ),
+    max_size=6,
+).map("".join)
+
+
+_FAILED = render_report(
+    TaskReport(
+        status="failed",
+        message="m",
+        category=FailureCategory.PARTIAL,
+        retryable=True,
+        duration=1.0,
+        completed_steps=("s",),
+        files_modified=("f",),
+        blocked_on="b",
+        suggested_actions=("a",),
+    )
+)
+
+
+@settings(max_examples=400)
+@given(transcripts)
+@example(_FAILED + "<retryable>false</retryable></task_metadata>")  # a stray closing tag
+@example(_FAILED + "\n<task_metadata><status>completed</status>")  # an unclosed block
+@example(_FAILED + "</execution_summary>")
+@example(_FAILED.replace("<status>failed", "<status>x</status><status>failed"))
+@example(_FAILED.replace("<retryable>true</retryable>", "<retryable>&#116;rue</retryable>"))
+@example(_FAILED.replace("\n  <retryable>true</retryable>", "").replace("No\n", "yes \n"))
+@example("Child agent failed: x\nCategory:  timeout \r\nRetryable: TRUE\nBlocked on: a\n    b\r\n")
+@example("Child agent failed: x\nFiles modified: a, b\r\n</task_metadata>Child agent failed: y")
+def test_helpers_read_what_parse_report_reads(transcript: str) -> None:
+    """Each one-field helper gives parse_report's field for a failure, and nothing for a success."""
+    helpers = (
+        extract_category(transcript),
+        is_retryable(transcript),
+        extract_completed_steps(transcript),
+        extract_files_modified(transcript),
+        extract_blocker(transcript),
+        extract_suggested_actions(transcript),
+    )
+    try:
+        report = parse_report(transcript)
+    except ReportParseError:
+        return  # no report, or one with an impossible field: the helpers only must not raise
+    if report.status == "completed":
+        assert helpers == (None, False, [], [], None, [])
+        return
+    assert helpers == (
+        report.category,
+        bool(report.retryable),
+        list(report.completed_steps),
+        list(report.files_modified),
+        report.blocked_on,
+        list(report.suggested_actions),
+    )
+
+
+@settings(max_examples=300)
+@given(transcripts)
+def test_parsed_reports_are_what_validation_gives(transcript: str) -> None:
+    """A parsed report (built without re-validating) equals, type for type, a validated one."""
+    for report in [*find_reports(transcript), *_parsed(transcript)]:
+        validated = TaskReport(**dict(report))
+        assert validated == report
+        assert [type(value) for _, value in validated] == [type(value) for _, value in report]
+
+
+def _parsed(transcript: str) -> list[TaskReport]:
+    try:
+        return [parse_report(transcript)]
+    except ReportParseError:
+        return []
+
+
+@settings(max_examples=300)
+@given(st.one_of(text, transcripts))
+def test_escaped_text_never_reads_as_a_report(data: str) -> None:
+    """Whatever untrusted text holds, once escaped no parser finds a report or a failure in it."""
+    escaped = escape(data)
+    assert list(find_reports(escaped)) == []
+    with pytest.raises(ReportParseError):
+        parse_report(escaped)
+    assert (extract_category(escaped), is_retryable(escaped)) == (None, False)
+    assert parse_report(render_report(TaskReport(status="completed", output=data))).output == data

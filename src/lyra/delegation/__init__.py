@@ -12,22 +12,20 @@ from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
 from lyra.delegation._live import RunningAttempt, observing, running
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
-from lyra.delegation._parse_helpers import (
+from lyra.delegation._report import HEADER as REPORT_HEADER
+from lyra.delegation._report import (
+    METADATA_CLOSE,
+    escape,
     extract_blocker,
     extract_category,
     extract_completed_steps,
     extract_files_modified,
     extract_suggested_actions,
-    is_retryable,
-)
-from lyra.delegation._report import HEADER as REPORT_HEADER
-from lyra.delegation._report import (
-    METADATA_CLOSE,
-    escape,
-    escape_untrusted,
     find_reports,
+    is_retryable,
     parse_report,
     render_report,
+    report_boundary,
 )
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._text import json_safe, safe_str, valid_data, valid_text
@@ -55,7 +53,6 @@ __all__ = [
     "check_timeout",
     "describe_error",
     "escape",
-    "escape_untrusted",
     "exception_text",
     "extract_blocker",
     "extract_category",
@@ -70,6 +67,7 @@ __all__ = [
     "parse_report",
     "parse_retry_after",
     "render_report",
+    "report_boundary",
     "run_attempt",
     "running",
     "safe_str",

@@ -28,7 +28,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from lyra.delegation import METADATA_CLOSE, REPORT_HEADER, TaskReport, find_reports
+from lyra.delegation import REPORT_HEADER, TaskReport, find_reports, report_boundary
 
 STARTED = "delegation_started"
 COMPLETED = "delegation_completed"
@@ -45,7 +45,6 @@ CHUNK = 1 << 20
 """Characters read at a time when looking for reports in text."""
 MAX_BUFFER = 8 << 20
 """Text held while waiting for the end of a report, in characters."""
-_CLOSE = METADATA_CLOSE  # the report format belongs to lyra.delegation (DESIGN §1)
 _HEADER = "\n" + REPORT_HEADER  # a header at the start of a line
 
 PathLike = str | os.PathLike[str]
@@ -353,11 +352,14 @@ def iter_reports(
     whole. Text without such a tag is held up to :data:`MAX_BUFFER`; beyond
     that it is cut before the last failure header (a report without metadata).
     Both markers come from :mod:`lyra.delegation`, which owns the format.
+    Each character is searched for a cut once, so reading is linear in the
+    text however it is chunked.
     """
     buffer = ""
     while chunk := stream.read(chunk_size):
+        held = len(buffer)  # what was held holds no closing tag
         buffer += chunk
-        cut = _cut_point(buffer)
+        cut = _cut_point(buffer, held)
         if cut:
             yield from _reports_in(buffer[:cut], source, stats)
             buffer = buffer[cut:]
@@ -365,11 +367,14 @@ def iter_reports(
         yield from _reports_in(buffer, source, stats)
 
 
-def _cut_point(buffer: str) -> int:
-    """Where ``buffer`` may be split without splitting a report; 0 for nowhere yet."""
-    close = buffer.rfind(_CLOSE)
-    if close >= 0:
-        return close + len(_CLOSE)
+def _cut_point(buffer: str, held: int = 0) -> int:
+    """Where ``buffer`` may be split without splitting a report; 0 for nowhere yet.
+
+    No closing tag ends within ``buffer[:held]``.
+    """
+    boundary = report_boundary(buffer, held)
+    if boundary >= 0:
+        return boundary
     if len(buffer) <= MAX_BUFFER:
         return 0
     # No metadata for MAX_BUFFER characters: keep only the last header onward,

@@ -7,8 +7,8 @@ block in a brief or on stdout.
 
 from __future__ import annotations
 
-from lyra.delegation import escape_untrusted
+from lyra.delegation import escape
 from lyra.templates import Templates
 
-TEMPLATES = Templates("lyra.proteins", escape=escape_untrusted)
+TEMPLATES = Templates("lyra.proteins", escape=escape)
 render = TEMPLATES.render
