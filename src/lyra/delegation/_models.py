@@ -24,12 +24,21 @@ def built(cls: type[M], **values: Any) -> M:
     them again: what ``model_construct`` does, minus its per-field Python loop. The
     result of every delegation of a large fan-out is made here; anything built from
     foreign data goes through ordinary validation instead."""
+    return assembled(cls, {**_defaults(cls), **values}, set(values))
+
+
+def assembled(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """An instance holding exactly ``values`` (every field), built as
+    ``model_construct`` builds one, with ``fields_set`` as the fields given."""
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", {**_defaults(cls), **values})
-    object.__setattr__(model, "__pydantic_fields_set__", set(values))
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
     return model
+
+
+_set = object.__setattr__
 
 
 @cache

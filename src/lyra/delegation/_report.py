@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lyra._taxonomy import ErrorType, FailureCategory
-from lyra.delegation._models import FailedDelegation, TaskReport
+from lyra.delegation._models import FailedDelegation, TaskReport, assembled
 from lyra.errors import ReportParseError
 from lyra.templates import LYRA
 
@@ -762,8 +762,6 @@ def _member(members: dict[str, Any], value: str, what: str) -> Any:
 # BaseModel.model_construct would cost more than validation itself.
 _DEFAULTS = {name: field.get_default() for name, field in TaskReport.model_fields.items()}
 _EVERY_FIELD = set(_DEFAULTS)
-_new = object.__new__
-_set = object.__setattr__
 
 
 def _report(fields: dict[str, Any]) -> TaskReport:
@@ -772,14 +770,9 @@ def _report(fields: dict[str, Any]) -> TaskReport:
 
 
 def _built(values: dict[str, Any]) -> TaskReport:
-    """A report of every field's value, built as ``model_construct`` builds one;
-    the parser gives every field, so every field counts as set."""
-    report: TaskReport = _new(TaskReport)
-    _set(report, "__dict__", values)
-    _set(report, "__pydantic_fields_set__", _EVERY_FIELD.copy())
-    _set(report, "__pydantic_extra__", None)
-    _set(report, "__pydantic_private__", None)
-    return report
+    """A report of every field's value; the parser gives every field, so every
+    field counts as set."""
+    return assembled(TaskReport, values, _EVERY_FIELD.copy())
 
 
 # -- one field at a time (the recovery guide's helpers) ------------------------
