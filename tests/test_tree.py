@@ -269,6 +269,22 @@ def test_a_thread_child_reporting_progress_outlives_its_idle_timeout() -> None:
     assert report.status == "completed"
 
 
+def test_thread_progress_reaches_each_run_s_own_event_loop() -> None:
+    """Each run's attempts send thread progress to that run's event loop: a thread child
+    outlives its idle timeout in one ``delegate_task`` (one event loop) after another."""
+    from lyra import delegate_task
+
+    def steady(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(6):
+            time.sleep(0.05)
+            ctx.heartbeat()
+        return "done"
+
+    for _ in range(2):
+        report = delegate_task("x", child=steady, timeout=5, idle_timeout=0.15)
+        assert parse_report(report).status == "completed"
+
+
 async def test_the_total_timeout_still_holds_for_a_busy_child() -> None:
     """A child that keeps making progress is still ended at its total timeout, as a plain
     timeout (not idle)."""

@@ -200,11 +200,19 @@ class Account:
         )
 
     def has_room(self) -> bool:
-        """True while every limit up the chain leaves something to spend."""
-        left = self.left()
-        return all(
-            value is None or value > 0
-            for value in (left.max_tokens, left.max_cost_usd, left.max_turns)
+        """True while every limit up the chain leaves something to spend (checked
+        before every attempt, so it builds no :class:`Budget`)."""
+        with self._lock:
+            return all(account._room() for account in self.chain() if account.limits is not None)
+
+    def _room(self) -> bool:
+        limits = self.limits
+        assert limits is not None
+        tokens = self.input_tokens + self.output_tokens
+        return (
+            (limits.max_tokens is None or tokens < limits.max_tokens)
+            and (limits.max_cost_usd is None or self.cost_usd < limits.max_cost_usd)
+            and (limits.max_turns is None or self.turns < limits.max_turns)
         )
 
     def limited(self) -> list[Account]:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
+from contextvars import ContextVar
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -55,6 +56,23 @@ enough for the parent to hear of the grandchild's timeout on a busy event loop."
 _MAX_IDLE_SLACK = 0.02
 """Seconds an idle deadline may fire late, so that frequent progress does not
 re-arm the timer on every call."""
+_known_token: ContextVar[tuple[int, Any] | None] = ContextVar("lyra_loop_token", default=None)
+
+
+def _loop_token() -> Any:
+    """The running event loop's token, for calls back from other threads.
+
+    ``anyio.lowlevel.current_token()`` costs about a microsecond, so the token is
+    remembered in the task's context (with the thread it belongs to: a worker
+    thread that runs a loop of its own inherits the context, not the loop).
+    """
+    thread = threading.get_ident()
+    known = _known_token.get()
+    if known is not None and known[0] == thread:
+        return known[1]
+    token = anyio.lowlevel.current_token()
+    _known_token.set((thread, token))
+    return token
 
 
 class Runner(Protocol):
@@ -100,6 +118,7 @@ class ChildContext:
     _scope: anyio.CancelScope | None = None
     _stop: Account | None = None
     _token: Any = None
+    _watched: tuple[Account, ...] | list[Account] = ()
     _observed = False
     started = 0.0
     """When the attempt began (``time.monotonic()``), for a live display."""
@@ -142,7 +161,7 @@ class ChildContext:
             self._armed = min(self._deadline, self._armed - timeout + idle_timeout + self._slack)
         if idle_timeout is not None or account is not None:
             # Progress or a charge from a worker thread must reach the scope.
-            self._token = anyio.lowlevel.current_token()
+            self._token = _loop_token()
 
     # -- what the child reports ------------------------------------------------
 
@@ -340,7 +359,8 @@ class ChildContext:
         and an account that runs out cancels it. A live display may watch it."""
         self._scope = scope
         if self._account is not None:
-            for account in self._account.limited():
+            self._watched = self._account.limited()
+            for account in self._watched:
                 account.watch(id(self), self._out_of_budget)
         if _live.watch(self):
             self._observed = True
@@ -350,9 +370,8 @@ class ChildContext:
 
     def _exit(self) -> None:
         self._scope = None
-        if self._account is not None:
-            for account in self._account.limited():
-                account.unwatch(id(self))
+        for account in self._watched:
+            account.unwatch(id(self))
         if self._observed:
             _live.unwatch(self)
 
