@@ -108,7 +108,6 @@ def _seconds(read: Callable[[str], object], text: str) -> float:
     """The parser's own time: the collector is paused, since one full collection walks
     the whole test process (whatever the input) when tens of thousands of reports
     are built."""
-    gc.collect()
     gc.disable()
     try:
         started = time.perf_counter()

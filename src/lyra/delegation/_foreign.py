@@ -86,6 +86,9 @@ ANTHROPIC_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "ClaudeCodeVersionTooOldError": (_K.PERMANENT, _E.UNKNOWN),
     "CMEKKeyDisabledError": (_K.PERMANENT, _E.AUTH),
     "CMEKKeyNetworkBlockedError": (_K.PERMANENT, _E.AUTH),
+    # A 400 in the SDK, but it names a workspace setting, not a malformed task:
+    # the same request succeeds once the workspace allows it.
+    "WorkspaceHumanReviewDisabledError": (_K.PERMANENT, _E.AUTH),
     # A 404 from the Messages API names a missing model or endpoint, not a
     # missing subject: a configuration problem, never fixed by retrying.
     "NotFoundError": (_K.PERMANENT, _E.NOT_FOUND),
