@@ -107,6 +107,13 @@ _CAPY_MODIFIED = re.compile(r"<modified(?:\s[^<>]*)?>([^<]*)</modified>")
 _FAILED_DELEGATION = "failed_delegation"  # repeated: one tag per failed nested delegation
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
+_OWN_REFERENCES = (  # CR, LF and comma (in file names), "none" and the header's "C"
+    ("&#13;", "\r"),
+    ("&#10;", "\n"),
+    ("&#44;", ","),
+    ("&#110;", "n"),
+    ("&#67;", "C"),
+)
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 _FILE_ESCAPES = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;", "\n": "&#10;", ",": "&#44;"}
@@ -220,9 +227,12 @@ def unescape(text: str) -> str:
     if "&" not in text:
         return text
     if "&#" in text:
-        # Replacing these first cannot make or break another reference: the
-        # characters they become are neither "&", "#", digits nor ";".
-        text = text.replace("&#13;", "\r").replace("&#10;", "\n").replace("&#44;", ",")
+        # The references lyra writes itself. Replacing these first cannot make or
+        # break another reference: what they become is neither "&", "#", a digit
+        # nor ";".
+        for reference, character in _OWN_REFERENCES:
+            if reference in text:
+                text = text.replace(reference, character)
         if "&#" in text:  # another numeric reference, from some other writer
             return _ENTITY.sub(_entity, text)
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")  # "&amp;" last
