@@ -2,8 +2,9 @@
 
 A scripted model-backed child needs five turns of 3,000 tokens each; its
 first attempt loses the connection after three. With
-``delegate_with_retry(budget=Budget(max_tokens=20_000))`` the retry is a
-continuation that does only the two turns left, and the task completes within
+``recover(..., budget=Budget(max_tokens=20_000))`` (the loop behind
+``delegate_with_retry``, which also returns every attempt, so that each one's
+spend can be shown) the retry is a continuation that does only the two turns left, and the task completes within
 budget (15,000 tokens). With ``max_tokens=12_000`` the continuation runs out of
 budget on its second turn: the child is stopped at that charge, the failure is
 ``timeout`` / ``budget`` with the limit and the amount as evidence, and no

@@ -195,8 +195,14 @@ def run_lyra_mcp(*args: str, code: str | None = None) -> subprocess.CompletedPro
             "lyra: the MCP server needs the MCP SDK, which is not installed: "
             "pip install 'lyra[mcp]'",
         ),
+        (  # the extra is named first: without it no child can help
+            (),
+            "import sys; sys.modules['mcp'] = None",
+            "lyra: the MCP server needs the MCP SDK, which is not installed: "
+            "pip install 'lyra[mcp]'",
+        ),
     ],
-    ids=["no child", "unknown child", "no extra"],
+    ids=["no child", "unknown child", "no extra", "no extra and no child"],
 )
 def test_a_server_that_cannot_serve_says_why_and_exits_2(
     args: tuple[str, ...], code: str | None, message: str

@@ -43,12 +43,13 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Resolve the child (a clear error now rather than at the first call), then serve."""
+    """Check the extra, resolve the child (a clear error now rather than at the
+    first call), then serve."""
     from lyra._sync import run_blocking
     from lyra.children import default_child
+    from lyra.mcp import serve  # first: without the extra, nothing else can help
 
     child = args.child.resolve() if args.child else default_child()
-    from lyra.mcp import serve  # after the child: a missing child is the first thing to fix
 
     with _logging.events_to(args.events, verbose=args.verbose):
         run_blocking("serve", lambda: serve(child))
