@@ -109,6 +109,14 @@ async def test_usage_reaches_the_result_the_report_and_the_events() -> None:
     assert (done["tokens_used"], done["input_tokens"], done["turns"]) == (1200, 900, 3)
 
 
+async def test_summed_costs_carry_no_binary_noise() -> None:
+    """Three charges of $0.02 are $0.06 on the result and in the report, not
+    0.060000000000000005."""
+    result = await Supervisor(Spender(cost_usd=0.02)).delegate("spend", timeout=5)
+    assert result.usage is not None and result.usage.cost_usd == 0.06
+    assert "<cost_usd>0.06</cost_usd>" in result.report
+
+
 async def test_nothing_charged_means_no_usage_anywhere() -> None:
     """A child that charges nothing leaves usage out of the result, report and events."""
     with capture_logs() as events:
@@ -558,6 +566,19 @@ async def test_a_budget_failure_ends_the_loop_without_another_attempt() -> None:
     parsed = parse_report(report)
     assert (parsed.category, parsed.error_type, parsed.attempt) == ("timeout", "budget", 1)
     assert len(child.ran) == 3
+
+
+async def test_a_task_over_its_own_budget_is_not_retryable_though_the_run_has_room() -> None:
+    """A task's budget covers its retries: when it is spent the report says no retry
+    can help and suggests raising it, although the run-wide budget has room."""
+    supervisor = Supervisor(Spender(steps=5, input_tokens=60), budget=Budget(max_tokens=10_000))
+    [outcome] = await supervisor.run([Task(prompt="spend", budget=Budget(max_tokens=100))])
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.error_type, failure.suggested_retry) == ("budget", False)
+    assert failure.suggested_actions[0].startswith("Raise the budget")
+    assert len(outcome.attempts) == 1
+    assert parse_report(outcome.report).retryable is False
 
 
 async def test_a_run_wide_budget_is_shared_by_every_task() -> None:

@@ -61,7 +61,7 @@ class Usage(BaseModel):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
+            cost_usd=_dollars(self.cost_usd + other.cost_usd),
             turns=self.turns + other.turns,
         )
 
@@ -74,6 +74,12 @@ class Usage(BaseModel):
             "cost_usd": round(self.cost_usd, 6),
             "turns": self.turns,
         }
+
+
+def _dollars(amount: float) -> float:
+    """A sum of costs without binary noise (0.02 * 3 is 0.06, not 0.060000000000000005):
+    a trillionth of a dollar is far below any price."""
+    return round(amount, 12)
 
 
 Watcher = Callable[["Account"], None]
@@ -95,6 +101,7 @@ class Account:
         "limits",
         "output_tokens",
         "parent",
+        "retries_included",
         "turns",
     )
 
@@ -107,6 +114,9 @@ class Account:
         """Why the account ran out (the limit and the amount used), once it has."""
         self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()
         self._watchers: dict[int, Watcher] = {}
+        self.retries_included = False
+        """True for a recovery loop's account: every retry draws on it, so a
+        failure for want of it is not retryable, whatever the accounts above hold."""
 
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
@@ -149,7 +159,7 @@ class Account:
             for account in self.chain():
                 account.input_tokens += input_tokens
                 account.output_tokens += output_tokens
-                account.cost_usd += cost_usd
+                account.cost_usd = _dollars(account.cost_usd + cost_usd)
                 account.turns += turns
                 if account.limits is not None and account.exhausted is None:
                     account.exhausted = account._over()

@@ -116,7 +116,13 @@ def classify_budget(ctx: ChildContext) -> Verdict:
         room = False
     else:
         why = account.exhausted or "a limit was reached"
-        room = account.parent is not None and account.parent.has_room()
+        # A retry with a budget of its own could go on only where the accounts
+        # above still have room, and never when retries share this one.
+        room = (
+            not account.retries_included
+            and account.parent is not None
+            and account.parent.has_room()
+        )
     return Verdict(
         category=_C.TIMEOUT,
         retryable=room,

@@ -143,6 +143,8 @@ async def recover(
     if idle_timeout is not None:
         idle_timeout = check_timeout(idle_timeout, "idle_timeout")
     tree = Account.for_budget(budget, account)
+    if tree is not None and tree is not account:
+        tree.retries_included = True  # the task's cap: every attempt draws on it
     attempt: AttemptRunner
     rng: random.Random | None = None
     if replay is None:
