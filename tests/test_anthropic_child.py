@@ -298,14 +298,16 @@ async def test_each_response_is_charged_from_its_usage(client_for: Any) -> None:
 
 
 async def test_a_turn_budget_stops_the_model_before_the_next_call(client_for: Any) -> None:
-    """With max_turns=2 the third model call is never made; the failure says why."""
+    """With max_turns=2 the third model call is never made, nor counted; the failure
+    says why."""
     with MessagesAPI([tool_turn(), tool_turn()]) as api:
         child = AnthropicChild(tools=[get_plddt], client=client_for(api))
         result = await Supervisor(child, budget=Budget(max_turns=2)).delegate("x", timeout=5)
     assert len(api.requests) == 2
     failure = result.failure
     assert (failure.category, failure.error_type) == ("timeout", "budget")
-    assert "max_turns=2 exceeded: 3 turns used" in failure.evidence
+    assert "max_turns=2 reached: 2 turns used, 1 more refused" in failure.evidence
+    assert result.usage is not None and result.usage.turns == 2
     assert not failure.suggested_retry
 
 

@@ -43,13 +43,13 @@ def no_real_sleeps() -> Iterator[list[float]]:
 class Spender:
     """Charges ``amount`` per step and records which steps really ran."""
 
-    def __init__(self, steps: int = 3, **amount: Any) -> None:
-        self.steps, self.amount = steps, amount
+    def __init__(self, steps: int = 3, *, ahead: bool = False, **amount: Any) -> None:
+        self.steps, self.ahead, self.amount = steps, ahead, amount
         self.ran: list[int] = []
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         for step in range(self.steps):
-            ctx.charge(**self.amount)
+            ctx.charge(**self.amount, ahead=self.ahead)
             self.ran.append(step)
             ctx.step(f"Step {step + 1}")
         return "finished"
@@ -107,6 +107,17 @@ async def test_usage_reaches_the_result_the_report_and_the_events() -> None:
     assert (report.tokens_used, report.turns, report.cost_usd) == (1200, 3, 0.0)
     done = next(e for e in events if e["event"] == "delegation_completed")
     assert (done["tokens_used"], done["input_tokens"], done["turns"]) == (1200, 900, 3)
+
+
+async def test_a_charge_made_ahead_is_refused_rather_than_overspent() -> None:
+    """ctx.charge(ahead=True) pays before the use: the one that would go over is not
+    recorded, and the attempt ends as out of budget with the limit reached."""
+    child = Spender(steps=3, turns=1, ahead=True)
+    result = await Supervisor(child, budget=Budget(max_turns=2)).delegate("x", timeout=5)
+    assert child.ran == [0, 1]
+    assert result.usage is not None and result.usage.turns == 2
+    assert result.failure is not None and result.failure.error_type == "budget"
+    assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
 
 
 async def test_summed_costs_carry_no_binary_noise() -> None:

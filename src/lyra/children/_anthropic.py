@@ -217,7 +217,7 @@ class AnthropicChild:
         """One Messages API call, charged to the budget: the turn before it is
         made, the tokens and cost after. A body the SDK cannot read is a
         transient failure."""
-        ctx.charge(turns=1)
+        ctx.charge(turns=1, ahead=True)  # a call the budget has no turn for is never made
         try:
             response = await client.messages.create(
                 model=self.model,

@@ -151,37 +151,63 @@ class Account:
         output_tokens: int = 0,
         cost_usd: float = 0.0,
         turns: int = 0,
+        ahead: bool = False,
     ) -> Account | None:
         """Record use here and in every ancestor; the innermost account that is
-        (now or already) over its limits, else ``None``."""
+        (now or already) over its limits, else ``None``.
+
+        ``ahead``: the charge pays for use not made yet (a model call's turn,
+        taken before the call). When it would take an account over a limit,
+        nothing is recorded and that account is exhausted as having reached it.
+        """
         ran_out: list[Account] = []
         with self._lock:
-            for account in self.chain():
-                account.input_tokens += input_tokens
-                account.output_tokens += output_tokens
-                account.cost_usd = _dollars(account.cost_usd + cost_usd)
-                account.turns += turns
-                if account.limits is not None and account.exhausted is None:
-                    account.exhausted = account._over()
-                    if account.exhausted is not None:
-                        ran_out.append(account)
-            over = next((a for a in self.chain() if a.exhausted is not None), None)
+            chain = self.chain()
+            refusal = None
+            if ahead:  # the first account it would take over, and why
+                tokens = input_tokens + output_tokens
+                refusal = next(
+                    ((a, why) for a in chain if (why := a._over(tokens, cost_usd, turns))), None
+                )
+            if refusal is not None:
+                refused, why = refusal
+                if refused.exhausted is None:
+                    refused.exhausted = why
+                    ran_out.append(refused)
+            else:
+                for account in chain:
+                    account.input_tokens += input_tokens
+                    account.output_tokens += output_tokens
+                    account.cost_usd = _dollars(account.cost_usd + cost_usd)
+                    account.turns += turns
+                    if account.limits is not None and account.exhausted is None:
+                        account.exhausted = account._over()
+                        if account.exhausted is not None:
+                            ran_out.append(account)
+            over = next((a for a in chain if a.exhausted is not None), None)
             told = [(w, account) for account in ran_out for w in account._watchers.values()]
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
         return over
 
-    def _over(self) -> str | None:
-        """Which limit the tally exceeds, in words, or ``None``."""
+    def _over(self, tokens: int = 0, cost_usd: float = 0.0, turns: int = 0) -> str | None:
+        """Which limit the tally exceeds, in words, or ``None``; with amounts
+        given, which limit charging them would exceed (they are refused)."""
         limits = self.limits
-        assert limits is not None
-        tokens = self.input_tokens + self.output_tokens
-        if limits.max_tokens is not None and tokens > limits.max_tokens:
-            return f"max_tokens={limits.max_tokens} exceeded: {tokens} tokens used"
-        if limits.max_cost_usd is not None and self.cost_usd > limits.max_cost_usd:
-            return f"max_cost_usd={limits.max_cost_usd:g} exceeded: ${self.cost_usd:.4f} used"
-        if limits.max_turns is not None and self.turns > limits.max_turns:
-            return f"max_turns={limits.max_turns} exceeded: {self.turns} turns used"
+        if limits is None:
+            return None
+        used = self.input_tokens + self.output_tokens
+        ahead = bool(tokens or cost_usd or turns)
+        verb = "reached" if ahead else "exceeded"
+        if limits.max_tokens is not None and used + tokens > limits.max_tokens:
+            amount = f"{used} tokens used" + (f", {tokens} more refused" if ahead else "")
+            return f"max_tokens={limits.max_tokens} {verb}: {amount}"
+        if limits.max_cost_usd is not None and self.cost_usd + cost_usd > limits.max_cost_usd:
+            amount = f"${self.cost_usd:.4f} used" + (f", ${cost_usd:.4f} more refused" if ahead else "")
+            return f"max_cost_usd={limits.max_cost_usd:g} {verb}: {amount}"
+        if limits.max_turns is not None and self.turns + turns > limits.max_turns:
+            amount = f"{self.turns} turns used" + (f", {turns} more refused" if ahead else "")
+            return f"max_turns={limits.max_turns} {verb}: {amount}"
         return None
 
     def left(self) -> Budget:

@@ -259,15 +259,24 @@ class ChildContext:
         output_tokens: int = 0,
         cost_usd: float = 0.0,
         turns: int = 0,
+        *,
+        ahead: bool = False,
     ) -> None:
         """Record what the child spent; counts as progress.
 
         Raises :class:`~lyra.errors.BudgetExhausted` (and ends the attempt)
-        when the charge takes the delegation tree over its budget.
+        when the charge takes the delegation tree over its budget. With
+        ``ahead=True`` the charge pays for use about to be made (a model call's
+        turn, taken before the call): one that would go over is refused, not
+        recorded, and ends the attempt the same way.
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
         over = self._metered().charge(
-            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd, turns=turns
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd,
+            turns=turns,
+            ahead=ahead,
         )
         self._touch()
         if over is not None:

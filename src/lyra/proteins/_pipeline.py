@@ -291,7 +291,7 @@ class _Run:
         self.state.running = name
         started = time.perf_counter()
         try:
-            self.ctx.charge(turns=1)
+            self.ctx.charge(turns=1, ahead=True)
             await self.inject(name)
             result = work()
             if isinstance(result, Awaitable):
