@@ -3,12 +3,12 @@
 A scripted model-backed child needs five turns of 3,000 tokens each; its
 first attempt loses the connection after three. With
 ``recover(..., budget=Budget(max_tokens=20_000))`` (the loop behind
-``delegate_with_retry``, which also returns every attempt, so that each one's
-spend can be shown) the retry is a continuation that does only the two turns left, and the task completes within
-budget (15,000 tokens). With ``max_tokens=12_000`` the continuation runs out of
-budget on its second turn: the child is stopped at that charge, the failure is
-``timeout`` / ``budget`` with the limit and the amount as evidence, and no
-further attempt starts. The script prints each attempt's spend and exits 0
+``delegate_with_retry``; it also returns every attempt, so each one's spend
+can be shown) the retry is a continuation that does only the two turns left,
+and the task completes within budget (15,000 tokens). With
+``max_tokens=12_000`` the continuation runs out of budget on its second turn:
+the child is stopped at that charge, the failure is ``timeout`` / ``budget``
+with the limit and the amount as evidence, and no further attempt starts. The script prints each attempt's spend and exits 0
 when both runs kept their budget.
 
 Run: ``python examples/budget_loop.py [-v]`` (``-v`` shows every lyra event).

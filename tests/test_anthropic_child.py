@@ -307,7 +307,8 @@ async def test_a_turn_budget_stops_the_model_before_the_next_call(client_for: An
     failure = result.failure
     assert (failure.category, failure.error_type) == ("timeout", "budget")
     assert "max_turns=2 reached: 2 turns used, 1 more refused" in failure.evidence
-    assert result.usage is not None and result.usage.turns == 2
+    assert result.usage is not None
+    assert result.usage.turns == 2
     assert not failure.suggested_retry
 
 

@@ -318,6 +318,29 @@ async def test_model_and_tool_calls_of_the_anthropic_child_are_child_spans(
     assert (agent.attributes or {})["gen_ai.usage.input_tokens"] == 150 + 10
 
 
+async def test_a_client_that_traces_its_own_calls_gets_no_second_chat_span(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Where the SDK makes a span per call (to the provider lyra uses), lyra adds none:
+    each model call, and its usage, is counted once, under the attempt."""
+    provider = tracing._provider
+    with MessagesAPI([message([tool_use("finish", {"result": "done"})])]) as api:
+        client = anthropic.AsyncAnthropic(
+            base_url=api.url,
+            api_key="test-key",
+            max_retries=0,
+            open_telemetry={"tracer_provider": provider},
+        )
+        async with client:
+            result = await Supervisor(AnthropicChild(client=client)).delegate("Go", timeout=5)
+    assert result.ok
+    finished = spans.get_finished_spans()
+    chats = [s for s in finished if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
+    assert [s.name for s in chats] == ["anthropic.messages.create"]  # the SDK's, alone
+    agent = next(s for s in finished if s.name == "invoke_agent AnthropicChild")
+    assert parent_of(chats[0]) == span_id(agent)
+
+
 async def test_a_failed_model_call_is_a_failed_chat_span(
     spans: InMemorySpanExporter, client_for: Any
 ) -> None:

@@ -115,8 +115,10 @@ async def test_a_charge_made_ahead_is_refused_rather_than_overspent() -> None:
     child = Spender(steps=3, turns=1, ahead=True)
     result = await Supervisor(child, budget=Budget(max_turns=2)).delegate("x", timeout=5)
     assert child.ran == [0, 1]
-    assert result.usage is not None and result.usage.turns == 2
-    assert result.failure is not None and result.failure.error_type == "budget"
+    assert result.usage is not None
+    assert result.usage.turns == 2
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
     assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
 
 
@@ -124,7 +126,8 @@ async def test_summed_costs_carry_no_binary_noise() -> None:
     """Three charges of $0.02 are $0.06 on the result and in the report, not
     0.060000000000000005."""
     result = await Supervisor(Spender(cost_usd=0.02)).delegate("spend", timeout=5)
-    assert result.usage is not None and result.usage.cost_usd == 0.06
+    assert result.usage is not None
+    assert result.usage.cost_usd == 0.06
     assert "<cost_usd>0.06</cost_usd>" in result.report
 
 

@@ -7,7 +7,8 @@ one given to :func:`configure`), lyra's work becomes spans::
 
     invoke_workflow recover            one recovery loop (lyra.recovery.recover)
     ├── invoke_agent MyChild           attempt 1
-    │   ├── chat claude-sonnet-5-5     a model call (kind CLIENT)
+    │   ├── chat claude-sonnet-5-5     a model call (kind CLIENT; the SDK's own
+    │   │                              span instead, where it makes one)
     │   ├── execute_tool get_plddt     a ctx.tool call
     │   └── invoke_agent Helper        a ctx.delegate grandchild, nested as the tree is
     └── invoke_agent MyChild           attempt 2, linked to attempt 1
@@ -50,6 +51,8 @@ _tracer: Tracer | None = None
 """The tracer spans are made with; ``None``: tracing is off."""
 _given = False
 """True when :func:`configure` chose the provider (the global one is not looked at)."""
+_provider: TracerProvider | None = None
+"""The provider :func:`configure` chose."""
 _api: Any = None
 """``opentelemetry.trace``, once tracing is on."""
 _API = "opentelemetry.trace"
@@ -76,12 +79,12 @@ def configure(tracer_provider: TracerProvider | None = None) -> None:
     Raises :class:`~lyra.errors.ConfigurationError` when the OpenTelemetry API is
     not installed.
     """
-    global _tracer, _given
+    global _tracer, _given, _provider
     if tracer_provider is None:
-        _tracer, _given = None, False
+        _tracer, _given, _provider = None, False, None
         return
     _turn_on(_otel().get_tracer, tracer_provider=tracer_provider)
-    _given = True
+    _given, _provider = True, tracer_provider
 
 
 def enabled() -> bool:
@@ -185,13 +188,28 @@ def model_call(
     ) -> Callable[Concatenate[S, P], Coro[R]]:
         @functools.wraps(method)
         def hooked(child: S, /, *args: P.args, **kwargs: P.kwargs) -> Coro[R]:
-            if _tracer is None:
+            if _tracer is None or (args and _traces_itself(args[0])):
                 return method(child, *args, **kwargs)
             return _traced_chat(method(child, *args, **kwargs), provider, tokens, child, args)
 
         return hooked
 
     return decorate
+
+
+def _traces_itself(client: Any) -> bool:
+    """True when the client makes a span of its own for each call, to the provider
+    lyra's spans go to (the anthropic SDK does from 2.13 on, to the global provider
+    unless given one): a span of lyra's as well would count the call twice."""
+    options = getattr(client, "open_telemetry", None)
+    traces = options.get("traces") if isinstance(options, dict) else None
+    if not (isinstance(traces, dict) and traces.get("enabled")):
+        return False
+    assert options is not None
+    global_provider = _api.get_tracer_provider()
+    return (options.get("tracer_provider") or global_provider) is (
+        _provider if _given else global_provider
+    )
 
 
 def recovery(loop: Callable[P, Coro[R]]) -> Callable[P, Coro[R]]:

@@ -203,7 +203,8 @@ class Account:
             amount = f"{used} tokens used" + (f", {tokens} more refused" if ahead else "")
             return f"max_tokens={limits.max_tokens} {verb}: {amount}"
         if limits.max_cost_usd is not None and self.cost_usd + cost_usd > limits.max_cost_usd:
-            amount = f"${self.cost_usd:.4f} used" + (f", ${cost_usd:.4f} more refused" if ahead else "")
+            amount = f"${self.cost_usd:.4f} used"
+            amount += f", ${cost_usd:.4f} more refused" if ahead else ""
             return f"max_cost_usd={limits.max_cost_usd:g} {verb}: {amount}"
         if limits.max_turns is not None and self.turns + turns > limits.max_turns:
             amount = f"{self.turns} turns used" + (f", {turns} more refused" if ahead else "")
