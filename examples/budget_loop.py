@@ -8,8 +8,8 @@ can be shown) the retry is a continuation that does only the two turns left,
 and the task completes within budget (15,000 tokens). With
 ``max_tokens=12_000`` the continuation runs out of budget on its second turn:
 the child is stopped at that charge, the failure is ``timeout`` / ``budget``
-with the limit and the amount as evidence, and no further attempt starts. The script prints each attempt's spend and exits 0
-when both runs kept their budget.
+with the limit and the amount as evidence, and no further attempt starts. The
+script prints each attempt's spend and exits 0 when both runs kept their budget.
 
 Run: ``python examples/budget_loop.py [-v]`` (``-v`` shows every lyra event).
 """
