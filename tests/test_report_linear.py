@@ -123,12 +123,12 @@ def test_adversarial_text_parses_in_linear_time(kind: str, reader: str) -> None:
     """A megabyte of adversarial text takes under 2 s, and twice as much about twice as long."""
     read, half_mb, one_mb = READERS[reader], _text(kind, MB // 2), _text(kind, MB)
     half = whole = float("inf")
-    for _ in range(3):  # a busy machine can slow one pass; a quadratic parser fails every one
+    for _ in range(5):  # a busy machine can slow a pass; a quadratic parser fails every one
         half, whole = min(half, _seconds(read, half_mb)), min(whole, _seconds(read, one_mb))
-        if whole < 2.0 and whole < 3 * half + 0.05:
+        if whole < 2.0 and whole < 3 * half + 0.1:
             break
     assert whole < 2.0, f"{reader} took {whole:.2f} s for 1 MB of {kind}"
-    assert whole < 3 * half + 0.05, f"{reader}: {half:.3f} s for 0.5 MB, {whole:.3f} s for 1 MB"
+    assert whole < 3 * half + 0.1, f"{reader}: {half:.3f} s for 0.5 MB, {whole:.3f} s for 1 MB"
 
 
 @pytest.mark.parametrize("kind", ADVERSARIAL)
