@@ -28,12 +28,14 @@ Targets (DESIGN §9): lyra ≤ 2.0× the same-shape bare anyio fan-out; LangGrap
 ≥ 5× lyra's cost at 1k, 5k and 10k items.
 
     python benchmarks/overhead.py [--quick]
+    python benchmarks/overhead.py --profile   # where lyra's time goes, by function
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -331,5 +333,25 @@ def langgraph_rows(quick: bool, repeats: int) -> list[Row]:
     return rows
 
 
+def profile(n: int = N) -> None:
+    """cProfile of lyra's worker pool (events on, as the command line writes them):
+    where a delegation's time goes, by function."""
+    import cProfile
+    import pstats
+
+    run_pool, items = lyra_pool(Supervisor(noop_child)), prompts(n)
+    with tempfile.TemporaryDirectory() as folder:
+        events.configure(Path(folder) / "events.jsonl")
+        timed(run_pool, items[: n // 10])  # warm-up
+        profiler = cProfile.Profile()
+        profiler.runcall(timed, run_pool, items)
+        events.configure()
+    print(f"{n:,} delegations, lyra pool, events on; by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
 if __name__ == "__main__":
-    standalone(run, __doc__)
+    if "--profile" in sys.argv[1:]:
+        profile()
+    else:
+        standalone(run, __doc__)
