@@ -446,6 +446,21 @@ def test_helpers_read_what_parse_report_reads(transcript: str) -> None:
 
 @settings(max_examples=300)
 @given(transcripts)
+@example(render_report(TaskReport(status="completed", output="ok")) + "\nChild agent failed: later")
+def test_parse_report_reads_the_last_report_find_reports_finds(transcript: str) -> None:
+    """Whatever a transcript holds, the report parse_report reads is the last one
+    find_reports finds (a report without metadata after the last block included)."""
+    found = list(find_reports(transcript))
+    try:
+        report = parse_report(transcript)
+    except ReportParseError:
+        return  # no report, or the last one has an impossible field
+    assert found
+    assert found[-1] == report
+
+
+@settings(max_examples=300)
+@given(transcripts)
 def test_parsed_reports_are_what_validation_gives(transcript: str) -> None:
     """A parsed report (built without re-validating) equals, type for type, a validated one."""
     for report in [*find_reports(transcript), *_parsed(transcript)]:

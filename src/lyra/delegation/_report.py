@@ -316,9 +316,14 @@ def parse_report(text: str) -> TaskReport:
 
 
 def _general_report(text: str) -> TaskReport | None:
-    """The last report in any layout; ``None`` when there is none."""
+    """The last report in any layout (the last :func:`find_reports` gives); ``None``
+    when there is none."""
     block = _last_block(text)
-    return _parse_one(text, 0, len(text), -1, False) if block is None else _parse_one(text, *block)
+    if block is None:
+        return _last_headerless(text, 0)
+    after = block[2] + len(_CAPY_CLOSE if block[3] else _CLOSE)
+    trailing = _last_headerless(text, after) if text.find(HEADER, after) >= 0 else None
+    return trailing if trailing is not None else _parse_one(text, *block)
 
 
 def find_reports(text: str) -> Iterator[TaskReport]:
@@ -365,17 +370,33 @@ def _headerless_reports(region: str) -> Iterator[TaskReport]:
         return
     starts = [match.start() for match in _HEADER_LINE.finditer(region)]
     for begin, end in zip(starts, [*starts[1:], len(region)], strict=False):
-        message = _MESSAGE.match(region, begin, end)
-        if message is not None and _BODY_LINE.search(region, message.end(), end) is None:
-            # No section and no item follows the header: the report is its message.
-            yield _built({**_DEFAULTS, "status": "failed", "message": _unindent(message[1])})
-            continue
-        try:
-            report = _parse_one(region, begin, end, -1, False)
-        except ReportParseError:
-            continue
+        report = _headerless(region, begin, end)
         if report is not None:
             yield report
+
+
+def _last_headerless(text: str, start: int) -> TaskReport | None:
+    """The last of :func:`_headerless_reports` in ``text[start:]``, found from the end."""
+    end = len(text)
+    while (begin := _last_header(text, start, end)) is not None:
+        report = _headerless(text, begin, end)
+        if report is not None:
+            return report
+        end = begin
+    return None
+
+
+def _headerless(text: str, begin: int, end: int) -> TaskReport | None:
+    """The failure report from the header line at ``begin`` to ``end`` (no metadata);
+    ``None`` when a field has an impossible value."""
+    message = _MESSAGE.match(text, begin, end)
+    if message is not None and _BODY_LINE.search(text, message.end(), end) is None:
+        # No section and no item follows the header: the report is its message.
+        return _built({**_DEFAULTS, "status": "failed", "message": _unindent(message[1])})
+    try:
+        return _parse_one(text, begin, end, -1, False)
+    except ReportParseError:
+        return None
 
 
 def _last_header(text: str, start: int, end: int) -> int | None:
@@ -440,6 +461,8 @@ def _quick_match(text: str) -> re.Match[str] | None:
     if closing < 0 or text.find(_CAPY_CLOSE, closing) >= 0:
         return None
     end = closing + len(_CLOSE)
+    if text.find(HEADER, end) >= 0:
+        return None  # a report without metadata may follow: the general reader looks
     failure = _RENDERED_FAILURE.fullmatch(text, 0, end) if text.startswith(HEADER) else None
     if failure is None and (at := text.rfind(_LINE_HEADER, 0, closing) + 1):
         failure = _RENDERED_FAILURE.fullmatch(text, at, end)
