@@ -280,6 +280,7 @@ def _at(data: Any, path: str) -> Any:
 def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A log whose attempts were charged: completed, timed out, failed, nested."""
     usage = {"tokens_used": 1200, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.0042}
+    usage["turns"] = 2
     lines = [
         completed(0, subject="P04637", task_id="t1", **usage),
         failed(1, "timeout", subject="Q8I3H7", task_id="t2", **usage),
@@ -327,8 +328,9 @@ def test_html_page_carries_the_json_numbers(
     }
     assert parser.bars["duration_histogram"] == histogram
     assert {path: _at(data, path) for path in parser.fields} == parser.fields
-    shown = {"delegations", "failed", "tasks", "tasks_failed", "tokens_used", "cost_usd"}
-    shown |= {f"spend.{key}.{column}" for key in data["spend"] for column in ("tokens", "cost_usd")}
+    shown = {"delegations", "failed", "tasks", "tasks_failed", "tokens_used", "cost_usd", "turns"}
+    columns = ("tokens", "cost_usd", "turns")
+    shown |= {f"spend.{key}.{column}" for key in data["spend"] for column in columns}
     assert shown <= set(parser.fields)
 
 
@@ -344,6 +346,7 @@ def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
     assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
     assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
+    assert (fields["spend.timeout.turns"], fields["turns"]) == (4, 8)
 
 
 @pytest.mark.parametrize(
@@ -1048,6 +1051,20 @@ def test_a_nested_delegation_is_an_attempt_but_no_task() -> None:
     assert (stats.completed, stats.failed, stats.recovered) == (1, 1, 0)
     assert (stats.tasks, stats.tasks_completed, stats.tasks_failed) == (1, 1, 0)
     assert (stats.tokens_used, stats.cost_usd) == (10, 0.5)
+
+
+def test_turns_alone_are_spend_too() -> None:
+    """An attempt charged only turns (an offline child that counts its stages) shows in
+    the spend, per outcome and in total."""
+    stats = compute_stats(
+        _events(
+            completed(1, session_id="child-a", task_id="t1", turns=5),
+            failed(2, "timeout", session_id="child-b", task_id="t2", turns=3),
+        )
+    )
+    assert stats.turns == 8
+    assert (stats.spend["completed"].turns, stats.spend["timeout"].turns) == (5, 3)
+    assert (stats.tokens_used, stats.cost_usd) == (0, 0.0)
 
 
 def test_decomposition_event_is_read() -> None:

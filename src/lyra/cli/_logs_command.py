@@ -262,11 +262,11 @@ def _category_rows(stats: FailureStats) -> list[str]:
 def _spend_rows(stats: FailureStats) -> list[str]:
     """What each outcome cost: the failures' share of the spend."""
     rows: list[list[object]] = [
-        [key, spent.delegations, spent.tokens, f"${spent.cost_usd:.4f}"]
+        [key, spent.delegations, spent.tokens, f"${spent.cost_usd:.4f}", spent.turns]
         for key, spent in stats.spend.items()
     ]
-    rows.append(["total", "", stats.tokens_used, f"${stats.cost_usd:.4f}"])
-    return _rows(["spend", "charged", "tokens", "cost"], rows)
+    rows.append(["total", "", stats.tokens_used, f"${stats.cost_usd:.4f}", stats.turns])
+    return _rows(["spend", "charged", "tokens", "cost", "turns"], rows)
 
 
 def _breakdown_rows(stats: FailureStats) -> list[str]:

@@ -338,7 +338,7 @@ def _outcome_table(stats: FailureStats) -> str:
     """Per outcome: attempts, tasks, what they cost, how long they took."""
     head = (
         "<tr><th>outcome</th><th>attempts</th><th>tasks</th><th>charged</th>"
-        "<th>tokens</th><th>cost</th><th>p50 s</th><th>p95 s</th><th>max s</th></tr>"
+        "<th>tokens</th><th>cost</th><th>turns</th><th>p50 s</th><th>p95 s</th><th>max s</th></tr>"
     )
     rows = []
 
@@ -358,9 +358,10 @@ def _outcome_table(stats: FailureStats) -> str:
                 _cell(f"spend.{key}.delegations", spent.delegations),
                 _cell(f"spend.{key}.tokens", spent.tokens),
                 _cell(f"spend.{key}.cost_usd", spent.cost_usd, money(spent.cost_usd)),
+                _cell(f"spend.{key}.turns", spent.turns),
             ]
             if spent is not None
-            else [f"<td>0</td><td>0</td><td>{money(0)}</td>"]
+            else [f"<td>0</td><td>0</td><td>{money(0)}</td><td>0</td>"]
         )
         d = stats.durations.get(key)
         times = (
@@ -375,19 +376,21 @@ def _outcome_table(stats: FailureStats) -> str:
     if stats.unfinished:  # started, never ended: attempts without an outcome
         rows.append(
             f"<tr><td>unfinished</td>{_cell('unfinished', stats.unfinished)}"
-            + "<td></td>" * 7
+            + "<td></td>" * 8
             + "</tr>"
         )
     total = (
         f'<tr class="total"><td>total</td>{_cell("delegations", stats.delegations)}'
         f"{_cell('tasks', stats.tasks)}<td></td>{_cell('tokens_used', stats.tokens_used)}"
-        f"{_cell('cost_usd', stats.cost_usd, money(stats.cost_usd))}" + "<td></td>" * 3 + "</tr>"
+        f"{_cell('cost_usd', stats.cost_usd, money(stats.cost_usd))}{_cell('turns', stats.turns)}"
+        + "<td></td>" * 3
+        + "</tr>"
     )
     note = (
         ""
         if stats.spend
-        else '<p class="muted">No attempt was charged tokens or cost (a child that '
-        "reports no usage, like the offline protein source, charges nothing).</p>"
+        else '<p class="muted">No attempt was charged tokens, cost or turns (a child '
+        "that reports no usage charges nothing).</p>"
     )
     return f"<table>{head}{''.join(rows)}{total}</table>{note}"
 
@@ -444,7 +447,7 @@ def render_html(stats: FailureStats, *, title: str = "lyra failure statistics") 
         _notes(stats),
         _summary(stats),
         "<h2>Outcomes</h2>",
-        '<p class="muted">Attempts and tasks per outcome; tokens and cost of root '
+        '<p class="muted">Attempts and tasks per outcome; tokens, cost and turns of root '
         "delegations (a nested delegation's spend is in its parent's).</p>",
         _outcome_table(stats),
         "<h2>Failures by category</h2>",

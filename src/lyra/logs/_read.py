@@ -84,6 +84,8 @@ class Event(NamedTuple):
     """Tokens charged to the delegation and everything below it."""
     cost_usd: float | None = None
     """Spend charged to the delegation and everything below it."""
+    turns: int | None = None
+    """Turns (model calls) charged to the delegation and everything below it."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "") -> Event | None:
@@ -111,6 +113,7 @@ class Event(NamedTuple):
             parent_session_id=report.parent_session_id,
             tokens_used=report.tokens_used,
             cost_usd=report.cost_usd,
+            turns=report.turns,
         )
 
 
@@ -172,6 +175,7 @@ def event_of(data: Record, source: str = "") -> Event:
         _text(get("parent_session_id")),
         _count(get("tokens_used")),
         _number(get("cost_usd")),
+        _count(get("turns")),
     )
 
 

@@ -124,6 +124,8 @@ class Spend(_Model):
     """Delegations of this outcome that were charged anything."""
     tokens: int
     cost_usd: float
+    turns: int = 0
+    """Model calls (or agent turns) charged."""
 
 
 class GroupStats(_Model):
@@ -196,6 +198,8 @@ class FailureStats(_Model):
     """Tokens charged, over every root delegation."""
     cost_usd: float
     """Spend charged, in US dollars, over every root delegation."""
+    turns: int = 0
+    """Turns charged, over every root delegation."""
     spend: dict[str, Spend]
     """Per outcome (``completed`` and each failure category): what it cost."""
     duplicates: int
@@ -378,8 +382,8 @@ class StatsBuilder:
         self.first: datetime | None = None
         self.last: datetime | None = None
         self.groups: dict[str, _Group] = {}
-        # outcome -> [delegations, tokens, cost]
-        self.spend: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        # outcome -> [delegations, tokens, cost, turns]
+        self.spend: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0, 0])
 
     def add_all(self, events: Iterable[Event]) -> StatsBuilder:
         """Feed every event; returns ``self`` for chaining."""
@@ -478,11 +482,13 @@ class StatsBuilder:
             if key is not None:
                 self._task(key, outcome, subtask=_text(get("parent_task_id")) is not None)
             tokens, cost = _count(get("tokens_used")), _number(get("cost_usd"))
-            if tokens or cost:
+            turns = _count(get("turns"))
+            if tokens or cost or turns:
                 spent = self.spend[outcome]
                 spent[0] += 1
                 spent[1] += tokens or 0
                 spent[2] += cost or 0.0
+                spent[3] += turns or 0
         duration = _number(get("duration"))
         if duration is not None and 0 <= duration < math.inf:  # NaN fails both
             self.durations[outcome].append(duration)
@@ -601,9 +607,12 @@ class StatsBuilder:
             by_strategy=dict(sorted(self.by_strategy.items())),
             tokens_used=int(sum(spent[1] for spent in self.spend.values())),
             cost_usd=round(sum(spent[2] for spent in self.spend.values()), 6),
+            turns=int(sum(spent[3] for spent in self.spend.values())),
             spend={
-                outcome: Spend(delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6))
-                for outcome, (n, tokens, cost) in self.spend.items()
+                outcome: Spend(
+                    delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6), turns=int(turns)
+                )
+                for outcome, (n, tokens, cost, turns) in self.spend.items()
             },
             duplicates=self.duplicates,
             runs=self.runs,
