@@ -610,7 +610,10 @@ class StatsBuilder:
             turns=int(sum(spent[3] for spent in self.spend.values())),
             spend={
                 outcome: Spend(
-                    delegations=int(n), tokens=int(tokens), cost_usd=round(cost, 6), turns=int(turns)
+                    delegations=int(n),
+                    tokens=int(tokens),
+                    cost_usd=round(cost, 6),
+                    turns=int(turns),
                 )
                 for outcome, (n, tokens, cost, turns) in self.spend.items()
             },
