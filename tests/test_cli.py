@@ -364,7 +364,7 @@ def test_analyze_ends_an_idle_protein_and_spares_the_others(
 def test_logs_stats_totals_what_each_outcome_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """lyra logs stats adds up tokens and cost per outcome: what the failures cost."""
+    """lyra logs stats adds up tokens, cost and turns per outcome: what the failures cost."""
     events = tmp_path / "events.jsonl"
     base = ["delegate", "spend", "--child", "fakes.children:spender", "--events", str(events)]
     run_cli(base, capsys)
@@ -372,11 +372,12 @@ def test_logs_stats_totals_what_each_outcome_cost(
     status, out, _ = run_cli(["logs", "stats", str(events), "--json"], capsys)
     stats = json.loads(out)
     assert status == 0
-    assert stats["spend"]["completed"] == {"delegations": 1, "tokens": 1200, "cost_usd": 0.03}
-    assert stats["spend"]["timeout"] == {"delegations": 1, "tokens": 800, "cost_usd": 0.02}
-    assert (stats["tokens_used"], stats["cost_usd"]) == (2000, 0.05)
+    completed = {"delegations": 1, "tokens": 1200, "cost_usd": 0.03, "turns": 3}
+    timed_out = {"delegations": 1, "tokens": 800, "cost_usd": 0.02, "turns": 2}
+    assert (stats["spend"]["completed"], stats["spend"]["timeout"]) == (completed, timed_out)
+    assert (stats["tokens_used"], stats["cost_usd"], stats["turns"]) == (2000, 0.05, 5)
     status, table, _ = run_cli(["logs", "stats", str(events)], capsys)
-    assert "timeout          1     800  $0.0200" in table
+    assert "timeout          1     800  $0.0200      2" in table
 
 
 def test_analyze_keeps_a_run_wide_turn_budget(
