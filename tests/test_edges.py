@@ -48,12 +48,34 @@ class NothingWorks(Exception):
         raise RuntimeError("no repr")
 
 
+class Sly(str):
+    """Text that cannot be turned into text."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        raise RuntimeError("no bytes")
+
+
+class StrSly(Exception):
+    def __str__(self) -> str:
+        return Sly("x")
+
+
+class OwnBaseException(BaseException):
+    """A child's own BaseException: not an interrupt, not a cancellation."""
+
+
 @pytest.mark.parametrize(
     "exc",
     [
         StrRaises(),
         StrNotText(),
         NothingWorks(),
+        StrSly(),
+        OwnBaseException("a framework's control flow"),
+        BaseExceptionGroup("mixed", [OwnBaseException("x"), ValueError("y")]),
         TransientError("x", status="429"),  # type: ignore[arg-type]
         TransientError("x", status=True),  # type: ignore[arg-type]
         TransientError("x", status=10**30),
@@ -64,9 +86,12 @@ class NothingWorks(Exception):
     ],
     ids=lambda exc: f"{type(exc).__name__}",
 )
-async def test_an_exception_that_cannot_describe_itself_becomes_a_report(exc: Exception) -> None:
-    """A child exception whose __str__ raises or lies, or a transient error with fields of
-    the wrong type or value, becomes a failure report like any other."""
+async def test_an_exception_that_cannot_describe_itself_becomes_a_report(
+    exc: BaseException,
+) -> None:
+    """A child exception whose __str__ raises, lies or returns hostile text, a
+    BaseException of the child's own, or a transient error with fields of the wrong
+    type or value, becomes a failure report like any other."""
 
     async def child(prompt: str, ctx: Any) -> str:
         raise exc
@@ -76,6 +101,25 @@ async def test_an_exception_that_cannot_describe_itself_becomes_a_report(exc: Ex
     report = parse_report(result.report)
     assert report.status == "failed"
     assert report.retry_after is None or report.retry_after >= 0
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        KeyboardInterrupt(),
+        SystemExit(3),
+        BaseExceptionGroup("interrupted", [KeyboardInterrupt(), OwnBaseException("x")]),
+    ],
+    ids=lambda exc: f"{type(exc).__name__}",
+)
+async def test_interrupts_and_exits_always_propagate(exc: BaseException) -> None:
+    """An interrupt or an exit from the child, alone or in a group, is never a report."""
+
+    async def child(prompt: str, ctx: Any) -> str:
+        raise exc
+
+    with pytest.raises(type(exc)):
+        await Supervisor(child).delegate("x", timeout=5)
 
 
 async def test_a_broken_classification_is_still_a_report(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Budget
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
-from lyra.delegation._text import safe_str
+from lyra.delegation._text import safe_str, type_name
 from lyra.errors import ChildSignal
 
 _C = FailureCategory
@@ -59,12 +59,12 @@ def classify_unclassifiable(exc: BaseException, error: BaseException | None) -> 
     """Rule 10 for a failure lyra could not even describe (its own classification
     broke on a hostile exception): a failure all the same, never an escape."""
     what = safe_str(error) if error is not None else "the child's result"
-    text = f"{type(error).__name__ if error is not None else 'Child'}: {what}"
+    text = f"{type_name(error) if error is not None else 'Child'}: {what}"
     return Verdict(
         category=_C.TOOL_ERROR,
         retryable=False,
         error_type=ErrorType.UNKNOWN,
-        evidence=f"rule 10: the failure could not be classified ({type(exc).__name__})",
+        evidence=f"rule 10: the failure could not be classified ({type_name(exc)})",
         message=text,
         blocked_on=text,
     )

@@ -166,13 +166,17 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
     if ctx.account is not None and not ctx.account.has_room():
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
-    error: Exception | None = None
+    error: BaseException | None = None
     with anyio.CancelScope(deadline=ctx._armed) as scope:
         ctx._enter(scope)
         try:
             output = await call(prompt, ctx)
-        except Exception as exc:  # noqa: BLE001 - interrupts and cancellation propagate
+        except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
             error = exc
+        except BaseException as exc:
+            if _propagates(exc):
+                raise
+            error = exc  # a BaseException of the child's own: a failure all the same
         finally:
             ctx._exit()
     try:
@@ -181,8 +185,18 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_unclassifiable(exc, error), ""
 
 
+def _propagates(exc: BaseException) -> bool:
+    """True for what must pass through a delegation untouched: an interrupt, an
+    exit, a closing coroutine, a cancellation, or a group holding one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(map(_propagates, exc.exceptions))
+    return isinstance(
+        exc, KeyboardInterrupt | SystemExit | GeneratorExit | anyio.get_cancelled_exc_class()
+    )
+
+
 def _verdict(
-    ctx: ChildContext, scope: anyio.CancelScope, output: object, error: Exception | None
+    ctx: ChildContext, scope: anyio.CancelScope, output: object, error: BaseException | None
 ) -> tuple[Verdict | None, str]:
     """What happened to the attempt, by the rule table; ``None`` on success."""
     if ctx.stopped_by is not None:  # the budget ran out: whatever the child did after

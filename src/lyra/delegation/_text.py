@@ -24,12 +24,24 @@ def safe_str(value: object) -> str:
             continue
         if isinstance(text, str):
             return valid_text(text)
-    return f"<{type(value).__name__} that cannot describe itself>"
+    return f"<{type_name(value)} that cannot describe itself>"
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s class (a hostile metaclass cannot make it raise)."""
+    try:
+        name = type(value).__name__
+    except Exception:  # noqa: BLE001 - a metaclass may override __name__
+        return "object"
+    return str.__str__(name) if isinstance(name, str) else "object"
 
 
 def valid_text(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD, so that it can be
-    written as UTF-8 (a file, JSON); the same object when it already can."""
+    """``text`` as a plain ``str`` (a subclass may override any method) with every
+    lone surrogate replaced by U+FFFD, so that it can be written as UTF-8 (a file,
+    JSON); the same object when it already is so."""
+    if type(text) is not str:
+        text = str.__str__(text)  # str's own method: a plain copy, whatever the subclass
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
