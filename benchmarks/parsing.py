@@ -54,7 +54,7 @@ import lyra.delegation as lyra_helpers
 from lyra import find_reports, parse_report
 from lyra.delegation import TaskReport, render_report
 from lyra.errors import ReportParseError
-from lyra.logs import iter_reports
+from lyra.logs import iter_events, iter_reports
 
 N, QUICK_N = 20_000, 2_000
 REPEATS, QUICK_REPEATS = 9, 3
@@ -341,12 +341,16 @@ ADVERSARIAL = {  # name: (text before the repeated unit, the unit)
     "✓ items": ("Child agent failed: x\n\nWork completed before failure:\n", "  ✓ step\n"),
     "• items": ("Child agent failed: x\n\nSuggested recovery actions:\n", "  • act\n"),
     "one huge line": ("", "x"),
+    "blank lines": ("", "\n"),
+    "lines of junk": ("", "x\n"),
+    "broken JSON lines": ("", '{"event": "delegation_failed", \n'),
 }
 READERS: dict[str, Callable[[str], Any]] = {
     "parse_report": parse_report,
     "find_reports": lambda text: list(find_reports(text)),
     **{name: getattr(lyra_helpers, name) for name in HELPERS},
     "lyra logs": lambda text: list(iter_reports(io.StringIO(text))),
+    "lyra logs (events)": lambda text: list(iter_events(io.BytesIO(text.encode()))),
 }
 FINAL = render_report(
     TaskReport(status="failed", message="m", category="partial", retryable=True, duration=1.0)

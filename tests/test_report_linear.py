@@ -29,7 +29,7 @@ from lyra import (
     render_report,
 )
 from lyra.errors import ReportParseError
-from lyra.logs import iter_reports
+from lyra.logs import iter_events, iter_reports
 
 MB = 1 << 20
 
@@ -53,6 +53,9 @@ ADVERSARIAL = {
     "continuation lines": ("Child agent failed: x\nBlocked on: y\n", "    more\n"),
     "section heads": ("Child agent failed: x\n", "Category: timeout\nRetryable: Yes\n"),
     "metadata tags": ("<task_metadata>\n", "  <status>failed</status>\n"),
+    "blank lines": ("", "\n"),
+    "lines of junk": ("", "x\n"),
+    "broken JSON lines": ("", '{"event": "delegation_failed", \n'),
 }
 REAL = render_report(
     TaskReport(
@@ -101,6 +104,7 @@ READERS: dict[str, Callable[[str], object]] = {
     "extract_blocker": extract_blocker,
     "extract_suggested_actions": extract_suggested_actions,
     "lyra.logs.iter_reports": lambda text: list(iter_reports(io.StringIO(text))),
+    "lyra.logs.iter_events": lambda text: list(iter_events(io.BytesIO(text.encode()))),
 }
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
@@ -40,6 +40,7 @@ DECOMPOSED = "decomposition_finished"
 _KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED, DECOMPOSED})
 
 MAX_LINE = 1 << 20
+_CHUNK = 1 << 16  # what a log is read by (at most MAX_LINE: only a carried line can grow)
 """Longest event line read whole, in bytes; a longer line is skipped as malformed."""
 CHUNK = 1 << 20
 """Characters read at a time when looking for reports in text."""
@@ -218,6 +219,7 @@ def _attempt(value: object) -> int:
 
 _NEWLINES = (b"\n", "\n")
 _BRACES = (b"{", "{")
+_STDLIB_ONLY = ((b"\\u", b"NaN", b"Infinity"), ("\\u", "NaN", "Infinity"))
 
 
 @dataclass(slots=True)
@@ -231,12 +233,6 @@ class _FileTally:
     torn: bool = False  # the last line is the start of an event, cut short
     truncated: bool = False  # a compressed stream ended early or is damaged
 
-    def bad(self, stripped: bytes | str) -> None:
-        if stripped[:1] in _BRACES:
-            self.json_like_bad += 1
-        else:
-            self.other_bad += 1
-
     def read_stats(self, source: str, *, prose: bool = False) -> ReadStats:
         """This file's tally; in ``prose`` (no events) only broken events are malformed."""
         return ReadStats(
@@ -248,26 +244,54 @@ class _FileTally:
         )
 
 
-def _bounded_lines(stream: IO[bytes] | Iterable[bytes | str]) -> Iterator[bytes | str]:
-    """The lines of ``stream``, none longer than :data:`MAX_LINE`.
+def _line_blocks(
+    stream: IO[bytes] | Iterable[bytes | str],
+) -> Iterator[tuple[list[bytes] | list[str], bool]]:
+    """The lines of ``stream`` a block at a time, without their newlines, and
+    whether the block's last line ended in one (only the stream's last may not).
 
-    A longer line yields its first :data:`MAX_LINE` bytes (which then fail to
-    parse, so it counts as malformed) and the rest is skipped, so one huge
-    line without a newline cannot pull a whole file into memory.
+    A file is read in large chunks split in C, so a megabyte of tiny lines costs
+    little. No line is longer than :data:`MAX_LINE`: a longer one keeps its
+    first :data:`MAX_LINE` characters (which then fail to parse, so it counts
+    as malformed) and the rest is skipped, so one huge line without a newline
+    cannot pull a whole file into memory.
     """
-    readline = getattr(stream, "readline", None)
-    if readline is None:
-        yield from stream  # an in-memory iterable: its lines already exist
+    read = getattr(stream, "read", None)
+    if read is None:  # an in-memory iterable: its lines already exist
+        for line in cast("Iterable[Any]", stream):
+            ended = line[-1:] in _NEWLINES
+            yield [line[:-1] if ended else line], ended
         return
-    while line := readline(MAX_LINE):
-        yield line
-        while len(line) == MAX_LINE and line[-1:] not in _NEWLINES:
-            line = readline(MAX_LINE)
+    rest: Any = None  # the unfinished last line of what was read
+    skipping = False  # inside a line longer than MAX_LINE, already yielded
+    while chunk := read(min(_CHUNK, MAX_LINE)):
+        parts = chunk.split(b"\n" if isinstance(chunk, bytes) else "\n")
+        if skipping:
+            if len(parts) == 1:
+                continue
+            skipping, rest = False, None
+            del parts[0]
+        if rest:
+            parts[0] = rest + parts[0]
+            if len(parts[0]) > MAX_LINE:
+                parts[0] = parts[0][:MAX_LINE]
+        rest = parts.pop()
+        if len(rest) > MAX_LINE:
+            parts.append(rest[:MAX_LINE])
+            rest, skipping = None, True
+        if parts:
+            yield parts, True
+    if rest:
+        yield [rest], False
 
 
 def _loads(line: bytes | str) -> Any:
     """What orjson refuses, read by the standard library: a lone surrogate that
-    :func:`lyra.events.encode` escaped, ``NaN``; ``None`` for anything else."""
+    :func:`lyra.events.encode` escaped, ``NaN``; ``None`` for anything else (a
+    line with none of those is not handed to the slow parser at all)."""
+    marks = _STDLIB_ONLY[isinstance(line, str)]
+    if not any(mark in line for mark in marks):  # type: ignore[operator]
+        return None
     try:
         return json.loads(line)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError alike
@@ -275,34 +299,45 @@ def _loads(line: bytes | str) -> Any:
 
 
 def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) -> Iterator[Record]:
-    """The event records of one stream, each line decoded once (the hot loop)."""
+    """The event records of one stream, each line decoded once (the hot loop).
+
+    Only a line that opens with ``{`` can be an event: any other is blank (skipped)
+    or malformed without being handed to a JSON parser."""
     loads, refused = orjson.loads, orjson.JSONDecodeError
-    cut: bytes | str | None = None  # a bad line without a newline: torn if it stays last
+    cut: bytes | str | None = None  # a broken event without a newline: torn if it stays last
     lines = events = 0
     try:
-        for line in _bounded_lines(stream):
-            lines += 1
-            try:
-                data = loads(line)
-            except refused:
-                data = _loads(line)
-            if type(data) is dict and type(data.get("event")) is str:
+        for block, ended in _line_blocks(stream):
+            lines += len(block)
+            for line in block:
+                if line[:1] not in _BRACES:
+                    line = line.strip()
+                    if not line:
+                        continue
+                    if line[:1] not in _BRACES:
+                        if cut is not None:
+                            tally.json_like_bad += 1
+                            cut = None
+                        tally.other_bad += 1
+                        continue
+                try:
+                    data = loads(line)
+                except refused:
+                    data = _loads(line)
+                if type(data) is dict and type(data.get("event")) is str:
+                    if cut is not None:
+                        tally.json_like_bad += 1
+                        cut = None
+                    events += 1
+                    yield data
+                    continue
                 if cut is not None:
-                    tally.bad(cut)
+                    tally.json_like_bad += 1
+                if data is None and not ended:
+                    cut = line
+                else:
                     cut = None
-                events += 1
-                yield data
-                continue
-            stripped = line.strip()
-            if not stripped:
-                continue
-            if cut is not None:
-                tally.bad(cut)
-                cut = None
-            if data is None and stripped[:1] in _BRACES and line[-1:] not in _NEWLINES:
-                cut = stripped
-            else:
-                tally.bad(stripped)
+                    tally.json_like_bad += 1
         tally.torn = cut is not None
     finally:
         tally.lines += lines
