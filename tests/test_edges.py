@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +303,26 @@ def test_a_full_disk_still_prints_the_results(
     assert "could not write events to" in err
     assert "output.json: No space left on device" in err
     assert "Traceback" not in err
+
+
+def test_a_page_written_to_a_pipe_leaves_the_pipe_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lyra logs report --html into something that is no regular file (a pipe, a
+    device such as /dev/full) writes into it and never renames a file over it."""
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event": "delegation_completed", "session_id": "child-1"}\n')
+    pipe = tmp_path / "page.pipe"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()))
+    reader.start()
+    status, _, _ = run_cli(["logs", "report", str(log), "--html", str(pipe)], capsys)
+    reader.join(timeout=10)
+    assert status == 0
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert received[0].startswith(b"<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl", "page.pipe"]
 
 
 def test_ctrl_c_during_start_up_is_one_line_and_exit_130() -> None:

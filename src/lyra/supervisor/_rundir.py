@@ -24,7 +24,13 @@ def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
 
     ``sync`` also waits for the disk (it survives a power cut, not only a crash):
     for the files a run is resumed from, not for each of a million small ones.
+    A ``path`` that is no regular file (``/dev/stdout``, a pipe, a device) is
+    written into, never replaced.
     """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8", errors="replace") as stream:
+            stream.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
