@@ -305,6 +305,24 @@ def test_a_full_disk_still_prints_the_results(
     assert "Traceback" not in err
 
 
+def test_an_unwritable_output_is_not_called_an_unreadable_input(tmp_path: Path) -> None:
+    """lyra logs stats with stdout on a full disk says the output could not be written
+    (exit 4), not that its input could not be read."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event": "delegation_completed", "session_id": "child-1"}\n')
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "lyra", "logs", "stats", str(log)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 4
+    assert done.stderr.strip() == "lyra logs: cannot write the output: No space left on device"
+
+
 def test_a_page_written_to_a_pipe_leaves_the_pipe_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

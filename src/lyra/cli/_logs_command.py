@@ -1,7 +1,8 @@
 """``lyra logs stats|report|suggest-timeout``: event logs → statistics, a page, a timeout.
 
 Data goes to stdout, notes to stderr. Exit status: 0 ok, 1 no delegation
-found, 2 usage error (bad option, unreadable file).
+found, 2 usage error (bad option, unreadable file), 4 the output could not be
+written (a full disk).
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
+from lyra.cli._options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNWRITTEN,
+    EXIT_USAGE,
+    Subparsers,
+    cannot_read,
+)
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
     from lyra.logs import FailureStats, ReadStats, TimeoutSuggestion
@@ -123,6 +131,22 @@ def _note(text: str) -> None:
     print(f"lyra logs: {text}", file=sys.stderr)
 
 
+class _Unwritable(OSError):
+    """stdout could not be written."""
+
+
+def _out(text: str, end: str = "\n") -> None:
+    """Data to stdout, flushed, so that a failure to write it is told apart from a
+    failure to read the input."""
+    try:
+        sys.stdout.write(text + end)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _Unwritable(exc.errno, exc.strerror) from None
+
+
 def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Turn missing and unreadable files into one line and exit status 2, before any
     output when a file is missing."""
@@ -136,6 +160,9 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             return run(args)
         except BrokenPipeError:
             raise  # `| head` closed the pipe: the CLI ends quietly
+        except _Unwritable as exc:  # stdout, not the input (a full disk)
+            _note(f"cannot write the output: {exc.strerror or exc}")
+            return EXIT_UNWRITTEN
         except OSError as exc:  # a directory we may not read, a file that is no gzip
             return cannot_read(exc.filename or "input", exc)
 
@@ -177,9 +204,9 @@ def _stats(args: argparse.Namespace) -> int:
 
     stats = collect_stats(args.files, since=args.since, by=args.by, top=args.top)
     if args.json:
-        print(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        _out(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        print(format_stats(stats))
+        _out(format_stats(stats))
     return _read_notes(stats)
 
 
@@ -296,7 +323,7 @@ def _report(args: argparse.Namespace) -> int:
     stats = collect_stats(args.files, since=args.since, top=args.top)
     page = render_html(stats, title=args.title)
     if args.html == "-":
-        sys.stdout.write(page)
+        _out(page, end="")
     else:
         try:
             write_atomic(Path(args.html), page)
@@ -324,9 +351,9 @@ def _suggest(args: argparse.Namespace) -> int:
     )
     _reading_notes(read)
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        _out(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        print(format_suggestion(result))
+        _out(format_suggestion(result))
     if result.overall.suggested_timeout is None:
         _note(result.note)
     return EXIT_NOTHING if result.overall.samples == 0 else EXIT_OK
