@@ -143,12 +143,19 @@ def _lose_wal(run_dir: Path) -> None:
         (run_dir / f"dbos.sqlite{suffix}").unlink(missing_ok=True)
 
 
+def _replace_with_a_folder(run_dir: Path) -> None:
+    _delete(run_dir)
+    (run_dir / "dbos.sqlite").mkdir()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", [_delete, _truncate, _lose_wal], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "damage", [_delete, _truncate, _lose_wal, _replace_with_a_folder], ids=lambda f: f.__name__
+)
 def test_a_resume_refuses_lost_checkpoints_unless_forced(
     killed_run: Path, tmp_path: Path, damage: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Deleted, truncated, or without its WAL, the checkpoint database cannot vouch for
+    """Deleted, truncated, without its WAL or a folder, the checkpoint database cannot vouch for
     the finished children: --resume says so in one line (exit 2); --force warns and runs
     every child again, and the run finishes."""
     run_dir = tmp_path / "run"

@@ -60,10 +60,16 @@ def check_recorded(
 
 def _header_problem(path: Path) -> str | None:
     """What the file's SQLite header says is wrong: not a database, or shorter
-    than the pages it declares (SQLite would read the missing part as empty)."""
-    with path.open("rb") as db:
-        header = db.read(100)
-        size = db.seek(0, 2)
+    than the pages it declares (SQLite would read the missing part as empty);
+    or why it cannot be read at all."""
+    if not path.is_file():
+        return "is not a file"
+    try:
+        with path.open("rb") as db:
+            header = db.read(100)
+            size = db.seek(0, 2)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
     if size == 0:
         return "is empty"
     if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
