@@ -502,6 +502,34 @@ def test_ctrl_c_of_a_busy_worker_is_quiet(
     assert all(line.startswith("lyra") for line in lines), lines
 
 
+@pytest.mark.slow
+def test_a_worker_says_at_once_that_its_events_cannot_be_written(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 - the fixture
+) -> None:
+    """lyra worker --events at a path that cannot be written names it on stderr as it
+    starts taking children, not never."""
+    errors = tmp_path / "worker.err"
+    unwritable = tmp_path / "a-folder"
+    unwritable.mkdir()
+    with errors.open("w") as err:
+        worker = subprocess.Popen(
+            lyra_cmd("worker", "--database-url", database_url, "--events", str(unwritable)),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            wait_for(lambda: "taking children" in errors.read_text(), timeout=60, what="ready")
+            worker.send_signal(signal.SIGINT)
+            assert worker.wait(timeout=60) == 130
+        finally:
+            worker.kill()
+            worker.wait()
+    lines = errors.read_text().splitlines()
+    assert lines[0] == f"lyra worker: could not write events to {unwritable}: Is a directory"
+    assert lines.count(lines[0]) == 1
+
+
 def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> None:
     """lyra.events.capturing(hold=True) keeps events without writing them; replay writes
     them as they were (how a durable attempt's events wait for its checkpoint)."""

@@ -10,7 +10,7 @@ from types import FrameType
 from typing import Any
 
 from lyra.cli import _logging
-from lyra.cli._options import EXIT_OK, whole_number
+from lyra.cli._options import EXIT_OK, EXIT_UNWRITTEN, whole_number
 
 _DESCRIPTION = """\
 Take children from the PostgreSQL queue that `lyra analyze --database-url
@@ -59,18 +59,24 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    problems: list[str] = []  # what could not be written, each told once on stderr
+    told = 0
+
+    def tell() -> None:
+        nonlocal told
+        for problem in problems[told:]:
+            print(f"lyra worker: {problem}", file=sys.stderr)
+        told = len(problems)
+
+    def ready(executor_id: str) -> None:
+        tell()  # an event log that cannot even be opened: say so at once
+        print(f"lyra worker {executor_id}: taking children (Ctrl+C to stop)", file=sys.stderr)
+        sys.stderr.flush()
+
     try:
-        with _logging.events_to(args.events, verbose=args.verbose):
-            run_worker(
-                args.database_url,
-                concurrency=args.concurrency,
-                stop=stop,
-                ready=lambda executor_id: print(
-                    f"lyra worker {executor_id}: taking children (Ctrl+C to stop)",
-                    file=sys.stderr,
-                    flush=True,
-                ),
-            )
+        with _logging.events_to(args.events, verbose=args.verbose) as problems:
+            run_worker(args.database_url, concurrency=args.concurrency, stop=stop, ready=ready)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    return EXIT_OK
+        tell()  # on Ctrl+C too: events that were lost are never lost quietly
+    return EXIT_UNWRITTEN if problems else EXIT_OK
