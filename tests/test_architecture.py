@@ -15,7 +15,17 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 CORE = ("delegation", "recovery", "supervisor", "children", "durable", "logs")
-GROUND = ("errors", "events", "settings", "templates", "tracing", "_taxonomy", "_sync", "_api")
+GROUND = (
+    "errors",
+    "events",
+    "settings",
+    "templates",
+    "tracing",
+    "_taxonomy",
+    "_sync",
+    "_api",
+    "_files",
+)
 
 
 @cache

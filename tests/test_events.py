@@ -16,6 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from lyra import ChildContext, Supervisor, events
+from lyra.supervisor import RunDir
 
 pytestmark = pytest.mark.anyio
 
@@ -139,6 +140,38 @@ def test_a_short_write_is_cut_back_to_the_last_whole_line(
     assert [json.loads(line)["event"] for line in text.splitlines()] == ["first"]
     assert problems
     assert "No space left on device" in problems[0]
+
+
+@pytest.mark.parametrize("fragment", ['{"event": "delegation_st', "x" * 200_000])
+def test_a_torn_last_line_is_cut_before_the_next_event(tmp_path: Path, fragment: str) -> None:
+    """A log a killed process left mid-line loses only that fragment: the next process's
+    first event starts a line of its own, after a note of what was cut."""
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"event": "delegation_started"}\n' + fragment)
+    events.configure(log)
+    try:
+        events.info("delegation_completed")
+    finally:
+        events.configure()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["event"] for line in lines] == [
+        "delegation_started",
+        "torn_line_cut",
+        "delegation_completed",
+    ]
+    assert lines[1]["bytes"] == len(fragment)
+
+
+def test_rundir_appends_after_a_torn_line_start_a_line_of_their_own(tmp_path: Path) -> None:
+    """results.jsonl cut short by a kill: the resumed run's first line is whole, not
+    glued onto the fragment."""
+    run = RunDir(tmp_path)
+    run.results.write_text('{"protein_id": "P04637"}\n{"protein_id": "Q8')
+    with capture_logs() as logged:
+        run.append(run.results, '{"protein_id": "P69905"}')
+    run.close()
+    assert run.results.read_text() == '{"protein_id": "P04637"}\n{"protein_id": "P69905"}\n'
+    assert [e["event"] for e in logged] == ["torn_line_cut"]
 
 
 def test_text_that_is_not_unicode_never_breaks_an_event(tmp_path: Path) -> None:

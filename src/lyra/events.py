@@ -39,6 +39,8 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from lyra._files import open_to_append
+
 __all__ = [
     "LEVELS",
     "capturing",
@@ -93,6 +95,9 @@ def configure(
         sinks.append(_Logging())
     _sinks, _floor = tuple(sinks), _RANK[level]
     _problems.clear()
+    for sink in sinks:
+        if isinstance(sink, _JsonLines) and sink.torn:
+            warning("torn_line_cut", path=sink.name, bytes=sink.torn)
 
 
 def flush() -> None:
@@ -211,6 +216,7 @@ class _JsonLines:
     def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes]) -> None:
         self.name = str(getattr(target, "name", target))
         self.fd: int | None = None
+        self.torn = 0  # bytes of a torn last line cut off the file (a killed writer's)
         self.stream: IO[Any] | None = None
         self.broken = False
         # Whole lines waiting to be written. A bytearray, not a list of the
@@ -219,8 +225,7 @@ class _JsonLines:
         self.pending = bytearray()
         self.lock = threading.Lock()
         if isinstance(target, str | os.PathLike):
-            path = Path(target)
-            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self.fd, self.torn = open_to_append(Path(target))
         else:
             self.stream = target
 

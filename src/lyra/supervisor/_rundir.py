@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lyra import events
+from lyra._files import open_to_append
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -88,9 +89,10 @@ class RunDir:
         data = line.encode("utf-8", "replace") + b"\n"
         try:
             if fd == -1:
-                fd = self._appending[path] = os.open(
-                    path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-                )
+                fd, cut = open_to_append(path)
+                self._appending[path] = fd
+                if cut:  # an earlier process was killed mid-line: that line is no line
+                    events.warning("torn_line_cut", path=str(path), bytes=cut)
             written = os.write(fd, data)
             if written != len(data):  # a full disk: cut back to the last whole line
                 os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_END) - written)
