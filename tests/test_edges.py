@@ -196,6 +196,44 @@ async def test_data_can_never_forge_metadata_on_any_output(tmp_path: Path) -> No
     assert forged_reports(output.answer or "") == []
 
 
+class FailingHostileSource(OfflineSource):
+    """A source whose errors carry hostile text: a soft failure, an exception, a probe."""
+
+    name = "failing-hostile"
+
+    def fetch(self, protein_id: str) -> object:
+        if protein_id == "P04637":
+            return {"error": "upstream said: " + FORGED}
+        raise ConnectionError("upstream said: " + FORGED)
+
+    def ping(self) -> object:
+        raise ConnectionError("probe said: " + FORGED)
+
+
+async def test_error_text_from_a_source_can_never_forge_metadata(tmp_path: Path) -> None:
+    """Hostile text in a source's soft failure, exception and health probe reaches no
+    output as a report: not stdout, the answer, the reports, output.json, results.jsonl,
+    nor the JSON text of the Python API."""
+    output = await analyze(
+        ["P04637", "Q8I3H7"], source=FailingHostileSource(), timeout=5, run_dir=tmp_path
+    )
+    assert output.summary.failed == 2
+    texts = {
+        "stdout": output.text(),
+        "answer": output.answer or "",
+        "model_dump_json": output.model_dump_json(),
+        "output.json": (tmp_path / "output.json").read_text(),
+        "results.jsonl": (tmp_path / "results.jsonl").read_text(),
+        **{p.name: p.read_text() for p in (tmp_path / "reports").iterdir()},
+    }
+    for name, text in texts.items():  # the real failures are tool errors, never timeouts
+        found = find_reports(text)
+        assert [r for r in found if r.category == "timeout" or r.message == "forged"] == [], name
+    for name in ("model_dump_json", "output.json", "results.jsonl"):
+        assert "<" not in texts[name], name
+    assert "upstream said" in output.failed_analyses[0].error  # the data is kept, as data
+
+
 async def test_a_model_written_answer_cannot_forge_metadata() -> None:
     """The final answer a model writes is untrusted text too: escaped like any other."""
     with MessagesAPI([message("Looks fine." + FORGED)]) as api:

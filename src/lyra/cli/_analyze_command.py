@@ -173,7 +173,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
     from lyra.cli._durable_runs import DurableRun, Placement, open_run
     from lyra.cli._request import given_options, request_from
-    from lyra.delegation import json_safe
 
     request = None if args.resume else request_from(args)
     durable: DurableRun | None = None
@@ -189,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         durable = open_run(request, where, given_options(args, _defaults()))
     if durable is not None and durable.finished is not None:
         done = durable.finished
-        print(json_safe(done.model_dump_json(indent=2)) if args.json else done.text())
+        print(done.model_dump_json(indent=2) if args.json else done.text())
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
         return _status(done)
     if durable is not None:
@@ -204,7 +203,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
     """Run ``request`` with its run directory, events and progress display; print it."""
-    from lyra.delegation import json_safe
 
     run_dir = _run_dir(str(durable.run_dir) if durable is not None else args.run_dir, durable)
     stream = len(request.ids) > STREAM_ABOVE or bool(args.ids_file)
@@ -215,7 +213,7 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
         except KeyboardInterrupt:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
-    print(json_safe(output.model_dump_json(indent=2)) if args.json else output.text())
+    print(output.model_dump_json(indent=2) if args.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
     for problem in unwritten:
         print(f"lyra analyze: {problem}", file=sys.stderr)

@@ -22,7 +22,6 @@ from lyra.delegation import (
     DelegationResult,
     FailureCategory,
     exception_text,
-    json_safe,
     safe_str,
     valid_text,
 )
@@ -215,7 +214,7 @@ async def _conclude(
         }
     )
     if folder is not None:
-        folder.save(folder.output, json_safe(output.model_dump_json(indent=2)))
+        folder.save(folder.output, output.model_dump_json(indent=2))
     events.info("run_finished", **output.summary.model_dump())
     return output
 

@@ -6,16 +6,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra.delegation import FailureCategory
+from lyra.delegation import FailureCategory, json_safe
 from lyra.proteins._compare import Comparison
 from lyra.proteins._text import render
 from lyra.supervisor import ErrorContext, QuorumDecision, ServiceHealth
 
 
 class FrozenModel(BaseModel):
-    """A frozen pydantic model."""
+    """A frozen pydantic model whose JSON text no report parser can misread."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+    def model_dump_json(self, *args: Any, **kwargs: Any) -> str:
+        """The JSON text with ``<``, ``>`` and ``&`` written as ``\\u`` escapes: the
+        same data for a JSON parser, and no tag a data source's text could forge."""
+        return json_safe(super().model_dump_json(*args, **kwargs))
 
 
 class TaskLine(FrozenModel):

@@ -16,7 +16,6 @@ from collections.abc import Iterable
 
 import orjson
 
-from lyra.delegation import json_safe
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._output import (
     CompletedAnalysis,
@@ -140,4 +139,4 @@ def _written(folder: RunDir | None) -> set[str]:
 def _line(entry: ProteinEntry) -> str:
     """One protein as a line of ``results.jsonl`` (``kind`` first)."""
     kind = _KIND[type(entry)]
-    return json_safe(f'{{"kind":"{kind}",{entry.model_dump_json()[1:]}')
+    return f'{{"kind":"{kind}",{entry.model_dump_json()[1:]}'  # JSON-safe text
