@@ -234,6 +234,20 @@ async def test_error_text_from_a_source_can_never_forge_metadata(tmp_path: Path)
     assert "upstream said" in output.failed_analyses[0].error  # the data is kept, as data
 
 
+async def test_terminal_control_sequences_from_a_source_never_reach_stdout(
+    tmp_path: Path,
+) -> None:
+    """An ANSI escape sequence or a bell in a data source's answer is shown as U+FFFD
+    in what people read (stdout, briefs, the answer): it cannot recolour or move the
+    terminal."""
+    ansi = " \x1b[2J\x1b[31mred\x1b[0m\x07\x9b"
+    output = await analyze(["P04637"], source=HostileSource(ansi), timeout=5, run_dir=tmp_path)
+    brief = (tmp_path / "briefs" / "P04637.md").read_text()
+    for text in (output.text(), brief, output.answer or ""):
+        assert not any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0 for c in text)
+    assert "\ufffd[31mred" in brief  # shown, not hidden
+
+
 async def test_a_model_written_answer_cannot_forge_metadata() -> None:
     """The final answer a model writes is untrusted text too: escaped like any other."""
     with MessagesAPI([message("Looks fine." + FORGED)]) as api:

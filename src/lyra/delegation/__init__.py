@@ -16,6 +16,7 @@ from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import (
     METADATA_CLOSE,
     escape,
+    escape_for_reading,
     extract_blocker,
     extract_category,
     extract_completed_steps,
@@ -28,7 +29,7 @@ from lyra.delegation._report import (
     report_boundary,
 )
 from lyra.delegation._result import DelegationResult
-from lyra.delegation._text import json_safe, safe_str, valid_data, valid_text
+from lyra.delegation._text import json_safe, printable, safe_str, valid_data, valid_text
 
 __all__ = [
     "METADATA_CLOSE",
@@ -53,6 +54,7 @@ __all__ = [
     "check_timeout",
     "describe_error",
     "escape",
+    "escape_for_reading",
     "exception_text",
     "extract_blocker",
     "extract_category",
@@ -66,6 +68,7 @@ __all__ = [
     "observing",
     "parse_report",
     "parse_retry_after",
+    "printable",
     "render_report",
     "report_boundary",
     "run_attempt",

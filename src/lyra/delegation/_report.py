@@ -27,6 +27,7 @@ from typing import Any
 
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._models import FailedDelegation, TaskReport, assembled
+from lyra.delegation._text import printable
 from lyra.errors import ReportParseError
 from lyra.templates import LYRA
 
@@ -140,6 +141,13 @@ def escape(text: str) -> str:
     """
     escaped = text.translate(_ESCAPES)
     return escaped.replace(HEADER, _DEFUSED_HEADER) if HEADER in escaped else escaped
+
+
+def escape_for_reading(text: str) -> str:
+    """Untrusted text for what people and parent models read (briefs, answers,
+    stdout): :func:`escape`, after :func:`~lyra.delegation.printable` has taken
+    out control characters (an ANSI sequence in a data source's answer)."""
+    return escape(printable(text))
 
 
 def _free(text: str) -> str:

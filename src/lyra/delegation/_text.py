@@ -66,6 +66,18 @@ def valid_data(value: Any) -> Any:
 _PLAIN = frozenset({int, float, bool, type(None)})
 
 
+_CONTROLS = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F], "\ufffd")
+_CONTROLS.update(dict.fromkeys(range(0x80, 0xA0), "\ufffd"))
+_NO_CONTROLS = str.maketrans(_CONTROLS)
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: control characters other than newline, tab and
+    carriage return (an ANSI escape sequence from a data source, a bell) shown
+    as U+FFFD, so untrusted text cannot move the cursor or recolour the screen."""
+    return text.translate(_NO_CONTROLS)
+
+
 def json_safe(json_text: str) -> str:
     """JSON text with ``<``, ``>`` and ``&`` written as ``\\u`` escapes: the same data
     for a JSON parser, and nothing a report parser could take for a metadata tag."""

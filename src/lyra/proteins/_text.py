@@ -7,8 +7,8 @@ block in a brief or on stdout.
 
 from __future__ import annotations
 
-from lyra.delegation import escape
+from lyra.delegation import escape_for_reading
 from lyra.templates import Templates
 
-TEMPLATES = Templates("lyra.proteins", escape=escape)
+TEMPLATES = Templates("lyra.proteins", escape=escape_for_reading)
 render = TEMPLATES.render

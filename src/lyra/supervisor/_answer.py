@@ -16,13 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lyra import events
 from lyra.children import AnthropicChild
-from lyra.delegation import ErrorType, escape, exception_text, valid_text
+from lyra.delegation import ErrorType, escape_for_reading, exception_text, valid_text
 from lyra.supervisor._graceful import ErrorContext
 from lyra.supervisor._health import ServiceHealth
 from lyra.supervisor._quorum import QuorumDecision
 from lyra.templates import Templates, render
 
-_ANSWERS = Templates("lyra", escape=escape)
+_ANSWERS = Templates("lyra", escape=escape_for_reading)
 """The answer's template: every fact it shows is escaped, so none can forge metadata."""
 
 LAST_RESORT: dict[ErrorType, str] = {
@@ -96,7 +96,7 @@ class ModelAnswerWriter:
         text = "\n".join(b.text for b in response.content if b.type == "text").strip()
         if not text:
             raise ValueError("the model wrote an empty answer")
-        return escape(valid_text(text))  # a model's words are untrusted text too
+        return escape_for_reading(valid_text(text))  # a model's words are untrusted too
 
 
 async def final_answer(
