@@ -266,6 +266,30 @@ def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None
     ]
 
 
+def test_a_full_disk_at_the_durable_start_is_one_clear_line(tmp_path: Path) -> None:
+    """A checkpoint database that cannot be created (a full disk) stops the run with one
+    line naming the cause, not DBOS's chained tracebacks."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a tiny file system")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = (
+        f"mount -t tmpfs -o size=96k tmpfs {disk} && "
+        f"dd if=/dev/zero of={disk}/fill bs=1k count=80 2>/dev/null; "
+        f"exec {sys.executable} -m lyra analyze P04637 --durable --run-dir {disk}/run"
+    )
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("user and mount namespaces are not available here")
+    done = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("lyra: cannot start the durable engine: (sqlite3.OperationalError)")
+
+
 # -- the queue without a worker -----------------------------------------------------------
 
 

@@ -345,6 +345,9 @@ def launch(
         if type(handler) is logging.StreamHandler:  # DBOS's console: keep it on today's stderr
             handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
     DBOS(config=config)
+    dbos_logger = logging.getLogger("dbos")
+    level = dbos_logger.level
+    dbos_logger.setLevel(logging.CRITICAL + 1)  # a failed launch is told by lyra, in one line
     try:
         if listen is not None:
             DBOS.listen_queues(listen)
@@ -352,6 +355,8 @@ def launch(
     except BaseException:
         DBOS.destroy()
         raise
+    finally:
+        dbos_logger.setLevel(level)
 
 
 def destroy() -> None:
