@@ -416,13 +416,16 @@ def test_ctrl_c_during_start_up_is_one_line_and_exit_130() -> None:
     assert done.stderr.strip() == "lyra: interrupted"
 
 
-def test_json_output_stays_pure_json_when_the_model_is_unreachable(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_json_output_stays_pure_json_when_the_model_is_unreachable(tmp_path: Path) -> None:
     """With a key set but the model unreachable, the planner's and answer writer's
-    warnings never reach stdout: --json prints one JSON document."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # the base URL is a refused port
+    warnings never reach stdout: --json prints one JSON document (a real process, with
+    no test's logging set-up in the way)."""
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test"}
+    env["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9"  # the discard port: refused
     argv = ["analyze", "--question", "How reliable is P04637?", "--json"]
-    status, out, _ = run_cli(argv, capsys)
-    assert status == 0
-    assert json.loads(out)["summary"]["successful"] == 1
+    argv += ["--run-dir", str(tmp_path / "run")]
+    done = subprocess.run(
+        [sys.executable, "-m", "lyra", *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["successful"] == 1
