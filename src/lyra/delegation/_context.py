@@ -38,6 +38,7 @@ from lyra import tracing
 from lyra._taxonomy import FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
+from lyra.delegation._deadlines import Deadlines, deadlines
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import safe_str
 from lyra.errors import BudgetExhausted, ChildBlocked
@@ -116,6 +117,7 @@ class ChildContext:
     _last_progress = 0.0
     _meter: Account | None = None
     _scope: anyio.CancelScope | None = None
+    _deadlines: Deadlines | None = None
     _stop: Account | None = None
     _token: Any = None
     _watched: tuple[Account, ...] | list[Account] = ()
@@ -364,9 +366,15 @@ class ChildContext:
     # -- limits (used by the attempt runner) ------------------------------------------
 
     def _enter(self, scope: anyio.CancelScope) -> None:
-        """Start enforcing the limits: ``scope`` ends the attempt at its deadline,
-        and an account that runs out cancels it. A live display may watch it."""
+        """Start enforcing the limits: ``scope`` ends the attempt at its deadline
+        (kept by the loop's :mod:`._deadlines`, else by anyio), and an account
+        that runs out cancels it. A live display may watch it."""
         self._scope = scope
+        self._deadlines = deadlines()
+        if self._deadlines is None:
+            scope.deadline = self._armed  # another backend: anyio's own timer
+        else:
+            self._deadlines.watch(self)
         if self._account is not None:
             self._watched = self._account.limited()
             for account in self._watched:
@@ -379,6 +387,8 @@ class ChildContext:
 
     def _exit(self) -> None:
         self._scope = None
+        if self._deadlines is not None:
+            self._deadlines.unwatch()
         for account in self._watched:
             account.unwatch(id(self))
         if self._observed:
@@ -393,7 +403,8 @@ class ChildContext:
             self._last_progress = now
             if self._armed < self._deadline and now + self._idle > self._armed:
                 self._armed = min(self._deadline, now + self._idle + self._slack)
-                self._on_loop(self._rearm)
+                if self._deadlines is None:  # the loop's watcher reads _armed itself
+                    self._on_loop(self._rearm)
         if self._parent is not None:
             self._parent._touch()
 

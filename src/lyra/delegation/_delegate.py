@@ -167,7 +167,7 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: BaseException | None = None
-    with anyio.CancelScope(deadline=ctx._armed) as scope:
+    with anyio.CancelScope() as scope:  # its deadline: see ChildContext._enter
         ctx._enter(scope)
         try:
             output = await call(prompt, ctx)

@@ -1,0 +1,68 @@
+"""The attempts on an asyncio loop share one timer for their deadlines (delegation/_deadlines):
+each still ends at its own deadline, progress moves an idle one, finished ones are let go."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from lyra import ChildContext, Supervisor
+from lyra.delegation import _deadlines
+
+pytestmark = pytest.mark.anyio
+
+
+async def sleeper(prompt: str, ctx: ChildContext) -> str:
+    await anyio.sleep(float(prompt))
+    return "woke"
+
+
+async def test_attempts_with_different_deadlines_each_end_at_their_own() -> None:
+    """Twelve attempts sharing the loop's timer, with deadlines in no particular order:
+    each times out at its own deadline, and the one with time to spare completes."""
+    supervisor = Supervisor(sleeper)
+    timeouts = [0.35, 0.05, 0.25, 0.1, 0.3, 0.15, 0.2, 0.05, 0.4, 0.1, 0.45, 2.0]
+    results: dict[int, tuple[bool, float]] = {}
+
+    async def one(index: int, timeout: float) -> None:
+        result = await supervisor.delegate("1.0", timeout=timeout)
+        results[index] = (result.ok, result.duration)
+
+    async with anyio.create_task_group() as group:
+        for index, timeout in enumerate(timeouts):
+            group.start_soon(one, index, timeout)
+    for index, timeout in enumerate(timeouts):
+        ok, duration = results[index]
+        assert ok is (timeout > 1.0)
+        assert duration == pytest.approx(min(timeout, 1.0), abs=0.05)
+
+
+async def test_progress_moves_an_idle_deadline_without_a_new_timer() -> None:
+    """A child that steps every 50 ms outlives an idle timeout of 0.15 s for 0.5 s, then
+    stops stepping and is ended about 0.15 s later."""
+
+    async def steps_then_stalls(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(10):
+            await anyio.sleep(0.05)
+            ctx.step("tick")
+        await anyio.sleep(30)
+        return "never"
+
+    started = time.monotonic()
+    result = await Supervisor(steps_then_stalls).delegate("x", timeout=30, idle_timeout=0.15)
+    assert result.failure is not None
+    assert result.failure.error_type == "idle"
+    assert 0.6 <= time.monotonic() - started <= 0.8
+
+
+async def test_finished_attempts_are_let_go() -> None:
+    """Thousands of quick attempts with long deadlines leave no more than a bounded
+    heap behind (finished ones are dropped, not kept until their deadline)."""
+    supervisor = Supervisor(sleeper)
+    for _ in range(3000):
+        await supervisor.delegate("0", timeout=300)
+    watcher = _deadlines.deadlines()
+    assert watcher is not None
+    assert len(watcher._heap) <= 2 * _deadlines._PURGE_AT
