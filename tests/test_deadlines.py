@@ -66,3 +66,4 @@ async def test_finished_attempts_are_let_go() -> None:
     watcher = _deadlines.deadlines()
     assert watcher is not None
     assert len(watcher._heap) <= 2 * _deadlines._PURGE_AT
+    assert all(entry[2].ctx is None for entry in watcher._heap)  # none kept alive

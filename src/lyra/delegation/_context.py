@@ -38,7 +38,7 @@ from lyra import tracing
 from lyra._taxonomy import FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
-from lyra.delegation._deadlines import Deadlines, deadlines
+from lyra.delegation._deadlines import Deadlines, Watch, deadlines
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import safe_str
 from lyra.errors import BudgetExhausted, ChildBlocked
@@ -118,6 +118,7 @@ class ChildContext:
     _meter: Account | None = None
     _scope: anyio.CancelScope | None = None
     _deadlines: Deadlines | None = None
+    _deadline_watch: Watch | None = None
     _stop: Account | None = None
     _token: Any = None
     _watched: tuple[Account, ...] | list[Account] = ()
@@ -374,7 +375,7 @@ class ChildContext:
         if self._deadlines is None:
             scope.deadline = self._armed  # another backend: anyio's own timer
         else:
-            self._deadlines.watch(self)
+            self._deadline_watch = self._deadlines.watch(self)
         if self._account is not None:
             self._watched = self._account.limited()
             for account in self._watched:
@@ -387,8 +388,9 @@ class ChildContext:
 
     def _exit(self) -> None:
         self._scope = None
-        if self._deadlines is not None:
-            self._deadlines.unwatch()
+        watch, self._deadline_watch = self._deadline_watch, None
+        if watch is not None and self._deadlines is not None:
+            self._deadlines.unwatch(watch)
         for account in self._watched:
             account.unwatch(id(self))
         if self._observed:

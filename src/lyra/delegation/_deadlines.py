@@ -27,13 +27,22 @@ class Watched(Protocol):
     _armed: float
     """When the attempt ends, unless progress moves it."""
     _scope: Any
-    """Its cancel scope; ``None`` once it ended."""
+    """Its cancel scope."""
 
 
 _PURGE_AT = 64
 """Finished attempts left in the heap before it may be rebuilt without them."""
 _serial = count()
 _local = threading.local()
+
+
+class Watch:
+    """One attempt's place in the heap; let go of the attempt as soon as it ends."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: Watched) -> None:
+        self.ctx: Watched | None = ctx
 
 
 class Deadlines:
@@ -43,25 +52,28 @@ class Deadlines:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._heap: list[tuple[float, int, Watched]] = []
+        self._heap: list[tuple[float, int, Watch]] = []
         self._live = 0
         self._timer: asyncio.TimerHandle | None = None
         self._when = math.inf
 
-    def watch(self, ctx: Watched) -> None:
-        """End ``ctx``'s attempt (cancel its scope) once its ``_armed`` time passes."""
-        when = ctx._armed
-        heapq.heappush(self._heap, (when, next(_serial), ctx))
+    def watch(self, ctx: Watched) -> Watch:
+        """End ``ctx``'s attempt (cancel its scope) once its ``_armed`` time passes,
+        until :meth:`unwatch`."""
+        when, watch = ctx._armed, Watch(ctx)
+        heapq.heappush(self._heap, (when, next(_serial), watch))
         self._live += 1
         if when < self._when:
             self._arm(when)
+        return watch
 
-    def unwatch(self) -> None:
-        """An attempt ended (its scope is gone): forget it, a rebuild now and then."""
+    def unwatch(self, watch: Watch) -> None:
+        """The attempt ended: let it go now, and its place in the heap in time."""
+        watch.ctx = None
         self._live -= 1
         heap = self._heap
         if len(heap) > _PURGE_AT and len(heap) > 2 * self._live:
-            heap[:] = [entry for entry in heap if entry[2]._scope is not None]
+            heap[:] = [entry for entry in heap if entry[2].ctx is not None]
             heapq.heapify(heap)
 
     def _arm(self, when: float) -> None:
@@ -74,14 +86,14 @@ class Deadlines:
         self._timer, self._when = None, math.inf
         heap, now = self._heap, self.loop.time()
         while heap and heap[0][0] <= now:
-            _, _, ctx = heapq.heappop(heap)
-            scope = ctx._scope
-            if scope is None:
+            _, _, watch = heapq.heappop(heap)
+            ctx = watch.ctx
+            if ctx is None:
                 continue  # the attempt ended before its deadline
             if ctx._armed > now:  # progress moved the deadline: wait for the new one
-                heapq.heappush(heap, (ctx._armed, next(_serial), ctx))
+                heapq.heappush(heap, (ctx._armed, next(_serial), watch))
             else:
-                scope.cancel()
+                ctx._scope.cancel()
         if heap:
             self._arm(heap[0][0])
 
