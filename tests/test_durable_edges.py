@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+import lyra
 import lyra.durable
+import lyra.errors
 import lyra.events
 from lyra.cli import main
 from lyra.cli._durable_runs import Placement, open_run
@@ -240,6 +242,33 @@ def test_a_damaged_state_file_is_one_clear_line(
     assert err.count("\n") == 1
     assert err.startswith("lyra: ")
     assert message in err
+
+
+@pytest.mark.parametrize("flag", ["--max-tokens", "--max-turns", "--max-cost"])
+def test_a_run_wide_budget_with_a_durable_run_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    """A run-wide budget lives in one process, so --durable with one is refused in one
+    line before anything runs (it failed every protein as an internal error)."""
+    run_dir = tmp_path / "run"
+    argv = ["analyze", "P04637", "--durable", flag, "5", "--run-dir", str(run_dir)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("lyra: --max-tokens, --max-cost and --max-turns keep one budget")
+    assert not run_dir.exists()
+
+
+@pytest.mark.anyio
+async def test_analyze_refuses_a_run_wide_budget_on_an_executor_of_other_processes() -> None:
+    """Through the Python API too: a clear ConfigurationError, no child run."""
+
+    class Elsewhere:  # an Executor that would run the tasks in other processes
+        async def run(self, *args: Any, **kwargs: Any) -> list[Any]:
+            raise AssertionError("no task may run")
+
+    with pytest.raises(lyra.errors.ConfigurationError, match="run-wide budget"):
+        await analyze(["P04637"], budget=lyra.Budget(max_turns=5), executor=Elsewhere())
 
 
 def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None:

@@ -118,6 +118,12 @@ def open_run(
     if resume is not None and existing is None:
         return _resume_plain(resume)
     require_durable()
+    if request is not None and request.budget is not None:
+        raise ConfigurationError(
+            "--max-tokens, --max-cost and --max-turns keep one budget for the whole run in "
+            "one process; a durable run (--durable, --database-url) cannot hold it across "
+            "its processes: leave them out, or run without --durable"
+        )
     if existing is not None and folder is not None:
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)
