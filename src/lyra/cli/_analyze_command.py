@@ -98,7 +98,8 @@ def register(commands: Any) -> None:
     add_limit_options(
         p,
         idle="seconds without progress before a protein's attempt ends (default: none)",
-        budget="for the whole run, every protein, retry and model call together",
+        budget="for the whole run (in one process: not with --durable), every protein, retry "
+        "and model call together",
     )
     p.add_argument(
         "--concurrency", type=whole_number(1), default=8, help="proteins at once (default 8)"
