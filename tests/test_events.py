@@ -143,9 +143,10 @@ def test_a_short_write_is_cut_back_to_the_last_whole_line(
 
 
 @pytest.mark.parametrize("fragment", ['{"event": "delegation_st', "x" * 200_000])
-def test_a_torn_last_line_is_cut_before_the_next_event(tmp_path: Path, fragment: str) -> None:
-    """A log a killed process left mid-line loses only that fragment: the next process's
-    first event starts a line of its own, after a note of what was cut."""
+def test_a_torn_last_line_is_ended_before_the_next_event(tmp_path: Path, fragment: str) -> None:
+    """A log a killed process left mid-line keeps the fragment as a line of its own (a
+    reader skips it as malformed); the next process's events start lines of their own,
+    after a note."""
     log = tmp_path / "events.jsonl"
     log.write_text('{"event": "delegation_started"}\n' + fragment)
     events.configure(log)
@@ -153,13 +154,13 @@ def test_a_torn_last_line_is_cut_before_the_next_event(tmp_path: Path, fragment:
         events.info("delegation_completed")
     finally:
         events.configure()
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [line["event"] for line in lines] == [
+    lines = log.read_text().splitlines()
+    assert lines[1] == fragment
+    assert [json.loads(line)["event"] for line in lines[:1] + lines[2:]] == [
         "delegation_started",
-        "torn_line_cut",
+        "torn_line_ended",
         "delegation_completed",
     ]
-    assert lines[1]["bytes"] == len(fragment)
 
 
 def test_rundir_appends_after_a_torn_line_start_a_line_of_their_own(tmp_path: Path) -> None:
@@ -170,8 +171,30 @@ def test_rundir_appends_after_a_torn_line_start_a_line_of_their_own(tmp_path: Pa
     with capture_logs() as logged:
         run.append(run.results, '{"protein_id": "P69905"}')
     run.close()
-    assert run.results.read_text() == '{"protein_id": "P04637"}\n{"protein_id": "P69905"}\n'
-    assert [e["event"] for e in logged] == ["torn_line_cut"]
+    assert run.results.read_text().splitlines() == [
+        '{"protein_id": "P04637"}',
+        '{"protein_id": "Q8',
+        '{"protein_id": "P69905"}',
+    ]
+    assert [e["event"] for e in logged] == ["torn_line_ended"]
+
+
+def test_a_pipe_whose_reader_left_fails_the_sink_instead_of_blocking(tmp_path: Path) -> None:
+    """Events to a named pipe whose reader has gone: the write fails (the sink is marked
+    broken and the problem noted), it never blocks the program."""
+    pipe = tmp_path / "events.pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    events.configure(pipe)
+    os.close(reader)
+    try:
+        for _ in range(2_000):  # far more than a pipe buffers
+            events.info("delegation_completed", padding="x" * 200)
+        problems = events.problems()
+    finally:
+        events.configure()
+    assert problems
+    assert "Broken pipe" in problems[0]
 
 
 def test_text_that_is_not_unicode_never_breaks_an_event(tmp_path: Path) -> None:

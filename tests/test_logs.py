@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lyra.logs
 from lyra import ChildContext, Supervisor, TaskReport, find_reports, render_report
@@ -474,6 +476,51 @@ def test_an_overlong_line_is_skipped_whole(tmp_path: Path, monkeypatch: pytest.M
     huge = '{"event": "delegation_completed", "x": "' + "a" * 1000 + '"}\n'
     stats = collect_stats([write(tmp_path / "e.jsonl", huge, GOOD[1])])
     assert (stats.completed, stats.failed, stats.malformed_lines) == (0, 1, 1)
+
+
+def _reference_lines(data: bytes, limit: int) -> list[tuple[bytes, bool]]:
+    """What the chunked reader must give: each line without its newline, cut to
+    ``limit``; the last one (without a newline) marked unended unless it was cut."""
+    lines = data.split(b"\n")
+    last = lines.pop()
+    found = [(line[:limit], True) for line in lines]
+    if last:
+        found.append((last[:limit], len(last) >= limit))
+    return found
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from([b"a", b"\n", b"\r\n", b"{", b"}", b"xyz" * 5]), max_size=40).map(
+        b"".join
+    ),
+    st.integers(1, 9),
+    st.integers(2, 12),
+)
+def test_chunked_lines_are_the_lines_cut_to_the_limit(data: bytes, chunk: int, limit: int) -> None:
+    """However a stream falls into chunks, the reader gives its lines as a plain split
+    would, each cut to MAX_LINE."""
+    saved = _read._CHUNK, _read.MAX_LINE
+    _read._CHUNK, _read.MAX_LINE = chunk, limit
+    try:
+        blocks = list(_read._line_blocks(io.BytesIO(data)))
+    finally:
+        _read._CHUNK, _read.MAX_LINE = saved
+    found = [(line, ended) for block, ended in blocks for line in block]
+    assert [line for line, _ in found] == [line for line, _ in _reference_lines(data, limit)]
+    if found:
+        assert found[-1][1] == _reference_lines(data, limit)[-1][1]
+
+
+def test_a_byte_order_mark_and_a_huge_number_still_read_as_events(tmp_path: Path) -> None:
+    """A log that starts with a UTF-8 byte order mark, and an event with a number too
+    large for a double, are read (orjson refuses both; they were read before)."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(
+        b"\xef\xbb\xbf" + GOOD[0].encode() + b'{"event": "delegation_completed", "x": 1e400}\n'
+    )
+    stats = collect_stats([log])
+    assert (stats.completed, stats.malformed_lines) == (2, 0)
 
 
 class _Guarded(io.BytesIO):

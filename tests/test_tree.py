@@ -122,6 +122,22 @@ async def test_a_charge_made_ahead_is_refused_rather_than_overspent() -> None:
     assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
 
 
+async def test_a_refused_charge_leaves_nothing_for_the_next_attempt() -> None:
+    """Once a charge made ahead was refused, the account has no room: budget_left shows
+    nothing and the next attempt on it never starts."""
+    child = Spender(steps=2, input_tokens=600, ahead=True)
+    supervisor = Supervisor(child, budget=Budget(max_tokens=1000))
+    first = await supervisor.delegate("x", timeout=5)
+    assert first.failure is not None
+    assert first.failure.error_type == "budget"
+    assert supervisor.account is not None
+    assert supervisor.account.left().max_tokens == 0
+    second = await supervisor.delegate("x", timeout=5)
+    assert second.failure is not None
+    assert "nothing left before the attempt started" in second.failure.evidence
+    assert child.ran == [0]
+
+
 async def test_summed_costs_carry_no_binary_noise() -> None:
     """Three charges of $0.02 are $0.06 on the result and in the report, not
     0.060000000000000005."""

@@ -96,8 +96,8 @@ def configure(
     _sinks, _floor = tuple(sinks), _RANK[level]
     _problems.clear()
     for sink in sinks:
-        if isinstance(sink, _JsonLines) and sink.torn:
-            warning("torn_line_cut", path=sink.name, bytes=sink.torn)
+        if isinstance(sink, _JsonLines) and sink.lead:
+            warning("torn_line_ended", path=sink.name)
 
 
 def flush() -> None:
@@ -216,7 +216,7 @@ class _JsonLines:
     def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes]) -> None:
         self.name = str(getattr(target, "name", target))
         self.fd: int | None = None
-        self.torn = 0  # bytes of a torn last line cut off the file (a killed writer's)
+        self.lead = b""  # a newline, when a killed writer left the file's last line torn
         self.stream: IO[Any] | None = None
         self.broken = False
         # Whole lines waiting to be written. A bytearray, not a list of the
@@ -225,7 +225,8 @@ class _JsonLines:
         self.pending = bytearray()
         self.lock = threading.Lock()
         if isinstance(target, str | os.PathLike):
-            self.fd, self.torn = open_to_append(Path(target))
+            self.fd, torn = open_to_append(Path(target))
+            self.lead = b"\n" if torn else b""
         else:
             self.stream = target
 
@@ -252,6 +253,8 @@ class _JsonLines:
         with self.lock:
             data = bytes(self.pending)
             self.pending.clear()
+            if data and self.lead:
+                data, self.lead = self.lead + data, b""
         if data and not self.broken:
             self._guarded(self._write_whole, data)
 

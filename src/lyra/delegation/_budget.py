@@ -202,7 +202,10 @@ class Account:
         if limits.max_tokens is not None and used + tokens > limits.max_tokens:
             amount = f"{used} tokens used" + (f", {tokens} more refused" if ahead else "")
             return f"max_tokens={limits.max_tokens} {verb}: {amount}"
-        if limits.max_cost_usd is not None and self.cost_usd + cost_usd > limits.max_cost_usd:
+        if (
+            limits.max_cost_usd is not None
+            and _dollars(self.cost_usd + cost_usd) > limits.max_cost_usd
+        ):
             amount = f"${self.cost_usd:.4f} used"
             amount += f", ${cost_usd:.4f} more refused" if ahead else ""
             return f"max_cost_usd={limits.max_cost_usd:g} {verb}: {amount}"
@@ -212,28 +215,28 @@ class Account:
         return None
 
     def left(self) -> Budget:
-        """What may still be spent, the tightest over the whole chain."""
-        tokens: int | None = None
-        cost: float | None = None
-        turns: int | None = None
+        """What may still be spent, the tightest over the whole chain (nothing on the
+        limited measures of an account that ran out, a refused charge included)."""
+        spare: dict[str, float] = {}
         with self._lock:
             for account in self.chain():
                 limits = account.limits
                 if limits is None:
                     continue
-                if limits.max_tokens is not None:
-                    room = limits.max_tokens - account.input_tokens - account.output_tokens
-                    tokens = room if tokens is None else min(tokens, room)
-                if limits.max_cost_usd is not None:
-                    spare = limits.max_cost_usd - account.cost_usd
-                    cost = spare if cost is None else min(cost, spare)
-                if limits.max_turns is not None:
-                    spare_turns = limits.max_turns - account.turns
-                    turns = spare_turns if turns is None else min(turns, spare_turns)
+                out = account.exhausted is not None
+                for name, limit, used in (
+                    ("max_tokens", limits.max_tokens, account.input_tokens + account.output_tokens),
+                    ("max_cost_usd", limits.max_cost_usd, account.cost_usd),
+                    ("max_turns", limits.max_turns, account.turns),
+                ):
+                    if limit is not None:
+                        room = 0 if out else max(0, _dollars(limit - used))
+                        spare[name] = min(spare.get(name, room), room)
+        tokens, turns = spare.get("max_tokens"), spare.get("max_turns")
         return Budget(
-            max_tokens=None if tokens is None else max(0, tokens),
-            max_cost_usd=None if cost is None else max(0.0, cost),
-            max_turns=None if turns is None else max(0, turns),
+            max_tokens=None if tokens is None else int(tokens),
+            max_cost_usd=spare.get("max_cost_usd"),
+            max_turns=None if turns is None else int(turns),
         )
 
     def has_room(self) -> bool:
@@ -246,7 +249,7 @@ class Account:
         limits = self.limits
         assert limits is not None
         tokens = self.input_tokens + self.output_tokens
-        return (
+        return self.exhausted is None and (  # a refused charge ran it out, too
             (limits.max_tokens is None or tokens < limits.max_tokens)
             and (limits.max_cost_usd is None or self.cost_usd < limits.max_cost_usd)
             and (limits.max_turns is None or self.turns < limits.max_turns)

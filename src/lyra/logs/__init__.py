@@ -4,8 +4,8 @@
 >>> stats = collect_stats(["runs/"])          # every events.jsonl under runs/
 >>> stats.failed, stats.by_category["timeout"], stats.top_blockers[:1]
 
-Reading streams: files are read line by line (or, for raw reports, in
-bounded chunks), so a log of any size fits in memory. Attempts (delegations)
+Reading streams: files are read in bounded chunks, so a log of any size fits
+in memory. Attempts (delegations)
 and tasks (what they were for) are counted apart; a torn last line, a
 truncated ``.gz`` and an attempt logged twice are each noted, never miscounted.
 """

@@ -1,8 +1,8 @@
 """Streaming readers: event logs and raw reports in, :class:`Event` tuples out.
 
 Nothing here loads a whole file. Event logs (JSON lines, DESIGN §8) are read
-line by line with a bounded line length and decoded with orjson; malformed
-lines are skipped and counted. A last line cut short by a killed writer (no
+in bounded chunks split into lines (of bounded length) and decoded with
+orjson; malformed lines are skipped and counted. A last line cut short by a killed writer (no
 newline, no valid JSON) is skipped and named apart from malformed lines, and
 so is a compressed file that ends early: what it holds is read. A file that
 holds no events at all (a parent transcript, a plain log) is read a second
@@ -40,8 +40,8 @@ DECOMPOSED = "decomposition_finished"
 _KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED, DECOMPOSED})
 
 MAX_LINE = 1 << 20
-_CHUNK = 1 << 16  # what a log is read by (at most MAX_LINE: only a carried line can grow)
 """Longest event line read whole, in bytes; a longer line is skipped as malformed."""
+_CHUNK = 1 << 16  # what an event log is read by (never more than MAX_LINE)
 CHUNK = 1 << 20
 """Characters read at a time when looking for reports in text."""
 MAX_BUFFER = 8 << 20
@@ -219,7 +219,8 @@ def _attempt(value: object) -> int:
 
 _NEWLINES = (b"\n", "\n")
 _BRACES = (b"{", "{")
-_STDLIB_ONLY = ((b"\\u", b"NaN", b"Infinity"), ("\\u", "NaN", "Infinity"))
+_STDLIB_ONLY = ((b"NaN", b"Infinity"), ("NaN", "Infinity"))
+_BOM = (b"\xef\xbb\xbf", "\ufeff")
 
 
 @dataclass(slots=True)
@@ -262,21 +263,24 @@ def _line_blocks(
             ended = line[-1:] in _NEWLINES
             yield [line[:-1] if ended else line], ended
         return
-    rest: Any = None  # the unfinished last line of what was read
-    skipping = False  # inside a line longer than MAX_LINE, already yielded
+    rest: Any = None  # the start of a line not ended yet
+    skipping = False  # inside a line longer than MAX_LINE, whose start is out already
+    first = True
     while chunk := read(min(_CHUNK, MAX_LINE)):
+        if first:  # a byte order mark is no part of the first line
+            chunk, first = chunk.removeprefix(_BOM[isinstance(chunk, str)]), False
         parts = chunk.split(b"\n" if isinstance(chunk, bytes) else "\n")
         if skipping:
             if len(parts) == 1:
                 continue
-            skipping, rest = False, None
+            skipping = False
             del parts[0]
-        if rest:
+        elif rest:
             parts[0] = rest + parts[0]
-            if len(parts[0]) > MAX_LINE:
-                parts[0] = parts[0][:MAX_LINE]
         rest = parts.pop()
-        if len(rest) > MAX_LINE:
+        if parts and len(parts[0]) > MAX_LINE:  # only the first can be: a chunk is no longer
+            parts[0] = parts[0][:MAX_LINE]
+        if len(rest) >= MAX_LINE:  # its start now; the rest is skipped, never copied
             parts.append(rest[:MAX_LINE])
             rest, skipping = None, True
         if parts:
@@ -285,12 +289,14 @@ def _line_blocks(
         yield [rest], False
 
 
-def _loads(line: bytes | str) -> Any:
-    """What orjson refuses, read by the standard library: a lone surrogate that
-    :func:`lyra.events.encode` escaped, ``NaN``; ``None`` for anything else (a
-    line with none of those is not handed to the slow parser at all)."""
+def _loads(line: bytes | str, why: str) -> Any:
+    """What orjson refuses (``why``) but the standard library reads: a lone
+    surrogate that :func:`lyra.events.encode` escaped, a number too large for a
+    double, ``NaN``; ``None`` for anything else, which is never handed to the
+    slow parser at all."""
     marks = _STDLIB_ONLY[isinstance(line, str)]
-    if not any(mark in line for mark in marks):  # type: ignore[operator]
+    readable = "surrogate" in why or "infinity" in why
+    if not readable and not any(mark in line for mark in marks):  # type: ignore[operator]
         return None
     try:
         return json.loads(line)
@@ -322,8 +328,8 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
                         continue
                 try:
                     data = loads(line)
-                except refused:
-                    data = _loads(line)
+                except refused as exc:
+                    data = _loads(line, exc.msg)
                 if type(data) is dict and type(data.get("event")) is str:
                     if cut is not None:
                         tally.json_like_bad += 1
@@ -357,10 +363,10 @@ def iter_events(
     source: str = "",
     stats: ReadStats | None = None,
 ) -> Iterator[Event]:
-    """The events of one JSON-lines stream, line by line; bad lines are counted.
+    """The events of one JSON-lines stream, in order; bad lines are counted.
 
-    ``stream`` is a binary file object (read with a bounded ``readline``) or
-    any iterable of lines. Blank lines are ignored; every other line that is
+    ``stream`` is a binary file object (read in bounded chunks) or any
+    iterable of lines. Blank lines are ignored; every other line that is
     not a JSON object with an ``event`` name adds one to
     ``stats.malformed_lines``, except a last line that is the start of an
     event cut short (no newline): that one is torn, and ``source`` is added

@@ -89,10 +89,11 @@ class RunDir:
         data = line.encode("utf-8", "replace") + b"\n"
         try:
             if fd == -1:
-                fd, cut = open_to_append(path)
+                fd, torn = open_to_append(path)
                 self._appending[path] = fd
-                if cut:  # an earlier process was killed mid-line: that line is no line
-                    events.warning("torn_line_cut", path=str(path), bytes=cut)
+                if torn:  # an earlier process was killed mid-line: end that line first
+                    events.warning("torn_line_ended", path=str(path))
+                    data = b"\n" + data
             written = os.write(fd, data)
             if written != len(data):  # a full disk: cut back to the last whole line
                 os.ftruncate(fd, os.lseek(fd, 0, os.SEEK_END) - written)
