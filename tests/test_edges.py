@@ -372,7 +372,7 @@ def test_an_unwritable_output_is_not_called_an_unreadable_input(tmp_path: Path) 
             text=True,
         )
     assert done.returncode == 4
-    assert done.stderr.strip() == "lyra logs: cannot write the output: No space left on device"
+    assert done.stderr.strip() == "lyra: could not write the output: No space left on device"
 
 
 def test_a_page_written_to_a_pipe_leaves_the_pipe_in_place(

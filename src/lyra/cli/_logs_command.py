@@ -17,14 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lyra.cli._options import (
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_UNWRITTEN,
-    EXIT_USAGE,
-    Subparsers,
-    cannot_read,
-)
+from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
     from lyra.logs import FailureStats, ReadStats, TimeoutSuggestion
@@ -132,7 +125,7 @@ def _note(text: str) -> None:
 
 
 class _Unwritable(OSError):
-    """stdout could not be written."""
+    """stdout could not be written (no file name: lyra's main reports it as output)."""
 
 
 def _out(text: str, end: str = "\n") -> None:
@@ -160,9 +153,8 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             return run(args)
         except BrokenPipeError:
             raise  # `| head` closed the pipe: the CLI ends quietly
-        except _Unwritable as exc:  # stdout, not the input (a full disk)
-            _note(f"cannot write the output: {exc.strerror or exc}")
-            return EXIT_UNWRITTEN
+        except _Unwritable:
+            raise  # stdout, not the input (a full disk): lyra's main says so, exit 4
         except OSError as exc:  # a directory we may not read, a file that is no gzip
             return cannot_read(exc.filename or "input", exc)
 

@@ -33,6 +33,8 @@ def register(commands: Any) -> None:
         "worker",
         help="process children queued on PostgreSQL by lyra analyze --database-url",
         description=_DESCRIPTION,
+        epilog="exit status: 0 stopped by SIGTERM, 2 usage error (no extra, bad URL), 4 some\n"
+        "events could not be written (each named on stderr), 130 interrupted (Ctrl+C)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(

@@ -145,8 +145,8 @@ def escape(text: str) -> str:
 
 def escape_for_reading(text: str) -> str:
     """Untrusted text for what people and parent models read (briefs, answers,
-    stdout): :func:`escape`, after :func:`~lyra.delegation.printable` has taken
-    out control characters (an ANSI sequence in a data source's answer)."""
+    stdout): :func:`escape`, after control characters (an ANSI sequence in a data
+    source's answer) are shown as U+FFFD."""
     return escape(printable(text))
 
 
@@ -324,8 +324,8 @@ def parse_report(text: str) -> TaskReport:
 
 
 def _general_report(text: str) -> TaskReport | None:
-    """The last report in any layout (the last :func:`find_reports` gives); ``None``
-    when there is none."""
+    """The last report in any layout (the last :func:`find_reports` gives, unless
+    the last metadata block holds no report); ``None`` when there is none."""
     block = _last_block(text)
     if block is None:
         return _last_headerless(text, 0)

@@ -346,8 +346,7 @@ def launch(
             handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
     DBOS(config=config)
     dbos_logger = logging.getLogger("dbos")
-    level = dbos_logger.level
-    dbos_logger.setLevel(logging.CRITICAL + 1)  # a failed launch is told by lyra, in one line
+    dbos_logger.addFilter(_no_launch_failure)  # lyra says it itself, in one line
     try:
         if listen is not None:
             DBOS.listen_queues(listen)
@@ -356,7 +355,12 @@ def launch(
         DBOS.destroy()
         raise
     finally:
-        dbos_logger.setLevel(level)
+        dbos_logger.removeFilter(_no_launch_failure)
+
+
+def _no_launch_failure(record: logging.LogRecord) -> bool:
+    """Drop DBOS's own report of a failed launch (a traceback of tens of lines)."""
+    return not record.getMessage().startswith("DBOS failed to launch")
 
 
 def destroy() -> None:

@@ -25,10 +25,10 @@ def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
 
     ``sync`` also waits for the disk (it survives a power cut, not only a crash):
     for the files a run is resumed from, not for each of a million small ones.
-    A ``path`` that is no regular file (``/dev/stdout``, a pipe, a device) is
-    written into, never replaced.
+    A ``path`` that is no regular file of its own (a pipe, a device, a link such
+    as ``/dev/stdout``) is written into, never replaced.
     """
-    if path.exists() and not path.is_file():
+    if path.is_symlink() or (path.exists() and not path.is_file()):
         with path.open("w", encoding="utf-8", errors="replace") as stream:
             stream.write(text)
         return
