@@ -404,13 +404,15 @@ def test_analyze_keeps_a_run_wide_turn_budget(
 # -- proteome scale: IDs from a file, results streamed ---------------------------------------
 
 
-def test_ids_from_a_file_stream_to_results_jsonl_once_each(
+def test_ids_from_a_file_are_read_like_ids_on_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--ids-file: blank lines and comments skipped, duplicates analysed once, every
-    protein exactly once in results.jsonl, and a compact stdout (counts, not briefs)."""
+    """--ids-file: comments (whole lines or after an ID) and blank lines skipped,
+    duplicates analysed once, every protein once in results.jsonl; a short list is
+    printed and listed in the output like IDs given as arguments."""
     ids = tmp_path / "ids.txt"
-    ids.write_text("# my proteins\nP04637\n\n  p69905  \nP04637\nXXXXX\n", encoding="utf-8")
+    text = "# my proteins\nP04637\n\n  p69905  # haemoglobin\nP04637\nXXXXX\n"
+    ids.write_text(text, encoding="utf-8")
     status, out, _ = run_cli(
         ["analyze", "--ids-file", str(ids), "--run-dir", str(tmp_path / "r")], capsys
     )
@@ -424,11 +426,30 @@ def test_ids_from_a_file_stream_to_results_jsonl_once_each(
         ("XXXXX", "failed"),
     ]
     assert "2 of 3 completed, 0 partial, 1 failed." in out
-    assert "invalid_task     1" in out
-    assert "# Cellular tumor antigen p53" not in out  # no brief per protein on stdout
+    assert "# Cellular tumor antigen p53" in out  # a brief per protein, as for arguments
     saved = json.loads((tmp_path / "r" / "output.json").read_text())
-    assert saved["streamed"] is True
-    assert saved["summary"] == {"total_requested": 3, "successful": 2, "partial": 0, "failed": 1}
+    assert saved["streamed"] is False
+    assert [e["protein_id"] for e in saved["failed_analyses"]] == ["XXXXX"]
+
+
+def test_more_than_a_hundred_proteins_stream_to_results_jsonl_once_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Over 100 proteins (here from a file) the run streams: each once in results.jsonl,
+    a compact stdout (counts and failures by category, not briefs), empty entry lists."""
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(["P04637", *(f"X{n:04d}" for n in range(110))]), encoding="utf-8")
+    status, out, _ = run_cli(
+        ["analyze", "--ids-file", str(ids), "--run-dir", str(tmp_path / "r")], capsys
+    )
+    lines = (tmp_path / "r" / "results.jsonl").read_text().splitlines()
+    assert status == 1
+    assert len(lines) == len({json.loads(line)["protein_id"] for line in lines}) == 111
+    assert "1 of 111 completed, 0 partial, 110 failed." in out
+    assert "invalid_task     110" in out
+    assert "# Cellular tumor antigen p53" not in out
+    saved = json.loads((tmp_path / "r" / "output.json").read_text())
+    assert (saved["streamed"], saved["completed_analyses"]) == (True, [])
 
 
 def test_ids_from_stdin(

@@ -204,10 +204,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
     """Run ``request`` with its run directory, events and progress display; print it."""
+    from lyra.proteins import requested_ids
 
     run_dir = _run_dir(str(durable.run_dir) if durable is not None else args.run_dir, durable)
-    stream = len(request.ids) > STREAM_ABOVE or bool(args.ids_file)
-    progress = LiveView(len(set(request.ids)), sys.stderr, streamed=stream)
+    total = len(requested_ids(request.ids))  # each protein once, P04637 and p04637 alike
+    stream = total > STREAM_ABOVE
+    progress = LiveView(total, sys.stderr, streamed=stream)
     with _logging.events_to(run_dir.events, verbose=args.verbose) as unwritten:
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)

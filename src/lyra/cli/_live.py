@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from lyra.delegation import RunningAttempt, observing, running
+from lyra.delegation import RunningAttempt, observing, printable, running
 
 REFRESH = 0.25
 """Seconds between two redraws of the table."""
@@ -49,9 +49,8 @@ class LiveView:
         if not self.streamed:
             attempts = getattr(entry, "attempts", 1)
             why = f" ({category})" if category is not None else ""
-            self._line(
-                f"[{self.done}/{self.total}] {entry.protein_id}: {kind}{why}, {attempts} attempt(s)"
-            )
+            shown = printable(entry.protein_id)  # an ID from a file may hold escape codes
+            self._line(f"[{self.done}/{self.total}] {shown}: {kind}{why}, {attempts} attempt(s)")
         elif time.monotonic() - self._last_summary >= SUMMARY_EVERY:
             self._last_summary = time.monotonic()
             self._line(self.counts())
@@ -94,15 +93,16 @@ class LiveView:
     def table(self, attempts: list[RunningAttempt]) -> Any:
         """The table of running children, titled with the counts so far."""
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title=self.counts(), title_justify="left", expand=False)
         for heading in ("protein", "doing", "attempt", "elapsed", "idle", "tokens"):
             table.add_column(heading, justify="right" if heading != "doing" else "left")
         table.columns[0].justify = "left"
         for view in attempts[:SHOWN]:
-            table.add_row(
-                view.subject or view.session_id,
-                view.doing[:48],
+            table.add_row(  # Text: an ID or a step is shown as written, never as markup
+                Text(printable(view.subject or view.session_id)),
+                Text(printable(view.doing[:48])),
                 str(view.attempt),
                 f"{view.elapsed:.1f}s",
                 f"{view.idle:.1f}s",

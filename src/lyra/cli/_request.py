@@ -96,11 +96,12 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
 
 
 def read_ids(path: str) -> list[str]:
-    """Accessions from a file (``-``: stdin), one a line; blank lines and ``#`` comments
-    are skipped. Duplicates are kept here: the analysis runs each once."""
+    """Accessions from a file (``-``: stdin), one a line; blank lines and ``#``
+    comments (whole lines, or after an accession) are skipped. Duplicates are
+    kept here: the analysis runs each once."""
     text = read_text(path)
-    lines = (line.strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
+    lines = (line.partition("#")[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
 
 
 def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:

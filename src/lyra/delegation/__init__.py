@@ -29,7 +29,7 @@ from lyra.delegation._report import (
     report_boundary,
 )
 from lyra.delegation._result import DelegationResult
-from lyra.delegation._text import json_safe, safe_str, valid_data, valid_text
+from lyra.delegation._text import json_safe, printable, safe_str, valid_data, valid_text
 
 __all__ = [
     "METADATA_CLOSE",
@@ -68,6 +68,7 @@ __all__ = [
     "observing",
     "parse_report",
     "parse_retry_after",
+    "printable",
     "render_report",
     "report_boundary",
     "run_attempt",

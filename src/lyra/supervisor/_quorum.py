@@ -111,8 +111,9 @@ def decide(
             met=True,
             action="proceed_degraded",
             confidence=confidence,
-            reason=f"{len(counted)} of {len(children)} usable ({len(partial)} partial, "
-            f"{len(missing)} missing); confidence reduced",
+            reason=f"{len(counted)} of {len(children)} usable, {len(partial)} of them "
+            f"partial; {len(missing)} not usable (failed, or too incomplete); "
+            "confidence reduced",
             **common,
         )
     return QuorumDecision(
