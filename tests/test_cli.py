@@ -215,6 +215,7 @@ def test_report_parse_reads_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert set(reports[1]) == {
         "status",
         "session_id",
+        "subject",
         "category",
         "retryable",
         "attempt",
@@ -235,6 +236,44 @@ def test_report_parse_takes_several_files(
     status, out, _ = run_cli(["report", "parse", *reports], capsys)
     assert status == 0
     assert [r["status"] for r in json.loads(out)] == ["completed", "failed"]
+
+
+def test_report_parse_reads_a_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder stands for every file in it: a run directory gives each protein's report,
+    named by its subject (briefs, events and JSON hold no report)."""
+    run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
+    status, out, _ = run_cli(["report", "parse", str(tmp_path)], capsys)
+    assert status == 0
+    assert [(r["subject"], r["status"]) for r in json.loads(out)] == [
+        ("P04637", "completed"),
+        ("XXXXX", "failed"),
+    ]
+
+
+def test_a_page_for_a_folder_that_does_not_exist_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lyra logs report --html into a folder that does not exist says so (exit 2) rather
+    than making the folder."""
+    run_cli(["analyze", "P04637", "--run-dir", str(tmp_path / "run")], capsys)
+    page = tmp_path / "typo" / "page.html"
+    status, _, err = run_cli(["logs", "report", str(tmp_path / "run"), "--html", str(page)], capsys)
+    assert status == 2
+    assert err.strip() == f"lyra logs: cannot write {page}: no such folder"
+    assert not page.parent.exists()
+
+
+def test_a_run_dir_that_is_a_file_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--run-dir naming a file is one line saying it is a file."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    status, _, err = run_cli(["analyze", "P04637", "--run-dir", str(afile)], capsys)
+    assert (status, err.strip()) == (2, f"lyra: cannot use run directory {afile}: it is a file")
+    assert afile.read_text() == "mine"
 
 
 def test_report_parse_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1219,7 +1219,6 @@ def exit_status(argv: list[str]) -> int:
     ("argv", "bad"),
     [
         (["report", "parse", "{missing}"], "{missing}"),
-        (["report", "parse", "{folder}"], "{folder}"),
         (["logs", "stats", "{missing}"], "{missing}"),
         (["logs", "stats", "{not_gzip}"], "{not_gzip}"),
         (["logs", "report", "{missing}", "--html", "-"], "{missing}"),

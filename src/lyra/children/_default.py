@@ -10,8 +10,9 @@ from lyra.errors import ConfigurationError
 from lyra.settings import settings
 
 NO_CHILD = (
-    "no child given and none configured: pass child=..., set LYRA_CHILD=module:attribute "
-    "(a child, or a class or factory of one), or set ANTHROPIC_API_KEY for the Anthropic child"
+    "no child given and none configured: give one (child=... in Python, --child "
+    "MODULE:ATTR on the command line), set LYRA_CHILD=module:attribute (a child, or a "
+    "class or factory of one), or set ANTHROPIC_API_KEY for the Anthropic child"
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -235,9 +236,8 @@ def _run_dir(folder: str | None, durable: Any) -> Any:
         run_dir = RunDir(folder) if folder else RunDir.new()
     except OSError as exc:
         where = folder or "runs/"
-        raise ConfigurationError(
-            f"cannot use run directory {where}: {exc.strerror or exc}"
-        ) from None
+        why = "it is a file" if folder and os.path.isfile(folder) else exc.strerror or exc
+        raise ConfigurationError(f"cannot use run directory {where}: {why}") from None
     if durable is None and run_dir.holds_a_run():
         raise ConfigurationError(
             f"{run_dir.path} already holds a run; choose another --run-dir "

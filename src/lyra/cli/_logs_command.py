@@ -318,6 +318,8 @@ def _report(args: argparse.Namespace) -> int:
         _out(page, end="")
     else:
         try:
+            if not Path(args.html).parent.is_dir():  # a typo'd folder is not made silently
+                raise FileNotFoundError(errno.ENOENT, "no such folder")
             write_atomic(Path(args.html), page)
         except OSError as exc:
             _note(f"cannot write {args.html}: {exc.strerror or exc}")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from lyra.cli._options import EXIT_OK, Subparsers, read_text
 
 REPORT_FIELDS = (
     "status",
     "session_id",
+    "subject",
     "category",
     "retryable",
     "attempt",
@@ -29,12 +31,14 @@ def register(commands: Subparsers) -> None:
     parse = sub.add_parser(
         "parse",
         help="print every report found in FILE as JSON",
-        description="Find every lyra report in each FILE (a report, a transcript, a log; - "
-        "for standard input) and print one JSON list, one object per report, in order. "
-        "Reports without a metadata block (as in the recovery guide) are found by their "
-        "first line.",
+        description="Find every lyra report in each FILE (a report, a transcript, a log; a "
+        "folder for every file in it, such as a run directory; - for standard input) and "
+        "print one JSON list, one object per report, in order. Reports without a metadata "
+        "block (as in the recovery guide) are found by their first line.",
     )
-    parse.add_argument("files", nargs="+", metavar="FILE", help="files to read; - for stdin")
+    parse.add_argument(
+        "files", nargs="+", metavar="FILE", help="files or folders to read; - for stdin"
+    )
     parse.add_argument("--all-fields", action="store_true", help="include every parsed field")
     parse.set_defaults(run=_report_parse)
 
@@ -44,7 +48,7 @@ def _report_parse(args: argparse.Namespace) -> int:
 
     reports = [
         report.model_dump(mode="json")
-        for path in args.files
+        for path in _files(args.files)
         for report in find_reports(read_text(path))
     ]
     if not args.all_fields:
@@ -53,3 +57,15 @@ def _report_parse(args: argparse.Namespace) -> int:
     if not reports:
         print(f"lyra: no reports found in {', '.join(args.files)}", file=sys.stderr)
     return EXIT_OK
+
+
+def _files(paths: list[str]) -> list[str]:
+    """The files named, a folder's files (all of them, in order) in its place."""
+    found: list[str] = []
+    for path in paths:
+        folder = Path(path)
+        if path != "-" and folder.is_dir():
+            found += sorted(str(p) for p in folder.rglob("*") if p.is_file())
+        else:
+            found.append(path)
+    return found
