@@ -15,7 +15,7 @@ import pydantic
 import pytest
 from structlog.testing import capture_logs
 
-from lyra import ChildContext, adelegate_task, parse_report
+from lyra import ChildContext, Supervisor, adelegate_task, parse_report
 from lyra.errors import IncompleteOutput, InvalidInput, SubjectNotFound, TaskRejected
 
 pytestmark = pytest.mark.anyio
@@ -351,6 +351,18 @@ async def test_suggested_actions_follow_the_cause(child: ChildFn, expected: list
     """Suggestions name the concrete fix for the cause, as text only."""
     parsed = parse_report(await adelegate_task("task", child=child, timeout=0.2))
     assert list(parsed.suggested_actions) == expected
+
+
+async def test_rejected_input_is_named_in_the_suggestion() -> None:
+    """Input that failed validation (rule 3) suggests fixing that input, naming why it
+    was rejected, instead of the generic 'clarify the task'."""
+    rejects = child_using(_raiser(InvalidInput("Invalid protein ID format: 'bad!'")))
+    result = await Supervisor(rejects).delegate("Analyze bad!", timeout=1, subject="bad!")
+    assert result.failure is not None
+    assert result.failure.suggested_actions == (
+        "Fix the input: 'bad!' was rejected (Invalid protein ID format: 'bad!')",
+        "Remove it from the task",
+    )
 
 
 async def test_hostile_module_name_is_not_quoted_as_a_command() -> None:

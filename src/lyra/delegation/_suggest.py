@@ -67,9 +67,12 @@ def _timeout(verdict: Verdict, timeout: float) -> tuple[str, ...]:
 
 
 def _invalid(verdict: Verdict, subject: str | None) -> tuple[str, ...]:
+    what = f"'{subject}'" if subject else "the subject"
     if verdict.error_type is ErrorType.NOT_FOUND:
-        what = f"'{subject}'" if subject else "the subject"
         return (f"Check the identifier: {what} was not found", "Remove it from the task")
+    if verdict.cause is not None and verdict.cause.kind is Kind.INVALID_INPUT:
+        reason = _first_line(verdict.message)
+        return (f"Fix the input: {what} was rejected ({reason})", "Remove it from the task")
     return (
         "Clarify task requirements",
         "Break into simpler, well-defined tasks",
