@@ -356,7 +356,7 @@ async def test_suggested_actions_follow_the_cause(child: ChildFn, expected: list
 async def test_rejected_input_is_named_in_the_suggestion() -> None:
     """Input that failed validation (rule 3) suggests fixing that input, naming why it
     was rejected, instead of the generic 'clarify the task'."""
-    rejects = child_using(_raiser(InvalidInput("Invalid protein ID format: 'bad!'")))
+    rejects = child_raising(InvalidInput("Invalid protein ID format: 'bad!'"))
     result = await Supervisor(rejects).delegate("Analyze bad!", timeout=1, subject="bad!")
     assert result.failure is not None
     assert result.failure.suggested_actions == (
