@@ -306,7 +306,7 @@ def test_html_page_carries_the_json_numbers(
     ``--json`` output; nothing is loaded from elsewhere."""
     found = request.getfixturevalue(log)
     path = str(found[0] if isinstance(found, tuple) else found)
-    page = tmp_path / "out" / "report.html"
+    page = tmp_path / "report.html"
     assert run_cli(["logs", "report", path, "--html", str(page)]) == 0
     assert run_cli(["logs", "stats", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
