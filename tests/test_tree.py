@@ -313,13 +313,13 @@ def test_thread_progress_reaches_each_run_s_own_event_loop() -> None:
     from lyra import delegate_task
 
     def steady(prompt: str, ctx: ChildContext) -> str:
-        for _ in range(6):
+        for _ in range(12):  # 0.6 s in all: longer than the idle timeout
             time.sleep(0.05)
             ctx.heartbeat()
         return "done"
 
-    for _ in range(2):
-        report = delegate_task("x", child=steady, timeout=5, idle_timeout=0.15)
+    for _ in range(2):  # a heartbeat every 50 ms; 0.4 s of slack for a busy machine
+        report = delegate_task("x", child=steady, timeout=5, idle_timeout=0.4)
         assert parse_report(report).status == "completed"
 
 
