@@ -260,15 +260,14 @@ def test_a_run_wide_budget_with_a_durable_run_is_a_usage_error(
 
 
 @pytest.mark.anyio
-async def test_analyze_refuses_a_run_wide_budget_on_an_executor_of_other_processes() -> None:
-    """Through the Python API too: a clear ConfigurationError, no child run."""
-
-    class Elsewhere:  # an Executor that would run the tasks in other processes
-        async def run(self, *args: Any, **kwargs: Any) -> list[Any]:
-            raise AssertionError("no task may run")
-
-    with pytest.raises(lyra.errors.ConfigurationError, match="run-wide budget"):
-        await analyze(["P04637"], budget=lyra.Budget(max_turns=5), executor=Elsewhere())
+async def test_analyze_refuses_a_run_wide_budget_on_an_executor_of_other_processes(
+    tmp_path: Path,
+) -> None:
+    """Through the Python API too: the durable executor's ConfigurationError reaches the
+    caller (it is no step failure to degrade), and no protein is reported."""
+    async with lyra.durable.DurableExecutor.embedded(tmp_path, run_id="budget") as executor:
+        with pytest.raises(lyra.errors.ConfigurationError, match="run-wide budget"):
+            await analyze(["P04637"], budget=lyra.Budget(max_turns=5), executor=executor)
 
 
 def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None:

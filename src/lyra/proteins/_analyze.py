@@ -103,11 +103,6 @@ async def analyze(
     requested: Iterable[str] = unique_ids(ids) if listed is None else listed
     source = source or OfflineSource()
     durable = executor is not None and not isinstance(executor, LocalExecutor)
-    if durable and budget is not None and not budget.unlimited:
-        raise ConfigurationError(
-            "a run-wide budget is kept in one process and cannot hold across a durable "
-            "run's processes: run it without the budget, or without the durable executor"
-        )
     supervisor = Supervisor(
         _child(source, durable=durable),
         timeout=timeout,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lyra import events
 from lyra.delegation import ErrorKind, ErrorType, describe_error, exception_text
+from lyra.errors import ConfigurationError
 
 T = TypeVar("T")
 
@@ -88,9 +89,14 @@ class Graceful:
         unavailable: Sequence[str] = (),
         critical: bool = False,
     ) -> T:
-        """``await work()``, or record its failure and return ``fallback``."""
+        """``await work()``, or record its failure and return ``fallback``.
+
+        A :class:`~lyra.errors.ConfigurationError` is the caller's mistake (no step
+        can succeed as configured), not a failure to degrade: it propagates."""
         try:
             return await work()
+        except ConfigurationError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the point: a failed step never crashes the run
             context = error_context(
                 name, exc, available=available, unavailable=unavailable, critical=critical
