@@ -49,10 +49,8 @@ Coro = Coroutine[Any, Any, R]
 
 _tracer: Tracer | None = None
 """The tracer spans are made with; ``None``: tracing is off."""
-_given = False
-"""True when :func:`configure` chose the provider (the global one is not looked at)."""
 _provider: TracerProvider | None = None
-"""The provider :func:`configure` chose."""
+"""The provider :func:`configure` chose (then the global one is not looked at)."""
 _api: Any = None
 """``opentelemetry.trace``, once tracing is on."""
 _API = "opentelemetry.trace"
@@ -79,12 +77,12 @@ def configure(tracer_provider: TracerProvider | None = None) -> None:
     Raises :class:`~lyra.errors.ConfigurationError` when the OpenTelemetry API is
     not installed.
     """
-    global _tracer, _given, _provider
+    global _tracer, _provider
     if tracer_provider is None:
-        _tracer, _given, _provider = None, False, None
+        _tracer, _provider = None, None
         return
     _turn_on(_otel().get_tracer, tracer_provider=tracer_provider)
-    _given, _provider = True, tracer_provider
+    _provider = tracer_provider
 
 
 def enabled() -> bool:
@@ -108,7 +106,7 @@ def _poll() -> bool:
     Reads the API's own global, as its ProxyTracer does, and only when some
     code has imported the API: an application that set a provider has.
     """
-    if _given:
+    if _provider is not None:
         return False
     api = _modules.get(_API)
     if api is None or getattr(api, "_TRACER_PROVIDER", None) is None:
@@ -202,14 +200,13 @@ def _traces_itself(client: Any) -> bool:
     lyra's spans go to (the anthropic SDK does from 2.13 on, to the global provider
     unless given one): a span of lyra's as well would count the call twice."""
     options = getattr(client, "open_telemetry", None)
-    traces = options.get("traces") if isinstance(options, dict) else None
+    if not isinstance(options, dict):
+        return False
+    traces = options.get("traces")
     if not (isinstance(traces, dict) and traces.get("enabled")):
         return False
-    assert options is not None
     global_provider = _api.get_tracer_provider()
-    return (options.get("tracer_provider") or global_provider) is (
-        _provider if _given else global_provider
-    )
+    return (options.get("tracer_provider") or global_provider) is (_provider or global_provider)
 
 
 def recovery(loop: Callable[P, Coro[R]]) -> Callable[P, Coro[R]]:

@@ -316,33 +316,24 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
         for block, ended in _line_blocks(stream):
             lines += len(block)
             for line in block:
+                if line[:1] not in _BRACES and not (line := line.strip()):
+                    continue  # a blank line
+                if cut is not None:  # a line follows the broken event: it was not torn
+                    tally.json_like_bad += 1
+                    cut = None
                 if line[:1] not in _BRACES:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    if line[:1] not in _BRACES:
-                        if cut is not None:
-                            tally.json_like_bad += 1
-                            cut = None
-                        tally.other_bad += 1
-                        continue
+                    tally.other_bad += 1
+                    continue
                 try:
                     data = loads(line)
                 except refused as exc:
                     data = _loads(line, exc.msg)
                 if type(data) is dict and type(data.get("event")) is str:
-                    if cut is not None:
-                        tally.json_like_bad += 1
-                        cut = None
                     events += 1
                     yield data
-                    continue
-                if cut is not None:
-                    tally.json_like_bad += 1
-                if data is None and not ended:
+                elif data is None and not ended:
                     cut = line
                 else:
-                    cut = None
                     tally.json_like_bad += 1
         tally.torn = cut is not None
     finally:
