@@ -171,6 +171,8 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
             cause=cause,
         )
 
+    if cause.kind is Kind.BUDGET:
+        return classify_framework_limit(cause, text, ctx)
     if cause.kind is Kind.INVALID_INPUT and not ctx.made_progress:
         return verdict(_C.INVALID_TASK, False, "rule 3: the input failed validation")
     if cause.kind is Kind.NOT_FOUND:
@@ -188,6 +190,24 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
     if cause.kind is Kind.INVALID_INPUT:  # validation failed after tools ran: rule 10
         return verdict(*_BY_KIND[Kind.UNKNOWN])
     return verdict(*_BY_KIND[cause.kind])
+
+
+def classify_framework_limit(cause: Cause, text: str, ctx: ChildContext) -> Verdict:
+    """Rule 1 (budget) for a limit of the framework's own run (a usage limit, max
+    turns, a recursion limit): the run stopped unfinished. A continuation starts a
+    fresh run with the framework's limits anew, so it is retryable after progress
+    while the tree's budget has room."""
+    progress = ctx.made_progress
+    return Verdict(
+        category=_C.TIMEOUT,
+        retryable=progress and _room(ctx),
+        error_type=ErrorType.BUDGET,
+        evidence=f"rule 1: the framework's own limit was reached ({cause.source})"
+        + ("" if progress else "; nothing done before it"),
+        message=text,
+        blocked_on=text,
+        cause=cause,
+    )
 
 
 def classify_invalid_output(output: object, ctx: ChildContext) -> Verdict:

@@ -1,0 +1,136 @@
+"""The one place where exceptions from outside lyra are translated.
+
+Every exception a child can raise is reduced to a :class:`Cause`: a *kind*
+that the rule table in :mod:`.._classify` understands, a fine
+:class:`ErrorType`, and the ``retry-after`` a service asked for. lyra's own
+signals and Python's built-ins are read here; each SDK and agent framework has
+a module of its own with a table of its exception classes by name
+(``_anthropic``, ``_openai``, ``_pydantic_ai``, ``_openai_agents``,
+``_claude_agent``, ``_langgraph``), chosen by the exception's top-level
+module. A test walks each installed SDK and fails on a class missing from its
+table. No SDK is imported here: errors are recognised by module and class
+name, so classification stays cheap and works without the optional clients
+loaded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+
+from lyra._taxonomy import ErrorType
+from lyra.delegation._foreign._anthropic import ANTHROPIC_ERRORS, describe_anthropic
+from lyra.delegation._foreign._cause import (
+    Cause,
+    Kind,
+    from_status,
+    parse_retry_after,
+    retry_after_of,
+    seconds,
+    status_of,
+)
+from lyra.delegation._foreign._claude_agent import describe_claude_agent
+from lyra.delegation._foreign._langgraph import describe_langgraph
+from lyra.delegation._foreign._openai import describe_openai
+from lyra.delegation._foreign._openai_agents import describe_openai_agents
+from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
+from lyra.errors import (
+    IncompleteOutput,
+    InvalidInput,
+    SubjectNotFound,
+    TaskRejected,
+    TransientError,
+)
+
+__all__ = [
+    "ANTHROPIC_ERRORS",
+    "Cause",
+    "Kind",
+    "describe",
+    "from_status",
+    "parse_retry_after",
+]
+
+_BY_MODULE: dict[str, Callable[[BaseException], Cause]] = {
+    "anthropic": describe_anthropic,
+    "openai": describe_openai,
+    "pydantic_ai": describe_pydantic_ai,
+    "agents": describe_openai_agents,
+    "claude_agent_sdk": describe_claude_agent,
+    "langgraph": describe_langgraph,
+    "langchain_core": describe_langgraph,
+}
+"""Who translates an exception, by the top-level module its class lives in."""
+
+
+def describe(exc: BaseException) -> Cause:
+    """Reduce any exception to a :class:`Cause`."""
+    exc = _innermost(exc)
+    if isinstance(exc, InvalidInput):
+        return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "lyra.InvalidInput")
+    if isinstance(exc, SubjectNotFound):
+        return Cause(Kind.NOT_FOUND, ErrorType.NOT_FOUND, "lyra.SubjectNotFound")
+    if isinstance(exc, IncompleteOutput):
+        return Cause(Kind.INCOMPLETE, ErrorType.DATA, "lyra.IncompleteOutput")
+    if isinstance(exc, TaskRejected):
+        return Cause(Kind.MALFORMED_TASK, ErrorType.DATA, "lyra.TaskRejected")
+    if isinstance(exc, TransientError):
+        return _transient_error(exc)
+    module = type(exc).__module__.partition(".")[0]
+    sdk = _BY_MODULE.get(module)
+    if sdk is not None:
+        return sdk(exc)
+    if module in {"httpx", "httpx2"}:
+        return _httpx(exc, module)
+    if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
+        return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
+    return _builtin(exc)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (task groups wrap child errors)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _transient_error(exc: TransientError) -> Cause:
+    # Its fields come from the child's code: take only what makes sense.
+    retry_after = seconds(exc.retry_after)
+    status = status_of(exc.status)
+    if status is not None:
+        by_status = from_status(status, f"lyra.TransientError(HTTP {status})")
+        return Cause(by_status.kind, by_status.error_type, by_status.source, retry_after)
+    known = {member.value for member in ErrorType}
+    kind = exc.error_type
+    error_type = ErrorType(kind) if isinstance(kind, str) and kind in known else ErrorType.UNKNOWN
+    return Cause(Kind.TRANSIENT, error_type, "lyra.TransientError", retry_after)
+
+
+def _httpx(exc: BaseException, module: str) -> Cause:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    source = f"{module}.{type(exc).__name__}"
+    if "HTTPStatusError" in names:
+        response = getattr(exc, "response", None)
+        return from_status(int(getattr(response, "status_code", 0)), source, retry_after_of(exc))
+    if "TimeoutException" in names:
+        return Cause(Kind.TRANSIENT, ErrorType.TIMEOUT, source)
+    if "TransportError" in names:
+        return Cause(Kind.TRANSIENT, ErrorType.CONNECTION, source)
+    return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, source)
+
+
+def _builtin(exc: BaseException) -> Cause:
+    name = type(exc).__name__
+    if isinstance(exc, ConnectionError):
+        return Cause(Kind.TRANSIENT, ErrorType.CONNECTION, name)
+    if isinstance(exc, TimeoutError):
+        return Cause(Kind.TRANSIENT, ErrorType.TIMEOUT, f"{name} raised inside the child")
+    if isinstance(exc, ImportError | PermissionError | FileNotFoundError):
+        error_type = ErrorType.AUTH if isinstance(exc, PermissionError) else ErrorType.UNKNOWN
+        return Cause(Kind.ENVIRONMENT, error_type, name)
+    if isinstance(exc, subprocess.CalledProcessError) and exc.returncode == 127:
+        return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, "command exited 127 (not found)")
+    if "command not found" in str(exc).lower():
+        return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, f"{name}: command not found")
+    return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, name)
