@@ -588,5 +588,5 @@ def test_durable_commands_without_the_extra_name_it(args: list[str], tmp_path: P
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
     assert done.returncode == 2, done.stderr
-    assert "pip install 'lyra[durable]'" in done.stderr
+    assert "pip install 'lyra-supervisor[durable]'" in done.stderr
     assert "Traceback" not in done.stderr

@@ -192,14 +192,14 @@ def run_lyra_mcp(*args: str, code: str | None = None) -> subprocess.CompletedPro
         (
             ("--child", "fakes.children:spender"),
             "import sys; sys.modules['mcp'] = None",
-            "lyra: the MCP server needs the MCP SDK, which is not installed: "
-            "pip install 'lyra[mcp]'",
+            "lyra: the MCP server needs the mcp extra (the MCP SDK is not installed): "
+            "pip install 'lyra-supervisor[mcp]'",
         ),
         (  # the extra is named first: without it no child can help
             (),
             "import sys; sys.modules['mcp'] = None",
-            "lyra: the MCP server needs the MCP SDK, which is not installed: "
-            "pip install 'lyra[mcp]'",
+            "lyra: the MCP server needs the mcp extra (the MCP SDK is not installed): "
+            "pip install 'lyra-supervisor[mcp]'",
         ),
     ],
     ids=["no child", "unknown child", "no extra", "no extra and no child"],

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from lyra.recovery import RecoveryPolicy, adelegate_with_retry, delegate_with_retry
     from lyra.supervisor import Supervisor, Task
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _HOMES = {
     "lyra._api": ("adelegate_task", "delegate_task"),

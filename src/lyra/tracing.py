@@ -1,7 +1,7 @@
 """OpenTelemetry traces of delegation trees (DESIGN §12), named and attributed
 after the OpenTelemetry GenAI semantic conventions; free when nobody listens.
 
-With the ``lyra[otel]`` extra installed and a tracer provider configured by the
+With the ``lyra-supervisor[otel]`` extra installed and a tracer provider configured by the
 application (the global one, ``opentelemetry.trace.set_tracer_provider``, or
 one given to :func:`configure`), lyra's work becomes spans::
 
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from lyra.errors import ConfigurationError
+from lyra._extras import missing_extra
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanContext, Tracer, TracerProvider
@@ -94,9 +94,7 @@ def _otel() -> Any:
     try:
         import opentelemetry.trace
     except ImportError:
-        raise ConfigurationError(
-            "traces need the OpenTelemetry API: pip install 'lyra[otel]'"
-        ) from None
+        raise missing_extra("traces", "otel", "the OpenTelemetry API") from None
     return opentelemetry.trace
 
 

@@ -6,10 +6,10 @@ one line before the (slow) engine starts.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from lyra._extras import installed, missing_extra
 from lyra.errors import ConfigurationError
 
 SQLITE_FILE = "dbos.sqlite"
@@ -22,19 +22,9 @@ class DatabaseUnreachable(ConfigurationError):
 
 def require_durable() -> None:
     """ConfigurationError naming the extra to install when DBOS or its drivers are missing."""
-    missing = [name for name in ("dbos", "sqlalchemy", "psycopg") if not _installed(name)]
+    missing = [name for name in ("dbos", "sqlalchemy", "psycopg") if not installed(name)]
     if missing:
-        raise ConfigurationError(
-            f"durable runs need the durable extra ({', '.join(missing)} not installed): "
-            "pip install 'lyra[durable]'"
-        )
-
-
-def _installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a module set to None, a broken package
-        return False
+        raise missing_extra("durable runs", "durable", ", ".join(missing))
 
 
 def sqlite_url(run_dir: Path) -> str:

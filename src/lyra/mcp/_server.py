@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from lyra import Budget, ConfigurationError, Supervisor, TaskReport, __version__, parse_report
+from lyra import Budget, Supervisor, TaskReport, __version__, parse_report
+from lyra._extras import missing_extra
 from lyra.delegation import Child
 from lyra.errors import ReportParseError
 
@@ -20,9 +21,7 @@ try:
 except ModuleNotFoundError as missing:
     if (missing.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
         raise
-    raise ConfigurationError(
-        "the MCP server needs the MCP SDK, which is not installed: pip install 'lyra[mcp]'"
-    ) from None
+    raise missing_extra("the MCP server", "mcp", "the MCP SDK") from None
 
 INSTRUCTIONS = """\
 lyra runs a child agent on a task under a deadline, an idle timeout and a budget, \
