@@ -272,7 +272,12 @@ async def _tool(ctx: ChildContext) -> Any:
     await ctx.tool("tick", lambda: None)
 
 
-@pytest.mark.parametrize("progress", [_heartbeat, _step, _charge, _tool])
+def _framework_tool(ctx: ChildContext) -> Any:
+    ctx.tool_started("tick")  # a framework that runs its tools itself reports them
+    ctx.tool_ended("tick")
+
+
+@pytest.mark.parametrize("progress", [_heartbeat, _step, _charge, _tool, _framework_tool])
 async def test_a_child_that_makes_progress_regularly_outlives_its_idle_timeout(
     progress: Any,
 ) -> None:
@@ -290,6 +295,27 @@ async def test_a_child_that_makes_progress_regularly_outlives_its_idle_timeout(
     result = await Supervisor(steady).delegate("x", timeout=5, idle_timeout=0.15)
     assert result.ok, result.report
     assert result.duration > 0.3  # twice the idle timeout
+
+
+async def test_a_tool_a_framework_ran_itself_counts_and_names_its_failure() -> None:
+    """Tool calls reported from a framework's hooks count as usage, name the last
+    successful tool, and a failure that ends the child is attributed to its tool."""
+
+    async def framework_run(prompt: str, ctx: ChildContext) -> str:
+        ctx.tool_started("search")
+        ctx.tool_ended("search")
+        ctx.tool_started("fetch")
+        error = ConnectionError("fetch: connection reset")
+        ctx.tool_ended("fetch", error)
+        raise error
+
+    result = await Supervisor(framework_run).delegate("x", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert failure.tool_usage == {"search": 1, "fetch": 1}
+    assert failure.last_successful_tool == "search"
+    assert (failure.category, failure.suggested_retry) == ("tool_error", True)
+    assert "in tool 'fetch'" in failure.evidence
 
 
 def test_a_thread_child_reporting_progress_outlives_its_idle_timeout() -> None:

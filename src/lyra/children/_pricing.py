@@ -27,14 +27,30 @@ class Price:
     """Cache hits and refreshes (0.1 × input when not given)."""
 
     def cost(self, usage: Any) -> float:
-        """The cost of one response's ``usage`` (an SDK ``Usage`` or alike)."""
+        """The cost of one response's ``usage`` (an anthropic SDK ``Usage`` or alike)."""
+        return self.of_tokens(
+            input_tokens=_tokens(usage, "input_tokens"),
+            output_tokens=_tokens(usage, "output_tokens"),
+            cache_write_tokens=_tokens(usage, "cache_creation_input_tokens"),
+            cache_read_tokens=_tokens(usage, "cache_read_input_tokens"),
+        )
+
+    def of_tokens(
+        self,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        cache_read_tokens: int = 0,
+    ) -> float:
+        """The cost of token counts (``input_tokens`` without the cache's)."""
         write = self.cache_write if self.cache_write is not None else self.input * 1.25
         read = self.cache_read if self.cache_read is not None else self.input * 0.1
         return (
-            _tokens(usage, "input_tokens") * self.input
-            + _tokens(usage, "output_tokens") * self.output
-            + _tokens(usage, "cache_creation_input_tokens") * write
-            + _tokens(usage, "cache_read_input_tokens") * read
+            input_tokens * self.input
+            + output_tokens * self.output
+            + cache_write_tokens * write
+            + cache_read_tokens * read
         ) / 1_000_000
 
 

@@ -237,6 +237,28 @@ class ChildContext:
         self._touch()
         return result
 
+    def tool_started(self, name: str) -> None:
+        """Record the start of a tool call that a framework runs itself (from its
+        own hook), as :meth:`tool` does for the calls it runs: usage is counted
+        and it is progress. Ends the attempt if the budget ran out meanwhile."""
+        self._check_budget()
+        name = safe_str(name)
+        self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
+        self.current_tool = name
+        self._touch()
+
+    def tool_ended(self, name: str, error: BaseException | None = None) -> None:
+        """Record the end of a tool call that :meth:`tool_started` recorded: the last
+        successful tool, or (with ``error``) a tool failure; progress either way."""
+        name = safe_str(name)
+        if self.current_tool == name:
+            self.current_tool = None
+        if error is None:
+            self.last_successful_tool = name
+        else:
+            self.failed_tool, self._failed_tool_error = name, error
+        self._touch()
+
     def raised_by_tool(self, exc: BaseException) -> bool:
         """True when ``exc`` is the exception a tool run through :meth:`tool` raised."""
         return exc is self._failed_tool_error
