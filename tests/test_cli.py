@@ -603,3 +603,38 @@ async def test_running_attempts_can_be_observed() -> None:
     assert view.elapsed >= view.idle >= 0
     assert after == []
     assert running() == []  # nobody observes any more
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def lyra_process(
+    *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The real ``lyra`` command in a fresh interpreter, with tests/ importable."""
+    environment = {"PATH": os.environ["PATH"], "PYTHONPATH": str(TESTS), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "lyra", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("json_flag", [["--json"], []], ids=["json", "report"])
+def test_a_childs_own_stdout_never_reaches_delegates_data(json_flag: list[str]) -> None:
+    """What a child writes to stdout -- print(), descriptor 1, a subprocess -- goes to
+    stderr; stdout holds the report (or JSON that parses) alone."""
+    done = lyra_process("delegate", "hello", "--child", "fakes.children:noisy", *json_flag)
+    assert done.returncode == 0, done.stderr
+    if json_flag:
+        assert json.loads(done.stdout)["output"] == "said: hello"
+    else:
+        assert done.stdout.startswith("said: hello\n")
+    assert "noise" not in done.stdout
+    for noise in ("from print: hello", "from the descriptor", "from a subprocess"):
+        assert f"noise {noise}" in done.stderr

@@ -3,6 +3,8 @@ for tests of the command line and of durable runs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import anyio
@@ -37,4 +39,13 @@ async def chatty(prompt: str, ctx: ChildContext) -> str:
     """Prints to stdout and stderr (as careless code does), then answers."""
     print(f"chatty on stdout: {prompt}")
     print(f"chatty on stderr: {prompt}", file=sys.stderr)
+    return f"said: {prompt}"
+
+
+def noisy(prompt: str, ctx: ChildContext) -> str:
+    """Writes to stdout the three ways careless code does -- print(), the descriptor
+    itself, a subprocess that inherited it -- then answers."""
+    print(f"noise from print: {prompt}")
+    os.write(1, b"noise from the descriptor\n")
+    subprocess.run([sys.executable, "-c", "print('noise from a subprocess')"], check=True)
     return f"said: {prompt}"

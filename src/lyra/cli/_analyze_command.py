@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from lyra.cli import _logging
+from lyra.cli import _logging, _stdout
 from lyra.cli._live import LiveView
 from lyra.errors import ConfigurationError
 
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         durable = open_run(request, where, given_options(args, _defaults()))
     if durable is not None and durable.finished is not None:
         done = durable.finished
-        print(done.model_dump_json(indent=2) if args.json else done.text())
+        _stdout.write(done.model_dump_json(indent=2) if args.json else done.text())
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
         return _status(done)
     if durable is not None:
@@ -217,7 +217,7 @@ def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) ->
         except KeyboardInterrupt:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
-    print(output.model_dump_json(indent=2) if args.json else output.text())
+    _stdout.write(output.model_dump_json(indent=2) if args.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
     for problem in unwritten:
         print(f"lyra analyze: {problem}", file=sys.stderr)

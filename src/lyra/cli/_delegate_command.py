@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from lyra.cli import _logging
+from lyra.cli import _logging, _stdout
 from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         fields = result.to_report().model_dump(mode="json")
         text = json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False)
-        print(json_safe(text))
+        _stdout.write(json_safe(text))
     else:
-        print(result.report)
+        _stdout.write(result.report)
     return EXIT_OK if result.ok else EXIT_FAILED

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lyra.cli import _stdout
 from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
@@ -132,8 +133,7 @@ def _out(text: str, end: str = "\n") -> None:
     """Data to stdout, flushed, so that a failure to write it is told apart from a
     failure to read the input."""
     try:
-        sys.stdout.write(text + end)
-        sys.stdout.flush()
+        _stdout.write(text, end)
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -314,7 +314,7 @@ def _report(args: argparse.Namespace) -> int:
 
     stats = collect_stats(args.files, since=args.since, top=args.top)
     page = render_html(stats, title=args.title)
-    if args.html == "-":
+    if args.html in ("-", "/dev/stdout"):  # descriptor 1 is stderr while lyra runs
         _out(page, end="")
     else:
         try:

@@ -21,6 +21,7 @@ from lyra.cli import (
     _logs_command,
     _mcp_command,
     _report_command,
+    _stdout,
     _worker_command,
 )
 from lyra.cli._options import (
@@ -88,7 +89,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command; lyra's own errors become messages and exit codes."""
     try:
-        status: int = args.run(args)
+        with _stdout.for_command(args.command):
+            status: int = args.run(args)
     except ConfigurationError as exc:
         print(f"lyra: {exc}", file=sys.stderr)
         return EXIT_USAGE

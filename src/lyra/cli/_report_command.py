@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from lyra.cli import _stdout
 from lyra.cli._options import EXIT_OK, Subparsers, read_text
 
 REPORT_FIELDS = (
@@ -53,7 +54,7 @@ def _report_parse(args: argparse.Namespace) -> int:
     ]
     if not args.all_fields:
         reports = [{k: r[k] for k in REPORT_FIELDS} for r in reports]
-    print(json.dumps(reports, indent=2, ensure_ascii=False))
+    _stdout.write(json.dumps(reports, indent=2, ensure_ascii=False))
     if not reports:
         print(f"lyra: no reports found in {', '.join(args.files)}", file=sys.stderr)
     return EXIT_OK
