@@ -421,3 +421,80 @@ async def test_structure_only_comparison_names_no_drug_target() -> None:
     assert output.comparison is not None
     assert output.comparison.most_reliable_structure == "P04637"
     assert output.comparison.most_promising_target is None
+
+
+# -- on_outcome ---------------------------------------------------------------------
+
+
+async def _echo(prompt: str, ctx: Any) -> str:
+    return f"done: {prompt}"
+
+
+def _tasks(n: int) -> list[Any]:
+    from lyra import Task
+
+    return [Task(prompt=f"task {i}", subject=f"t{i}") for i in range(n)]
+
+
+async def test_a_one_argument_callback_gets_every_outcome() -> None:
+    """on_outcome(outcome) is called once per task with that task's outcome."""
+    from lyra import Supervisor
+
+    seen: list[str] = []
+    await Supervisor(_echo).run(_tasks(3), on_outcome=lambda o: seen.append(o.result.output))
+    assert sorted(seen) == ["done: task 0", "done: task 1", "done: task 2"]
+
+
+async def test_an_async_callback_is_awaited_before_run_returns() -> None:
+    """An async on_outcome(task, outcome) has finished for every task when run returns."""
+    from lyra import Supervisor
+
+    finished: list[str] = []
+
+    async def slow_callback(task: Any, outcome: Any) -> None:
+        await anyio.sleep(0.05)
+        finished.append(task.subject)
+
+    await Supervisor(_echo).run(_tasks(3), on_outcome=slow_callback, keep=False)
+    assert sorted(finished) == ["t0", "t1", "t2"]
+
+
+@pytest.mark.parametrize(
+    "callback",
+    [lambda: None, lambda a, b, c: None, "not callable"],
+    ids=["no argument", "three arguments", "not callable"],
+)
+async def test_a_callback_of_the_wrong_shape_is_refused_before_any_task_runs(
+    callback: Any,
+) -> None:
+    """A callback that can take neither (outcome) nor (task, outcome) is a TypeError at
+    once, and no child runs."""
+    from lyra import Supervisor
+
+    ran: list[str] = []
+
+    async def child(prompt: str, ctx: Any) -> str:
+        ran.append(prompt)
+        return "x"
+
+    with pytest.raises(TypeError, match="on_outcome"):
+        await Supervisor(child).run(_tasks(2), on_outcome=callback)
+    assert ran == []
+
+
+async def test_an_async_callback_that_raises_is_logged_and_loses_no_outcome() -> None:
+    """An async callback's exception becomes one on_outcome_failed event per task; every
+    outcome is still returned."""
+    from structlog.testing import capture_logs
+
+    from lyra import Supervisor
+
+    async def broken(outcome: Any) -> None:
+        raise RuntimeError("callback bug")
+
+    with capture_logs() as logs:
+        outcomes = await Supervisor(_echo).run(_tasks(2), on_outcome=broken)
+    assert [o.result.ok for o in outcomes] == [True, True]
+    failed = [e for e in logs if e["event"] == "on_outcome_failed"]
+    assert sorted(e["subject"] for e in failed) == ["t0", "t1"]
+    assert all("callback bug" in e["error"] for e in failed)

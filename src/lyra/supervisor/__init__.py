@@ -8,6 +8,7 @@ from lyra.supervisor._answer import (
     TemplateAnswerWriter,
     final_answer,
 )
+from lyra.supervisor._callback import OutcomeCallback
 from lyra.supervisor._executor import Executor, LocalExecutor, lost_outcome, notify
 from lyra.supervisor._graceful import ErrorContext, Graceful, error_context
 from lyra.supervisor._health import ServiceHealth, probe
@@ -28,6 +29,7 @@ __all__ = [
     "LocalExecutor",
     "ModelAnswerWriter",
     "OnOutcome",
+    "OutcomeCallback",
     "QuorumDecision",
     "QuorumPolicy",
     "RunDir",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import anyio
+
 from lyra.children import default_child
 from lyra.delegation import (
     Account,
@@ -16,8 +18,9 @@ from lyra.delegation import (
     run_attempt,
 )
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
+from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor
-from lyra.supervisor._job import Job, OnOutcome, Task
+from lyra.supervisor._job import Job, Task
 
 
 class Supervisor:
@@ -100,17 +103,37 @@ class Supervisor:
         tasks: Iterable[Task],
         *,
         max_concurrency: int = 8,
-        on_outcome: OnOutcome | None = None,
+        on_outcome: OutcomeCallback | None = None,
         keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """Run every task under its recovery loop, at most ``max_concurrency`` at once.
 
         One outcome per task, in order. A task whose handling breaks (lyra's
-        own bug) gets a failed outcome; no task ever disturbs another. With
-        ``keep=False`` the tasks are pulled lazily and each outcome goes only to
-        ``on_outcome`` (the list returned is empty): a million tasks from a file
-        run in flat memory.
+        own bug) gets a failed outcome; no task ever disturbs another.
+        ``on_outcome`` is called as each task finishes, as ``on_outcome(outcome)``
+        or ``on_outcome(task, outcome)``, sync or async (awaited before ``run``
+        returns); a callback of another shape is a ``TypeError`` here, before
+        any task runs, and an exception inside it is logged as
+        ``on_outcome_failed``. With ``keep=False`` the tasks are pulled lazily
+        and each outcome goes only to ``on_outcome`` (the list returned is
+        empty): a million tasks from a file run in flat memory.
         """
-        return await self.executor.run(
-            self.job(), tasks, max_concurrency=max_concurrency, on_outcome=on_outcome, keep=keep
-        )
+        if on_outcome is None:
+            return await self.executor.run(
+                self.job(), tasks, max_concurrency=max_concurrency, keep=keep
+            )
+        notify = adapt(on_outcome)
+        try:
+            async with anyio.create_task_group() as callbacks:  # async callbacks finish in it
+                outcomes = await self.executor.run(
+                    self.job(),
+                    tasks,
+                    max_concurrency=max_concurrency,
+                    on_outcome=notify(callbacks),
+                    keep=keep,
+                )
+        except BaseExceptionGroup as group:  # the executor's own error, as it raised it
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        return outcomes
