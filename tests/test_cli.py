@@ -638,3 +638,51 @@ def test_a_childs_own_stdout_never_reaches_delegates_data(json_flag: list[str]) 
     assert "noise" not in done.stdout
     for noise in ("from print: hello", "from the descriptor", "from a subprocess"):
         assert f"noise {noise}" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["--child", "LYRA_CHILD"])
+def test_a_child_module_in_the_current_directory_is_found(tmp_path: Path, how: str) -> None:
+    """``mychild.py`` in the folder lyra runs from is importable by name, as with python -m."""
+    (tmp_path / "mychild.py").write_text(
+        "async def agent(prompt, ctx):\n    return f'mine: {prompt}'\n", encoding="utf-8"
+    )
+    args, env = (
+        (["--child", "mychild:agent"], {})
+        if how == "--child"
+        else ([], {"LYRA_CHILD": "mychild:agent"})
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("lyra")), "delegate", "hi", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ["PATH"], **env},
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.splitlines()[0]) == (0, "mine: hi"), done.stderr
+
+
+@pytest.mark.slow
+def test_a_child_module_that_is_nowhere_names_where_it_was_looked_for(tmp_path: Path) -> None:
+    """A missing child module is one line naming the folders searched and the fixes."""
+    done = lyra_process("delegate", "hi", "--child", "nochild:agent", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    message = done.stderr.strip()
+    assert message.startswith(
+        "lyra: cannot load the child nochild:agent: no module named 'nochild'"
+    )
+    assert str(tmp_path) in message
+    assert "nochild.py" in message
+    assert "PYTHONPATH" in message
+
+
+@pytest.mark.slow
+def test_a_child_whose_own_import_fails_says_what_is_missing(tmp_path: Path) -> None:
+    """A child module found but importing a missing package names that package, not the child."""
+    (tmp_path / "needy.py").write_text("import not_installed_anywhere\n", encoding="utf-8")
+    done = lyra_process("delegate", "hi", "--child", "needy:agent", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "No module named 'not_installed_anywhere'" in done.stderr

@@ -77,6 +77,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _import_from_the_current_directory()
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:
@@ -113,6 +114,15 @@ def _run(args: argparse.Namespace) -> int:
         # Worker threads abandoned in blocking tools would hold a normal exit.
         os._exit(EXIT_INTERRUPTED)
     return status
+
+
+def _import_from_the_current_directory() -> None:
+    """``--child mychild:agent`` and ``LYRA_CHILD`` find ``mychild.py`` in the current
+    directory first, as ``python -m`` does (the ``lyra`` script's own folder is the
+    first place Python looks otherwise)."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
+import sys
 from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
@@ -71,6 +73,20 @@ class ChildRef(BaseModel):
         return _resolve(self.model_dump_json())
 
 
+def _not_found(exc: ModuleNotFoundError, module: str) -> str:
+    """Where Python looked for the child's missing module, and how to make it findable."""
+    name = exc.name or ""
+    if not (module == name or module.startswith(f"{name}.")):
+        return str(exc)  # the child's module is there; something it imports is not
+    places = [os.path.abspath(path or os.curdir) for path in sys.path[:2]]
+    file = name.replace(".", "/")
+    return (
+        f"no module named {name!r} in {' or '.join(places)} (the first places on the import "
+        f"path) or the installed packages; run from the folder that holds {file}.py (or "
+        f"{file}/), add that folder to PYTHONPATH, or install the package"
+    )
+
+
 @cache
 def _resolve(ref_json: str) -> Child:
     ref = ChildRef.model_validate_json(ref_json)
@@ -80,6 +96,9 @@ def _resolve(ref_json: str) -> Child:
         found: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             found = getattr(found, part)
+    except ModuleNotFoundError as exc:
+        why = _not_found(exc, module_name)
+        raise ConfigurationError(f"cannot load the child {target}: {why}") from None
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
     if options is not None or inspect.isclass(found):
