@@ -485,6 +485,30 @@ anyio.run(main)
 """
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("configured", [False, True], ids=["events off", "events on the log"])
+async def test_an_embedded_run_writes_its_event_log_once_whether_events_are_on_or_not(
+    tmp_path: Path, configured: bool
+) -> None:
+    """``event_log=`` alone receives every task's events; with events also configured to
+    that file, each event is written once, not twice."""
+    import lyra.events
+    from lyra import ChildRef, Supervisor, Task
+    from lyra.durable import DurableExecutor
+
+    log = tmp_path / "events.jsonl"
+    lyra.events.configure(log) if configured else lyra.events.configure()
+    tasks = [Task(prompt=f"job {i}", subject=f"job{i}") for i in range(3)]
+    async with DurableExecutor.embedded(tmp_path / "run", run_id="r", event_log=log) as ex:
+        await Supervisor(ChildRef(target="fakes.children:spender"), executor=ex).run(tasks)
+    lyra.events.configure()
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    finished = sorted(e["subject"] for e in logged if e["event"] == "delegation_completed")
+    assert finished == ["job0", "job1", "job2"]
+    ids = [e["event_id"] for e in logged if "event_id" in e]
+    assert len(ids) == len(set(ids))
+
+
 @pytest.mark.slow
 def test_a_users_own_child_resumes_after_sigkill_without_rerunning_finished_tasks(
     tmp_path: Path,

@@ -170,14 +170,34 @@ def capturing(*, hold: bool = False) -> Iterator[list[dict[str, Any]]]:
         _captured.reset(token)
 
 
-def replay(records: Iterable[Mapping[str, Any]], **extra: Any) -> None:
+def replay(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    into: str | os.PathLike[str] | None = None,
+    **extra: Any,
+) -> None:
     """Write events recorded elsewhere (:func:`capturing`) as they were, with
-    ``extra`` fields added (which worker ran them)."""
+    ``extra`` fields added (which worker ran them). With ``into``, they are also
+    appended to that JSON-lines file, unless a configured target writes it."""
+    records = list(records)
     for record in records:
         level = str(record.get("level", "info"))
         if level in _RANK and _RANK[level] >= _floor:
             for sink in _sinks:
                 sink.write({**record, **extra})
+    if into is not None and records and not _writes(Path(into)):
+        log = _JsonLines(into)
+        try:
+            for record in records:
+                log.write({**record, **extra})
+        finally:
+            log.close()
+
+
+def _writes(path: Path) -> bool:
+    """True when a configured target appends to the file at ``path``."""
+    where = path.resolve()
+    return any(isinstance(sink, _JsonLines) and sink.path == where for sink in _sinks)
 
 
 # -- time ---------------------------------------------------------------------------
@@ -215,6 +235,7 @@ class _JsonLines:
 
     def __init__(self, target: str | os.PathLike[str] | IO[str] | IO[bytes]) -> None:
         self.name = str(getattr(target, "name", target))
+        self.path: Path | None = None
         self.fd: int | None = None
         self.lead = b""  # a newline, when a killed writer left the file's last line torn
         self.stream: IO[Any] | None = None
@@ -226,6 +247,7 @@ class _JsonLines:
         self.lock = threading.Lock()
         if isinstance(target, str | os.PathLike):
             self.fd, torn = open_to_append(Path(target))
+            self.path = Path(target).resolve()
             self.lead = b"\n" if torn else b""
         else:
             self.stream = target

@@ -60,8 +60,10 @@ class Ledger:
     """Which events of each task a run's log holds: a prefix of the task's
     numbered events, so the next number to write is enough."""
 
-    def __init__(self, logged: Mapping[str, int] | None = None) -> None:
+    def __init__(self, logged: Mapping[str, int] | None = None, path: Path | None = None) -> None:
         self.next: dict[str, int] = dict(logged or {})
+        self.path = path
+        """The run's event log, written to whether or not events are configured."""
 
     @classmethod
     def of_log(cls, path: Path | str | None) -> Ledger:
@@ -71,7 +73,7 @@ class Ledger:
             for match in _EVENT_ID.finditer(Path(path).read_bytes()):
                 task, number = match.group(1).decode(), int(match.group(2))
                 logged[task] = max(logged.get(task, 0), number + 1)
-        return cls(logged)
+        return cls(logged, Path(path) if path is not None else None)
 
     def write(self, records: Iterable[Mapping[str, Any]], **extra: Any) -> None:
         """Write the records the log does not hold yet, with ``extra`` fields."""
@@ -85,7 +87,7 @@ class Ledger:
                 self.next[task] = int(number) + 1
                 fresh.append(record)
         if fresh:
-            events.replay(fresh, **extra)
+            events.replay(fresh, into=self.path, **extra)
 
     def tasks(self) -> set[str]:
         """The workflow IDs the log holds events of."""
