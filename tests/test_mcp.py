@@ -82,6 +82,7 @@ async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_pat
         delegate.output_schema["properties"]
     )
     assert set(tools["parse_report"].input_schema["properties"]) == {"text"}
+    assert all(tool.input_schema["additionalProperties"] is False for tool in tools.values())
     assert result.is_error is False
     report = report_of(result)
     assert report.startswith("spent on: Summarise\n")
@@ -126,14 +127,18 @@ async def test_a_childs_failure_is_a_normal_result_carrying_the_report(
 
 
 async def test_bad_arguments_and_non_reports_are_tool_errors(errlog: IO[str]) -> None:
-    """A negative timeout or a text with no report is a tool error the model can read,
-    not a protocol error, and the server goes on serving."""
+    """A negative timeout, an argument the tool does not take, or a text with no report
+    is a tool error the model can read, not a protocol error, and the server goes on
+    serving."""
     async with lyra_mcp("--child", "fakes.children:spender", errlog=errlog) as session:
         negative = await session.call_tool("delegate_task", {"prompt": "Go", "timeout": -1})
+        unknown = await session.call_tool("delegate_task", {"prompt": "Go", "idle_timout": 5})
         nothing = await session.call_tool("parse_report", {"text": "no report here"})
         after = await session.call_tool("delegate_task", {"prompt": "Go"})
     assert negative.is_error is True
     assert "timeout" in report_of(negative)
+    assert unknown.is_error is True  # a misspelt limit is refused, never silently dropped
+    assert "idle_timout" in report_of(unknown)
     assert nothing.is_error is True
     assert after.is_error is False
 

@@ -93,7 +93,23 @@ def _server(child: Child, lifespan: Lifespan | None = None) -> MCPServer:
         description=_PARSE,
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
+    for name in ("delegate_task", "parse_report"):
+        _refuse_unknown_arguments(server, name)
     return server
+
+
+def _refuse_unknown_arguments(server: MCPServer, name: str) -> None:
+    """An argument the tool does not take is refused, not ignored (a misspelt
+    ``idle_timout`` would otherwise run the child without its limit): the input
+    schema says ``additionalProperties: false`` and validation enforces it. The
+    SDK offers no public handle on a registered tool, hence its tool manager."""
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:  # pragma: no cover - registered just above
+        raise RuntimeError(f"tool {name} is not registered")
+    lenient = tool.fn_metadata.arg_model
+    config = {**lenient.model_config, "extra": "forbid"}
+    tool.fn_metadata.arg_model = type(lenient.__name__, (lenient,), {"model_config": config})
+    tool.parameters["additionalProperties"] = False
 
 
 def delegate_tool(child: Child) -> DelegateTool:
