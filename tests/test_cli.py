@@ -220,11 +220,32 @@ def test_report_parse_reads_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[
         "retryable",
         "attempt",
         "message",
+        "output",
         "completed_steps",
         "files_modified",
         "blocked_on",
         "suggested_actions",
     }
+    # The first of several reports: where its output began cannot be told.
+    assert reports[0]["output"] is None
+
+
+def test_report_parse_gives_a_single_reports_output_and_exits_1_when_none_is_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A completed report alone in its file has its output in the default JSON; a file
+    with no report prints an empty list, says so on stderr and exits 1."""
+    run_cli(["analyze", "P04637", "--run-dir", str(tmp_path)], capsys)
+    status, out, _ = run_cli(["report", "parse", str(tmp_path / "reports" / "P04637.txt")], capsys)
+    [report] = json.loads(out)
+    assert status == 0
+    assert report["status"] == "completed"
+    assert report["output"].startswith("# Cellular tumor antigen p53 (P04637)")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("no report here\n")
+    status, out, err = run_cli(["report", "parse", str(empty)], capsys)
+    assert (status, json.loads(out)) == (1, [])
+    assert "no reports found" in err
 
 
 def test_report_parse_takes_several_files(

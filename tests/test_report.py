@@ -486,3 +486,21 @@ def test_escaped_text_never_reads_as_a_report(data: str) -> None:
         parse_report(escaped)
     assert (extract_category(escaped), is_retryable(escaped)) == (None, False)
     assert parse_report(render_report(TaskReport(status="completed", output=data))).output == data
+
+
+def test_a_transcripts_reports_give_outputs_only_where_they_can_be_told() -> None:
+    """In a transcript, a completed report's output starts after the previous report
+    ends; the first of several is null (the words before it may be anyone's); a text
+    that is one report gives its whole output."""
+    done = render_report(TaskReport(status="completed", output="the answer is 42"))
+    failed = render_report(
+        TaskReport(status="failed", category="tool_error", message="down", retryable=True)
+    )
+    transcript = f"User: do it\n{done}\nParent: once more\n{failed}\n{done}\nUser: thanks\n"
+    found = list(find_reports(transcript))
+    assert [(r.status, r.output) for r in found] == [
+        ("completed", None),
+        ("failed", None),
+        ("completed", "the answer is 42"),
+    ]
+    assert [r.output for r in find_reports(done)] == ["the answer is 42"]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lyra.cli import _stdout
-from lyra.cli._options import EXIT_OK, Subparsers, read_text
+from lyra.cli._options import EXIT_FAILED, EXIT_OK, Subparsers, read_text
 
 REPORT_FIELDS = (
     "status",
@@ -18,6 +18,7 @@ REPORT_FIELDS = (
     "retryable",
     "attempt",
     "message",
+    "output",
     "completed_steps",
     "files_modified",
     "blocked_on",
@@ -35,7 +36,12 @@ def register(commands: Subparsers) -> None:
         description="Find every lyra report in each FILE (a report, a transcript, a log; a "
         "folder for every file in it, such as a run directory; - for standard input) and "
         "print one JSON list, one object per report, in order. Reports without a metadata "
-        "block (as in the recovery guide) are found by their first line.",
+        "block (as in the recovery guide) are found by their first line. A completed "
+        "report's output runs from the end of the report before it (or the start of the "
+        "file) to its metadata; it is null for the first of several reports (a transcript), "
+        "where lyra cannot tell where the output began.",
+        epilog="exit status: 0 reports found, 1 none found (the list is empty), 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parse.add_argument(
         "files", nargs="+", metavar="FILE", help="files or folders to read; - for stdin"
@@ -57,6 +63,7 @@ def _report_parse(args: argparse.Namespace) -> int:
     _stdout.write(json.dumps(reports, indent=2, ensure_ascii=False))
     if not reports:
         print(f"lyra: no reports found in {', '.join(args.files)}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

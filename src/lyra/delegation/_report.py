@@ -369,7 +369,17 @@ def _block_reports(
     if report.status == "failed":  # earlier headers in the region are reports too
         header_at = _last_header(text, start, opening)
         yield from _headerless_reports(text[start : header_at or start])
+    elif start == 0 and _more_reports(text, closing):
+        # The first of several reports (a transcript): whatever came before it
+        # may be anyone's words, so where its output begins is unknown.
+        report = report.model_copy(update={"output": None})
     yield report
+
+
+def _more_reports(text: str, closing: int) -> bool:
+    """True when another report (a block, or a header line) follows position ``closing``."""
+    after = closing + 1
+    return bool(_ANY_CLOSE.search(text, after) or _HEADER_LINE.search(text, after))
 
 
 def _headerless_reports(region: str) -> Iterator[TaskReport]:
