@@ -830,6 +830,24 @@ def test_blocker_patterns(text: str, pattern: str) -> None:
     assert normalize_blocker(text) == pattern
 
 
+def test_a_blocker_naming_its_own_subject_masks_it_whatever_its_shape() -> None:
+    """The subject a blocker names is masked as <id> even where it looks like no ID
+    (XXXXX), so the same failure on several subjects is one pattern."""
+    stats = compute_stats(
+        _events(
+            *(
+                failed(
+                    session_id=f"child-{n}",
+                    subject=subject,
+                    blocked_on=f"Protein {subject} not found",
+                )
+                for n, subject in enumerate(["P04637", "XXXXX", "A0A0C5B5G6X"])
+            )
+        )
+    )
+    assert stats.top_blockers == [("Protein <id> not found", 3)]
+
+
 def _events(*lines: str) -> list[Event]:
     return list(iter_events(lines, source="mem"))
 

@@ -25,8 +25,8 @@ from lyra.cli._options import (
 )
 
 STREAM_ABOVE = 100
-"""Runs of more proteins (or from --ids-file) stream their results to the run
-directory and print counts, not one brief per protein."""
+"""Runs of more proteins than this (from arguments or --ids-file alike) stream their
+results to the run directory and print counts, not one brief per protein."""
 
 _DESCRIPTION = """\
 Analyse proteins, each in its own child agent under its own deadline:
@@ -52,7 +52,7 @@ faults for --inject ID:FAULT[:ARG][@N] (strike every attempt, or the first N):
 examples:
   lyra analyze P04637 XXXXX Q8I3H7
   lyra analyze P04637 Q8I3H7 --json > output.json
-  lyra analyze --ids-file proteome.txt --concurrency 64   (streams results.jsonl)
+  lyra analyze --ids-file proteome.txt --concurrency 64   (>100 IDs: streams results.jsonl)
   lyra analyze --question "Is the structure of P04637 reliable? structure only"
   lyra analyze P04637 --inject P04637:hang@1 --timeout 2 --retries 1
   lyra analyze P04637 Q8I3H7 --durable --run-dir runs/big   (then, after a crash:)
@@ -81,7 +81,8 @@ def register(commands: Any) -> None:
         "--ids-file",
         metavar="FILE",
         help="more accessions, one a line (- for stdin; blank lines and # comments skipped, "
-        "duplicates analysed once); a run from a file streams its results",
+        "duplicates analysed once); a run of more than 100 proteins streams its results "
+        "to results.jsonl",
     )
     p.add_argument(
         "--question",

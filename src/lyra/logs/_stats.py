@@ -473,7 +473,7 @@ class StatsBuilder:
             self.by_category[outcome] += 1
             self.by_error_type[_text(get("error_type")) or "unknown"] += 1
             self.retryable += get("retryable") is True
-            self._blocker(_text(get("blocked_on")))
+            self._blocker(_text(get("blocked_on")), _text(get("subject")))
         else:
             self.completed += 1
             outcome = COMPLETED_KEY
@@ -498,9 +498,11 @@ class StatsBuilder:
         if self.by is not None:
             self._group(get, failed, duration)
 
-    def _blocker(self, text: str | None) -> None:
+    def _blocker(self, text: str | None, subject: str | None) -> None:
         if not text:
             return
+        if subject and len(subject) > 1 and subject in text:  # 'XXXXX' is an ID here too
+            text = text.replace(subject, "<id>")
         pattern = normalize_blocker(text)
         if pattern not in self.blockers and len(self.blockers) >= _MAX_PATTERNS:
             pattern = "(other)"
