@@ -22,7 +22,8 @@ import lyra.durable
 import lyra.errors
 import lyra.events
 from lyra.cli import main
-from lyra.cli._durable_runs import Placement, open_run
+from lyra.cli._durable_runs import open_run
+from lyra.cli._request import Placement
 from lyra.proteins import analyze
 from test_durable import (
     attempts,

@@ -5,15 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from lyra.cli import _logging, _stdout
 from lyra.cli._live import LiveView
-from lyra.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from lyra.cli._request import AnalyzeRequest
-
 from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
@@ -23,6 +19,8 @@ from lyra.cli._options import (
     positive_float,
     whole_number,
 )
+from lyra.cli._request import AnalyzeRequest, Placement
+from lyra.errors import ConfigurationError
 
 STREAM_ABOVE = 100
 """Runs of more proteins than this (from arguments or --ids-file alike) stream their
@@ -172,53 +170,86 @@ def register(commands: Any) -> None:
     p.set_defaults(run=run)
 
 
+@dataclass(frozen=True)
+class _Invocation:
+    """Everything ``lyra analyze`` was asked, typed: the namespace ends here."""
+
+    request: AnalyzeRequest | None
+    """None on --resume: the run's record holds it."""
+    where: Placement
+    given: dict[str, Any]
+    """Options set explicitly (a resume checks them against the record)."""
+    json: bool
+    verbose: bool
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> _Invocation:
+        from lyra.cli._request import given_options, request_from
+
+        return cls(
+            request=None if args.resume else request_from(args),
+            where=Placement(
+                args.run_dir,
+                args.resume,
+                args.durable,
+                args.database_url,
+                worker_wait=args.worker_wait or None,
+                force=args.force,
+            ),
+            given=given_options(args, _defaults()),
+            json=args.json,
+            verbose=args.verbose,
+        )
+
+    @property
+    def durable(self) -> bool:
+        where = self.where
+        return bool(where.durable or where.resume or where.database_url or where.run_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
-    from lyra.cli._durable_runs import DurableRun, Placement, open_run
-    from lyra.cli._request import given_options, request_from
+    return _invoke(_Invocation.of(args))
 
-    request = None if args.resume else request_from(args)
+
+def _invoke(asked: _Invocation) -> int:
+    from lyra.cli._durable_runs import DurableRun, open_run
+
+    request = asked.request
     durable: DurableRun | None = None
-    if args.durable or args.resume or args.database_url or args.run_dir:
-        where = Placement(
-            args.run_dir,
-            args.resume,
-            args.durable,
-            args.database_url,
-            worker_wait=args.worker_wait or None,
-            force=args.force,
-        )
-        durable = open_run(request, where, given_options(args, _defaults()))
+    if asked.durable:
+        durable = open_run(request, asked.where, asked.given)
     if durable is not None and durable.finished is not None:
         done = durable.finished
-        _stdout.write(done.model_dump_json(indent=2) if args.json else done.text())
+        _stdout.write(done.model_dump_json(indent=2) if asked.json else done.text())
         print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
         return _status(done)
     if durable is not None:
         request = durable.request
     assert request is not None  # a resume without a record ended above
     try:
-        return _analyze(request, args, durable)
+        return _analyze(request, asked, durable)
     finally:
         if durable is not None:
             durable.close()
 
 
-def _analyze(request: AnalyzeRequest, args: argparse.Namespace, durable: Any) -> int:
+def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     """Run ``request`` with its run directory, events and progress display; print it."""
     from lyra.proteins import requested_ids
 
-    run_dir = _run_dir(str(durable.run_dir) if durable is not None else args.run_dir, durable)
+    folder = str(durable.run_dir) if durable is not None else asked.where.run_dir
+    run_dir = _run_dir(folder, durable)
     total = len(requested_ids(request.ids))  # each protein once, P04637 and p04637 alike
     stream = total > STREAM_ABOVE
     progress = LiveView(total, sys.stderr, streamed=stream)
-    with _logging.events_to(run_dir.events, verbose=args.verbose) as unwritten:
+    with _logging.events_to(run_dir.events, verbose=asked.verbose) as unwritten:
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
-    _stdout.write(output.model_dump_json(indent=2) if args.json else output.text())
+    _stdout.write(output.model_dump_json(indent=2) if asked.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
     for problem in unwritten:
         print(f"lyra analyze: {problem}", file=sys.stderr)

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lyra.cli._request import AnalyzeRequest
+from lyra.cli._request import AnalyzeRequest, Placement
 from lyra.durable import DurableExecutor
 from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_sqlite
 from lyra.durable._database import (
@@ -73,20 +73,6 @@ class DurableRun:
         """Stop DBOS in this process."""
         if self.executor is not None:
             self.executor.close()
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the command line asks a run to live and run."""
-
-    run_dir: str | None
-    resume: str | None
-    durable: bool
-    database_url: str | None
-    worker_wait: float | None = None
-    """Seconds a queued run waits for a worker to take a child (None: forever)."""
-    force: bool = False
-    """Resume even when the checkpoints are missing or damaged (everything runs again)."""
 
 
 def open_run(

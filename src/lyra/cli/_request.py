@@ -8,6 +8,7 @@ so that ``--resume`` runs exactly the same request again.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,20 @@ from lyra.errors import ConfigurationError
 IDENTITY_EXEMPT = frozenset({"concurrency", "ids"})
 """Request fields that may change on ``--resume`` (they do not change the result),
 or that are compared on their own (IDs, in request order and normalised)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the command line asks a run to live and run."""
+
+    run_dir: str | None
+    resume: str | None
+    durable: bool
+    database_url: str | None
+    worker_wait: float | None = None
+    """Seconds a queued run waits for a worker to take a child (None: forever)."""
+    force: bool = False
+    """Resume even when the checkpoints are missing or damaged (everything runs again)."""
 
 
 class AnalyzeRequest(BaseModel):
