@@ -25,6 +25,7 @@ GROUND = (
     "_sync",
     "_api",
     "_files",
+    "_extras",
 )
 
 
@@ -208,3 +209,26 @@ def test_settings_read_the_environment_when_asked(monkeypatch: pytest.MonkeyPatc
     assert (current.model, current.model_configured) == ("claude-haiku-4-5", True)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     assert not settings().model_configured
+
+
+def test_lyra_is_installed_under_its_distribution_name() -> None:
+    """The installed distribution is lyra-supervisor (the index's "lyra" is another
+    project), at lyra's own version, with the lyra command."""
+    from importlib.metadata import distribution
+
+    import lyra
+
+    installed = distribution("lyra-supervisor")
+    assert installed.version == lyra.__version__
+    [command] = [e for e in installed.entry_points if e.group == "console_scripts"]
+    assert (command.name, command.value) == ("lyra", "lyra.cli:main")
+
+
+def test_every_install_hint_names_the_distribution() -> None:
+    """No message in lyra tells a user to pip install 'lyra[…]' (someone else's package):
+    hints come from lyra._extras, which names lyra-supervisor."""
+    from lyra._extras import install_hint
+
+    assert install_hint("mcp") == "pip install 'lyra-supervisor[mcp]'"
+    stale = [path.name for path in modules().values() if "install 'lyra[" in path.read_text()]
+    assert stale == []
