@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lyra.cli import main
+from lyra.cli._analyze_command import STREAM_ABOVE
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -308,9 +309,11 @@ def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
     """lyra analyze --help explains the faults, gives examples and the exit codes."""
     with pytest.raises(SystemExit):
         main(["analyze", "--help"])
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     for text in ("rate_limit:SECS", "examples:", "exit status:", "--run-dir"):
         assert text in out
+    # When a run streams is said as the program decides it: by size, not by source.
+    assert f"a run of more than {STREAM_ABOVE} proteins streams" in out
 
 
 def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
@@ -496,7 +499,8 @@ def test_more_than_a_hundred_proteins_stream_to_results_jsonl_once_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Over 100 proteins (here from a file) the run streams: each once in results.jsonl,
-    a compact stdout (counts and failures by category, not briefs), empty entry lists."""
+    a compact stdout (counts and failures by category, not briefs), empty entry lists;
+    a file of fewer does not stream."""
     ids = tmp_path / "ids.txt"
     ids.write_text("\n".join(["P04637", *(f"X{n:04d}" for n in range(110))]), encoding="utf-8")
     status, out, _ = run_cli(
@@ -510,6 +514,10 @@ def test_more_than_a_hundred_proteins_stream_to_results_jsonl_once_each(
     assert "# Cellular tumor antigen p53" not in out
     saved = json.loads((tmp_path / "r" / "output.json").read_text())
     assert (saved["streamed"], saved["completed_analyses"]) == (True, [])
+    ids.write_text("\n".join(["P04637", *(f"X{n:04d}" for n in range(STREAM_ABOVE - 1))]))
+    run_cli(["analyze", "--ids-file", str(ids), "--run-dir", str(tmp_path / "few")], capsys)
+    few = json.loads((tmp_path / "few" / "output.json").read_text())
+    assert (few["streamed"], len(few["completed_analyses"])) == (False, 1)
 
 
 def test_ids_from_stdin(
