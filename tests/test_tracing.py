@@ -388,7 +388,7 @@ def test_work_begun_while_tracing_still_runs_when_tracing_is_turned_off(
 def test_configuring_without_the_api_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the OpenTelemetry API, configure() says which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'lyra\[otel\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[otel\]'"):
         tracing.configure(tracer_provider=TracerProvider())
     assert not tracing.enabled()
 
@@ -447,3 +447,52 @@ lyra.delegate_with_retry("x", child=tooled)
 print(sorted(name for name in sys.modules if name.startswith(("opentelemetry", "mcp"))))
 """
     assert run_python(code).strip() == "[]"
+
+
+class _BrokenProcessor:
+    """A span processor that raises where it is told to (as a buggy exporter's does)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.where == "on_start":
+            raise RuntimeError("processor broke on start")
+
+    def on_end(self, span: Any) -> None:
+        if self.where == "on_end":
+            raise RuntimeError("processor broke on end")
+
+    def _on_ending(self, span: Any) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("where", ["on_start", "on_end"])
+async def test_a_span_processor_that_raises_never_costs_a_report(where: str) -> None:
+    """A processor raising in on_start or on_end leaves delegations and recovery loops
+    intact (their reports come back) and becomes one tracing_failed warning."""
+    from structlog.testing import capture_logs
+
+    provider = TracerProvider()
+    provider.add_span_processor(_BrokenProcessor(where))  # type: ignore[arg-type]
+    tracing.configure(tracer_provider=provider)
+    tracing._reported.clear()
+    try:
+        with capture_logs() as logs, record_waits():
+            plain = await Supervisor(gatherer).delegate("Analyze P04637", timeout=5)
+            looped = await recover("Analyze P04637", child=gatherer, base_timeout=5)
+    finally:
+        tracing.configure()
+    assert plain.ok
+    assert plain.report.startswith("done without missing_context")
+    assert looped.result.ok
+    failures = [e for e in logs if e["event"] == "tracing_failed"]
+    expected = {"on_start": "start_span", "on_end": "end"}[where]
+    assert [e["where"] for e in failures] == [expected]  # once, however many spans failed
+    assert f"processor broke {where.replace('_', ' ')}" in failures[0]["error"]

@@ -17,6 +17,11 @@ A failed attempt has ``error.type`` = its failure category and status ERROR;
 ``lyra.retryable``, ``lyra.error_type`` (the fine cause) and the token usage
 (``gen_ai.usage.*``, everything below it included) ride along.
 
+Tracing never breaks a delegation: every call into OpenTelemetry (a span
+processor's ``on_start`` or ``on_end``, an attribute, the context) is contained;
+its first failure of each kind becomes one ``tracing_failed`` warning event and
+the work goes on, its report intact.
+
 Without a tracer provider, or without the OpenTelemetry API installed, nothing
 is imported and no span or context object is made: a tool or model-call hook
 is one ``None`` check; an attempt or a loop also asks ``sys.modules`` whether
@@ -35,7 +40,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from lyra._extras import missing_extra
+from lyra import events
+from lyra._extras import DISTRIBUTION, missing_extra
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, SpanContext, Tracer, TracerProvider
@@ -62,7 +68,7 @@ class _Loop:
 
     __slots__ = ("previous", "span")
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: _Guarded) -> None:
         self.span = span
         self.previous: SpanContext | None = None
 
@@ -118,7 +124,7 @@ def _turn_on(get_tracer: Callable[..., Tracer], **provider: Any) -> None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        lyra_version: str | None = version("lyra")
+        lyra_version: str | None = version(DISTRIBUTION)
     except PackageNotFoundError:
         lyra_version = None
     _api = _modules[_API]
@@ -226,26 +232,87 @@ def recovery(loop: Callable[P, Coro[R]]) -> Callable[P, Coro[R]]:
 @contextmanager
 def _span(
     name: str, attributes: dict[str, Any], *, client: bool = False, links: Any = None
-) -> Iterator[Span]:
+) -> Iterator[_Guarded]:
     """A span, current in the block; an exception (cancellation too) marks it failed
-    with its class name and goes on."""
+    with its class name and goes on. OpenTelemetry's own failures are contained."""
     tracer = _tracer
-    if tracer is None:  # configure() turned tracing off since this work began
-        yield _api.INVALID_SPAN
+    span = None
+    if tracer is not None:  # else configure() turned tracing off since this work began
+        with _contained("start_span"):
+            span = tracer.start_span(
+                name,
+                kind=_api.SpanKind.CLIENT if client else _api.SpanKind.INTERNAL,
+                attributes=attributes,
+                links=links,
+                record_exception=False,
+                set_status_on_exception=False,
+            )
+    if span is None:
+        yield _Guarded(None)
         return
-    with tracer.start_as_current_span(
-        name,
-        kind=_api.SpanKind.CLIENT if client else _api.SpanKind.INTERNAL,
-        attributes=attributes,
-        links=links,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            yield span
-        except BaseException as exc:
-            _failed(span, _exception_type(exc), str(exc))
-            raise
+    token = None
+    with _contained("attach"):
+        token = _modules["opentelemetry.context"].attach(_api.set_span_in_context(span))
+    guarded = _Guarded(span)
+    try:
+        yield guarded
+    except BaseException as exc:
+        _failed(guarded, _exception_type(exc), str(exc))
+        raise
+    finally:
+        if token is not None:
+            with _contained("detach"):
+                _modules["opentelemetry.context"].detach(token)
+        with _contained("end"):
+            span.end()
+
+
+class _Guarded:
+    """A span whose every call is contained (``None``: no span, every call a no-op)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span | None) -> None:
+        self.span = span
+
+    def set_attributes(self, attributes: dict[str, Any]) -> None:
+        if self.span is not None:
+            with _contained("set_attributes"):
+                self.span.set_attributes(attributes)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.set_attributes({key: value})
+
+    def set_status(self, code: str, description: str) -> None:
+        if self.span is not None:
+            with _contained("set_status"):
+                self.span.set_status(_api.Status(getattr(_api.StatusCode, code), description))
+
+    def get_span_context(self) -> SpanContext | None:
+        if self.span is None:
+            return None
+        with _contained("get_span_context"):
+            return self.span.get_span_context()
+        return None
+
+    def is_(self, other: Any) -> bool:
+        return self.span is other
+
+
+_reported: set[tuple[str, str]] = set()
+
+
+@contextmanager
+def _contained(where: str) -> Iterator[None]:
+    """OpenTelemetry's failure here becomes a warning event (once per place and
+    kind of error), never the delegation's."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - a tracing failure must not cost a report
+        kind = (where, type(exc).__name__)
+        if kind not in _reported:
+            _reported.add(kind)
+            events.warning("tracing_failed", where=where, error=f"{type(exc).__name__}: {exc}")
 
 
 async def _traced_attempt(
@@ -253,9 +320,9 @@ async def _traced_attempt(
 ) -> R:
     name = _agent_name(call)
     loop = _loop.get()
-    if loop is not None and _api.get_current_span() is not loop.span:
+    if loop is not None and not loop.span.is_(_current_span()):
         loop = None  # a grandchild: its parent attempt's span is its place in the tree
-    links = [_api.Link(loop.previous)] if loop is not None and loop.previous else None
+    links = _links(loop.previous if loop is not None else None)
     with _span(f"invoke_agent {name}", _attempt_attributes(name, ctx), links=links) as span:
         if loop is not None:
             loop.previous = span.get_span_context()
@@ -281,6 +348,21 @@ async def _traced_attempt(
             )
             _failed(span, str(verdict.category), verdict.message)
     return outcome
+
+
+def _current_span() -> Any:
+    with _contained("get_current_span"):
+        return _api.get_current_span()
+    return None
+
+
+def _links(previous: SpanContext | None) -> list[Any] | None:
+    """A link to the attempt before (none when there is none, or it cannot be made)."""
+    if previous is None:
+        return None
+    with _contained("link"):
+        return [_api.Link(previous)]
+    return None
 
 
 def _attempt_attributes(name: str, ctx: Any) -> dict[str, Any]:
@@ -386,9 +468,9 @@ async def _traced_recovery(loop: Coro[R], subject: Any) -> R:
     return outcome  # type: ignore[no-any-return]
 
 
-def _failed(span: Span, error_type: str, description: str) -> None:
+def _failed(span: _Guarded, error_type: str, description: str) -> None:
     span.set_attribute("error.type", error_type)
-    span.set_status(_api.Status(_api.StatusCode.ERROR, description))
+    span.set_status("ERROR", description)
 
 
 def _exception_type(exc: BaseException) -> str:
