@@ -90,21 +90,29 @@ class LocalExecutor:
         on_error: Callable[[T, Exception], object],
     ) -> None:
         """``work`` over ``items``, pulled lazily by the pool and kept nowhere; an item
-        whose work raises gets ``on_error(item, exc)`` and never disturbs the others."""
+        whose work raises gets ``on_error(item, exc)`` and never disturbs the others.
+
+        The pool grows as items are taken: a worker that takes an item starts the
+        next worker, up to ``max_concurrency``, so a huge limit over a few items
+        starts a few workers, not the limit's worth."""
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         pending = iter(items)
+        started = 1
 
         async def worker() -> None:
+            nonlocal started
             for item in pending:
+                if started < max_concurrency:
+                    started += 1
+                    group.start_soon(worker)
                 try:
                     await work(item)
                 except Exception as exc:  # noqa: BLE001 - isolation: one item never sinks the rest
                     on_error(item, exc)
 
         async with anyio.create_task_group() as group:
-            for _ in range(max_concurrency):
-                group.start_soon(worker)
+            group.start_soon(worker)
 
     async def map(
         self,
