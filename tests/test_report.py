@@ -76,6 +76,14 @@ text = st.lists(
 ).map("".join)
 
 
+LIMIT_TAGS = {  # usage (DESIGN §12) and a deadline overrun, on either kind of report
+    "tokens_used": st.one_of(st.none(), st.integers(0, 10**9)),
+    "cost_usd": st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)),
+    "turns": st.one_of(st.none(), st.integers(0, 10**6)),
+    "overrun_s": st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)),
+}
+
+
 def failed_reports() -> st.SearchStrategy[TaskReport]:
     """Failure reports with arbitrary strings in every field."""
     return st.builds(
@@ -94,6 +102,7 @@ def failed_reports() -> st.SearchStrategy[TaskReport]:
         blocked_on=st.one_of(st.none(), text.filter(bool)),
         suggested_actions=st.lists(text, max_size=4).map(tuple),
         retry_after=st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)),
+        **LIMIT_TAGS,
     )
 
 
@@ -107,6 +116,7 @@ def completed_reports() -> st.SearchStrategy[TaskReport]:
         duration=st.floats(0, 1e6, allow_nan=False),
         subject=st.one_of(st.none(), text.filter(bool)),
         output=text,
+        **LIMIT_TAGS,
     )
 
 

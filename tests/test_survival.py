@@ -9,10 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
+from structlog.testing import capture_logs
 
+from lyra import ChildContext, Supervisor, parse_report
 from lyra.supervisor import LocalExecutor
 
 pytestmark = pytest.mark.anyio
@@ -69,3 +73,56 @@ def test_lyra_analyze_with_a_billion_workers_finishes(tmp_path: Path) -> None:
     done = lyra("analyze", "P04637", "--concurrency", "1000000000", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "1 of 1 completed" in done.stdout
+
+
+# -- a deadline overrun is never silent ---------------------------------------------------
+
+
+async def _blocks_the_loop(prompt: str, ctx: ChildContext) -> str:
+    time.sleep(0.6)  # noqa: ASYNC251 - the mistake under test: nothing can interrupt it
+    return "done, late"
+
+
+async def _holds_a_thread(prompt: str, ctx: ChildContext) -> str:
+    await anyio.to_thread.run_sync(time.sleep, 0.6)  # not abandoned on cancellation
+    return "grandchild done, late"
+
+
+async def _waits_on_its_grandchild(prompt: str, ctx: ChildContext) -> str:
+    result = await ctx.delegate("help", child=_holds_a_thread)
+    return f"parent saw {result.status}"
+
+
+@pytest.mark.parametrize(
+    ("child", "blamed"),
+    [(_blocks_the_loop, "the event loop"), (_waits_on_its_grandchild, "worker thread")],
+    ids=["blocked event loop", "grandchild in a thread"],
+)
+async def test_a_result_that_comes_after_its_deadline_says_how_late(
+    child: Any, blamed: str
+) -> None:
+    """A result held past its deadline by code lyra cannot pre-empt keeps its status but
+    carries the overrun in the result, the report's metadata and a warning event naming
+    what held it."""
+    with capture_logs() as logs:
+        result = await Supervisor(child).delegate("x", timeout=0.2)
+    assert result.overrun_s is not None
+    assert result.overrun_s >= 0.3
+    assert parse_report(result.report).overrun_s == result.overrun_s
+    warned = [e for e in logs if e["event"] == "deadline_overrun"]
+    assert warned
+    assert all(blamed in e["blocked_by"] for e in warned)
+    assert {e["session_id"] for e in warned} >= {result.session_id}
+    finished = [e for e in logs if e["session_id"] == result.session_id and "duration" in e]
+    assert finished[-1]["overrun_s"] == result.overrun_s
+
+
+async def test_a_result_on_time_carries_no_overrun() -> None:
+    """An attempt that ends within its deadline has no overrun anywhere."""
+
+    async def quick(prompt: str, ctx: ChildContext) -> str:
+        return "on time"
+
+    result = await Supervisor(quick).delegate("x", timeout=5)
+    assert result.overrun_s is None
+    assert "overrun_s" not in result.report

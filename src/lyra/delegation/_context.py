@@ -119,6 +119,7 @@ class ChildContext:
     _scope: anyio.CancelScope | None = None
     _deadlines: Deadlines | None = None
     _deadline_watch: Watch | None = None
+    _fired: float | None = None
     _stop: Account | None = None
     _token: Any = None
     _watched: tuple[Account, ...] | list[Account] = ()

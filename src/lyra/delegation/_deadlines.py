@@ -28,6 +28,8 @@ class Watched(Protocol):
     """When the attempt ends, unless progress moves it."""
     _scope: Any
     """Its cancel scope."""
+    _fired: float | None
+    """When the watcher ended it (loop time), for telling a blocked loop apart."""
 
 
 _PURGE_AT = 64
@@ -93,6 +95,7 @@ class Deadlines:
             if ctx._armed > now:  # progress moved the deadline: wait for the new one
                 heapq.heappush(heap, (ctx._armed, next(_serial), watch))
             else:
+                ctx._fired = now
                 ctx._scope.cancel()
         if heap:
             self._arm(heap[0][0])

@@ -97,9 +97,13 @@ async def run_attempt(
     usage = ctx.charged
     if usage is not None:
         fields.update(usage.fields())
+    overrun = _overrun(ctx)
+    if overrun is not None:
+        fields["overrun_s"] = overrun
+        events.warning("deadline_overrun", **fields, timeout=timeout, blocked_by=_blocker(ctx))
     if verdict is None:
         events.info("delegation_completed", duration=duration, **fields)
-        return _result(ctx, duration, output=output)
+        return _result(ctx, duration, output=output, overrun=overrun)
     failure = _failure(verdict, ctx, duration)
     events.info(
         "delegation_failed",
@@ -111,7 +115,34 @@ async def run_attempt(
         evidence=failure.evidence,
         **fields,
     )
-    return _result(ctx, duration, failure=failure)
+    return _result(ctx, duration, failure=failure, overrun=overrun)
+
+
+_OVERRUN_TOLERANCE = 0.1
+"""Seconds past its deadline an attempt may end without being called late: the
+lateness allowed a deadline on a busy loop (DESIGN §9, blocking children)."""
+
+
+def _overrun(ctx: ChildContext) -> float | None:
+    """Seconds the attempt ended after its total deadline, beyond the tolerance."""
+    late = anyio.current_time() - ctx._deadline
+    return round(late, 3) if late > _OVERRUN_TOLERANCE else None
+
+
+def _blocker(ctx: ChildContext) -> str:
+    """What held an attempt past its deadline, as far as lyra can tell."""
+    fired = ctx._fired
+    if ctx._deadlines is None:
+        return "unknown (this event loop keeps anyio's own deadlines)"
+    if fired is None or fired - ctx._deadline > _OVERRUN_TOLERANCE:
+        return (
+            "the event loop: synchronous code in an async child or tool kept it from "
+            "running (run blocking work through ctx.tool, or as a plain def child)"
+        )
+    return (
+        "cancellation was held after the deadline: a worker thread that cannot be "
+        "abandoned (anyio.to_thread.run_sync without abandon_on_cancel) or shielded code"
+    )
 
 
 async def _nested(
@@ -243,6 +274,7 @@ def _result(
     *,
     output: str | None = None,
     failure: ChildFailure | None = None,
+    overrun: float | None = None,
 ) -> DelegationResult:
     return built(
         DelegationResult,
@@ -256,4 +288,5 @@ def _result(
         usage=ctx.charged,
         parent_session_id=ctx.parent_session_id,
         failed_delegations=tuple(ctx.failed_delegations),
+        overrun_s=overrun,
     )

@@ -124,6 +124,9 @@ class TaskReport(_Frozen):
     """The session that delegated this one, for a nested delegation."""
     failed_delegations: tuple[FailedDelegation, ...] = ()
     """Nested delegations that failed under this one (``<failed_delegation>``)."""
+    overrun_s: float | None = None
+    """Seconds the result came after its deadline (``<overrun_s>``): code lyra cannot
+    interrupt (a blocked event loop, a thread) held it past the deadline."""
 
     _blank = field_validator("blocked_on", "session_id", "subject", "parent_session_id")(
         _none_if_blank

@@ -59,7 +59,16 @@ _BODY = (
 )
 _TAGS = (  # after session_id and status, in the order _metadata writes them
     ("error_type", "retry_after_s"),  # failures only
-    ("attempt", "duration_s", "subject", "tokens_used", "cost_usd", "turns", "parent_session_id"),
+    (
+        "attempt",
+        "duration_s",
+        "subject",
+        "tokens_used",
+        "cost_usd",
+        "turns",
+        "parent_session_id",
+        "overrun_s",
+    ),
 )
 
 
@@ -218,7 +227,7 @@ def _metadata(report: TaskReport, failed: bool) -> list[tuple[str, str]]:
         tags.append(("duration_s", repr(report.duration)))
     if report.subject is not None:
         tags.append(("subject", report.subject))
-    for tag in ("tokens_used", "cost_usd", "turns", "parent_session_id"):
+    for tag in ("tokens_used", "cost_usd", "turns", "parent_session_id", "overrun_s"):
         value = getattr(report, tag)
         if value is not None:
             tags.append((tag, repr(value) if isinstance(value, float) else value))
@@ -377,9 +386,17 @@ def _block_reports(
 
 
 def _more_reports(text: str, closing: int) -> bool:
-    """True when another report (a block, or a header line) follows position ``closing``."""
+    """True when another report may follow the block that closes at ``closing``: a
+    header line, or an opening tag with a closing tag after it (a stray closing tag
+    alone is no report)."""
     after = closing + 1
-    return bool(_ANY_CLOSE.search(text, after) or _HEADER_LINE.search(text, after))
+    if _HEADER_LINE.search(text, after):
+        return True
+    for opening in (_OPEN, _CAPY_OPEN):
+        at = text.find(opening, after)
+        if at >= 0 and _ANY_CLOSE.search(text, at):
+            return True
+    return False
 
 
 def _headerless_reports(region: str) -> Iterator[TaskReport]:
@@ -522,7 +539,7 @@ def _rendered(text: str, start: int, opening: int, closing: int) -> TaskReport |
 
 
 def _success_report(success: re.Match[str], output: str) -> TaskReport:
-    session_id, attempt, duration, subject, tokens, cost, turns, parent, failed = _tags(
+    session_id, attempt, duration, subject, tokens, cost, turns, parent, overrun, failed = _tags(
         *success.groups()
     )
     values = {
@@ -538,6 +555,7 @@ def _success_report(success: re.Match[str], output: str) -> TaskReport:
         "turns": turns,
         "parent_session_id": parent,
         "failed_delegations": failed,
+        "overrun_s": overrun,
     }
     return _built(values)
 
@@ -559,7 +577,7 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
         retry_after,
         *tags,
     ) = failure.groups()
-    session_id, attempt, duration_s, subject, tokens, cost, turns, parent, failed = _tags(
+    session_id, attempt, duration_s, subject, tokens, cost, turns, parent, overrun, failed = _tags(
         session_id, *tags
     )
     try:
@@ -584,6 +602,7 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
             "turns": turns,
             "parent_session_id": parent,
             "failed_delegations": failed,
+            "overrun_s": overrun,
         }
     except (KeyError, ValueError) as exc:
         raise ReportParseError(f"malformed report: {exc!r}") from None
@@ -599,10 +618,11 @@ def _tags(
     cost: str | None,
     turns: str | None,
     parent: str | None,
+    overrun: str | None,
     failed: str,
 ) -> tuple[Any, ...]:
     """The values of the tags any rendered block carries (no entity in them): its
-    session, then attempt, duration, subject, usage and nesting (DESIGN §12)."""
+    session, then attempt, duration, subject, usage, nesting (DESIGN §12) and overrun."""
     try:
         return (
             session_id or None,
@@ -613,6 +633,7 @@ def _tags(
             None if cost is None else float(cost),
             None if turns is None else int(turns),
             parent or None,
+            None if overrun is None else float(overrun),
             tuple(_failed_delegation(value) for _, value in _TAG.findall(failed)) if failed else (),
         )
     except ValueError as exc:
@@ -673,8 +694,9 @@ def _common_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
         fields["duration"] = _float(meta["duration_s"], "duration_s")
     elif get("duration") is not None:  # capybara-vibe: <duration>45.23s</duration>
         fields["duration"] = _float(meta["duration"].strip().removesuffix("s"), "duration")
-    if get("cost_usd") is not None:
-        fields["cost_usd"] = _float(meta["cost_usd"], "cost_usd")
+    for tag in ("cost_usd", "overrun_s"):
+        if get(tag) is not None:
+            fields[tag] = _float(meta[tag], tag)
     if get(_FAILED_DELEGATION):
         fields["failed_delegations"] = tuple(map(_failed_delegation, meta[_FAILED_DELEGATION]))
 

@@ -29,6 +29,10 @@ class DelegationResult(BaseModel):
     """The session that delegated this one (``ctx.delegate``), if any."""
     failed_delegations: tuple[FailedDelegation, ...] = ()
     """Nested delegations that failed under this one (the parent decided what to do)."""
+    overrun_s: float | None = None
+    """Seconds this result came after its deadline, when code lyra cannot interrupt (a
+    blocked event loop, a thread that cannot be abandoned) held it there; ``None``:
+    on time. A completed result stays completed: its output is real, but late."""
 
     @property
     def ok(self) -> bool:
@@ -60,6 +64,7 @@ class DelegationResult(BaseModel):
             "subject": self.subject,
             "parent_session_id": self.parent_session_id,
             "failed_delegations": self.failed_delegations,
+            "overrun_s": self.overrun_s,
         }
         if usage:
             common.update(tokens_used=usage.tokens, cost_usd=usage.cost_usd, turns=usage.turns)
