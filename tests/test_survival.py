@@ -126,3 +126,21 @@ async def test_a_result_on_time_carries_no_overrun() -> None:
     result = await Supervisor(quick).delegate("x", timeout=5)
     assert result.overrun_s is None
     assert "overrun_s" not in result.report
+
+
+async def test_a_delegation_tree_deeper_than_the_limit_is_an_invalid_task() -> None:
+    """A child that delegates to itself without end meets the documented depth limit as
+    an invalid_task with evidence, not a RecursionError classified as a tool error."""
+    from lyra.delegation import MAX_DEPTH
+
+    async def recurse(prompt: str, ctx: ChildContext) -> str:
+        result = await ctx.delegate(prompt, child=recurse)
+        if result.failure is None:
+            return result.output or ""
+        return f"{ctx.depth}: {result.failure.category}: {result.failure.evidence}"
+
+    result = await Supervisor(recurse).delegate("again", timeout=30)
+    assert result.ok
+    assert result.output == (
+        f"{MAX_DEPTH}: invalid_task: rule 3: the delegation tree is deeper than {MAX_DEPTH} levels"
+    )

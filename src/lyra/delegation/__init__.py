@@ -4,7 +4,7 @@ classification, reports."""
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage
 from lyra.delegation._child import ChildRef, as_callable
-from lyra.delegation._classify import exception_text
+from lyra.delegation._classify import MAX_DEPTH, exception_text
 from lyra.delegation._context import Child, ChildAgent, ChildContext, ChildFn
 from lyra.delegation._delegate import check_timeout, new_session_id, run_attempt
 from lyra.delegation._foreign import Kind as ErrorKind
@@ -32,6 +32,7 @@ from lyra.delegation._result import DelegationResult
 from lyra.delegation._text import json_safe, printable, safe_str, valid_data, valid_text
 
 __all__ = [
+    "MAX_DEPTH",
     "METADATA_CLOSE",
     "REPORT_HEADER",
     "Account",

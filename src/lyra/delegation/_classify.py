@@ -235,6 +235,24 @@ def classify_blank_prompt() -> Verdict:
     )
 
 
+MAX_DEPTH = 32
+"""The deepest a delegation tree may nest (``ctx.delegate`` within ``ctx.delegate``…):
+deeper is a task that recurses without end, failed before it runs out of stack."""
+
+
+def classify_too_deep() -> Verdict:
+    """Rule 3 before the child runs: a delegation nested deeper than :data:`MAX_DEPTH`."""
+    return Verdict(
+        category=_C.INVALID_TASK,
+        retryable=False,
+        error_type=ErrorType.DATA,
+        evidence=f"rule 3: the delegation tree is deeper than {MAX_DEPTH} levels",
+        message=f"Delegation nested deeper than {MAX_DEPTH} levels (a task that recurses "
+        "without end?)",
+        blocked_on=f"Delegation tree deeper than {MAX_DEPTH} levels",
+    )
+
+
 def classify_blocked(ctx: ChildContext) -> Verdict:
     """Rule 2: the child declared itself blocked (even if it swallowed the signal)."""
     assert ctx.blocked is not None

@@ -128,6 +128,8 @@ class ChildContext:
     """When the attempt began (``time.monotonic()``), for a live display."""
     current_tool: str | None = None
     """The tool the child is running right now, if any."""
+    depth = 0
+    """How deep in the delegation tree this attempt is (0: a root delegation)."""
 
     def __init__(
         self,
@@ -156,6 +158,8 @@ class ChildContext:
         self._deadline = self._armed = anyio.current_time() + timeout
         self._account = account
         self._parent = parent
+        if parent is not None:
+            self.depth = parent.depth + 1
         self._runner = runner
         self._loop_thread = threading.get_ident()
         if idle_timeout is not None:

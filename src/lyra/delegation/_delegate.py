@@ -15,6 +15,7 @@ from lyra import events, tracing
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable
 from lyra.delegation._classify import (
+    MAX_DEPTH,
     Verdict,
     classify_blank_prompt,
     classify_blocked,
@@ -23,6 +24,7 @@ from lyra.delegation._classify import (
     classify_idle,
     classify_invalid_output,
     classify_timeout,
+    classify_too_deep,
     classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
@@ -194,6 +196,8 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
     """Await the child under its limits; the verdict is ``None`` on success."""
     if not isinstance(prompt, str) or not prompt.strip():
         return classify_blank_prompt(), ""
+    if ctx.depth > MAX_DEPTH:
+        return classify_too_deep(), ""
     if ctx.account is not None and not ctx.account.has_room():
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
