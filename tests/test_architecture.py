@@ -221,7 +221,7 @@ def test_lyra_is_installed_under_its_distribution_name() -> None:
     installed = distribution("lyra-supervisor")
     assert installed.version == lyra.__version__
     [command] = [e for e in installed.entry_points if e.group == "console_scripts"]
-    assert (command.name, command.value) == ("lyra", "lyra.cli:main")
+    assert (command.name, command.value) == ("lyra", "lyra.cli:console")
 
 
 def test_every_install_hint_names_the_distribution() -> None:

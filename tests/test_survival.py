@@ -4,10 +4,13 @@ ends, and the small edges of the commands."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +147,104 @@ async def test_a_delegation_tree_deeper_than_the_limit_is_an_invalid_task() -> N
     assert result.output == (
         f"{MAX_DEPTH}: invalid_task: rule 3: the delegation tree is deeper than {MAX_DEPTH} levels"
     )
+
+
+# -- processes end when their work ends ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_abandoned_blocking_tool_does_not_hold_the_process_open() -> None:
+    """``lyra delegate`` whose child's tool blocks a thread for 20 s under a 1 s timeout
+    prints the timeout report and exits at once, not when the thread wakes."""
+    started = time.monotonic()
+    done = lyra("delegate", "x", "--child", "fakes.children:stuck_in_a_tool", "--timeout", "1")
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1
+    assert "<failure_category>timeout</failure_category>" in done.stdout
+    assert elapsed < 10  # the tool would have held it 20 s
+
+
+@contextmanager
+def _mcp_server(events: Path, child: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``lyra mcp`` with pipes for the test to speak JSON-RPC on; killed afterwards."""
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(TESTS)}
+    command = [sys.executable, "-m", "lyra", "mcp", "--child", child, "--events", str(events)]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as server:
+        try:
+            yield server
+        finally:
+            server.kill()
+
+
+def _call(server: subprocess.Popen[bytes], timeout: float) -> None:
+    """Initialise the MCP session and send one delegate_task call (JSON-RPC over stdio)."""
+    assert server.stdin is not None
+    assert server.stdout is not None
+    client = {"name": "test", "version": "1"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "delegate_task", "arguments": {"prompt": "x", "timeout": timeout}},
+        },
+    ):
+        server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+        if message.get("id") == 1:
+            assert b'"result"' in server.stdout.readline()
+
+
+@pytest.mark.slow
+def test_lyra_mcp_ends_when_its_client_leaves_and_closes_the_attempt_in_its_log(
+    tmp_path: Path,
+) -> None:
+    """A client that hangs up mid-call: the server exits at once (the abandoned tool
+    thread does not hold it), and its log closes the attempt as cancelled, so lyra logs
+    stats counts it cancelled, not unfinished."""
+    events = tmp_path / "events.jsonl"
+    with _mcp_server(events, "fakes.children:stuck_in_a_tool") as server:
+        _call(server, timeout=30)
+        time.sleep(0.5)  # the call is under way
+        assert server.stdin is not None
+        server.stdin.close()
+        left = time.monotonic()
+        server.wait(timeout=20)
+        assert time.monotonic() - left < 5
+        assert server.returncode == 0
+    stats = lyra("logs", "stats", str(events), "--json")
+    counts = json.loads(stats.stdout)
+    assert (counts["cancelled"], counts["unfinished"], counts["delegations"]) == (1, 0, 1)
+
+
+@pytest.mark.slow
+def test_lyra_mcp_whose_stdout_is_closed_says_so_in_one_line(tmp_path: Path) -> None:
+    """A client that closes the server's stdout: one line on stderr, no traceback, exit 0."""
+    with _mcp_server(tmp_path / "events.jsonl", "fakes.children:spender") as server:
+        _call(server, timeout=5)
+        assert server.stdout is not None
+        server.stdout.close()
+        time.sleep(0.5)
+        _, err = server.communicate(timeout=20)
+        assert server.returncode == 0
+    assert err.decode().strip() == "lyra mcp: the client closed the connection; stopping"
+
+
+async def test_an_attempt_cancelled_from_outside_is_closed_in_the_log() -> None:
+    """An attempt its caller cancels logs delegation_cancelled (with its duration) before
+    the cancellation goes on, so no log shows it running forever."""
+
+    async def slow(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(10)
+        return "never"
+
+    with capture_logs() as logs, anyio.move_on_after(0.2):
+        await Supervisor(slow).delegate("x", timeout=30)
+    [cancelled] = [e for e in logs if e["event"] == "delegation_cancelled"]
+    assert cancelled["reason"] == "CancelledError"
+    assert 0.1 < cancelled["duration"] < 5

@@ -1,7 +1,5 @@
 """``python -m lyra``: the same as the ``lyra`` command."""
 
-import sys
+from lyra.cli import console
 
-from lyra.cli import main
-
-sys.exit(main())
+console()

@@ -49,3 +49,11 @@ def noisy(prompt: str, ctx: ChildContext) -> str:
     os.write(1, b"noise from the descriptor\n")
     subprocess.run([sys.executable, "-c", "print('noise from a subprocess')"], check=True)
     return f"said: {prompt}"
+
+
+async def stuck_in_a_tool(prompt: str, ctx: ChildContext) -> str:
+    """Runs a tool that blocks its worker thread for 20 s (lyra abandons it at the deadline)."""
+    import time
+
+    await ctx.tool("sleepy", time.sleep, 20)
+    return "never on time"

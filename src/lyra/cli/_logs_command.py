@@ -232,6 +232,7 @@ def format_stats(stats: FailureStats) -> str:
                 ["completed", stats.completed],
                 ["failed", f"{stats.failed} ({stats.failure_rate:.1%} of {finished})"],
                 ["retryable", stats.retryable],
+                ["cancelled", stats.cancelled],
                 ["unfinished", stats.unfinished],
                 ["recovery attempts", stats.recovery_attempts],
             ],

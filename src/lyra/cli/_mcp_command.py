@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from lyra.cli import _logging
 from lyra.cli._options import EXIT_OK, Subparsers, child_ref
@@ -28,7 +29,9 @@ def register(commands: Subparsers) -> None:
         epilog="examples:\n"
         "  lyra mcp --child lyra.proteins:ProteinChild\n"
         "  ANTHROPIC_API_KEY=… lyra mcp --events ~/lyra-mcp.jsonl\n\n"
-        "exit status: 0 when the client hangs up, 2 usage error (no child, no extra)",
+        "exit status: 0 when the client hangs up (the process ends at once, even while "
+        "a tool\nabandoned at its deadline still blocks a thread), 2 usage error (no "
+        "child, no extra)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -52,5 +55,8 @@ def run(args: argparse.Namespace) -> int:
     child = args.child.resolve() if args.child else default_child()
 
     with _logging.events_to(args.events, verbose=args.verbose):
-        run_blocking("serve", lambda: serve(child))
+        try:
+            run_blocking("serve", lambda: serve(child))
+        except* BrokenPipeError:  # the client closed its end of our stdout
+            print("lyra mcp: the client closed the connection; stopping", file=sys.stderr)
     return EXIT_OK

@@ -94,7 +94,16 @@ async def run_attempt(
         limits["idle_timeout"] = idle_timeout
     events.info("delegation_started", **fields, **limits)
     started = time.perf_counter()
-    verdict, output = await _run(call, prompt, ctx)
+    try:
+        verdict, output = await _run(call, prompt, ctx)
+    except BaseException as exc:  # stopped from outside: closed in the log, then passed on
+        events.info(
+            "delegation_cancelled",
+            duration=round(time.perf_counter() - started, 6),
+            reason=type(exc).__name__,
+            **fields,
+        )
+        raise
     duration = round(time.perf_counter() - started, 6)
     usage = ctx.charged
     if usage is not None:

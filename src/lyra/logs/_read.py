@@ -33,11 +33,13 @@ from lyra.delegation import REPORT_HEADER, TaskReport, find_reports, report_boun
 STARTED = "delegation_started"
 COMPLETED = "delegation_completed"
 FAILED = "delegation_failed"
+CANCELLED = "delegation_cancelled"
+"""An attempt stopped from outside (a client that left, Ctrl+C, a cancelled parent)."""
 RECOVERY = "recovery_attempt"
 RUN_FINISHED = "run_finished"
 DECOMPOSED = "decomposition_finished"
 """A decomposed attempt's outcome: ``status`` over its subtasks (not itself a delegation)."""
-_KNOWN = frozenset({STARTED, COMPLETED, FAILED, RECOVERY, RUN_FINISHED, DECOMPOSED})
+_KNOWN = frozenset({STARTED, COMPLETED, FAILED, CANCELLED, RECOVERY, RUN_FINISHED, DECOMPOSED})
 
 MAX_LINE = 1 << 20
 """Longest event line read whole, in bytes; a longer line is skipped as malformed."""

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lyra.delegation import ErrorType, FailureCategory
 from lyra.logs._read import (
+    CANCELLED,
     COMPLETED,
     DECOMPOSED,
     FAILED,
@@ -151,8 +152,9 @@ class Breakdown(_Model):
 class FailureStats(_Model):
     """Everything ``lyra logs stats`` reports (the first seven fields are DESIGN §6's).
 
-    ``delegations`` = ``completed`` + ``failed`` + ``unfinished`` attempts
-    (unfinished: started, never finished: a run that was killed). A session
+    ``delegations`` = ``completed`` + ``failed`` + ``cancelled`` + ``unfinished``
+    attempts (cancelled: stopped from outside and logged so; unfinished: started,
+    never finished: a run that was killed). A session
     that finishes twice (a resumed run logging an attempt again) counts once;
     the repeats are ``duplicates``. ``recovered`` counts tasks with a failed
     attempt that later completed. Tasks (see the module docstring) are counted
@@ -175,6 +177,9 @@ class FailureStats(_Model):
     top_blockers: list[tuple[str, int]]
     recovered: int
     unfinished: int
+    cancelled: int = 0
+    """Attempts stopped from outside (a client that left, Ctrl+C, a cancelled parent):
+    ended, neither completed nor failed."""
     failure_rate: float
     """``failed`` / (``completed`` + ``failed``): per attempt."""
     by_error_type: dict[str, int]
@@ -357,7 +362,7 @@ class StatsBuilder:
         self.since = since
         self.by = by
         self.top = top
-        self.completed = self.failed = self.retryable = self.recovered = 0
+        self.completed = self.failed = self.retryable = self.recovered = self.cancelled = 0
         self.recovery_attempts = self.runs = self.duplicates = 0
         self.skipped_before = self.skipped_undated = 0
         # defaultdict(int) rather than Counter: a third of the cost per increment
@@ -402,6 +407,8 @@ class StatsBuilder:
             self._finished(fields.get, name == FAILED, moment, event.source, event.is_report)
         elif name == STARTED:
             self._started(event.session_id, event.source)
+        elif name == CANCELLED:
+            self._cancelled(event.session_id, event.source)
         elif name == RECOVERY:
             self._recovery(event.strategy)
         elif name == RUN_FINISHED:
@@ -424,6 +431,8 @@ class StatsBuilder:
             self._finished(get, name == FAILED, moment, source, False)
         elif name == STARTED:
             self._started(_text(get("session_id")), source)
+        elif name == CANCELLED:
+            self._cancelled(_text(get("session_id")), source)
         elif name == RECOVERY:
             self._recovery(_text(get("strategy")))
         elif name == RUN_FINISHED:
@@ -450,6 +459,12 @@ class StatsBuilder:
     def _started(self, session: str | None, source: str) -> None:
         if self.sessions.first(session, False):
             self.started[source] += 1
+
+    def _cancelled(self, session: str | None, source: str) -> None:
+        """An attempt stopped from outside: ended, but neither completed nor failed."""
+        if self.sessions.first(session, True):
+            self.cancelled += 1
+            self.finished[source] += 1
 
     def _recovery(self, strategy: str | None) -> None:
         self.recovery_attempts += 1
@@ -587,7 +602,7 @@ class StatsBuilder:
         tasks_failed = sum(outcomes.values())
         tasks = tasks_completed + tasks_failed
         return FailureStats(
-            delegations=self.completed + self.failed + unfinished,
+            delegations=self.completed + self.failed + self.cancelled + unfinished,
             completed=self.completed,
             failed=self.failed,
             by_category=dict(self.by_category),
@@ -595,6 +610,7 @@ class StatsBuilder:
             top_blockers=_top(self.blockers, self.top),
             recovered=self.recovered,
             unfinished=unfinished,
+            cancelled=self.cancelled,
             failure_rate=_rate(self.failed, self.completed + self.failed),
             by_error_type=dict(self.by_error_type),
             tasks=tasks,
