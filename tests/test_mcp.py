@@ -137,6 +137,7 @@ async def test_bad_arguments_and_non_reports_are_tool_errors(errlog: IO[str]) ->
         after = await session.call_tool("delegate_task", {"prompt": "Go"})
     assert negative.is_error is True
     assert "timeout" in report_of(negative)
+    assert "Traceback" not in Path(errlog.name).read_text()
     assert unknown.is_error is True  # a misspelt limit is refused, never silently dropped
     assert "idle_timout" in report_of(unknown)
     assert nothing.is_error is True

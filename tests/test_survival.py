@@ -248,3 +248,89 @@ async def test_an_attempt_cancelled_from_outside_is_closed_in_the_log() -> None:
     [cancelled] = [e for e in logs if e["event"] == "delegation_cancelled"]
     assert cancelled["reason"] == "CancelledError"
     assert 0.1 < cancelled["duration"] < 5
+
+
+@pytest.mark.slow
+def test_an_infinite_timeout_over_mcp_is_a_tool_error_without_a_traceback(tmp_path: Path) -> None:
+    """``"timeout": Infinity`` (JSON as Python writes it) is refused by validation as a
+    readable tool error; the server logs no traceback and goes on."""
+    with _mcp_server(tmp_path / "events.jsonl", "fakes.children:spender") as server:
+        _call(server, timeout=float("inf"))
+        assert server.stdout is not None
+        answer = json.loads(server.stdout.readline())
+        assert server.stdin is not None
+        assert server.stderr is not None
+        server.stdin.close()
+        server.wait(timeout=20)
+        err = server.stderr.read()
+    assert answer["result"]["isError"] is True
+    assert "finite" in answer["result"]["content"][0]["text"]
+    assert "Traceback" not in err.decode()
+
+
+# -- the small edges of the commands ------------------------------------------------------
+
+
+def _loop(tmp_path: Path) -> Path:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    return loop
+
+
+def _bad_gzip(tmp_path: Path) -> Path:
+    bad = tmp_path / "bad.gz"
+    bad.write_bytes(b"this is no gzip data\n")
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "make", "said"),
+    [
+        ("report parse", lambda tmp: Path("/dev/zero"), "more than 100 MiB"),
+        ("report parse", _loop, "Too many levels of symbolic links"),
+        ("logs stats", _loop, "Too many levels of symbolic links"),
+        ("logs stats", _bad_gzip, "Not a gzipped file"),
+    ],
+    ids=["endless input", "symlink loop (report)", "symlink loop (logs)", "bad gzip"],
+)
+def test_an_input_that_cannot_be_read_is_one_line_saying_why(
+    tmp_path: Path, command: str, make: Any, said: str
+) -> None:
+    """Endless input, a symlink loop, a file that is no gzip: exit 2, one line that
+    names the file and the real reason, nothing on stdout."""
+    path = make(tmp_path)
+    done = lyra(*command.split(), str(path), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert str(path) in line
+    assert said in line
+
+
+def test_a_file_that_vanishes_from_a_folder_being_parsed_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report file removed while lyra report parse reads its folder (a run still
+    writing) is skipped with a note; the other reports are still parsed."""
+    from lyra import render_report
+    from lyra.cli import _report_command, main
+    from lyra.delegation import TaskReport
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for name in ("a", "b"):
+        report = TaskReport(status="completed", output=f"report {name}", session_id=name)
+        (folder / f"{name}.txt").write_text(render_report(report))
+    real_read = _report_command.read_text
+
+    def read_after_a_vanished(path: str) -> str:
+        if path.endswith("a.txt"):
+            os.remove(path)
+        return real_read(path)
+
+    monkeypatch.setattr(_report_command, "read_text", read_after_a_vanished)
+    status = main(["report", "parse", str(folder)])
+    out, err = capsys.readouterr()
+    assert status == 0
+    assert [r["session_id"] for r in json.loads(out)] == ["b"]
+    assert "a.txt vanished while reading; skipped" in err

@@ -146,9 +146,11 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
 
     def guarded(args: argparse.Namespace) -> int:
         for path in args.files:
-            if path != "-" and not os.path.exists(path):
-                missing = errno.ENOENT
-                return cannot_read(path, FileNotFoundError(missing, os.strerror(missing)))
+            if path != "-":
+                try:
+                    os.stat(path)  # missing, a symlink loop, no permission: said now
+                except OSError as exc:
+                    return cannot_read(path, exc)
         try:
             return run(args)
         except BrokenPipeError:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 Subparsers = Any  # argparse's _SubParsersAction is private
@@ -86,18 +85,41 @@ def budget_of(args: argparse.Namespace) -> Any:
 
 def cannot_read(path: str, exc: OSError) -> int:
     """An input that cannot be read is a usage error: one line on stderr; exit status 2."""
-    print(f"lyra: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+    print(f"lyra: cannot read {path}: {why(exc)}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def why(exc: OSError) -> str:
+    """What went wrong with a file, in words: the system's (a symlink loop is "Too many
+    levels of symbolic links"), else the library's (a gzip file that is none)."""
+    if exc.strerror:
+        return exc.strerror
+    if exc.args and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return type(exc).__name__
+
+
+MAX_TEXT = 100 * 1024 * 1024
+"""The most bytes of one input read whole (``lyra report parse``): more is refused,
+so an endless input (``/dev/zero``) is an error, not a process the OS kills."""
 
 
 def read_text(path: str) -> str:
     """A file's text, or standard input for ``-``; a usage error (exit 2, one line)
-    when unreadable."""
+    when unreadable or larger than :data:`MAX_TEXT`."""
     from lyra.errors import ConfigurationError
 
-    if path == "-":
-        return sys.stdin.read()
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_TEXT + 1)
+        else:
+            with open(path, "rb") as stream:
+                data = stream.read(MAX_TEXT + 1)
     except OSError as exc:
-        raise ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ConfigurationError(f"cannot read {path}: {why(exc)}") from None
+    if len(data) > MAX_TEXT:
+        raise ConfigurationError(
+            f"cannot read {path}: more than {MAX_TEXT // 2**20} MiB, which is read whole; "
+            "split it (event logs of any size: lyra logs)"
+        )
+    return data.decode("utf-8", errors="replace")

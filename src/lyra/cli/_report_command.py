@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from lyra.cli import _stdout
 from lyra.cli._options import EXIT_FAILED, EXIT_OK, Subparsers, read_text
+from lyra.errors import ConfigurationError
 
 REPORT_FIELDS = (
     "status",
@@ -55,8 +57,8 @@ def _report_parse(args: argparse.Namespace) -> int:
 
     reports = [
         report.model_dump(mode="json")
-        for path in _files(args.files)
-        for report in find_reports(read_text(path))
+        for path, named in _files(args.files)
+        for report in find_reports(_read(path, named))
     ]
     if not args.all_fields:
         reports = [{k: r[k] for k in REPORT_FIELDS} for r in reports]
@@ -67,13 +69,26 @@ def _report_parse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _files(paths: list[str]) -> list[str]:
-    """The files named, a folder's files (all of them, in order) in its place."""
-    found: list[str] = []
+def _files(paths: list[str]) -> list[tuple[str, bool]]:
+    """The files named, a folder's files (all of them, in order) in its place; each
+    with whether it was named (rather than found in a folder)."""
+    found: list[tuple[str, bool]] = []
     for path in paths:
         folder = Path(path)
         if path != "-" and folder.is_dir():
-            found += sorted(str(p) for p in folder.rglob("*") if p.is_file())
+            found += sorted((str(p), False) for p in folder.rglob("*") if p.is_file())
         else:
-            found.append(path)
+            found.append((path, True))
     return found
+
+
+def _read(path: str, named: bool) -> str:
+    """A file's text; a file found in a folder that vanished before it was read (a run
+    still writing) is skipped with a note, where a named one is an error."""
+    try:
+        return read_text(path)
+    except ConfigurationError:
+        if named or os.path.lexists(path):
+            raise
+    print(f"lyra report parse: {path} vanished while reading; skipped", file=sys.stderr)
+    return ""

@@ -119,11 +119,16 @@ def delegate_tool(child: Child) -> DelegateTool:
     async def delegate_task(
         prompt: Annotated[str, Field(description="The task, complete in itself.")],
         timeout: Annotated[
-            float, Field(gt=0, description="Seconds the child may take in all.")
+            float,
+            Field(gt=0, allow_inf_nan=False, description="Seconds the child may take in all."),
         ] = 300.0,
         idle_timeout: Annotated[
             float | None,
-            Field(gt=0, description="Seconds without progress before the child is stopped."),
+            Field(
+                gt=0,
+                allow_inf_nan=False,
+                description="Seconds without progress before the child is stopped.",
+            ),
         ] = None,
         budget: Annotated[
             Budget | None,
