@@ -111,7 +111,8 @@ def read_text(path: str) -> str:
 
     try:
         if path == "-":
-            data = sys.stdin.buffer.read(MAX_TEXT + 1)
+            stdin = getattr(sys.stdin, "buffer", None)  # none for a text stream put there
+            data = stdin.read(MAX_TEXT + 1) if stdin else sys.stdin.read(MAX_TEXT + 1).encode()
         else:
             with open(path, "rb") as stream:
                 data = stream.read(MAX_TEXT + 1)
