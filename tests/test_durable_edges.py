@@ -597,3 +597,62 @@ def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> 
         lyra.events.configure()
     (written,) = logged(tmp_path)
     assert written == {**held[0], "event_id": "w#0"}
+
+
+# -- crash loops and full disks -------------------------------------------------------
+
+
+def _start_and_kill(args: list[str], env: dict[str, str], log: Path) -> None:
+    """Start ``lyra args``, and SIGKILL it once it has started one more attempt."""
+    before = len(attempts(log))
+    run = subprocess.Popen(
+        lyra_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_for(lambda: len(attempts(log)) > before, timeout=60, what="an attempt to start")
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+
+
+@pytest.mark.slow
+def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Killed LYRA_MAX_CRASHES times while one child runs, the next resume fails that
+    child (tool_error, retryable, evidence naming the crashes) and finishes the others;
+    every later --resume works on the intact database."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
+    first = ["analyze", "P04637", "Q8I3H7", "--durable", "--run-dir", str(run_dir)]
+    first += ["--concurrency", "1", "--inject", "P04637:slow:30"]
+    _start_and_kill(first, env, log)
+    _start_and_kill(["analyze", "--resume", str(run_dir)], env, log)
+    resumed = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 1, resumed.stderr
+    output = json.loads(resumed.stdout)
+    assert [e["protein_id"] for e in output["completed_analyses"]] == ["Q8I3H7"]
+    [crashed] = output["failed_analyses"]
+    assert (crashed["protein_id"], crashed["category"], crashed["retryable"]) == (
+        "P04637",
+        "tool_error",
+        True,
+    )
+    assert "ended 2 times before it finished" in crashed["error"]
+    assert [(p, n) for p, n, _ in attempts(log)].count(("P04637", 1)) == 2  # never a third
+    again = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 1, again.stderr
+    assert json.loads(again.stdout)["summary"] == output["summary"]
+    assert "damaged" not in again.stderr

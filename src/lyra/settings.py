@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     uniprot_url: str = Field(
         "https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
     )
+    max_crashes: int = Field(
+        5,
+        ge=1,
+        description="Durable runs: a child whose process ended this many times while it "
+        "ran (a crash, a kill) is failed as tool_error, retryable, and the run goes on.",
+    )
     test_invocation_log: Path | None = Field(
         None, description="Tests only: durable attempts append a line here when they start."
     )

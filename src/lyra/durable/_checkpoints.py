@@ -16,6 +16,10 @@ from pathlib import Path
 
 from lyra.errors import ConfigurationError
 
+GAVE_UP = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+"""DBOS's status of a workflow it stopped recovering: its process kept dying while
+it ran (a crash loop). The task has a failed outcome; its record is intact."""
+
 
 class CheckpointsDamaged(ConfigurationError):
     """A run's checkpoints are missing or damaged: resuming would re-run finished work."""
@@ -45,9 +49,10 @@ def check_recorded(
 ) -> None:
     """CheckpointsDamaged unless every workflow the log has events of is
     recorded, and every task whose file stem is in ``finished`` (workflow IDs
-    end in ``/<index>-<stem>``) is recorded as finished."""
+    end in ``/<index>-<stem>``) is recorded as finished: succeeded, or given up
+    on after a crash loop (that is the engine's record, not damage)."""
     unrecorded = [workflow for workflow in logged if workflow not in recorded]
-    done = {workflow for workflow, status in recorded.items() if status == "SUCCESS"}
+    done = {workflow for workflow, status in recorded.items() if status in ("SUCCESS", GAVE_UP)}
     stems = {workflow.rpartition("/")[2].partition("-")[2] for workflow in done}
     unfinished = [stem for stem in finished if stem not in stems]
     if unrecorded or unfinished:

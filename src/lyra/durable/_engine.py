@@ -74,7 +74,7 @@ from lyra.errors import ConfigurationError
 from lyra.recovery import Attempt, Plan, RecoveryOutcome, Replay, attempt_plan, is_testing
 from lyra.recovery import sleep as testing_sleep
 from lyra.settings import settings
-from lyra.supervisor import Job, Task
+from lyra.supervisor import Job, Task, unrun_outcome
 
 APP = "lyra"
 VERSION = "lyra-durable-4"
@@ -83,8 +83,12 @@ the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
 WORKFLOW = "lyra.task"
 STEP = "lyra.task_attempt"
-MAX_RECOVERY_ATTEMPTS = 5
-"""A child that takes its process down this many times ends as a failed task."""
+MAX_CRASHES = settings().max_crashes
+"""A child whose process ends this many times while it runs (``LYRA_MAX_CRASHES``)
+ends as a failed task: DBOS counts each start of a workflow and, past its limit,
+gives up on it (``MAX_RECOVERY_ATTEMPTS_EXCEEDED``); lyra turns that into the
+task's failure, and the run goes on (see :func:`crashed_outcome`)."""
+
 QUEUE_POLL = 0.05
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
 _STORED: Any = {"result": True, "attempts": {"__all__": {"result": {"report"}}}}
@@ -178,7 +182,8 @@ async def task_attempt(
     return recorded
 
 
-@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_RECOVERY_ATTEMPTS)
+# DBOS allows the first start plus max_recovery_attempts restarts.
+@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_CRASHES - 1)
 async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     """A task's recovery loop, one checkpointed step per attempt -- except the
     last attempt the policy allows: none can follow it, so the workflow's own
@@ -273,6 +278,25 @@ def _plan_data(plan: Plan) -> dict[str, Any]:
 
 def _plan(data: Mapping[str, Any]) -> Plan:
     return Plan(**{**data, "subtasks": tuple(data["subtasks"])})
+
+
+def crashed_outcome(task: Task) -> RecoveryOutcome:
+    """The outcome of a task DBOS gave up on: its process ended MAX_CRASHES times
+    while it ran. Retryable: the cause (memory, a native crash, a kill) may be
+    gone in another run."""
+    events.error("task_crash_loop", subject=task.subject, crashes=MAX_CRASHES)
+    return unrun_outcome(
+        task,
+        message=f"The process running this child ended {MAX_CRASHES} times before it "
+        "finished (a crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
+        evidence=f"rule 6: the process died {MAX_CRASHES} times while this child ran "
+        "(LYRA_MAX_CRASHES)",
+        actions=(
+            "Find what ends the process while this child runs (memory, a native crash)",
+            "Run this task again in a new run once that is fixed",
+        ),
+        retryable=True,
+    )
 
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:

@@ -41,6 +41,7 @@ import anyio
 
 from lyra import events
 from lyra.delegation import exception_text
+from lyra.durable._checkpoints import GAVE_UP
 from lyra.durable._database import check_reachable, postgres_url, require_durable, sqlite_url
 from lyra.durable._events import Ledger, install
 from lyra.durable._spec import JobSpec
@@ -293,10 +294,13 @@ class DurableExecutor:
                 workflow_ids=[run.workflow_id for run in chunk], load_input=False
             )
             done = {s.workflow_id: s.output for s in found if s.status == "SUCCESS"}
+            gave_up = {s.workflow_id for s in found if s.status == GAVE_UP}
             known.update(s.workflow_id for s in found)
             for i, run in enumerate(chunk, start):
                 if run.workflow_id in done:
                     results[i] = self._finish_safely(run, done[run.workflow_id], on_outcome)
+                elif run.workflow_id in gave_up:
+                    results[i] = self._crashed(run, on_outcome)
 
         async def one(i: int) -> RecoveryOutcome:
             run = runs[i]
@@ -308,7 +312,12 @@ class DurableExecutor:
             else:
                 with SetWorkflowID(run.workflow_id):
                     handle = await DBOS.start_workflow_async(task_workflow, spec, run.task_json)
-            result = await handle.get_result(polling_interval_sec=self.poll_interval)
+            try:
+                result = await handle.get_result(polling_interval_sec=self.poll_interval)
+            except Exception as exc:
+                if type(exc).__name__ != "DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded":
+                    raise
+                return self._crashed(run, on_outcome)  # given up as this process started
             if result.get("held"):  # its last attempt's events wait for the saved output
                 await pause("after_checkpoint", run.task_json, len(result["outcome"]["attempts"]))
             return self._finish(run, result, on_outcome)
@@ -348,6 +357,8 @@ class DurableExecutor:
                     results[index[run.workflow_id]] = self._finish_safely(
                         run, status.output, on_outcome
                     )
+                elif status.status == GAVE_UP:
+                    results[index[run.workflow_id]] = self._crashed(run, on_outcome)
                 else:
                     failure = status.error or DurableChildError(
                         f"the task's workflow ended {status.status}"
@@ -389,6 +400,13 @@ class DurableExecutor:
             return self._finish(run, result, on_outcome)
         except Exception as exc:  # noqa: BLE001 - isolation: one task, not the run
             return self._lost(run, exc, on_outcome)
+
+    def _crashed(self, run: _Run, on_outcome: OnOutcome | None) -> RecoveryOutcome:
+        from lyra.durable._engine import crashed_outcome
+
+        outcome = crashed_outcome(run.task)
+        notify_outcome(on_outcome, run.task, outcome)
+        return outcome
 
     def _lost(self, run: _Run, exc: Exception, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         outcome = lost_outcome(run.task, exc)

@@ -9,7 +9,13 @@ from lyra.supervisor._answer import (
     final_answer,
 )
 from lyra.supervisor._callback import OutcomeCallback
-from lyra.supervisor._executor import Executor, LocalExecutor, lost_outcome, notify
+from lyra.supervisor._executor import (
+    Executor,
+    LocalExecutor,
+    lost_outcome,
+    notify,
+    unrun_outcome,
+)
 from lyra.supervisor._graceful import ErrorContext, Graceful, error_context
 from lyra.supervisor._health import ServiceHealth, probe
 from lyra.supervisor._job import Job, OnOutcome, Task
@@ -44,5 +50,6 @@ __all__ = [
     "lost_outcome",
     "notify",
     "probe",
+    "unrun_outcome",
     "write_atomic",
 ]

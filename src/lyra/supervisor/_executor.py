@@ -157,16 +157,35 @@ def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
     that says so, contained to that task."""
     text = f"Internal error in lyra: {exception_text(exc)}"
     events.error("task_internal_error", subject=task.subject, error=text)
+    return unrun_outcome(
+        task,
+        message=text,
+        evidence="lyra's own error while handling the task; no other task is affected",
+        actions=("Report the error; the run directory's events.jsonl has details",),
+    )
+
+
+def unrun_outcome(
+    task: Task,
+    *,
+    message: str,
+    evidence: str,
+    actions: tuple[str, ...],
+    retryable: bool = False,
+) -> RecoveryOutcome:
+    """A failed outcome for a task whose attempts produced none (lyra's own error, a
+    process that kept dying): ``tool_error``, with the words given."""
     session_id = new_session_id()
     failure = ChildFailure(
         category=FailureCategory.TOOL_ERROR,
-        message=text,
+        message=message,
         session_id=session_id,
         duration=0.0,
-        blocked_on=text,
+        blocked_on=message,
+        suggested_retry=retryable,
         error_type=ErrorType.UNKNOWN,
-        evidence="lyra's own error while handling the task; no other task is affected",
-        suggested_actions=("Report the error; the run directory's events.jsonl has details",),
+        evidence=evidence,
+        suggested_actions=actions,
     )
     result = DelegationResult(
         status="failed",
