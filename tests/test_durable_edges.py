@@ -656,3 +656,61 @@ def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
     assert again.returncode == 1, again.stderr
     assert json.loads(again.stdout)["summary"] == output["summary"]
     assert "damaged" not in again.stderr
+
+
+def _file_size_limit(limit: int) -> Any:
+    """A preexec_fn: files this process writes may not grow past ``limit`` bytes (the
+    write fails with EFBIG, as on a full disk)."""
+
+    def apply() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.slow
+def test_a_durable_run_on_a_full_disk_stops_cleanly_and_resumes_once_there_is_room(
+    tmp_path: Path,
+) -> None:
+    """When the checkpoint database can no longer grow, the run stops with one line (the
+    file, what is kept, the room to make, how to resume), exit 4, no traceback and no
+    child reported failed; with room again, --resume finishes every protein once
+    without re-running a finished one."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    args = ["analyze", *PROTEINS, "--durable", "--run-dir", str(run_dir), "--concurrency", "2"]
+    full = subprocess.run(
+        lyra_cmd(*args),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_file_size_limit(400_000),
+    )
+    assert full.returncode == 4, full.stderr
+    assert "Traceback" not in full.stderr
+    [stopped] = [line for line in full.stderr.splitlines() if "stopped" in line]
+    assert stopped.startswith("lyra analyze: stopped: the checkpoints could not be written to ")
+    assert str(run_dir / "dbos.sqlite") in stopped
+    assert f"lyra analyze --resume {run_dir}" in stopped
+    assert "failed (" not in full.stderr  # no child is blamed for the disk
+    finished = [
+        line.split()[1].rstrip(":") for line in full.stderr.splitlines() if ": completed" in line
+    ]
+
+    resumed = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(protein_ids(json.loads(resumed.stdout))) == sorted(PROTEINS)
+    done = json.loads((run_dir / "output.json").read_text())["summary"]
+    assert done["successful"] == len(PROTEINS)
+    started = Counter(p for p, _, _ in attempts(log))
+    assert finished  # some finished before the disk filled up...
+    assert all(started[p] == 1 for p in finished)  # ...and none of them ran again

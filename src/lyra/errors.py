@@ -6,6 +6,8 @@ child sends on purpose, and for the one documented parser error::
 
     LyraError
     ├── ConfigurationError        no child available, bad option (caller's fault)
+    ├── RunStopped                the run cannot go on (its storage is full);
+    │                             what finished is kept, a resume completes it
     ├── ReportParseError          text holds no lyra report (also a ValueError)
     └── ChildSignal               raised *inside* a child, classified, never escapes
         ├── ChildBlocked          ctx.block(category, reason) / report_blocker
@@ -33,6 +35,7 @@ __all__ = [
     "InvalidInput",
     "LyraError",
     "ReportParseError",
+    "RunStopped",
     "SubjectNotFound",
     "TaskRejected",
     "TransientError",
@@ -45,6 +48,17 @@ class LyraError(Exception):
 
 class ConfigurationError(LyraError):
     """lyra cannot run as configured (for example, no child is available)."""
+
+
+class RunStopped(LyraError):
+    """The run cannot go on: the storage its checkpoints go to is full or cannot be
+    written. Finished children are kept; a resume completes the rest once it can.
+    Not a child's failure, so no child is reported failed for it."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        """The file that could not be written, when known."""
 
 
 class ReportParseError(LyraError, ValueError):

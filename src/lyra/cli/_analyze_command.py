@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lyra.cli import _logging, _stdout
@@ -20,7 +21,7 @@ from lyra.cli._options import (
     whole_number,
 )
 from lyra.cli._request import AnalyzeRequest, Placement
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, RunStopped
 
 STREAM_ABOVE = 100
 """Runs of more proteins than this (from arguments or --ids-file alike) stream their
@@ -249,6 +250,9 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
         except KeyboardInterrupt:
             print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
             raise
+        except RunStopped as stopped:
+            print(_stopped(stopped, progress, run_dir.path), file=sys.stderr)
+            return EXIT_UNWRITTEN
     _stdout.write(output.model_dump_json(indent=2) if asked.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
     for problem in unwritten:
@@ -257,6 +261,27 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     if unwritten:
         return EXIT_UNWRITTEN  # the results are above; the run directory is incomplete
     return _status(output)
+
+
+def _stopped(stopped: RunStopped, progress: LiveView, folder: Path) -> str:
+    """One message for a durable run whose checkpoints could not be written: what
+    failed, what is kept, how much room to make, how to finish."""
+    kept = f"{progress.done} of {progress.total} proteins finished and are kept"
+    room = ""
+    database = Path(stopped.path) if stopped.path is not None else None
+    if database is not None and database.is_file() and progress.done:
+        # Its -wal and -shm files too; twice what the finished ones took, per protein left.
+        used = sum(f.stat().st_size for f in database.parent.glob(f"{database.name}*"))
+        left = progress.total - progress.done
+        room = f"; free about {_megabytes(used / progress.done * left * 2)} for the {left} left"
+    return (
+        f"lyra analyze: stopped: {stopped}; {kept}{room}, then finish the run with: "
+        f"lyra analyze --resume {folder}"
+    )
+
+
+def _megabytes(size: float) -> str:
+    return f"{max(size / 2**20, 1):.0f} MB"
 
 
 def _run_dir(folder: str | None, durable: Any) -> Any:

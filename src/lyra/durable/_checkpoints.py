@@ -82,6 +82,18 @@ def _header_problem(path: Path) -> str | None:
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
-    if size % page_size or size < pages * page_size:
+    if size % page_size:
+        return f"is truncated ({size} bytes, not whole pages of {page_size})"
+    if size < pages * page_size and not _has_wal(path):
+        # With a write-ahead log the newest pages may live there, not yet copied
+        # into the file: SQLite reads them from it, and so does quick_check.
         return f"is truncated ({size} bytes, {pages} pages of {page_size} declared)"
     return None
+
+
+def _has_wal(path: Path) -> bool:
+    wal = path.with_name(f"{path.name}-wal")
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False

@@ -6,6 +6,7 @@ one line before the (slow) engine starts.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -75,3 +76,31 @@ def _first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0].removeprefix("connection failed: ") if lines else type(exc).__name__
     return " ".join(text.split())
+
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+_FULL_MESSAGES = ("database or disk is full", "disk i/o error", "no space left on device")
+_FULL_SQLSTATES = frozenset({"53100", "53400"})  # PostgreSQL: disk_full, configuration_limit
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """What went wrong, when ``exc`` (or an error it wraps: SQLAlchemy's ``orig``,
+    a cause) says the checkpoint storage is full or cannot be written; else None."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in _FULL_ERRNOS:
+            return error.strerror or str(error)
+        text = str(error).lower()
+        if getattr(error, "sqlstate", None) in _FULL_SQLSTATES or any(
+            message in text for message in _FULL_MESSAGES
+        ):
+            return str(error).splitlines()[0].removeprefix("(sqlite3.OperationalError) ")
+        pending += [getattr(error, "orig", None), error.__cause__, error.__context__]
+        if isinstance(error, BaseExceptionGroup):
+            pending += error.exceptions
+    return None

@@ -67,6 +67,7 @@ from dbos import _dbos as dbos_internals
 
 from lyra import events
 from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.durable._database import storage_failure
 from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
 from lyra.durable._spec import JobSpec
@@ -370,6 +371,7 @@ def launch(
             handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
     DBOS(config=config)
     dbos_logger = logging.getLogger("dbos")
+    dbos_logger.addFilter(_no_storage_failure)  # lyra stops the run and says so, in one line
     dbos_logger.addFilter(_no_launch_failure)  # lyra says it itself, in one line
     try:
         if listen is not None:
@@ -380,6 +382,13 @@ def launch(
         raise
     finally:
         dbos_logger.removeFilter(_no_launch_failure)
+
+
+def _no_storage_failure(record: logging.LogRecord) -> bool:
+    """Drop DBOS's report of a checkpoint it could not write (a full disk): one
+    traceback per child in flight, where lyra stops the run with one line."""
+    error = record.exc_info[1] if record.exc_info else None
+    return error is None or storage_failure(error) is None
 
 
 def _no_launch_failure(record: logging.LogRecord) -> bool:

@@ -42,10 +42,18 @@ import anyio
 from lyra import events
 from lyra.delegation import exception_text
 from lyra.durable._checkpoints import GAVE_UP
-from lyra.durable._database import check_reachable, postgres_url, require_durable, sqlite_url
+from lyra.durable._database import (
+    SQLITE_FILE,
+    check_reachable,
+    postgres_url,
+    redacted,
+    require_durable,
+    sqlite_url,
+    storage_failure,
+)
 from lyra.durable._events import Ledger, install
 from lyra.durable._spec import JobSpec
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, RunStopped
 from lyra.recovery import RecoveryOutcome
 from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
 from lyra.supervisor import notify as notify_outcome
@@ -241,6 +249,14 @@ class DurableExecutor:
         )
         return {status.workflow_id: str(status.status) for status in found}
 
+    @property
+    def where(self) -> str:
+        """Where the checkpoints go, for messages: the SQLite file, or the database URL
+        (without its password)."""
+        if self.folder is not None:
+            return str(self.folder / SQLITE_FILE)
+        return redacted(self.url)
+
     # -- the seam ------------------------------------------------------------------
 
     async def run(
@@ -274,8 +290,14 @@ class DurableExecutor:
                 outcomes = await self._embedded(spec, runs, max_concurrency, on_outcome)
             else:
                 outcomes = await self._queued(spec, prefix, runs, max_concurrency, on_outcome)
-        except BaseException:
+        except BaseException as exc:
             quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
+            why = storage_failure(exc) if isinstance(exc, Exception) else None
+            if why is not None:
+                raise RunStopped(
+                    f"the checkpoints could not be written to {self.where}: {why}",
+                    path=self.where,
+                ) from None
             raise
         return outcomes if keep else []
 
@@ -322,11 +344,22 @@ class DurableExecutor:
                 await pause("after_checkpoint", run.task_json, len(result["outcome"]["attempts"]))
             return self._finish(run, result, on_outcome)
 
+        stop, full = anyio.CancelScope(), list[BaseException]()
+
         def lost(i: int, exc: Exception) -> RecoveryOutcome:
-            return self._lost(runs[i], exc, on_outcome)
+            if storage_failure(exc) is None:
+                return self._lost(runs[i], exc, on_outcome)
+            full.append(exc)  # the run's storage, not this child: stop every child
+            stop.cancel()
+            return None  # type: ignore[return-value]  # never read: the map is cancelled
 
         todo = [i for i, result in enumerate(results) if result is None]
-        ran = await LocalExecutor().map(one, todo, max_concurrency=max_concurrency, on_error=lost)
+        with stop:
+            ran = await LocalExecutor().map(
+                one, todo, max_concurrency=max_concurrency, on_error=lost
+            )
+        if full:
+            raise full[0]  # run() says it as RunStopped
         for i, outcome in zip(todo, ran, strict=True):
             results[i] = outcome
         return [outcome for outcome in results if outcome is not None]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lyra import events
 from lyra.delegation import ErrorKind, ErrorType, describe_error, exception_text
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, RunStopped
 
 T = TypeVar("T")
 
@@ -92,10 +92,12 @@ class Graceful:
         """``await work()``, or record its failure and return ``fallback``.
 
         A :class:`~lyra.errors.ConfigurationError` is the caller's mistake (no step
-        can succeed as configured), not a failure to degrade: it propagates."""
+        can succeed as configured) and :class:`~lyra.errors.RunStopped` the run's own
+        storage giving out (a resume finishes it): neither is a failure to degrade,
+        so both propagate."""
         try:
             return await work()
-        except ConfigurationError:
+        except (ConfigurationError, RunStopped):
             raise
         except Exception as exc:  # noqa: BLE001 - the point: a failed step never crashes the run
             context = error_context(
