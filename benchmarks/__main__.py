@@ -51,6 +51,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
     "durable": Benchmark("durable.py", in_quick=False),
     "proteome_durable": Benchmark("proteome_durable.py", in_quick=False),
+    # 20 SIGKILLs at random moments, then resume: ≈ 1 minute.
+    "durable_kills": Benchmark("durable_kills.py", in_quick=False),
 }
 
 
