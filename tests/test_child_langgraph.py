@@ -572,6 +572,29 @@ async def test_a_tool_call_left_unanswered_gets_an_error_answer_on_the_retry() -
     assert isinstance(history[-1], HumanMessage)
 
 
+async def test_an_interrupted_thread_is_answered_by_the_enriched_retry() -> None:
+    """An interrupt ends the run as missing_context with the question as the blocker; the
+    context provider's answer, in the enriched prompt, resumes the checkpointed thread."""
+
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("Which isoform of P04637?")
+        return {"messages": [AIMessage(f"Answered with: {answer}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    child = LangGraphChild(graph.compile(checkpointer=InMemorySaver()))
+    outcome = await recover(
+        "Describe P04637", child=child, context_provider=lambda failure: {"isoform": "1"}
+    )
+    first = outcome.attempts[0].result.failure
+    assert first is not None
+    assert "Which isoform of P04637?" in (first.blocked_on or "")
+    assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment"]
+    assert outcome.result.output is not None
+    assert "- isoform: 1" in outcome.result.output
+
+
 async def test_supervisor_run_and_a_child_ref_build_and_run_the_agent() -> None:
     """Supervisor.run drives LangGraphChild through its recovery loop, and a ChildRef to
     an importable factory builds it (as durable runs and workers do)."""

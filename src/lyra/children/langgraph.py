@@ -60,10 +60,12 @@ the same tree and limits::
 
 **Continuation.** A retry of the same task (``ctx.attempt > 1``) goes on from
 the work done. A graph compiled with a checkpointer runs on a thread whose id
-is kept in ``ctx.state``; the retry resumes that thread: where the last run
-stopped inside a step, LangGraph runs that step again (nothing finished is
-redone); otherwise, or when the prompt was enriched, the new prompt joins the
-thread's history. A graph without a checkpointer but with a ``messages`` state
+is kept in ``ctx.state``; the retry resumes that thread: an interrupted graph
+gets the retry's prompt (after ``missing_context``, the prompt enriched by
+your ``context_provider``) as the answer, ``Command(resume=prompt)``; where the
+last run stopped inside a step, LangGraph runs that step again (nothing
+finished is redone); otherwise, or when the prompt was enriched, the new
+prompt joins the thread's history. A graph without a checkpointer but with a ``messages`` state
 key gets its messages saved in ``ctx.state`` as JSON data
 (``messages_to_dict``) and handed back, before the new prompt, on the retry. A
 tool call the stopped run left unanswered gets an error answer, so the history
@@ -203,8 +205,11 @@ class LangGraphChild:
             return fresh
         if self.checkpointed:
             snapshot = await self.graph.aget_state(config)
-            enriched = ctx.context.get("strategy") == "enrichment"
-            if snapshot.next and not snapshot.interrupts and not enriched:
+            if snapshot.interrupts:  # the graph asked; the retry's prompt (enriched) answers
+                from langgraph.types import Command
+
+                return Command(resume=prompt)
+            if snapshot.next and ctx.context.get("strategy") != "enrichment":
                 return None  # LangGraph runs again the step that did not finish
             values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
             return _before(fresh, _unanswered(values.get("messages")))
