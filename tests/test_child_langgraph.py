@@ -704,6 +704,8 @@ def test_streamed_tokens_are_heartbeats() -> None:
     beats: list[int] = []
 
     class Ctx:
+        budget_left = Budget()
+
         def heartbeat(self) -> None:
             beats.append(1)
 

@@ -39,6 +39,7 @@ class LyraCallbacks(AsyncCallbackHandler):
     def __init__(self, ctx: ChildContext, prices: Mapping[str, Price] | None = None) -> None:
         self.ctx = ctx
         self.prices = prices
+        self._cost_limited = ctx.budget_left.max_cost_usd is not None
         self._models: dict[UUID, str | None] = {}
         self._tools: dict[UUID, str] = {}
         self._charged: set[UUID] = set()
@@ -96,7 +97,7 @@ class LyraCallbacks(AsyncCallbackHandler):
             raise ctx.blocked
         model = _model_name(metadata, params)
         self._models[run_id] = model
-        if ctx.budget_left.max_cost_usd is not None and self._price(model) is None:
+        if self._cost_limited and self._price(model) is None:
             raise ConfigurationError(
                 f"no price is known for the model {model or '(unnamed)'!r}, so a cost "
                 "budget cannot be kept; pass prices={...} to LangGraphChild"
@@ -198,7 +199,7 @@ class LyraCallbacks(AsyncCallbackHandler):
 def _model_name(metadata: Any, params: Any) -> str | None:
     """The model a request goes to, as the integration names it."""
     for source, key in ((metadata, "ls_model_name"), (params, "model"), (params, "model_name")):
-        if isinstance(source, Mapping) and isinstance(source.get(key), str):
+        if isinstance(source, dict) and isinstance(source.get(key), str):
             return str(source[key])
     return None
 
@@ -217,22 +218,22 @@ def _usage(response: LLMResult) -> tuple[int, int, int, int, str | None] | None:
         for generation in generations:
             message = getattr(generation, "message", None)
             meta = getattr(message, "response_metadata", None)
-            if isinstance(meta, Mapping):
+            if isinstance(meta, dict):
                 model = _text(meta.get("model_name") or meta.get("model")) or model
             usage = getattr(message, "usage_metadata", None)
-            if not isinstance(usage, Mapping):
+            if not isinstance(usage, dict):
                 continue
             found = True
             incoming += _count(usage.get("input_tokens"))
             outgoing += _count(usage.get("output_tokens"))
             details = usage.get("input_token_details")
-            if isinstance(details, Mapping):
+            if isinstance(details, dict):
                 cache_read += _count(details.get("cache_read"))
                 cache_write += _count(details.get("cache_creation"))
-    output = response.llm_output if isinstance(response.llm_output, Mapping) else {}
+    output = response.llm_output if isinstance(response.llm_output, dict) else {}
     if not found:
         totals = output.get("token_usage") or output.get("usage")
-        if not isinstance(totals, Mapping):
+        if not isinstance(totals, dict):
             return None
         incoming = _count(totals.get("input_tokens")) or _count(totals.get("prompt_tokens"))
         outgoing = _count(totals.get("output_tokens")) or _count(totals.get("completion_tokens"))
