@@ -14,11 +14,14 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypedDict
 
 import anthropic
 import anyio
 import httpx2
+import langchain_core
+import langgraph
 import pytest
 from langchain_core.exceptions import ModelError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -392,9 +395,9 @@ async def test_running_out_of_steps_is_never_a_success(child: Any) -> None:
 async def test_a_cancelled_run_leaves_no_task_or_thread_behind() -> None:
     """A deadline in the middle of a stuck tool cancels the graph's node tasks: once
     LangGraph's shielded error callback has finished (a few loop iterations), no task
-    or thread of the run remains. (LangGraph runs a sync edge function such as
-    tools_condition in the loop's default executor, whose pooled worker is the loop's:
-    it is started before the count.)"""
+    or thread of the run remains."""
+    # LangGraph runs a sync edge (tools_condition) in the loop's default executor, whose
+    # pooled worker belongs to the loop: started before the count.
     await asyncio.get_running_loop().run_in_executor(None, lambda: None)
     tasks, threads = set(asyncio.all_tasks()), set(threading.enumerate())
     child, _model = agent(calls("stuck", "lookup"), tools=(stuck, lookup))
@@ -572,6 +575,33 @@ async def test_a_tool_call_left_unanswered_gets_an_error_answer_on_the_retry() -
     assert isinstance(history[-1], HumanMessage)
 
 
+async def test_an_enriched_retry_joins_the_thread_and_answers_the_blocked_call() -> None:
+    """After a tool blocked on missing context, the enriched retry is new input on the
+    checkpointed thread, after an error answer for the call that blocked."""
+
+    @tool
+    async def fetch(protein: str, config: RunnableConfig) -> str:
+        """Fetch a protein."""
+        child_context(config).block("missing_context", "Which organism?")
+
+    model = ScriptedModel.of(calls("fetch"), reply("human p53"))
+    child = LangGraphChild(react_graph(model, [fetch], checkpointer=InMemorySaver()))
+    outcome = await recover(
+        "Describe P04637", child=child, context_provider=lambda failure: {"organism": "human"}
+    )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment"]
+    assert outcome.result.output == "human p53"
+    history = model.requests[1]
+    assert [type(m).__name__ for m in history] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
+    assert history[2].status == "error"
+    assert "- organism: human" in str(history[3].content)
+
+
 async def test_an_interrupted_thread_is_answered_by_the_enriched_retry() -> None:
     """An interrupt ends the run as missing_context with the question as the blocker; the
     context provider's answer, in the enriched prompt, resumes the checkpointed thread."""
@@ -608,8 +638,13 @@ async def test_supervisor_run_and_a_child_ref_build_and_run_the_agent() -> None:
 
 
 async def test_the_attempt_span_carries_the_runs_usage_once() -> None:
-    """LangGraph emits no OpenTelemetry spans; lyra's invoke_agent span of the attempt
-    carries the run's tokens, each response counted once."""
+    """LangGraph and langchain-core have no OpenTelemetry instrumentation (their source
+    never names it), so lyra's invoke_agent span describes the run: its tokens, each
+    response counted once."""
+    for package in (langgraph, langchain_core):
+        for folder in package.__path__:
+            sources = Path(folder).rglob("*.py")
+            assert not [f for f in sources if "opentelemetry" in f.read_text(encoding="utf-8")]
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
