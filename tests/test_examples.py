@@ -34,6 +34,12 @@ EXPECTED = {
         "timeout/budget",
         "researcher",
     ],
+    "langgraph_agent.py": [
+        "runaway: timeout/budget, 1050 tokens used",
+        "stuck tool: timeout/idle",
+        "continuation: status=completed attempt=2",
+        "HumanMessage, AIMessage, ToolMessage, HumanMessage",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

@@ -193,15 +193,18 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
 
 
 def classify_framework_limit(cause: Cause, text: str, ctx: ChildContext) -> Verdict:
-    """Rule 1 (budget) for a limit of the framework's own run (a usage limit, max
-    turns, a recursion limit): the run stopped unfinished. A continuation starts a
-    fresh run with the framework's limits anew, so it is retryable after progress
-    while the tree's budget has room."""
+    """Rule 1 for a limit of the framework's own run: a usage limit, max turns or a
+    recursion limit (``budget``), or a time limit of its own (``timeout``, or
+    ``idle`` when it measured time without progress, as LangGraph's node timeouts
+    do). The run stopped unfinished. A continuation starts a fresh run with the
+    framework's limits anew, so it is retryable after progress while the tree's
+    budget has room."""
     progress = ctx.made_progress
+    timed = cause.error_type in (ErrorType.TIMEOUT, ErrorType.IDLE)
     return Verdict(
         category=_C.TIMEOUT,
         retryable=progress and _room(ctx),
-        error_type=ErrorType.BUDGET,
+        error_type=cause.error_type if timed else ErrorType.BUDGET,
         evidence=f"rule 1: the framework's own limit was reached ({cause.source})"
         + ("" if progress else "; nothing done before it"),
         message=text,

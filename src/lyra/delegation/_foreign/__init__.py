@@ -79,12 +79,26 @@ def describe(exc: BaseException) -> Cause:
     module = type(exc).__module__.partition(".")[0]
     sdk = _BY_MODULE.get(module)
     if sdk is not None:
-        return sdk(exc)
+        return _wrapped(exc, sdk(exc))
     if module in {"httpx", "httpx2"}:
         return _httpx(exc, module)
     if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
     return _builtin(exc)
+
+
+def _wrapped(exc: BaseException, cause: Cause) -> Cause:
+    """An SDK error its table maps only as unknown, raised ``from`` another error
+    (a framework's generic tool error wrapping a ``ConnectionError``): what it
+    wraps decides, if that says more."""
+    inner = exc.__cause__
+    if cause.kind is not Kind.UNKNOWN or inner is None or inner is exc:
+        return cause
+    explained = describe(inner)
+    if explained.kind is Kind.UNKNOWN:
+        return cause
+    source = f"{cause.source} from {explained.source}"
+    return Cause(explained.kind, explained.error_type, source, explained.retry_after)
 
 
 def _innermost(exc: BaseException) -> BaseException:

@@ -25,7 +25,7 @@ class Kind(StrEnum):
     PERMANENT = "permanent"  # rule 8
     MALFORMED_TASK = "malformed_task"  # rule 9
     UNKNOWN = "unknown"  # rule 10
-    BUDGET = "budget"  # rule 1: a framework's own usage or turn limit was reached
+    BUDGET = "budget"  # rule 1: a framework's own usage, turn or time limit was reached
 
 
 @dataclass(frozen=True, slots=True)

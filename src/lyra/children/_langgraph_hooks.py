@@ -1,0 +1,245 @@
+"""The langchain-core callback handler through which a delegation's limits reach
+into a LangGraph run (see :mod:`lyra.children.langgraph`, which imports this
+module only when a ``LangGraphChild`` is built: it imports langchain-core).
+
+Each model request charges a turn *ahead* (``on_chat_model_start`` /
+``on_llm_start``), so a spent account refuses it before it is sent; each
+response charges its tokens and cost (``on_llm_end``) and is a heartbeat, as is
+each streamed token; each tool call is progress at its start and end
+(``ctx.tool_started`` / ``ctx.tool_ended``) and a completed step when it
+succeeds. ``raise_error`` is set, so an exception raised here (the budget, a
+declared blocker) ends the run: langchain-core would log and swallow it
+otherwise. Every graph, subgraph and chain of a run shares this one handler,
+and each model run is charged once, by its run id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
+
+from lyra.children._pricing import Price, price_of
+from lyra.delegation import ChildContext
+from lyra.errors import ConfigurationError
+
+
+class LyraCallbacks(AsyncCallbackHandler):
+    """Charges, progress and blockers of one attempt, from a graph's callbacks."""
+
+    raise_error = True
+    """An exception here ends the run (a refused turn must not become a request)."""
+    run_inline = True
+    """Called in order on the run's own task: no task per event, no reordering."""
+
+    def __init__(self, ctx: ChildContext, prices: Mapping[str, Price] | None = None) -> None:
+        self.ctx = ctx
+        self.prices = prices
+        self._cost_limited = ctx.budget_left.max_cost_usd is not None
+        self._models: dict[UUID, str | None] = {}
+        self._tools: dict[UUID, str] = {}
+        self._charged: set[UUID] = set()
+
+    # Node and chain events say nothing the limits need: skip them (they are many).
+    # (Tool events come under ``ignore_agent``: kept.)
+    @property
+    def ignore_chain(self) -> bool:
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    # -- models -----------------------------------------------------------------------
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+
+    async def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+
+    def _before_model(self, run_id: UUID, metadata: Any, params: Any) -> None:
+        """A turn, charged before the request is sent (a spent account refuses it)."""
+        ctx = self.ctx
+        if ctx.blocked is not None:  # a tool declared a blocker and the graph caught it
+            raise ctx.blocked
+        model = _model_name(metadata, params)
+        self._models[run_id] = model
+        if self._cost_limited and self._price(model) is None:
+            raise ConfigurationError(
+                f"no price is known for the model {model or '(unnamed)'!r}, so a cost "
+                "budget cannot be kept; pass prices={...} to LangGraphChild"
+            )
+        ctx.charge(turns=1, ahead=True)
+
+    async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
+        self.ctx.heartbeat()
+
+    async def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A response: its tokens and cost, charged once (a heartbeat without usage)."""
+        if run_id in self._charged:
+            return
+        self._charged.add(run_id)
+        started_as = self._models.pop(run_id, None)
+        usage = _usage(response)
+        if usage is None:
+            self.ctx.heartbeat()
+            return
+        incoming, outgoing, cache_read, cache_write, model = usage
+        price = self._price(model or started_as)
+        cost = 0.0
+        if price is not None:
+            cost = price.of_tokens(
+                input_tokens=max(0, incoming - cache_read - cache_write),
+                output_tokens=outgoing,
+                cache_write_tokens=cache_write,
+                cache_read_tokens=cache_read,
+            )
+        self.ctx.charge(input_tokens=incoming, output_tokens=outgoing, cost_usd=cost)
+
+    def _price(self, model: str | None) -> Price | None:
+        return price_of(model, self.prices) if model else None
+
+    # -- tools --------------------------------------------------------------------------
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        ctx = self.ctx
+        if ctx.blocked is not None:
+            raise ctx.blocked
+        name = str(kwargs.get("name") or (serialized or {}).get("name") or "tool")
+        self._tools[run_id] = name
+        ctx.tool_started(name)
+
+    async def on_tool_end(
+        self,
+        output: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = self._tools.pop(run_id, None)
+        if name is not None:
+            self.ctx.tool_ended(name)
+            self.ctx.step(f"Ran {name}")
+
+    async def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = self._tools.pop(run_id, None)
+        if name is not None:
+            self.ctx.tool_ended(name, error)
+
+    # -- LangGraph nodes ------------------------------------------------------------------
+
+    def node_progress(self, event: Any) -> None:
+        """A node under a ``TimeoutPolicy`` started, finished or showed progress
+        (``runtime.heartbeat()`` included): progress for lyra's idle timeout too."""
+        self.ctx.heartbeat()
+
+
+def _model_name(metadata: Any, params: Any) -> str | None:
+    """The model a request goes to, as the integration names it."""
+    for source, key in ((metadata, "ls_model_name"), (params, "model"), (params, "model_name")):
+        if isinstance(source, dict) and isinstance(source.get(key), str):
+            return str(source[key])
+    return None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _usage(response: LLMResult) -> tuple[int, int, int, int, str | None] | None:
+    """Input, output, cache-read and cache-write tokens of a response, and the model
+    it names; from each message's ``usage_metadata``, else the ``llm_output``."""
+    incoming = outgoing = cache_read = cache_write = 0
+    found = False
+    model: str | None = None
+    for generations in response.generations:
+        for generation in generations:
+            message = getattr(generation, "message", None)
+            meta = getattr(message, "response_metadata", None)
+            if isinstance(meta, dict):
+                model = _text(meta.get("model_name") or meta.get("model")) or model
+            usage = getattr(message, "usage_metadata", None)
+            if not isinstance(usage, dict):
+                continue
+            found = True
+            incoming += _count(usage.get("input_tokens"))
+            outgoing += _count(usage.get("output_tokens"))
+            details = usage.get("input_token_details")
+            if isinstance(details, dict):
+                cache_read += _count(details.get("cache_read"))
+                cache_write += _count(details.get("cache_creation"))
+    output = response.llm_output if isinstance(response.llm_output, dict) else {}
+    if not found:
+        totals = output.get("token_usage") or output.get("usage")
+        if not isinstance(totals, dict):
+            return None
+        incoming = _count(totals.get("input_tokens")) or _count(totals.get("prompt_tokens"))
+        outgoing = _count(totals.get("output_tokens")) or _count(totals.get("completion_tokens"))
+    named = output.get("model_name") or output.get("model")
+    return incoming, outgoing, cache_read, cache_write, model or _text(named)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,749 @@
+"""LangGraphChild: real LangGraph graphs driven by langchain-core's fake chat model
+(made async and scripted, tests/fakes/langchain_models.py), provider errors from the
+real anthropic SDK against the local fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import anthropic
+import anyio
+import httpx2
+import langchain_core
+import langgraph
+import pytest
+from langchain_core.exceptions import ModelError
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import ToolException, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import NodeTimeoutError
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import TimeoutPolicy, interrupt
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+
+from fakes.langchain_models import ASK_API, ScriptedModel, react_graph, reply
+from fakes.messages_api import MessagesAPI, error, overloaded, rate_limited
+from lyra import Budget, ChildContext, RecoveryPolicy, Supervisor, Task, parse_report, tracing
+from lyra.children import AnthropicChild
+from lyra.children.langgraph import LangGraphChild, child_context
+from lyra.delegation import ChildRef
+from lyra.delegation._foreign import Kind, describe
+from lyra.delegation._foreign._langgraph import LANGGRAPH_ERRORS
+from lyra.recovery import record_waits, recover
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Recovery waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+@tool
+async def lookup(protein: str) -> str:
+    """Look a protein up."""
+    return f"{protein}: 393 residues"
+
+
+@tool
+async def stuck(protein: str) -> str:
+    """A lookup that never answers."""
+    await asyncio.sleep(60)
+    return "never"
+
+
+def calls(*names: str) -> AIMessage:
+    """A model turn calling each named tool once."""
+    return reply("", *((name, {"protein": "P04637"}) for name in names))
+
+
+def endless(*names: str) -> Iterator[AIMessage]:
+    """A runaway model: it calls tools and never answers."""
+    while True:
+        yield calls(*names)
+
+
+def agent(
+    *turns: Any, tools: tuple[Any, ...] = (lookup,), api: MessagesAPI | None = None, **options: Any
+) -> Any:
+    """A LangGraphChild over the usual tool-calling graph, and its scripted model."""
+    model = ScriptedModel.of(*turns, api=api)
+    return LangGraphChild(react_graph(model, list(tools)), **options), model
+
+
+def factory() -> LangGraphChild:
+    """An importable agent factory (for ChildRef and durable runs)."""
+    return agent(calls("lookup"), reply("393 residues"))[0]
+
+
+# -- a run, its answer and its usage ------------------------------------------------------
+
+
+async def test_a_tool_calling_graph_completes_with_its_answer_usage_and_steps() -> None:
+    """The last AI message is the output; each response is charged (tokens, cost from the
+    price table, a turn) and each tool call is a completed step."""
+    child, model = agent(calls("lookup"), reply("P04637 has 393 residues"))
+    result = await Supervisor(child).delegate("How long is P04637?", timeout=5)
+    assert (result.status, result.output) == ("completed", "P04637 has 393 residues")
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens, result.usage.turns) == (
+        200,
+        40,
+        2,
+    )
+    assert result.usage.cost_usd == pytest.approx((200 * 2.0 + 40 * 10.0) / 1e6)  # sonnet-5
+    assert isinstance(model.requests[1][-1], ToolMessage)
+    report = parse_report(result.report)
+    assert report.tokens_used == 240
+
+
+class Verdict(BaseModel):
+    protein: str
+    length: int
+
+
+class Measured(TypedDict, total=False):
+    protein: str
+    verdict: Verdict
+
+
+async def test_structured_output_and_custom_input_and_output() -> None:
+    """``input`` builds the graph's input, ``output`` reads the final state, and a
+    structured result becomes JSON text."""
+
+    async def node(state: Measured) -> dict[str, Any]:
+        return {"verdict": Verdict(protein=state["protein"], length=393)}
+
+    graph = StateGraph(Measured)
+    graph.add_node("measure", node)
+    graph.add_edge(START, "measure")
+    child = LangGraphChild(
+        graph.compile(),
+        input=lambda prompt: {"protein": prompt.split()[-1]},
+        output=lambda state: state["verdict"],
+    )
+    result = await Supervisor(child).delegate("Measure P04637", timeout=5)
+    assert result.output == '{"protein":"P04637","length":393}'
+
+
+# -- the five categories, from real framework behaviour ----------------------------------------
+
+
+def _interrupting() -> tuple[LangGraphChild, Any]:
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(str(interrupt("Which isoform of P04637?")))]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    return LangGraphChild(graph.compile()), None
+
+
+@pytest.mark.parametrize(
+    ("build", "api_replies", "category", "retryable", "blocked_on"),
+    [
+        (
+            lambda api: agent(calls("lookup"), 5.0, reply("late")),
+            [],
+            "timeout",
+            True,
+            "Time limit insufficient",
+        ),
+        (lambda api: _interrupting(), [], "missing_context", False, "Which isoform of P04637?"),
+        (
+            lambda api: agent(ASK_API, api=api),
+            [rate_limited(7)],
+            "tool_error",
+            True,
+            "RateLimitError",
+        ),
+        (
+            lambda api: agent(ASK_API, api=api),
+            [error(400, "invalid_request_error", "prompt too long")],
+            "invalid_task",
+            False,
+            "BadRequestError",
+        ),
+        (
+            lambda api: agent(calls("lookup"), ASK_API, api=api),
+            [error(500, "api_error", "boom")],
+            "partial",
+            True,
+            "InternalServerError",
+        ),
+    ],
+    ids=["timeout", "missing_context", "tool_error", "invalid_task", "partial"],
+)
+async def test_every_category_comes_from_real_framework_behaviour(
+    build: Any, api_replies: list[Any], category: str, retryable: bool, blocked_on: str
+) -> None:
+    """A slow model (deadline), an interrupt, a 429, a 400 and a 500 after a tool ran end
+    as timeout, missing_context, tool_error, invalid_task and partial."""
+    with MessagesAPI(api_replies) as api:
+        child, _model = build(api)
+        result = await Supervisor(child).delegate("How long is P04637?", timeout=0.5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.suggested_retry) == (category, retryable)
+    assert blocked_on in (failure.blocked_on or "")
+
+
+@pytest.mark.parametrize(
+    ("turn", "error_type", "retryable", "retry_after"),
+    [
+        (rate_limited(7), "rate_limit", True, 7.0),
+        (overloaded(), "rate_limit", True, None),
+        (error(401, "authentication_error", "bad key"), "auth", False, None),
+        (error(503, "api_error", "unavailable"), "unknown", True, None),
+        (
+            anthropic.APIConnectionError(
+                request=httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+            ),
+            "connection",
+            True,
+            None,
+        ),
+    ],
+    ids=["429", "529", "401", "503", "connection"],
+)
+async def test_provider_errors_reach_lyra_unwrapped_and_are_classified(
+    turn: Any, error_type: str, retryable: bool, retry_after: float | None
+) -> None:
+    """The anthropic SDK's own errors, raised inside a graph's model node, keep their
+    status, retry-after and category (tool_error)."""
+    with MessagesAPI([turn] if not isinstance(turn, Exception) else []) as api:
+        model = ScriptedModel.of(turn if isinstance(turn, Exception) else ASK_API, api=api)
+        result = await Supervisor(LangGraphChild(react_graph(model, [lookup]))).delegate(
+            "x", timeout=5
+        )
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("tool_error", error_type)
+    assert (failure.suggested_retry, failure.retry_after) == (retryable, retry_after)
+
+
+# -- the limits hold inside the run -----------------------------------------------------------
+
+
+async def test_a_runaway_agent_is_stopped_by_a_token_budget_within_one_response() -> None:
+    """An agent that never stops calling tools ends when its tokens cross the budget:
+    spend is at most the limit plus one response, the crossing response's tool calls
+    never run, and no request follows it."""
+    child, model = agent(endless("lookup"))
+    result = await Supervisor(child, budget=Budget(max_tokens=500)).delegate("loop", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert result.usage is not None
+    assert 500 < result.usage.tokens <= 500 + 120
+    assert len(model.requests) == 5  # the fifth response crossed: no sixth request
+    assert failure.tool_usage == {"lookup": 4}
+    assert parse_report(result.report).tokens_used == result.usage.tokens
+
+
+async def test_a_spent_turn_budget_refuses_the_next_model_request() -> None:
+    """The turn is charged ahead in on_chat_model_start (raise_error): the request that
+    has no turn left is never made."""
+    child, model = agent(endless("lookup"))
+    result = await Supervisor(child, budget=Budget(max_turns=2)).delegate("loop", timeout=5)
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+    assert len(model.requests) == 2
+    assert result.usage is not None
+    assert result.usage.turns == 2
+
+
+async def test_a_cost_budget_needs_a_price_for_the_model() -> None:
+    """A model lyra cannot price is refused before its first request under a cost budget;
+    ``prices=`` supplies the price."""
+    from lyra.children import Price
+
+    model = ScriptedModel.of(reply("done", model="acme-1"), model="acme-1")
+    graph = react_graph(model, [lookup])
+    supervisor = Supervisor(budget=Budget(max_cost_usd=1.0))
+    refused = await supervisor.delegate("x", child=LangGraphChild(graph), timeout=5)
+    assert refused.failure is not None
+    assert "no price is known for the model 'acme-1'" in refused.failure.message
+    assert model.requests == []
+    priced = LangGraphChild(graph, prices={"acme-1": Price(1.0, 1.0)})
+    result = await supervisor.delegate("x", child=priced, timeout=5)
+    assert result.usage is not None
+    assert result.usage.cost_usd == pytest.approx(120 / 1e6)
+
+
+async def test_a_stuck_tool_is_ended_by_the_idle_timeout() -> None:
+    """A tool that never returns ends the run as timeout/idle after idle_timeout, with
+    the tool counted, well before the total deadline."""
+    child, _model = agent(calls("stuck"), tools=(stuck,))
+    started = time.perf_counter()
+    result = await Supervisor(child).delegate("x", timeout=10, idle_timeout=0.2)
+    assert time.perf_counter() - started < 2
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "idle")
+    assert failure.tool_usage == {"stuck": 1}
+
+
+async def test_model_responses_keep_a_busy_agent_alive_past_its_idle_timeout() -> None:
+    """Each response (and each tool call) is progress: six 0.1 s model calls outlive an
+    idle timeout of 0.25 s."""
+    turns = [x for _ in range(5) for x in (0.1, calls("lookup"))]
+    child, _model = agent(*turns, 0.1, reply("done"))
+    result = await Supervisor(child).delegate("x", timeout=10, idle_timeout=0.25)
+    assert result.output == "done"
+
+
+@pytest.mark.parametrize("heartbeats", [True, False])
+async def test_a_node_heartbeat_is_progress_for_lyra_too(heartbeats: bool) -> None:
+    """Under a node TimeoutPolicy, runtime.heartbeat() keeps lyra's idle timeout from
+    firing; the same node without heartbeats is ended by it."""
+
+    async def crunch(state: MessagesState, runtime: Runtime) -> dict[str, Any]:
+        for _ in range(8):
+            await asyncio.sleep(0.05)
+            if heartbeats:
+                runtime.heartbeat()
+        return {"messages": [AIMessage("crunched")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("crunch", crunch, timeout=TimeoutPolicy(idle_timeout=0.4))
+    graph.add_edge(START, "crunch")
+    child = LangGraphChild(graph.compile())
+    result = await Supervisor(child).delegate("x", timeout=5, idle_timeout=0.15)
+    if heartbeats:
+        assert result.output == "crunched"
+    else:
+        assert result.failure is not None
+        assert result.failure.error_type == "idle"
+
+
+@pytest.mark.parametrize(
+    ("policy", "error_type"),
+    [(TimeoutPolicy(idle_timeout=0.05), "idle"), (TimeoutPolicy(run_timeout=0.05), "timeout")],
+    ids=["idle_timeout", "run_timeout"],
+)
+async def test_a_node_timeout_is_a_timeout_with_its_own_kind(
+    policy: TimeoutPolicy, error_type: str
+) -> None:
+    """LangGraph's NodeTimeoutError is timeout/idle for a node's idle timeout and
+    timeout/timeout for its run timeout, with the framework named as evidence."""
+
+    async def hang(state: MessagesState) -> dict[str, Any]:
+        await asyncio.sleep(5)
+        return {}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("hang", hang, timeout=policy)
+    graph.add_edge(START, "hang")
+    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", error_type)
+    assert "langgraph.NodeTimeoutError" in failure.evidence
+
+
+def _react_agent_out_of_steps() -> Any:
+    from langgraph.prebuilt import create_react_agent
+    from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+    model = ScriptedModel.of(endless("lookup"))
+    with warnings.catch_warnings():  # deprecated in favour of langchain's create_agent
+        warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+        return create_react_agent(model, [lookup])
+
+
+@pytest.mark.parametrize(
+    "child",
+    [
+        lambda: agent(endless("lookup"), recursion_limit=6)[0],
+        lambda: LangGraphChild(_react_agent_out_of_steps(), recursion_limit=6),
+    ],
+    ids=["GraphRecursionError", "prebuilt agent's 'need more steps'"],
+)
+async def test_running_out_of_steps_is_never_a_success(child: Any) -> None:
+    """The recursion limit, raised or answered politely by the prebuilt agent, is
+    timeout/budget with the framework's limit as evidence, retryable after progress."""
+    result = await Supervisor(child()).delegate("x", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert "the framework's own limit was reached (langgraph.GraphRecursionError)" in (
+        failure.evidence
+    )
+    assert failure.suggested_retry
+
+
+async def test_a_cancelled_run_leaves_no_task_or_thread_behind() -> None:
+    """A deadline in the middle of a stuck tool cancels the graph's node tasks: once
+    LangGraph's shielded error callback has finished (a few loop iterations), no task
+    or thread of the run remains."""
+    # LangGraph runs a sync edge (tools_condition) in the loop's default executor, whose
+    # pooled worker belongs to the loop: started before the count.
+    await asyncio.get_running_loop().run_in_executor(None, lambda: None)
+    tasks, threads = set(asyncio.all_tasks()), set(threading.enumerate())
+    child, _model = agent(calls("stuck", "lookup"), tools=(stuck, lookup))
+    result = await Supervisor(child).delegate("x", timeout=0.2)
+    assert result.failure is not None
+    assert result.failure.category == "timeout"
+    await anyio.sleep(0.01)
+    assert set(asyncio.all_tasks()) - tasks == set()
+    assert set(threading.enumerate()) - threads == set()
+
+
+async def test_a_blocker_declared_in_a_tool_holds_though_the_tool_node_catches_it() -> None:
+    """ctx.block in a tool is the run's end even with handle_tool_errors=True: no model
+    request follows, and the failure is the declared category."""
+
+    @tool
+    async def fetch(protein: str, config: RunnableConfig) -> str:
+        """Fetch a protein."""
+        child_context(config).block("missing_context", f"Which organism for {protein}?")
+
+    model = ScriptedModel.of(calls("fetch"), reply("I carried on regardless"))
+    child = LangGraphChild(react_graph(model, [fetch], handle_tool_errors=True))
+    result = await Supervisor(child).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.blocked_on) == (
+        "missing_context",
+        "Which organism for P04637?",
+    )
+    assert len(model.requests) == 1
+
+
+# -- the ChildContext in the graph -------------------------------------------------------------
+
+
+async def test_a_tool_delegates_to_a_grandchild_of_another_framework() -> None:
+    """A tool reaches the ChildContext through config and delegates to lyra's Anthropic
+    child (real SDK, local Messages API) under the same tree; its failure is a result,
+    listed in the parent's report."""
+
+    with MessagesAPI([overloaded()]) as api:
+        client = anthropic.AsyncAnthropic(base_url=api.url, api_key="test-key", max_retries=0)
+        researcher = AnthropicChild(client=client, model="claude-sonnet-5")
+
+        @tool
+        async def research(protein: str, config: RunnableConfig) -> str:
+            """Ask a researcher."""
+            sub = await child_context(config).delegate(f"Research {protein}", child=researcher)
+            return sub.output or f"research failed: {sub.failure.category}"  # type: ignore[union-attr]
+
+        child, model = agent(calls("research"), reply("done without research"), tools=(research,))
+        result = await Supervisor(child, budget=Budget(max_tokens=10_000)).delegate("x", timeout=5)
+        await client.close()
+    assert result.output == "done without research"
+    assert "research failed: tool_error" in str(model.requests[1][-1].content)
+    (failed,) = parse_report(result.report).failed_delegations
+    assert (failed.category, failed.error_type) == ("tool_error", "rate_limit")
+
+
+async def test_parallel_grandchildren_on_one_account_never_overshoot_a_turn_limit() -> None:
+    """Four LangGraph grandchildren run at once on one account of six turns: the turns
+    are charged ahead, so at most six model requests are made in all."""
+    models: list[ScriptedModel] = []
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async def grandchild(child: LangGraphChild) -> None:
+            await ctx.delegate("loop", child=child)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                child, model = agent(endless("lookup"))
+                models.append(model)
+                group.start_soon(grandchild, child)
+        return "done"
+
+    result = await Supervisor(parent, budget=Budget(max_turns=6)).delegate("x", timeout=5)
+    assert sum(len(model.requests) for model in models) <= 6
+    assert result.usage is not None
+    assert result.usage.turns == 6
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+
+
+async def test_usage_is_counted_once_through_subgraphs_and_chains() -> None:
+    """A model called through a prompt | model chain inside a subgraph node is charged
+    once per response."""
+    model = ScriptedModel.of(reply("a", tokens=(10, 1)), reply("b", tokens=(20, 2)))
+    chain = ChatPromptTemplate.from_messages([("placeholder", "{messages}")]) | model
+
+    async def think(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [await chain.ainvoke({"messages": state["messages"]}, config)]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("think", think)
+    inner.add_edge(START, "think")
+    inner.add_edge("think", "think2")
+    inner.add_node("think2", think)
+    outer = StateGraph(MessagesState)
+    outer.add_node("inner", inner.compile())
+    outer.add_edge(START, "inner")
+    result = await Supervisor(LangGraphChild(outer.compile())).delegate("x", timeout=5)
+    assert result.output == "b"
+    assert result.usage is not None
+    assert (result.usage.tokens, result.usage.turns) == (33, 2)
+
+
+# -- continuation -------------------------------------------------------------------------------
+
+
+async def test_a_retry_without_a_checkpointer_gets_the_messages_back() -> None:
+    """After a partial failure (a tool ran, then the connection dropped), the recovery
+    loop's continuation attempt sends the model the first attempt's messages, before the
+    continuation prompt, and completes without running the tool again."""
+    connection = anthropic.APIConnectionError(
+        request=httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+    )
+    child, model = agent(calls("lookup"), connection, reply("393 residues"))
+    outcome = await recover("How long is P04637?", child=child, base_timeout=5)
+    assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
+    assert outcome.result.output == "393 residues"
+    history = model.requests[2]
+    assert [type(m).__name__ for m in history] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
+    assert history[2].content == "P04637: 393 residues"
+    assert "Ran lookup" in str(history[3].content)
+    assert outcome.attempts[1].result.failure is None
+    assert outcome.state["langgraph"]["messages"][0]["type"] == "human"  # JSON data
+
+
+async def test_a_retry_with_a_checkpointer_resumes_the_thread() -> None:
+    """With a checkpointer, the thread id is kept in ctx.state; after a 429 that followed
+    a tool call (partial), the continuation resumes the thread where it stopped: the
+    model sees the earlier messages and the tool does not run again."""
+    ran: list[str] = []
+
+    @tool
+    async def counted(protein: str) -> str:
+        """Look a protein up, counting."""
+        ran.append(protein)
+        return "393 residues"
+
+    with MessagesAPI([rate_limited(1)]) as api:
+        model = ScriptedModel.of(calls("counted"), ASK_API, reply("done"), api=api)
+        graph = react_graph(model, [counted], checkpointer=InMemorySaver())
+        outcome = await recover(
+            "How long?", child=LangGraphChild(graph), base_timeout=5, policy=RecoveryPolicy()
+        )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
+    assert outcome.result.output == "done"
+    assert ran == ["P04637"]
+    assert [type(m).__name__ for m in model.requests[2]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]
+    thread = outcome.state["langgraph"]["thread_id"]
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    assert snapshot.values["messages"][-1].content == "done"
+
+
+async def test_a_tool_call_left_unanswered_gets_an_error_answer_on_the_retry() -> None:
+    """A run ended by the idle timeout inside a tool leaves its call unanswered; the
+    retry's history answers it with an error, so a provider would accept it."""
+    child, model = agent(calls("stuck"), reply("gave up on it"), tools=(stuck,))
+    outcome = await recover("x", child=child, base_timeout=5, idle_timeout=0.15)
+    assert outcome.result.output == "gave up on it"
+    history = model.requests[1]
+    answer = history[2]
+    assert isinstance(answer, ToolMessage)
+    assert answer.status == "error"
+    assert answer.tool_call_id == history[1].tool_calls[0]["id"]
+    assert isinstance(history[-1], HumanMessage)
+
+
+async def test_an_enriched_retry_joins_the_thread_and_answers_the_blocked_call() -> None:
+    """After a tool blocked on missing context, the enriched retry is new input on the
+    checkpointed thread, after an error answer for the call that blocked."""
+
+    @tool
+    async def fetch(protein: str, config: RunnableConfig) -> str:
+        """Fetch a protein."""
+        child_context(config).block("missing_context", "Which organism?")
+
+    model = ScriptedModel.of(calls("fetch"), reply("human p53"))
+    child = LangGraphChild(react_graph(model, [fetch], checkpointer=InMemorySaver()))
+    outcome = await recover(
+        "Describe P04637", child=child, context_provider=lambda failure: {"organism": "human"}
+    )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment"]
+    assert outcome.result.output == "human p53"
+    history = model.requests[1]
+    assert [type(m).__name__ for m in history] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
+    ]
+    assert history[2].status == "error"
+    assert "- organism: human" in str(history[3].content)
+
+
+async def test_an_interrupted_thread_is_answered_by_the_enriched_retry() -> None:
+    """An interrupt ends the run as missing_context with the question as the blocker; the
+    context provider's answer, in the enriched prompt, resumes the checkpointed thread."""
+
+    async def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("Which isoform of P04637?")
+        return {"messages": [AIMessage(f"Answered with: {answer}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "ask")
+    child = LangGraphChild(graph.compile(checkpointer=InMemorySaver()))
+    outcome = await recover(
+        "Describe P04637", child=child, context_provider=lambda failure: {"isoform": "1"}
+    )
+    first = outcome.attempts[0].result.failure
+    assert first is not None
+    assert "Which isoform of P04637?" in (first.blocked_on or "")
+    assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment"]
+    assert outcome.result.output is not None
+    assert "- isoform: 1" in outcome.result.output
+
+
+async def test_supervisor_run_and_a_child_ref_build_and_run_the_agent() -> None:
+    """Supervisor.run drives LangGraphChild through its recovery loop, and a ChildRef to
+    an importable factory builds it (as durable runs and workers do)."""
+    built = ChildRef(target="test_child_langgraph:factory", options={}).resolve()
+    assert isinstance(built, LangGraphChild)
+    (outcome,) = await Supervisor(built).run([Task(prompt="How long is P04637?")])
+    assert outcome.result.output == "393 residues"
+
+
+# -- traces -------------------------------------------------------------------------------------
+
+
+async def test_the_attempt_span_carries_the_runs_usage_once() -> None:
+    """LangGraph and langchain-core have no OpenTelemetry instrumentation (their source
+    never names it), so lyra's invoke_agent span describes the run: its tokens, each
+    response counted once."""
+    for package in (langgraph, langchain_core):
+        for folder in package.__path__:
+            sources = Path(folder).rglob("*.py")
+            assert not [f for f in sources if "opentelemetry" in f.read_text(encoding="utf-8")]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.configure(tracer_provider=provider)
+    try:
+        child, _model = agent(calls("lookup"), reply("done"))
+        await Supervisor(child).delegate("x", timeout=5)
+    finally:
+        tracing.configure()
+        provider.shutdown()
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "invoke_agent LangGraphChild"
+    assert span.attributes is not None
+    assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["lyra.turns"]) == (
+        200,
+        2,
+    )
+
+
+# -- exceptions ---------------------------------------------------------------------------------
+
+
+def _framework_exception_classes() -> list[type[BaseException]]:
+    """Every exception class LangGraph and langchain-core define (warnings aside)."""
+    found: set[type[BaseException]] = set()
+    for top in ("langgraph", "langchain_core"):
+        package = importlib.import_module(top)
+        for info in pkgutil.walk_packages(package.__path__, f"{top}."):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    module = importlib.import_module(info.name)
+            except DeprecationWarning:  # a deprecated alias of another module
+                continue
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if (
+                    issubclass(cls, BaseException)
+                    and not issubclass(cls, Warning)
+                    and cls.__module__.partition(".")[0] == top
+                ):
+                    found.add(cls)
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+def test_every_framework_exception_class_is_mapped() -> None:
+    """Each exception class of the installed LangGraph and langchain-core (ToolException,
+    ToolInvocationError, NodeTimeoutError, the model errors…) has an explicit mapping."""
+    classes = _framework_exception_classes()
+    assert {"GraphRecursionError", "ToolInvocationError", "OutputParserException"} <= {
+        cls.__name__ for cls in classes
+    }
+    assert [cls.__name__ for cls in classes if cls.__name__ not in LANGGRAPH_ERRORS] == []
+
+
+def test_wrapped_and_status_bearing_framework_errors_are_refined() -> None:
+    """A ToolException raised from a ConnectionError is transient; a generic ModelError
+    with a 429 status is a rate limit; a node's idle timeout is idle."""
+    wrapped = ToolException("lookup failed")
+    wrapped.__cause__ = ConnectionResetError("reset")  # raise ToolException(...) from exc
+    assert (describe(wrapped).kind, describe(wrapped).error_type) == (Kind.TRANSIENT, "connection")
+    status_error = ModelError("slow down")
+    status_error.status_code = 429  # type: ignore[attr-defined]
+    assert describe(status_error).error_type == "rate_limit"
+    idle = NodeTimeoutError("n", 1.0, kind="idle", idle_timeout=0.5)
+    assert (describe(idle).kind, describe(idle).error_type) == (Kind.BUDGET, "idle")
+
+
+def test_the_module_does_not_import_the_framework_and_a_missing_extra_is_named() -> None:
+    """Importing lyra.children.langgraph loads no LangGraph; building a child without the
+    extra installed is a ConfigurationError naming the extra."""
+    script = (
+        "import sys\n"
+        "import lyra.children.langgraph as m\n"
+        "assert 'langgraph' not in sys.modules and 'langchain_core' not in sys.modules\n"
+        "sys.modules['langgraph'] = None\n"
+        "try:\n"
+        "    m.LangGraphChild(object())\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.startswith("ConfigurationError")
+    assert "pip install 'lyra-supervisor[langgraph]'" in out
+
+
+def test_streamed_tokens_are_heartbeats() -> None:
+    """on_llm_new_token is progress (a long streamed answer is not idle)."""
+    from lyra.children._langgraph_hooks import LyraCallbacks
+
+    beats: list[int] = []
+
+    class Ctx:
+        budget_left = Budget()
+
+        def heartbeat(self) -> None:
+            beats.append(1)
+
+    hooks = LyraCallbacks(Ctx())  # type: ignore[arg-type]
+    anyio.run(lambda: hooks.on_llm_new_token("tok", chunk=None, run_id=None))  # type: ignore[arg-type]
+    assert beats == [1]
