@@ -16,8 +16,9 @@ the public module imports it only when a child is built.
   nothing; a refusal (``finish_reason='content_filter'``) ends the run with
   the framework's ``ContentFilterError``.
 - ``wrap_tool_execute``: each tool call is progress, started and ended, a
-  successful one a completed step; a ``ctx.block(...)`` a tool caught itself
-  still ends the run.
+  successful one a completed step. A ``ctx.block(...)`` that a tool (or a
+  capability of the agent's) caught still ends the run: no model request
+  follows it.
 
 Usage is charged as the difference between the run's ``RunUsage`` and what
 was charged before, so nothing is counted twice, whichever hook sees it
@@ -76,7 +77,7 @@ class Limits(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         lyra = self.lyra
-        if lyra.blocked is not None:
+        if lyra.blocked is not None:  # a tool caught its own ctx.block(...)
             raise lyra.blocked
         self.charge()
         lyra.charge(turns=1, ahead=True)  # refused, and the run ends, when none is left
@@ -125,8 +126,6 @@ class Limits(AbstractCapability[Any]):
             lyra.tool_ended(name, exc)
             raise
         lyra.tool_ended(name)
-        if lyra.blocked is not None:  # the tool caught its own ctx.block(...)
-            raise lyra.blocked
         lyra.step(f"Ran {name}")
         return result
 

@@ -65,6 +65,7 @@ call is counted twice.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import framework, output_text
@@ -146,12 +147,21 @@ class PydanticAIChild:
         }
         """The rest of ``agent.run``'s keywords, as given."""
         self._limits = Limits
+        # pydantic-ai runs the agent's sync code (tools, instructions, output
+        # functions) in worker threads and, unless told otherwise, a cancellation of
+        # the run's own task waits until such a thread returns: stuck sync code would
+        # hold the deadline. Abandoned instead, as ctx.tool abandons it (the thread
+        # finishes in the background; no thread can be killed). A private helper of
+        # pydantic-ai's; without it (a later release), the test of it fails.
+        self._abandoning: Callable[[], AbstractContextManager[None]] = getattr(
+            self._pai._utils, "abandon_threads_on_cancel", nullcontext
+        )
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent once under the attempt's limits; its output as text."""
         pai, limits = self._pai, self._limits(ctx, prices=self.prices)
         history = self._history(ctx)
-        with pai.capture_run_messages() as messages:
+        with pai.capture_run_messages() as messages, self._abandoning():
             try:
                 result = await self.agent.run(
                     prompt,

@@ -81,6 +81,7 @@ PYDANTIC_AI_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "ModelTimeoutError": (_K.TRANSIENT, _E.TIMEOUT),
     "ModelRequestTimeout": (_K.TRANSIENT, _E.TIMEOUT),
     "RealtimeError": (_K.TRANSIENT, _E.CONNECTION),
+    "RealtimeHandshakeError": (_K.TRANSIENT, _E.CONNECTION),
     "ModelQuotaExceededError": (_K.PERMANENT, _E.AUTH),  # billing, credits: waiting won't help
     "ModelAuthenticationError": (_K.PERMANENT, _E.AUTH),
     "CredentialsRefreshError": (_K.PERMANENT, _E.AUTH),
@@ -141,7 +142,7 @@ def describe_pydantic_ai(exc: BaseException) -> Cause:
     retry_after = seconds(getattr(exc, "retry_after", None))
     status = status_of(getattr(exc, "status_code", None))
     if name in _BY_STATUS and status is not None:
-        return from_status(status, source, retry_after)
+        return from_status(status, f"{source}, HTTP {status}", retry_after)
     cause = exc.__cause__
     if name in _BY_CAUSE and cause is not None:
         provider = _PROVIDERS.get(type(cause).__module__.partition(".")[0])
