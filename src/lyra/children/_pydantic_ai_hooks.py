@@ -27,7 +27,7 @@ first (``settle`` charges what is left when the run ends).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -46,8 +46,8 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage
 
-from lyra.children._pricing import Price, price_of
-from lyra.delegation import ChildContext
+from lyra.children._pricing import Price
+from lyra.delegation import Account, ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
 
 
@@ -57,7 +57,8 @@ class Limits(AbstractCapability[Any]):
 
     lyra: ChildContext
     """The attempt's context (``ctx`` in the hooks is pydantic-ai's ``RunContext``)."""
-    prices: Mapping[str, Price] | None = None
+    price: Callable[[str], Price | None] = lambda model: None
+    """lyra's price of a model, for the responses pydantic-ai cannot price."""
     usage: RunUsage = field(default_factory=RunUsage)
     """The run's usage: given to ``agent.run(usage=...)``, so it is read live."""
     _input: int = field(default=0, init=False)
@@ -66,6 +67,14 @@ class Limits(AbstractCapability[Any]):
     _cache_write: int = field(default=0, init=False)
     _cost: Decimal | None = field(default=None, init=False)
     _model: str | None = field(default=None, init=False)
+    _token_limits: list[Account] = field(default_factory=list, init=False)
+    _cost_limited: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        account = self.lyra.account
+        limited = account.limited() if account is not None else []
+        self._token_limits = [a for a in limited if a.limits and a.limits.max_tokens is not None]
+        self._cost_limited = any(a.limits and a.limits.max_cost_usd is not None for a in limited)
 
     def get_ordering(self) -> CapabilityOrdering:
         """Outermost: the hooks see what the agent's own capabilities let through."""
@@ -81,13 +90,12 @@ class Limits(AbstractCapability[Any]):
             raise lyra.blocked
         self.charge()
         lyra.charge(turns=1, ahead=True)  # refused, and the run ends, when none is left
-        if lyra.account is not None:
-            left = lyra.budget_left.max_tokens
-            if left is not None:
-                settings: ModelSettings = {**(request_context.model_settings or {})}
-                wanted = settings.get("max_tokens")
-                settings["max_tokens"] = max(1, left if wanted is None else min(wanted, left))
-                request_context.model_settings = settings
+        if self._token_limits:  # what the model may write is capped by what is left
+            left = self._tokens_left()
+            settings: ModelSettings = {**(request_context.model_settings or {})}
+            wanted = settings.get("max_tokens")
+            settings["max_tokens"] = max(1, left if wanted is None else min(wanted, left))
+            request_context.model_settings = settings
         return request_context
 
     async def after_model_request(
@@ -147,12 +155,22 @@ class Limits(AbstractCapability[Any]):
         lyra.charge(
             input_tokens=max(0, new_input), output_tokens=max(0, new_output), cost_usd=cost or 0.0
         )
-        if cost is None and lyra.account is not None and lyra.budget_left.max_cost_usd is not None:
+        if cost is None and self._cost_limited:
             raise ConfigurationError(
                 f"no price is known for the model {self._model!r}, so a cost budget cannot "
                 "be kept; pass prices={...} to PydanticAIChild"
             )
         return True
+
+    def _tokens_left(self) -> int:
+        """Tokens the tree may still spend: the tightest token limit up the chain (read
+        without the accounts' lock: a cap, not a charge)."""
+        return min(
+            0
+            if account.exhausted is not None or account.limits is None
+            else (account.limits.max_tokens or 0) - account.input_tokens - account.output_tokens
+            for account in self._token_limits
+        )
 
     def settle(self) -> None:
         """Charge what is left when the run ends; never raises (an account that ran out
@@ -167,7 +185,7 @@ class Limits(AbstractCapability[Any]):
         price table; ``None`` when neither does."""
         if usage.cost is not None:
             return max(0.0, float(usage.cost - (self._cost or 0)))
-        price = price_of(self._model, self.prices) if self._model else None
+        price = self.price(self._model) if self._model else None
         if price is None:
             return None
         return price.of_tokens(

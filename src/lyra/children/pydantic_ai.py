@@ -4,7 +4,7 @@ Install with ``pip install 'lyra-supervisor[pydantic-ai]'``; the framework is
 imported when a child is built, never when this module is. The agent goes in
 unchanged, with the options of ``agent.run``::
 
-    from pydantic_ai import Agent, RunContext
+    from pydantic_ai import Agent, RunContext, UsageLimits
     from lyra import Budget, ChildContext, adelegate_task
     from lyra.children.pydantic_ai import PydanticAIChild
 
@@ -69,7 +69,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import framework, output_text
-from lyra.children._pricing import Price
+from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput
 
@@ -135,6 +135,7 @@ class PydanticAIChild:
         self.capabilities = tuple(capabilities)
         self.event_stream_handler = event_stream_handler
         self.prices = prices
+        self._prices: dict[str, Price | None] = {}
         self.options: dict[str, Any] = {
             "model": model,
             "model_settings": model_settings,
@@ -159,7 +160,7 @@ class PydanticAIChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent once under the attempt's limits; its output as text."""
-        pai, limits = self._pai, self._limits(ctx, prices=self.prices)
+        pai, limits = self._pai, self._limits(ctx, price=self._price)
         history = self._history(ctx)
         with pai.capture_run_messages() as messages, self._abandoning():
             try:
@@ -212,6 +213,12 @@ class PydanticAIChild:
         if any(isinstance(message, self._pai.ModelResponse) for message in new):
             adapter = self._pai.ModelMessagesTypeAdapter
             ctx.state[HISTORY] = adapter.dump_python(messages, mode="json")
+
+    def _price(self, model: str) -> Price | None:
+        """lyra's price of ``model`` (``prices`` over the default table), looked up once."""
+        if model not in self._prices:
+            self._prices[model] = price_of(model, self.prices)
+        return self._prices[model]
 
     def _deps(self, ctx: ChildContext) -> Any:
         if self.make_deps is not None:
