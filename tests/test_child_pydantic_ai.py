@@ -147,6 +147,16 @@ def scripted_agent(script: Script, **options: Any) -> Agent[ChildContext, Any]:
     return agent
 
 
+def returned(messages: Sequence[ModelMessage]) -> list[Any]:
+    """What the tool calls returned, in the order of a conversation."""
+    return [
+        part.content
+        for message in messages
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
 def prompts(request: Sequence[ModelMessage]) -> list[str]:
     """The user prompts a model request carried."""
     return [
@@ -178,8 +188,7 @@ async def test_a_tool_using_agent_completes_charged_per_response() -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.turns) == (400, 40, 3)
     report = parse_report(result.report)
     assert (report.tokens_used, report.turns) == (440, 3)
-    returned = [p for m in script.requests[2] for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert [p.content for p in returned] == ["found a", "found b"]
+    assert returned(script.requests[2]) == ["found a", "found b"]
 
 
 async def test_structured_output_becomes_json_text() -> None:
@@ -318,6 +327,28 @@ async def test_tool_calls_waiting_for_approval_are_missing_context() -> None:
     result = await delegate(PydanticAIChild(agent))
     assert result.failure.category == "missing_context"
     assert "delete_branch" in result.failure.blocked_on
+
+
+async def test_a_run_the_agent_cancels_itself_is_partial_and_keeps_its_work() -> None:
+    """A tool that cancels its own run (RunContext.cancel) ends it unfinished: partial,
+    with the conversation so far kept for a continuation."""
+    agent = scripted_agent(Script(call("lookup", q="a"), call("give_up"), answer("never")))
+
+    @agent.tool
+    async def give_up(ctx: RunContext[ChildContext]) -> str:
+        """Stop the run."""
+        ctx.cancel()
+        await anyio.lowlevel.checkpoint()
+        return "unreachable"
+
+    outcome = await recover(
+        "x", child=PydanticAIChild(agent), base_timeout=5, policy=RecoveryPolicy(max_retries=0)
+    )
+    failure = outcome.result.failure
+    assert (failure.category, failure.suggested_retry) == ("partial", True)
+    assert "RunCancelled" in failure.evidence
+    kept = pydantic_ai.ModelMessagesTypeAdapter.validate_python(outcome.state[HISTORY])
+    assert returned(kept)[0] == "found a"
 
 
 async def test_a_block_the_tool_swallows_still_ends_the_run() -> None:
@@ -463,12 +494,23 @@ async def test_a_turn_budget_refuses_the_next_model_request() -> None:
     assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
 
 
-async def test_a_token_budget_caps_max_tokens() -> None:
-    """Each request's max_tokens is at most what the token budget has left."""
+@pytest.mark.parametrize(
+    ("settings", "budget", "sent"),
+    [
+        ({"max_tokens": 4096}, 5000, [4096, 2500]),
+        ({}, 3000, [3000, 500]),
+        ({}, 100_000, [None, None]),  # lyra never raises it past what any model allows
+    ],
+    ids=["own-max_tokens", "none-little-left", "none-plenty-left"],
+)
+async def test_a_token_budget_caps_max_tokens(
+    settings: dict[str, int], budget: int, sent: list[int | None]
+) -> None:
+    """A request's max_tokens is at most what the token budget has left."""
     script = Script(call("lookup", q="a", tokens=2500), answer("ok"))
-    child = PydanticAIChild(scripted_agent(script), model_settings={"max_tokens": 4096})
-    await delegate(child, budget=Budget(max_tokens=5000))
-    assert [s["max_tokens"] for s in script.settings] == [4096, 2500]
+    child = PydanticAIChild(scripted_agent(script), model_settings=settings)  # type: ignore[arg-type]
+    await delegate(child, budget=Budget(max_tokens=budget))
+    assert [s.get("max_tokens") for s in script.settings] == sent
 
 
 @pytest.mark.parametrize(
@@ -604,8 +646,7 @@ async def test_a_tool_delegates_through_deps_and_the_failed_grandchild_is_report
 
     result = await delegate(PydanticAIChild(agent))
     assert result.output == "Owner unknown"
-    returned = [p for m in script.requests[1] for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert returned[0].content == "helper failed: missing_context"
+    assert returned(script.requests[1]) == ["helper failed: missing_context"]
     assert "<failed_delegation>" in result.report
     assert parse_report(result.report).failed_delegations[0].category == "missing_context"
 
@@ -692,8 +733,7 @@ async def test_the_continuation_resumes_the_first_attempts_conversation() -> Non
     assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
     assert outcome.result.output == "Fixed by #7"
     resumed = script.requests[2]
-    returned = [p.content for m in resumed for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert returned == ["found logs"]  # fetched by attempt 1, not fetched again
+    assert returned(resumed) == ["found logs"]  # fetched by attempt 1, not fetched again
     said = prompts(resumed)
     assert said[0] == "Triage issue 42"
     assert "Already completed (do not redo):" in said[-1]
@@ -713,8 +753,7 @@ async def test_the_frameworks_own_limit_is_continued_with_adelegate_with_retry()
     assert (parsed.status, parsed.attempt) == ("completed", 2)
     assert report.startswith("Done")
     resumed = script.requests[2]
-    returned = [p.content for m in resumed for p in m.parts if isinstance(p, ToolReturnPart)]
-    assert returned == ["found a", "found b"]
+    assert returned(resumed) == ["found a", "found b"]
     assert len(prompts(resumed)) == 2
 
 
@@ -969,6 +1008,4 @@ async def test_a_durable_run_continues_from_the_checkpointed_history(tmp_path: A
     assert isinstance(resolved, PydanticAIChild)
     script = resolved.agent.model.function  # type: ignore[union-attr]
     resumed = script.requests[2]
-    assert [p.content for m in resumed for p in m.parts if isinstance(p, ToolReturnPart)] == [
-        "found logs"
-    ]
+    assert returned(resumed) == ["found logs"]

@@ -8,8 +8,8 @@ the public module imports it only when a child is built.
 
 - ``before_model_request`` (once per step of the agent loop, the unit of
   pydantic-ai's own ``request_limit``): the turn is charged *ahead*, so a
-  spent account refuses the request before it is made; a token budget caps
-  the request's ``max_tokens``.
+  spent account refuses the request before it is made; a token budget with
+  little left caps the request's ``max_tokens``.
 - ``after_model_request``: what pydantic-ai counted since the last charge
   (its ``RunUsage``: tokens with the cache's, and cost where genai-prices or
   lyra's price table knows the model) is charged, a heartbeat when it is
@@ -49,6 +49,9 @@ from pydantic_ai.usage import RunUsage
 from lyra.children._pricing import Price
 from lyra.delegation import Account, ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
+
+_ANY_MODEL_WRITES = 4096
+"""Output tokens every current model allows in one response."""
 
 
 @dataclass(eq=False)
@@ -90,12 +93,8 @@ class Limits(AbstractCapability[Any]):
             raise lyra.blocked
         self.charge()
         lyra.charge(turns=1, ahead=True)  # refused, and the run ends, when none is left
-        if self._token_limits:  # what the model may write is capped by what is left
-            left = self._tokens_left()
-            settings: ModelSettings = {**(request_context.model_settings or {})}
-            wanted = settings.get("max_tokens")
-            settings["max_tokens"] = max(1, left if wanted is None else min(wanted, left))
-            request_context.model_settings = settings
+        if self._token_limits:
+            self._cap_max_tokens(request_context)
         return request_context
 
     async def after_model_request(
@@ -161,6 +160,18 @@ class Limits(AbstractCapability[Any]):
                 "be kept; pass prices={...} to PydanticAIChild"
             )
         return True
+
+    def _cap_max_tokens(self, request_context: ModelRequestContext) -> None:
+        """What the model may write, capped by what the token budget has left: the
+        request's own ``max_tokens`` when it is more, or none set and less than
+        :data:`_ANY_MODEL_WRITES` left (above that, a value of lyra's could exceed what
+        the model allows, and the provider would refuse the request)."""
+        left = max(1, self._tokens_left())
+        settings = request_context.model_settings or {}
+        wanted = settings.get("max_tokens")
+        if left < (wanted if wanted is not None else _ANY_MODEL_WRITES):
+            capped: ModelSettings = {**settings, "max_tokens": left}
+            request_context.model_settings = capped
 
     def _tokens_left(self) -> int:
         """Tokens the tree may still spend: the tightest token limit up the chain (read
