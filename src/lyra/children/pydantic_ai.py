@@ -23,13 +23,15 @@ unchanged, with the options of ``agent.run``::
 **The tree's limits hold inside the run.** A capability of lyra's joins the
 run (see :mod:`._pydantic_ai_hooks`): each step of the agent loop charges its
 model turn *ahead*, so a spent account refuses the request before it is made
-(and a token budget caps ``max_tokens``); each response's usage, from
+(and a token budget with little left caps ``max_tokens``); each response's
+usage, from
 pydantic-ai's own figures (tokens with the cache's; cost from genai-prices,
 else lyra's price table), is charged as it arrives and is a heartbeat; each
 tool call is progress (started, ended; a successful one is the step
 ``Ran <tool>``). The budget, the deadline and the idle timeout cancel the run
 at once; pydantic-ai passes the cancellation through and leaves no task
-behind. The spend so far is in the report.
+behind, and sync code of the agent's stuck in a worker thread is abandoned,
+not waited for. The spend so far is in the report.
 
 **How failures read.** pydantic-ai's exceptions are classified in
 :mod:`lyra.delegation._foreign._pydantic_ai`: its own ``usage_limits``
@@ -56,7 +58,7 @@ next attempt of the same task (a recovery loop's continuation, a durable
 run's retry) hands it to pydantic-ai as ``message_history`` with its own
 prompt, so the work done is not redone. A success clears it.
 
-**Traces.** pydantic-ai's spans (``Agent(instrument=...)`` or
+**Traces.** pydantic-ai's spans (its ``Instrumentation`` capability, or
 ``Agent.instrument_all()``) nest under lyra's ``invoke_agent`` span of the
 attempt; lyra adds no model or tool spans of its own for this child, so no
 call is counted twice.
