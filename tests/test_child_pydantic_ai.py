@@ -179,8 +179,8 @@ async def delegate(child: Any, *, timeout: float = 5.0, **options: Any) -> Any:
 
 
 async def test_a_tool_using_agent_completes_charged_per_response() -> None:
-    """Each response's tokens and each model turn are charged from pydantic-ai's own usage;
-    each tool call is progress and a completed step; the output is the agent's."""
+    """Each response's tokens and each model turn are charged from pydantic-ai's own usage
+    and reach the report; the tools' results reach the model; the output is the agent's."""
     script = Script(call("lookup", q="a"), call("lookup", q="b"), answer("Duplicate of #7"))
     result = await delegate(PydanticAIChild(scripted_agent(script)))
     assert (result.status, result.output) == ("completed", "Duplicate of #7")
