@@ -40,6 +40,12 @@ EXPECTED = {
         "continuation: status=completed attempt=2",
         "HumanMessage, AIMessage, ToolMessage, HumanMessage",
     ],
+    "pydantic_ai_agent.py": [
+        "attempt 2 [continuation]: completed",
+        "logs read: ['nightly']",
+        "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
+        "timeout/idle",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

@@ -1,0 +1,207 @@
+"""The hooks that hold lyra's limits inside a pydantic-ai run.
+
+:class:`Limits` is a pydantic-ai *capability* (the framework's own extension
+point for lifecycle hooks), added to each run by
+:class:`~lyra.children.pydantic_ai.PydanticAIChild`. It subclasses the
+framework's class, so this module imports pydantic-ai when it is imported;
+the public module imports it only when a child is built.
+
+- ``before_model_request`` (once per step of the agent loop, the unit of
+  pydantic-ai's own ``request_limit``): the turn is charged *ahead*, so a
+  spent account refuses the request before it is made; a token budget with
+  little left caps the request's ``max_tokens``.
+- ``after_model_request``: what pydantic-ai counted since the last charge
+  (its ``RunUsage``: tokens with the cache's, and cost where genai-prices or
+  lyra's price table knows the model) is charged, a heartbeat when it is
+  nothing; a refusal (``finish_reason='content_filter'``) ends the run with
+  the framework's ``ContentFilterError``.
+- ``wrap_tool_execute``: each tool call is progress, started and ended, a
+  successful one a completed step. A ``ctx.block(...)`` that a tool (or a
+  capability of the agent's) caught still ends the run: no model request
+  follows it.
+
+Usage is charged as the difference between the run's ``RunUsage`` and what
+was charged before, so nothing is counted twice, whichever hook sees it
+first (``settle`` charges what is left when the run ends).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pydantic_ai.capabilities import (
+    AbstractCapability,
+    CapabilityOrdering,
+    ValidatedToolArgs,
+    WrapToolExecuteHandler,
+)
+from pydantic_ai.exceptions import ContentFilterError
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.usage import RunUsage
+
+from lyra.children._pricing import Price
+from lyra.delegation import Account, ChildContext
+from lyra.errors import BudgetExhausted, ConfigurationError
+
+_ANY_MODEL_WRITES = 4096
+"""Output tokens every current model allows in one response."""
+
+
+@dataclass(eq=False)
+class Limits(AbstractCapability[Any]):
+    """lyra's hooks in one pydantic-ai run (one per attempt)."""
+
+    lyra: ChildContext
+    """The attempt's context (``ctx`` in the hooks is pydantic-ai's ``RunContext``)."""
+    price: Callable[[str], Price | None] = lambda model: None
+    """lyra's price of a model, for the responses pydantic-ai cannot price."""
+    usage: RunUsage = field(default_factory=RunUsage)
+    """The run's usage: given to ``agent.run(usage=...)``, so it is read live."""
+    _input: int = field(default=0, init=False)
+    _output: int = field(default=0, init=False)
+    _cache_read: int = field(default=0, init=False)
+    _cache_write: int = field(default=0, init=False)
+    _cost: Decimal | None = field(default=None, init=False)
+    _model: str | None = field(default=None, init=False)
+    _token_limits: list[Account] = field(default_factory=list, init=False)
+    _cost_limited: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        account = self.lyra.account
+        limited = account.limited() if account is not None else []
+        self._token_limits = [a for a in limited if a.limits and a.limits.max_tokens is not None]
+        self._cost_limited = any(a.limits and a.limits.max_cost_usd is not None for a in limited)
+
+    def get_ordering(self) -> CapabilityOrdering:
+        """Outermost: the hooks see what the agent's own capabilities let through."""
+        return CapabilityOrdering(position="outermost")
+
+    # -- model requests -------------------------------------------------------------
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        lyra = self.lyra
+        if lyra.blocked is not None:  # a tool caught its own ctx.block(...)
+            raise lyra.blocked
+        self.charge()
+        lyra.charge(turns=1, ahead=True)  # refused, and the run ends, when none is left
+        if self._token_limits:
+            self._cap_max_tokens(request_context)
+        return request_context
+
+    async def after_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        self._model = response.model_name
+        if not self.charge():
+            self.lyra.heartbeat()
+        if response.finish_reason == "content_filter":
+            details = response.provider_details or {}
+            why = details.get("refusal") or "finish_reason content_filter"
+            body = ModelMessagesTypeAdapter.dump_json([response]).decode()
+            raise ContentFilterError(f"The model refused the request ({why})", body=body)
+        return response
+
+    # -- tools --------------------------------------------------------------------------
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        lyra, name = self.lyra, call.tool_name
+        lyra.tool_started(name)
+        try:
+            result = await handler(args)
+        except Exception as exc:
+            lyra.tool_ended(name, exc)
+            raise
+        lyra.tool_ended(name)
+        lyra.step(f"Ran {name}")
+        return result
+
+    # -- usage ----------------------------------------------------------------------------
+
+    def charge(self) -> bool:
+        """Charge what the run counted since the last charge; False when that is nothing."""
+        usage = self.usage
+        new_input, new_output = usage.input_tokens - self._input, usage.output_tokens - self._output
+        if not (new_input or new_output or usage.cost != self._cost):
+            return False
+        cache_read = usage.cache_read_tokens - self._cache_read
+        cache_write = usage.cache_write_tokens - self._cache_write
+        cost = self._cost_of(usage, new_input, new_output, cache_read, cache_write)
+        self._input, self._output = usage.input_tokens, usage.output_tokens
+        self._cache_read, self._cache_write = usage.cache_read_tokens, usage.cache_write_tokens
+        self._cost = usage.cost
+        lyra = self.lyra
+        lyra.charge(
+            input_tokens=max(0, new_input), output_tokens=max(0, new_output), cost_usd=cost or 0.0
+        )
+        if cost is None and self._cost_limited:
+            raise ConfigurationError(
+                f"no price is known for the model {self._model!r}, so a cost budget cannot "
+                "be kept; pass prices={...} to PydanticAIChild"
+            )
+        return True
+
+    def _cap_max_tokens(self, request_context: ModelRequestContext) -> None:
+        """What the model may write, capped by what the token budget has left: the
+        request's own ``max_tokens`` when it is more, or none set and less than
+        :data:`_ANY_MODEL_WRITES` left (above that, a value of lyra's could exceed what
+        the model allows, and the provider would refuse the request)."""
+        left = max(1, self._tokens_left())
+        settings = request_context.model_settings or {}
+        wanted = settings.get("max_tokens")
+        if left < (wanted if wanted is not None else _ANY_MODEL_WRITES):
+            capped: ModelSettings = {**settings, "max_tokens": left}
+            request_context.model_settings = capped
+
+    def _tokens_left(self) -> int:
+        """Tokens the tree may still spend: the tightest token limit up the chain (read
+        without the accounts' lock: a cap, not a charge)."""
+        return min(
+            0
+            if account.exhausted is not None or account.limits is None
+            else (account.limits.max_tokens or 0) - account.input_tokens - account.output_tokens
+            for account in self._token_limits
+        )
+
+    def settle(self) -> None:
+        """Charge what is left when the run ends; never raises (an account that ran out
+        has already ended the attempt, and a cancellation must go on unchanged)."""
+        with suppress(BudgetExhausted, ConfigurationError):
+            self.charge()
+
+    def _cost_of(
+        self, usage: RunUsage, new_input: int, new_output: int, cache_read: int, cache_write: int
+    ) -> float | None:
+        """pydantic-ai's own cost (genai-prices) where it knows the model, else lyra's
+        price table; ``None`` when neither does."""
+        if usage.cost is not None:
+            return max(0.0, float(usage.cost - (self._cost or 0)))
+        price = self.price(self._model) if self._model else None
+        if price is None:
+            return None
+        return price.of_tokens(
+            input_tokens=max(0, new_input - cache_read - cache_write),
+            output_tokens=max(0, new_output),
+            cache_write_tokens=max(0, cache_write),
+            cache_read_tokens=max(0, cache_read),
+        )
