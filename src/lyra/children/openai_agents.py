@@ -67,6 +67,7 @@ the attempt.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
@@ -74,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 from lyra.children._framework import framework, output_text
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
-from lyra.errors import BudgetExhausted, ConfigurationError
+from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
 
 if TYPE_CHECKING:
     from agents import Agent, RunConfig, RunHooks
@@ -172,6 +173,10 @@ class OpenAIAgentsChild:
             cause = tap.tool_raised(exc)
             if cause is not None:  # the tool's own exception, not the SDK's wrapper
                 raise cause from None
+            if isinstance(exc, json.JSONDecodeError):  # the openai client does not wrap it
+                raise TransientError(
+                    f"The model API sent a malformed body: {exc}", error_type="data"
+                ) from exc
             raise
         except BaseException:  # cancelled: our deadline, idle timeout or budget
             self._keep(tap, ctx, start)

@@ -56,6 +56,7 @@ OPENAI_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "MissingDependencyError": (_K.ENVIRONMENT, _E.UNKNOWN),
     "InvalidWebhookSignatureError": (_K.UNKNOWN, _E.DATA),
     "StreamAlreadyConsumed": (_K.UNKNOWN, _E.UNKNOWN),
+    "APIRemovedInV1": (_K.PERMANENT, _E.UNKNOWN),  # a call of the 0.x API: the code must change
     "MissingStreamClassError": (_K.UNKNOWN, _E.UNKNOWN),
     "AgentOutputParseError": (_K.TRANSIENT, _E.DATA),
     "AgentTurnResultError": (_K.UNKNOWN, _E.UNKNOWN),
