@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import agents
+import anthropic
 import anyio
 import openai
 import pytest
@@ -38,6 +39,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
+from fakes.messages_api import MessagesAPI, tool_use
+from fakes.messages_api import message as anthropic_message
 from fakes.openai_api import (
     OpenAIAPI,
     Reply,
@@ -53,7 +56,7 @@ from fakes.openai_api import (
     truncated,
 )
 from lyra import Budget, ChildContext, Supervisor, adelegate_task, parse_report, tracing
-from lyra.children import Price
+from lyra.children import AnthropicChild, Price
 from lyra.children.openai_agents import STATE_KEY, OpenAIAgentsChild
 from lyra.delegation import ChildRef
 from lyra.delegation._foreign import Kind, describe
@@ -538,6 +541,61 @@ async def test_budget_and_turns_hold_inside_an_agent_used_as_a_tool(client_for: 
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
     assert result.usage.input_tokens == 10 + 50 + 50
     assert result.failure.tool_usage == {"researcher": 1}
+
+
+async def test_parallel_agent_tools_never_overshoot_a_turn_budget(client_for: Any) -> None:
+    """pydantic-ai-harness #696 here: two agents run as tools at once draw turns from one
+    account charged ahead; exactly max_turns requests are sent, never more."""
+    with OpenAIAPI(
+        [tool_calls(call("researcher", {"input": "a"}), call("researcher", {"input": "b"}))]
+    ) as server:
+        client = client_for(server)
+        server.add(*[tool_calls(call("lookup", {"protein_id": "P04637"}))] * 12)
+        inner = agent_for(client, lookup, name="researcher")
+        outer = agent_for(client, inner.as_tool("researcher", "Researches a protein."))
+        result = await delegate(OpenAIAgentsChild(outer), budget=Budget(max_turns=5))
+    assert len(server.requests) == 5
+    assert result.usage.turns == 5
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+
+
+async def test_a_grandchild_on_another_framework_shares_the_budget(client_for: Any) -> None:
+    """A tool of the SDK agent delegates to lyra's Anthropic child (another SDK, its
+    own fake server): its tokens are charged to the same tree, and its failure is
+    listed in the parent's report."""
+    with MessagesAPI(
+        [
+            anthropic_message(
+                [
+                    tool_use(
+                        "report_blocker", {"category": "missing_context", "reason": "Which one?"}
+                    )
+                ],
+                stop_reason="tool_use",
+                usage={"input_tokens": 600, "output_tokens": 10},
+            )
+        ]
+    ) as claude_api:
+        async with anthropic.AsyncAnthropic(
+            base_url=claude_api.url, api_key="test-key", max_retries=0
+        ) as claude:
+
+            @function_tool
+            async def ask_claude(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
+                """Ask a Claude agent."""
+                helper = AnthropicChild(client=claude, model="claude-sonnet-5")
+                result = await wrapper.context.delegate(question, child=helper)
+                return result.output or f"Claude is blocked: {result.failure.blocked_on}"
+
+            script = [tool_calls(call("ask_claude", {"question": "Which is it?"})), message("ok")]
+            with OpenAIAPI(script) as server:
+                agent = agent_for(client_for(server), ask_claude)
+                result = await delegate(OpenAIAgentsChild(agent), budget=Budget(max_tokens=5000))
+    assert tool_outputs(server.requests[1]) == ["Claude is blocked: Which one?"]
+    assert result.usage.input_tokens == 10 + 600 + 10
+    (failed,) = result.failed_delegations
+    assert failed.category == "missing_context"
+    assert "<failed_delegation>" in result.report
 
 
 # -- recovery ----------------------------------------------------------------------------

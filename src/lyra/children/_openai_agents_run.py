@@ -56,12 +56,15 @@ class Tap:
         ctx: ChildContext,
         *,
         prices: Mapping[str, Price] | None,
+        known_prices: dict[str, Price | None],
         tool_errors: ToolErrors,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
     ) -> None:
         self.ctx = ctx
         self.prices = prices
+        self.known_prices = known_prices
+        """Prices found so far, by model name (kept by the child across runs)."""
         self.tool_errors = tool_errors
         self.user_filter = user_filter
         self.user_formatter = user_formatter
@@ -78,7 +81,8 @@ class Tap:
         self.raised: BaseException | None = None
         """A tool's exception this tap re-raised to end the run (``tool_errors="raise"``)."""
         self.last_input: list[Any] = []
-        self.last_output: list[Any] = []
+        self.last_response: ModelResponse | None = None
+        """The answer to ``last_input`` (turned into input items only when needed)."""
         self._cached_charged = 0
 
     # -- the seams ---------------------------------------------------------------------
@@ -90,7 +94,7 @@ class Tap:
             raise ctx.blocked
         self.settle()
         if data.agent is self.agent:  # not a nested agent-tool run
-            self.last_input, self.last_output = list(data.model_data.input), []
+            self.last_input, self.last_response = list(data.model_data.input), None
         self.price = self.price_of(data.agent)
         ctx.charge(turns=1, ahead=True)  # a request the budget has no turn for is never sent
         if self.user_filter is None:
@@ -115,7 +119,7 @@ class Tap:
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
         self.settle(self.price_of(agent))
         if agent is self.agent:
-            self.last_output = response.to_input_items()
+            self.last_response = response
 
     def tool_started(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         self.settle()
@@ -181,7 +185,13 @@ class Tap:
 
     def price_of(self, agent: Agent[Any]) -> Price | None:
         name = model_name(agent.model)
-        return price_of(name, self.prices) if name is not None else None
+        if name is None:
+            return None
+        try:
+            return self.known_prices[name]
+        except KeyError:
+            price = self.known_prices[name] = price_of(name, self.prices)
+            return price
 
     # -- the conversation --------------------------------------------------------------
 
@@ -189,8 +199,9 @@ class Tap:
         """The top-level agent's conversation so far as JSON data (its last model input
         and the answer to it), with tool calls that have no output dropped; ``None``
         when it holds no more than the run's ``start`` input items, or is not JSON data."""
+        answer = self.last_response.to_input_items() if self.last_response is not None else []
         try:
-            items = paired(json.loads(json.dumps([*self.last_input, *self.last_output])))
+            items = paired(json.loads(json.dumps([*self.last_input, *answer])))
         except (TypeError, ValueError):
             return None
         return items if len(items) > start else None

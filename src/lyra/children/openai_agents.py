@@ -135,6 +135,7 @@ class OpenAIAgentsChild:
         self.session = session
         self.prices = prices
         self.tool_errors: ToolErrors = tool_errors
+        self._known_prices: dict[str, Price | None] = {}
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` (or continue its saved conversation) under ``ctx``."""
@@ -146,6 +147,7 @@ class OpenAIAgentsChild:
         tap = sdk.Tap(
             ctx,
             prices=self.prices,
+            known_prices=self._known_prices,
             tool_errors=self.tool_errors,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,
