@@ -55,7 +55,15 @@ from fakes.openai_api import (
     tool_calls,
     truncated,
 )
-from lyra import Budget, ChildContext, Supervisor, adelegate_task, parse_report, tracing
+from lyra import (
+    Budget,
+    ChildContext,
+    RecoveryPolicy,
+    Supervisor,
+    adelegate_task,
+    parse_report,
+    tracing,
+)
 from lyra.children import AnthropicChild, Price
 from lyra.children.openai_agents import STATE_KEY, OpenAIAgentsChild
 from lyra.delegation import ChildRef
@@ -69,6 +77,7 @@ from lyra.supervisor import Task
 pytestmark = pytest.mark.anyio
 
 MODEL = "gpt-test"
+NO_RETRY = RecoveryPolicy(max_retries=0)
 APIS = pytest.mark.parametrize("api", ["chat", "responses"])
 
 
@@ -344,14 +353,16 @@ async def test_by_default_a_tool_exception_goes_to_the_model(client_for: Any) ->
 
 async def test_running_out_of_max_turns_is_never_a_success(client_for: Any) -> None:
     """The SDK's MaxTurnsExceeded is a timeout/budget failure with evidence, retryable
-    after progress; a max_turns error handler that would make it a success is refused."""
-    script = [tool_calls(call("lookup", {"protein_id": "P04637"}))] * 2
+    after progress, and its run data (every tool result) is kept for a continuation;
+    a max_turns error handler that would make it a success is refused."""
+    script = [tool_calls(call("lookup", {"protein_id": f"P{i}"})) for i in range(2)]
     with OpenAIAPI(script) as server:
         agent = agent_for(client_for(server), lookup)
-        result = await delegate(OpenAIAgentsChild(agent, max_turns=2))
+        supervisor = Supervisor(OpenAIAgentsChild(agent, max_turns=2), policy=NO_RETRY)
+        (outcome,) = await supervisor.run([Task(prompt="How long is P04637?")])
         with pytest.raises(ConfigurationError, match="max_turns"):
             OpenAIAgentsChild(agent, error_handlers={"max_turns": lambda data: "fine"})
-    failure = result.failure
+    failure = outcome.result.failure
     assert (failure.category, failure.error_type, failure.suggested_retry) == (
         "timeout",
         "budget",
@@ -360,6 +371,9 @@ async def test_running_out_of_max_turns_is_never_a_success(client_for: Any) -> N
     assert "framework's own limit" in failure.evidence
     assert "MaxTurnsExceeded" in failure.evidence
     assert len(server.requests) == 2
+    history = outcome.state[STATE_KEY]["history"]
+    outputs = [i["output"] for i in history if i.get("type") == "function_call_output"]
+    assert outputs == ["P0: 393 residues", "P1: 393 residues"]
 
 
 async def test_a_turn_budget_refuses_the_request_before_it_is_sent(client_for: Any) -> None:

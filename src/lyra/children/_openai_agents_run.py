@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Tool
+from agents import Agent, ItemHelpers, RunConfig, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import AgentHookContext
@@ -195,14 +195,24 @@ class Tap:
 
     # -- the conversation --------------------------------------------------------------
 
-    def history(self, start: int) -> list[Any] | None:
-        """The top-level agent's conversation so far as JSON data (its last model input
-        and the answer to it), with tool calls that have no output dropped; ``None``
-        when it holds no more than the run's ``start`` input items, or is not JSON data."""
-        answer = self.last_response.to_input_items() if self.last_response is not None else []
+    def history(self, start: int, run_data: Any = None) -> list[Any] | None:
+        """The top-level agent's conversation so far as JSON data, with tool calls that
+        have no output dropped; ``None`` when it holds no more than the run's ``start``
+        input items, or is not JSON data.
+
+        From the SDK's ``run_data`` (``RunErrorDetails``, on its own exceptions: the
+        input and every item the run made) where there is one, else from what the
+        seams saw: the last model input and the answer to it.
+        """
         try:
-            items = paired(json.loads(json.dumps([*self.last_input, *answer])))
-        except (TypeError, ValueError):
+            if run_data is not None:
+                made = [item.to_input_item() for item in run_data.new_items]
+                items = [*ItemHelpers.input_to_new_input_list(run_data.input), *made]
+            else:
+                answer = self.last_response.to_input_items() if self.last_response else []
+                items = [*self.last_input, *answer]
+            items = paired(json.loads(json.dumps(items)))
+        except (TypeError, ValueError, AttributeError):
             return None
         return items if len(items) > start else None
 

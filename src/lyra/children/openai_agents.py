@@ -171,7 +171,7 @@ class OpenAIAgentsChild:
                 session=self.session,
             )
         except Exception as exc:
-            self._keep(tap, ctx, start)
+            self._keep(tap, ctx, start, getattr(exc, "run_data", None))
             cause = tap.tool_raised(exc)
             if cause is not None:  # the tool's own exception, not the SDK's wrapper
                 raise cause from None
@@ -202,13 +202,13 @@ class OpenAIAgentsChild:
             return prompt, 1
         return [*history, {"role": "user", "content": prompt}], len(history) + 1
 
-    def _keep(self, tap: Tap, ctx: ChildContext, start: int) -> None:
+    def _keep(self, tap: Tap, ctx: ChildContext, start: int, run_data: Any = None) -> None:
         """On a failure: charge what the SDK counted and no hook charged yet, and keep
         the conversation for the next attempt (when the model answered at all)."""
         with suppress(BudgetExhausted):  # recorded; the attempt is ending anyway
             tap.settle()
         if self.session is not None:
             return
-        history = tap.history(start)
+        history = tap.history(start, run_data)
         if history is not None:
             ctx.state[STATE_KEY] = {"history": history}
