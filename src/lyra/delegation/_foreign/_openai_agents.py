@@ -9,8 +9,10 @@ errors are not the SDK's: the ``openai`` SDK's own propagate unwrapped (see
 
 Two are refined. A tool's exception that the SDK does not turn into text for
 the model reaches the caller wrapped, as ``UserError("Error running tool NAME:
-…")`` with the tool's exception as ``__cause__``: the cause is what failed.
-A sandbox command that exited 127 was not found (rule 7).
+…")`` with the tool's exception as ``__cause__``: the cause is what failed, and
+:func:`wrapped_by_openai_agents` hands it to ``describe`` (which may need
+another SDK's table for it). A sandbox command that exited 127 was not found
+(rule 7).
 """
 
 from __future__ import annotations
@@ -105,14 +107,16 @@ OPENAI_AGENTS_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
 }
 
 
-def describe_openai_agents(exc: BaseException) -> Cause:
-    """An exception of ``agents``; a wrapped tool exception is described by its cause."""
-    name = type(exc).__name__
-    cause = exc.__cause__
-    if name == "UserError" and cause is not None and str(exc).startswith("Error running tool "):
-        from lyra.delegation._foreign import describe  # the cause may be any SDK's
+def wrapped_by_openai_agents(exc: BaseException) -> BaseException | None:
+    """The tool exception a ``UserError("Error running tool NAME: …")`` carries."""
+    if type(exc).__name__ == "UserError" and str(exc).startswith("Error running tool "):
+        return exc.__cause__
+    return None
 
-        return describe(cause)
+
+def describe_openai_agents(exc: BaseException) -> Cause:
+    """An exception of ``agents`` (a wrapped tool exception never reaches here)."""
+    name = type(exc).__name__
     if name == "ExecNonZeroError" and getattr(exc, "exit_code", None) == 127:
         return Cause(_K.ENVIRONMENT, _E.UNKNOWN, "agents.ExecNonZeroError (exit 127: not found)")
     return from_table(exc, OPENAI_AGENTS_ERRORS, "agents") or unmapped(exc, "agents")
