@@ -72,7 +72,8 @@ class Tap:
         """The top-level agent now running (a handoff changes it)."""
         self.usage: SDKUsage | None = None
         """The SDK's running total for this run (shared with nested agent-tool runs)."""
-        self.charged = (0, 0)
+        self.charged = (0, 0, 0)
+        """Input, output and cached input tokens of the SDK's total charged so far."""
         self.price: Price | None = None
         """The price of the model that made the last request."""
         self.running: dict[str, str] = {}
@@ -83,7 +84,6 @@ class Tap:
         self.last_input: list[Any] = []
         self.last_response: ModelResponse | None = None
         """The answer to ``last_input`` (turned into input items only when needed)."""
-        self._cached_charged = 0
 
     # -- the seams ---------------------------------------------------------------------
 
@@ -165,23 +165,22 @@ class Tap:
         if usage is None:
             self.ctx.heartbeat()
             return
-        spent_in, spent_out = usage.input_tokens, usage.output_tokens
-        new_in, new_out = spent_in - self.charged[0], spent_out - self.charged[1]
-        if new_in <= 0 and new_out <= 0:
+        spent = (usage.input_tokens, usage.output_tokens, _cached(usage))
+        new_in, new_out, new_cached = (
+            max(0, a - b) for a, b in zip(spent, self.charged, strict=True)
+        )
+        if not (new_in or new_out):
             self.ctx.heartbeat()
             return
-        self.charged = (spent_in, spent_out)
-        cost = 0.0
+        self.charged = spent
         price = price or self.price
+        cost = 0.0
         if price is not None:
-            cached = min(new_in, max(0, _cached(usage) - self._cached_charged))
-            self._cached_charged += cached
+            cached = min(new_in, new_cached)
             cost = price.of_tokens(
-                input_tokens=max(0, new_in - cached),
-                output_tokens=max(0, new_out),
-                cache_read_tokens=cached,
+                input_tokens=new_in - cached, output_tokens=new_out, cache_read_tokens=cached
             )
-        self.ctx.charge(input_tokens=max(0, new_in), output_tokens=max(0, new_out), cost_usd=cost)
+        self.ctx.charge(input_tokens=new_in, output_tokens=new_out, cost_usd=cost)
 
     def price_of(self, agent: Agent[Any]) -> Price | None:
         name = model_name(agent.model)
@@ -269,9 +268,11 @@ class Hooks(RunHooks[Any]):
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
     ) -> None:
-        if self.user is not None:
-            await self.user.on_tool_end(context, agent, tool, result)
-        self.tap.tool_ended(context, tool)
+        try:
+            if self.user is not None:
+                await self.user.on_tool_end(context, agent, tool, result)
+        finally:  # lyra's bookkeeping whatever the user's hook did (and its raise wins)
+            self.tap.tool_ended(context, tool)
 
 
 def run_config(tap: Tap, user: RunConfig | None) -> RunConfig | dict[str, Any]:
