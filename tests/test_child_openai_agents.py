@@ -71,7 +71,7 @@ from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._foreign._openai import OPENAI_ERRORS
 from lyra.delegation._foreign._openai_agents import OPENAI_AGENTS_ERRORS
 from lyra.errors import ConfigurationError
-from lyra.recovery import adelegate_with_retry, record_waits
+from lyra.recovery import adelegate_with_retry, record_waits, recover
 from lyra.supervisor import Task
 
 pytestmark = pytest.mark.anyio
@@ -641,6 +641,28 @@ async def test_a_continuation_resumes_the_conversation(client_for: Any, api: str
     assert first["content"] == "How long is P04637?"
     assert last["role"] == "user"
     assert "Ran lookup" in last["content"]
+
+
+async def test_with_a_session_the_session_carries_the_conversation(client_for: Any) -> None:
+    """With an SDK session the continuation sends only the new prompt: the session
+    adds the first attempt's items, and lyra keeps no copy in ctx.state."""
+    script = [
+        tool_calls(call("lookup", {"protein_id": "P04637"})),
+        server_error(500),
+        message("ok"),
+    ]
+    with OpenAIAPI(script) as server, record_waits():
+        child = OpenAIAgentsChild(
+            agent_for(client_for(server), lookup), session=agents.SQLiteSession("continuation")
+        )
+        outcome = await recover(
+            "How long is P04637?", child=child, base_timeout=5, policy=RecoveryPolicy(max_retries=2)
+        )
+    assert outcome.result.output == "ok"
+    resumed = server.requests[2]["messages"]
+    assert [m["role"] for m in resumed] == ["system", "user", "assistant", "tool", "user"]
+    assert "Ran lookup" in resumed[-1]["content"]
+    assert STATE_KEY not in outcome.state
 
 
 async def test_a_stopped_run_keeps_its_conversation_as_json(client_for: Any) -> None:
