@@ -46,6 +46,11 @@ EXPECTED = {
         "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
         "timeout/idle",
     ],
+    "openai_agents_agent.py": [
+        "status=completed attempt=2",
+        "'function_call', 'function_call_output', 'user'",
+        "timeout/budget",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

@@ -32,7 +32,7 @@ from lyra.delegation._foreign._cause import (
 from lyra.delegation._foreign._claude_agent import describe_claude_agent
 from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
-from lyra.delegation._foreign._openai_agents import describe_openai_agents
+from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
 from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
 from lyra.errors import (
     IncompleteOutput,
@@ -62,10 +62,16 @@ _BY_MODULE: dict[str, Callable[[BaseException], Cause]] = {
 }
 """Who translates an exception, by the top-level module its class lives in."""
 
+_WRAPS: dict[str, Callable[[BaseException], BaseException | None]] = {
+    "agents": wrapped_by_openai_agents,
+}
+"""SDKs whose wrapper exceptions carry the real failure (``None``: not a wrapper):
+what a wrapper carries is described instead, by the top-level module of its class."""
+
 
 def describe(exc: BaseException) -> Cause:
     """Reduce any exception to a :class:`Cause`."""
-    exc = _innermost(exc)
+    exc = _unwrapped(_innermost(exc))
     if isinstance(exc, InvalidInput):
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "lyra.InvalidInput")
     if isinstance(exc, SubjectNotFound):
@@ -105,6 +111,17 @@ def _innermost(exc: BaseException) -> BaseException:
     """The first leaf of an exception group (task groups wrap child errors)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """What an SDK's wrapper exception carries (a few levels at most), else ``exc``."""
+    for _ in range(8):
+        unwrap = _WRAPS.get(type(exc).__module__.partition(".")[0])
+        inner = unwrap(exc) if unwrap is not None else None
+        if inner is None or inner is exc:
+            break
+        exc = _innermost(inner)
     return exc
 
 

@@ -1,0 +1,326 @@
+"""One run of the OpenAI Agents SDK under a lyra ChildContext: where the SDK lets
+lyra in, and what lyra does there.
+
+Imported only by :class:`lyra.children.openai_agents.OpenAIAgentsChild` once
+the SDK is known to be installed (this module imports ``agents``).
+
+Three seams of the SDK carry lyra's limits into the run:
+
+- ``RunConfig.call_model_input_filter`` runs just before *every* model request,
+  of the agent and of every agent it runs as a tool (``Agent.as_tool`` hands its
+  nested run the parent's ``RunConfig``): usage not yet charged is charged, then
+  a turn is charged ahead, so a spent budget refuses the request (the filter's
+  exception ends the run before anything is sent). It also records the model
+  input of the top-level agent: the conversation so far, for a continuation.
+- ``RunHooks`` (composed with the user's own hooks, which are still called):
+  ``on_llm_end`` charges the response's usage as it arrives (a heartbeat);
+  ``on_tool_start`` / ``on_tool_end`` report each tool call as progress
+  (``ctx.tool_started`` / ``ctx.tool_ended``, a step per successful call).
+- ``RunConfig.tool_error_formatter`` (composed with the user's) sees the
+  exception of a tool whose errors the SDK turns into text for the model, so
+  lyra records it as a tool failure; with ``tool_errors="raise"`` the run ends
+  with it instead.
+
+Usage is charged as the difference between the SDK's running total
+(``RunContextWrapper.usage``, which nested agent-tool runs add to) and what was
+charged already, so no response is counted twice and a nested agent's tokens
+are charged at the next seam that fires.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from agents import Agent, ItemHelpers, RunConfig, RunContextWrapper, RunHooks, Tool
+from agents.items import ModelResponse, TResponseInputItem
+from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
+from agents.run_context import AgentHookContext
+from agents.usage import Usage as SDKUsage
+
+from lyra.children._pricing import Price, price_of
+from lyra.delegation import ChildContext
+
+ToolErrors = Literal["model", "raise"]
+
+
+class Tap:
+    """What lyra keeps of one SDK run: the usage charged so far, the tools running,
+    the tool errors seen, and the conversation of the top-level agent."""
+
+    def __init__(
+        self,
+        ctx: ChildContext,
+        *,
+        prices: Mapping[str, Price] | None,
+        known_prices: dict[str, Price | None],
+        tool_errors: ToolErrors,
+        user_filter: Callable[[CallModelData[Any]], Any] | None,
+        user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
+    ) -> None:
+        self.ctx = ctx
+        self.prices = prices
+        self.known_prices = known_prices
+        """Prices found so far, by model name (kept by the child across runs)."""
+        self.tool_errors = tool_errors
+        self.user_filter = user_filter
+        self.user_formatter = user_formatter
+        self.agent: Agent[Any] | None = None
+        """The top-level agent now running (a handoff changes it)."""
+        self.usage: SDKUsage | None = None
+        """The SDK's running total for this run (shared with nested agent-tool runs)."""
+        self.charged = (0, 0, 0)
+        """Input, output and cached input tokens of the SDK's total charged so far."""
+        self.price: Price | None = None
+        """The price of the model that made the last request."""
+        self.running: dict[str, str] = {}
+        """Tool calls started and not ended: call id → tool name."""
+        self.tool_failures: dict[str, BaseException] = {}
+        self.raised: BaseException | None = None
+        """A tool's exception this tap re-raised to end the run (``tool_errors="raise"``)."""
+        self.last_input: list[Any] = []
+        self.last_response: ModelResponse | None = None
+        """The answer to ``last_input`` (turned into input items only when needed)."""
+
+    # -- the seams ---------------------------------------------------------------------
+
+    async def before_model_call(self, data: CallModelData[Any]) -> ModelInputData:
+        """``call_model_input_filter``: charge what is owed, then a turn ahead."""
+        ctx = self.ctx
+        if ctx.blocked is not None:  # a tool declared itself blocked; the SDK made it text
+            raise ctx.blocked
+        self.settle()
+        if data.agent is self.agent:  # not a nested agent-tool run
+            self.last_input, self.last_response = list(data.model_data.input), None
+        self.price = self.price_of(data.agent)
+        ctx.charge(turns=1, ahead=True)  # a request the budget has no turn for is never sent
+        if self.user_filter is None:
+            return data.model_data
+        filtered = self.user_filter(data)
+        return await filtered if inspect.isawaitable(filtered) else filtered  # type: ignore[no-any-return]
+
+    async def format_tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
+        """``tool_error_formatter``: remember a tool's exception the SDK hands the model."""
+        if args.kind == "tool_exception" and args.error is not None:
+            self.tool_failures[args.call_id] = args.error
+        if self.user_formatter is None:
+            return None
+        message = self.user_formatter(args)
+        return await message if inspect.isawaitable(message) else message  # type: ignore[no-any-return]
+
+    def agent_started(self, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
+        self.agent = agent
+        self.usage = context.usage
+        self.ctx.heartbeat()
+
+    def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
+        self.settle(self.price_of(agent))
+        if agent is self.agent:
+            self.last_response = response
+
+    def tool_started(self, context: RunContextWrapper[Any], tool: Tool) -> None:
+        self.settle()
+        self.running[_call_id(context, tool)] = tool.name
+        self.ctx.tool_started(tool.name)
+
+    def tool_ended(self, context: RunContextWrapper[Any], tool: Tool) -> None:
+        call_id = _call_id(context, tool)
+        self.running.pop(call_id, None)
+        error = self.tool_failures.pop(call_id, None)
+        ctx = self.ctx
+        ctx.tool_ended(tool.name, error)
+        if error is None:
+            ctx.step(f"Ran {tool.name}")
+        self.settle()
+        if ctx.blocked is not None:
+            raise ctx.blocked
+        if error is not None and self.tool_errors == "raise":
+            self.raised = error
+            raise error
+
+    def tool_raised(self, exc: BaseException) -> BaseException | None:
+        """The tool exception behind ``exc``, the SDK's ``UserError("Error running tool
+        NAME: …")`` for a tool whose errors propagate, recorded as that tool's failure."""
+        cause = exc.__cause__
+        if self.raised is not None and cause is self.raised:
+            return cause
+        if cause is None or type(exc).__name__ != "UserError":
+            return None
+        text = str(exc)
+        for call_id, name in list(self.running.items()):
+            if text.startswith(f"Error running tool {name}:"):
+                del self.running[call_id]
+                self.ctx.tool_ended(name, cause)
+                return cause
+        return None
+
+    # -- usage -------------------------------------------------------------------------
+
+    def settle(self, price: Price | None = None) -> None:
+        """Charge the usage the SDK counted since the last charge (nothing twice)."""
+        usage = self.usage
+        if usage is None:
+            self.ctx.heartbeat()
+            return
+        spent = (usage.input_tokens, usage.output_tokens, _cached(usage))
+        new_in, new_out, new_cached = (
+            max(0, a - b) for a, b in zip(spent, self.charged, strict=True)
+        )
+        if not (new_in or new_out):
+            self.ctx.heartbeat()
+            return
+        self.charged = spent
+        price = price or self.price
+        cost = 0.0
+        if price is not None:
+            cached = min(new_in, new_cached)
+            cost = price.of_tokens(
+                input_tokens=new_in - cached, output_tokens=new_out, cache_read_tokens=cached
+            )
+        self.ctx.charge(input_tokens=new_in, output_tokens=new_out, cost_usd=cost)
+
+    def price_of(self, agent: Agent[Any]) -> Price | None:
+        name = model_name(agent.model)
+        if name is None:
+            return None
+        try:
+            return self.known_prices[name]
+        except KeyError:
+            price = self.known_prices[name] = price_of(name, self.prices)
+            return price
+
+    # -- the conversation --------------------------------------------------------------
+
+    def history(self, start: int, run_data: Any = None) -> list[Any] | None:
+        """The top-level agent's conversation so far as JSON data, with tool calls that
+        have no output dropped; ``None`` when it holds no more than the run's ``start``
+        input items, or is not JSON data.
+
+        From the SDK's ``run_data`` (``RunErrorDetails``, on its own exceptions: the
+        input and every item the run made) where there is one, else from what the
+        seams saw: the last model input and the answer to it.
+        """
+        try:
+            if run_data is not None:
+                made = [item.to_input_item() for item in run_data.new_items]
+                items = [*ItemHelpers.input_to_new_input_list(run_data.input), *made]
+            else:
+                answer = self.last_response.to_input_items() if self.last_response else []
+                items = [*self.last_input, *answer]
+            items = paired(json.loads(json.dumps(items)))
+        except (TypeError, ValueError, AttributeError):
+            return None
+        return items if len(items) > start else None
+
+
+class Hooks(RunHooks[Any]):
+    """lyra's run hooks around the user's own (which are called after lyra's)."""
+
+    def __init__(self, tap: Tap, user: RunHooks[Any] | None) -> None:
+        self.tap = tap
+        self.user = user
+
+    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        self.tap.agent_started(context, agent)
+        if self.user is not None:
+            await self.user.on_agent_start(context, agent)
+
+    async def on_agent_end(
+        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
+    ) -> None:
+        if self.user is not None:
+            await self.user.on_agent_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self.tap.ctx.heartbeat()
+        if self.user is not None:
+            await self.user.on_handoff(context, from_agent, to_agent)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.user is not None:
+            await self.user.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self.tap.model_answered(agent, response)
+        if self.user is not None:
+            await self.user.on_llm_end(context, agent, response)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        self.tap.tool_started(context, tool)
+        if self.user is not None:
+            await self.user.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        try:
+            if self.user is not None:
+                await self.user.on_tool_end(context, agent, tool, result)
+        finally:  # lyra's bookkeeping whatever the user's hook did (and its raise wins)
+            self.tap.tool_ended(context, tool)
+
+
+def run_config(tap: Tap, user: RunConfig | None) -> RunConfig | dict[str, Any]:
+    """The user's RunConfig with lyra's filter and tool-error formatter in its seams.
+
+    With no RunConfig of the user's, a dict: the SDK then builds the RunConfig and
+    owns (and closes) the model provider it makes, as it does for ``run_config=None``.
+    """
+    seams: dict[str, Any] = {
+        "call_model_input_filter": tap.before_model_call,
+        "tool_error_formatter": tap.format_tool_error,
+    }
+    if user is None:
+        return seams
+    return dataclasses.replace(user, **seams)
+
+
+def model_name(model: Any) -> str | None:
+    """The model name of an agent's ``model`` (a name, or a Model instance)."""
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) else None
+
+
+def paired(items: list[Any]) -> list[Any]:
+    """``items`` without function calls that have no output, nor outputs without their
+    call (an API refuses either): a run stopped while its tools ran leaves such calls."""
+    calls = {i.get("call_id") for i in items if _type(i) == "function_call"}
+    outputs = {i.get("call_id") for i in items if _type(i) == "function_call_output"}
+    return [
+        i
+        for i in items
+        if not (_type(i) == "function_call" and i.get("call_id") not in outputs)
+        and not (_type(i) == "function_call_output" and i.get("call_id") not in calls)
+    ]
+
+
+def _type(item: Any) -> Any:
+    return item.get("type") if isinstance(item, dict) else None
+
+
+def _call_id(context: RunContextWrapper[Any], tool: Tool) -> str:
+    call_id = getattr(context, "tool_call_id", None)
+    return call_id if isinstance(call_id, str) else tool.name
+
+
+def _cached(usage: SDKUsage) -> int:
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0)
+    return cached if isinstance(cached, int) else 0

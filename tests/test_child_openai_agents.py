@@ -1,0 +1,813 @@
+"""The OpenAI Agents SDK child: real SDK runs (``Runner.run`` with the SDK's OpenAI
+models and the real ``openai`` client) against a local fake OpenAI API server."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import agents
+import anthropic
+import anyio
+import openai
+import pytest
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    ModelSettings,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunConfig,
+    RunContextWrapper,
+    RunHooks,
+    function_tool,
+    input_guardrail,
+)
+from agents.run_config import CallModelData, ModelInputData
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+
+from fakes.messages_api import MessagesAPI, tool_use
+from fakes.messages_api import message as anthropic_message
+from fakes.openai_api import (
+    OpenAIAPI,
+    Reply,
+    call,
+    error,
+    malformed,
+    message,
+    rate_limited,
+    refusal,
+    server_error,
+    slow,
+    tool_calls,
+    truncated,
+)
+from lyra import (
+    Budget,
+    ChildContext,
+    RecoveryPolicy,
+    Supervisor,
+    adelegate_task,
+    parse_report,
+    tracing,
+)
+from lyra.children import AnthropicChild, Price
+from lyra.children.openai_agents import STATE_KEY, OpenAIAgentsChild
+from lyra.delegation import ChildRef
+from lyra.delegation._foreign import Kind, describe
+from lyra.delegation._foreign._openai import OPENAI_ERRORS
+from lyra.delegation._foreign._openai_agents import OPENAI_AGENTS_ERRORS
+from lyra.errors import ConfigurationError
+from lyra.recovery import adelegate_with_retry, record_waits, recover
+from lyra.supervisor import Task
+
+pytestmark = pytest.mark.anyio
+
+MODEL = "gpt-test"
+NO_RETRY = RecoveryPolicy(max_retries=0)
+APIS = pytest.mark.parametrize("api", ["chat", "responses"])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _sdk_tracing_off() -> None:
+    """The SDK's own tracing (not OpenTelemetry) exports to OpenAI's backend: off here,
+    and for the rest of the session (no test may export traces)."""
+    agents.set_tracing_disabled(True)
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Callable[[OpenAIAPI], openai.AsyncOpenAI]]:
+    """Real openai clients pointed at a fake server, SDK retries off, closed after."""
+    clients: list[openai.AsyncOpenAI] = []
+
+    def make(api: OpenAIAPI) -> openai.AsyncOpenAI:
+        client = openai.AsyncOpenAI(base_url=api.base_url, api_key="test-key", max_retries=0)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+def model_for(client: openai.AsyncOpenAI, api: str = "chat") -> Any:
+    kind = OpenAIChatCompletionsModel if api == "chat" else OpenAIResponsesModel
+    return kind(model=MODEL, openai_client=client)
+
+
+def agent_for(
+    client: openai.AsyncOpenAI, *tools: Any, api: str = "chat", **options: Any
+) -> Agent[Any]:
+    options.setdefault("name", "worker")
+    return Agent(
+        instructions="Do the task.", model=model_for(client, api), tools=list(tools), **options
+    )
+
+
+@function_tool
+def lookup(protein_id: str) -> str:
+    """Look a protein up."""
+    return f"{protein_id}: 393 residues"
+
+
+async def delegate(child: OpenAIAgentsChild, *, timeout: float = 5.0, **limits: Any) -> Any:
+    return await Supervisor(child, **limits).delegate("How long is P04637?", timeout=timeout)
+
+
+def tool_outputs(request: dict[str, Any]) -> list[str]:
+    """The tool results a model request carries, whichever API it went to."""
+    if "messages" in request:
+        return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+    return [i["output"] for i in request["input"] if i.get("type") == "function_call_output"]
+
+
+# -- a run, its usage, its output --------------------------------------------------------
+
+
+@APIS
+async def test_tool_run_completes_with_usage_charged_per_response(
+    client_for: Any, api: str
+) -> None:
+    """Each tool call is progress and each response's usage is charged once: two
+    requests, two turns, the tokens of both."""
+    script = [
+        tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=100, output_tokens=20),
+        message("393 residues", input_tokens=150, output_tokens=10),
+    ]
+    with OpenAIAPI(script) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup, api=api))
+        result = await delegate(child)
+    assert (result.status, result.output) == ("completed", "393 residues")
+    assert tool_outputs(server.requests[1]) == ["P04637: 393 residues"]
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.turns) == (250, 30, 2)
+    report = parse_report(result.report)
+    assert (report.tokens_used, report.turns) == (280, 2)
+
+
+async def test_structured_output_becomes_json(client_for: Any) -> None:
+    """An agent with an output_type returns its final output serialised as JSON."""
+
+    class Length(BaseModel):
+        protein: str
+        residues: int
+
+    with OpenAIAPI([message('{"protein": "P04637", "residues": 393}')]) as server:
+        agent = agent_for(client_for(server), output_type=Length)
+        result = await delegate(OpenAIAgentsChild(agent))
+    assert json.loads(result.output) == {"protein": "P04637", "residues": 393}
+
+
+async def test_prices_give_the_cost_of_each_response(client_for: Any) -> None:
+    """prices= prices the SDK's usage, cached input tokens at the cache-read rate."""
+    reply = message("ok", input_tokens=1000, output_tokens=100, cached_tokens=400)
+    with OpenAIAPI([reply]) as server:
+        child = OpenAIAgentsChild(
+            agent_for(client_for(server)), prices={MODEL: Price(1.0, 2.0, cache_read=0.5)}
+        )
+        result = await delegate(child)
+    assert result.usage.cost_usd == pytest.approx((600 * 1.0 + 100 * 2.0 + 400 * 0.5) / 1e6)
+
+
+async def test_a_cost_budget_needs_a_known_price(client_for: Any) -> None:
+    """With no price for the model a cost budget cannot be kept: a clear failure and
+    no request."""
+    with OpenAIAPI([]) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server)))
+        result = await delegate(child, budget=Budget(max_cost_usd=1.0))
+    assert server.requests == []
+    assert "no price is known for the model 'gpt-test'" in result.failure.message
+
+
+# -- the five categories, from real SDK behaviour ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "category", "retryable", "error_type"),
+    [
+        (rate_limited(7), "tool_error", True, "rate_limit"),
+        (
+            error(429, "quota", type="insufficient_quota", code="insufficient_quota"),
+            "tool_error",
+            False,
+            "auth",
+        ),
+        (server_error(529), "tool_error", True, "rate_limit"),
+        (server_error(500), "tool_error", True, "unknown"),
+        (server_error(503), "tool_error", True, "unknown"),
+        (error(400, "bad request"), "invalid_task", False, "data"),
+        (error(401, "bad key", type="invalid_api_key"), "tool_error", False, "auth"),
+        (error(404, "no such model"), "tool_error", False, "not_found"),
+        (malformed(), "tool_error", True, "data"),
+        (refusal(), "invalid_task", False, "data"),
+        (truncated(), "tool_error", True, "data"),
+    ],
+    ids=[
+        "429",
+        "quota",
+        "529",
+        "500",
+        "503",
+        "400",
+        "401",
+        "404",
+        "malformed",
+        "refusal",
+        "length",
+    ],
+)
+@APIS
+async def test_model_outcomes_are_classified(
+    client_for: Any, api: str, reply: Reply, category: str, retryable: bool, error_type: str
+) -> None:
+    """HTTP errors, a malformed body, a refusal and a truncated answer, through the
+    real client and SDK, land in the right category."""
+    with OpenAIAPI([reply]) as server:
+        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server), api=api)))
+    failure = result.failure
+    assert (failure.category, failure.suggested_retry, failure.error_type) == (
+        category,
+        retryable,
+        error_type,
+    ), failure.evidence
+
+
+async def test_retry_after_of_a_429_reaches_the_failure(client_for: Any) -> None:
+    """The retry-after header of a real 429 is kept for the recovery loop's backoff."""
+    with OpenAIAPI([rate_limited(7)]) as server:
+        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server))))
+    assert result.failure.retry_after == 7.0
+
+
+async def test_connection_refused_is_a_retryable_connection_error() -> None:
+    """A model endpoint that refuses the connection is transient (rule 6)."""
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0)
+    async with client:
+        result = await delegate(OpenAIAgentsChild(agent_for(client)))
+    assert (result.failure.category, result.failure.error_type) == ("tool_error", "connection")
+    assert result.failure.suggested_retry
+
+
+async def test_a_guardrail_tripwire_is_an_invalid_task(client_for: Any) -> None:
+    """An input guardrail's tripwire rejects the task: invalid_task, not retried."""
+
+    @input_guardrail(run_in_parallel=False)
+    def no_homework(ctx: Any, agent: Any, text: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info="homework", tripwire_triggered=True)
+
+    with OpenAIAPI([]) as server:
+        agent = agent_for(client_for(server), input_guardrails=[no_homework])
+        result = await delegate(OpenAIAgentsChild(agent))
+    assert (result.failure.category, result.failure.suggested_retry) == ("invalid_task", False)
+    assert server.requests == []
+
+
+async def test_ctx_block_in_a_tool_ends_the_run_though_the_sdk_catches_it(client_for: Any) -> None:
+    """ctx.block inside a tool ends the run as the declared category at once, although
+    the SDK turns the tool's exception into text for the model."""
+
+    @function_tool
+    def which_protein(wrapper: RunContextWrapper[ChildContext]) -> str:
+        """Find out which protein is meant."""
+        wrapper.context.block("missing_context", "Which protein is 'it'?")
+
+    script = [tool_calls(call("which_protein")), message("guessing anyway")]
+    with OpenAIAPI(script) as server:
+        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server), which_protein)))
+    assert (result.failure.category, result.failure.blocked_on) == (
+        "missing_context",
+        "Which protein is 'it'?",
+    )
+    assert len(server.requests) == 1
+
+
+@function_tool
+def flaky(protein_id: str) -> str:
+    """Look a protein up (upstream resets)."""
+    raise ConnectionResetError("upstream reset")
+
+
+@function_tool(failure_error_function=None)
+def flaky_raising(protein_id: str) -> str:
+    """Look a protein up (upstream resets; errors propagate)."""
+    raise ConnectionResetError("upstream reset")
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_errors"),
+    [(flaky, "raise"), (flaky_raising, "model")],
+    ids=["tool_errors=raise", "failure_error_function=None"],
+)
+async def test_a_tool_exception_that_ends_the_run_is_classified_by_its_cause(
+    client_for: Any, tool: Any, tool_errors: Any
+) -> None:
+    """A tool's exception that ends the run is the tool's own (not the SDK's
+    UserError wrapper): tool_error, retryable, naming the tool."""
+    script = [tool_calls(call(tool.name, {"protein_id": "P04637"})), message("never")]
+    with OpenAIAPI(script) as server:
+        agent = agent_for(client_for(server), tool)
+        result = await delegate(OpenAIAgentsChild(agent, tool_errors=tool_errors))
+    failure = result.failure
+    assert (failure.category, failure.error_type, failure.suggested_retry) == (
+        "tool_error",
+        "connection",
+        True,
+    )
+    assert f"in tool '{tool.name}'" in failure.evidence
+    assert failure.message == "ConnectionResetError: upstream reset"
+    assert len(server.requests) == 1
+
+
+async def test_by_default_a_tool_exception_goes_to_the_model(client_for: Any) -> None:
+    """As in the SDK, a failing tool's error is text for the model, which goes on; lyra
+    counts the call but not as the last successful tool."""
+    script = [
+        tool_calls(call("lookup", {"protein_id": "P04637"})),
+        tool_calls(call("flaky", {"protein_id": "P04637"})),
+        tool_calls(call("flaky", {"protein_id": "P04637"})),
+    ]
+    with OpenAIAPI(script) as server:
+        agent = agent_for(client_for(server), lookup, flaky)
+        result = await delegate(OpenAIAgentsChild(agent, max_turns=3))
+    assert "error occurred" in tool_outputs(server.requests[2])[-1]
+    failure = result.failure  # then the turns run out
+    assert failure.tool_usage == {"lookup": 1, "flaky": 2}
+    assert failure.last_successful_tool == "lookup"
+
+
+# -- limits inside the run -------------------------------------------------------------
+
+
+async def test_running_out_of_max_turns_is_never_a_success(client_for: Any) -> None:
+    """The SDK's MaxTurnsExceeded is a timeout/budget failure with evidence, retryable
+    after progress, and its run data (every tool result) is kept for a continuation;
+    a max_turns error handler that would make it a success is refused."""
+    script = [tool_calls(call("lookup", {"protein_id": f"P{i}"})) for i in range(2)]
+    with OpenAIAPI(script) as server:
+        agent = agent_for(client_for(server), lookup)
+        supervisor = Supervisor(OpenAIAgentsChild(agent, max_turns=2), policy=NO_RETRY)
+        (outcome,) = await supervisor.run([Task(prompt="How long is P04637?")])
+        with pytest.raises(ConfigurationError, match="max_turns"):
+            OpenAIAgentsChild(agent, error_handlers={"max_turns": lambda data: "fine"})
+    failure = outcome.result.failure
+    assert (failure.category, failure.error_type, failure.suggested_retry) == (
+        "timeout",
+        "budget",
+        True,
+    )
+    assert "framework's own limit" in failure.evidence
+    assert "MaxTurnsExceeded" in failure.evidence
+    assert len(server.requests) == 2
+    history = outcome.state[STATE_KEY]["history"]
+    outputs = [i["output"] for i in history if i.get("type") == "function_call_output"]
+    assert outputs == ["P0: 393 residues", "P1: 393 residues"]
+
+
+async def test_a_turn_budget_refuses_the_request_before_it_is_sent(client_for: Any) -> None:
+    """With max_turns=2 in lyra's budget the third request is never sent, nor counted."""
+    script = [tool_calls(call("lookup", {"protein_id": "P04637"}))] * 3
+    with OpenAIAPI(script) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup))
+        result = await delegate(child, budget=Budget(max_turns=2))
+    assert len(server.requests) == 2
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert "max_turns=2 reached" in result.failure.evidence
+    assert result.usage.turns == 2
+
+
+async def test_a_runaway_agent_is_stopped_by_its_token_budget(client_for: Any) -> None:
+    """An agent that never finishes is stopped by the response that takes the tree over
+    max_tokens: spend at most the limit plus one response, no request after it."""
+    turn = tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=400, output_tokens=5)
+    with OpenAIAPI([turn] * 8) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup), max_turns=None)
+        result = await delegate(child, budget=Budget(max_tokens=1000))
+    assert len(server.requests) == 3
+    spent = result.usage.input_tokens + result.usage.output_tokens
+    assert 1000 < spent <= 1000 + 405
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert f"<tokens_used>{spent}</tokens_used>" in result.report
+
+
+def _threads() -> set[threading.Thread]:
+    """Live threads but the event loop's executor pool (its idle workers resolve
+    host names) and the fake server's request handlers."""
+    return {
+        t
+        for t in threading.enumerate()
+        if not t.name.startswith("asyncio_") and "process_request_thread" not in t.name
+    }
+
+
+def _new_tasks(before: set[asyncio.Task[Any]]) -> list[str]:
+    return [repr(t) for t in asyncio.all_tasks() - before if not t.done()]
+
+
+@pytest.mark.parametrize("stuck", ["tool", "model"])
+async def test_a_stuck_run_ends_at_the_idle_timeout_leaving_nothing_behind(
+    client_for: Any, stuck: str
+) -> None:
+    """A tool that hangs, or a model that does not answer, ends the attempt at the idle
+    timeout, promptly; no task or thread of the run is left."""
+
+    @function_tool
+    async def hang(protein_id: str) -> str:
+        """Look a protein up (hangs)."""
+        await anyio.sleep(30)
+        return "never"
+
+    first = tool_calls(call("hang", {"protein_id": "P04637"}))
+    script = [first] if stuck == "tool" else [slow(message("late"), 30)]
+    with OpenAIAPI(script, strict=False) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server), hang))
+        threads = _threads()
+        tasks = asyncio.all_tasks()
+        started = time.perf_counter()
+        result = await delegate(child, idle_timeout=0.5)
+        elapsed = time.perf_counter() - started
+        await asyncio.sleep(0)
+        assert _new_tasks(tasks) == []
+        assert _threads() <= threads
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "idle")
+    assert elapsed < 3.0
+    assert result.usage.turns == 1
+
+
+async def test_a_deadline_cancels_the_run_leaving_nothing_behind(client_for: Any) -> None:
+    """A slow model past the attempt's deadline: a timeout, promptly, and the SDK's
+    tasks are gone when the attempt returns."""
+    with OpenAIAPI([slow(message("late"), 30)], strict=False) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server)))
+        tasks = asyncio.all_tasks()
+        started = time.perf_counter()
+        result = await delegate(child, timeout=0.3)
+        elapsed = time.perf_counter() - started
+        await asyncio.sleep(0)
+        assert _new_tasks(tasks) == []
+    assert result.failure.category == "timeout"
+    assert elapsed < 3.0
+
+
+# -- the context, the user's own hooks, context and filter ------------------------------
+
+
+async def failing_helper(prompt: str, ctx: ChildContext) -> str:
+    """A plain lyra child whose data source is down."""
+    raise ConnectionResetError("helper's source reset")
+
+
+@function_tool
+async def ask_helper(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
+    """Ask a helper agent."""
+    result = await wrapper.context.delegate(question, child=failing_helper)
+    return result.output or f"the helper failed ({result.failure.category})"
+
+
+async def test_a_tool_delegates_a_grandchild_through_the_sdk_context(client_for: Any) -> None:
+    """With no context of the user's, RunContextWrapper.context is lyra's ChildContext:
+    a tool delegates under the same tree and the parent's report lists the failure."""
+    script = [tool_calls(call("ask_helper", {"question": "Fetch P04637"})), message("no data")]
+    with OpenAIAPI(script) as server:
+        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server), ask_helper)))
+    assert result.output == "no data"
+    assert tool_outputs(server.requests[1]) == ["the helper failed (tool_error)"]
+    (failed,) = result.failed_delegations
+    assert failed.category == "tool_error"
+    assert f"<failed_delegation>{failed.session_id} tool_error connection" in result.report
+
+
+@dataclasses.dataclass
+class Deps:
+    """A user's own SDK context, holding lyra's ChildContext."""
+
+    lyra: ChildContext
+    greeting: str
+
+
+@function_tool
+def greet(wrapper: RunContextWrapper[Deps]) -> str:
+    """Greet."""
+    wrapper.context.lyra.step("greeted")
+    return wrapper.context.greeting
+
+
+class CountingHooks(RunHooks[Any]):
+    """A user's own run hooks."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        self.seen.append("llm_end")
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        self.seen.append(f"tool_end {tool.name}: {result}")
+
+
+async def test_the_users_context_hooks_and_filter_still_work(client_for: Any) -> None:
+    """context_factory builds the user's context around lyra's, the user's RunHooks are
+    called, and the user's call_model_input_filter still shapes the request."""
+
+    def shout(data: CallModelData[Any]) -> ModelInputData:
+        return ModelInputData(input=data.model_data.input, instructions="FILTERED")
+
+    hooks = CountingHooks()
+    with OpenAIAPI([tool_calls(call("greet")), message("done")]) as server:
+        child = OpenAIAgentsChild(
+            agent_for(client_for(server), greet),
+            context_factory=lambda ctx: Deps(lyra=ctx, greeting="hello"),
+            hooks=hooks,
+            run_config=RunConfig(call_model_input_filter=shout),
+        )
+        result = await delegate(child)
+        with pytest.raises(ConfigurationError, match="not both"):
+            OpenAIAgentsChild(child.agent, context=1, context_factory=lambda ctx: 2)
+    assert result.output == "done"
+    assert hooks.seen == ["llm_end", "tool_end greet: hello", "llm_end"]
+    assert server.requests[0]["messages"][0] == {"role": "system", "content": "FILTERED"}
+
+
+async def test_budget_and_turns_hold_inside_an_agent_used_as_a_tool(client_for: Any) -> None:
+    """openai-agents-js #444: the SDK's max_turns does not reach an agent run as a tool,
+    lyra's budget does: the nested agent's requests are charged ahead (the fourth is
+    refused) and its tokens are charged."""
+    with OpenAIAPI([tool_calls(call("researcher", {"input": "go"}))]) as server:
+        client = client_for(server)
+        inner = agent_for(client, lookup, name="researcher")
+        server.add(*[tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=50)] * 5)
+        outer = agent_for(client, inner.as_tool("researcher", "Researches a protein."))
+        child = OpenAIAgentsChild(outer, max_turns=2)
+        result = await delegate(child, budget=Budget(max_turns=3))
+    assert len(server.requests) == 3
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert result.usage.input_tokens == 10 + 50 + 50
+    assert result.failure.tool_usage == {"researcher": 1}
+
+
+async def test_parallel_agent_tools_never_overshoot_a_turn_budget(client_for: Any) -> None:
+    """pydantic-ai-harness #696 here: two agents run as tools at once draw turns from one
+    account charged ahead; max_turns turns are charged and never more requests sent."""
+    with OpenAIAPI(
+        [tool_calls(call("researcher", {"input": "a"}), call("researcher", {"input": "b"}))]
+    ) as server:
+        client = client_for(server)
+        server.add(*[tool_calls(call("lookup", {"protein_id": "P04637"}))] * 12)
+        inner = agent_for(client, lookup, name="researcher")
+        outer = agent_for(client, inner.as_tool("researcher", "Researches a protein."))
+        result = await delegate(OpenAIAgentsChild(outer), budget=Budget(max_turns=5))
+    # Five turns charged ahead; the last one's request may still be unsent when the
+    # refusal of the sixth (by the other nested run) cancels the attempt.
+    assert result.usage.turns == 5
+    assert 4 <= len(server.requests) <= 5
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+
+
+async def test_a_grandchild_on_another_framework_shares_the_budget(client_for: Any) -> None:
+    """A tool of the SDK agent delegates to lyra's Anthropic child (another SDK, its
+    own fake server): its tokens are charged to the same tree, and its failure is
+    listed in the parent's report."""
+    with MessagesAPI(
+        [
+            anthropic_message(
+                [
+                    tool_use(
+                        "report_blocker", {"category": "missing_context", "reason": "Which one?"}
+                    )
+                ],
+                stop_reason="tool_use",
+                usage={"input_tokens": 600, "output_tokens": 10},
+            )
+        ]
+    ) as claude_api:
+        async with anthropic.AsyncAnthropic(
+            base_url=claude_api.url, api_key="test-key", max_retries=0
+        ) as claude:
+
+            @function_tool
+            async def ask_claude(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
+                """Ask a Claude agent."""
+                helper = AnthropicChild(client=claude, model="claude-sonnet-5")
+                result = await wrapper.context.delegate(question, child=helper)
+                return result.output or f"Claude is blocked: {result.failure.blocked_on}"
+
+            script = [tool_calls(call("ask_claude", {"question": "Which is it?"})), message("ok")]
+            with OpenAIAPI(script) as server:
+                agent = agent_for(client_for(server), ask_claude)
+                result = await delegate(OpenAIAgentsChild(agent), budget=Budget(max_tokens=5000))
+    assert tool_outputs(server.requests[1]) == ["Claude is blocked: Which one?"]
+    assert result.usage.input_tokens == 10 + 600 + 10
+    (failed,) = result.failed_delegations
+    assert failed.category == "missing_context"
+    assert "<failed_delegation>" in result.report
+
+
+# -- recovery ----------------------------------------------------------------------------
+
+
+@APIS
+async def test_a_continuation_resumes_the_conversation(client_for: Any, api: str) -> None:
+    """After a failure that follows a tool call, the recovery loop's next attempt sends
+    the first attempt's conversation back (the tool's result included) with the
+    continuation, and completes without redoing the tool."""
+    script = [
+        tool_calls(call("lookup", {"protein_id": "P04637"})),
+        server_error(500),
+        message("P04637 has 393 residues"),
+    ]
+    with OpenAIAPI(script) as server, record_waits():
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup, api=api))
+        report = await adelegate_with_retry(
+            "How long is P04637?", child=child, max_retries=2, base_timeout=5
+        )
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.attempt) == ("completed", 2)
+    resumed = server.requests[2]
+    assert tool_outputs(resumed) == ["P04637: 393 residues"]
+    if api == "chat":
+        first, last = resumed["messages"][1], resumed["messages"][-1]
+    else:
+        first, last = resumed["input"][0], resumed["input"][-1]
+    assert first["content"] == "How long is P04637?"
+    assert last["role"] == "user"
+    assert "Ran lookup" in last["content"]
+
+
+async def test_with_a_session_the_session_carries_the_conversation(client_for: Any) -> None:
+    """With an SDK session the continuation sends only the new prompt: the session
+    adds the first attempt's items, and lyra keeps no copy in ctx.state."""
+    script = [
+        tool_calls(call("lookup", {"protein_id": "P04637"})),
+        server_error(500),
+        message("ok"),
+    ]
+    with OpenAIAPI(script) as server, record_waits():
+        child = OpenAIAgentsChild(
+            agent_for(client_for(server), lookup), session=agents.SQLiteSession("continuation")
+        )
+        outcome = await recover(
+            "How long is P04637?", child=child, base_timeout=5, policy=RecoveryPolicy(max_retries=2)
+        )
+    assert outcome.result.output == "ok"
+    resumed = server.requests[2]["messages"]
+    assert [m["role"] for m in resumed] == ["system", "user", "assistant", "tool", "user"]
+    assert "Ran lookup" in resumed[-1]["content"]
+    assert STATE_KEY not in outcome.state
+
+
+async def test_a_stopped_run_keeps_its_conversation_as_json(client_for: Any) -> None:
+    """A run stopped by the budget leaves the conversation in ctx.state as JSON data
+    (a durable run needs it), tool calls without results left out."""
+    script = [tool_calls(call("lookup", {"protein_id": "P04637"}))] * 2
+    with OpenAIAPI(script) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup))
+        supervisor = Supervisor(child, budget=Budget(max_turns=2), timeout=5)
+        (outcome,) = await supervisor.run([Task(prompt="How long is P04637?")])
+    history = outcome.state[STATE_KEY]["history"]
+    assert json.loads(json.dumps(history)) == history
+    kinds = [item.get("type", item.get("role")) for item in history]
+    assert kinds == ["user", "function_call", "function_call_output"]
+
+
+def factory(base_url: str) -> OpenAIAgentsChild:
+    """Builds the child in whatever process resolves it (durable runs, lyra worker)."""
+    client = openai.AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
+    return OpenAIAgentsChild(agent_for(client, lookup))
+
+
+async def test_a_child_ref_builds_the_child_for_supervisor_run() -> None:
+    """ChildRef to an importable factory builds the child; Supervisor.run runs it."""
+    with OpenAIAPI([message("393 residues")]) as server:
+        ref = ChildRef(
+            target="test_child_openai_agents:factory", options={"base_url": server.base_url}
+        )
+        assert isinstance(ref.resolve(), OpenAIAgentsChild)
+        (outcome,) = await Supervisor(ref, timeout=5).run([Task(prompt="How long is P04637?")])
+        await ref.resolve().agent.model._client.close()  # type: ignore[union-attr]
+    assert outcome.result.output == "393 residues"
+
+
+# -- traces ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.configure(tracer_provider=provider)
+    yield exporter
+    tracing.configure()
+    provider.shutdown()
+
+
+async def test_the_attempt_span_counts_each_response_once(
+    client_for: Any, spans: InMemorySpanExporter
+) -> None:
+    """The SDK emits no OpenTelemetry spans; lyra's invoke_agent span carries the
+    tokens of the run, each response counted once."""
+    script = [tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=100), message("ok")]
+    with OpenAIAPI(script) as server:
+        await delegate(OpenAIAgentsChild(agent_for(client_for(server), lookup)))
+    (span,) = spans.get_finished_spans()
+    assert span.name == "invoke_agent OpenAIAgentsChild"
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.usage.input_tokens"] == 110
+
+
+# -- the framework's exceptions, the extra -----------------------------------------------
+
+
+def _public_exceptions(package: Any, roots: tuple[str, ...]) -> dict[str, type[BaseException]]:
+    """Public exception classes (no leading underscore) defined in ``package`` and in
+    its importable modules under ``roots``; a module of an extra not installed is
+    skipped."""
+    modules, names = [], [package.__name__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while names:
+            try:
+                module = importlib.import_module(names.pop())
+            except Exception:  # noqa: BLE001 - needs an extra (numpy, docker, ...)
+                continue
+            modules.append(module)
+            path = getattr(module, "__path__", None)
+            if path is not None:
+                found = pkgutil.iter_modules(path, f"{module.__name__}.")
+                names.extend(i.name for i in found if i.name.startswith(roots))
+    classes: dict[str, type[BaseException]] = {}
+    for module in modules:
+        for name, obj in vars(module).items():  # not getattr: lazy proxies load on access
+            if (
+                issubclass(type(obj), type)
+                and issubclass(obj, BaseException)
+                and not name.startswith("_")
+                and obj.__module__.partition(".")[0] == package.__name__
+            ):
+                classes[name] = obj
+    return classes
+
+
+def test_every_agents_exception_class_is_mapped() -> None:
+    """Each public exception class of the installed OpenAI Agents SDK has a mapping."""
+    classes = _public_exceptions(agents, ("agents.",))
+    assert {"MaxTurnsExceeded", "ModelBehaviorError", "ExecTimeoutError"} <= classes.keys()
+    assert sorted(classes.keys() - OPENAI_AGENTS_ERRORS.keys()) == []
+
+
+def test_every_openai_exception_class_is_mapped() -> None:
+    """Each public exception class of the installed openai SDK has a mapping."""
+    classes = _public_exceptions(openai, ("openai.lib", "openai._exceptions", "openai._response"))
+    assert {"RateLimitError", "APITimeoutError", "LengthFinishReasonError"} <= classes.keys()
+    assert sorted(classes.keys() - OPENAI_ERRORS.keys()) == []
+
+
+def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
+    """MaxTurnsExceeded is the framework's own limit; the SDK's UserError around a
+    tool's exception is described by that exception; a timeout without a response
+    is transient."""
+    assert describe(agents.MaxTurnsExceeded("Max turns (2) exceeded")).kind is Kind.BUDGET
+    wrapped = agents.UserError("Error running tool read: no access")
+    wrapped.__cause__ = PermissionError("no access")
+    assert describe(wrapped).kind is Kind.ENVIRONMENT
+    assert describe(agents.UserError("bad config")).kind is Kind.PERMANENT
+    import httpx2
+
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/responses")
+    assert describe(openai.APITimeoutError(request=request)).error_type == "timeout"
+
+
+def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the SDK installed, building the child names the extra to install."""
+    monkeypatch.setitem(sys.modules, "agents", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[openai-agents\]'"):
+        OpenAIAgentsChild(object())  # type: ignore[arg-type]
+
+
+def test_importing_the_module_does_not_import_the_sdk() -> None:
+    """lyra.children.openai_agents imports the SDK only when a child is built."""
+    code = "import sys, lyra.children.openai_agents; print('agents' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+async def test_model_settings_and_adelegate_task_work_together(client_for: Any) -> None:
+    """The agent's own model settings reach the request; adelegate_task returns the
+    output with its metadata."""
+    with OpenAIAPI([message("393")]) as server:
+        agent = agent_for(client_for(server), model_settings=ModelSettings(temperature=0.25))
+        report = await adelegate_task("How long?", child=OpenAIAgentsChild(agent), timeout=5)
+    assert server.requests[0]["temperature"] == 0.25
+    assert parse_report(report).status == "completed"
