@@ -1,0 +1,133 @@
+"""One delegation tree over agents of different frameworks: a parent agent on one
+framework whose tool delegates, through the context its framework hands the tool, to
+a child agent on another, under one budget and one deadline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from fakes.langchain_models import ScriptedModel, react_graph, reply
+from lyra import Budget, ChildContext, Supervisor, parse_report
+from lyra.children.langgraph import LangGraphChild, child_context
+from lyra.children.pydantic_ai import PydanticAIChild
+
+pytestmark = pytest.mark.anyio
+
+
+def runaway_graph_child() -> LangGraphChild:
+    """A LangGraph agent that calls its tool for ever (100 + 20 tokens a response)."""
+
+    def lookup(protein: str) -> str:
+        """Look a protein up."""
+        return f"{protein}: 393 residues"
+
+    def forever() -> Any:
+        while True:
+            yield reply("", ("lookup", {"protein": "P04637"}))
+
+    return LangGraphChild(react_graph(ScriptedModel.of(forever()), [lookup]))
+
+
+def pydantic_ai_parent(consulted: list[Any]) -> PydanticAIChild:
+    """A pydantic-ai agent that asks a LangGraph expert (its tool), then answers with
+    what came back; 100 + 10 tokens a response."""
+    turns = iter(
+        [
+            ModelResponse(
+                parts=[ToolCallPart("ask_expert", {"question": "How long is P04637?"})],
+                usage=RequestUsage(input_tokens=100, output_tokens=10),
+            ),
+            ModelResponse(
+                parts=[TextPart("answered without the expert")],
+                usage=RequestUsage(input_tokens=100, output_tokens=10),
+            ),
+        ]
+    )
+
+    async def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return next(turns)
+
+    agent: Agent[ChildContext, str] = Agent(FunctionModel(script), deps_type=ChildContext)
+
+    @agent.tool
+    async def ask_expert(ctx: RunContext[ChildContext], question: str) -> str:
+        """Ask the expert agent (LangGraph) under this tree's limits."""
+        result = await ctx.deps.delegate(
+            question, child=runaway_graph_child(), budget=Budget(max_turns=3)
+        )
+        consulted.append(result)
+        return result.output if result.ok else f"the expert failed: {result.report}"
+
+    return PydanticAIChild(agent)
+
+
+def langgraph_parent(consulted: list[Any]) -> LangGraphChild:
+    """A LangGraph agent whose tool asks a pydantic-ai expert that runs away."""
+
+    async def ask_expert(question: str, config: RunnableConfig) -> str:
+        """Ask the expert agent (pydantic-ai) under this tree's limits."""
+        ctx = child_context(config)
+
+        async def forever(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            return ModelResponse(
+                parts=[ToolCallPart("lookup", {"q": "P04637"})],
+                usage=RequestUsage(input_tokens=100, output_tokens=20),
+            )
+
+        expert: Agent[ChildContext, str] = Agent(FunctionModel(forever), deps_type=ChildContext)
+        expert.tool_plain(lambda q: f"found {q}", name="lookup")
+        result = await ctx.delegate(
+            question, child=PydanticAIChild(expert), budget=Budget(max_turns=3)
+        )
+        consulted.append(result)
+        return result.output if result.ok else f"the expert failed: {result.report}"
+
+    model = ScriptedModel.of(
+        reply("", ("ask_expert", {"question": "How long is P04637?"}), tokens=(100, 10)),
+        AIMessage("answered without the expert", usage_metadata={
+            "input_tokens": 100, "output_tokens": 10, "total_tokens": 110
+        }),
+    )  # fmt: skip
+    return LangGraphChild(react_graph(model, [ask_expert]))
+
+
+@pytest.mark.parametrize(
+    "parent",
+    [pydantic_ai_parent, langgraph_parent],
+    ids=["pydantic-ai → LangGraph", "LangGraph → pydantic-ai"],
+)
+async def test_a_tree_of_two_frameworks_keeps_one_budget_and_one_report(parent: Any) -> None:
+    """The grandchild (another framework) runs under the parent's deadline and account:
+    stopped by its own share of turns, its failure is a result the parent's agent reads,
+    the parent's report lists it, and the tree's usage holds both frameworks' spend."""
+    consulted: list[Any] = []
+    supervisor = Supervisor(parent(consulted), budget=Budget(max_turns=10, max_tokens=5_000))
+    result = await supervisor.delegate("Triage issue 42", timeout=10)
+
+    assert result.ok, result.report
+    [grandchild] = consulted
+    assert grandchild.failure is not None
+    assert (grandchild.failure.category, grandchild.failure.error_type) == ("timeout", "budget")
+    assert grandchild.parent_session_id == result.session_id
+    assert grandchild.usage is not None
+    assert grandchild.usage.turns == 3  # its own share, charged ahead, never overshot
+    report = parse_report(result.report)
+    [failed] = report.failed_delegations
+    assert (failed.session_id, failed.category, failed.error_type) == (
+        grandchild.session_id,
+        "timeout",
+        "budget",
+    )
+    assert result.usage is not None
+    assert result.usage.turns == 2 + 3  # the parent's two model calls and the grandchild's
+    assert result.usage.tokens > grandchild.usage.tokens > 0
+    assert supervisor.account is not None
+    assert supervisor.account.usage == result.usage  # one account for the whole tree
