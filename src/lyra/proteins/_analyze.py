@@ -371,13 +371,19 @@ def _figures(state: ProteinState) -> dict[str, Any]:
     """The few numbers a comparison and the answer need, from the stage results."""
     summary = state.reusable("fetch_protein") or {}
     structure = state.reusable("analyze_structure") or {}
-    reasoning = state.reusable("reason") or {}
+    units = structure.get("units") or []
+    largest = max(units, key=lambda u: u["residues"]) if units else None
     figures = {
         "name": summary.get("description"),
         "mean_plddt": structure.get("mean_plddt"),
         "well_folded_fraction": structure.get("well_folded_fraction"),
-        "reliability": structure.get("reliability"),
-        "tractability": reasoning.get("tractability"),
+        "per_residue": structure.get("per_residue"),
+        "units": len(units) if structure.get("units") is not None else None,
+        "largest_unit": (
+            {k: largest[k] for k in ("where", "residues", "mean_plddt", "band")}
+            if largest
+            else None
+        ),
     }
     return {key: value for key, value in figures.items() if value is not None}
 

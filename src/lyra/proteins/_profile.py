@@ -45,7 +45,7 @@ def model_profile(
         found = units(cut.ordered, plddt, triples)
     between = None
     if found is not None and pae is not None and len(pae) == len(plddt):
-        between = [p.model_dump() for p in pae_between(found, pae)]
+        between = [{**p.model_dump(), "placement": p.verdict} for p in pae_between(found, pae)]
     return {
         "segments": [segment_data(s) for s in cut.segments],
         "fraying": [segment_data(s) for s in cut.fraying],
