@@ -3,14 +3,16 @@
 
 Usage::
 
-    python scripts/build_protein_data.py [--raw PATH] [--out PATH] [--pae DIR] [--fixtures DIR]
+    python scripts/build_protein_data.py [--raw PATH] [--out PATH] [--pae DIR]
+                                         [--fixtures DIR]
 
 The raw data live in ``data/proteins/`` (provenance beside them). Model files are
 read with gemmi (atoms, B-factor pLDDT, ``_ma_qa_metric_local``), UniProt flat
 files with Biopython's SwissProt parser, JSON with the standard library. PAE
 files are copied byte for byte into ``src/lyra/proteins/data/pae/``. Every value
-in the output is taken from a raw file (never typed in here); when several files give the same field the highest-trust one wins
-(UniProt JSON > AFDB API JSON > model mmCIF > FASTA > model PDB > per-project summary >
+in the output is taken from a raw file (never typed in here); when several files
+give the same field the highest-trust one wins (UniProt JSON > AFDB API JSON >
+model mmCIF > FASTA and flat file > model PDB > per-project summary >
 facts_secondary_sources.json) and the others are cross-checked against it. Any
 disagreement, unknown file or unknown key stops the build. The output is deterministic:
 re-running on the same input gives a byte-identical file.
@@ -239,9 +241,7 @@ def read_cif_model(rec: Record, path: Path, name: str, version: int) -> None:
     names = [gemmi.cif.as_string(v) for v in block.find_values("_ma_qa_metric.name")]
     modes = [gemmi.cif.as_string(v) for v in block.find_values("_ma_qa_metric.mode")]
     local = {i for i, n, m in zip(ids, names, modes, strict=True) if n == "pLDDT" and m == "local"}
-    table = block.find(
-        "_ma_qa_metric_local.", ["label_seq_id", "metric_id", "metric_value"]
-    )
+    table = block.find("_ma_qa_metric_local.", ["label_seq_id", "metric_id", "metric_value"])
     rows = [(int(r[0]), float(r[2])) for r in table if gemmi.cif.as_string(r[1]) in local]
     if [n for n, _ in rows] != list(range(1, len(rows) + 1)):
         raise BuildError(f"{name}: local pLDDT rows are not residues 1..n")

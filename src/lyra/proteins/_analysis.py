@@ -160,9 +160,7 @@ def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]
 def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
     """``UniProtKB … (Rel. 48, last annotated 2005-09-13: old annotation)``."""
     parts = [p for p in (uniprot.get("release"), uniprot.get("entry_version")) if p]
-    version = ", ".join(
-        f"entry version {p}" if isinstance(p, int) else str(p) for p in parts
-    )
+    version = ", ".join(f"entry version {p}" if isinstance(p, int) else str(p) for p in parts)
     date = uniprot.get("date")
     when = f"last annotated {date}" if date else "annotation date not recorded"
     old = date is not None and str(date) < "2020"
@@ -182,8 +180,7 @@ def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for ligand, sites in by_ligand.items():
         where = ", ".join(
-            f"{f['start']}" if f["start"] == f["end"] else f"{f['start']}–{f['end']}"
-            for f in sites
+            f"{f['start']}" if f["start"] == f["end"] else f"{f['start']}–{f['end']}" for f in sites
         )
         values = ", ".join(num(f["mean_plddt"]) for f in sites)
         lines.append(f"{ligand}: residues {where}; pLDDT {values}")

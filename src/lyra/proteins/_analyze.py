@@ -29,6 +29,7 @@ from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
+from lyra.proteins._figures import with_pictures
 from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._output import (
     AnalysisOutput,
@@ -78,6 +79,7 @@ async def analyze(
     answer_writer: AnswerWriter | None = None,
     question: str | None = None,
     stream: bool = False,
+    pictures: bool = True,
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
@@ -88,6 +90,10 @@ async def analyze(
     soon as its protein finishes, and the output at the end. ``quorum``
     decides whether the results are enough to answer; the answer is written by
     ``answer_writer`` (a template by default) and always exists.
+
+    With a ``run_dir``, ``pictures`` (the plots extra) draws each analysed
+    protein's pLDDT track and PAE heatmap into its ``figures/``, linked from the
+    brief (not for a streamed run).
 
     ``stream=True`` is for proteome-sized runs: ``ids`` are read lazily, the
     entries live only in the run directory (``run_dir`` is then required), and
@@ -116,6 +122,8 @@ async def analyze(
 
     def finished(task: Task, outcome: RecoveryOutcome) -> None:
         entry = _entry(task.subject or "", outcome)
+        if folder is not None and pictures and not stream:
+            entry = with_pictures(entry, outcome.state, source, folder.path / "figures")
         tally.add(entry, outcome.report)
         if on_result is not None:
             on_result(entry)

@@ -10,10 +10,14 @@ the annotation's date, and what is missing. ``basis`` replaces any
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["basis", "critique"]
+
+_FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
+_CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
@@ -53,9 +57,7 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
             f"Membrane segments ({_ranges(membrane)}) are modelled without a membrane: their "
             "placement relative to the rest of the protein is not constrained by a bilayer."
         )
-    processed = [
-        f for f in features if f["type"] in ("Signal", "Transit peptide", "Propeptide")
-    ]
+    processed = [f for f in features if f["type"] in ("Signal", "Transit peptide", "Propeptide")]
     if processed:
         kinds = ", ".join(f"{f['type'].lower()} {f['start']}–{f['end']}" for f in processed)
         caveats.append(
@@ -68,6 +70,29 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
             f"UniProt lists {len(chains)} chains or peptides ({_ranges(chains)}): the mature "
             "products are separate molecules, modelled here as one chain."
         )
+    return caveats
+
+
+def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    """Caveats for figures that contradict each other."""
+    caveats: list[str] = []
+    fractions = s.get("fractions")
+    mean = s.get("mean_plddt")
+    if isinstance(fractions, Mapping):
+        total = math.fsum(fractions.values())
+        if abs(total - 1) > 0.01:
+            caveats.append(f"The band fractions sum to {round(total, 3)}, not 1.")
+        low = math.fsum(fractions[b] * _FLOOR[b] for b in _FLOOR)
+        high = math.fsum(fractions[b] * _CEILING[b] for b in _CEILING)
+        if isinstance(mean, int | float) and not low - 0.5 <= mean <= high + 0.5:
+            caveats.append(
+                f"The mean pLDDT {round(mean, 2):g} is outside the range the band fractions "
+                f"allow ({round(low, 2):g}–{round(high, 2):g}): the figures may come from "
+                "different models."
+            )
+    residues, length = s.get("residues"), summary.get("length")
+    if isinstance(residues, int) and isinstance(length, int) and residues != length:
+        caveats.append(f"The model covers {residues} residues but the sequence has {length}.")
     return caveats
 
 
@@ -89,6 +114,7 @@ def critique(
             "Without PAE the relative placement of the units is unknown: treat them as "
             "separately reliable, not their arrangement."
         )
+    caveats.extend(_consistency_caveats(summary, s))
     caveats.extend(_annotation_caveats(summary))
     isoforms = summary.get("isoforms")
     if isoforms:

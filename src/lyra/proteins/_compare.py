@@ -59,17 +59,10 @@ def compare(
         )
     if all(figures[p].get("well_folded_fraction") is not None for p in usable):
         best = max(usable, key=lambda p: figures[p]["well_folded_fraction"])
-        shares = ", ".join(
-            f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in usable
-        )
+        shares = ", ".join(f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in usable)
         why = f"largest share of residues with pLDDT ≥ 70: {shares}"
     else:
         best = max(usable, key=lambda p: figures[p]["mean_plddt"])
         means = ", ".join(f"{p} {figures[p]['mean_plddt']}" for p in usable)
-        why = (
-            "highest whole-model mean pLDDT, as band fractions are not known for all: "
-            f"{means}"
-        )
-    return Comparison(
-        compared=usable, best_predicted_structure=best, basis=why, left_out=left_out
-    )
+        why = f"highest whole-model mean pLDDT, as band fractions are not known for all: {means}"
+    return Comparison(compared=usable, best_predicted_structure=best, basis=why, left_out=left_out)

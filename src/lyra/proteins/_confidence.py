@@ -137,25 +137,24 @@ def _ordered_spans(values: Sequence[float]) -> list[tuple[int, int]]:
 
 def _disordered(values: Sequence[float], start: int, end: int) -> list[tuple[int, int, Kind]]:
     """A stretch below the ordered spans cut into low and very low runs (short runs absorbed)."""
-    pieces: list[list[int | str]] = []
+    pieces: list[tuple[int, int, Kind]] = []
     for s, e, very in _runs([v < 50 for v in values[start : end + 1]]):
-        kind = "very_low" if very else "low"
+        kind: Kind = "very_low" if very else "low"
         short = e - s + 1 <= MERGE_GAP
         if pieces and (short or pieces[-1][2] == kind):
-            pieces[-1][1] = e + start
+            pieces[-1] = (pieces[-1][0], e + start, pieces[-1][2])
         else:
-            pieces.append([s + start, e + start, kind])
+            pieces.append((s + start, e + start, kind))
     # A short first piece joins the one after it.
-    if len(pieces) > 1 and int(pieces[0][1]) - int(pieces[0][0]) + 1 <= MERGE_GAP:
-        pieces[1][0] = pieces[0][0]
+    if len(pieces) > 1 and pieces[0][1] - pieces[0][0] + 1 <= MERGE_GAP:
+        pieces[1] = (pieces[0][0], pieces[1][1], pieces[1][2])
         pieces.pop(0)
     merged: list[tuple[int, int, Kind]] = []
-    for s, e, k in pieces:
-        kind: Kind = "very_low" if k == "very_low" else "low"
+    for s, e, kind in pieces:
         if merged and merged[-1][2] == kind:
-            merged[-1] = (merged[-1][0], int(e), kind)
+            merged[-1] = (merged[-1][0], e, kind)
         else:
-            merged.append((int(s), int(e), kind))
+            merged.append((s, e, kind))
     return merged
 
 
@@ -171,14 +170,15 @@ def segment(values: Sequence[float]) -> Segmentation:
     if cursor < len(values):
         spans.extend(_disordered(values, cursor, len(values) - 1))
     built: list[Segment] = []
-    for s, e, kind in spans:
-        value = mean(values[s : e + 1])
-        if kind != "ordered":  # a stretch below 70 is named by its own mean
+    for first, last, found in spans:
+        value = mean(values[first : last + 1])
+        kind = found
+        if found != "ordered":  # a stretch below 70 is named by its own mean
             kind = "very_low" if value < 50 else "low"
             if built and built[-1].kind == kind:
-                s = built.pop().start - 1
-                value = mean(values[s : e + 1])
-        built.append(Segment(start=s + 1, end=e + 1, kind=kind, mean_plddt=value))
+                first = built.pop().start - 1
+                value = mean(values[first : last + 1])
+        built.append(Segment(start=first + 1, end=last + 1, kind=kind, mean_plddt=value))
     fraying = [
         seg
         for seg in built

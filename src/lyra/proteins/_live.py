@@ -75,7 +75,9 @@ class _UniProt(TypedDict):
 
 def _from_uniprot(entry: dict[str, Any]) -> _UniProt:
     """The summary fields of a UniProtKB JSON entry."""
-    description = text_or_none(dig(entry, "proteinDescription", "recommendedName", "fullName", "value"))
+    description = text_or_none(
+        dig(entry, "proteinDescription", "recommendedName", "fullName", "value")
+    )
     if description is None:  # unreviewed (TrEMBL) entries carry submission names instead
         description = text_or_none(
             dig(entry, "proteinDescription", "submissionNames", 0, "fullName", "value")
@@ -256,9 +258,10 @@ class LiveSource:
         if confidence is None:
             return  # no per-residue data: the brief names what is missing
         try:
-            af["plddt"] = read_confidence(confidence)
+            plddt = read_confidence(confidence)
         except ValueError as exc:
             raise _malformed("AlphaFold DB", accession, f"a confidence file where {exc}") from exc
+        af["plddt"] = plddt
         af["model_file"] = plddt_url
         summary["sources"].append(str(plddt_url))
         coordinates = None
@@ -268,8 +271,10 @@ class LiveSource:
                 try:
                     model = read_model(text, "model.cif")
                 except (ValueError, RuntimeError) as exc:
-                    raise _malformed("AlphaFold DB", accession, "a model file gemmi cannot read") from exc
-                if len(model.plddt) == len(af["plddt"]):
+                    raise _malformed(
+                        "AlphaFold DB", accession, "a model file gemmi cannot read"
+                    ) from exc
+                if len(model.plddt) == len(plddt):
                     coordinates = [c for xyz in model.coordinates for c in xyz]
                     summary["sources"].append(cif_url)
         pae = None
@@ -283,7 +288,7 @@ class LiveSource:
                 af["pae_file"] = pae_url
                 summary["sources"].append(pae_url)
                 self._remember(pae_url, pae)
-        af["profile"] = model_profile(af["plddt"], coordinates, pae)
+        af["profile"] = model_profile(plddt, coordinates, pae)
 
     def _file_url(self, url: object) -> str | None:
         """A file URL of the record; on AlphaFold DB's public host, the configured host's."""

@@ -50,7 +50,7 @@ def read_model(text: str, name: str) -> ModelFile:
         coordinates.append((round(atom.pos.x, 3), round(atom.pos.y, 3), round(atom.pos.z, 3)))
         letters.append(gemmi.find_tabulated_residue(residue.name).one_letter_code.upper())
     key = "_pdbx_database_status.recvd_initial_deposition_date"
-    date = structure.info[key] if key in structure.info else None
+    date = structure.info[key] if key in structure.info else None  # noqa: SIM401 - no .get
     return ModelFile(tuple(plddt), tuple(coordinates), "".join(letters), date)
 
 

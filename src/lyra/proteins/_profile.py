@@ -49,9 +49,7 @@ def model_profile(
     return {
         "segments": [segment_data(s) for s in cut.segments],
         "fraying": [segment_data(s) for s in cut.fraying],
-        "units": [
-            {**u.model_dump(), "where": u.where, "band": u.label} for u in found
-        ]
+        "units": [{**u.model_dump(), "where": u.where, "band": u.label} for u in found]
         if found is not None
         else None,
         "unit_pae": between,

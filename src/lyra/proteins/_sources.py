@@ -136,7 +136,5 @@ def dig(data: object, *keys: str | int) -> object:
     return data
 
 
-
-
 from lyra.proteins._live import LiveSource  # noqa: E402 - re-exported; they import this module
 from lyra.proteins._offline import OfflineSource  # noqa: E402

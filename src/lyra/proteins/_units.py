@@ -111,6 +111,8 @@ def contacts(coordinates: Coordinates) -> set[tuple[int, int]]:
     pairs = set()
     for hit in found:
         i, j = hit.partner1.residue.seqid.num, hit.partner2.residue.seqid.num
+        if i is None or j is None:
+            continue
         if abs(i - j) >= MIN_SEPARATION:
             pairs.add((min(i, j), max(i, j)))
     return pairs

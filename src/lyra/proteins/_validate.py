@@ -85,8 +85,9 @@ def validate_response(response: object, protein_id: str, source: str) -> dict[st
 def process_protein(protein_id: object, source: ProteinSource | None = None) -> dict[str, Any]:
     """Validate the id, fetch it (offline by default) and validate the response.
 
-    A bad id, or one that is no UniProt accession, gives an error dict without any request; a missing protein or a bad
-    response gives an error dict; exceptions raised by the source propagate.
+    A bad id, or one that is no UniProt accession, gives an error dict without any
+    request; a missing protein or a bad response gives an error dict; exceptions
+    raised by the source propagate.
     """
     source = source if source is not None else OfflineSource()
     ok, problem = validate_protein_id(protein_id)
