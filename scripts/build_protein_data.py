@@ -53,6 +53,14 @@ FIXTURES = {
     "afdb_prediction_P05067.json": "afdb_api_prediction_P05067.json",
     "uniprot_P04637.json": "uniprot_P04637_subset.json",
     "uniprot_P69905.json": "uniprot_P69905_trimmed.json",
+    # Files an AlphaFold DB record names, served under /files/ by the test server.
+    "files/AF-P05067-F1-model_v6.pdb": "AF-P05067-F1-model_v6.pdb",
+    "files/AF-P05067-F1-confidence_v6.json": "derived/AF-P05067-F1-confidence_v6.derived.json",
+    "files/AF-P00221-F1-model_v4.cif": "AF-P00221-F1-model_v4.cif",
+    "files/AF-P00221-F1-confidence_v4.json": "derived/AF-P00221-F1-confidence_v4.derived.json",
+    "files/AF-P00221-F1-predicted_aligned_error_v4.json": (
+        "AF-P00221-F1-predicted_aligned_error_v4.json"
+    ),
 }
 
 # Source ranks: lower wins.
@@ -829,8 +837,8 @@ def copy_pae(raw: Path, document: dict[str, Any], dest: Path) -> None:
 
 def copy_fixtures(shared: Path, dest: Path) -> None:
     """Copy the recorded HTTP responses byte-for-byte into dest."""
-    dest.mkdir(parents=True, exist_ok=True)
     for target, source in sorted(FIXTURES.items()):
+        (dest / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shared / source, dest / target)
 
 

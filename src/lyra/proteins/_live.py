@@ -253,7 +253,7 @@ class LiveSource:
         assert af is not None
         plddt_url = self._file_url(record.get("plddtDocUrl"))
         pae_url = self._file_url(record.get("paeDocUrl"))
-        cif_url = self._file_url(record.get("cifUrl"))
+        model_urls = [self._file_url(record.get(key)) for key in ("cifUrl", "pdbUrl")]
         confidence = self._get_json(plddt_url, "AlphaFold DB", accession) if plddt_url else None
         if confidence is None:
             return  # no per-residue data: the brief names what is missing
@@ -265,18 +265,20 @@ class LiveSource:
         af["model_file"] = plddt_url
         summary["sources"].append(str(plddt_url))
         coordinates = None
-        if cif_url:
-            text = self._get_text(cif_url, "AlphaFold DB", accession)
-            if text is not None:
-                try:
-                    model = read_model(text, "model.cif")
-                except (ValueError, RuntimeError) as exc:
-                    raise _malformed(
-                        "AlphaFold DB", accession, "a model file gemmi cannot read"
-                    ) from exc
-                if len(model.plddt) == len(plddt):
-                    coordinates = [c for xyz in model.coordinates for c in xyz]
-                    summary["sources"].append(cif_url)
+        for url in [u for u in model_urls if u]:
+            text = self._get_text(url, "AlphaFold DB", accession)
+            if text is None:
+                continue  # the next format, if the record names one
+            try:
+                model = read_model(text, urlsplit(url).path)
+            except (ValueError, RuntimeError) as exc:
+                raise _malformed(
+                    "AlphaFold DB", accession, "a model file gemmi cannot read"
+                ) from exc
+            if len(model.plddt) == len(plddt):
+                coordinates = [c for xyz in model.coordinates for c in xyz]
+                summary["sources"].append(url)
+            break
         pae = None
         if pae_url:
             document = self._get_json(pae_url, "AlphaFold DB", accession)
