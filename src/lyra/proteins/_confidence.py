@@ -10,9 +10,9 @@ domain nor becomes a "region":
 
 - :data:`MERGE_GAP`: an ordered stretch interrupted by at most this many
   residues below 70 stays one segment (a loop of a domain, not a boundary);
-  low and very low stretches absorb runs this short of the other class;
-- :data:`MIN_ORDERED_LENGTH`: an ordered run shorter than this is no segment
-  of its own (it stays inside the low-confidence stretch around it);
+- :data:`MIN_SEGMENT_LENGTH`: a run shorter than this is no segment of its
+  own: an ordered blip stays inside the low-confidence stretch around it, and
+  within that stretch a short low or very low run joins its neighbour;
 - :data:`FRAYING_MAX`: a low or very low segment at either end of the chain
   that is at most this long is *terminal fraying* (an end's flexibility, set
   apart from the table), not a region of interest.
@@ -30,7 +30,7 @@ __all__ = [
     "BAND_NAMES",
     "FRAYING_MAX",
     "MERGE_GAP",
-    "MIN_ORDERED_LENGTH",
+    "MIN_SEGMENT_LENGTH",
     "ORDERED_PLDDT",
     "Band",
     "Segment",
@@ -53,7 +53,7 @@ BAND_NAMES: Final[dict[str, str]] = {
 """AlphaFold DB's own words for its bands."""
 ORDERED_PLDDT: Final = 70.0
 MERGE_GAP: Final = 3
-MIN_ORDERED_LENGTH: Final = 5
+MIN_SEGMENT_LENGTH: Final = 5
 FRAYING_MAX: Final = 10
 
 
@@ -132,7 +132,7 @@ def _ordered_spans(values: Sequence[float]) -> list[tuple[int, int]]:
             spans[-1][1] = end
         else:
             spans.append([start, end])
-    return [(s, e) for s, e in spans if e - s + 1 >= MIN_ORDERED_LENGTH]
+    return [(s, e) for s, e in spans if e - s + 1 >= MIN_SEGMENT_LENGTH]
 
 
 def _disordered(values: Sequence[float], start: int, end: int) -> list[tuple[int, int, Kind]]:
@@ -140,13 +140,13 @@ def _disordered(values: Sequence[float], start: int, end: int) -> list[tuple[int
     pieces: list[tuple[int, int, Kind]] = []
     for s, e, very in _runs([v < 50 for v in values[start : end + 1]]):
         kind: Kind = "very_low" if very else "low"
-        short = e - s + 1 <= MERGE_GAP
+        short = e - s + 1 < MIN_SEGMENT_LENGTH
         if pieces and (short or pieces[-1][2] == kind):
             pieces[-1] = (pieces[-1][0], e + start, pieces[-1][2])
         else:
             pieces.append((s + start, e + start, kind))
     # A short first piece joins the one after it.
-    if len(pieces) > 1 and pieces[0][1] - pieces[0][0] + 1 <= MERGE_GAP:
+    if len(pieces) > 1 and pieces[0][1] - pieces[0][0] + 1 < MIN_SEGMENT_LENGTH:
         pieces[1] = (pieces[0][0], pieces[1][1], pieces[1][2])
         pieces.pop(0)
     merged: list[tuple[int, int, Kind]] = []
