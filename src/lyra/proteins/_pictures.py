@@ -110,7 +110,9 @@ def _track(
     top = figure.add_axes((0.22, 1 - 2.0 / height, 0.74, 1.6 / height))
     residues = range(1, len(plddt) + 1)
     colours = [BAND_COLOURS[band_of(v)] for v in plddt]
-    top.bar(residues, plddt, width=1.0, color=colours, linewidth=0, antialiased=False)
+    # One vertical line per residue, as wide as a residue (a LineCollection: fast).
+    width = 0.74 * 11 * 72 / len(plddt)  # points per residue across the axes
+    top.vlines(residues, 0, plddt, colors=colours, linewidth=width, antialiased=False)
     top.set_xlim(0.5, len(plddt) + 0.5)
     top.set_ylim(0, 100)
     top.set_ylabel("pLDDT")
