@@ -485,10 +485,12 @@ def read_afdb_api(records: dict[str, Record], path: Path, name: str) -> None:
         version = item.get("latestVersion")
         rec.add("model_version", version, name, R_AFDB_API)
         rec.add("global_plddt", item.get("globalMetricValue"), name, R_AFDB_API)
+        rec.add("global_plddt_version", version, name, R_AFDB_API)
         rec.expect(f"af_global_{version}", item.get("globalMetricValue"), name)
         fractions = {k: item.get(v) for k, v in FRACTION_KEYS.items()}
         if all(v is not None for v in fractions.values()):
             rec.add("fractions", fractions, name, R_AFDB_API)
+            rec.add("fractions_version", version, name, R_AFDB_API)
             rec.expect(f"af_fractions_{version}", fractions, name)
 
 
@@ -515,6 +517,7 @@ def read_summary(rec: Record, path: Path, name: str, version: int) -> None:
     rec.add("entry_id", f"AF-{rec.accession}-F1", name, R_SUMMARY)
     rec.add("model_version", version, name, R_SUMMARY)
     rec.add("global_plddt", data["plddt"]["mean"], name, R_SUMMARY)
+    rec.add("global_plddt_version", version, name, R_SUMMARY)
     rec.expect("model_residues", data.get("residues"), name)
 
 
@@ -547,6 +550,8 @@ def read_facts(records: dict[str, Record], path: Path, name: str) -> None:
         if "afdb_v4_pdb_summary" in block:
             summary = block["afdb_v4_pdb_summary"]
             rec.add("global_plddt", summary.get("plddt_mean"), name, R_FACTS + 1)
+            version = int(re.findall(r"\d+", "afdb_v4_pdb_summary")[0])  # the key names it
+            rec.add("global_plddt_version", version, name, R_FACTS + 1)
             rec.expect("model_residues", summary.get("residues"), name)
         if "model_v6_cif_counts" in block:
             counts = block["model_v6_cif_counts"]
@@ -589,9 +594,11 @@ def read_facts_afdb(rec: Record, block: dict[str, Any], name: str, version: int)
     rec.add("organism", block.get("organismScientificName"), name, R_FACTS)
     rec.expect("taxid", block.get("taxId"), name)
     rec.add("global_plddt", block.get("globalMetricValue"), name, R_FACTS)
+    rec.add("global_plddt_version", version, name, R_FACTS)
     fractions = {k: block.get(v) for k, v in FRACTION_KEYS.items()}
     if all(v is not None for v in fractions.values()):
         rec.add("fractions", fractions, name, R_FACTS)
+        rec.add("fractions_version", version, name, R_FACTS)
     if block.get("sequenceStart", 1) != 1:
         raise BuildError(f"{name}: {rec.accession}: model does not start at residue 1")
     rec.expect("length", block.get("sequenceEnd"), name)
@@ -712,6 +719,16 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
     else:
         global_plddt = take("global_plddt")
         fractions = take("fractions")
+    # Whole-model figures taken from files of different model versions say so.
+    mean_version, _ = rec.pick("global_plddt_version")
+    fractions_version, _ = rec.pick("fractions_version")
+    note = None
+    mixed = mean_version is not None and fractions_version not in (None, mean_version)
+    if plddt is None and global_plddt is not None and fractions is not None and mixed:
+        note = (
+            f"the mean pLDDT is from a v{mean_version} model and the band fractions from "
+            f"a v{fractions_version} model"
+        )
     if any(v is not None for v in (entry_id, version, global_plddt, fractions, plddt)):
         coordinates = take("coordinates")
         entry["alphafold"] = {
@@ -724,6 +741,7 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
             "model_file": take("model_file"),
             "coordinates": coordinates,
             "pae_file": take("pae_file"),
+            "figures_note": note,
         }
         if coordinates is not None and plddt is not None and len(coordinates) != 3 * len(plddt):
             raise BuildError(f"{rec.accession}: coordinates do not cover every residue")

@@ -25,7 +25,8 @@ from fakes.replay_server import (
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
 from lyra.proteins._analysis import analyze_structure, synthesize
-from lyra.proteins._sources import LiveSource, ProteinSource
+from lyra.proteins._live import LiveSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"

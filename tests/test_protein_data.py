@@ -27,7 +27,7 @@ ENTRY_KEYS = {
 }  # fmt: skip
 ALPHAFOLD_KEYS = {
     "entry_id", "model_version", "global_plddt", "fractions", "plddt", "model_date",
-    "model_file", "coordinates", "pae_file",
+    "model_file", "coordinates", "pae_file", "figures_note",
 }  # fmt: skip
 EXPECTED = {
     "P04637", "Q8I3H7", "P69905", "P00533", "P38398", "P01308", "P0DTC2", "P05067",

@@ -20,7 +20,8 @@ from lyra.proteins._analysis import (
     synthesize,
 )
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
@@ -547,7 +548,7 @@ def test_full_brief_names_everything() -> None:
         "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high |",
         "Terminal fraying (set apart): 1–6 (mean pLDDT 54.28), 1860–1863 (mean pLDDT 46.99).",
         "- Whole-model mean pLDDT: 41.29 (one number over ordered and disordered parts alike",
-        "very low (&lt; 50) 80.3%",
+        "very low (below 50) 80.3%",
         "https://alphafold.ebi.ac.uk/entry/P38398",
         "https://www.uniprot.org/uniprotkb/P38398/entry",
         "not experimental evidence",

@@ -74,8 +74,8 @@ def test_the_brief_links_the_pictures_in_the_run_directory(tmp_path: Path) -> No
     output = analyze_sync(["Q5VSL9", "Q8I3H7"], run_dir=tmp_path, timeout=30)
     brief = (tmp_path / "briefs" / "Q5VSL9.md").read_text(encoding="utf-8")
     assert "## Pictures" in brief
-    assert "- pLDDT along the sequence: ../figures/Q5VSL9-plddt.png" in brief
-    assert "- PAE heatmap: ../figures/Q5VSL9-pae.png" in brief
+    assert "- [pLDDT along the sequence](../figures/Q5VSL9-plddt.png)" in brief
+    assert "- [PAE heatmap](../figures/Q5VSL9-pae.png)" in brief
     assert (tmp_path / "figures" / "Q5VSL9-pae.png").stat().st_size > 0
     assert output.completed_analyses[0].brief == brief
     no_data = (tmp_path / "briefs" / "Q8I3H7.md").read_text(encoding="utf-8")

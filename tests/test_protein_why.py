@@ -75,6 +75,14 @@ def test_no_false_model_version_warning(acc: str) -> None:
     assert "different AlphaFold model versions" not in _brief(acc)
 
 
+def test_a_true_version_mix_is_still_said() -> None:
+    """P04637's bundled mean is from a v4 file and its fractions from v6: that one is true."""
+    assert (
+        "Whole-model figures from different model files: the mean pLDDT is from a v4 model "
+        "and the band fractions from a v6 model." in _brief("P04637")
+    )
+
+
 def test_no_false_model_version_warning_live() -> None:
     """The same for a live brief, where every figure comes from one record."""
     with ReplayServer() as server, LiveSource(afdb_url=server.url, uniprot_url=server.url) as s:

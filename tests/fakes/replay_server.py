@@ -1,7 +1,7 @@
 """A local fake of AlphaFold DB and UniProt that replays recorded responses.
 
 :class:`ReplayServer` is a real HTTP server on ``127.0.0.1`` (a random free
-port) in a background thread, so :class:`lyra.proteins._sources.LiveSource`
+port) in a background thread, so :class:`lyra.proteins._live.LiveSource`
 talks to it over a socket with its real ``httpx`` client. Nothing touches the
 network. Both services live on the one server (pass its ``url`` as
 ``afdb_url`` and ``uniprot_url``)::

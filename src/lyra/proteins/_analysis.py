@@ -38,7 +38,7 @@ _BAND_RANGE: Final = {
     "very_high": "very high (≥ 90)",
     "confident": "confident (70–90)",
     "low": "low (50–70)",
-    "very_low": "very low (< 50)",
+    "very_low": "very low (below 50)",
 }
 _USE: Final = {
     "very_high": "backbone and most side chains modelled to high accuracy: fit for "

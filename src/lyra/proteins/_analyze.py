@@ -31,6 +31,8 @@ from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
 from lyra.proteins._figures import with_pictures
 from lyra.proteins._ids import normalize_protein_id
+from lyra.proteins._live import LiveSource
+from lyra.proteins._offline import OfflineSource
 from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
@@ -41,7 +43,7 @@ from lyra.proteins._output import (
     TaskLine,
 )
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
-from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
 from lyra.settings import settings

@@ -115,6 +115,9 @@ def critique(
             "separately reliable, not their arrangement."
         )
     caveats.extend(_consistency_caveats(summary, s))
+    note = (summary.get("alphafold") or {}).get("figures_note")
+    if note:
+        caveats.append(f"Whole-model figures from different model files: {note}.")
     caveats.extend(_annotation_caveats(summary))
     isoforms = summary.get("isoforms")
     if isoforms:

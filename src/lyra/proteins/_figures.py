@@ -44,6 +44,6 @@ def with_pictures(
             events.warning("pictures_failed", subject=entry.protein_id, error=exception_text(exc))
             note = f"Not drawn: {exception_text(exc)}."
         else:
-            note = "\n".join(f"- {p.title}: ../figures/{p.path.name}" for p in drawn)
+            note = "\n".join(f"- [{p.title}](../figures/{p.path.name})" for p in drawn)
     brief = f"{entry.brief.rstrip()}\n\n## Pictures\n\n{note}\n"
     return entry.model_copy(update={"brief": brief})

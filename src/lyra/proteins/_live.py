@@ -137,6 +137,7 @@ def _from_afdb(model: dict[str, Any]) -> AlphaFoldData:
         "model_file": None,
         "pae_file": None,
         "profile": None,
+        "figures_note": None,  # every figure comes from this one record
     }
 
 

@@ -16,8 +16,9 @@ from lyra.children import AnthropicChild, Tool
 from lyra.errors import InvalidInput, SubjectNotFound
 from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
 from lyra.proteins._ids import accession_problem, normalize_protein_id, validate_protein_id
+from lyra.proteins._offline import OfflineSource
 from lyra.proteins._pipeline import StageFailed, usable_summary
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._text import render
 
 _BULKY = {"sequence", "plddt", "coordinates"}

@@ -66,6 +66,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
             "model_file": alphafold.get("model_file"),
             "pae_file": alphafold.get("pae_file"),
             "profile": _profile(entry["uniprot_id"]),
+            "figures_note": alphafold.get("figures_note"),
         }
     return {
         "uniprot_id": entry["uniprot_id"],

@@ -37,7 +37,9 @@ from lyra.proteins._ids import (
     normalize_protein_id,
     validate_protein_id,
 )
-from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._live import LiveSource
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._synthetic import SyntheticSource
 from lyra.proteins._validate import validate_response
 
@@ -342,7 +344,7 @@ class _Run:
         value = normalize_protein_id(self.state.protein_id)
         if not ok or value is None:
             raise InvalidInput(problem or "invalid protein ID")
-        why = accession_problem(value)
+        why = accession_problem(value) if _accessions_only(self.source) else None
         if why is not None:  # it cannot exist: no source is asked
             raise SubjectNotFound(f"Protein {value} not found: {why}")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
@@ -366,6 +368,11 @@ class _Run:
         if "malformed" in kinds:
             return lambda pid: _without_description(self.source.fetch(pid))
         return self.source.fetch
+
+
+def _accessions_only(source: ProteinSource) -> bool:
+    """True unless the source says its IDs need not be UniProt accessions."""
+    return getattr(source, "uniprot_accessions", True) is not False
 
 
 def pdb_link(protein_id: str) -> str:

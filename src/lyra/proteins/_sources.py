@@ -21,9 +21,7 @@ from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 __all__ = [
     "AlphaFoldData",
     "Fractions",
-    "LiveSource",
     "NotFound",
-    "OfflineSource",
     "ProteinSource",
     "ProteinSummary",
     "UniProtData",
@@ -53,6 +51,7 @@ class AlphaFoldData(TypedDict):
     model_file: str | None  # the file (or URL) the per-residue figures came from
     pae_file: str | None  # the PAE file (or URL), if there is one
     profile: dict[str, Any] | None  # segments, units, PAE between units (lyra.proteins._profile)
+    figures_note: str | None  # set when whole-model figures come from different models
 
 
 class UniProtData(TypedDict):
@@ -96,7 +95,10 @@ class ProteinSource(Protocol):
     """Anything that can fetch a protein summary (see the module docstring).
 
     A source may also offer ``ping() -> object``, a cheap health check that
-    ``analyze`` calls before a run; without one, it fetches P04637.
+    ``analyze`` calls before a run (without one, it fetches P04637);
+    ``pae_matrix(summary)``, the PAE matrix of a summary it returned (for the
+    pictures); and ``uniprot_accessions = False`` when its IDs need not be
+    UniProt accessions (otherwise an ID that is none fails without a fetch).
     """
 
     name: str
@@ -134,7 +136,3 @@ def dig(data: object, *keys: str | int) -> object:
         else:
             return None
     return data
-
-
-from lyra.proteins._live import LiveSource  # noqa: E402 - re-exported; they import this module
-from lyra.proteins._offline import OfflineSource  # noqa: E402

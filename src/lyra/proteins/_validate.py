@@ -15,7 +15,8 @@ from typing import Any, Final
 from lyra import events
 from lyra.delegation import valid_data
 from lyra.proteins._ids import accession_problem, normalize_protein_id, validate_protein_id
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 
 __all__ = ["OPTIONAL_DEFAULTS", "REQUIRED_FIELDS", "process_protein", "validate_response"]
 
@@ -98,7 +99,7 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
             "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=problem
         )
         return error
-    why = accession_problem(value)
+    why = accession_problem(value) if getattr(source, "uniprot_accessions", True) else None
     if why is not None:  # it cannot exist: no source is asked (DESIGN §6)
         events.warning("protein_id_not_accession", uniprot_id=value, source=source.name)
         return {**_error(f"Protein {value} not found: {why}", value, source.name), "status": 404}
