@@ -95,6 +95,7 @@ def test_p05067_from_afdb_alone(live: LiveSource, server: ReplayServer) -> None:
     assert af["global_plddt"] == summary["confidence"] == 67.38  # the API's figure
     assert af["fractions"] == bundled["alphafold"]["fractions"]
     assert af["plddt"] == bundled["alphafold"]["plddt"]
+    assert summary["isoforms"] == [form["accession"] for form in bundled["isoforms"]]
     assert af["model_file"] == f"{server.url}/files/AF-P05067-F1-confidence_v6.json"
     assert af["pae_file"] is None
     assert f"{server.url}/files/AF-P05067-F1-model_v6.pdb" in summary["sources"]

@@ -31,7 +31,7 @@ WITH_PLDDT = sorted(
 )
 SUMMARY_KEYS = {
     "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
-    "confidence", "alphafold", "uniprot", "source", "sources",
+    "confidence", "alphafold", "uniprot", "isoforms", "source", "sources",
 }  # fmt: skip
 
 
@@ -500,6 +500,7 @@ def test_reasoning_without_structure() -> None:
         ("Q8I3H7", ["model version is not recorded", "secondary source"]),
         ("P69905", ["Model version v6", "secondary source"]),
         ("P00221", ["Model version v4, created"]),
+        ("P05067", ["also models 9 other isoform(s) (P05067-2, P05067-4, P05067-5"]),
     ],
 )
 def test_critique_caveats(acc: str, fragments: list[str]) -> None:

@@ -122,10 +122,13 @@ async def analyze(
     tally = Tally(folder, keep=not stream, hold=quorum.critical)
     by_protein = faults_by_protein(faults)
 
-    def finished(task: Task, outcome: RecoveryOutcome) -> None:
+    async def finished(task: Task, outcome: RecoveryOutcome) -> None:
         entry = _entry(task.subject or "", outcome)
         if folder is not None and pictures and not stream:
-            entry = with_pictures(entry, outcome.state, source, folder.path / "figures")
+            # Drawing takes a while: in a worker thread, so no other child waits on it.
+            entry = await anyio.to_thread.run_sync(
+                with_pictures, entry, outcome.state, source, folder.path / "figures"
+            )
         tally.add(entry, outcome.report)
         if on_result is not None:
             on_result(entry)

@@ -122,7 +122,8 @@ def critique(
     isoforms = summary.get("isoforms")
     if isoforms:
         caveats.append(
-            f"This is the canonical isoform's model; {len(isoforms)} other isoforms exist."
+            f"This is the canonical isoform's model; AlphaFold DB also models {len(isoforms)} "
+            f"other isoform(s) ({', '.join(isoforms)}), whose confidence may differ."
         )
     version, date = s.get("model_version"), s.get("model_date")
     if version:

@@ -141,6 +141,16 @@ def _from_afdb(model: dict[str, Any]) -> AlphaFoldData:
     }
 
 
+def _isoforms(accession: str, models: list[Any]) -> list[str]:
+    """The other isoforms the AlphaFold DB answer lists (``P05067-2`` …), in number order."""
+    found = [
+        str(m["uniprotAccession"])
+        for m in models
+        if isinstance(m, dict) and str(m.get("uniprotAccession", "")).startswith(f"{accession}-")
+    ]
+    return sorted(found, key=lambda a: (len(a), a))
+
+
 def _annotation(entry: dict[str, Any], url: str) -> UniProtData | None:
     """The UniProt annotation of a REST JSON entry (None when it lists no features)."""
     if not isinstance(entry.get("features"), list):
@@ -242,6 +252,7 @@ class LiveSource:
             return not_found(accession, "UniProt or AlphaFold DB")
         sources = [url for url, part in ((uniprot_url, uniprot), (afdb_url, model)) if part]
         summary = _merge(accession, uniprot, model, sources)
+        summary["isoforms"] = _isoforms(accession, models or [])
         if uniprot is not None:
             summary["uniprot"] = _annotation(uniprot, uniprot_url)
         if model is not None and summary["alphafold"] is not None:
@@ -372,6 +383,7 @@ def _merge(
         "confidence": af["global_plddt"] if af else None,
         "alphafold": af,
         "uniprot": None,
+        "isoforms": [],
         "source": "live",
         "sources": sources,
     }

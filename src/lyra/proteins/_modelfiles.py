@@ -17,8 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import gemmi
-
 __all__ = ["ModelFile", "read_confidence", "read_model", "read_pae"]
 
 
@@ -34,6 +32,8 @@ class ModelFile:
 
 def read_model(text: str, name: str) -> ModelFile:
     """Read one AlphaFold model (PDB or mmCIF text; ``name`` tells which) with gemmi."""
+    import gemmi  # here: a run without model files never pays for it
+
     if name.endswith(".cif"):
         structure = gemmi.make_structure_from_block(gemmi.cif.read_string(text).sole_block())
     else:

@@ -79,6 +79,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
         "confidence": af["global_plddt"] if af else None,
         "alphafold": af,
         "uniprot": entry.get("uniprot"),
+        "isoforms": [form["accession"] for form in entry.get("isoforms") or []],
         "source": "offline",
         "sources": list(entry.get("sources") or []),
     }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ PLOTS_HINT: Final = (
 )
 _DPI: Final = 100
 _MAX_FEATURE_ROWS: Final = 12
+_DRAWING = threading.Lock()  # matplotlib is not thread-safe: one picture at a time
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,9 @@ def draw(
     """Draw the pictures that the data allow into ``folder`` (matplotlib must be installed)."""
     stem = file_stem(protein_id)
     pictures = []
-    if plddt:
-        pictures.append(_track(protein_id, plddt, structure, folder / f"{stem}-plddt.png"))
-    if pae:
-        pictures.append(_heatmap(protein_id, pae, folder / f"{stem}-pae.png"))
+    with _DRAWING:
+        if plddt:
+            pictures.append(_track(protein_id, plddt, structure, folder / f"{stem}-plddt.png"))
+        if pae:
+            pictures.append(_heatmap(protein_id, pae, folder / f"{stem}-pae.png"))
     return pictures

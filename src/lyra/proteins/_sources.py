@@ -79,6 +79,7 @@ class ProteinSummary(TypedDict):
     confidence: float | None  # the global pLDDT, if known
     alphafold: AlphaFoldData | None
     uniprot: UniProtData | None  # None: no UniProt entry with features was available
+    isoforms: list[str]  # other isoforms AlphaFold DB models (P05067-2, …), if known
     source: Literal["offline", "live"]
     sources: list[str]  # where the values came from (files, or URLs that answered)
 

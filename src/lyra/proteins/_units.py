@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-import gemmi
 from pydantic import BaseModel, ConfigDict
 
 from lyra.proteins._confidence import BAND_NAMES, Segment, band_of, mean
@@ -91,6 +90,8 @@ class UnitPae(BaseModel):
 
 def contacts(coordinates: Coordinates) -> set[tuple[int, int]]:
     """Residue pairs (1-based, i < j) in contact in the model (see the module docstring)."""
+    import gemmi  # here: a run without per-residue data never pays for it
+
     structure = gemmi.Structure()
     model = gemmi.Model(1)
     chain = gemmi.Chain("A")
