@@ -33,15 +33,18 @@ def _ranges(features: list[Mapping[str, Any]]) -> str:
 def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     uniprot = summary.get("uniprot")
     if not isinstance(uniprot, Mapping):
-        return []
+        return [
+            "AlphaFold DB models one chain: partners and oligomers are absent from the model, "
+            "and the oligomeric state is not in this data (UniProt's SUBUNIT comment would "
+            "say; run with --source live)."
+        ]
     caveats: list[str] = []
     features = list(uniprot.get("features") or [])
     subunit = uniprot.get("subunit")
-    if subunit:
-        caveats.append(
-            "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
-            f"UniProt SUBUNIT: {subunit}"
-        )
+    caveats.append(
+        "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
+        + (f"UniProt SUBUNIT: {subunit}" if subunit else "UniProt gives no SUBUNIT comment.")
+    )
     ligands = sorted(
         {str(f.get("ligand")) for f in features if f.get("ligand")}
         | {str(c) for c in uniprot.get("cofactors") or []}
