@@ -496,7 +496,14 @@ def test_reasoning_without_structure() -> None:
     ("acc", "fragments"),
     [
         ("P38398", ["not experimental evidence", "Model version v4, created 2022-06-01"]),
-        ("P04637", ["UniProt SUBUNIT", "Zinc", "Binds 1 zinc ion per subunit."]),
+        (
+            "P04637",
+            [
+                "UniProt SUBUNIT (annotated 2005-09-13): ",
+                "UniProt COFACTOR: Binds 1 zinc ion per subunit; Zinc at residues 176, 179, "
+                "238, 242.",
+            ],
+        ),
         ("Q8I3H7", ["model version is not recorded", "secondary source"]),
         ("P69905", ["Model version v6", "secondary source"]),
         ("P00221", ["Model version v4, created"]),

@@ -41,18 +41,23 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     caveats: list[str] = []
     features = list(uniprot.get("features") or [])
     subunit = uniprot.get("subunit")
+    dated = f" (annotated {uniprot['date']})" if uniprot.get("date") else ""
     caveats.append(
         "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
-        + (f"UniProt SUBUNIT: {subunit}" if subunit else "UniProt gives no SUBUNIT comment.")
+        + (f"UniProt SUBUNIT{dated}: {subunit}" if subunit else "UniProt gives no SUBUNIT.")
     )
-    ligands = sorted(
-        {str(f.get("ligand")) for f in features if f.get("ligand")}
-        | {str(c) for c in uniprot.get("cofactors") or []}
-    )
-    if ligands:
+    sites: dict[str, list[str]] = {}
+    for f in features:
+        if f.get("ligand"):
+            where = str(f["start"]) if f["start"] == f["end"] else f"{f['start']}–{f['end']}"
+            sites.setdefault(str(f["ligand"]), []).append(where)
+    cofactors = [str(c).rstrip(".") for c in uniprot.get("cofactors") or []]
+    if sites or cofactors:
+        named = [f"UniProt COFACTOR: {' '.join(cofactors)}"] if cofactors else []
+        named += [f"{ligand} at residues {', '.join(at)}" for ligand, at in sites.items()]
         caveats.append(
-            "The model has no ligands, metals or cofactors; UniProt names "
-            f"{'; '.join(ligands)}. Site geometry is predicted without them."
+            "The model has no ligands, metals or cofactors, so site geometry is predicted "
+            f"without them. {'; '.join(named)}."
         )
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
