@@ -278,5 +278,8 @@ def test_p04637_brief_labels_its_2005_annotation_and_says_what_is_missing() -> N
     pLDDT they cannot be located, and the brief says how to get it."""
     brief = _brief("P04637")
     assert "Rel. 48, last annotated 2005-09-13: old annotation" in brief
+    assert (
+        "(uniprot_P04637_flatfile_2005_bioruby.txt) (Rel. 48, last annotated 2005-09-13)" in brief
+    )
     assert "its features cannot be located without per-residue pLDDT" in brief
     assert "run with --source live" in brief

@@ -165,7 +165,15 @@ def basis(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> li
         found.append(f"PAE: {s['pae_file']}")
     uniprot = summary.get("uniprot")
     if isinstance(uniprot, Mapping):
-        found.append(f"UniProt features: {uniprot.get('source')}")
+        version = uniprot.get("release") or (
+            f"entry version {uniprot['entry_version']}" if uniprot.get("entry_version") else None
+        )
+        when = ", ".join(
+            str(x)
+            for x in (version, f"last annotated {uniprot['date']}" if uniprot.get("date") else None)
+            if x
+        )
+        found.append(f"UniProt features: {uniprot.get('source')}" + (f" ({when})" if when else ""))
     sources = summary.get("sources") or []
     if sources:
         found.append("all sources: " + ", ".join(str(x) for x in sources))
