@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Build lyra's bundled offline protein dataset from the shared protein data files.
+"""Build lyra's bundled offline protein dataset from the raw protein data files.
 
 Usage::
 
-    python scripts/build_protein_data.py [--shared PATH] [--out PATH] [--fixtures DIR]
+    python scripts/build_protein_data.py [--raw PATH] [--out PATH] [--pae DIR]
+                                         [--fixtures DIR]
 
-Stdlib only. Every value in the output is taken from a file in the shared directory
-(never typed in here); when several files give the same field the highest-trust one wins
-(UniProt JSON > AFDB API JSON > model mmCIF > FASTA > model PDB > per-project summary >
+The raw data live in ``data/proteins/`` (provenance beside them). Model files are
+read with gemmi (atoms, B-factor pLDDT, ``_ma_qa_metric_local``), UniProt flat
+files with Biopython's SwissProt parser, JSON with the standard library. PAE
+files are copied byte for byte into ``src/lyra/proteins/data/pae/``. Every value
+in the output is taken from a raw file (never typed in here); when several files
+give the same field the highest-trust one wins (UniProt JSON > AFDB API JSON >
+model mmCIF > FASTA and flat file > model PDB > per-project summary >
 facts_secondary_sources.json) and the others are cross-checked against it. Any
 disagreement, unknown file or unknown key stops the build. The output is deterministic:
 re-running on the same input gives a byte-identical file.
@@ -20,18 +25,24 @@ import json
 import re
 import shutil
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gemmi
+from Bio import SwissProt
+
+from lyra.proteins._modelfiles import ModelFile, read_model
+from lyra.proteins._modelfiles import read_pae as parse_pae
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SHARED = REPO_ROOT.parent / "shared" / "data" / "proteins"
+DEFAULT_RAW = REPO_ROOT / "data" / "proteins"
+DEFAULT_PAE = REPO_ROOT / "src" / "lyra" / "proteins" / "data" / "pae"
 DEFAULT_OUT = REPO_ROOT / "src" / "lyra" / "proteins" / "data" / "proteins.json"
 
 SCHEMA_VERSION = 1
 SOURCE_NOTE = (
-    "Built by scripts/build_protein_data.py from shared/data/proteins "
+    "Built by scripts/build_protein_data.py from data/proteins "
     "(AlphaFold DB and UniProt data, CC-BY 4.0); see README.md next to this file."
 )
 FACTS_FILE = "facts_secondary_sources.json"
@@ -42,6 +53,14 @@ FIXTURES = {
     "afdb_prediction_P05067.json": "afdb_api_prediction_P05067.json",
     "uniprot_P04637.json": "uniprot_P04637_subset.json",
     "uniprot_P69905.json": "uniprot_P69905_trimmed.json",
+    # Files an AlphaFold DB record names, served under /files/ by the test server.
+    "files/AF-P05067-F1-model_v6.pdb": "AF-P05067-F1-model_v6.pdb",
+    "files/AF-P05067-F1-confidence_v6.json": "derived/AF-P05067-F1-confidence_v6.derived.json",
+    "files/AF-P00221-F1-model_v4.cif": "AF-P00221-F1-model_v4.cif",
+    "files/AF-P00221-F1-confidence_v4.json": "derived/AF-P00221-F1-confidence_v4.derived.json",
+    "files/AF-P00221-F1-predicted_aligned_error_v4.json": (
+        "AF-P00221-F1-predicted_aligned_error_v4.json"
+    ),
 }
 
 # Source ranks: lower wins.
@@ -49,7 +68,14 @@ R_UNIPROT, R_AFDB_API, R_CIF, R_FASTA, R_PDB, R_SUMMARY, R_FACTS = range(7)
 
 ACC = r"[A-Z0-9]+(?:-\d+)?"
 FILE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("readme", re.compile(r"^README\.txt$")),
+    ("readme", re.compile(r"^(README\.txt|PROVENANCE\.md)$")),
+    ("flatfile", re.compile(rf"^uniprot_(?P<acc>{ACC})_flatfile_\d{{4}}_\w+\.txt$")),
+    (
+        "pae",
+        re.compile(
+            rf"^AF-(?P<acc>{ACC})-F(?P<frag>\d+)-predicted_aligned_error_v(?P<ver>\d+)\.json$"
+        ),
+    ),
     ("facts", re.compile(rf"^{re.escape(FACTS_FILE)}$")),
     ("uniprot", re.compile(rf"^uniprot_(?P<acc>{ACC})_[A-Za-z0-9]+\.json$")),
     ("afdb_api", re.compile(rf"^afdb_api_prediction_(?P<acc>{ACC})\.json$")),
@@ -83,7 +109,7 @@ FRACTION_KEYS = {
 
 # Fields compared case-insensitively across sources; "sequence"/"entry_id" compare exactly.
 TEXT_FIELDS = ("description", "organism", "gene", "function")
-CHECKED_FIELDS = (*TEXT_FIELDS, "sequence", "entry_id")
+CHECKED_FIELDS = (*TEXT_FIELDS, "sequence", "entry_id", "coordinates", "model_date")
 
 
 class BuildError(Exception):
@@ -190,182 +216,161 @@ def record_for(records: dict[str, Record], accession: str) -> Record:
 # --------------------------------------------------------------------------- parsers
 
 
-def cif_tokens(text: str) -> Iterator[tuple[bool, str]]:
-    """Yield (is_bare, token) for a CIF file; quoted and ;-delimited values are not bare."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith(";"):
-            parts = [line[1:]]
-            i += 1
-            while not lines[i].startswith(";"):
-                parts.append(lines[i])
-                i += 1
-            i += 1
-            yield False, "\n".join(parts)
-            continue
-        pos = 0
-        while pos < len(line):
-            char = line[pos]
-            if char.isspace():
-                pos += 1
-            elif char == "#":
-                break
-            elif char in "'\"":
-                end = pos + 1
-                while True:
-                    end = line.index(char, end)
-                    if end + 1 == len(line) or line[end + 1].isspace():
-                        break
-                    end += 1
-                yield False, line[pos + 1 : end]
-                pos = end + 1
-            else:
-                end = pos
-                while end < len(line) and not line[end].isspace():
-                    end += 1
-                yield True, line[pos:end]
-                pos = end
-        i += 1
-
-
-def parse_cif(text: str) -> dict[str, list[str]]:
-    """Parse a single-block mmCIF file into {tag: [values]} (loops become columns)."""
-    tokens = list(cif_tokens(text))
-    items: dict[str, list[str]] = {}
-
-    def is_keyword(tok: tuple[bool, str]) -> bool:
-        bare, value = tok
-        return bare and (value.startswith(("_", "data_")) or value == "loop_")
-
-    i = 0
-    while i < len(tokens):
-        bare, token = tokens[i]
-        if bare and token.startswith("data_"):
-            i += 1
-        elif bare and token == "loop_":
-            i += 1
-            tags = []
-            while i < len(tokens) and tokens[i][0] and tokens[i][1].startswith("_"):
-                tags.append(tokens[i][1])
-                i += 1
-            values = []
-            while i < len(tokens) and not is_keyword(tokens[i]):
-                values.append(tokens[i][1])
-                i += 1
-            if not tags or len(values) % len(tags):
-                raise BuildError(f"malformed CIF loop starting with {tags[:1]}")
-            for k, tag in enumerate(tags):
-                items[tag] = values[k :: len(tags)]
-        elif bare and token.startswith("_"):
-            items[token] = [tokens[i + 1][1]]
-            i += 2
-        else:
-            raise BuildError(f"unexpected CIF token {token!r}")
-    return items
-
-
-def cif_one(items: dict[str, list[str]], tag: str) -> str | None:
-    """The single value of a CIF tag, or None for missing / '?' / '.'."""
-    values = items.get(tag)
-    if values is None:
+def _cif_value(block: gemmi.cif.Block, tag: str) -> str | None:
+    """The single value of an mmCIF tag (unquoted), or None for missing / '?' / '.'."""
+    value = block.find_value(tag)
+    if value is None or value in ("?", "."):
         return None
-    if len(values) != 1:
-        raise BuildError(f"CIF tag {tag} has {len(values)} values, expected 1")
-    return None if values[0] in ("?", ".") else values[0]
+    return gemmi.cif.as_string(value)
+
+
+def _offer_model(rec: Record, name: str, version: int, rank: int, model: ModelFile) -> None:
+    """Offer what every model file gives: pLDDT, coordinates, sequence, date."""
+    rec.add("model_plddt", list(model.plddt), name, rank)
+    rec.add("coordinates", [c for xyz in model.coordinates for c in xyz], name, rank)
+    rec.add("model_date", model.date, name, rank)
+    rec.add("model_file", name, name, rank)
+    rec.add("model_version", version, name, rank)
+    rec.add("sequence", check_sequence(model.sequence, name), name, rank)
+    rec.expect("model_residues", len(model.plddt), name)
 
 
 def read_cif_model(rec: Record, path: Path, name: str, version: int) -> None:
-    """Offer the values in an AlphaFold ModelCIF file."""
-    items = parse_cif(path.read_text(encoding="utf-8"))
-    acc = cif_one(items, "_ma_target_ref_db_details.db_accession")
+    """Offer the values in an AlphaFold ModelCIF file (read with gemmi)."""
+    text = path.read_text(encoding="utf-8")
+    block = gemmi.cif.read_string(text).sole_block()
+    acc = _cif_value(block, "_ma_target_ref_db_details.db_accession")
     if acc != rec.accession:
         raise BuildError(f"{name}: db_accession {acc!r} does not match the file name")
-    rec.add("entry_id", cif_one(items, "_entry.id"), name, R_CIF)
-    rec.add("model_version", version, name, R_CIF)
-    rec.add("description", cif_one(items, "_entity.pdbx_description"), name, R_CIF)
-    rec.add("gene", cif_one(items, "_ma_target_ref_db_details.gene_name"), name, R_CIF)
-    rec.add(
-        "organism", cif_one(items, "_ma_target_ref_db_details.organism_scientific"), name, R_CIF
-    )
-    rec.expect("taxid", cif_one(items, "_ma_target_ref_db_details.ncbi_taxonomy_id"), name)
-    seq = cif_one(items, "_entity_poly.pdbx_seq_one_letter_code_can")
-    if seq is not None:
-        rec.add("sequence", check_sequence("".join(seq.split()), name), name, R_CIF)
-    # Local pLDDT: rows of _ma_qa_metric_local whose metric is the local pLDDT metric.
-    local_ids = [
-        mid
-        for mid, mode, mname in zip(
-            items["_ma_qa_metric.id"],
-            items["_ma_qa_metric.mode"],
-            items["_ma_qa_metric.name"],
-            strict=True,
-        )
-        if mode == "local" and mname == "pLDDT"
-    ]
-    rows = [
-        (int(seq_id), float(value))
-        for seq_id, mid, value in zip(
-            items["_ma_qa_metric_local.label_seq_id"],
-            items["_ma_qa_metric_local.metric_id"],
-            items["_ma_qa_metric_local.metric_value"],
-            strict=True,
-        )
-        if mid in local_ids
-    ]
-    if [r for r, _ in rows] != list(range(1, len(rows) + 1)):
+    model = read_model(text, name)
+    # pLDDT lives twice in a ModelCIF file: per atom (B-factor) and per residue
+    # (_ma_qa_metric_local, the pLDDT metric); they must agree.
+    ids = [gemmi.cif.as_string(v) for v in block.find_values("_ma_qa_metric.id")]
+    names = [gemmi.cif.as_string(v) for v in block.find_values("_ma_qa_metric.name")]
+    modes = [gemmi.cif.as_string(v) for v in block.find_values("_ma_qa_metric.mode")]
+    local = {i for i, n, m in zip(ids, names, modes, strict=True) if n == "pLDDT" and m == "local"}
+    table = block.find("_ma_qa_metric_local.", ["label_seq_id", "metric_id", "metric_value"])
+    rows = [(int(r[0]), float(r[2])) for r in table if gemmi.cif.as_string(r[1]) in local]
+    if [n for n, _ in rows] != list(range(1, len(rows) + 1)):
         raise BuildError(f"{name}: local pLDDT rows are not residues 1..n")
-    rec.add("model_plddt", [v for _, v in rows], name, R_CIF)
-    rec.expect("model_residues", len(rows), name)
-    rec.expect(
-        "af_global_" + str(version), cif_one(items, "_ma_qa_metric_global.metric_value"), name
+    if [round(v, 2) for _, v in rows] != list(model.plddt):
+        raise BuildError(f"{name}: _ma_qa_metric_local disagrees with the B-factors")
+    rec.add("entry_id", _cif_value(block, "_entry.id"), name, R_CIF)
+    rec.add("description", _cif_value(block, "_entity.pdbx_description"), name, R_CIF)
+    rec.add("gene", _cif_value(block, "_ma_target_ref_db_details.gene_name"), name, R_CIF)
+    rec.add(
+        "organism",
+        _cif_value(block, "_ma_target_ref_db_details.organism_scientific"),
+        name,
+        R_CIF,
     )
+    rec.expect("taxid", _cif_value(block, "_ma_target_ref_db_details.ncbi_taxonomy_id"), name)
+    _offer_model(rec, name, version, R_CIF, model)
+    # The file's global pLDDT is the mean over residues in v6 files and the mean
+    # over atoms in v4 files (P00221: 84.43 over atoms, 83.87 over residues).
+    published = float(_cif_value(block, "_ma_qa_metric_global.metric_value") or "nan")
+    atoms = [a.b_iso for r in gemmi.make_structure_from_block(block)[0][0] for a in r]
+    means = (sum(model.plddt) / len(model.plddt), sum(atoms) / len(atoms))
+    if not any(abs(published - m) <= 0.015 for m in means):
+        raise BuildError(f"{name}: global pLDDT {published} is no mean of the model's pLDDT")
 
 
 def read_pdb_model(rec: Record, path: Path, name: str, version: int) -> None:
-    """Offer the values in an AlphaFold PDB file (pLDDT is the CA B-factor)."""
-    seqres: list[str] = []
-    compnd: list[str] = []
-    source: list[str] = []
-    ca: list[tuple[str, int, float]] = []
+    """Offer the values in an AlphaFold PDB file (atoms read with gemmi; the
+    COMPND, SOURCE and DBREF header lines name the protein)."""
+    text = path.read_text(encoding="ascii")
+    header = {"COMPND": [], "SOURCE": []}  # type: dict[str, list[str]]
     dbref = None
-    for line in path.read_text(encoding="ascii").splitlines():
+    for line in text.splitlines():
         record = line[:6].strip()
-        if record == "SEQRES":
-            seqres.extend(line[19:].split())
-        elif record == "COMPND":
-            compnd.append(line[10:].strip())
-        elif record == "SOURCE":
-            source.append(line[10:].strip())
+        if record in header:
+            header[record].append(line[10:].strip())
         elif record == "DBREF":
             dbref = line[33:42].strip()
-        elif record == "ATOM" and line[12:16].strip() == "CA":
-            ca.append((line[21], int(line[22:26]), float(line[60:66])))
     if dbref != rec.accession:
         raise BuildError(f"{name}: DBREF accession {dbref!r} does not match the file name")
-    if len({chain for chain, _, _ in ca}) != 1:
-        raise BuildError(f"{name}: expected exactly one chain")
-    if [num for _, num, _ in ca] != list(range(1, len(ca) + 1)):
-        raise BuildError(f"{name}: CA atoms are not residues 1..n")
-    try:
-        seq = "".join(THREE_TO_ONE[res] for res in seqres)
-    except KeyError as exc:
-        raise BuildError(f"{name}: non-standard residue {exc}") from None
-    compnd_text = " ".join(compnd)
-    source_text = " ".join(source)
+    compnd_text = " ".join(header["COMPND"])
+    source_text = " ".join(header["SOURCE"])
     molecule = re.search(r"MOLECULE: (.*?);", compnd_text)
     organism = re.search(r"ORGANISM_SCIENTIFIC: (.*?);", source_text)
     taxid = re.search(r"ORGANISM_TAXID: (\d+)", source_text)
     rec.add("entry_id", f"AF-{rec.accession}-F1", name, R_PDB)
-    rec.add("model_version", version, name, R_PDB)
     rec.add("description", molecule.group(1) if molecule else None, name, R_PDB)
     if organism:
         rec.add("organism_pdb", organism.group(1), name, R_PDB)
     rec.expect("taxid", taxid.group(1) if taxid else None, name)
-    rec.add("sequence", check_sequence(seq, name), name, R_PDB)
-    rec.add("model_plddt", [b for _, _, b in ca], name, R_PDB)
-    rec.expect("model_residues", len(ca), name)
+    _offer_model(rec, name, version, R_PDB, read_model(text, name))
+
+
+def read_pae(rec: Record, path: Path, name: str, version: int) -> None:
+    """Offer an AlphaFold DB PAE file: copied verbatim into the package, checked square."""
+    matrix = parse_pae(json.loads(path.read_text(encoding="utf-8")))
+    rec.add("pae_file", name, name, R_CIF)
+    rec.expect("model_residues", len(matrix), name)
+
+
+FLAT_TYPES = {
+    "DNA_BIND": "DNA binding", "REGION": "Region", "MOTIF": "Motif", "METAL": "Metal binding",
+    "BINDING": "Binding site", "DOMAIN": "Domain", "ZN_FING": "Zinc finger",
+    "SIGNAL": "Signal", "TRANSIT": "Transit peptide", "PROPEP": "Propeptide", "CHAIN": "Chain",
+    "PEPTIDE": "Peptide", "TRANSMEM": "Transmembrane", "INTRAMEM": "Intramembrane",
+    "REPEAT": "Repeat", "COILED": "Coiled coil", "ACT_SITE": "Active site",
+    "TOPO_DOM": "Topological domain",
+}  # fmt: skip
+MONTHS = {m: i for i, m in enumerate(
+    ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), 1
+)}  # fmt: skip
+
+
+def _iso(date: str) -> str:
+    """``13-SEP-2005`` as ``2005-09-13``."""
+    day, month, year = date.split("-")
+    return f"{year}-{MONTHS[month]:02d}-{int(day):02d}"
+
+
+def read_flatfile(rec: Record, path: Path, name: str) -> None:
+    """Offer the features and comments of a UniProtKB flat-file entry (Biopython's parser)."""
+    with path.open(encoding="ascii") as handle:
+        entry = SwissProt.read(handle)
+    if rec.accession not in entry.accessions[:1]:
+        raise BuildError(f"{name}: primary accession does not match the file name")
+    sequence = check_sequence(entry.sequence, name)
+    if entry.seqinfo[2] != crc64(sequence):
+        raise BuildError(f"{name}: CRC64 disagrees with the sequence")
+    rec.add("sequence", sequence, name, R_FASTA)
+    date, release = entry.annotation_update
+    features = []
+    for feature in entry.features:
+        kind = FLAT_TYPES.get(feature.type)
+        if kind is None:
+            continue
+        start, end = int(feature.location.start) + 1, int(feature.location.end)
+        description = str(feature.qualifiers.get("description") or "")
+        metal = kind == "Metal binding"
+        features.append(
+            {
+                "type": kind,
+                "start": start,
+                "end": end,
+                "description": description,
+                "ligand": description.rstrip(".") if metal else None,
+            }
+        )
+    comments = {c.partition(": ")[0]: c.partition(": ")[2] for c in entry.comments}
+    rec.add(
+        "uniprot",
+        {
+            "source": f"UniProtKB/Swiss-Prot flat file {entry.entry_name} ({name})",
+            "release": f"Rel. {release}",
+            "date": _iso(date),
+            "entry_version": None,
+            "features": features,
+            "subunit": comments.get("SUBUNIT"),
+            "cofactors": [comments["COFACTOR"]] if "COFACTOR" in comments else [],
+        },
+        name,
+        R_FASTA,
+    )
 
 
 def parse_fasta_header(header: str, expected_acc: str, name: str) -> dict[str, str | None]:
@@ -480,10 +485,12 @@ def read_afdb_api(records: dict[str, Record], path: Path, name: str) -> None:
         version = item.get("latestVersion")
         rec.add("model_version", version, name, R_AFDB_API)
         rec.add("global_plddt", item.get("globalMetricValue"), name, R_AFDB_API)
+        rec.add("global_plddt_version", version, name, R_AFDB_API)
         rec.expect(f"af_global_{version}", item.get("globalMetricValue"), name)
         fractions = {k: item.get(v) for k, v in FRACTION_KEYS.items()}
         if all(v is not None for v in fractions.values()):
             rec.add("fractions", fractions, name, R_AFDB_API)
+            rec.add("fractions_version", version, name, R_AFDB_API)
             rec.expect(f"af_fractions_{version}", fractions, name)
 
 
@@ -510,6 +517,7 @@ def read_summary(rec: Record, path: Path, name: str, version: int) -> None:
     rec.add("entry_id", f"AF-{rec.accession}-F1", name, R_SUMMARY)
     rec.add("model_version", version, name, R_SUMMARY)
     rec.add("global_plddt", data["plddt"]["mean"], name, R_SUMMARY)
+    rec.add("global_plddt_version", version, name, R_SUMMARY)
     rec.expect("model_residues", data.get("residues"), name)
 
 
@@ -542,6 +550,8 @@ def read_facts(records: dict[str, Record], path: Path, name: str) -> None:
         if "afdb_v4_pdb_summary" in block:
             summary = block["afdb_v4_pdb_summary"]
             rec.add("global_plddt", summary.get("plddt_mean"), name, R_FACTS + 1)
+            version = int(re.findall(r"\d+", "afdb_v4_pdb_summary")[0])  # the key names it
+            rec.add("global_plddt_version", version, name, R_FACTS + 1)
             rec.expect("model_residues", summary.get("residues"), name)
         if "model_v6_cif_counts" in block:
             counts = block["model_v6_cif_counts"]
@@ -584,9 +594,11 @@ def read_facts_afdb(rec: Record, block: dict[str, Any], name: str, version: int)
     rec.add("organism", block.get("organismScientificName"), name, R_FACTS)
     rec.expect("taxid", block.get("taxId"), name)
     rec.add("global_plddt", block.get("globalMetricValue"), name, R_FACTS)
+    rec.add("global_plddt_version", version, name, R_FACTS)
     fractions = {k: block.get(v) for k, v in FRACTION_KEYS.items()}
     if all(v is not None for v in fractions.values()):
         rec.add("fractions", fractions, name, R_FACTS)
+        rec.add("fractions_version", version, name, R_FACTS)
     if block.get("sequenceStart", 1) != 1:
         raise BuildError(f"{name}: {rec.accession}: model does not start at residue 1")
     rec.expect("length", block.get("sequenceEnd"), name)
@@ -622,6 +634,10 @@ def gather(shared: Path) -> dict[str, Record]:
             rec = record_for(records, groups["acc"])
             if kind == "uniprot":
                 read_uniprot(rec, path, name)
+            elif kind == "flatfile":
+                read_flatfile(rec, path, name)
+            elif kind == "pae":
+                read_pae(rec, path, name, version)
             elif kind == "fasta":
                 read_fasta(rec, path, name)
             elif kind == "summary":
@@ -703,16 +719,35 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
     else:
         global_plddt = take("global_plddt")
         fractions = take("fractions")
+    # Whole-model figures taken from files of different model versions say so.
+    mean_version, _ = rec.pick("global_plddt_version")
+    fractions_version, _ = rec.pick("fractions_version")
+    note = None
+    mixed = mean_version is not None and fractions_version not in (None, mean_version)
+    if plddt is None and global_plddt is not None and fractions is not None and mixed:
+        note = (
+            f"the mean pLDDT is from a v{mean_version} model and the band fractions from "
+            f"a v{fractions_version} model"
+        )
     if any(v is not None for v in (entry_id, version, global_plddt, fractions, plddt)):
+        coordinates = take("coordinates")
         entry["alphafold"] = {
             "entry_id": entry_id,
             "model_version": version,
             "global_plddt": global_plddt,
             "fractions": fractions,
             "plddt": plddt,
+            "model_date": take("model_date"),
+            "model_file": take("model_file"),
+            "coordinates": coordinates,
+            "pae_file": take("pae_file"),
+            "figures_note": note,
         }
+        if coordinates is not None and plddt is not None and len(coordinates) != 3 * len(plddt):
+            raise BuildError(f"{rec.accession}: coordinates do not cover every residue")
     else:
         entry["alphafold"] = None
+    entry["uniprot"] = take("uniprot")
 
     verify(rec, entry)
     entry["sources"] = sorted(used)
@@ -802,31 +837,49 @@ def dumps(obj: Any, indent: int = 0) -> str:
     return json.dumps(obj)
 
 
+def copy_pae(raw: Path, document: dict[str, Any], dest: Path) -> None:
+    """Copy each PAE file an entry names, byte for byte, into the package."""
+    dest.mkdir(parents=True, exist_ok=True)
+    names = sorted(
+        af["pae_file"]
+        for entry in document["entries"].values()
+        for af in [entry["alphafold"], *(i["alphafold"] for i in entry.get("isoforms", []))]
+        if af and af.get("pae_file")
+    )
+    for stale in dest.glob("*.json"):
+        if stale.name not in names:
+            stale.unlink()
+    for name in names:
+        shutil.copyfile(raw / name, dest / name)
+
+
 def copy_fixtures(shared: Path, dest: Path) -> None:
     """Copy the recorded HTTP responses byte-for-byte into dest."""
-    dest.mkdir(parents=True, exist_ok=True)
     for target, source in sorted(FIXTURES.items()):
+        (dest / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shared / source, dest / target)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", type=Path, default=DEFAULT_SHARED, help="shared data dir")
+    parser.add_argument("--raw", type=Path, default=DEFAULT_RAW, help="raw data dir")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output JSON path")
+    parser.add_argument("--pae", type=Path, default=DEFAULT_PAE, help="PAE files dir")
     parser.add_argument(
         "--fixtures", type=Path, default=None, help="also copy recorded responses into this dir"
     )
     args = parser.parse_args(argv)
     try:
-        document = build(args.shared)
+        document = build(args.raw)
     except BuildError as exc:
         print(f"build_protein_data: {exc}", file=sys.stderr)
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dumps(document) + "\n", encoding="utf-8", newline="\n")
+    copy_pae(args.raw, document, args.pae)
     if args.fixtures is not None:
-        copy_fixtures(args.shared, args.fixtures)
+        copy_fixtures(args.raw, args.fixtures)
     print(f"wrote {len(document['entries'])} entries to {args.out}")
     return 0
 

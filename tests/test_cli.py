@@ -66,10 +66,13 @@ def test_analyze_text_output_explains_failures(
     status, out, _ = run_cli(["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)], capsys)
     assert status == 1
     assert "# Cellular tumor antigen p53 (P04637)" in out
-    assert "Found (1):\n  • P04637 (Cellular tumor antigen p53), mean pLDDT 75.05" in out
+    assert (
+        "Found (1):\n  • P04637 (Cellular tumor antigen p53), whole-model mean pLDDT 75.05; "
+        "no per-residue data" in out
+    )
     assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
-    assert "Next:\n  • Check the identifier: 'XXXXX' was not found" in out
-    assert "Answer confidence: 50% (1 of 2 usable" in out
+    assert "Next:\n  • Check the identifiers (not UniProt accessions" in out
+    assert "Share usable: 50% of what was asked (1 of 2 usable" in out
     assert out.rstrip().endswith("1 of 2 completed, 0 partial, 1 failed.")
 
 
@@ -603,7 +606,8 @@ def test_off_a_terminal_progress_is_plain_lines(
     """Piped, stderr gets one plain line per finished protein (no escape codes)."""
     argv = ["analyze", "P04637", "XXXXX", "--run-dir", str(tmp_path)]
     _, _, err = run_cli(argv, capsys)
-    assert "[2/2] XXXXX: failed (invalid_task), 1 attempt(s)" in err
+    assert "] XXXXX: failed (invalid_task), 1 attempt(s)" in err
+    assert "[2/2] " in err
     assert "\x1b[" not in err
 
 

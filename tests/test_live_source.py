@@ -24,8 +24,9 @@ from fakes.replay_server import (
 )
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
-from lyra.proteins._analysis import analyze_structure
-from lyra.proteins._sources import LiveSource, ProteinSource
+from lyra.proteins._analysis import analyze_structure, synthesize
+from lyra.proteins._live import LiveSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
@@ -77,35 +78,134 @@ def test_p69905_function_comes_from_uniprot(live: LiveSource) -> None:
     assert summary["gene"] is None  # the trimmed recording has no genes block
 
 
-def test_p05067_from_afdb_alone(live: LiveSource) -> None:
-    """With UniProt 404, AFDB's canonical model gives identity and confidence figures."""
+def test_p05067_from_afdb_alone(live: LiveSource, server: ReplayServer) -> None:
+    """With UniProt 404, the AFDB record gives identity, and the files it names the
+    per-residue confidence and the coordinates (its PAE file is not there: missing)."""
     summary = _summary(live.fetch("P05067"))
     bundled = ENTRIES["P05067"]
     assert summary["description"] == bundled["description"]
     assert (summary["organism"], summary["gene"]) == ("Homo sapiens", "APP")
     assert summary["length"] == len(summary["sequence"]) == bundled["length"] == 770
-    assert summary["alphafold"] == {
-        "entry_id": "AF-P05067-F1",
-        "model_version": 6,
-        "global_plddt": 67.38,  # the API's figure (the bundled mean of rounded values is 67.39)
-        "fractions": bundled["alphafold"]["fractions"],
-        "plddt": None,
-    }
-    assert summary["confidence"] == 67.38
+    af = summary["alphafold"]
+    assert (af["entry_id"], af["model_version"], af["model_date"]) == (
+        "AF-P05067-F1",
+        6,
+        "2025-08-01",
+    )
+    assert af["global_plddt"] == summary["confidence"] == 67.38  # the API's figure
+    assert af["fractions"] == bundled["alphafold"]["fractions"]
+    assert af["plddt"] == bundled["alphafold"]["plddt"]
+    assert summary["isoforms"] == [form["accession"] for form in bundled["isoforms"]]
+    assert af["model_file"] == f"{server.url}/files/AF-P05067-F1-confidence_v6.json"
+    assert af["pae_file"] is None
+    assert f"{server.url}/files/AF-P05067-F1-model_v6.pdb" in summary["sources"]
+    assert "/files/AF-P05067-F1-predicted_aligned_error_v6.json" in server.paths
     structure = analyze_structure(summary)
-    assert (structure["per_residue"], structure["reliability"]) == (False, "low")
+    assert [u["where"] for u in structure["units"]] == ["30–189", "284–343", "376–569"]
+    assert structure["unit_pae"] is None
+    assert any("the PAE file" in m for m in structure["missing"])
+
+
+def test_p00221_gets_confidence_model_and_pae_files(live: LiveSource, server: ReplayServer) -> None:
+    """The record's confidence, model and PAE files are fetched from the configured host,
+    read (gemmi for the model) and turned into segments, units and PAE between units."""
+    summary = _summary(live.fetch("P00221"))
+    assert server.paths == [
+        "/uniprotkb/P00221.json",
+        "/api/prediction/P00221",
+        "/files/AF-P00221-F1-confidence_v4.json",
+        "/files/AF-P00221-F1-model_v4.cif",
+        "/files/AF-P00221-F1-predicted_aligned_error_v4.json",
+    ]
+    af = summary["alphafold"]
+    assert af["pae_file"] == f"{server.url}/files/AF-P00221-F1-predicted_aligned_error_v4.json"
+    assert len(af["plddt"]) == 147
+    structure = analyze_structure(summary)
+    assert [(u["where"], u["mean_plddt"]) for u in structure["units"]] == [("50–147", 96.02)]
+    assert structure["unit_pae"] == []  # one unit: no pair to compare
+    assert len(live.pae_matrix(summary) or []) == 147
+
+
+def test_uniprot_features_are_mapped_onto_live_confidence(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """UniProt's features (here an entry built for tests, in the REST shape) are kept and
+    each gets its mean pLDDT and a verdict; the brief names the entry, version and date."""
+    entry = {  # built for tests: REST JSON shape, features chosen by this test
+        "entryType": "UniProtKB reviewed (Swiss-Prot)",
+        "primaryAccession": "P05067",
+        "entryAudit": {"lastAnnotationUpdateDate": "2025-02-05", "entryVersion": 280},
+        "organism": {"scientificName": "Homo sapiens"},
+        "proteinDescription": {"recommendedName": {"fullName": {"value": "Amyloid-beta A4"}}},
+        "comments": [{"commentType": "SUBUNIT", "texts": [{"value": "Binds, test text."}]}],
+        "features": [
+            {"type": "Signal", "location": {"start": {"value": 1}, "end": {"value": 17}}},
+            {
+                "type": "Domain",
+                "location": {"start": {"value": 376}, "end": {"value": 569}},
+                "description": "E2 (built for tests)",
+            },
+            {
+                "type": "Region",
+                "location": {"start": {"value": 582}, "end": {"value": 697}},
+                "description": "Disordered",
+            },
+            {"type": "Variant", "location": {"start": {"value": 5}, "end": {"value": 5}}},
+        ],
+    }
+    server.script("/uniprotkb/P05067.json", json_reply(entry))
+    summary = _summary(live.fetch("P05067"))
+    structure = analyze_structure(summary)
+    mapped = {f["type"]: f for f in structure["features"]}
+    assert set(mapped) == {"Signal", "Domain", "Region"}
+    plddt = ENTRIES["P05067"]["alphafold"]["plddt"]
+    assert mapped["Domain"]["mean_plddt"] == round(sum(plddt[375:569]) / 194, 2) == 89.47
+    assert mapped["Domain"]["verdict"].startswith("agree")
+    assert mapped["Region"]["verdict"] == "agree: annotated disordered, predicted very low"
+    assert mapped["Signal"]["verdict"].startswith("removed in the mature protein")
+    brief = synthesize("P05067", summary, structure)
+    assert f"Annotation: {server.url}/uniprotkb/P05067.json (entry version 280" in brief
+    assert "| Domain: E2 (built for tests) | 376–569 | 89.47 | confident | agree" in brief
+
+
+def test_a_malformed_pae_file_is_a_bad_gateway(live: LiveSource, server: ReplayServer) -> None:
+    """A PAE file that is no square matrix raises TransientError(502), worth another try."""
+    server.script(
+        "/files/AF-P00221-F1-predicted_aligned_error_v4.json",
+        json_reply([{"predicted_aligned_error": [[0, 1], [1]]}]),
+    )
+    with pytest.raises(TransientError, match="PAE file") as caught:
+        live.fetch("P00221")
+    assert caught.value.status == 502
+
+
+def test_a_missing_confidence_file_leaves_figures_whole(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """Without the confidence file the record's whole-model figures remain, and the
+    analysis names what is missing and how to get it."""
+    server.script("/files/AF-P00221-F1-confidence_v4.json", server_error(404))
+    summary = _summary(live.fetch("P00221"))
+    assert summary["alphafold"]["plddt"] is None
+    structure = analyze_structure(summary)
+    assert structure["mean_plddt"] == 84.43
+    assert structure["segments"] is None
+    assert any("per-residue pLDDT" in m for m in structure["missing"])
 
 
 def test_unknown_accession_is_a_soft_404(live: LiveSource, server: ReplayServer) -> None:
-    """Neither service knowing the id gives the soft-failure dict, not an exception."""
-    assert live.fetch("ZZZZZZZZZ") == {
-        "error": "Protein ZZZZZZZZZ not found in UniProt or AlphaFold DB",
+    """Neither service knowing an accession gives the soft-failure dict, not an exception;
+    an ID that cannot be an accession is not even asked about."""
+    assert live.fetch("Q99999") == {
+        "error": "Protein Q99999 not found in UniProt or AlphaFold DB",
         "status": 404,
     }
+    assert len(server.paths) == 2
     result = process_protein("zzzzzzzzz", live)
     assert result["status"] == 404
     assert result["source"] == "live"
-    assert len(server.paths) == 4
+    assert "is not a UniProt accession" in result["error"]
+    assert len(server.paths) == 2
 
 
 def test_process_protein_over_live(live: LiveSource) -> None:

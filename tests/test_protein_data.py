@@ -15,19 +15,23 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "src" / "lyra" / "proteins" / "data" / "proteins.json"
 SCRIPT = REPO / "scripts" / "build_protein_data.py"
 FIXTURES = REPO / "tests" / "fixtures" / "recorded"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "proteins"
+RAW = REPO / "data" / "proteins"
+PAE = REPO / "src" / "lyra" / "proteins" / "data" / "pae"
 
 LYRA_ID = re.compile(r"^[A-Za-z0-9]{1,15}$")
 DOCUMENT = json.loads(DATA.read_text(encoding="utf-8"))
 ENTRIES: dict[str, dict[str, Any]] = DOCUMENT["entries"]
 ENTRY_KEYS = {
     "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
-    "alphafold", "sources",
+    "alphafold", "uniprot", "sources",
 }  # fmt: skip
-ALPHAFOLD_KEYS = {"entry_id", "model_version", "global_plddt", "fractions", "plddt"}
+ALPHAFOLD_KEYS = {
+    "entry_id", "model_version", "global_plddt", "fractions", "plddt", "model_date",
+    "model_file", "coordinates", "pae_file", "figures_note",
+}  # fmt: skip
 EXPECTED = {
     "P04637", "Q8I3H7", "P69905", "P00533", "P38398", "P01308", "P0DTC2", "P05067",
-    "A1YPR0", "A0A0C5B5G6",
+    "A1YPR0", "A0A0C5B5G6", "P00221", "Q5VSL9",
 }  # fmt: skip
 
 
@@ -57,10 +61,8 @@ def _band(value: float) -> str:
 
 @pytest.fixture
 def shared_dir() -> Path:
-    """The shared raw data directory next to the repo, or skip when it is absent."""
-    if not SHARED.is_dir():
-        pytest.skip(f"shared protein data not found at {SHARED}")
-    return SHARED
+    """The raw protein data, kept in the repository."""
+    return RAW
 
 
 def test_bundled_json_has_schema_version_1() -> None:
@@ -195,16 +197,56 @@ def test_isoforms_are_nested_not_top_level() -> None:
 
 
 def test_rebuild_is_byte_identical(shared_dir: Path, tmp_path: Path) -> None:
-    """Running the build script again reproduces the bundled file byte for byte."""
-    out = tmp_path / "proteins.json"
+    """Running the build script again reproduces the bundled files byte for byte."""
+    out, pae, fixtures = tmp_path / "proteins.json", tmp_path / "pae", tmp_path / "recorded"
+    command = [sys.executable, str(SCRIPT), "--raw", str(shared_dir), "--out", str(out)]
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--shared", str(shared_dir), "--out", str(out)],
+        [*command, "--pae", str(pae), "--fixtures", str(fixtures)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == DATA.read_bytes()
+    assert sorted(p.name for p in pae.iterdir()) == sorted(p.name for p in PAE.iterdir())
+    for built in [*pae.iterdir(), *fixtures.rglob("*.*")]:
+        bundled = (PAE if built.parent == pae else FIXTURES) / built.relative_to(
+            pae if built.parent == pae else fixtures
+        )
+        assert built.read_bytes() == bundled.read_bytes(), built.name
+
+
+@pytest.mark.parametrize(("acc", "af"), WITH_PLDDT, ids=[acc for acc, _ in WITH_PLDDT])
+def test_coordinates_cover_every_residue(acc: str, af: dict[str, Any]) -> None:
+    """Each model with per-residue pLDDT has one CB (or CA) position per residue."""
+    assert len(af["coordinates"]) == 3 * len(af["plddt"])
+    assert af["model_file"]
+    assert af["model_date"]
+
+
+def test_the_2005_flat_file_gives_p04637_its_features() -> None:
+    """P04637's features come from the 2005 flat file (Biopython), labelled with its date."""
+    uniprot = ENTRIES["P04637"]["uniprot"]
+    assert (uniprot["release"], uniprot["date"]) == ("Rel. 48", "2005-09-13")
+    assert "uniprot_P04637_flatfile_2005_bioruby.txt" in uniprot["source"]
+    kinds = {(f["type"], f["start"], f["end"]) for f in uniprot["features"]}
+    assert {("DNA binding", 102, 292), ("Metal binding", 176, 176)} <= kinds
+    assert uniprot["cofactors"] == ["Binds 1 zinc ion per subunit."]
+
+
+def test_pae_files_are_bundled_verbatim() -> None:
+    """Each bundled PAE file is the raw file, byte for byte, and named by its entry."""
+    named = {af["pae_file"] for _, af in WITH_AF if af.get("pae_file")}
+    assert (
+        named
+        == {p.name for p in PAE.iterdir()}
+        == {
+            "AF-P00221-F1-predicted_aligned_error_v4.json",
+            "AF-Q5VSL9-F1-predicted_aligned_error_v4.json",
+        }
+    )
+    for name in named:
+        assert (PAE / name).read_bytes() == (RAW / name).read_bytes()
 
 
 def _model_residue_counts(shared: Path) -> dict[str, int]:
@@ -243,6 +285,12 @@ def test_sources_name_shared_files(shared_dir: Path) -> None:
         ("afdb_prediction_P05067.json", "afdb_api_prediction_P05067.json"),
         ("uniprot_P04637.json", "uniprot_P04637_subset.json"),
         ("uniprot_P69905.json", "uniprot_P69905_trimmed.json"),
+        ("files/AF-P05067-F1-model_v6.pdb", "AF-P05067-F1-model_v6.pdb"),
+        ("files/AF-P00221-F1-model_v4.cif", "AF-P00221-F1-model_v4.cif"),
+        (
+            "files/AF-P00221-F1-predicted_aligned_error_v4.json",
+            "AF-P00221-F1-predicted_aligned_error_v4.json",
+        ),
     ],
 )
 def test_recorded_fixture_is_byte_copy(fixture: str, source: str, shared_dir: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -21,7 +20,8 @@ from lyra.proteins._analysis import (
     synthesize,
 )
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
@@ -31,7 +31,7 @@ WITH_PLDDT = sorted(
 )
 SUMMARY_KEYS = {
     "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
-    "confidence", "alphafold", "source", "sources",
+    "confidence", "alphafold", "uniprot", "isoforms", "source", "sources",
 }  # fmt: skip
 
 
@@ -199,16 +199,37 @@ def test_prd3_case1_valid_id() -> None:
 
 
 def test_prd3_case2_nonexistent_id_is_a_soft_error() -> None:
-    """A well-formed id the source does not have gives an error dict, not an exception."""
-    result = process_protein("ZZZZZZZZZ")
+    """An ID that cannot be an accession is 'not found' with the reason, and nothing is asked."""
+    source = FakeSource(_good())
+    result = process_protein("ZZZZZZZZZ", source)
+    assert source.calls == []
     assert result == {
-        "error": "Protein ZZZZZZZZZ not found in the bundled offline dataset (it holds "
-        "A0A0C5B5G6, A1YPR0, P00533, P01308, P04637, P05067, P0DTC2, P38398, P69905, Q8I3H7; "
-        "try --source live)",
+        "error": "Protein ZZZZZZZZZ not found: 'ZZZZZZZZZ' is not a UniProt accession "
+        "(expected 6 or 10 letters and digits in UniProt's format [OPQ][0-9][A-Z0-9]{3}[0-9] "
+        "or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}, such as P04637 or A0A0C5B5G6)",
         "uniprot_id": "ZZZZZZZZZ",
-        "source": "offline",
+        "source": "fake",
         "status": 404,
     }
+
+
+def test_an_accession_the_bundle_lacks_points_to_live_mode() -> None:
+    """A well-formed accession not bundled is not found; the message says --source live."""
+    result = process_protein("Q99999")
+    assert result["status"] == 404
+    assert result["error"].startswith("Protein Q99999 not found in the bundled offline dataset")
+    assert result["error"].endswith("try --source live)")
+
+
+@pytest.mark.parametrize("raw", ["P0463", "12345", "A0A0C5B5G6X", "FAKE", "XXXXX"])
+def test_ids_that_pass_the_gate_but_are_no_accession(raw: str) -> None:
+    """PRD-003's gate stays loose; the fetch still fails them as not found, saying why."""
+    assert validate_protein_id(raw) == (True, None)
+    source = FakeSource(_good())
+    result = process_protein(raw, source)
+    assert source.calls == []
+    assert result["error"].startswith(f"Protein {raw} not found: '{raw}' is not a UniProt")
+    assert "--source live" not in result["error"]
 
 
 @pytest.mark.parametrize(
@@ -390,62 +411,18 @@ def test_p38398_figures_match_an_independent_computation() -> None:
     assert (structure["min_plddt"], structure["max_plddt"]) == (min(values), max(values))
     assert structure["fractions"] == {b: round(n / len(values), 3) for b, n in counts.items()}
     assert structure["fractions"] == ENTRIES["P38398"]["alphafold"]["fractions"]
-    assert structure["reliability"] == "low"
-
-
-@pytest.mark.parametrize("acc", WITH_PLDDT)
-def test_regions_are_exactly_the_low_confidence_runs(acc: str) -> None:
-    """Regions are the maximal runs of >= 5 residues with pLDDT < 70, within the chain."""
-    values = ENTRIES[acc]["alphafold"]["plddt"]
-    expected, position = [], 1
-    for low, run in itertools.groupby(values, key=lambda v: v < 70):
-        size = len(list(run))
-        if low and size >= 5:
-            expected.append((position, position + size - 1))
-        position += size
-    regions = analyze_structure(process_protein(acc))["low_confidence_regions"]
-    assert [(r["start"], r["end"]) for r in regions] == expected
-    for region in regions:
-        run = values[region["start"] - 1 : region["end"]]
-        assert 1 <= region["start"] <= region["end"] <= ENTRIES[acc]["length"]
-        assert region["length"] == len(run) >= 5
-        assert region["mean_plddt"] == round(sum(run) / len(run), 2)
-
-
-@pytest.mark.parametrize(
-    ("values", "regions"),
-    [
-        ([95.0] * 3 + [40.0] * 5 + [80.0] * 2 + [60.0] * 4 + [30.0] * 6, [(4, 8), (11, 20)]),
-        ([40.0] * 4 + [95.0], []),  # a run of 4 is too short
-        ([69.99] * 5, [(1, 5)]),  # the whole chain
-        ([70.0] * 5, []),  # 70 is confident, not low
-        ([90.0, 10.0, 10.0, 10.0, 10.0, 10.0, 90.0], [(2, 6)]),
-    ],
-)
-def test_region_boundaries(values: list[float], regions: list[tuple[int, int]]) -> None:
-    """Region starts and ends are 1-based and inclusive, including at the chain's ends."""
-    found = analyze_structure(_with_plddt(values))["low_confidence_regions"]
-    assert [(r["start"], r["end"]) for r in found] == regions
+    assert "reliability" not in structure
 
 
 def test_q8i3h7_without_per_residue_data() -> None:
-    """Q8I3H7 has only a global pLDDT: regions are unknown (None), not empty."""
+    """Q8I3H7 has only a global pLDDT: segments are unknown (None), and the result says why."""
     structure = analyze_structure(process_protein("Q8I3H7"))
     assert structure["per_residue"] is False
-    assert structure["low_confidence_regions"] is None
+    assert structure["segments"] is None
     assert structure["mean_plddt"] == 85.57
     assert structure["fractions"] is None
     assert (structure["min_plddt"], structure["max_plddt"]) == (None, None)
-    assert "cannot be located" in structure["summary"]
-
-
-@pytest.mark.parametrize(
-    ("mean", "reliability"),
-    [(98.06, "high"), (90.0, "high"), (89.99, "medium"), (70.0, "medium"), (69.99, "low")],
-)
-def test_reliability_thresholds(mean: float, reliability: str) -> None:
-    """Reliability is high for mean >= 90, medium for >= 70, low below."""
-    assert analyze_structure(_global_only(mean))["reliability"] == reliability
+    assert any("per-residue pLDDT" in m and "--source live" in m for m in structure["missing"])
 
 
 @pytest.mark.parametrize(
@@ -459,7 +436,7 @@ def test_reliability_thresholds(mean: float, reliability: str) -> None:
 def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
     """Without AlphaFold figures the stage returns an error dict naming the protein."""
     result = analyze_structure(summary)
-    assert result.keys() == {"error"}
+    assert result.keys() == {"error", "missing_model"}
     assert result["error"].startswith("No structure data for P0DTC2")
 
 
@@ -467,73 +444,81 @@ def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
 
 
 def _allowed_numbers(summary: dict[str, Any], structure: dict[str, Any]) -> set[str]:
-    """Every number the analysis may quote: data figures, their percentages, band limits."""
-    allowed = {"5", "50", "70", "90", str(summary["length"])}
-    allowed |= {f"{round(structure['mean_plddt'], 2):g}"}
-    allowed |= {f"{f * 100:.1f}" for f in structure["fractions"].values()}
-    allowed |= {f"{structure['well_folded_fraction'] * 100:.1f}"}
-    for region in structure["low_confidence_regions"] or []:
-        allowed |= {str(region[k]) for k in ("start", "end", "length")}
-        allowed |= {f"{region['mean_plddt']:g}"}
+    """Every number the reasoning may quote: figures of segments and units, and their ranges."""
+    allowed = {"20", "50", "70", "90"}
+    for part in [*(structure["segments"] or []), *(structure["units"] or [])]:
+        allowed |= {str(v) for k, v in part.items() if isinstance(v, int)}
+        allowed |= {f"{part['mean_plddt']:g}"}
+        for start, end in part.get("ranges", []):
+            allowed |= {str(start), str(end)}
+    allowed |= {f"{structure['mean_plddt']:g}"}
     return allowed
 
 
 @pytest.mark.parametrize("acc", WITH_PLDDT)
 def test_reasoning_only_quotes_numbers_from_the_data(acc: str) -> None:
-    """Each hypothesis cites a number, and every number quoted comes from the data."""
+    """Every number the reasoning quotes comes from the segments and units of the data."""
     summary, structure, reasoning, _ = _pipeline(acc)
     allowed = _allowed_numbers(summary, structure)
     assert reasoning["hypotheses"]
-    for text in [*reasoning["hypotheses"], reasoning["drug_target_assessment"]]:
-        numbers = re.findall(r"\d+(?:\.\d+)?", text)
-        assert numbers or text == reasoning["drug_target_assessment"]
-        assert set(numbers) <= allowed, text
+    for text in reasoning["hypotheses"]:
+        assert set(re.findall(r"\d+(?:\.\d+)?", text)) <= allowed, text
 
 
-@pytest.mark.parametrize(
-    ("acc", "tractability"),
-    [("P38398", "challenging"), ("P69905", "favourable"), ("P04637", "mixed")],
-)
-def test_tractability_follows_the_figures(acc: str, tractability: str) -> None:
-    """Mostly disordered → challenging; mostly well folded → favourable; else mixed."""
+@pytest.mark.parametrize("acc", sorted(ENTRIES))
+def test_reasoning_ranks_no_target(acc: str) -> None:
+    """No assessment calls a protein a promising or challenging target from pLDDT."""
     _, _, reasoning, _ = _pipeline(acc)
-    assert reasoning["tractability"] == tractability
+    text = " ".join([reasoning["drug_target_assessment"], *reasoning["hypotheses"]]).lower()
+    for word in ("promising", "challenging", "favourable", "tractab", "reliability"):
+        assert word not in text
+    assert "no ranking of targets" in text or text.startswith("assessment unavailable")
 
 
-def test_reasoning_says_unknown_where_data_are_missing() -> None:
-    """Q8I3H7's unknown length and distribution are stated, not guessed."""
+def test_reasoning_says_where_data_are_missing() -> None:
+    """Q8I3H7's unknown distribution is stated, not guessed."""
     _, _, reasoning, _ = _pipeline("Q8I3H7")
-    assert "Sequence length: unknown" in reasoning["drug_target_assessment"]
-    assert "distribution is unknown" in reasoning["drug_target_assessment"]
-    assert reasoning["evidence"]["disordered_fraction"] is None
+    assert any("cannot be located" in h for h in reasoning["hypotheses"])
+    assert reasoning["evidence"]["units"] is None
 
 
 def test_reasoning_without_structure() -> None:
-    """With no structure result the assessment is 'unknown'."""
+    """With no structure result the assessment is unavailable."""
     reasoning = reason(process_protein("P04637"), {"error": "boom"})
-    assert reasoning["tractability"] == "unknown"
-    assert reasoning["drug_target_assessment"].startswith("Assessment unknown")
+    assert reasoning["hypotheses"] == []
+    assert reasoning["drug_target_assessment"].startswith("Assessment unavailable")
 
 
 # --------------------------------------------------------------------------- critique
 
 
 @pytest.mark.parametrize(
-    ("acc", "level", "fragments"),
+    ("acc", "fragments"),
     [
-        ("P38398", "high", ["not experimental evidence", "80.3% of residues"]),
-        ("P04637", "low", ["No per-residue pLDDT", "different AlphaFold model versions"]),
-        ("Q8I3H7", "low", ["sequence length is unknown", "secondary source"]),
-        ("P69905", "low", ["No per-residue pLDDT", "secondary source"]),
+        ("P38398", ["not experimental evidence", "Model version v4, created 2022-06-01"]),
+        (
+            "P04637",
+            [
+                "UniProt SUBUNIT (annotated 2005-09-13): ",
+                "UniProt COFACTOR: Binds 1 zinc ion per subunit; Zinc at residues 176, 179, "
+                "238, 242.",
+            ],
+        ),
+        ("Q8I3H7", ["model version is not recorded", "secondary source"]),
+        ("P69905", ["Model version v6", "secondary source"]),
+        ("P00221", ["Model version v4, created"]),
+        ("P05067", ["also models 9 other isoform(s) (P05067-2, P05067-4, P05067-5"]),
     ],
 )
-def test_critique_caveats(acc: str, level: str, fragments: list[str]) -> None:
-    """Caveats name the weaknesses of each entry's data; confidence follows them."""
+def test_critique_caveats(acc: str, fragments: list[str]) -> None:
+    """Caveats come from each entry's data; the critique names what the brief rests on."""
     *_, result = _pipeline(acc)
     text = "\n".join(result["caveats"])
     for fragment in fragments:
         assert fragment in text
-    assert result["confidence_in_reasoning"] == level
+    assert "confidence_in_reasoning" not in result
+    assert result["basis"]
+    assert "different AlphaFold model versions" not in text
 
 
 def test_critique_flags_inconsistent_figures() -> None:
@@ -546,16 +531,18 @@ def test_critique_flags_inconsistent_figures() -> None:
 
 
 def test_critique_without_structure() -> None:
-    """With no structure result the confidence in the reasoning is low."""
+    """With no structure result the critique says no confidence figure was used."""
     result = critique(process_protein("P04637"), None, None)
-    assert result["confidence_in_reasoning"] == "low"
+    assert result["caveats"] == [
+        "No structure analysis was available, so no confidence figure was used."
+    ]
 
 
 # --------------------------------------------------------------------------- synthesis
 
 
 def test_full_brief_names_everything() -> None:
-    """A complete brief has identity, figures, assessment and caveats, and is not partial."""
+    """A complete brief leads with the confidence table and names each source."""
     summary, structure, reasoning, crit = _pipeline("P38398")
     brief = synthesize("P38398", summary, structure, reasoning, crit)
     for fragment in [
@@ -563,25 +550,32 @@ def test_full_brief_names_everything() -> None:
         "| Organism | Homo sapiens |",
         "| Gene | BRCA1 |",
         "| Length | 1863 residues |",
-        "Mean pLDDT: 41.29",
+        "Source: AlphaFold DB model AF-P38398-F1 v4, created 2022-06-01; per-residue pLDDT "
+        "from AF-P38398-F1-model_v4.pdb.",
+        "| 1649–1859 | 211 | 92.02 | very high | ordered |",
+        "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high |",
+        "Terminal fraying (set apart): 1–6 (mean pLDDT 54.28), 1860–1863 (mean pLDDT 46.99).",
+        "- Whole-model mean pLDDT: 41.29 (one number over ordered and disordered parts alike",
         "very low (below 50) 80.3%",
-        "residues 102–1391",
-        "Structurally challenging",
+        "https://alphafold.ebi.ac.uk/entry/P38398",
+        "https://www.uniprot.org/uniprotkb/P38398/entry",
         "not experimental evidence",
-        "Confidence in this reasoning: **high**",
+        "## Sources",
     ]:
         assert fragment in brief
+    assert brief.index("## Confidence along the chain") < brief.index("Whole-model mean pLDDT")
     assert "Partial" not in brief
+    assert "Confidence in this reasoning" not in brief
 
 
 def test_q8i3h7_brief_says_length_and_gene_are_unknown() -> None:
-    """Q8I3H7's brief says plainly that its length, gene and regions are unknown."""
+    """Q8I3H7's brief says plainly that its length, gene and segments are unknown."""
     summary, structure, reasoning, crit = _pipeline("Q8I3H7")
     brief = synthesize("Q8I3H7", summary, structure, reasoning, crit)
     assert "| Gene | unknown |" in brief
     assert "| Length | unknown |" in brief
-    assert "Low-confidence regions: unknown" in brief
-    assert "Mean pLDDT: 85.57" in brief
+    assert "Segments: unknown (no per-residue pLDDT in this data)." in brief
+    assert "Whole-model mean pLDDT: 85.57" in brief
 
 
 @pytest.mark.parametrize(
@@ -610,8 +604,9 @@ def test_structure_summary() -> None:
     """The structure-only text gives the figures, or the reason there are none."""
     summary = process_protein("A0A0C5B5G6")
     text = structure_summary("A0A0C5B5G6", summary, analyze_structure(summary))
-    assert "mean pLDDT 72.08" in text
-    assert "residues 1–5" in text
+    assert "Whole-model mean pLDDT: 72.08" in text
+    assert "| 6–15 | 10 | 75.38 | confident | ordered |" in text
+    assert "Terminal fraying (set apart): 1–5 (mean pLDDT 66.17), 16–16" in text
     missing = process_protein("P0DTC2")
     text = structure_summary("P0DTC2", missing, analyze_structure(missing))
     assert "No structure data for P0DTC2" in text

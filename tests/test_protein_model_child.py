@@ -74,3 +74,37 @@ def test_the_model_protein_child_has_the_pipeline_stages_as_tools() -> None:
         "critique",
         "synthesize",
     }
+
+
+async def test_the_model_gets_segment_and_feature_facts_and_is_told_to_invent_none() -> None:
+    """analyze_structure answers the model with the segments, units and features the brief
+    uses, and the system prompt forbids inventing numbers or ranking targets."""
+    script = [
+        *calls("fetch_protein", "analyze_structure", protein="P05067"),
+        message([tool_use("finish", {"result": "APP brief"})], stop_reason="tool_use"),
+    ]
+    with MessagesAPI(script) as api:  # type: ignore[arg-type]
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            child = anthropic_protein_child(client=client)
+            result = await Supervisor(child).delegate("Analyze P05067", timeout=10)
+    assert result.output == "APP brief"
+    system = api.requests[0]["system"]
+    system_text = system if isinstance(system, str) else " ".join(b["text"] for b in system)
+    assert "Never invent a number" in system_text
+    assert "not the protein's reliability" in system_text
+    structure = json.loads(api.requests[2]["messages"][-1]["content"][0]["content"])
+    ordered = [(s["start"], s["end"], s["mean_plddt"]) for s in structure["segments"]]
+    assert (376, 569, 89.47) in ordered
+    assert [u["where"] for u in structure["units"]] == ["30–189", "284–343", "376–569"]
+    assert "plddt" not in structure  # bulky per-residue data never goes to the model
+
+
+async def test_an_id_that_is_no_accession_is_not_looked_up_by_the_model_child() -> None:
+    """fetch_protein refuses an ID that cannot be a UniProt accession as not found (why)."""
+    with MessagesAPI(calls("fetch_protein", protein="P0463")) as api:  # type: ignore[arg-type]
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            child = anthropic_protein_child(client=client)
+            result = await Supervisor(child).delegate("Analyze P0463", timeout=10)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("invalid_task", "not_found")
+    assert "is not a UniProt accession" in result.failure.message

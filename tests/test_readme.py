@@ -74,12 +74,20 @@ def claim(command: str) -> Callable[[Callable[[Run], None]], Callable[[Run], Non
     return register
 
 
-@claim("lyra analyze P04637 XXXXX Q8I3H7")
+@claim("lyra analyze P05067 Q5VSL9 XXXXX")
 def _quick_start(run: Run) -> None:
-    # "XXXXX is not a real protein, so it fails alone (at `fetch_protein`,
-    # `invalid_task`) while the others complete, and the command exits with status 1"
+    # "each leading with where its AlphaFold model is confident: segments ..., structural
+    # units ..., and (Q5VSL9) the PAE between them. ... XXXXX is not a UniProt accession,
+    # so it fails alone (at `fetch_protein`, `invalid_task`) while the others complete,
+    # and the command exits with status 1 ... pictures included: ... in `figures/`"
     assert run.status == 1
+    for protein in ("P05067", "Q5VSL9"):
+        brief = run.out.split(f"({protein})", 1)[1]
+        assert brief.index("## Confidence along the chain") < brief.index("## Caveats")
+        assert f"(../figures/{protein}-plddt.png)" in brief
+    assert "### Between units (PAE" in run.out
     assert "XXXXX: invalid_task at fetch_protein" in run.out
+    assert "is not a UniProt accession" in run.out
     assert "2 of 3 completed, 0 partial, 1 failed." in run.out
 
 

@@ -190,7 +190,9 @@ async def test_comparison_ranks_usable_proteins_and_names_the_missing() -> None:
     comparison = output.comparison
     assert comparison is not None
     assert comparison.compared == ["P04637", "Q8I3H7", "P38398"]
-    assert comparison.most_reliable_structure == "Q8I3H7"  # mean pLDDT 85.57, the highest
+    assert comparison.best_predicted_structure == "Q8I3H7"  # mean pLDDT 85.57, the highest
+    assert comparison.basis is not None
+    assert comparison.basis.startswith("highest whole-model mean pLDDT")
     assert comparison.left_out == ["XXXXX"]
 
 
@@ -415,12 +417,15 @@ async def test_a_hanging_writer_is_cut_off_and_the_template_answers() -> None:
     assert second == "Found (1):"
 
 
-async def test_structure_only_comparison_names_no_drug_target() -> None:
-    """Without the reasoning stage there is no tractability, so no target is ranked."""
-    output = await analyze(["P04637", "P38398"], timeout=5, plan="structure")
+async def test_comparison_names_no_drug_target() -> None:
+    """A comparison names the best predicted structure and why, and ranks no target."""
+    output = await analyze(["P04637", "P38398", "P69905"], timeout=5, plan="structure")
     assert output.comparison is not None
-    assert output.comparison.most_reliable_structure == "P04637"
-    assert output.comparison.most_promising_target is None
+    assert output.comparison.best_predicted_structure == "P69905"
+    assert output.comparison.basis == (
+        "largest share of residues with pLDDT ≥ 70: P04637 59.8%, P38398 17.4%, P69905 99.3%"
+    )
+    assert "most_promising_target" not in output.comparison.model_dump()
 
 
 # -- on_outcome ---------------------------------------------------------------------

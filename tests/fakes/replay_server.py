@@ -1,7 +1,7 @@
 """A local fake of AlphaFold DB and UniProt that replays recorded responses.
 
 :class:`ReplayServer` is a real HTTP server on ``127.0.0.1`` (a random free
-port) in a background thread, so :class:`lyra.proteins._sources.LiveSource`
+port) in a background thread, so :class:`lyra.proteins._live.LiveSource`
 talks to it over a socket with its real ``httpx`` client. Nothing touches the
 network. Both services live on the one server (pass its ``url`` as
 ``afdb_url`` and ``uniprot_url``)::
@@ -14,10 +14,13 @@ network. Both services live on the one server (pass its ``url`` as
             ...  # first request for that path gets the 429, later ones the recording
             assert server.paths == ["/uniprotkb/P04637.json"]
 
-Routes, filled from ``tests/fixtures/recorded`` (see its README):
+Routes, filled from ``tests/fixtures/recorded`` and, for answers built for
+tests (not recordings), ``tests/fixtures/built`` (see their READMEs):
 
 - ``GET /api/prediction/{ACC}`` -- ``afdb_prediction_{ACC}.json``;
-- ``GET /uniprotkb/{ACC}.json`` -- ``uniprot_{ACC}.json``.
+- ``GET /uniprotkb/{ACC}.json`` -- ``uniprot_{ACC}.json``;
+- ``GET /files/{NAME}`` -- ``recorded/files/{NAME}`` (the model, confidence and
+  PAE files an AlphaFold DB record names; 404 for one not there).
 
 An accession without a recording gets a 404 with the service's error body:
 UniProt's documented ``{"url": …, "messages": ["Resource not found"]}``, and
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 RECORDED: Final = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+BUILT: Final = Path(__file__).resolve().parents[1] / "fixtures" / "built"
+_FILES_PATH: Final = re.compile(r"/files/(?P<name>[A-Za-z0-9._-]+)")
 _AFDB_PATH: Final = re.compile(r"/api/prediction/(?P<acc>[^/?]+)")
 _UNIPROT_PATH: Final = re.compile(r"/uniprotkb/(?P<acc>[^/?]+)\.json")
 _AFDB_FILE: Final = re.compile(r"afdb_prediction_(?P<acc>.+)\.json")
@@ -122,13 +127,17 @@ class RecordedRequest:
 
 
 def _load_recordings(directory: Path) -> dict[str, bytes]:
-    """Path → recorded body for every recording in ``directory``."""
+    """Path → recorded body for every recording in ``directory`` (and, for the
+    default recordings, the answers built for tests)."""
     routes: dict[str, bytes] = {}
-    for file in sorted(directory.glob("*.json")):
+    folders = [directory, BUILT] if directory == RECORDED else [directory]
+    for file in sorted(f for folder in folders for f in folder.glob("*.json")):
         if match := _AFDB_FILE.fullmatch(file.name):
             routes[f"/api/prediction/{match['acc']}"] = file.read_bytes()
         elif match := _UNIPROT_FILE.fullmatch(file.name):
             routes[f"/uniprotkb/{match['acc']}.json"] = file.read_bytes()
+    for file in sorted((directory / "files").glob("*")):
+        routes[f"/files/{file.name}"] = file.read_bytes()
     return routes
 
 
@@ -182,7 +191,7 @@ class ReplayServer(LocalServer[Reply]):
             if _UNIPROT_PATH.fullmatch(path):
                 url = f"http://{host}{path}"
                 return json_reply({"url": url, "messages": ["Resource not found"]}, 404)
-            if _AFDB_PATH.fullmatch(path):
+            if _AFDB_PATH.fullmatch(path) or _FILES_PATH.fullmatch(path):
                 return json_reply({"detail": "Not Found"}, 404)
             self.problems.append(f"no route for GET {recorded.path}")
             return json_reply({"detail": "Not Found"}, 404)

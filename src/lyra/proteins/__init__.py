@@ -16,7 +16,9 @@ from lyra.proteins._analysis import (
 from lyra.proteins._analyze import analyze, analyze_sync, entry_for, requested_ids
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
+from lyra.proteins._live import LiveSource
 from lyra.proteins._model_child import anthropic_protein_child, protein_tools
+from lyra.proteins._offline import OfflineSource
 from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
@@ -34,7 +36,7 @@ from lyra.proteins._pipeline import (
     protein_child,
 )
 from lyra.proteins._planner import QuestionPlan, plan_by_rules, plan_question
-from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
 __all__ = [

@@ -2,62 +2,53 @@
 
 ``analyze_structure → reason → critique → synthesize`` (a structure-only plan
 ends with :func:`structure_summary`). Every number in their output is read from
-the summary or computed from it; where data are missing the text says
-"unknown" instead of guessing. A stage that cannot work returns ``{"error": …}``
-(a soft failure, PRD-001).
+the data or computed from it, and names its source; where data are missing the
+text says so and how to get them. A stage that cannot work returns
+``{"error": …}`` (a soft failure, PRD-001).
 
-AlphaFold's pLDDT bands: very low < 50, low 50–<70, confident 70–<90,
-very high >= 90.
+Confidence lives in segments (:mod:`lyra.proteins._confidence`), structural
+units and the PAE between them (:mod:`lyra.proteins._units`), and the UniProt
+features mapped onto them (:mod:`lyra.proteins._features`); the whole-model
+mean pLDDT is one line among others, never "the protein's reliability".
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from lyra.proteins._sources import finite_number
+from lyra.proteins._caveats import basis, critique
+from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of
+from lyra.proteins._features import PROCESSED_TYPES, SITE_TYPES
+from lyra.proteins._structure import analyze_structure
 from lyra.proteins._text import render
 
 __all__ = [
     "BANDS",
-    "LOW_CONFIDENCE_PLDDT",
-    "MIN_REGION_LENGTH",
     "analyze_structure",
     "band_of",
     "critique",
+    "num",
     "reason",
     "structure_summary",
     "synthesize",
 ]
 
-BANDS: Final = ("very_low", "low", "confident", "very_high")
-LOW_CONFIDENCE_PLDDT: Final = 70.0
-MIN_REGION_LENGTH: Final = 5
-_BAND_FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
-_BAND_CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
-_BAND_LABEL: Final = {
+_BAND_RANGE: Final = {
     "very_high": "very high (≥ 90)",
     "confident": "confident (70–90)",
     "low": "low (50–70)",
     "very_low": "very low (below 50)",
 }
-_BRIEF_REGIONS: Final = 10  # regions listed in a brief; the rest are counted
+_USE: Final = {
+    "very_high": "backbone and most side chains modelled to high accuracy: fit for "
+    "structure-based work such as docking or interface design within it",
+    "confident": "backbone likely right, side chains less so: fit for work on the fold and "
+    "positions of residues; check side chains before docking",
+}
 
 
-# --------------------------------------------------------------------------- helpers
-
-
-def band_of(plddt: float) -> str:
-    """The AlphaFold band of one pLDDT value."""
-    if plddt < 50:
-        return "very_low"
-    if plddt < 70:
-        return "low"
-    return "confident" if plddt < 90 else "very_high"
-
-
-def _num(value: float) -> str:
+def num(value: float) -> str:
     """A figure as data show it: ``41.29``, ``1863``, ``18.5``."""
     return f"{round(value, 2):g}"
 
@@ -73,419 +64,84 @@ def _usable(stage: object) -> Mapping[str, Any] | None:
     return None
 
 
-def _protein_id(summary: Mapping[str, Any]) -> str:
-    value = summary.get("uniprot_id")
-    return value if isinstance(value, str) and value else "unknown protein"
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _length(summary: Mapping[str, Any]) -> int | None:
-    value = summary.get("length")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _fractions(value: object) -> dict[str, float] | None:
-    """The four band fractions if all are numbers, else None."""
-    if not isinstance(value, Mapping):
-        return None
-    found = {band: finite_number(value.get(band)) for band in BANDS}
-    if any(number is None for number in found.values()):
-        return None
-    return {band: float(number or 0.0) for band, number in found.items()}
-
-
-def _per_residue(value: object) -> list[float] | None:
-    """Per-residue pLDDT if it is a non-empty list of numbers, else None."""
-    if not isinstance(value, list) or not value:
-        return None
-    numbers = [finite_number(item) for item in value]
-    if any(number is None for number in numbers):
-        return None
-    return [float(number or 0.0) for number in numbers]
-
-
-# --------------------------------------------------------------------------- structure
-
-
-def _mean(values: Sequence[float]) -> float:
-    """Mean to 2 decimals, summed exactly as the dataset builder does (plain ``sum``),
-    so a mean computed here equals the bundled ``global_plddt`` even on a tie."""
-    return round(sum(values) / len(values), 2)
-
-
-def _regions(values: Sequence[float]) -> list[dict[str, Any]]:
-    """Runs of >= 5 residues with pLDDT < 70: 1-based inclusive start/end and mean."""
-    regions: list[dict[str, Any]] = []
-    start: int | None = None
-    for index, value in enumerate([*values, math.inf]):  # the sentinel closes a final run
-        if value < LOW_CONFIDENCE_PLDDT:
-            start = index if start is None else start
-            continue
-        if start is not None and index - start >= MIN_REGION_LENGTH:
-            run = values[start:index]
-            regions.append(
-                {
-                    "start": start + 1,
-                    "end": index,
-                    "length": index - start,
-                    "mean_plddt": _mean(run),
-                }
-            )
-        start = None
-    return regions
-
-
-def _residue_figures(values: Sequence[float]) -> dict[str, Any]:
-    counts = dict.fromkeys(BANDS, 0)
-    for value in values:
-        counts[band_of(value)] += 1
-    n = len(values)
-    return {
-        "residues": n,
-        "mean_plddt": _mean(values),
-        "min_plddt": min(values),
-        "max_plddt": max(values),
-        "fractions": {band: round(counts[band] / n, 3) for band in BANDS},
-        "low_confidence_regions": _regions(values),
-    }
-
-
-def _reliability(mean: float | None) -> str:
-    if mean is None:
-        return "unknown"
-    if mean >= 90:
-        return "high"
-    return "medium" if mean >= 70 else "low"
-
-
-def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """Confidence figures of the AlphaFold model, or ``{"error": "No structure data for …"}``.
-
-    With per-residue pLDDT: mean, min, max, band fractions and low-confidence
-    regions (a list, possibly empty). Without it: the global pLDDT and the
-    fractions if known; ``min``/``max``/``residues`` None and regions None
-    (unknown -- not "none").
-    """
-    protein_id = _protein_id(summary)
-    alphafold = summary.get("alphafold")
-    if not isinstance(alphafold, Mapping):
-        return {"error": f"No structure data for {protein_id}: no AlphaFold model"}
-    values = _per_residue(alphafold.get("plddt"))
-    if values is not None:
-        figures = _residue_figures(values)
-    else:
-        figures = {
-            "residues": None,
-            "mean_plddt": finite_number(alphafold.get("global_plddt")),
-            "min_plddt": None,
-            "max_plddt": None,
-            "fractions": _fractions(alphafold.get("fractions")),
-            "low_confidence_regions": None,
-        }
-        if figures["mean_plddt"] is None and figures["fractions"] is None:
-            return {"error": f"No structure data for {protein_id}: no pLDDT figures"}
-    fractions = figures["fractions"]
-    result: dict[str, Any] = {
-        "uniprot_id": protein_id,
-        "entry_id": alphafold.get("entry_id"),
-        "model_version": alphafold.get("model_version"),
-        "per_residue": values is not None,
-        **figures,
-        "well_folded_fraction": (
-            round(fractions["confident"] + fractions["very_high"], 3) if fractions else None
-        ),
-        "low_confidence_fraction": (
-            round(fractions["very_low"] + fractions["low"], 3) if fractions else None
-        ),
-        "reliability": _reliability(figures["mean_plddt"]),
-    }
-    result["summary"] = _structure_text(result)
-    return result
-
-
-def _structure_text(s: Mapping[str, Any]) -> str:
-    """One paragraph describing the figures in ``s``."""
-    version = f" (v{s['model_version']})" if s["model_version"] else ""
-    model = f"AlphaFold model {s['entry_id']}{version}" if s["entry_id"] else "The AlphaFold model"
-    parts: list[str] = []
-    if s["mean_plddt"] is None:
-        parts.append(f"{model} has no recorded mean pLDDT.")
-    elif s["per_residue"]:
-        parts.append(
-            f"{model} covers {s['residues']} residues with mean pLDDT {_num(s['mean_plddt'])} "
-            f"(range {_num(s['min_plddt'])}–{_num(s['max_plddt'])}), "
-            f"so its overall reliability is {s['reliability']}."
-        )
-    else:
-        parts.append(
-            f"{model} has a mean pLDDT of {_num(s['mean_plddt'])} "
-            f"(overall reliability {s['reliability']}); only whole-protein figures are available."
-        )
-    if s["fractions"]:
-        shares = ", ".join(f"{_pct(s['fractions'][b])} {_BAND_LABEL[b]}" for b in reversed(BANDS))
-        parts.append(f"Residues by confidence band: {shares}.")
-    parts.append(_regions_sentence(s["low_confidence_regions"]))
-    return " ".join(parts)
-
-
-def _regions_sentence(regions: list[dict[str, Any]] | None) -> str:
-    if regions is None:
-        return "Low-confidence regions cannot be located without per-residue pLDDT."
-    if not regions:
-        return "No stretch of 5 or more residues has pLDDT below 70."
-    longest = max(regions, key=lambda r: r["length"])
-    covered = sum(r["length"] for r in regions)
-    return (
-        f"{len(regions)} low-confidence region(s) (pLDDT below 70, at least 5 residues) cover "
-        f"{covered} residues; the longest is residues {longest['start']}–{longest['end']} "
-        f"(mean pLDDT {_num(longest['mean_plddt'])})."
-    )
+def _model_name(s: Mapping[str, Any]) -> str:
+    """``AlphaFold DB model AF-P05067-F1 v6 (2025-08-01)``."""
+    version = f" v{s['model_version']}" if s.get("model_version") else " (version not recorded)"
+    date = f", created {s['model_date']}" if s.get("model_date") else ""
+    return f"AlphaFold DB model {s.get('entry_id') or '(entry id unknown)'}{version}{date}"
 
 
 # --------------------------------------------------------------------------- reasoning
 
 
-def _assessment(mean: float | None, fractions: Mapping[str, float] | None) -> tuple[str, str]:
-    """``(tractability, sentence)`` from the confidence figures alone."""
-    if fractions is not None:
-        well = fractions["confident"] + fractions["very_high"]
-        disorder = fractions["very_low"]
-        if well >= 0.7:
-            return "favourable", (
-                f"Structurally favourable: {_pct(well)} of residues have pLDDT ≥ 70, so a "
-                "confident model covers most of the protein for structure-based design."
-            )
-        if disorder >= 0.5:
-            return "challenging", (
-                f"Structurally challenging: {_pct(disorder)} of residues have pLDDT below 50 "
-                f"(likely disordered) and only {_pct(well)} have pLDDT ≥ 70, so structure-based "
-                "design would be limited to the ordered parts."
-            )
-        return "mixed", (
-            f"Mixed: {_pct(well)} of residues have pLDDT ≥ 70 and {_pct(disorder)} have "
-            "pLDDT below 50; ordered domains may be targetable on their own."
-        )
-    if mean is not None:
-        level = "favourable" if mean >= 90 else "mixed" if mean >= 70 else "challenging"
-        return level, (
-            f"Tentatively {level}: the mean pLDDT is {_num(mean)}, but the per-residue "
-            "distribution is unknown, so ordered and disordered parts cannot be told apart."
-        )
-    return "unknown", "Assessment unknown: there are no AlphaFold confidence figures."
-
-
-def _length_sentence(length: int | None) -> str:
-    return f"Sequence length: {length} residues." if length else "Sequence length: unknown."
-
-
 def reason(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A rule-based drug-target assessment and hypotheses, each citing its number.
+    """What the model supports, part by part; no ranking of targets from pLDDT.
 
-    Returns ``drug_target_assessment`` (text), ``tractability``
-    (favourable/mixed/challenging/unknown), ``hypotheses`` and ``evidence``
-    (the figures used; None where unknown).
+    Returns ``drug_target_assessment`` (text: what pLDDT can and cannot say for
+    structure-based work), ``hypotheses`` (one line per unit or stretch, each
+    citing its figures) and ``evidence`` (the figures used; None where unknown).
     """
     s = _usable(structure) or {}
-    mean = finite_number(s.get("mean_plddt"))
-    fractions = _fractions(s.get("fractions"))
-    length = _length(summary)
-    tractability, sentence = _assessment(mean, fractions)
+    lines: list[str] = []
+    units = s.get("units") or []
+    for unit in units:
+        use = _USE.get(band_of(unit["mean_plddt"]))
+        if use:
+            lines.append(
+                f"Unit {unit['number']} (residues {unit['where']}, {unit['residues']} residues, "
+                f"mean pLDDT {num(unit['mean_plddt'])}, {unit['band']}): {use}."
+            )
+    if not units and s.get("segments"):
+        for seg in s["segments"]:
+            use = _USE.get(band_of(seg["mean_plddt"]))
+            if seg["kind"] == "ordered" and use:
+                lines.append(
+                    f"Residues {seg['start']}–{seg['end']} (mean pLDDT "
+                    f"{num(seg['mean_plddt'])}, {seg['band']}): {use}."
+                )
+    for seg in s.get("segments") or []:
+        if seg["kind"] == "very_low" and seg["length"] >= 20:
+            lines.append(
+                f"Residues {seg['start']}–{seg['end']} ({seg['length']} residues, mean pLDDT "
+                f"{num(seg['mean_plddt'])}, very low): likely disordered in isolation or "
+                "ordered only with a partner; no structure-based work there."
+            )
+    if s and not s.get("per_residue"):
+        lines.append(
+            "Without per-residue pLDDT the usable parts cannot be located: the whole-model "
+            f"mean pLDDT {num(s['mean_plddt']) if s.get('mean_plddt') is not None else 'unknown'} "
+            "mixes ordered and disordered residues."
+        )
     assessment = (
-        f"{sentence} {_length_sentence(length)} This judges structural tractability only; "
-        "binding sites and ligandability were not assessed."
+        "pLDDT describes how confident the model is, not whether the protein is a good drug "
+        "target: no pocket, ligandability, selectivity or biology was assessed, and no "
+        "ranking of targets is made from it. Structure-based work can use only the parts "
+        "predicted confidently (listed below)."
+        if s
+        else "Assessment unavailable: no structure analysis."
     )
     return {
         "drug_target_assessment": assessment,
-        "tractability": tractability,
-        "hypotheses": _hypotheses(length, mean, fractions, s),
+        "hypotheses": lines,
         "evidence": {
-            "mean_plddt": mean,
+            "mean_plddt": s.get("mean_plddt"),
             "well_folded_fraction": s.get("well_folded_fraction"),
-            "disordered_fraction": fractions["very_low"] if fractions else None,
-            "length": length,
+            "units": len(units) if s.get("units") is not None else None,
+            "length": summary.get("length"),
         },
     }
-
-
-def _hypotheses(
-    length: int | None,
-    mean: float | None,
-    fractions: Mapping[str, float] | None,
-    s: Mapping[str, Any],
-) -> list[str]:
-    found: list[str] = []
-    if mean is not None:
-        found.append(_mean_hypothesis(mean))
-    if fractions is not None:
-        if fractions["very_low"] >= 0.2:
-            found.append(
-                f"{_pct(fractions['very_low'])} of residues have pLDDT below 50, consistent with "
-                "intrinsically disordered regions (which may fold only on binding a partner)."
-            )
-        if fractions["very_high"] >= 0.2:
-            found.append(
-                f"{_pct(fractions['very_high'])} of residues have pLDDT ≥ 90: at least one "
-                "well-ordered domain is likely, a candidate for structure-based work."
-            )
-    found.extend(_region_hypotheses(s.get("low_confidence_regions"), s.get("residues")))
-    if length is not None and length < 50:
-        found.append(
-            f"At {length} residues it is a short peptide: a small-molecule pocket is unlikely; "
-            "peptide or biologic approaches fit better."
-        )
-    elif length is not None and length > 1000:
-        found.append(
-            f"At {length} residues it is large and likely multi-domain; domains would be "
-            "assessed separately."
-        )
-    return found
-
-
-def _mean_hypothesis(mean: float) -> str:
-    m = _num(mean)
-    if mean >= 90:
-        return f"Mean pLDDT {m} (≥ 90): backbone and most side chains are likely modelled well."
-    if mean >= 70:
-        return (
-            f"Mean pLDDT {m} (70–90): the fold is likely right overall; loops and termini less so."
-        )
-    if mean >= 50:
-        return f"Mean pLDDT {m} (50–70): much of the model is uncertain; parts may be flexible."
-    return f"Mean pLDDT {m} (below 50): most of the chain is probably disordered in isolation."
-
-
-def _region_hypotheses(regions: object, residues: object) -> list[str]:
-    if not isinstance(regions, list):
-        return []
-    if not regions:
-        return [f"No stretch of 5 or more of the {residues} residues has pLDDT below 70."]
-    longest = max(regions, key=lambda r: r["length"])
-    where = "an N-terminal" if longest["start"] == 1 else "a"
-    if longest["end"] == residues:
-        where = "a C-terminal" if where == "a" else "a chain-spanning"
-    return [
-        f"The longest low-confidence stretch is residues {longest['start']}–{longest['end']} "
-        f"({longest['length']} residues, mean pLDDT {_num(longest['mean_plddt'])}), "
-        f"likely {where} flexible or disordered segment."
-    ]
-
-
-# --------------------------------------------------------------------------- critique
-
-_LEVELS: Final = ("low", "medium", "high")
-
-
-def _fraction_bounds(fractions: Mapping[str, float]) -> tuple[float, float]:
-    """The lowest and highest mean pLDDT the band fractions allow."""
-    low = math.fsum(fractions[b] * _BAND_FLOOR[b] for b in BANDS)
-    high = math.fsum(fractions[b] * _BAND_CEILING[b] for b in BANDS)
-    return low, high
-
-
-def critique(
-    summary: Mapping[str, Any],
-    structure: Mapping[str, Any] | None,
-    reasoning: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """Caveats of the analysis and ``confidence_in_reasoning`` (high/medium/low)."""
-    s = _usable(structure)
-    if s is None:
-        return {
-            "caveats": ["No structure analysis was available, so no confidence figure was used."],
-            "confidence_in_reasoning": "low",
-            "basis": "no structure analysis",
-        }
-    caveats = ["pLDDT is AlphaFold's predicted confidence, not experimental evidence of structure."]
-    caveats.extend(_data_caveats(summary, s))
-    problems = _consistency_caveats(summary, s)
-    caveats.extend(problems)
-    if _usable(reasoning) is None:
-        caveats.append("No reasoning stage result was available to check.")
-    level, basis = _confidence(summary, s, downgrade=bool(problems))
-    return {"caveats": caveats, "confidence_in_reasoning": level, "basis": basis}
-
-
-def _data_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
-    caveats: list[str] = []
-    fractions = _fractions(s.get("fractions"))
-    if not s.get("per_residue"):
-        caveats.append(
-            "No per-residue pLDDT: low-confidence regions cannot be located; the figures "
-            "describe the whole protein only."
-        )
-        if fractions is not None and s.get("mean_plddt") is not None:
-            version = s.get("model_version")
-            caveats.append(
-                "The mean pLDDT and the band fractions were not computed from the same "
-                "per-residue data here, so they may come from different AlphaFold model versions"
-                + (f" (recorded version: v{version})." if version else ".")
-            )
-    if not s.get("model_version"):
-        caveats.append("The AlphaFold model version is not recorded.")
-    if fractions is not None and fractions["very_low"] >= 0.3:
-        caveats.append(
-            f"{_pct(fractions['very_low'])} of residues have pLDDT below 50: pLDDT alone cannot "
-            "tell true disorder from a poor prediction, and disordered parts may fold on binding."
-        )
-    if _length(summary) is None:
-        caveats.append("The sequence length is unknown.")
-    if any("secondary" in str(source) for source in summary.get("sources") or []):
-        caveats.append(
-            "Some values come from a lower-trust secondary source (figures quoted elsewhere)."
-        )
-    return caveats
-
-
-def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
-    """Caveats for figures that contradict each other."""
-    caveats: list[str] = []
-    fractions = _fractions(s.get("fractions"))
-    mean = finite_number(s.get("mean_plddt"))
-    if fractions is not None:
-        total = math.fsum(fractions.values())
-        if abs(total - 1) > 0.01:
-            caveats.append(f"The band fractions sum to {round(total, 3)}, not 1.")
-        low, high = _fraction_bounds(fractions)
-        if mean is not None and not low - 0.5 <= mean <= high + 0.5:
-            caveats.append(
-                f"The mean pLDDT {_num(mean)} is outside the range the band fractions allow "
-                f"({_num(low)}–{_num(high)}): the figures may come from different models."
-            )
-    residues, length = s.get("residues"), _length(summary)
-    if isinstance(residues, int) and length is not None and residues != length:
-        caveats.append(f"The model covers {residues} residues but the sequence has {length}.")
-    return caveats
-
-
-def _confidence(
-    summary: Mapping[str, Any], s: Mapping[str, Any], *, downgrade: bool
-) -> tuple[str, str]:
-    """``(level, basis)``: data richness, lowered once for each weakness."""
-    if s.get("per_residue"):
-        level, basis = 2, "per-residue pLDDT"
-    elif s.get("fractions") is not None:
-        level, basis = 1, "whole-protein pLDDT and band fractions"
-    else:
-        level, basis = 0, "a single whole-protein pLDDT"
-    weaknesses = [
-        ("inconsistent figures", downgrade),
-        ("unknown length", _length(summary) is None),
-        ("secondary sources", any("secondary" in str(x) for x in summary.get("sources") or [])),
-    ]
-    named = [name for name, present in weaknesses if present]
-    level = max(0, level - len(named))
-    return _LEVELS[level], basis + (f"; lowered for {', '.join(named)}" if named else "")
 
 
 # --------------------------------------------------------------------------- synthesis
 
 
-def _text(value: object) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
 def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]:
     gene = _text(summary.get("gene"))
-    length = _length(summary)
+    length = summary.get("length")
     description = _text(summary.get("description"))
     function = _text(summary.get("function"))
     return {
@@ -493,44 +149,82 @@ def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]
         "name": description or "unnamed protein",
         "organism": _text(summary.get("organism")) or "unknown",
         "gene": gene if gene and gene.lower() != "unknown" else "unknown",
-        "length": f"{length} residues" if length else "unknown",
+        "length": f"{length} residues" if isinstance(length, int) and length > 0 else "unknown",
         "source": _text(summary.get("source")) or "unknown",
         "function": function if function and function != description else None,
+        "afdb_url": f"https://alphafold.ebi.ac.uk/entry/{protein_id}",
+        "uniprot_url": f"https://www.uniprot.org/uniprotkb/{protein_id}/entry",
     }
 
 
-def _structure_view(structure: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
+    """``UniProtKB … (Rel. 48, last annotated 2005-09-13: old annotation)``."""
+    parts = [p for p in (uniprot.get("release"), uniprot.get("entry_version")) if p]
+    version = ", ".join(f"entry version {p}" if isinstance(p, int) else str(p) for p in parts)
+    date = uniprot.get("date")
+    when = f"last annotated {date}" if date else "annotation date not recorded"
+    old = date is not None and str(date) < "2020"
+    return (
+        f"{uniprot.get('source')} ({version + ', ' if version else ''}{when}"
+        f"{': old annotation, today’s entry may differ' if old else ''})"
+    )
+
+
+def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Binding and metal sites grouped by ligand, with the pLDDT at each."""
+    by_ligand: dict[str, list[Mapping[str, Any]]] = {}
+    for feature in features:
+        if feature["type"] in SITE_TYPES:
+            key = feature.get("ligand") or feature.get("description") or feature["type"]
+            by_ligand.setdefault(str(key), []).append(feature)
+    lines = []
+    for ligand, sites in by_ligand.items():
+        where = ", ".join(
+            f"{f['start']}" if f["start"] == f["end"] else f"{f['start']}–{f['end']}" for f in sites
+        )
+        values = ", ".join(num(f["mean_plddt"]) for f in sites)
+        lines.append(f"{ligand}: residues {where}; pLDDT {values}")
+    return lines
+
+
+def _structure_view(
+    structure: Mapping[str, Any] | None, summary: Mapping[str, Any]
+) -> dict[str, Any] | None:
     s = _usable(structure)
     if s is None:
         return None
-    mean, fractions = finite_number(s.get("mean_plddt")), _fractions(s.get("fractions"))
-    regions = s.get("low_confidence_regions")
-    version = s.get("model_version")
+    fractions = s.get("fractions")
+    features = s.get("features")
+    uniprot = summary.get("uniprot")
+    mature = [f for f in features or [] if f["type"] in ("Chain", "Peptide")]
     return {
-        "model": s.get("entry_id") or "unknown entry",
-        "version": f"v{version}" if version else "unknown version",
-        "mean": _num(mean) if mean is not None else "unknown",
+        "model": _model_name(s),
+        "model_file": s.get("model_file"),
+        "pae_file": s.get("pae_file"),
+        "per_residue": s.get("per_residue"),
+        "segments": s.get("segments"),
+        "fraying": s.get("fraying") or [],
+        "units": s.get("units"),
+        "unit_pae": s.get("unit_pae"),
+        "features": [
+            f for f in features or [] if f["type"] not in SITE_TYPES | {"Chain", "Peptide"}
+        ],
+        "mature": mature,
+        "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
+        "sites": _site_lines(features or []),
+        "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
+        "mean": num(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown",
         "range": (
-            f"{_num(s['min_plddt'])}–{_num(s['max_plddt'])}"
-            if s.get("min_plddt") is not None and s.get("max_plddt") is not None
+            f"{num(s['min_plddt'])}–{num(s['max_plddt'])}"
+            if s.get("min_plddt") is not None
             else None
         ),
-        "reliability": s.get("reliability") or "unknown",
-        "bands": [(_BAND_LABEL[b], _pct(fractions[b])) for b in reversed(BANDS)]
+        "bands": [(_BAND_RANGE[b], _pct(fractions[b])) for b in reversed(BANDS)]
         if fractions
         else None,
-        "regions": _region_lines(regions) if isinstance(regions, list) else None,
-        "more_regions": max(0, len(regions) - _BRIEF_REGIONS) if isinstance(regions, list) else 0,
-        "summary": s.get("summary") or "",
+        "missing": s.get("missing") or [],
+        "num": num,
     }
-
-
-def _region_lines(regions: Iterable[Mapping[str, Any]]) -> list[str]:
-    return [
-        f"residues {r['start']}–{r['end']} ({r['length']} residues, mean pLDDT "
-        f"{_num(r['mean_plddt'])})"
-        for r in list(regions)[:_BRIEF_REGIONS]
-    ]
 
 
 def synthesize(
@@ -541,17 +235,19 @@ def synthesize(
     critique: Mapping[str, Any] | None = None,
     missing_stages: Sequence[str] = (),
 ) -> str:
-    """The Markdown research brief; says plainly which analyses are missing, if any."""
+    """The Markdown research brief; leads with confidence along the chain."""
     r, c = _usable(reasoning), _usable(critique)
     return render(
         "protein_brief.md.j2",
         protein=_protein_view(protein_id, summary),
-        structure=_structure_view(structure),
+        structure=_structure_view(structure, summary),
+        problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
         assessment=_text(r.get("drug_target_assessment")) if r else None,
         hypotheses=[str(h) for h in r.get("hypotheses") or []] if r else [],
         caveats=[str(x) for x in c.get("caveats") or []] if c else None,
-        confidence=_text(c.get("confidence_in_reasoning")) if c else None,
+        basis=[str(x) for x in c.get("basis") or []] if c else basis(summary, structure),
         missing=list(missing_stages),
+        names=BAND_NAMES,
     )
 
 
@@ -562,6 +258,6 @@ def structure_summary(
     return render(
         "protein_structure.md.j2",
         protein=_protein_view(protein_id, summary),
-        structure=_structure_view(structure),
+        structure=_structure_view(structure, summary),
         problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
     )

@@ -29,7 +29,10 @@ from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._faults import Fault, faults_by_protein
+from lyra.proteins._figures import with_pictures
 from lyra.proteins._ids import normalize_protein_id
+from lyra.proteins._live import LiveSource
+from lyra.proteins._offline import OfflineSource
 from lyra.proteins._output import (
     AnalysisOutput,
     CompletedAnalysis,
@@ -40,7 +43,7 @@ from lyra.proteins._output import (
     TaskLine,
 )
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
-from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
 from lyra.settings import settings
@@ -78,6 +81,7 @@ async def analyze(
     answer_writer: AnswerWriter | None = None,
     question: str | None = None,
     stream: bool = False,
+    pictures: bool = True,
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
@@ -88,6 +92,10 @@ async def analyze(
     soon as its protein finishes, and the output at the end. ``quorum``
     decides whether the results are enough to answer; the answer is written by
     ``answer_writer`` (a template by default) and always exists.
+
+    With a ``run_dir``, ``pictures`` (the plots extra) draws each analysed
+    protein's pLDDT track and PAE heatmap into its ``figures/``, linked from the
+    brief (not for a streamed run).
 
     ``stream=True`` is for proteome-sized runs: ``ids`` are read lazily, the
     entries live only in the run directory (``run_dir`` is then required), and
@@ -114,8 +122,13 @@ async def analyze(
     tally = Tally(folder, keep=not stream, hold=quorum.critical)
     by_protein = faults_by_protein(faults)
 
-    def finished(task: Task, outcome: RecoveryOutcome) -> None:
+    async def finished(task: Task, outcome: RecoveryOutcome) -> None:
         entry = _entry(task.subject or "", outcome)
+        if folder is not None and pictures and not stream:
+            # Drawing takes a while: in a worker thread, so no other child waits on it.
+            entry = await anyio.to_thread.run_sync(
+                with_pictures, entry, outcome.state, source, folder.path / "figures"
+            )
         tally.add(entry, outcome.report)
         if on_result is not None:
             on_result(entry)
@@ -371,13 +384,19 @@ def _figures(state: ProteinState) -> dict[str, Any]:
     """The few numbers a comparison and the answer need, from the stage results."""
     summary = state.reusable("fetch_protein") or {}
     structure = state.reusable("analyze_structure") or {}
-    reasoning = state.reusable("reason") or {}
+    units = structure.get("units") or []
+    largest = max(units, key=lambda u: u["residues"]) if units else None
     figures = {
         "name": summary.get("description"),
         "mean_plddt": structure.get("mean_plddt"),
         "well_folded_fraction": structure.get("well_folded_fraction"),
-        "reliability": structure.get("reliability"),
-        "tractability": reasoning.get("tractability"),
+        "per_residue": structure.get("per_residue"),
+        "units": len(units) if structure.get("units") is not None else None,
+        "largest_unit": (
+            {k: largest[k] for k in ("where", "residues", "mean_plddt", "band")}
+            if largest
+            else None
+        ),
     }
     return {key: value for key, value in figures.items() if value is not None}
 

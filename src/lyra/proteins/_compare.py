@@ -1,5 +1,10 @@
-"""Cross-protein comparison: whose structure is more reliable, which target is
-more promising. Only proteins whose analyses are usable are compared."""
+"""Cross-protein comparison: whose *predicted structure* is best, and why.
+
+Only the prediction is compared: no ranking of drug targets is made from
+pLDDT. The criterion is the share of residues with pLDDT ≥ 70 (confident or
+very high) where the band fractions are known, else the whole-model mean
+pLDDT; the line says which one decided.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-_TRACTABILITY = {"favourable": 3, "mixed": 2, "challenging": 1, "unknown": 0}
-
 
 class Comparison(BaseModel):
     """The comparison of several proteins, or why it was skipped."""
@@ -17,9 +20,9 @@ class Comparison(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     compared: list[str]
-    most_reliable_structure: str | None = None
-    most_promising_target: str | None = None
-    ranking: list[dict[str, Any]] = []
+    best_predicted_structure: str | None = None
+    basis: str | None = None
+    """Why: the criterion and the figures that decided."""
     left_out: list[str] = []
     skipped_reason: str | None = None
 
@@ -28,13 +31,11 @@ class Comparison(BaseModel):
         if self.skipped_reason:
             return [f"Comparison skipped: {self.skipped_reason}."]
         lines = []
-        if self.most_reliable_structure:
+        if self.best_predicted_structure:
             lines.append(
-                f"Most reliable structure: {self.most_reliable_structure} "
-                f"(highest mean pLDDT among {', '.join(self.compared)})."
+                f"Best predicted structure: {self.best_predicted_structure} ({self.basis}). "
+                "This compares predictions, not drug targets."
             )
-        if self.most_promising_target:
-            lines.append(f"Most promising drug target by structure: {self.most_promising_target}.")
         if self.left_out:
             lines.append(f"Not compared (analysis missing): {', '.join(self.left_out)}.")
         return lines
@@ -56,21 +57,12 @@ def compare(
             left_out=left_out,
             skipped_reason="fewer than two proteins have usable figures",
         )
-    ranking = sorted(
-        ({"protein_id": p, **dict(figures[p])} for p in usable),
-        key=lambda row: (
-            _TRACTABILITY.get(str(row.get("tractability")), 0),
-            row.get("well_folded_fraction") or 0.0,
-            row["mean_plddt"],
-        ),
-        reverse=True,
-    )
-    reliable = max(usable, key=lambda p: figures[p]["mean_plddt"])
-    assessed = any(figures[p].get("tractability") for p in usable)  # not in structure-only plans
-    return Comparison(
-        compared=usable,
-        most_reliable_structure=reliable,
-        most_promising_target=ranking[0]["protein_id"] if assessed else None,
-        ranking=ranking,
-        left_out=left_out,
-    )
+    if all(figures[p].get("well_folded_fraction") is not None for p in usable):
+        best = max(usable, key=lambda p: figures[p]["well_folded_fraction"])
+        shares = ", ".join(f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in usable)
+        why = f"largest share of residues with pLDDT ≥ 70: {shares}"
+    else:
+        best = max(usable, key=lambda p: figures[p]["mean_plddt"])
+        means = ", ".join(f"{p} {figures[p]['mean_plddt']}" for p in usable)
+        why = f"highest whole-model mean pLDDT, as band fractions are not known for all: {means}"
+    return Comparison(compared=usable, best_predicted_structure=best, basis=why, left_out=left_out)

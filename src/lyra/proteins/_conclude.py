@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lyra.proteins._compare import Comparison
+from lyra.proteins._next import next_steps as grouped_steps
 from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry, Summary
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
 
@@ -55,7 +56,7 @@ def facts(
     found: list[str] = []
     partial: list[str] = []
     failed: list[str] = []
-    next_steps: list[str] = []
+    next_steps = grouped_steps(entries)
     for entry in entries:
         if isinstance(entry, CompletedAnalysis):
             found.append(_found_line(entry))
@@ -67,7 +68,6 @@ def facts(
                 f"{entry.protein_id}: {entry.category or 'error'} at "
                 f"{entry.failed_at_stage}: {entry.error}"
             )
-        next_steps += entry.suggested_actions[:1]
     if not retried and any(e.retryable for e in entries if not isinstance(e, CompletedAnalysis)):
         next_steps.append("Run again with --retries 2 to recover the retryable failures")
     if summary is not None:
@@ -92,12 +92,18 @@ def facts(
 
 
 def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
+    """A protein in one line: where its confidence is, then the whole-model mean."""
     f = entry.figures
     parts = [f"{entry.protein_id}" + (f" ({f['name']})" if f.get("name") else "")]
-    if f.get("mean_plddt") is not None:
+    largest = f.get("largest_unit")
+    if largest:
         parts.append(
-            f"mean pLDDT {f['mean_plddt']} ({f.get('reliability', 'unknown')} reliability)"
+            f"{f['units']} structural unit(s), the largest residues {largest['where']} "
+            f"(mean pLDDT {largest['mean_plddt']}, {largest['band']})"
         )
-    if f.get("tractability"):
-        parts.append(f"tractability {f['tractability']}")
+    elif f.get("per_residue") and f.get("units") == 0:
+        parts.append("no ordered unit of 20 or more residues")
+    if f.get("mean_plddt") is not None:
+        detail = "" if f.get("per_residue") else "; no per-residue data"
+        parts.append(f"whole-model mean pLDDT {f['mean_plddt']}{detail}")
     return ", ".join(parts)

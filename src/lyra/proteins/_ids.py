@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_ID_LENGTH", "find_protein_ids", "normalize_protein_id", "validate_protein_id"]
+__all__ = [
+    "ACCESSION_FORMAT",
+    "MAX_ID_LENGTH",
+    "accession_problem",
+    "find_protein_ids",
+    "normalize_protein_id",
+    "validate_protein_id",
+]
 
 MAX_ID_LENGTH: Final = 15
 _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
@@ -20,6 +27,8 @@ _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
 _ACCESSION: Final = re.compile(
     r"\b(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})\b"
 )
+ACCESSION_FORMAT: Final = "[OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}"
+"""UniProt's documented accession format (uniprot.org/help/accession_numbers)."""
 _SHOWN_CHARS: Final = 40  # an echoed bad id is cut short: it may be huge or hostile
 
 
@@ -68,3 +77,16 @@ def _problem(raw: object) -> str | None:
 def find_protein_ids(text: str) -> list[str]:
     """UniProt accessions mentioned in ``text``, in order of first appearance, once each."""
     return list(dict.fromkeys(match.group(0) for match in _ACCESSION.finditer(text)))
+
+
+def accession_problem(protein_id: str) -> str | None:
+    """Why an ID that passed :func:`validate_protein_id` cannot be a UniProt accession, or None.
+
+    No data source needs asking about such an ID: it cannot exist.
+    """
+    if _ACCESSION.fullmatch(protein_id):
+        return None
+    return (
+        f"{protein_id!r} is not a UniProt accession (expected 6 or 10 letters and digits in "
+        f"UniProt's format {ACCESSION_FORMAT}, such as P04637 or A0A0C5B5G6)"
+    )

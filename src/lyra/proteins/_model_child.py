@@ -13,14 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 from lyra.children import AnthropicChild, Tool
-from lyra.errors import InvalidInput
+from lyra.errors import InvalidInput, SubjectNotFound
 from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
-from lyra.proteins._ids import normalize_protein_id, validate_protein_id
+from lyra.proteins._ids import accession_problem, normalize_protein_id, validate_protein_id
+from lyra.proteins._offline import OfflineSource
 from lyra.proteins._pipeline import StageFailed, usable_summary
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._text import render
 
-_BULKY = {"sequence", "plddt", "per_residue"}
+_BULKY = {"sequence", "plddt", "coordinates"}
 
 
 def protein_tools(source: ProteinSource | None = None) -> list[Tool]:
@@ -37,12 +38,15 @@ def protein_tools(source: ProteinSource | None = None) -> list[Tool]:
     def fetch_protein(protein_id: str) -> str:
         """Fetch a protein's UniProt summary and AlphaFold figures by accession (e.g. P04637)."""
         key = _checked_id(protein_id)
+        why = accession_problem(key)
+        if why is not None:  # it cannot exist: no source is asked
+            raise SubjectNotFound(f"Protein {key} not found: {why}")
         summary = usable_summary(source.fetch(key), key, source.name)
         done[key] = {"fetch_protein": summary}
         return _compact(summary)
 
     def analyze_structure_tool(protein_id: str) -> str:
-        """Confidence figures of the fetched protein's predicted structure (pLDDT, regions)."""
+        """Where the predicted structure is confident: segments, units, PAE, UniProt features."""
         return _store(
             done,
             protein_id,
@@ -51,7 +55,7 @@ def protein_tools(source: ProteinSource | None = None) -> list[Tool]:
         )
 
     def reason_tool(protein_id: str) -> str:
-        """A rule-based drug-target assessment grounded in the structure figures."""
+        """What the model supports, part by part (no ranking of targets from pLDDT)."""
         summary = stage(protein_id, "fetch_protein")
         return _store(
             done,

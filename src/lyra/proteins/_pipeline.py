@@ -31,8 +31,15 @@ from lyra.proteins._analysis import (
     synthesize,
 )
 from lyra.proteins._faults import Fault, parse_fault
-from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
-from lyra.proteins._sources import LiveSource, OfflineSource, ProteinSource
+from lyra.proteins._ids import (
+    accession_problem,
+    find_protein_ids,
+    normalize_protein_id,
+    validate_protein_id,
+)
+from lyra.proteins._live import LiveSource
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 from lyra.proteins._synthetic import SyntheticSource
 from lyra.proteins._validate import validate_response
 
@@ -239,7 +246,7 @@ class _Run:
     async def pipeline(self) -> str:
         summary = await self.stage(FETCH, self.fetch)
         if self.state.stages == STRUCTURE_PLAN:
-            structure = await self.stage(STRUCTURE, lambda: _checked(analyze_structure(summary)))
+            structure = await self.stage(STRUCTURE, lambda: _checked(self.structure(summary)))
             self.state.output = structure_summary(self.state.protein_id, summary, structure)
             return self.state.output
         return await self.full(summary)
@@ -247,7 +254,7 @@ class _Run:
     async def full(self, summary: dict[str, Any]) -> str:
         done: dict[str, Any] = {}
         steps: dict[str, Callable[[], Any]] = {
-            STRUCTURE: lambda: analyze_structure(summary),
+            STRUCTURE: lambda: self.structure(summary),
             REASON: lambda: reason(summary, done.get(STRUCTURE)),
             CRITIQUE: lambda: critique(summary, done.get(STRUCTURE), done.get(REASON)),
         }
@@ -307,6 +314,18 @@ class _Run:
         self.ctx.step(_step_text(name, self.state.protein_id, result))
         return result
 
+    def structure(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The structure stage; without any AlphaFold DB model the child is blocked
+        (``missing_context``, not retryable: another try finds no model either)."""
+        result = analyze_structure(summary)
+        if result.get("missing_model"):
+            self.ctx.block(
+                "missing_context",
+                f"{result['error']}. Experimental structures may exist in the PDB: "
+                f"{pdb_link(self.state.protein_id)}",
+            )
+        return result
+
     async def inject(self, stage: str) -> None:
         """Apply this attempt's injected faults to a stage."""
         for fault in self.faults:
@@ -325,6 +344,9 @@ class _Run:
         value = normalize_protein_id(self.state.protein_id)
         if not ok or value is None:
             raise InvalidInput(problem or "invalid protein ID")
+        why = accession_problem(value) if _accessions_only(self.source) else None
+        if why is not None:  # it cannot exist: no source is asked
+            raise SubjectNotFound(f"Protein {value} not found: {why}")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         return usable_summary(raw, value, self.source.name)
 
@@ -346,6 +368,16 @@ class _Run:
         if "malformed" in kinds:
             return lambda pid: _without_description(self.source.fetch(pid))
         return self.source.fetch
+
+
+def _accessions_only(source: ProteinSource) -> bool:
+    """True unless the source says its IDs need not be UniProt accessions."""
+    return getattr(source, "uniprot_accessions", True) is not False
+
+
+def pdb_link(protein_id: str) -> str:
+    """Where experimental structures of a protein are listed (PDBe-KB, by UniProt accession)."""
+    return f"https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/{protein_id}"
 
 
 def usable_summary(raw: object, protein_id: str, source: str) -> dict[str, Any]:

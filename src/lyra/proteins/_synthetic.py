@@ -51,6 +51,8 @@ class SyntheticSource:
     """Deterministic made-up entries (``source`` ``synthetic``) for load tests."""
 
     name = "synthetic"
+    uniprot_accessions = False
+    """Any ID that passes the loose gate has an entry here, accession or not."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

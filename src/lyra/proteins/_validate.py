@@ -14,8 +14,9 @@ from typing import Any, Final
 
 from lyra import events
 from lyra.delegation import valid_data
-from lyra.proteins._ids import normalize_protein_id, validate_protein_id
-from lyra.proteins._sources import OfflineSource, ProteinSource
+from lyra.proteins._ids import accession_problem, normalize_protein_id, validate_protein_id
+from lyra.proteins._offline import OfflineSource
+from lyra.proteins._sources import ProteinSource
 
 __all__ = ["OPTIONAL_DEFAULTS", "REQUIRED_FIELDS", "process_protein", "validate_response"]
 
@@ -85,8 +86,9 @@ def validate_response(response: object, protein_id: str, source: str) -> dict[st
 def process_protein(protein_id: object, source: ProteinSource | None = None) -> dict[str, Any]:
     """Validate the id, fetch it (offline by default) and validate the response.
 
-    A bad id gives an error dict without any request; a missing protein or a bad
-    response gives an error dict; exceptions raised by the source propagate.
+    A bad id, or one that is no UniProt accession, gives an error dict without any
+    request; a missing protein or a bad response gives an error dict; exceptions
+    raised by the source propagate.
     """
     source = source if source is not None else OfflineSource()
     ok, problem = validate_protein_id(protein_id)
@@ -97,4 +99,8 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
             "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=problem
         )
         return error
+    why = accession_problem(value) if getattr(source, "uniprot_accessions", True) else None
+    if why is not None:  # it cannot exist: no source is asked (DESIGN §6)
+        events.warning("protein_id_not_accession", uniprot_id=value, source=source.name)
+        return {**_error(f"Protein {value} not found: {why}", value, source.name), "status": 404}
     return validate_response(source.fetch(value), value, source.name)

@@ -112,8 +112,7 @@ def decide(
             action="proceed_degraded",
             confidence=confidence,
             reason=f"{len(counted)} of {len(children)} usable, {len(partial)} of them "
-            f"partial; {len(missing)} not usable (failed, or too incomplete); "
-            "confidence reduced",
+            f"partial; {len(missing)} not usable (failed, or too incomplete)",
             **common,
         )
     return QuorumDecision(

@@ -1,0 +1,180 @@
+"""The ``critique`` stage: caveats drawn from the data, and what the brief rests on.
+
+Each caveat comes from something in the data: the oligomeric state (UniProt's
+SUBUNIT comment), cofactors and metals (COFACTOR, binding and metal sites),
+membrane topology (transmembrane features), processing (signal peptide,
+transit peptide, propeptides, chains), isoforms, the model's version and date,
+the annotation's date, and what is missing. ``basis`` replaces any
+"confidence in this reasoning": it names the data the brief rests on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["basis", "critique"]
+
+_FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
+_CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
+
+
+def _usable(stage: object) -> Mapping[str, Any] | None:
+    if isinstance(stage, Mapping) and "error" not in stage:
+        return stage
+    return None
+
+
+def _ranges(features: list[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{f['start']}–{f['end']}" for f in features)
+
+
+def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
+    uniprot = summary.get("uniprot")
+    if not isinstance(uniprot, Mapping):
+        return [
+            "AlphaFold DB models one chain: partners and oligomers are absent from the model, "
+            "and the oligomeric state is not in this data (UniProt's SUBUNIT comment would "
+            "say; run with --source live)."
+        ]
+    caveats: list[str] = []
+    features = list(uniprot.get("features") or [])
+    subunit = uniprot.get("subunit")
+    dated = f" (annotated {uniprot['date']})" if uniprot.get("date") else ""
+    caveats.append(
+        "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
+        + (f"UniProt SUBUNIT{dated}: {subunit}" if subunit else "UniProt gives no SUBUNIT.")
+    )
+    sites: dict[str, list[str]] = {}
+    for f in features:
+        if f.get("ligand"):
+            where = str(f["start"]) if f["start"] == f["end"] else f"{f['start']}–{f['end']}"
+            sites.setdefault(str(f["ligand"]), []).append(where)
+    cofactors = [str(c).rstrip(".") for c in uniprot.get("cofactors") or []]
+    if sites or cofactors:
+        named = [f"UniProt COFACTOR: {' '.join(cofactors)}"] if cofactors else []
+        named += [f"{ligand} at residues {', '.join(at)}" for ligand, at in sites.items()]
+        caveats.append(
+            "The model has no ligands, metals or cofactors, so site geometry is predicted "
+            f"without them. {'; '.join(named)}."
+        )
+    membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
+    if membrane:
+        caveats.append(
+            f"Membrane segments ({_ranges(membrane)}) are modelled without a membrane: their "
+            "placement relative to the rest of the protein is not constrained by a bilayer."
+        )
+    processed = [f for f in features if f["type"] in ("Signal", "Transit peptide", "Propeptide")]
+    if processed:
+        kinds = ", ".join(f"{f['type'].lower()} {f['start']}–{f['end']}" for f in processed)
+        caveats.append(
+            f"Processing: the model is of the full precursor; {kinds} are removed in the "
+            "mature protein, so their confidence does not describe it."
+        )
+    chains = [f for f in features if f["type"] in ("Chain", "Peptide")]
+    if len(chains) > 1:
+        caveats.append(
+            f"UniProt lists {len(chains)} chains or peptides ({_ranges(chains)}): the mature "
+            "products are separate molecules, modelled here as one chain."
+        )
+    return caveats
+
+
+def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    """Caveats for figures that contradict each other."""
+    caveats: list[str] = []
+    fractions = s.get("fractions")
+    mean = s.get("mean_plddt")
+    if isinstance(fractions, Mapping):
+        total = math.fsum(fractions.values())
+        if abs(total - 1) > 0.01:
+            caveats.append(f"The band fractions sum to {round(total, 3)}, not 1.")
+        low = math.fsum(fractions[b] * _FLOOR[b] for b in _FLOOR)
+        high = math.fsum(fractions[b] * _CEILING[b] for b in _CEILING)
+        if isinstance(mean, int | float) and not low - 0.5 <= mean <= high + 0.5:
+            caveats.append(
+                f"The mean pLDDT {round(mean, 2):g} is outside the range the band fractions "
+                f"allow ({round(low, 2):g}–{round(high, 2):g}): the figures may come from "
+                "different models."
+            )
+    residues, length = s.get("residues"), summary.get("length")
+    if isinstance(residues, int) and isinstance(length, int) and residues != length:
+        caveats.append(f"The model covers {residues} residues but the sequence has {length}.")
+    return caveats
+
+
+def critique(
+    summary: Mapping[str, Any],
+    structure: Mapping[str, Any] | None,
+    reasoning: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Caveats of the analysis (from the data) and ``basis`` (what it rests on)."""
+    s = _usable(structure)
+    if s is None:
+        return {
+            "caveats": ["No structure analysis was available, so no confidence figure was used."],
+            "basis": basis(summary, structure),
+        }
+    caveats = ["pLDDT is AlphaFold's predicted confidence, not experimental evidence of structure."]
+    if s.get("per_residue") and s.get("units") and len(s["units"]) > 1 and not s.get("unit_pae"):
+        caveats.append(
+            "Without PAE the relative placement of the units is unknown: treat them as "
+            "separately reliable, not their arrangement."
+        )
+    caveats.extend(_consistency_caveats(summary, s))
+    note = (summary.get("alphafold") or {}).get("figures_note")
+    if note:
+        caveats.append(f"Whole-model figures from different model files: {note}.")
+    caveats.extend(_annotation_caveats(summary))
+    isoforms = summary.get("isoforms")
+    if isoforms:
+        caveats.append(
+            f"This is the canonical isoform's model; AlphaFold DB also models {len(isoforms)} "
+            f"other isoform(s) ({', '.join(isoforms)}), whose confidence may differ."
+        )
+    version, date = s.get("model_version"), s.get("model_date")
+    if version:
+        caveats.append(
+            f"Model version v{version}"
+            + (f", created {date}" if date else ", creation date not recorded")
+            + ": a later AlphaFold DB release may differ."
+        )
+    else:
+        caveats.append("The AlphaFold model version is not recorded.")
+    if any("secondary" in str(source) for source in summary.get("sources") or []):
+        caveats.append(
+            "Some values come from a lower-trust secondary source (figures quoted elsewhere)."
+        )
+    if _usable(reasoning) is None:
+        caveats.append("No reasoning stage result was available to check.")
+    return {"caveats": caveats, "basis": basis(summary, s)}
+
+
+def basis(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> list[str]:
+    """The data this brief rests on, each named (file or URL, version, date)."""
+    s = _usable(structure) or {}
+    found = []
+    if s.get("per_residue"):
+        found.append(f"per-residue pLDDT: {s.get('model_file') or 'model file not named'}")
+    elif s:
+        found.append("whole-model pLDDT figures only (no per-residue data)")
+    if s.get("units") is not None:
+        found.append("structural units: the model's own coordinates (CB contacts)")
+    if s.get("pae_file"):
+        found.append(f"PAE: {s['pae_file']}")
+    uniprot = summary.get("uniprot")
+    if isinstance(uniprot, Mapping):
+        version = uniprot.get("release") or (
+            f"entry version {uniprot['entry_version']}" if uniprot.get("entry_version") else None
+        )
+        when = ", ".join(
+            str(x)
+            for x in (version, f"last annotated {uniprot['date']}" if uniprot.get("date") else None)
+            if x
+        )
+        found.append(f"UniProt features: {uniprot.get('source')}" + (f" ({when})" if when else ""))
+    sources = summary.get("sources") or []
+    if sources:
+        found.append("all sources: " + ", ".join(str(x) for x in sources))
+    return found

@@ -1,0 +1,121 @@
+"""UniProt features and what the prediction says about each.
+
+A feature is kept in one small shape whatever the entry's format (REST JSON or
+a flat file): ``{"type", "start", "end", "description", "ligand"}`` with
+UniProt's REST type names. :func:`read_features` reads REST JSON;
+``scripts/build_protein_data.py`` turns flat-file features into the same shape.
+
+:func:`map_features` gives each feature its mean pLDDT and says whether the
+annotation and the prediction agree: an annotated disordered region with very
+low pLDDT agrees; a domain, DNA-binding region, zinc finger or transmembrane
+segment agrees when it is ordered (pLDDT ≥ 70); a signal peptide, transit
+peptide or propeptide is removed in the mature protein, so its confidence does
+not bear on the mature structure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from lyra.proteins._confidence import BAND_NAMES, band_of, mean
+
+__all__ = ["FOLDED_TYPES", "PROCESSED_TYPES", "SITE_TYPES", "map_features", "read_features"]
+
+FOLDED_TYPES: Final = frozenset(
+    {
+        "Domain",
+        "Repeat",
+        "Zinc finger",
+        "DNA binding",
+        "Transmembrane",
+        "Intramembrane",
+        "Coiled coil",
+    }
+)
+PROCESSED_TYPES: Final = frozenset({"Signal", "Transit peptide", "Propeptide"})
+MATURE_TYPES: Final = frozenset({"Chain", "Peptide"})
+SITE_TYPES: Final = frozenset({"Binding site", "Metal binding", "Active site"})
+OTHER_TYPES: Final = frozenset({"Region", "Motif", "Topological domain"})
+KEPT_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | MATURE_TYPES | SITE_TYPES | OTHER_TYPES
+
+
+def _position(value: object) -> int | None:
+    if isinstance(value, Mapping):
+        value = value.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_features(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The kept features of a UniProt REST JSON entry, in its order."""
+    found = []
+    for raw in entry.get("features") or []:
+        if not isinstance(raw, Mapping) or raw.get("type") not in KEPT_TYPES:
+            continue
+        location = raw.get("location") or {}
+        start, end = _position(location.get("start")), _position(location.get("end"))
+        if start is None or end is None or start > end:
+            continue  # an unknown ("?") boundary cannot be mapped onto residues
+        ligand = raw.get("ligand")
+        found.append(
+            {
+                "type": str(raw["type"]),
+                "start": start,
+                "end": end,
+                "description": str(raw.get("description") or ""),
+                "ligand": str(ligand.get("name")) if isinstance(ligand, Mapping) else None,
+            }
+        )
+    return found
+
+
+def _is_disordered(feature: Mapping[str, Any]) -> bool:
+    return feature["type"] == "Region" and str(feature["description"]).startswith("Disordered")
+
+
+def _verdict(feature: Mapping[str, Any], value: float) -> str:
+    """Where annotation and prediction agree or disagree, in words."""
+    band = band_of(value)
+    if feature["type"] in PROCESSED_TYPES:
+        return "removed in the mature protein: its confidence does not bear on the mature fold"
+    if _is_disordered(feature):
+        if band == "very_low":
+            return "agree: annotated disordered, predicted very low"
+        if value >= 70:
+            return (
+                "disagree: annotated disordered but predicted ordered "
+                "(it may fold only with a partner, or the model is overconfident)"
+            )
+        return "partly agree: annotated disordered, predicted low"
+    if feature["type"] in FOLDED_TYPES:
+        if value >= 70:
+            return "agree: a structured element, predicted ordered"
+        if band == "very_low":
+            return (
+                "disagree: annotated as a structured element but predicted very low "
+                "(this part of the model is not usable; it may need a partner or membrane)"
+            )
+        return "partly agree: a structured element, predicted low"
+    return ""
+
+
+def map_features(
+    features: Iterable[Mapping[str, Any]], plddt: Sequence[float]
+) -> list[dict[str, Any]]:
+    """Each feature within the model with its mean pLDDT, band and verdict."""
+    mapped = []
+    for feature in features:
+        start, end = int(feature["start"]), int(feature["end"])
+        if end > len(plddt):
+            continue  # annotated beyond the modelled sequence
+        value = mean(plddt[start - 1 : end])
+        mapped.append(
+            {
+                **feature,
+                "length": end - start + 1,
+                "mean_plddt": value,
+                "band": BAND_NAMES[band_of(value)],
+                "verdict": _verdict(feature, value),
+            }
+        )
+    return mapped

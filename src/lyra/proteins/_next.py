@@ -1,0 +1,58 @@
+"""What to try next, grouped: one line per kind of advice, naming every protein it is for.
+
+Proteins that failed for the same reason get one line ("Check the identifiers:
+FAKE1, FAKE2"), not one line each. The advice is the protein workload's own
+where it knows the cause better than the generic report does: an ID that is no
+UniProt accession, an accession the bundled dataset does not hold, a protein
+AlphaFold DB has no model for; otherwise the report's first suggested action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lyra.proteins._output import CompletedAnalysis, ProteinEntry
+from lyra.proteins._pipeline import pdb_link
+
+__all__ = ["next_steps"]
+
+_NOT_ACCESSION = "is not a UniProt accession"
+_NOT_BUNDLED = "try --source live"
+_NO_MODEL = "AlphaFold DB has no model"
+_PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
+
+
+def _advice(entry: ProteinEntry) -> str | None:
+    """The kind of advice for one entry (its protein ID is added by the caller)."""
+    if isinstance(entry, CompletedAnalysis):
+        return None
+    error = entry.error
+    if _NOT_ACCESSION in error:
+        return "Check the identifiers (not UniProt accessions, e.g. P04637 or A0A0C5B5G6)"
+    if _NOT_BUNDLED in error:
+        return "Not in the bundled dataset; run them with --source live"
+    if _NO_MODEL in error or "no AlphaFold DB model" in error:
+        return _PDB
+    if entry.suggested_actions:
+        action = entry.suggested_actions[0]
+        return action.replace(f"'{entry.protein_id}'", "{ids}")
+    return None
+
+
+def next_steps(entries: Sequence[ProteinEntry]) -> list[str]:
+    """One line per kind of advice, in first-seen order, with the proteins it is for."""
+    grouped: dict[str, list[str]] = {}
+    for entry in entries:
+        advice = _advice(entry)
+        if advice is not None:
+            grouped.setdefault(advice, []).append(entry.protein_id)
+    lines = []
+    for advice, ids in grouped.items():
+        if advice == _PDB:
+            ids = [f"{i} ({pdb_link(i)})" for i in ids]
+        names = ", ".join(ids)
+        if "{ids}" in advice:
+            lines.append(advice.replace("{ids}", names))
+        else:
+            lines.append(f"{advice}: {names}")
+    return lines

@@ -1,0 +1,115 @@
+"""The bundled offline dataset (real AlphaFold DB + UniProt entries); lyra's default.
+
+``proteins.json`` (built by ``scripts/build_protein_data.py`` from
+``data/proteins``) holds each entry; PAE files sit beside it, verbatim, in
+``pae/``. A fetch returns a fresh copy of the summary, its confidence profile
+computed from the bundled pLDDT, coordinates and PAE.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lyra.proteins._ids import accession_problem
+from lyra.proteins._modelfiles import read_pae
+from lyra.proteins._profile import model_profile
+from lyra.proteins._sources import AlphaFoldData, NotFound, ProteinSummary, not_found
+
+__all__ = ["OfflineSource", "bundled_pae"]
+
+
+def _data() -> Any:
+    # Anchored at the regular package ``lyra`` (not lyra.proteins) so it works
+    # whatever ``lyra.proteins`` is at import time.
+    return resources.files("lyra").joinpath("proteins", "data")
+
+
+@cache
+def _bundled_entries() -> dict[str, Any]:
+    """The bundled dataset's entries, read once per process."""
+    document = json.loads(_data().joinpath("proteins.json").read_text(encoding="utf-8"))
+    entries: dict[str, Any] = document["entries"]
+    return entries
+
+
+@cache
+def bundled_pae(name: str) -> list[list[float]]:
+    """A bundled PAE matrix by its file name (read once per process)."""
+    return read_pae(json.loads(_data().joinpath("pae", name).read_text(encoding="utf-8")))
+
+
+@cache
+def _profile(accession: str) -> dict[str, Any] | None:
+    alphafold = _bundled_entries()[accession].get("alphafold") or {}
+    plddt = alphafold.get("plddt")
+    if not plddt:
+        return None
+    pae = bundled_pae(alphafold["pae_file"]) if alphafold.get("pae_file") else None
+    return model_profile(plddt, alphafold.get("coordinates"), pae)
+
+
+def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
+    alphafold = entry.get("alphafold")
+    af: AlphaFoldData | None = None
+    if isinstance(alphafold, dict):
+        af = {
+            "entry_id": alphafold.get("entry_id"),
+            "model_version": alphafold.get("model_version"),
+            "global_plddt": alphafold.get("global_plddt"),
+            "fractions": alphafold.get("fractions"),
+            "plddt": alphafold.get("plddt"),
+            "model_date": alphafold.get("model_date"),
+            "model_file": alphafold.get("model_file"),
+            "pae_file": alphafold.get("pae_file"),
+            "profile": _profile(entry["uniprot_id"]),
+            "figures_note": alphafold.get("figures_note"),
+        }
+    return {
+        "uniprot_id": entry["uniprot_id"],
+        "description": entry.get("description"),
+        "organism": entry.get("organism"),
+        "gene": entry.get("gene"),
+        "length": entry.get("length"),
+        "sequence": entry.get("sequence"),
+        "function": entry.get("function"),
+        "confidence": af["global_plddt"] if af else None,
+        "alphafold": af,
+        "uniprot": entry.get("uniprot"),
+        "isoforms": [form["accession"] for form in entry.get("isoforms") or []],
+        "source": "offline",
+        "sources": list(entry.get("sources") or []),
+    }
+
+
+class OfflineSource:
+    """The bundled dataset (real AlphaFold DB + UniProt entries); lyra's default."""
+
+    name: str = "offline"
+
+    def fetch(self, protein_id: str) -> ProteinSummary | NotFound:
+        """A fresh copy of the bundled summary, or the 404 soft failure."""
+        key = protein_id.strip().upper()
+        entry = _bundled_entries().get(key)
+        if entry is None:
+            if accession_problem(key) is None:
+                return not_found(
+                    key,
+                    "the bundled offline dataset (it holds "
+                    f"{', '.join(sorted(_bundled_entries()))}; try --source live)",
+                )
+            return not_found(key, "the bundled offline dataset")
+        # Deep copy: callers may mutate the result; the cache must stay intact.
+        return copy.deepcopy(_offline_summary(entry))
+
+    def pae_matrix(self, summary: dict[str, Any]) -> list[list[float]] | None:
+        """The bundled PAE matrix of a summary, or None."""
+        name = (summary.get("alphafold") or {}).get("pae_file")
+        return bundled_pae(name) if isinstance(name, str) else None
+
+    def ids(self) -> list[str]:
+        """Every accession the bundled dataset holds, sorted."""
+        return sorted(_bundled_entries())

@@ -1,0 +1,171 @@
+"""Structural units: the model's ordered segments grouped by their contacts,
+and the predicted aligned error (PAE) between units.
+
+Two ordered segments belong to one unit when the model packs them together:
+at least :data:`MIN_CONTACTS` residue pairs whose CB atoms (CA for glycine)
+lie within :data:`CONTACT_DISTANCE` Å, found with gemmi's ``ContactSearch``.
+Residues fewer than :data:`MIN_SEPARATION` apart in the sequence never count
+(neighbours along the chain are always close). Ordered segments shorter than
+:data:`MIN_UNIT_LENGTH` form no unit.
+
+PAE is AlphaFold's expected position error (Å) of residue *j* when the model
+is aligned on residue *i*; between two units the brief gives the mean over
+both directions. Below :data:`PAE_PLACED` Å the units' relative placement is
+confident; above :data:`PAE_UNPLACED` Å it is not determined by the model.
+These are lyra's named thresholds, not AlphaFold DB's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+from lyra.proteins._confidence import BAND_NAMES, Segment, band_of, mean
+
+__all__ = [
+    "CONTACT_DISTANCE",
+    "MIN_CONTACTS",
+    "MIN_SEPARATION",
+    "MIN_UNIT_LENGTH",
+    "PAE_PLACED",
+    "PAE_UNPLACED",
+    "Unit",
+    "UnitPae",
+    "contacts",
+    "pae_between",
+    "units",
+]
+
+CONTACT_DISTANCE: Final = 8.0
+MIN_CONTACTS: Final = 10
+MIN_SEPARATION: Final = 3
+MIN_UNIT_LENGTH: Final = 20
+PAE_PLACED: Final = 5.0
+PAE_UNPLACED: Final = 15.0
+
+Coordinates = Sequence[tuple[float, float, float]]
+
+
+class Unit(BaseModel):
+    """Ordered segments the model packs together: a domain-like unit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    ranges: list[tuple[int, int]]
+    residues: int
+    mean_plddt: float
+
+    @property
+    def label(self) -> str:
+        """The band of the unit's mean pLDDT, in AlphaFold DB's words."""
+        return BAND_NAMES[band_of(self.mean_plddt)]
+
+    @property
+    def where(self) -> str:
+        """Its residue ranges, ``30–189, 284–343``."""
+        return ", ".join(f"{s}–{e}" for s, e in self.ranges)
+
+
+class UnitPae(BaseModel):
+    """The mean PAE between two units (both directions), in Å."""
+
+    model_config = ConfigDict(frozen=True)
+
+    first: int
+    second: int
+    mean_pae: float
+
+    @property
+    def verdict(self) -> str:
+        """What the figure says about the units' relative placement."""
+        if self.mean_pae < PAE_PLACED:
+            return "relative placement confident"
+        if self.mean_pae > PAE_UNPLACED:
+            return "relative placement not determined"
+        return "relative placement uncertain"
+
+
+def contacts(coordinates: Coordinates) -> set[tuple[int, int]]:
+    """Residue pairs (1-based, i < j) in contact in the model (see the module docstring)."""
+    import gemmi  # here: a run without per-residue data never pays for it
+
+    structure = gemmi.Structure()
+    model = gemmi.Model(1)
+    chain = gemmi.Chain("A")
+    for number, (x, y, z) in enumerate(coordinates, start=1):
+        residue = gemmi.Residue()
+        residue.name = "UNK"
+        residue.seqid = gemmi.SeqId(number, " ")
+        atom = gemmi.Atom()
+        atom.name = "CB"
+        atom.element = gemmi.Element("C")
+        atom.pos = gemmi.Position(x, y, z)
+        residue.add_atom(atom)
+        chain.add_residue(residue)
+    model.add_chain(chain)
+    structure.add_model(model)
+    search = gemmi.NeighborSearch(structure[0], structure.cell, 5).populate()
+    found = gemmi.ContactSearch(CONTACT_DISTANCE).find_contacts(search)
+    pairs = set()
+    for hit in found:
+        i, j = hit.partner1.residue.seqid.num, hit.partner2.residue.seqid.num
+        if i is None or j is None:
+            continue
+        if abs(i - j) >= MIN_SEPARATION:
+            pairs.add((min(i, j), max(i, j)))
+    return pairs
+
+
+def units(
+    ordered: Sequence[Segment], plddt: Sequence[float], coordinates: Coordinates
+) -> list[Unit]:
+    """The ordered segments grouped into units by their contacts in the model."""
+    big = [s for s in ordered if s.length >= MIN_UNIT_LENGTH]
+    owner = {r: k for k, s in enumerate(big) for r in range(s.start, s.end + 1)}
+    counts: dict[tuple[int, int], int] = {}
+    for i, j in contacts(coordinates):
+        a, b = owner.get(i), owner.get(j)
+        if a is not None and b is not None and a != b:
+            key = (min(a, b), max(a, b))
+            counts[key] = counts.get(key, 0) + 1
+    group = list(range(len(big)))
+
+    def root(k: int) -> int:
+        while group[k] != k:
+            k = group[k]
+        return k
+
+    for (a, b), n in sorted(counts.items()):
+        if n >= MIN_CONTACTS:
+            group[max(root(a), root(b))] = min(root(a), root(b))
+    members: dict[int, list[Segment]] = {}
+    for k, seg in enumerate(big):
+        members.setdefault(root(k), []).append(seg)
+    found = []
+    for number, segs in enumerate(members.values(), start=1):
+        values = [plddt[r - 1] for s in segs for r in range(s.start, s.end + 1)]
+        found.append(
+            Unit(
+                number=number,
+                ranges=[(s.start, s.end) for s in segs],
+                residues=len(values),
+                mean_plddt=mean(values),
+            )
+        )
+    return found
+
+
+def pae_between(found: Sequence[Unit], pae: Sequence[Sequence[float]]) -> list[UnitPae]:
+    """The mean PAE between every pair of units, both directions together."""
+    pairs = []
+    for x, first in enumerate(found):
+        rows = [r - 1 for s, e in first.ranges for r in range(s, e + 1)]
+        for second in found[x + 1 :]:
+            cols = [r - 1 for s, e in second.ranges for r in range(s, e + 1)]
+            total = sum(pae[i][j] + pae[j][i] for i in rows for j in cols)
+            value = round(total / (2 * len(rows) * len(cols)), 2)
+            pairs.append(UnitPae(first=first.number, second=second.number, mean_pae=value))
+    return pairs

@@ -1,0 +1,285 @@
+"""Confidence where it lives: segments, units, PAE between units and UniProt features,
+checked against an independent reading of the raw model files through gemmi."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gemmi
+import pytest
+
+from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
+from lyra.proteins._confidence import FRAYING_MAX, MERGE_GAP, MIN_SEGMENT_LENGTH, segment
+from lyra.proteins._features import map_features
+from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_UNIT_LENGTH
+from lyra.proteins._validate import process_protein
+
+REPO = Path(__file__).resolve().parents[1]
+RAW = REPO / "data" / "proteins"
+DATA = REPO / "src" / "lyra" / "proteins" / "data" / "proteins.json"
+ENTRIES: dict[str, dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["entries"]
+WITH_MODEL = sorted(
+    acc for acc, e in ENTRIES.items() if e["alphafold"] and e["alphafold"]["plddt"] is not None
+)
+
+
+def _brief(acc: str) -> str:
+    summary = process_protein(acc)
+    structure = analyze_structure(summary)
+    reasoning = reason(summary, structure)
+    return synthesize(acc, summary, structure, reasoning, critique(summary, structure, reasoning))
+
+
+def _gemmi_plddt(acc: str) -> list[float]:
+    """Per-residue pLDDT read from the raw model file with gemmi (CA B-factor)."""
+    name = ENTRIES[acc]["alphafold"]["model_file"]
+    structure = gemmi.read_structure(str(RAW / name))
+    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
+
+
+def _independent_segments(values: list[float]) -> list[tuple[int, int, str, float]]:
+    """The documented rules, written again from the docstring (not lyra's code)."""
+    n = len(values)
+    ordered = [v >= 70 for v in values]
+    spans: list[list[int]] = []
+    i = 0
+    while i < n:
+        if ordered[i]:
+            j = i
+            while j + 1 < n and ordered[j + 1]:
+                j += 1
+            if spans and i - spans[-1][1] - 1 <= MERGE_GAP:
+                spans[-1][1] = j
+            else:
+                spans.append([i, j])
+            i = j + 1
+        else:
+            i += 1
+    spans = [s for s in spans if s[1] - s[0] + 1 >= MIN_SEGMENT_LENGTH]
+    marks = ["x"] * n
+    for s, e in spans:
+        marks[s : e + 1] = ["o"] * (e - s + 1)
+    # Everything else: low and very low pieces, each named by its own mean.
+    out: list[tuple[int, int, str, float]] = []
+    k = 0
+    while k < n:
+        j = k
+        while j + 1 < n and marks[j + 1] == marks[k]:
+            j += 1
+        if marks[k] == "o":
+            out.append((k + 1, j + 1, "ordered", round(sum(values[k : j + 1]) / (j - k + 1), 2)))
+        else:
+            out.extend(_stretch(values, k, j))
+        k = j + 1
+    return out
+
+
+def _stretch(values: list[float], start: int, end: int) -> list[tuple[int, int, str, float]]:
+    pieces: list[list[Any]] = []
+    for index in range(start, end + 1):
+        kind = "very_low" if values[index] < 50 else "low"
+        if pieces and pieces[-1][2] == kind:
+            pieces[-1][1] = index
+        else:
+            pieces.append([index, index, kind])
+    # Absorb short pieces into the one before (the first into the one after).
+    merged: list[list[Any]] = []
+    for piece in pieces:
+        short = piece[1] - piece[0] + 1 < MIN_SEGMENT_LENGTH
+        if merged and (short or merged[-1][2] == piece[2]):
+            merged[-1][1] = piece[1]
+        else:
+            merged.append(piece)
+    if len(merged) > 1 and merged[0][1] - merged[0][0] + 1 < MIN_SEGMENT_LENGTH:
+        merged[1][0] = merged[0][0]
+        merged.pop(0)
+    out: list[tuple[int, int, str, float]] = []
+    for s, e, _ in merged:
+        mean = round(sum(values[s : e + 1]) / (e - s + 1), 2)
+        kind = "very_low" if mean < 50 else "low"
+        if out and out[-1][2] == kind:
+            s = out.pop()[0] - 1
+            mean = round(sum(values[s : e + 1]) / (e - s + 1), 2)
+        out.append((s + 1, e + 1, kind, mean))
+    return out
+
+
+def _band(value: float) -> str:
+    if value < 50:
+        return "very low"
+    if value < 70:
+        return "low"
+    return "confident" if value < 90 else "very high"
+
+
+@pytest.mark.parametrize("acc", WITH_MODEL)
+def test_brief_table_matches_an_independent_reading_of_the_model_file(acc: str) -> None:
+    """Each segment row of the brief is recomputed from the raw model file via gemmi."""
+    values = _gemmi_plddt(acc)
+    assert values == ENTRIES[acc]["alphafold"]["plddt"]
+    expected = _independent_segments(values)
+    fraying = [
+        s
+        for s in expected
+        if s[2] != "ordered"
+        and s[1] - s[0] + 1 <= FRAYING_MAX
+        and (s[0] == 1 or s[1] == len(values))
+    ]
+    brief = _brief(acc)
+    table = [line for line in brief.splitlines() if line.endswith(("| ordered |", "| below 70 |"))]
+    rows = [s for s in expected if s not in fraying]
+    assert table == [
+        f"| {s}–{e} | {e - s + 1} | {m:g} | {_band(m)} | "
+        f"{'ordered' if k == 'ordered' else 'below 70'} |"
+        for s, e, k, m in rows
+    ]
+    for s, e, _, m in fraying:
+        assert f"{s}–{e} (mean pLDDT {m:g})" in brief
+
+
+def test_p05067_brief_shows_its_ordered_segments_and_never_calls_it_unreliable() -> None:
+    """APP's three ordered domains appear with their own means; the global mean is one line."""
+    brief = _brief("P05067")
+    for row in (
+        "| 30–189 | 160 | 88.48 | confident | ordered |",
+        "| 284–343 | 60 | 89.91 | confident | ordered |",
+        "| 376–569 | 194 | 89.47 | confident | ordered |",
+    ):
+        assert row in brief
+    lowered = brief.lower()
+    assert "reliability" not in lowered
+    assert lowered.count("whole-model mean plddt") == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([95.0] * 10, [(1, 10, "ordered")]),
+        ([95.0] * 10 + [40.0] * MERGE_GAP + [95.0] * 10, [(1, 10 + MERGE_GAP + 10, "ordered")]),
+        (
+            [95.0] * 10 + [40.0] * (MERGE_GAP + 1) + [95.0] * 10,
+            [(1, 10, "ordered"), (11, 14, "very_low"), (15, 24, "ordered")],
+        ),
+        ([40.0] * 20 + [95.0] * (MIN_SEGMENT_LENGTH - 1) + [40.0] * 20, [(1, 44, "very_low")]),
+        ([60.0] * 20 + [30.0] * 20, [(1, 20, "low"), (21, 40, "very_low")]),
+        ([30.0] * 20 + [60.0] * (MIN_SEGMENT_LENGTH - 1) + [30.0] * 20, [(1, 44, "very_low")]),
+        (
+            [30.0] * 20 + [60.0] * MIN_SEGMENT_LENGTH + [30.0] * 20,
+            [(1, 20, "very_low"), (21, 25, "low"), (26, 45, "very_low")],
+        ),
+    ],
+)
+def test_segment_rules(values: list[float], expected: list[tuple[int, int, str]]) -> None:
+    """Short gaps merge into ordered segments, short ordered blips stay disordered,
+    and low (50–70) is kept apart from very low (< 50)."""
+    found = segment(values)
+    assert [(s.start, s.end, s.kind) for s in [*found.segments, *found.fraying]] == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "fraying"),
+    [
+        ([60.0] * FRAYING_MAX + [95.0] * 30, [(1, FRAYING_MAX)]),
+        ([60.0] * (FRAYING_MAX + 1) + [95.0] * 30, []),
+        ([95.0] * 30 + [40.0] * 5, [(31, 35)]),
+    ],
+)
+def test_terminal_fraying_is_set_apart(values: list[float], fraying: list[tuple[int, int]]) -> None:
+    """A short low stretch at either end is fraying, not a segment of the table."""
+    found = segment(values)
+    assert [(s.start, s.end) for s in found.fraying] == fraying
+    assert not {(s.start, s.end) for s in found.segments} & set(fraying)
+
+
+def _independent_units(acc: str) -> list[list[tuple[int, int]]]:
+    """Units recomputed from the raw model file: CB (CA for Gly) contacts counted by brute force."""
+    structure = gemmi.read_structure(str(RAW / ENTRIES[acc]["alphafold"]["model_file"]))
+    atoms = [r.find_atom("CB", "*") or r.find_atom("CA", "*") for r in structure[0][0]]
+    ordered = [
+        (s["start"], s["end"])
+        for s in analyze_structure(process_protein(acc))["segments"]
+        if s["kind"] == "ordered" and s["length"] >= MIN_UNIT_LENGTH
+    ]
+    joined = {k: {k} for k in range(len(ordered))}
+    for a, (s1, e1) in enumerate(ordered):
+        for b in range(a + 1, len(ordered)):
+            s2, e2 = ordered[b]
+            contacts = sum(
+                1
+                for i in range(s1, e1 + 1)
+                for j in range(s2, e2 + 1)
+                if atoms[i - 1].pos.dist(atoms[j - 1].pos) <= CONTACT_DISTANCE
+            )
+            if contacts >= MIN_CONTACTS:
+                group = joined[a] | joined[b]
+                for k in group:
+                    joined[k] = group
+    groups = {min(g): sorted(g) for g in joined.values()}
+    return [[ordered[k] for k in groups[key]] for key in sorted(groups)]
+
+
+@pytest.mark.parametrize("acc", ["P05067", "P38398", "P00221"])
+def test_units_match_an_independent_contact_count(acc: str) -> None:
+    """Units are the ordered segments joined by enough CB contacts in the model itself."""
+    units = analyze_structure(process_protein(acc))["units"]
+    assert [[tuple(r) for r in u["ranges"]] for u in units] == _independent_units(acc)
+
+
+def test_pae_between_units_matches_the_raw_pae_file() -> None:
+    """Q5VSL9's mean PAE between its units is recomputed from the raw PAE file."""
+    structure = analyze_structure(process_protein("Q5VSL9"))
+    document = json.loads((RAW / "AF-Q5VSL9-F1-predicted_aligned_error_v4.json").read_text())
+    pae = document[0]["predicted_aligned_error"]
+    first, second = structure["units"]
+    rows = [r - 1 for s, e in first["ranges"] for r in range(s, e + 1)]
+    cols = [r - 1 for s, e in second["ranges"] for r in range(s, e + 1)]
+    both = [pae[i][j] for i in rows for j in cols] + [pae[j][i] for i in rows for j in cols]
+    assert structure["unit_pae"] == [
+        {
+            "first": 1,
+            "second": 2,
+            "mean_pae": round(sum(both) / len(both), 2),
+            "placement": "relative placement not determined",
+        }
+    ]
+    brief = _brief("Q5VSL9")
+    assert "| 1 and 2 | 25.02 | relative placement not determined |" in brief
+
+
+@pytest.mark.parametrize(
+    ("feature", "verdict"),
+    [
+        ({"type": "Region", "description": "Disordered"}, "agree: annotated disordered"),
+        ({"type": "Domain", "description": "X"}, "disagree: annotated as a structured element"),
+        ({"type": "Signal", "description": ""}, "removed in the mature protein"),
+        ({"type": "Propeptide", "description": ""}, "removed in the mature protein"),
+        ({"type": "Motif", "description": "NLS"}, ""),
+    ],
+)
+def test_feature_verdicts_on_a_very_low_stretch(feature: dict[str, Any], verdict: str) -> None:
+    """On a very low stretch, a disordered region agrees and a domain disagrees; a signal
+    peptide or propeptide is removed in the mature protein."""
+    values = [30.0] * 10 + [95.0] * 10
+    [mapped] = map_features([{**feature, "start": 1, "end": 10, "ligand": None}], values)
+    assert mapped["verdict"].startswith(verdict)
+    assert (mapped["mean_plddt"], mapped["band"]) == (30.0, "very low")
+
+
+def test_features_beyond_the_model_are_left_out() -> None:
+    """A feature annotated past the modelled residues is not mapped."""
+    feature = {"type": "Domain", "start": 5, "end": 30, "description": "", "ligand": None}
+    assert map_features([feature], [90.0] * 20) == []
+
+
+def test_p04637_brief_labels_its_2005_annotation_and_says_what_is_missing() -> None:
+    """p53's features are from the 2005 flat file (labelled so); without per-residue
+    pLDDT they cannot be located, and the brief says how to get it."""
+    brief = _brief("P04637")
+    assert "Rel. 48, last annotated 2005-09-13: old annotation" in brief
+    assert (
+        "(uniprot_P04637_flatfile_2005_bioruby.txt) (Rel. 48, last annotated 2005-09-13)" in brief
+    )
+    assert "its features cannot be located without per-residue pLDDT" in brief
+    assert "run with --source live" in brief

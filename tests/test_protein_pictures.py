@@ -1,0 +1,94 @@
+"""The pictures: drawn into the run directory, linked from the brief, and read back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib import image
+
+from lyra.proteins import _figures as figures
+from lyra.proteins import analyze_sync
+from lyra.proteins._analysis import analyze_structure
+from lyra.proteins._offline import bundled_pae
+from lyra.proteins._pictures import BAND_COLOURS, draw
+from lyra.proteins._validate import process_protein
+
+
+def _hex(pixel: Any) -> str:
+    red, green, blue = (round(float(c) * 255) for c in pixel[:3])
+    return f"#{red:02X}{green:02X}{blue:02X}"
+
+
+def _band(value: float) -> str:
+    if value < 50:
+        return "very_low"
+    if value < 70:
+        return "low"
+    return "confident" if value < 90 else "very_high"
+
+
+@pytest.fixture(scope="module")
+def track(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[float]]:
+    """APP's pLDDT track, drawn once, and its per-residue pLDDT."""
+    summary = process_protein("P05067")
+    plddt = summary["alphafold"]["plddt"]
+    folder = tmp_path_factory.mktemp("pictures")
+    [picture] = draw("P05067", plddt, analyze_structure(summary), None, folder)
+    return picture, plddt
+
+
+@pytest.mark.parametrize("band", ["very_high", "confident", "low", "very_low"])
+def test_the_track_colours_each_residue_by_its_band(
+    track: tuple[Any, list[float]], band: str
+) -> None:
+    """Read back the PNG: residues well inside a run of one band have that band's colour."""
+    picture, plddt = track
+    pixels = image.imread(str(picture.path))
+    inside = [
+        r
+        for r in range(3, len(plddt) - 2)
+        if all(_band(plddt[i - 1]) == band for i in range(r - 2, r + 3))
+    ]
+    assert inside
+    for residue in inside[:: max(1, len(inside) // 8)]:
+        column, row = picture.track[residue]
+        assert _hex(pixels[row, column]) == BAND_COLOURS[band], residue
+
+
+def test_the_heatmap_is_drawn_where_pae_exists(tmp_path: Path) -> None:
+    """The PAE heatmap is drawn where a PAE matrix exists (Q5VSL9) and not otherwise."""
+    summary = process_protein("Q5VSL9")
+    pae = bundled_pae(summary["alphafold"]["pae_file"])
+    drawn = draw("Q5VSL9", summary["alphafold"]["plddt"], analyze_structure(summary), pae, tmp_path)
+    assert [p.path.name for p in drawn] == ["Q5VSL9-plddt.png", "Q5VSL9-pae.png"]
+    heat = image.imread(str(drawn[1].path))
+    assert heat.shape[2] in (3, 4)
+    none = draw("P05067", process_protein("P05067")["alphafold"]["plddt"], {}, None, tmp_path)
+    assert [p.path.name for p in none] == ["P05067-plddt.png"]
+
+
+def test_the_brief_links_the_pictures_in_the_run_directory(tmp_path: Path) -> None:
+    """A run with a run directory draws the pictures and links them from the brief."""
+    output = analyze_sync(["Q5VSL9", "Q8I3H7"], run_dir=tmp_path, timeout=30)
+    brief = (tmp_path / "briefs" / "Q5VSL9.md").read_text(encoding="utf-8")
+    assert "## Pictures" in brief
+    assert "- [pLDDT along the sequence](../figures/Q5VSL9-plddt.png)" in brief
+    assert "- [PAE heatmap](../figures/Q5VSL9-pae.png)" in brief
+    assert (tmp_path / "figures" / "Q5VSL9-pae.png").stat().st_size > 0
+    assert output.completed_analyses[0].brief == brief
+    no_data = (tmp_path / "briefs" / "Q8I3H7.md").read_text(encoding="utf-8")
+    assert "## Pictures" not in no_data  # nothing per residue to draw
+
+
+def test_without_matplotlib_the_brief_says_how_to_get_pictures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the plots extra no picture is drawn and the brief names the extra."""
+    monkeypatch.setattr(figures, "plots_installed", lambda: False)
+    analyze_sync(["P05067"], run_dir=tmp_path, timeout=30)
+    brief = (tmp_path / "briefs" / "P05067.md").read_text(encoding="utf-8")
+    assert "Not drawn: pictures need the plots extra (matplotlib is not installed): " in brief
+    assert "pip install 'lyra-supervisor[plots]'" in brief
+    assert not (tmp_path / "figures").exists()

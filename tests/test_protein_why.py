@@ -1,0 +1,200 @@
+"""Issue 21, point by point: each "Why" a structural biologist raised, as a test.
+
+Each test failed on the code before the issue and passes now; the docstrings
+quote the complaint they answer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from fakes.replay_server import ReplayServer
+from lyra.proteins import LiveSource, OfflineSource, analyze_sync
+from lyra.proteins._analysis import analyze_structure, critique, reason, synthesize
+from lyra.proteins._validate import process_protein
+from lyra.recovery import record_waits
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = OfflineSource().ids()
+
+
+@pytest.fixture(autouse=True)
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Backoff waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+@pytest.fixture(scope="module")
+def everything() -> Any:
+    """One run over every bundled protein (the output and its text)."""
+    return analyze_sync(BUNDLED, timeout=30)
+
+
+def _brief(acc: str, source: Any = None) -> str:
+    summary = process_protein(acc, source)
+    structure = analyze_structure(summary)
+    reasoning = reason(summary, structure)
+    return synthesize(acc, summary, structure, reasoning, critique(summary, structure, reasoning))
+
+
+def test_the_global_mean_is_not_the_proteins_reliability(everything: Any) -> None:
+    """'APP is called "overall reliability is low" … for p53 it says "the fold is likely
+    right overall"': no reliability verdict from the mean; APP leads with its domains."""
+    text = everything.text()
+    assert "reliability" not in text.lower()
+    assert "likely right overall" not in text
+    assert "P05067 (Amyloid-beta precursor protein), 3 structural unit(s), the largest " in text
+    assert "residues 376–569 (mean pLDDT 89.47, confident)" in text
+
+
+def test_briefs_list_confident_segments_and_keep_low_apart_from_very_low() -> None:
+    """'The brief lists only low-confidence regions … lumps low with very low and lists
+    5-residue end fraying': confident segments are rows, low and very low are apart,
+    fraying is set apart."""
+    brief = _brief("P05067")
+    assert "| 376–569 | 194 | 89.47 | confident | ordered |" in brief
+    assert "| 344–348 | 5 | 55.19 | low | below 70 |" in brief
+    assert "| 349–375 | 27 | 41.36 | very low | below 70 |" in brief
+    motsc = _brief("A0A0C5B5G6")
+    assert "Terminal fraying (set apart): 1–5 (mean pLDDT 66.17)" in motsc
+    assert "| 1–5 |" not in motsc
+
+
+@pytest.mark.parametrize("acc", ["P69905", "P04637"])
+def test_no_false_model_version_warning(acc: str) -> None:
+    """'A false warning: the mean pLDDT and the band fractions may come from different
+    AlphaFold model versions … where both come from one record'."""
+    assert "different AlphaFold model versions" not in _brief(acc)
+
+
+def test_a_true_version_mix_is_still_said() -> None:
+    """P04637's bundled mean is from a v4 file and its fractions from v6: that one is true."""
+    assert (
+        "Whole-model figures from different model files: the mean pLDDT is from a v4 model "
+        "and the band fractions from a v6 model." in _brief("P04637")
+    )
+
+
+def test_no_false_model_version_warning_live() -> None:
+    """The same for a live brief, where every figure comes from one record."""
+    with ReplayServer() as server, LiveSource(afdb_url=server.url, uniprot_url=server.url) as s:
+        brief = _brief("P05067", s)
+    assert "different AlphaFold model versions" not in brief
+    assert "Model version v6, created 2025-08-01" in brief
+
+
+def test_no_drug_target_ranking_from_plddt(everything: Any) -> None:
+    """'α-globin is "most promising drug target" … insulin is "challenging" because of its
+    signal peptide': the comparison names the best predicted structure and why, only."""
+    text = everything.text()
+    for phrase in ("most promising", "drug target by structure", "challenging", "favourable"):
+        assert phrase not in text
+    [line] = [c for c in everything.comparison.lines() if c.startswith("Best predicted")]
+    assert "This compares predictions, not drug targets." in line
+    assert "pLDDT" in line
+
+
+def test_no_model_is_not_retryable_and_points_to_the_pdb(everything: Any) -> None:
+    """'P0DTC2 (AlphaFold DB has no model for it) ends partial and the answer says "Run
+    again with --retries 2"': it is not retryable, and the next step is the PDB."""
+    [spike] = [e for e in everything.partial_analyses if e.protein_id == "P0DTC2"]
+    assert (spike.category, spike.retryable) == ("missing_context", False)
+    assert "--retries" not in everything.answer
+    assert (
+        "No AlphaFold DB model: look for experimental structures in the PDB: P0DTC2 "
+        "(https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/P0DTC2)" in everything.answer
+    )
+
+
+def test_labels_say_what_they_measure(everything: Any) -> None:
+    """'"medium reliability" where AlphaFold DB says "confident"; "Answer confidence: 100%"
+    … is a completion ratio; "Confidence in this reasoning: high" measures how much data
+    there was'."""
+    text = everything.text()
+    assert "medium reliability" not in text
+    assert "Answer confidence" not in text
+    assert "Confidence in this reasoning" not in text
+    assert "Share usable: " in text
+    assert "## Sources" in text
+
+
+class Spy:
+    """A source that records what it was asked."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def fetch(self, protein_id: str) -> object:
+        self.asked.append(protein_id)
+        return OfflineSource().fetch(protein_id)
+
+
+@pytest.mark.parametrize("raw", ["P0463", "12345", "A0A0C5B5G6X"])
+def test_malformed_ids_fail_as_not_accessions_without_a_lookup(raw: str) -> None:
+    """'Malformed IDs pass validation and fail as "not in the offline dataset; try
+    --source live"': they fail at fetch_protein as invalid_task, saying why, unasked."""
+    spy = Spy()
+    output = analyze_sync([raw], source=spy, timeout=10)
+    [failed] = output.failed_analyses
+    assert (failed.failed_at_stage, failed.category) == ("fetch_protein", "invalid_task")
+    assert failed.error.startswith(f"Protein {raw} not found: '{raw}' is not a UniProt accession")
+    assert "--source live" not in failed.error
+    assert raw not in spy.asked
+
+
+def test_next_groups_identical_advice() -> None:
+    """'35 unbundled IDs print 35 "Check the identifier" lines': one line names them all."""
+    ids = [f"P9A{n:02d}9" for n in range(35)]
+    output = analyze_sync(ids, timeout=10)
+    next_part = output.answer.split("Next:", 1)[1]
+    lines = [line for line in next_part.splitlines() if line.strip().startswith("•")]
+    assert lines == [
+        "  • Not in the bundled dataset; run them with --source live: " + ", ".join(ids)
+    ]
+
+
+def test_live_mode_fetches_per_residue_confidence_and_features() -> None:
+    """'Live mode never fetches per-residue confidence (it is set to None) and keeps
+    only name, organism, gene, sequence and function from UniProt'."""
+    with ReplayServer() as server, LiveSource(afdb_url=server.url, uniprot_url=server.url) as s:
+        summary = s.fetch("P00221")
+    assert isinstance(summary, dict)
+    assert len(summary["alphafold"]["plddt"]) == 147
+    assert summary["alphafold"]["profile"]["units"]
+
+
+def _build_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "build_data", REPO / "scripts" / "build_protein_data.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["build_data"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_model_files_are_read_with_gemmi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """'Structures are parsed by hand; a bioinformatician expects the field's library':
+    the build reads model files through gemmi (and has no CIF parser of its own)."""
+    import gemmi
+
+    build = _build_script()
+    assert not hasattr(build, "parse_cif")
+    calls: list[str] = []
+    real = gemmi.read_pdb_string
+    monkeypatch.setattr(gemmi, "read_pdb_string", lambda text: calls.append("pdb") or real(text))
+    record = build.Record("A1YPR0")
+    build.read_pdb_model(record, REPO / "data/proteins/AF-A1YPR0-F1-model_v4.pdb", "x.pdb", 4)
+    assert calls == ["pdb"]
