@@ -212,8 +212,16 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
         attempt.state.update(recorded["state"])
         return DelegationResult.model_validate(recorded["result"])
 
-    with events.capturing(hold=True) as body:
-        outcome = await job.run(work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep))
+    try:
+        with events.capturing(hold=True) as body:
+            outcome = await job.run(
+                work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep)
+            )
+    except Exception as exc:
+        why = storage_failure(exc)
+        if why is None:
+            raise
+        raise StorageGaveOut(why) from exc
     log.write_body(body)
     if log.held:
         deliver_unsaved(log.records[log.held_from :])
@@ -224,6 +232,13 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
         "held": log.held,
         "executor_id": DBOS.executor_id,
     }
+
+
+class StorageGaveOut(BaseException):
+    """The checkpoint storage failed under a task (a full disk). A BaseException on
+    purpose: DBOS records an ``Exception`` as the workflow's end (``ERROR``, never
+    run again), where this leaves it pending, for a resume to finish once there
+    is room. The executor stops the run on it."""
 
 
 class TaskLog:
@@ -338,6 +353,38 @@ def sqlite_engine(url: str) -> sa.Engine:
         dbapi_conn.execute("PRAGMA synchronous=FULL")
 
     return engine
+
+
+def reopen_stopped_by_storage(engine: sa.Engine) -> int:
+    """Before DBOS starts: children whose end DBOS recorded as an error of the
+    checkpoint storage (it could still write that much once the disk was full) go
+    back to pending, so that DBOS's recovery at launch finishes them from their last
+    checkpoint. The disk stopped the run, not them. Returns how many.
+
+    DBOS has no public way to resume a workflow it recorded as failed, so this
+    writes its two tables directly; the full-disk test guards the schema."""
+    if not sa.inspect(engine).has_table("workflow_status"):
+        return 0  # a new run: nothing recorded yet
+    with engine.begin() as conn:
+        ended = conn.execute(
+            sa.text(
+                "SELECT o.workflow_uuid, o.error FROM workflow_output o JOIN workflow_status s "
+                "ON s.workflow_uuid = o.workflow_uuid WHERE s.status = 'ERROR' AND s.name = :name"
+            ),
+            {"name": WORKFLOW},
+        ).all()
+        stopped = [row[0] for row in ended if row[1] and storage_failure(Exception(row[1]))]
+        for workflow_id in stopped:
+            where = {"id": workflow_id}
+            conn.execute(sa.text("DELETE FROM workflow_output WHERE workflow_uuid = :id"), where)
+            conn.execute(
+                sa.text(
+                    "UPDATE workflow_status SET status = 'PENDING', completed_at = NULL "
+                    "WHERE workflow_uuid = :id AND status = 'ERROR'"
+                ),
+                where,
+            )
+    return len(stopped)
 
 
 def launch(

@@ -194,7 +194,9 @@ class DurableExecutor:
         if self.placement == "embedded":
             assert self.folder is not None
             self.folder.mkdir(parents=True, exist_ok=True)
-            _engine.launch(self.url, engine=_engine.sqlite_engine(self.url))
+            engine = _engine.sqlite_engine(self.url)
+            _engine.reopen_stopped_by_storage(engine)
+            _engine.launch(self.url, engine=engine)
             install(self._ledger.write)  # the children run here: their events too
             self._launched = True
             return
@@ -292,7 +294,7 @@ class DurableExecutor:
                 outcomes = await self._queued(spec, prefix, runs, max_concurrency, on_outcome)
         except BaseException as exc:
             quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
-            why = storage_failure(exc) if isinstance(exc, Exception) else None
+            why = storage_failure(exc)
             if why is not None:
                 raise RunStopped(
                     f"the checkpoints could not be written to {self.where}: {why}",

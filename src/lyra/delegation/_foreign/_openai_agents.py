@@ -91,7 +91,8 @@ OPENAI_AGENTS_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "DependenciesError": (_K.PERMANENT, _E.UNKNOWN),
     "DependenciesBindingError": (_K.PERMANENT, _E.UNKNOWN),
     "DependenciesMissingDependencyError": (_K.PERMANENT, _E.UNKNOWN),
-    # agents.testing, agents.realtime.testing: a test double's script went wrong.
+    # agents.testing, agents.realtime.testing, agents.voice.testing (importable with
+    # numpy): a test double's script went wrong.
     "ModelScriptError": (_K.UNKNOWN, _E.UNKNOWN),
     "InvalidModelStep": (_K.UNKNOWN, _E.UNKNOWN),
     "UnconsumedModelSteps": (_K.UNKNOWN, _E.UNKNOWN),
@@ -104,6 +105,9 @@ OPENAI_AGENTS_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "RealtimeScriptError": (_K.UNKNOWN, _E.UNKNOWN),
     "UnconsumedRealtimeSteps": (_K.UNKNOWN, _E.UNKNOWN),
     "UnexpectedRealtimeSend": (_K.UNKNOWN, _E.UNKNOWN),
+    "VoiceScriptError": (_K.UNKNOWN, _E.UNKNOWN),
+    "UnconsumedVoiceSteps": (_K.UNKNOWN, _E.UNKNOWN),
+    "UnexpectedVoiceCall": (_K.UNKNOWN, _E.UNKNOWN),
 }
 
 
