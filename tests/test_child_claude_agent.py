@@ -359,6 +359,35 @@ async def test_a_runaway_agent_is_stopped_inside_its_run(
 
 @needs_sdk
 @pytest.mark.anyio
+async def test_parallel_claude_grandchildren_never_overshoot_a_turn_budget(home: str) -> None:
+    """Two Claude agents delegated at once by one parent, on one turn budget charged
+    ahead from their hooks, make no more model requests between them than the budget
+    has turns (pydantic-ai-harness #696, where 9 became 16)."""
+    with MessagesAPI([lookup_turn(str(n)) for n in range(8)], streaming=True, strict=False) as api:
+        homes = [Path(home) / str(n) for n in range(2)]
+        for folder in homes:
+            folder.mkdir()
+        helpers = [agent(api.url, str(folder)) for folder in homes]
+
+        async def parent(prompt: str, ctx: ChildContext) -> str:
+            async def ask(helper: Any) -> None:
+                await ctx.delegate(prompt, child=helper)
+
+            async with anyio.create_task_group() as group:
+                for helper in helpers:
+                    group.start_soon(ask, helper)
+            return "surveyed"
+
+        result = await Supervisor(parent, budget=Budget(max_turns=3)).delegate("Survey", timeout=30)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert len(api.requests) <= 3
+    assert result.usage is not None
+    assert result.usage.turns == 3
+
+
+@needs_sdk
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("script", "limits", "error_type"),
     [
