@@ -317,6 +317,7 @@ async def test_a_tool_delegates_to_a_failing_grandchild_and_blocks_the_run(home:
         )
     parsed = parse_report(report)
     assert (parsed.category, parsed.retryable) == ("missing_context", False)
+    assert parsed.completed_steps == ()  # the blocked tool call is no completed step
     assert parsed.blocked_on == "The helper could not answer: No isoform was named"
     [grandchild] = parsed.failed_delegations
     assert (grandchild.category, grandchild.error_type) == ("missing_context", "data")
@@ -450,8 +451,10 @@ async def test_a_continuation_resumes_the_cli_session_with_the_work_done(home: s
             policy=RecoveryPolicy(max_retries=1),
         )
     first, second = outcome.attempts
-    assert first.result.failure is not None
-    assert (first.result.failure.category, second.strategy) == ("partial", "continuation")
+    failure = first.result.failure
+    assert failure is not None
+    assert (failure.category, second.strategy) == ("partial", "continuation")
+    assert (failure.completed_steps, failure.tool_usage) == (("Ran " + LOOKUP,), {LOOKUP: 1})
     assert outcome.result.output == "P04637 has 393 residues."
     before, resumed = user_texts(api.requests[1]), user_texts(api.requests[2])
     assert resumed.index("How long is P04637?") == before.index("How long is P04637?")

@@ -3,9 +3,10 @@
 it imports the framework).
 
 A :class:`Run` folds the tree's limits into a copy of the options, answers the
-CLI's hooks (turns ahead, tool progress), reads the CLI's messages (heartbeats,
-usage per response, the session id, the result) and stops the CLI process at
-once when the run ends early.
+CLI's hooks where the CLI must wait for lyra (a turn charged ahead of each model
+request), reads the CLI's messages (heartbeats, usage per response, tool calls
+and results as progress, the session id, the result) and stops the CLI process
+at once when the run ends early.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from claude_agent_sdk import (
     ResultMessage,
     StreamEvent,
     SystemMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
 )
 
 from lyra.children._framework import output_text
@@ -70,6 +74,7 @@ class Run:
         self._ahead = 0  # turns charged ahead that no response has used yet
         self._responses: dict[str, _Response] = {}  # the responses charged, by id
         self._open: dict[str | None, _Response] = {}  # streamed response per thread
+        self._tools: dict[str, str] = {}  # tool calls under way: name by tool_use id
         self._price: dict[str, Price | None] = {}
         self._result: ResultMessage | None = None
         self._heard = False
@@ -138,9 +143,6 @@ class Run:
             "UserPromptSubmit": self._turn,
             "PostToolBatch": self._batch_done,
             "SubagentStart": self._turn,
-            "PreToolUse": self._tool_started,
-            "PostToolUse": self._tool_ended,
-            "PostToolUseFailure": self._tool_failed,
         }
         for event, callback in ours.items():
             hooks.setdefault(event, []).insert(0, HookMatcher(hooks=[callback]))
@@ -169,31 +171,6 @@ class Run:
             return self._go_on()
         return await self._turn(data, tool_use_id, context)
 
-    async def _tool_started(
-        self, data: HookInput, tool_use_id: str | None, context: HookContext
-    ) -> HookJSONOutput:
-        try:
-            self.ctx.tool_started(_tool_name(data))
-        except ChildSignal as exc:
-            return _halt(str(exc))
-        return self._go_on()
-
-    async def _tool_ended(
-        self, data: HookInput, tool_use_id: str | None, context: HookContext
-    ) -> HookJSONOutput:
-        name = _tool_name(data)
-        self.ctx.tool_ended(name)
-        self.ctx.step(f"Ran {name}")
-        return self._go_on()
-
-    async def _tool_failed(
-        self, data: HookInput, tool_use_id: str | None, context: HookContext
-    ) -> HookJSONOutput:
-        name = _tool_name(data)
-        error = cast("Mapping[str, Any]", data).get("error")
-        self.ctx.tool_ended(name, error=RuntimeError(f"{name} failed: {error}"))
-        return self._go_on()
-
     def _go_on(self) -> HookJSONOutput:
         """Let the CLI go on, unless a tool declared the child blocked."""
         blocked = self.ctx.blocked
@@ -210,6 +187,9 @@ class Run:
         elif isinstance(message, AssistantMessage):
             if message.message_id is not None and message.model != _SYNTHETIC:
                 self._arrived(message.message_id, message.model, message.usage or {})
+            self._calls(message)
+        elif isinstance(message, UserMessage):
+            self._results(message)
         elif isinstance(message, ResultMessage):
             self._result = message
         elif isinstance(message, SystemMessage) and message.subtype == "init":
@@ -218,6 +198,28 @@ class Run:
                 self.ctx.state.setdefault(STATE_KEY, {})["session_id"] = session
         if self.ctx.blocked is not None:
             raise self.ctx.blocked
+
+    def _calls(self, message: AssistantMessage) -> None:
+        """Tool calls the model made (the main agent's or a subagent's): each one starts
+        now, as progress (the CLI runs them as this message arrives)."""
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name != _ANSWER_TOOL:
+                self._tools[block.id] = block.name
+                self.ctx.tool_started(block.name)
+
+    def _results(self, message: UserMessage) -> None:
+        """Tool results: a call ended, a success as a completed step."""
+        if isinstance(message.content, str):
+            return
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and block.tool_use_id in self._tools:
+                name = self._tools.pop(block.tool_use_id)
+                if block.is_error:
+                    error = RuntimeError(f"{name} failed: {_text(block.content)}")
+                    self.ctx.tool_ended(name, error=error)
+                else:
+                    self.ctx.tool_ended(name)
+                    self.ctx.step(f"Ran {name}")
 
     def _event(self, event: Mapping[str, Any], thread: str | None) -> None:
         """A raw stream event of the Messages API."""
@@ -321,8 +323,11 @@ def _halt(reason: str) -> HookJSONOutput:
     return {"continue_": False, "stopReason": f"lyra: {reason}"}
 
 
-def _tool_name(data: HookInput) -> str:
-    return str(cast("Mapping[str, Any]", data).get("tool_name") or "tool")
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    """A tool result's text."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
 
 
 def _tokens(usage: Mapping[str, Any], name: str) -> int:

@@ -46,9 +46,11 @@ What holds inside the run (a copy of the options is changed, never yours):
   yours and what the tree has left) and ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` (at
   most the tokens left), a backstop for what lyra cannot see.
 - **Progress**: every message from the CLI is a heartbeat; every tool call
-  (built-in, MCP, a subagent's) is ``ctx.tool_started`` / ``ctx.tool_ended``
-  from the ``PreToolUse`` / ``PostToolUse`` / ``PostToolUseFailure`` hooks, and a
-  successful one a completed step; so the idle timeout sees a stuck tool.
+  (built-in, MCP, a subagent's) is ``ctx.tool_started`` when the model's
+  ``tool_use`` arrives and ``ctx.tool_ended`` with its ``tool_result`` (a failure
+  when ``is_error``), a successful one a completed step; so the idle timeout
+  sees a stuck tool. (The stream, not the ``PreToolUse`` / ``PostToolUse`` hooks:
+  the CLI waits for a hook's answer, and the stream costs it nothing.)
 - **Stopping**: the budget, the deadline or the idle timeout ends the run at
   once: the CLI process gets SIGTERM (SIGKILL a second later if it lingers)
   instead of the SDK's graceful close, which waits up to 5 s for a CLI busy
