@@ -29,7 +29,8 @@ What holds inside the run (a copy of the options is changed, never yours):
 
 - **Turns** are charged *ahead*, from the CLI's own hooks, before each model
   request it makes: ``UserPromptSubmit`` (the first), ``PostToolBatch`` (the
-  one after each batch of tool calls), ``SubagentStart`` (a subagent's first).
+  one after each batch of tool calls, but the batch that gave ``output_format``'s
+  answer, after which the CLI ends), ``SubagentStart`` (a subagent's first).
   A spent account answers the hook with ``continue: false``: the request is
   never sent. A response that no hook announced (the CLI's own continuation
   after ``max_tokens``) is counted as a turn when it arrives.
