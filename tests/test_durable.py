@@ -564,9 +564,11 @@ def test_a_plain_install_requires_no_database_engine() -> None:
     """DBOS, SQLAlchemy and psycopg come only with the durable extra (and 'all')."""
     from importlib.metadata import requires
 
-    plain = [r for r in requires("lyra") or [] if "extra ==" not in r]
+    from lyra._extras import DISTRIBUTION
+
+    plain = [r for r in requires(DISTRIBUTION) or [] if "extra ==" not in r]
     assert not [r for r in plain if r.lower().startswith(("dbos", "sqlalchemy", "psycopg"))]
-    durable = [r for r in requires("lyra") or [] if "extra == 'durable'" in r]
+    durable = [r for r in requires(DISTRIBUTION) or [] if "extra == 'durable'" in r]
     assert any(r.startswith("dbos") for r in durable)
 
 
