@@ -342,12 +342,14 @@ async def test_a_runaway_agent_is_stopped_inside_its_run(
 ) -> None:
     """An agent that would call tools forever stops at the response that crosses a token
     budget (spend at most one response over), or before the request a spent turn
-    budget has no turn for; the spend is in the report."""
+    budget has no turn for; the spend is in the report, the CLI process is gone."""
     script = [lookup_turn(str(n), input_tokens=1000 - 5) for n in range(6)]
+    processes = child_processes()
     with MessagesAPI(script, streaming=True, strict=False) as api:
         result = await Supervisor(agent(api.url, home), budget=budget).delegate(
             "Look everything up", timeout=30
         )
+    assert child_processes() <= processes
     failure = result.failure
     assert failure is not None
     assert (failure.category, failure.error_type) == ("timeout", "budget")
