@@ -388,7 +388,7 @@ def test_work_begun_while_tracing_still_runs_when_tracing_is_turned_off(
 def test_configuring_without_the_api_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the OpenTelemetry API, configure() says which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'lyra\[otel\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[otel\]'"):
         tracing.configure(tracer_provider=TracerProvider())
     assert not tracing.enabled()
 
