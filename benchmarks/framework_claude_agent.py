@@ -5,8 +5,8 @@ the local fake Messages API of the tests (``tests/fakes``, streaming, on
 127.0.0.1), scripted with a tool call and an answer for every run. Each run
 starts the SDK's bundled Claude Code CLI, which is most of its time.
 
-- **bare**: ``ClaudeSDKClient(options)``, the prompt sent, messages read until
-  the result (what the SDK's own docs show);
+- **bare**: ``query(prompt=…, options=options)``, the SDK's one-shot run, read
+  to its end (the run lyra's child makes, without lyra);
 - **lyra**: ``adelegate_task(prompt, child=ClaudeAgentChild(options), timeout=…,
   idle_timeout=…, budget=…)`` with lyra's events appended to a file as the
   command line configures them: lyra's hooks (turns ahead, tool progress), the
@@ -80,14 +80,12 @@ def script(api: MessagesAPI) -> None:
 
 
 async def bare(agent: Any) -> str:
-    from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+    from claude_agent_sdk import ResultMessage, query
 
     output = ""
-    async with ClaudeSDKClient(agent) as client:
-        await client.query(PROMPT)
-        async for reply in client.receive_response():
-            if isinstance(reply, ResultMessage):
-                output = reply.result or ""
+    async for reply in query(prompt=PROMPT, options=agent):
+        if isinstance(reply, ResultMessage):
+            output = reply.result or ""
     return output
 
 

@@ -244,6 +244,28 @@ async def test_a_tool_using_agent_runs_from_a_child_ref_and_each_response_is_cha
     assert outcome.state["claude_agent"]["session_id"]
 
 
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_background_subagent_s_later_turn_belongs_to_the_run(home: str) -> None:
+    """The agent starts a background subagent and ends its turn; the CLI wakes it when
+    the subagent is done, and the child's output is that later turn's answer, every
+    response (the subagent's too) charged once as a turn."""
+    launch = {"description": "look", "prompt": "Look P04637 up", "subagent_type": "general-purpose"}
+    script = [
+        message([tool_use("Agent", launch)], "tool_use"),
+        message("Started a helper; waiting."),
+        message("The helper found 393 residues."),
+        message("P04637 has 393 residues."),
+    ]
+    with MessagesAPI(script, streaming=True) as api:
+        child = agent(api.url, home)
+        child.options.allowed_tools.append("Agent")
+        result = await Supervisor(child).delegate("How long is P04637?", timeout=30)
+    assert result.output == "P04637 has 393 residues.", result.report
+    assert result.usage is not None
+    assert (result.usage.turns, result.usage.input_tokens) == (4, 40)
+
+
 # -- what real framework behaviour becomes ----------------------------------------------
 
 

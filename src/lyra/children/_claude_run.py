@@ -12,7 +12,7 @@ at once when the run ends early.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, suppress
 from typing import Any, cast
 
@@ -78,6 +78,7 @@ class Run:
         self._price: dict[str, Price | None] = {}
         self._result: ResultMessage | None = None
         self._heard = False
+        self._halted = False  # a hook told the CLI to stop: it ends by itself
 
     async def run(self, prompt: str) -> str:
         """The agent's output for ``prompt``; raises as the run failed."""
@@ -92,16 +93,20 @@ class Run:
         return await self._session(prompt, None)
 
     async def _session(self, prompt: str, resume: str | None) -> str:
-        async with ClaudeSDKClient(self._options(resume)) as client:
-            try:
-                await client.query(prompt)
-                replies = cast("AsyncGenerator[Message, None]", client.receive_response())
-                async with aclosing(replies) as messages:
-                    async for message in messages:
-                        self._read(message)
-            except BaseException:
-                await _stop(client)
-                raise
+        """One CLI process, read until the CLI ends the run (as ``query()`` does: a
+        turn that background agents wake up after a result belongs to the run)."""
+        client = ClaudeSDKClient(self._options(resume))
+        try:
+            await client.connect(_single(prompt))
+            replies = cast("AsyncGenerator[Message, None]", client.receive_messages())
+            async with aclosing(replies) as messages:
+                async for message in messages:
+                    self._read(message)
+        except BaseException:
+            await _stop(client, halted=self._halted)
+            raise
+        finally:
+            await client.disconnect()
         return self._output()
 
     # -- the options of this run ----------------------------------------------------
@@ -157,7 +162,7 @@ class Run:
         try:
             self.ctx.charge(turns=1, ahead=True)
         except ChildSignal as exc:  # the account is spent: the request is never sent
-            return _halt(str(exc))
+            return self._halt(str(exc))
         self._ahead += 1
         return self._go_on()
 
@@ -172,9 +177,15 @@ class Run:
         return await self._turn(data, tool_use_id, context)
 
     def _go_on(self) -> HookJSONOutput:
-        """Let the CLI go on, unless a tool declared the child blocked."""
+        """Let the CLI go on, unless a tool declared the child blocked: then the CLI
+        stops by itself before its next model request and reports the stop."""
         blocked = self.ctx.blocked
-        return {} if blocked is None else _halt(f"blocked: {blocked.reason}")
+        return {} if blocked is None else self._halt(f"blocked: {blocked.reason}")
+
+    def _halt(self, reason: str) -> HookJSONOutput:
+        """A hook answer that stops the CLI before anything more happens."""
+        self._halted = True
+        return {"continue_": False, "stopReason": f"lyra: {reason}"}
 
     # -- messages --------------------------------------------------------------------
 
@@ -192,12 +203,13 @@ class Run:
             self._results(message)
         elif isinstance(message, ResultMessage):
             self._result = message
+            if self.ctx.blocked is not None:
+                raise self.ctx.blocked
+            _raise_if_failed(message)  # at once: no later turn makes it a success
         elif isinstance(message, SystemMessage) and message.subtype == "init":
             session = message.data.get("session_id")
             if isinstance(session, str):
                 self.ctx.state.setdefault(STATE_KEY, {})["session_id"] = session
-        if self.ctx.blocked is not None:
-            raise self.ctx.blocked
 
     def _calls(self, message: AssistantMessage) -> None:
         """Tool calls the model made (the main agent's or a subagent's): each one starts
@@ -283,34 +295,38 @@ class Run:
         result = self._result
         if result is None:
             raise ProcessError("Claude Code ended without a result")
-        reason = result.terminal_reason
-        if result.is_error or result.subtype != "success" or reason not in (None, "completed"):
-            raise ResultError(
-                f"Claude Code returned an error result: {_why(result)}", data=_data(result)
-            )
+        _raise_if_failed(result)
         if result.structured_output is not None:
             return output_text(result.structured_output)
         return result.result or ""
 
 
-async def _stop(client: ClaudeSDKClient) -> None:
+async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
     """End the CLI process now: SIGTERM, then SIGKILL after :data:`STOP_GRACE`.
 
     The SDK's own close waits up to 5 s for the CLI to exit after its input
     closes, which a CLI busy with a model call does not do; this runs before it.
-    The SDK's reader is cancelled first, as its own close does, so that the exit
-    is not logged as a crash. (The SDK has no public handle on its process: the
+    A CLI that a hook told to stop (``halted``) gets :data:`STOP_GRACE` to end by
+    itself first: a CLI signalled while it waits for a hook's answer may take the
+    missing answer for a yes and send one more request. The SDK's reader is
+    cancelled before the signal, as its own close does, so that the exit is not
+    logged as a crash. (The SDK has no public handle on its process: the
     attributes are read defensively; without them the SDK's close still ends it.)
     """
     process = getattr(getattr(client, "_transport", None), "_process", None)
     if process is None or process.returncode is not None:
         return
-    reader = getattr(getattr(client, "_query", None), "_read_task", None)
-    if reader is not None:
-        reader.cancel()
-    with suppress(ProcessLookupError):
-        process.terminate()
     with anyio.CancelScope(shield=True):
+        if halted:
+            with anyio.move_on_after(STOP_GRACE):
+                await process.wait()
+            if process.returncode is not None:
+                return
+        reader = getattr(getattr(client, "_query", None), "_read_task", None)
+        if reader is not None:
+            reader.cancel()
+        with suppress(ProcessLookupError):
+            process.terminate()
         with anyio.move_on_after(STOP_GRACE):
             await process.wait()
         if process.returncode is None:
@@ -318,9 +334,24 @@ async def _stop(client: ClaudeSDKClient) -> None:
                 process.kill()
 
 
-def _halt(reason: str) -> HookJSONOutput:
-    """A hook answer that stops the CLI before anything more happens."""
-    return {"continue_": False, "stopReason": f"lyra: {reason}"}
+async def _single(prompt: str) -> AsyncIterator[dict[str, Any]]:
+    """The prompt as the one user message of a streamed input: the SDK closes the
+    CLI's input once the run is over, and the CLI then ends."""
+    yield {
+        "type": "user",
+        "session_id": "",
+        "message": {"role": "user", "content": prompt},
+        "parent_tool_use_id": None,
+    }
+
+
+def _raise_if_failed(result: ResultMessage) -> None:
+    """The SDK's ResultError for a result that is not a clean success."""
+    reason = result.terminal_reason
+    if result.is_error or result.subtype != "success" or reason not in (None, "completed"):
+        raise ResultError(
+            f"Claude Code returned an error result: {_why(result)}", data=_data(result)
+        )
 
 
 def _text(content: str | list[dict[str, Any]] | None) -> str:
