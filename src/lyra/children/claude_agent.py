@@ -32,8 +32,9 @@ What holds inside the run (a copy of the options is changed, never yours):
   one after each batch of tool calls, but the batch that gave ``output_format``'s
   answer, after which the CLI ends), ``SubagentStart`` (a subagent's first).
   A spent account answers the hook with ``continue: false``: the request is
-  never sent. A response that no hook announced (the CLI's own continuation
-  after ``max_tokens``) is counted as a turn when it arrives.
+  never sent, and the CLI stops by itself. A response that no hook announced
+  (the CLI's own continuation after ``max_tokens``) is counted as a turn when
+  it arrives.
 - **Usage** is charged as each model response arrives, once per response,
   from the responses themselves (one source; the result's totals are never
   added, so nothing is counted twice): the main agent's stream events give a
@@ -58,9 +59,12 @@ What holds inside the run (a copy of the options is changed, never yours):
   with a model call; no process, hook or tool task is left behind. lyra's
   deadline holds even where the CLI's own ``max_budget_usd`` would hang
   (claude-agent-sdk-python #1273).
-- **Endings**: a result that is not a clean success (``error_max_turns``,
-  ``error_max_budget_usd``, an API error with its HTTP status, a hook that
-  stopped the run, ...) becomes the SDK's ``ResultError`` the moment it arrives,
+- **Endings**: the run is read to its end, as ``query()`` reads it: a turn that
+  a background subagent wakes after a result belongs to the run, and the last
+  result's answer is the output. A result that is not a clean success
+  (``error_max_turns``, ``error_max_budget_usd``, an API error with its HTTP
+  status, a hook that stopped the run, ...) becomes the SDK's ``ResultError``
+  the moment it arrives,
   classified in :mod:`lyra.delegation._foreign._claude_agent`: running out of
   turns is ``timeout`` / ``budget``, never a success. A ``refusal`` stop is
   ``invalid_task`` at once. Structured output (``output_format``) is returned as
@@ -73,8 +77,8 @@ puts the run's :class:`~lyra.ChildContext` in a context variable:
 (``@tool`` + ``create_sdk_mcp_server``) and hooks, so a tool can
 ``await ctx.delegate(...)`` a grandchild (of any framework) under the same
 tree, ``ctx.step(...)`` or ``ctx.block(...)``. ``ctx.block`` ends the run as
-declared even though the SDK turns the tool's exception into an error result
-for the model. Your own state reaches tools as the SDK intends (a closure or
+declared, before the CLI's next model request, even though the SDK turns the
+tool's exception into an error result for the model. Your own state reaches tools as the SDK intends (a closure or
 a module-level object); the two coexist.
 
 **Continuation.** The CLI's session id is kept in ``ctx.state`` (JSON, so
