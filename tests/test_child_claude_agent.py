@@ -212,9 +212,10 @@ def live_tasks() -> set[asyncio.Task[Any]]:
 async def test_a_tool_using_agent_runs_from_a_child_ref_and_each_response_is_charged_once(
     home: str,
 ) -> None:
-    """Supervisor.run builds the child from a ChildRef; a tool call and structured
-    output later, the output is the JSON, each response was charged once as it
-    arrived (tokens, cost, one turn per model call) and the tool call was progress."""
+    """Supervisor.run builds the child from a ChildRef (as a durable run would); a tool
+    call and structured output later, the output is the JSON, each response was
+    charged once as it arrived (tokens, cost, one turn per model call), and the
+    session is kept in the task's state."""
     answer = {"protein_id": "P04637", "length": 393}
     script = [
         lookup_turn(input_tokens=1000, output_tokens=40, cache_read_input_tokens=200),
@@ -308,7 +309,8 @@ async def test_what_the_cli_does_is_classified(
     """API errors, a refusal and the agent's own max_turns, as the CLI reports them, land
     in lyra's categories with evidence; running out of turns is never a success."""
     with MessagesAPI(script, streaming=True) as api:
-        result = await adelegate_task_result(api, home, **options)
+        child = agent(api.url, home, **options)
+        result = await Supervisor(child, timeout=30).delegate("Look P04637 up")
     failure = result.failure
     assert failure is not None, result.report
     assert (failure.category, failure.suggested_retry, failure.error_type) == (
@@ -317,11 +319,6 @@ async def test_what_the_cli_does_is_classified(
         error_type,
     )
     assert evidence in failure.evidence
-
-
-async def adelegate_task_result(api: MessagesAPI, home: str, **options: Any) -> Any:
-    child = agent(api.url, home, **options)
-    return await Supervisor(child, timeout=30).delegate("Look P04637 up")
 
 
 @needs_sdk

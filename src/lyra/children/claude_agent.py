@@ -78,8 +78,8 @@ puts the run's :class:`~lyra.ChildContext` in a context variable:
 ``await ctx.delegate(...)`` a grandchild (of any framework) under the same
 tree, ``ctx.step(...)`` or ``ctx.block(...)``. ``ctx.block`` ends the run as
 declared, before the CLI's next model request, even though the SDK turns the
-tool's exception into an error result for the model. Your own state reaches tools as the SDK intends (a closure or
-a module-level object); the two coexist.
+tool's exception into an error result for the model. Your own state reaches
+tools as the SDK intends (a closure or a module-level object); the two coexist.
 
 **Continuation.** The CLI's session id is kept in ``ctx.state`` (JSON, so
 durable runs keep it); the next attempt of the same task (``ctx.attempt >
