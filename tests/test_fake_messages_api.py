@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 import anthropic
+import anyio
 import pytest
 from anthropic.types import MessageParam, TextBlock, ToolUseBlock
 
@@ -23,7 +24,9 @@ from fakes.messages_api import (
     overloaded,
     rate_limited,
     slow,
+    stalled,
     text,
+    thinking,
     tool_use,
 )
 
@@ -274,3 +277,43 @@ def test_url_and_reply_shapes() -> None:
     assert reply.json()["request_id"] == reply.request_id
     assert ("x-extra", "1") in reply.headers
     assert rate_limited(1.5).headers == (("retry-after", "1.5"),)
+
+
+@pytest.mark.anyio
+async def test_a_streaming_server_sends_each_reply_as_server_sent_events() -> None:
+    """With streaming=True a streamed request gets its message as the API's events,
+    which the real SDK assembles back into the same message, usage included."""
+    blocks = [thinking("hmm"), text("Let me look."), tool_use("lookup", {"q": "p53"})]
+    usage = {"input_tokens": 40, "output_tokens": 12, "cache_read_input_tokens": 7}
+    with MessagesAPI([message(blocks, "tool_use", usage=usage)], streaming=True) as server:
+        async with (
+            anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c,
+            c.messages.stream(model=MODEL, max_tokens=64, messages=HELLO) as stream,
+        ):
+            events = [event.type async for event in stream]
+            final = await stream.get_final_message()
+    assert final.model_dump(include={"content", "stop_reason", "usage"}, exclude_none=True) == {
+        "content": blocks,
+        "stop_reason": "tool_use",
+        "usage": usage,
+    }
+    assert events[0] == "message_start"
+    assert server.recorded[0].body["stream"] is True
+
+
+@pytest.mark.anyio
+async def test_a_streaming_error_is_sent_before_any_event_and_a_stall_hangs() -> None:
+    """An error reply to a streamed request is the plain error; a stalled reply stops
+    after its first events and hangs until the server closes."""
+    script = [rate_limited(3), stalled(message("never finished"), after_events=1)]
+    with MessagesAPI(script, streaming=True) as server:
+        async with anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0) as c:
+            with pytest.raises(anthropic.RateLimitError):
+                await c.messages.create(model=MODEL, max_tokens=8, messages=HELLO, stream=True)
+            stream = await c.messages.create(model=MODEL, max_tokens=8, messages=HELLO, stream=True)
+            seen: list[str] = []
+            with anyio.move_on_after(0.3) as waited:
+                async for event in stream:
+                    seen.append(event.type)
+            await stream.close()
+    assert (seen, waited.cancelled_caught) == (["message_start"], True)

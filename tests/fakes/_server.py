@@ -34,6 +34,9 @@ class Response:
     headers: tuple[tuple[str, str], ...] = ()
     content_type: str = "application/json"
     delay_seconds: float = 0.0
+    hold_open: bool = False
+    """Send the body without a length and then nothing more until the server
+    closes: a response that never finishes (a stream that hangs)."""
 
 
 R = TypeVar("R", bound=Response)
@@ -181,12 +184,18 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         try:
             self.send_response(reply.status, fake.reasons.get(reply.status))
             self.send_header("content-type", reply.content_type)
-            self.send_header("content-length", str(len(reply.body)))
+            if reply.hold_open:
+                self.send_header("connection", "close")  # the body ends when the server closes
+            else:
+                self.send_header("content-length", str(len(reply.body)))
             for name, value in fake.reply_headers(reply):
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(reply.body)
             self.wfile.flush()
+            if reply.hold_open:
+                self.close_connection = True
+                fake.closing.wait()
         except OSError:  # the client went away (timed out, cancelled)
             self.close_connection = True
 

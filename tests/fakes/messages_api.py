@@ -27,8 +27,19 @@ Replies are built with the helpers :func:`message` (blocks :func:`text`,
 :func:`tool_use`), :func:`error`, :func:`rate_limited`, :func:`overloaded`,
 :func:`slow` and :func:`malformed`.
 
+Streaming: with ``MessagesAPI(..., streaming=True)`` a request with ``"stream":
+true`` gets its scripted 200 :func:`message` as the API's server-sent events
+(``message_start``, a ``content_block_start``/``_delta``/``_stop`` triple per
+block, ``message_delta`` with the stop reason and the final usage,
+``message_stop``), which is what the Claude Code CLI asks for; an error reply is
+sent as it is, before any event, as the API does. :func:`stalled` sends the
+first events of a message and then nothing until the server closes (a model
+that hangs mid-answer). Without ``streaming=True`` a streaming request is a
+problem (below), as it always was.
+
 Anything unexpected -- a request beyond the script, another path or method, a
-streaming request (not supported), a body that is not a JSON object -- is
+streaming request to a server not built with ``streaming=True``, a body that is
+not a JSON object -- is
 answered with an API-format error (500 for beyond-the-script, with
 ``x-should-retry: false`` so the SDK does not retry it) and noted in
 :attr:`MessagesAPI.problems`. With ``strict=True`` (the default) leaving the
@@ -77,7 +88,9 @@ __all__ = [
     "overloaded",
     "rate_limited",
     "slow",
+    "stalled",
     "text",
+    "thinking",
     "tool_use",
 ]
 
@@ -118,6 +131,8 @@ class Reply(Response):
     """One scripted HTTP response; build it with the helper functions."""
 
     request_id: str = dataclasses.field(default_factory=lambda: _new_id("req_011"))
+    stall_after_events: int | None = None
+    """Streaming only: send this many events, then hang until the server closes."""
 
     def json(self) -> Any:
         """The body parsed as JSON (raises on a :func:`malformed` body)."""
@@ -127,6 +142,11 @@ class Reply(Response):
 def text(value: str) -> Block:
     """A ``text`` content block."""
     return {"type": "text", "text": value}
+
+
+def thinking(value: str) -> Block:
+    """A ``thinking`` content block (its signature is a placeholder)."""
+    return {"type": "thinking", "thinking": value, "signature": "c2lnbmF0dXJl"}
 
 
 def tool_use(name: str, input: Mapping[str, Any], id: str | None = None) -> Block:
@@ -206,6 +226,12 @@ def slow(reply: Reply, delay_seconds: float) -> Reply:
     return dataclasses.replace(reply, delay_seconds=delay_seconds)
 
 
+def stalled(reply: Reply, after_events: int = 2) -> Reply:
+    """A streamed ``reply`` that stops after ``after_events`` events and then sends
+    nothing until the server closes (streaming servers only)."""
+    return dataclasses.replace(reply, stall_after_events=after_events)
+
+
 def malformed(
     body_bytes: bytes = b"{not json", status: int = 200, content_type: str = "application/json"
 ) -> Reply:
@@ -235,8 +261,11 @@ class MessagesAPI(LocalServer[Reply]):
     methods = frozenset({"POST", "GET", "PUT", "PATCH", "DELETE"})
     reasons: ClassVar[Mapping[int, str]] = {529: "Overloaded"}
 
-    def __init__(self, replies: Iterable[Reply] = (), *, strict: bool = True) -> None:
+    def __init__(
+        self, replies: Iterable[Reply] = (), *, strict: bool = True, streaming: bool = False
+    ) -> None:
         super().__init__(strict=strict)
+        self.streaming = streaming
         self.recorded: list[RecordedRequest] = []
         self._script: list[Reply] = list(replies)
 
@@ -291,7 +320,7 @@ class MessagesAPI(LocalServer[Reply]):
                 return self._problem(
                     400, "invalid_request_error", f"{where}: body is not a JSON object"
                 )
-            if body.get("stream"):
+            if body.get("stream") and not self.streaming:
                 return self._problem(
                     400, "invalid_request_error", f"{where}: streaming is not supported"
                 )
@@ -300,7 +329,8 @@ class MessagesAPI(LocalServer[Reply]):
                 return self._problem(
                     500, "api_error", f"request #{number} to {where} is beyond the script"
                 )
-            return self._script.pop(0)
+            reply = self._script.pop(0)
+            return _as_events(reply) if body.get("stream") else reply
 
     def _problem(self, status: int, error_type: str, what: str) -> Reply:
         self.problems.append(what)
@@ -309,12 +339,95 @@ class MessagesAPI(LocalServer[Reply]):
         )
 
 
+def _as_events(reply: Reply) -> Reply:
+    """A 200 message reply as the API streams it (server-sent events); any other
+    reply (an error, a malformed body) as it is."""
+    if reply.status != 200 or reply.content_type != "application/json":
+        return reply
+    try:
+        body = reply.json()
+    except ValueError:
+        return reply
+    if not isinstance(body, dict) or body.get("type") != "message":
+        return reply
+    usage = dict(body["usage"])
+    start_usage = {**usage, "output_tokens": min(1, usage.get("output_tokens", 0))}
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "message": {
+                    **body,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                }
+            },
+        ),
+    ]
+    for index, block in enumerate(body["content"]):
+        events.extend(_block_events(index, block))
+    events.append(
+        (
+            "message_delta",
+            {
+                "delta": {
+                    "stop_reason": body["stop_reason"],
+                    "stop_sequence": body["stop_sequence"],
+                },
+                "usage": usage,
+            },
+        )
+    )
+    events.append(("message_stop", {}))
+    stall = reply.stall_after_events
+    if stall is not None:
+        events = events[:stall]
+    stream = b"".join(
+        f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+        for name, data in events
+    )
+    return dataclasses.replace(
+        reply, body=stream, content_type="text/event-stream", hold_open=stall is not None
+    )
+
+
+def _block_events(index: int, block: Block) -> list[tuple[str, dict[str, Any]]]:
+    """The start, delta and stop events of one content block."""
+    kind = block["type"]
+    if kind == "text":
+        start, delta = {**block, "text": ""}, {"type": "text_delta", "text": block["text"]}
+    elif kind == "tool_use":
+        start = {**block, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+    elif kind == "thinking":
+        start = {**block, "thinking": "", "signature": ""}
+        delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+    else:  # a block without deltas (redacted thinking, server tool results)
+        return [
+            ("content_block_start", {"index": index, "content_block": block}),
+            ("content_block_stop", {"index": index}),
+        ]
+    events = [
+        ("content_block_start", {"index": index, "content_block": start}),
+        ("content_block_delta", {"index": index, "delta": delta}),
+    ]
+    if kind == "thinking":
+        signature = {"type": "signature_delta", "signature": block["signature"]}
+        events.append(("content_block_delta", {"index": index, "delta": signature}))
+    events.append(("content_block_stop", {"index": index}))
+    return events
+
+
 def _is_messages_call(request: RecordedRequest) -> bool:
     return request.method == "POST" and request.path.split("?", 1)[0].rstrip("/") == MESSAGES_PATH
 
 
 @contextmanager
-def messages_api(replies: Iterable[Reply] = (), *, strict: bool = True) -> Iterator[MessagesAPI]:
+def messages_api(
+    replies: Iterable[Reply] = (), *, strict: bool = True, streaming: bool = False
+) -> Iterator[MessagesAPI]:
     """Fixture factory: a running :class:`MessagesAPI`, closed on exit."""
-    with MessagesAPI(replies, strict=strict) as api:
+    with MessagesAPI(replies, strict=strict, streaming=streaming) as api:
         yield api

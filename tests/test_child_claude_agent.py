@@ -1,0 +1,718 @@
+"""The Claude Agent SDK child: the real SDK and its bundled Claude Code CLI, pointed at
+the local fake Messages API (streaming, on 127.0.0.1), under lyra's limits.
+
+Every CLI run gets a fresh HOME and CLAUDE_CONFIG_DIR (no user settings, no
+session leaks), the CLI's non-essential traffic, telemetry, updater and error
+reporting off, and a proxy on a closed local port for anything that is not
+127.0.0.1: the conftest's network guard covers this process, not the CLI's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import importlib.util
+import inspect
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from fakes._server import LocalServer, RequestHandler, Response
+from fakes.messages_api import (
+    MessagesAPI,
+    Reply,
+    error,
+    message,
+    rate_limited,
+    stalled,
+    tool_use,
+)
+from lyra import (
+    Budget,
+    ChildContext,
+    ChildRef,
+    RecoveryPolicy,
+    Supervisor,
+    Task,
+    adelegate_task,
+    parse_report,
+    tracing,
+)
+from lyra.delegation import run_attempt
+from lyra.delegation._foreign import Kind, describe
+from lyra.delegation._foreign._claude_agent import (
+    CLAUDE_AGENT_ERRORS,
+    RESULT_SUBTYPES,
+    TERMINAL_REASONS,
+)
+from lyra.errors import ConfigurationError
+from lyra.recovery import record_waits, recover
+
+INSTALL = "pip install -e '.[test,claude-agent-sdk]'"
+needs_sdk = pytest.mark.skipif(
+    importlib.util.find_spec("claude_agent_sdk") is None,
+    reason=f"the Claude Agent SDK (and its CLI) is not installed: {INSTALL}",
+)
+MODEL = "claude-sonnet-4-6"  # lyra's price table: $3 / $15 per million tokens
+LOOKUP = "mcp__bio__lookup"
+
+
+def price(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * 3 + output_tokens * 15) / 1_000_000
+
+
+# -- the agent under test -------------------------------------------------------------
+
+
+async def unsure_helper(prompt: str, ctx: ChildContext) -> str:
+    """A plain lyra child that cannot answer."""
+    ctx.block("missing_context", "No isoform was named")
+
+
+def bio_server() -> Any:
+    """An in-process MCP server: a lookup, a tool that never returns, and one that asks
+    a grandchild through the run's context and blocks when it fails."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    from lyra.children.claude_agent import current_context
+
+    @tool("lookup", "Look a protein up", {"protein_id": str})
+    async def lookup(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": f"{args['protein_id']}: 393 residues"}]}
+
+    @tool("wait_for_lab", "Wait for the wet lab's answer", {})
+    async def wait_for_lab(args: dict[str, Any]) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    @tool("ask_helper", "Ask a helper agent", {"question": str})
+    async def ask_helper(args: dict[str, Any]) -> dict[str, Any]:
+        ctx = current_context()
+        answer = await ctx.delegate(args["question"], child=unsure_helper)
+        if answer.failure is not None:
+            ctx.block("missing_context", f"The helper could not answer: {answer.failure.message}")
+        return {"content": [{"type": "text", "text": answer.output or ""}]}
+
+    return create_sdk_mcp_server("bio", tools=[lookup, wait_for_lab, ask_helper])
+
+
+def cli_env(api_url: str, home: str) -> dict[str, str]:
+    """The CLI's environment: the fake API, a throwaway home, nothing else reachable."""
+    return {
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "HOME": home,
+        "CLAUDE_CONFIG_DIR": str(Path(home) / ".claude"),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+
+
+def agent(api_url: str, home: str, **options: Any) -> Any:
+    """The child under test (importable, so a ChildRef names it): a Claude agent with
+    the bio tools allowed, on the fake API."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from lyra.children.claude_agent import ClaudeAgentChild
+
+    env = {**cli_env(api_url, home), **options.pop("env", {})}
+    return ClaudeAgentChild(
+        ClaudeAgentOptions(
+            model=MODEL,
+            cwd=home,
+            env=env,
+            mcp_servers={"bio": bio_server()},
+            allowed_tools=[LOOKUP, "mcp__bio__wait_for_lab", "mcp__bio__ask_helper"],
+            **options,
+        )
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> str:
+    return str(tmp_path)
+
+
+@pytest.fixture
+def no_real_sleeps() -> Iterator[list[float]]:
+    """Recovery waits are recorded, not slept."""
+    with record_waits() as waits:
+        yield waits
+
+
+def lookup_turn(protein: str = "P04637", **usage: int) -> Reply:
+    return message([tool_use(LOOKUP, {"protein_id": protein})], "tool_use", usage=usage or None)
+
+
+def user_texts(request: Mapping[str, Any]) -> list[str]:
+    """The texts and tool results of every message a request sent, in order."""
+    found: list[str] = []
+    for turn in request["messages"]:
+        content = turn["content"]
+        for block in [content] if isinstance(content, str) else content:
+            if isinstance(block, str):
+                found.append(block)
+            elif block.get("type") == "text":
+                found.append(block["text"])
+            elif block.get("type") == "tool_result":
+                found.append(json.dumps(block.get("content")))
+            elif block.get("type") == "tool_use":
+                found.append(json.dumps(block["input"]))
+    return found
+
+
+# -- what is left behind ----------------------------------------------------------------
+
+
+def child_processes() -> set[int]:
+    """Processes whose parent is this one (zombies included: an unreaped CLI is a leak)."""
+    found: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
+def live_threads() -> set[threading.Thread]:
+    """Threads but anyio's idle pool workers (kept for reuse, by design)."""
+    return {t for t in threading.enumerate() if t.name != "AnyIO worker thread"}
+
+
+def live_tasks() -> set[asyncio.Task[Any]]:
+    return {t for t in asyncio.all_tasks() if not t.done()}
+
+
+# -- a run that completes ---------------------------------------------------------------
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_tool_using_agent_runs_from_a_child_ref_and_each_response_is_charged_once(
+    home: str,
+) -> None:
+    """Supervisor.run builds the child from a ChildRef (as a durable run would); a tool
+    call and structured output later, the output is the JSON, each response was
+    charged once as it arrived (tokens, cost, one turn per model call), and the
+    session is kept in the task's state."""
+    answer = {"protein_id": "P04637", "length": 393}
+    script = [
+        lookup_turn(input_tokens=1000, output_tokens=40, cache_read_input_tokens=200),
+        message([tool_use("StructuredOutput", answer)], "tool_use", usage={"input_tokens": 1300}),
+    ]
+    with MessagesAPI(script, streaming=True) as api:
+        ref = ChildRef(
+            target="test_child_claude_agent:agent",
+            options={
+                "api_url": api.url,
+                "home": home,
+                "output_format": {"type": "json_schema", "schema": {"type": "object"}},
+            },
+        )
+        [outcome] = await Supervisor(ref, timeout=30).run([Task(prompt="How long is P04637?")])
+    result = outcome.result
+    assert result.ok, result.report
+    assert json.loads(result.output or "") == answer
+    assert len(api.requests) == 2
+    assert result.usage is not None
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.turns) == (2500, 45, 2)
+    assert usage.cost_usd == pytest.approx(price(2300, 45) + 200 * 0.3 / 1_000_000)
+    report = parse_report(result.report)
+    assert report.tokens_used == 2545
+    assert "P04637: 393 residues" in json.dumps(api.requests[1]["messages"][-1])
+    assert outcome.state["claude_agent"]["session_id"]
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_background_subagent_s_later_turn_belongs_to_the_run(home: str) -> None:
+    """The agent starts a background subagent and ends its turn; the CLI wakes it when
+    the subagent is done, and the child's output is that later turn's answer, every
+    response (the subagent's too) charged once as a turn."""
+    launch = {"description": "look", "prompt": "Look P04637 up", "subagent_type": "general-purpose"}
+    script = [
+        message([tool_use("Agent", launch)], "tool_use"),
+        message("Started a helper; waiting."),
+        message("The helper found 393 residues."),
+        message("P04637 has 393 residues."),
+    ]
+    with MessagesAPI(script, streaming=True) as api:
+        child = agent(api.url, home)
+        child.options.allowed_tools.append("Agent")
+        result = await Supervisor(child).delegate("How long is P04637?", timeout=30)
+    assert result.output == "P04637 has 393 residues.", result.report
+    assert result.usage is not None
+    assert (result.usage.turns, result.usage.input_tokens) == (4, 40)
+
+
+# -- what real framework behaviour becomes ----------------------------------------------
+
+
+@needs_sdk
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("script", "options", "category", "retryable", "error_type", "evidence"),
+    [
+        ([rate_limited(7)], {}, "tool_error", True, "rate_limit", "HTTP 429"),
+        (
+            # The CLI asks again at once after a refusal; lyra stops it there.
+            [message("I won't.", "refusal"), message("Still no.")],
+            {},
+            "invalid_task",
+            False,
+            "data",
+            "TaskRejected",
+        ),
+        (
+            [lookup_turn("A"), lookup_turn("B")],
+            {"max_turns": 1},
+            "timeout",
+            True,
+            "budget",
+            "framework's own limit was reached "
+            "(claude_agent_sdk.ResultError(subtype=error_max_turns))",
+        ),
+    ],
+    ids=["429", "refusal", "max_turns"],
+)
+async def test_what_the_cli_does_is_classified(
+    home: str,
+    script: list[Reply],
+    options: dict[str, Any],
+    category: str,
+    retryable: bool,
+    error_type: str,
+    evidence: str,
+) -> None:
+    """API errors, a refusal and the agent's own max_turns, as the CLI reports them, land
+    in lyra's categories with evidence; running out of turns is never a success."""
+    with MessagesAPI(script, streaming=True) as api:
+        child = agent(api.url, home, **options)
+        result = await Supervisor(child, timeout=30).delegate("Look P04637 up")
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.suggested_retry, failure.error_type) == (
+        category,
+        retryable,
+        error_type,
+    )
+    assert evidence in failure.evidence
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_tool_delegates_to_a_failing_grandchild_and_blocks_the_run(home: str) -> None:
+    """A tool reaches the run's context, delegates to a plain lyra child that fails and
+    declares the run blocked: the SDK hands the model an error result, but lyra ends
+    the run as missing_context before another model call, listing the grandchild."""
+    script = [
+        message([tool_use("mcp__bio__ask_helper", {"question": "Which isoform?"})], "tool_use")
+    ]
+    with MessagesAPI(script, streaming=True) as api:
+        report = await adelegate_task(
+            "Describe the isoform", child=agent(api.url, home), timeout=30
+        )
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.retryable) == ("missing_context", False)
+    assert parsed.completed_steps == ()  # the blocked tool call is no completed step
+    assert parsed.blocked_on == "The helper could not answer: No isoform was named"
+    [grandchild] = parsed.failed_delegations
+    assert (grandchild.category, grandchild.error_type) == ("missing_context", "data")
+    assert len(api.requests) == 1
+
+
+# -- limits inside the run ----------------------------------------------------------------
+
+
+@needs_sdk
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("budget", "requests", "spent", "evidence"),
+    [
+        (Budget(max_tokens=2500), 3, (2996, 3), "max_tokens=2500 exceeded: 2996 tokens used"),
+        (Budget(max_turns=2), 2, (2000, 2), "max_turns=2 reached: 2 turns used, 1 more refused"),
+    ],
+    ids=["tokens", "turns"],
+)
+async def test_a_runaway_agent_is_stopped_inside_its_run(
+    home: str, budget: Budget, requests: int, spent: tuple[int, int], evidence: str
+) -> None:
+    """An agent that would call tools forever stops at the response that crosses a token
+    budget (spend at most one response over), or before the request a spent turn
+    budget has no turn for; the spend is in the report, the CLI process is gone."""
+    script = [lookup_turn(str(n), input_tokens=1000 - 5) for n in range(6)]
+    processes = child_processes()
+    with MessagesAPI(script, streaming=True, strict=False) as api:
+        result = await Supervisor(agent(api.url, home), budget=budget).delegate(
+            "Look everything up", timeout=30
+        )
+    assert child_processes() <= processes
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert evidence in failure.evidence
+    assert len(api.requests) == requests
+    assert result.usage is not None
+    assert (result.usage.tokens, result.usage.turns) == spent
+    assert parse_report(result.report).tokens_used == spent[0]
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_parallel_claude_grandchildren_never_overshoot_a_turn_budget(home: str) -> None:
+    """Two Claude agents delegated at once by one parent, on one turn budget charged
+    ahead from their hooks, make no more model requests between them than the budget
+    has turns (pydantic-ai-harness #696, where 9 became 16)."""
+    with MessagesAPI([lookup_turn(str(n)) for n in range(8)], streaming=True, strict=False) as api:
+        homes = [Path(home) / str(n) for n in range(2)]
+        for folder in homes:
+            folder.mkdir()
+        helpers = [agent(api.url, str(folder)) for folder in homes]
+
+        async def parent(prompt: str, ctx: ChildContext) -> str:
+            async def ask(helper: Any) -> None:
+                await ctx.delegate(prompt, child=helper)
+
+            async with anyio.create_task_group() as group:
+                for helper in helpers:
+                    group.start_soon(ask, helper)
+            return "surveyed"
+
+        result = await Supervisor(parent, budget=Budget(max_turns=3)).delegate("Survey", timeout=30)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert len(api.requests) <= 3
+    assert result.usage is not None
+    assert result.usage.turns == 3
+
+
+@needs_sdk
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("script", "limits", "error_type"),
+    [
+        (
+            [message([tool_use("mcp__bio__wait_for_lab", {})], "tool_use")],
+            {"timeout": 30, "idle_timeout": 1.0},
+            "idle",
+        ),
+        ([stalled(message("a long answer"), after_events=3)], {"timeout": 1.5}, "timeout"),
+    ],
+    ids=["stuck-tool-idle", "stalled-model-deadline"],
+)
+async def test_a_stuck_run_ends_at_once_and_leaves_nothing_behind(
+    home: str,
+    script: list[Reply],
+    limits: dict[str, float],
+    error_type: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tool that never returns is ended by the idle timeout, a model that stops
+    streaming by the deadline: promptly, quietly (the SDK logs no crash), and with no
+    CLI process, task or thread of the run left behind."""
+    processes, tasks, threads = child_processes(), live_tasks(), live_threads()
+    with MessagesAPI(script, streaming=True, strict=False) as api:
+        started = time.monotonic()
+        result = await Supervisor(agent(api.url, home)).delegate("Wait for it", **limits)
+        ended = time.monotonic() - started
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", error_type)
+    deadline = limits.get("idle_timeout") or limits["timeout"]
+    assert ended < deadline + 2.0  # the CLI start, the idle wait, a second to spare
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+    assert child_processes() <= processes
+    await anyio.sleep(0.05)  # one more tick for the SDK's cancelled tasks to finish
+    assert live_tasks() <= tasks
+    assert live_threads() <= threads
+
+
+# -- recovery ------------------------------------------------------------------------------
+
+
+@needs_sdk
+@pytest.mark.anyio
+@pytest.mark.usefixtures("no_real_sleeps")
+async def test_a_continuation_resumes_the_cli_session_with_the_work_done(home: str) -> None:
+    """Attempt 1 looks P04637 up and then the API fails (partial); the recovery loop's
+    continuation resumes the CLI session, so attempt 2's first model request carries
+    attempt 1's messages, and the task completes."""
+    script = [
+        lookup_turn("P04637"),
+        error(500, "api_error", "upstream broke"),
+        message("P04637 has 393 residues."),
+    ]
+    with MessagesAPI(script, streaming=True) as api:
+        outcome = await recover(
+            "How long is P04637?",
+            child=agent(api.url, home),
+            base_timeout=30,
+            policy=RecoveryPolicy(max_retries=1),
+        )
+    first, second = outcome.attempts
+    failure = first.result.failure
+    assert failure is not None
+    assert (failure.category, second.strategy) == ("partial", "continuation")
+    assert (failure.completed_steps, failure.tool_usage) == (("Ran " + LOOKUP,), {LOOKUP: 1})
+    assert outcome.result.output == "P04637 has 393 residues."
+    before, resumed = user_texts(api.requests[1]), user_texts(api.requests[2])
+    assert resumed.index("How long is P04637?") == before.index("How long is P04637?")
+    assert '{"protein_id": "P04637"}' in resumed
+    assert any("P04637: 393 residues" in part for part in resumed)
+    assert resumed[-1].startswith("Continue a task that a previous attempt did not finish.")
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_a_session_that_cannot_be_resumed_starts_afresh(home: str) -> None:
+    """A later attempt whose stored session is unknown to this CLI (another machine, a
+    cleaned config dir) runs a fresh session instead of failing."""
+    stale = str(uuid.uuid4())
+    state = {"claude_agent": {"session_id": stale}}
+    with MessagesAPI([message("fresh answer")], streaming=True) as api:
+        result = await run_attempt(
+            agent(api.url, home), "Continue the task", timeout=30, attempt=2, state=state
+        )
+    assert result.output == "fresh answer"
+    assert state["claude_agent"]["session_id"] not in (stale, None)
+    assert user_texts(api.requests[0])[-1] == "Continue the task"
+
+
+# -- traces ---------------------------------------------------------------------------------
+
+
+class Collector(LocalServer[Response]):
+    """A local OTLP/HTTP collector that keeps the spans posted to it (JSON protocol)."""
+
+    thread_name = "fake-otlp-collector"
+    label = "fake OTLP collector"
+    methods = frozenset({"POST"})
+
+    def __init__(self) -> None:
+        super().__init__(strict=False)
+        self.spans: list[dict[str, Any]] = []
+
+    def dispatch(self, request: RequestHandler) -> Response:
+        body = request.rfile.read(int(request.headers.get("content-length") or 0))
+        if request.headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        if request.path.startswith("/v1/traces"):
+            for resource in json.loads(body).get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    with self._lock:
+                        self.spans.extend(scope.get("spans", []))
+        return Response(status=200, body=b"{}")
+
+
+@needs_sdk
+@pytest.mark.anyio
+async def test_the_cli_spans_are_children_of_the_invoke_agent_span(home: str) -> None:
+    """With telemetry on, the CLI's interaction span has lyra's invoke_agent span as its
+    parent (the SDK passes TRACEPARENT), and lyra makes no model-call span of its own."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.configure(tracer_provider=provider)
+    try:
+        with Collector() as collector, MessagesAPI([message("done")], streaming=True) as api:
+            telemetry = {
+                "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+                "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+                "OTEL_TRACES_EXPORTER": "otlp",
+                "OTEL_METRICS_EXPORTER": "none",
+                "OTEL_LOGS_EXPORTER": "none",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+            }
+            result = await Supervisor(agent(api.url, home, env=telemetry)).delegate(
+                "Hi", timeout=30
+            )
+    finally:
+        tracing.configure()
+        provider.shutdown()
+    assert result.ok, result.report
+    [attempt] = exporter.get_finished_spans()
+    assert attempt.name == "invoke_agent ClaudeAgentChild"
+    assert attempt.context is not None
+    interaction = next(s for s in collector.spans if s["name"] == "claude_code.interaction")
+    assert interaction["traceId"] == f"{attempt.context.trace_id:032x}"
+    assert interaction["parentSpanId"] == f"{attempt.context.span_id:016x}"
+    assert any(s["name"] == "claude_code.llm_request" for s in collector.spans)
+
+
+# -- the foreign table ----------------------------------------------------------------------
+
+
+def _sdk_exception_classes() -> list[type[BaseException]]:
+    import claude_agent_sdk
+    from claude_agent_sdk import _errors
+
+    found = {
+        cls
+        for module in (claude_agent_sdk, _errors)
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, BaseException) and cls.__module__.startswith("claude_agent_sdk")
+    }
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+@needs_sdk
+def test_every_sdk_exception_class_is_mapped() -> None:
+    """Each exception class the installed Claude Agent SDK defines has an explicit mapping."""
+    classes = _sdk_exception_classes()
+    assert {"ResultError", "ProcessError", "CLINotFoundError"} <= {c.__name__ for c in classes}
+    assert [c.__name__ for c in classes if c.__name__ not in CLAUDE_AGENT_ERRORS] == []
+
+
+def sdk_error(name: str, **fields: Any) -> BaseException:
+    """An exception of a class named as the SDK's, with the fields it carries (no SDK)."""
+    cls = type(name, (Exception,), {"__module__": "claude_agent_sdk._errors"})
+    exc = cls(f"{name}!")
+    for key, value in fields.items():
+        setattr(exc, key, value)
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind", "error_type", "retry"),
+    [
+        (
+            {"api_error_status": 429, "terminal_reason": "api_error"},
+            Kind.TRANSIENT,
+            "rate_limit",
+            None,
+        ),
+        ({"api_error_status": 529}, Kind.TRANSIENT, "rate_limit", None),
+        ({"api_error_status": 500}, Kind.TRANSIENT, "unknown", None),
+        ({"api_error_status": 401}, Kind.PERMANENT, "auth", None),
+        ({"api_error_status": 404}, Kind.PERMANENT, "not_found", None),
+        (
+            {"api_error_status": 413, "terminal_reason": "image_error"},
+            Kind.MALFORMED_TASK,
+            "data",
+            None,
+        ),
+        (
+            {"subtype": "error_max_turns", "terminal_reason": "max_turns"},
+            Kind.BUDGET,
+            "budget",
+            None,
+        ),
+        ({"subtype": "error_max_budget_usd"}, Kind.BUDGET, "budget", None),
+        (
+            {"subtype": "success", "terminal_reason": "hook_stopped"},
+            Kind.MALFORMED_TASK,
+            "data",
+            None,
+        ),
+        (
+            {"subtype": "success", "terminal_reason": "prompt_too_long"},
+            Kind.INCOMPLETE,
+            "data",
+            None,
+        ),
+        (
+            {"subtype": "success", "terminal_reason": "api_error"},
+            Kind.TRANSIENT,
+            "connection",
+            None,
+        ),
+        ({"subtype": "error_during_execution"}, Kind.UNKNOWN, "unknown", None),
+        ({"subtype": "a_new_subtype"}, Kind.UNKNOWN, "unknown", None),
+    ],
+)
+def test_a_result_error_is_refined_by_its_result(
+    fields: dict[str, Any], kind: Kind, error_type: str, retry: float | None
+) -> None:
+    """A ResultError is read by its API status first, then its subtype, then its terminal
+    reason (no SDK needed: classes are known by name)."""
+    cause = describe(sdk_error("ResultError", **fields))
+    assert (cause.kind, cause.error_type, cause.retry_after) == (kind, error_type, retry)
+
+
+def test_every_result_subtype_and_terminal_reason_has_a_meaning() -> None:
+    """The tables name the CLI's failing subtypes and terminal reasons, the turn and
+    budget limits among them as the framework's own limits."""
+    assert {"error_max_turns", "error_max_budget_usd"} <= RESULT_SUBTYPES.keys()
+    assert all(
+        RESULT_SUBTYPES[s][0] is Kind.BUDGET for s in ("error_max_turns", "error_max_budget_usd")
+    )
+    assert TERMINAL_REASONS["max_turns"][0] is Kind.BUDGET
+    assert "completed" not in TERMINAL_REASONS
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("CLINotFoundError", Kind.ENVIRONMENT),
+        ("CLIConnectionError", Kind.ENVIRONMENT),
+        ("ProcessError", Kind.UNKNOWN),
+        ("CLIJSONDecodeError", Kind.UNKNOWN),
+    ],
+)
+def test_the_sdk_errors_map_by_class_name(name: str, kind: Kind) -> None:
+    """The SDK's other exceptions are translated by class name, without the SDK."""
+    assert describe(sdk_error(name)).kind is kind
+
+
+# -- installing -----------------------------------------------------------------------------
+
+
+def test_importing_the_module_does_not_import_the_framework() -> None:
+    """lyra.children.claude_agent imports without the SDK; building the child without it
+    is a ConfigurationError naming the extra to install."""
+    code = (
+        "import sys; sys.modules['claude_agent_sdk'] = None\n"
+        "from lyra.children.claude_agent import ClaudeAgentChild\n"
+        "assert 'claude_agent_sdk' not in [m for m in sys.modules if sys.modules[m]]\n"
+        "from lyra.errors import ConfigurationError\n"
+        "try:\n"
+        "    ClaudeAgentChild()\n"
+        "except ConfigurationError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'lyra-supervisor[claude-agent-sdk]'" in done.stdout
+
+
+def test_current_context_outside_a_run_says_so() -> None:
+    """A tool called outside a ClaudeAgentChild run gets a clear error, not None."""
+    from lyra.children.claude_agent import current_context
+
+    with pytest.raises(RuntimeError, match="only available inside a ClaudeAgentChild run"):
+        current_context()
+
+
+def test_a_missing_extra_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process too: with the SDK unimportable the child names its extra."""
+    from lyra.children.claude_agent import ClaudeAgentChild
+
+    monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
+    with pytest.raises(ConfigurationError, match=r"lyra-supervisor\[claude-agent-sdk\]"):
+        ClaudeAgentChild()
