@@ -48,6 +48,12 @@ BENCHMARKS: dict[str, Benchmark] = {
     "cold_start": Benchmark("cold_start.py"),
     "tracing": Benchmark("tracing.py"),
     "logs_throughput": Benchmark("logs_throughput.py"),
+    # A framework's agent on a fake model, bare vs inside lyra (one per framework child).
+    "framework_pydantic_ai": Benchmark("framework_pydantic_ai.py"),
+    "framework_openai_agents": Benchmark("framework_openai_agents.py"),
+    "framework_langgraph": Benchmark("framework_langgraph.py"),
+    # The real Claude Code CLI against a local fake API: ≈ 1 minute (skipped without the extra).
+    "framework_claude_agent": Benchmark("framework_claude_agent.py", in_quick=False),
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.
     "durable": Benchmark("durable.py", in_quick=False),
     "proteome_durable": Benchmark("proteome_durable.py", in_quick=False),
