@@ -719,3 +719,18 @@ def test_a_child_whose_own_import_fails_says_what_is_missing(tmp_path: Path) -> 
     done = lyra_process("delegate", "hi", "--child", "needy:agent", cwd=tmp_path)
     assert done.returncode == 2
     assert "No module named 'not_installed_anywhere'" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_plain_analysis_loads_nothing_of_the_durable_engine(tmp_path: Path) -> None:
+    """``lyra analyze P04637 --run-dir DIR`` (no --durable) never imports lyra.durable,
+    so a plain run starts without the durable engine's cost."""
+    code = (
+        "import sys\nfrom lyra.cli import main\n"
+        f"status = main(['analyze', 'P04637', '--run-dir', {str(tmp_path / 'run')!r}])\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith(('lyra.durable', 'dbos'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr

@@ -13,6 +13,7 @@ from lyra.cli import _logging, _stdout
 from lyra.cli._live import LiveView
 from lyra.cli._options import (
     EXIT_FAILED,
+    EXIT_NO_WORKERS,
     EXIT_OK,
     EXIT_UNWRITTEN,
     add_limit_options,
@@ -21,6 +22,7 @@ from lyra.cli._options import (
     whole_number,
 )
 from lyra.cli._request import AnalyzeRequest, Placement
+from lyra.cli._run_record import load_record
 from lyra.errors import ConfigurationError, RunStopped
 
 STREAM_ABOVE = 100
@@ -202,11 +204,6 @@ class _Invocation:
             verbose=args.verbose,
         )
 
-    @property
-    def durable(self) -> bool:
-        where = self.where
-        return bool(where.durable or where.resume or where.database_url or where.run_dir)
-
 
 def run(args: argparse.Namespace) -> int:
     """Run the analysis; print the result; return the exit status."""
@@ -214,12 +211,33 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _invoke(asked: _Invocation) -> int:
-    from lyra.cli._durable_runs import DurableRun, open_run
+    where = asked.where
+    if not (where.durable or where.database_url or where.resume):
+        _refuse_a_durable_run_dir(where.run_dir)
+        assert asked.request is not None  # only a resume has none
+        return _analyze(asked.request, asked, None)
+    from lyra.durable import NoWorkers  # the durable engine loads for durable runs only
+
+    try:
+        return _invoke_durable(asked)
+    except NoWorkers as exc:  # the children stay queued: --resume once workers run
+        print(f"lyra: {exc}", file=sys.stderr)
+        return EXIT_NO_WORKERS
+
+
+def _refuse_a_durable_run_dir(folder: str | None) -> None:
+    """A plain run may not write into the run directory of a durable one."""
+    if folder is not None and load_record(Path(folder)) is not None:
+        raise ConfigurationError(
+            f"{folder} holds a durable run; resume it with: lyra analyze --resume {folder}"
+        )
+
+
+def _invoke_durable(asked: _Invocation) -> int:
+    from lyra.cli._durable_runs import open_run
 
     request = asked.request
-    durable: DurableRun | None = None
-    if asked.durable:
-        durable = open_run(request, asked.where, asked.given)
+    durable = open_run(request, asked.where, asked.given)
     if durable is not None and durable.finished is not None:
         done = durable.finished
         _stdout.write(done.model_dump_json(indent=2) if asked.json else done.text())

@@ -25,12 +25,11 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from lyra.cli._request import AnalyzeRequest, Placement
+from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record
 from lyra.durable import DurableExecutor
 from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_sqlite
 from lyra.durable._database import (
@@ -44,20 +43,6 @@ from lyra.durable._events import Ledger
 from lyra.errors import ConfigurationError
 from lyra.proteins import AnalysisOutput, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
-
-RUN_FILE = "run.json"
-
-
-class RunRecord(BaseModel):
-    """What ``run.json`` holds."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    run_id: str
-    backend: Literal["embedded", "postgres"]
-    request: AnalyzeRequest
-    database: str | None = None
-    """host:port/name of the PostgreSQL database (no user, no password)."""
 
 
 @dataclass
@@ -94,7 +79,7 @@ def open_run(
     if resume is not None and run_dir is not None and resume.resolve() != run_dir.resolve():
         raise ConfigurationError("--resume and --run-dir name different folders")
     folder = resume or run_dir
-    existing = _load(folder)
+    existing = load_record(folder)
     if not (where.durable or where.database_url or resume is not None):
         if existing is not None:
             raise ConfigurationError(
@@ -250,17 +235,8 @@ def _read_output(path: Path) -> AnalysisOutput:
     try:
         return AnalysisOutput.model_validate_json(path.read_bytes())
     except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or _first_line(exc)
+        reason = getattr(exc, "strerror", None) or first_line(exc)
         raise ConfigurationError(f"{path} is damaged ({reason})") from None
-
-
-def _first_line(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where + ': ' if where else ''}{first['msg']}"[:200]
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0][:200] if lines else type(exc).__name__
 
 
 def _start(executor: DurableExecutor) -> None:
@@ -288,18 +264,6 @@ def _quiet_stop(executor: DurableExecutor) -> None:
 
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
-
-
-def _load(folder: Path | None) -> RunRecord | None:
-    if folder is None or not (folder / RUN_FILE).is_file():
-        return None
-    try:
-        return RunRecord.model_validate_json((folder / RUN_FILE).read_bytes())
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or _first_line(exc)
-        raise ConfigurationError(
-            f"{folder / RUN_FILE} is not a readable lyra run record ({reason})"
-        ) from None
 
 
 def _resume_plain(folder: Path) -> DurableRun:

@@ -26,12 +26,10 @@ from lyra.cli import (
 )
 from lyra.cli._options import (
     EXIT_INTERRUPTED,
-    EXIT_NO_WORKERS,
     EXIT_OK,
     EXIT_UNWRITTEN,
     EXIT_USAGE,
 )
-from lyra.durable import NoWorkers
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
@@ -95,9 +93,6 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"lyra: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except NoWorkers as exc:  # the children stay queued: --resume once workers run
-        print(f"lyra: {exc}", file=sys.stderr)
-        return EXIT_NO_WORKERS
     except BrokenPipeError:  # `lyra … | head` closed the pipe: not an error
         sys.stderr.close()
         return EXIT_OK
