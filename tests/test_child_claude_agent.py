@@ -245,6 +245,13 @@ async def test_a_tool_using_agent_runs_from_a_child_ref_and_each_response_is_cha
     assert outcome.state["claude_agent"]["session_id"]
 
 
+def _asked_of_the_helper(body: dict[str, Any]) -> bool:
+    """A request of the subagent: its conversation opens with the prompt it was given."""
+    first = body["messages"][0]["content"]
+    text = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+    return "Look P04637 up" in text and "How long is P04637?" not in text
+
+
 @needs_sdk
 @pytest.mark.anyio
 async def test_a_background_subagent_s_later_turn_belongs_to_the_run(home: str) -> None:
@@ -255,14 +262,17 @@ async def test_a_background_subagent_s_later_turn_belongs_to_the_run(home: str) 
     script = [
         message([tool_use("Agent", launch)], "tool_use"),
         message("Started a helper; waiting."),
-        message("The helper found 393 residues."),
         message("P04637 has 393 residues."),
     ]
-    with MessagesAPI(script, streaming=True) as api:
+    # The subagent's request races the main agent's: it has a script of its own.
+    helper = [message("The helper found 393 residues.")]
+    with MessagesAPI(script, streaming=True, routes=[(_asked_of_the_helper, helper)]) as api:
         child = agent(api.url, home)
         child.options.allowed_tools.append("Agent")
         result = await Supervisor(child).delegate("How long is P04637?", timeout=30)
     assert result.output == "P04637 has 393 residues.", result.report
+    assert sum(map(_asked_of_the_helper, api.requests)) == 1
+    assert api.remaining == 0
     assert result.usage is not None
     assert (result.usage.turns, result.usage.input_tokens) == (4, 40)
 

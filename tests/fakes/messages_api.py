@@ -69,7 +69,7 @@ import dataclasses
 import json
 import secrets
 import string
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, Final
 
@@ -262,12 +262,20 @@ class MessagesAPI(LocalServer[Reply]):
     reasons: ClassVar[Mapping[int, str]] = {529: "Overloaded"}
 
     def __init__(
-        self, replies: Iterable[Reply] = (), *, strict: bool = True, streaming: bool = False
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        strict: bool = True,
+        streaming: bool = False,
+        routes: Iterable[tuple[Callable[[dict[str, Any]], bool], Iterable[Reply]]] = (),
     ) -> None:
         super().__init__(strict=strict)
         self.streaming = streaming
         self.recorded: list[RecordedRequest] = []
         self._script: list[Reply] = list(replies)
+        self._routes = [(matches, list(script)) for matches, script in routes]
+        """Scripts of their own for requests a predicate picks out (a subagent's, whose
+        requests race the main agent's): the first match serves, else the script."""
 
     # -- scripting and inspection
 
@@ -324,12 +332,13 @@ class MessagesAPI(LocalServer[Reply]):
                 return self._problem(
                     400, "invalid_request_error", f"{where}: streaming is not supported"
                 )
-            if not self._script:
+            script = next((s for matches, s in self._routes if matches(body)), self._script)
+            if not script:
                 number = sum(1 for r in self.recorded if _is_messages_call(r))
                 return self._problem(
                     500, "api_error", f"request #{number} to {where} is beyond the script"
                 )
-            reply = self._script.pop(0)
+            reply = script.pop(0)
             return _as_events(reply) if body.get("stream") else reply
 
     def _problem(self, status: int, error_type: str, what: str) -> Reply:
