@@ -146,13 +146,18 @@ async def analyze(
     graceful = Graceful()
     no_health: list[ServiceHealth] = []
     health = await graceful.step("health", lambda: _health(source), fallback=no_health)
-    await graceful.step(
-        "fan_out",
-        lambda: fan_out(requested),
-        fallback=None,
-        critical=True,
-        unavailable=["the analyses that had not finished"],
-    )
+    try:
+        await graceful.step(
+            "fan_out",
+            lambda: fan_out(requested),
+            fallback=None,
+            critical=True,
+            unavailable=["the analyses that had not finished"],
+        )
+    except BaseException:  # stopped from outside (Ctrl+C, SIGTERM): keep what finished
+        if folder is not None and not durable:  # a durable run resumes from its checkpoints
+            _save_interrupted(tally, folder, listed)
+        raise
     if any(error.failed_step == "fan_out" for error in graceful.errors):
         # The fan-out itself broke: whatever did not finish fails, and is still reported.
         for protein_id in [*tally.started, *requested]:
@@ -230,6 +235,25 @@ async def _conclude(
         folder.save(folder.output, output.model_dump_json(indent=2))
     events.info("run_finished", **output.summary.model_dump())
     return output
+
+
+def _save_interrupted(tally: Tally, folder: RunDir, requested: Sequence[str] | None) -> None:
+    """An interrupted run's output (what finished, and the proteins that did not) and
+    its closing event, so that the run directory and the log end as the run did."""
+    tally.finish()
+    finished = [tally.entries[p] for p in requested or () if p in tally.entries]
+    unfinished = [p for p in requested or () if p not in tally.outcomes]
+    output = assemble(finished).model_copy(
+        update={
+            "summary": tally.summary(),
+            "results": str(folder.results),
+            "streamed": requested is None,
+            "interrupted": True,
+            "unfinished": unfinished,
+        }
+    )
+    folder.save(folder.output, output.model_dump_json(indent=2))
+    events.warning("run_interrupted", **output.summary.model_dump(), unfinished=len(unfinished))
 
 
 def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:

@@ -96,6 +96,11 @@ class AnalysisOutput(FrozenModel):
     """The run directory's ``results.jsonl``: one line per protein, as each finished."""
     streamed: bool = False
     """True for a proteome-sized run: the entries are in :attr:`results` only."""
+    interrupted: bool = False
+    """True when the run was stopped (Ctrl+C, SIGTERM) before every protein finished:
+    the entries are those that finished; :attr:`unfinished` names the rest."""
+    unfinished: list[str] = Field(default_factory=list)
+    """Proteins an interrupted run did not finish (a listed run; empty otherwise)."""
 
     @classmethod
     def empty(cls) -> AnalysisOutput:
