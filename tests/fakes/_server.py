@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import http.server
+import json
 import socket
 import threading
 from collections.abc import Iterable, Mapping
@@ -210,3 +211,31 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
 def _shutdown_socket(conn: socket.socket) -> None:
     with suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedRequest:
+    """A request a fake received."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]  # names lower-cased
+    raw_body: bytes
+    body: Any  # parsed JSON, or None if the body was not JSON
+
+
+def read_request(request: RequestHandler) -> RecordedRequest:
+    """The request as received: its body read, and parsed when it is JSON."""
+    length = int(request.headers.get("content-length") or 0)
+    raw = request.rfile.read(length) if length else b""
+    try:
+        body: Any = json.loads(raw) if raw else None
+    except ValueError:
+        body = None
+    return RecordedRequest(
+        method=request.command,
+        path=request.path,
+        headers={k.lower(): v for k, v in request.headers.items()},
+        raw_body=raw,
+        body=body,
+    )

@@ -73,7 +73,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, Final
 
-from ._server import LocalServer, RequestHandler, Response
+from ._server import LocalServer, RecordedRequest, RequestHandler, Response, read_request
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -242,17 +242,6 @@ def malformed(
 # --------------------------------------------------------------------------- server
 
 
-@dataclasses.dataclass(frozen=True)
-class RecordedRequest:
-    """A request the fake received."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]  # names lower-cased
-    raw_body: bytes
-    body: Any  # parsed JSON, or None if the body was not JSON
-
-
 class MessagesAPI(LocalServer[Reply]):
     """The fake server. Use as a context manager; ``url`` is valid inside it."""
 
@@ -306,19 +295,8 @@ class MessagesAPI(LocalServer[Reply]):
 
     def dispatch(self, request: RequestHandler) -> Reply:
         """Record ``request`` and choose its reply."""
-        length = int(request.headers.get("content-length") or 0)
-        raw = request.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        recorded = RecordedRequest(
-            method=request.command,
-            path=request.path,
-            headers={k.lower(): v for k, v in request.headers.items()},
-            raw_body=raw,
-            body=body,
-        )
+        recorded = read_request(request)
+        body = recorded.body
         with self._lock:
             self.recorded.append(recorded)
             where = f"{recorded.method} {recorded.path}"
