@@ -131,12 +131,13 @@ def test_round_trip_is_exact(report: TaskReport) -> None:
 @given(failed_reports())
 def test_fast_and_line_parsers_agree(report: TaskReport) -> None:
     """The fast path for rendered reports and the general line parser read the same fields."""
-    from lyra.delegation._report import _fast_body, _parse_body
+    from lyra.delegation._report._layout import fast_body
+    from lyra.delegation._report._parse import parse_body
 
     body = render_report(report).split("\n<task_metadata>")[0] + "\n"
-    fast = _fast_body(body)
+    fast = fast_body(body)
     assert fast is not None
-    assert fast == _parse_body(body)
+    assert fast == parse_body(body)
 
 
 @settings(max_examples=100)
