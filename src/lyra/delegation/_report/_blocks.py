@@ -64,6 +64,8 @@ def region_start(lyra: int, capy: int) -> int:
 
 def region_before(text: str, opening: int) -> int:
     """Where the region of the block that opens at ``opening`` starts."""
+    if text.find("<", 0, opening) < 0:  # one look settles it for text lyra escaped
+        return 0
     return region_start(text.rfind(CLOSE, 0, opening), text.rfind(capybara.CLOSE, 0, opening))
 
 
@@ -90,8 +92,9 @@ def last_header(text: str, start: int, end: int) -> int | None:
 
 def output(text: str, start: int, end: int, is_capybara: bool) -> str:
     """The output of a success whose region is ``text[start:end]``."""
+    if text.startswith("\n\n", end - 2, end) and end - 2 >= start:
+        end -= 2  # the blank line before the block
     found = text[start:end]
     if start > 0:  # after an earlier report: the newline that separates them
         found = found.lstrip("\n")
-    found = found.removesuffix("\n\n")
     return found if is_capybara else unescape(found)

@@ -25,7 +25,7 @@ def find_reports(text: str) -> Iterator[TaskReport]:
     A report that fails to parse is skipped; a failure report without a
     metadata block (as in the recovery guide) is found by its header line.
     """
-    if "\r" in text and "\r\n" in text:
+    if "\r" in text:
         text = text.replace("\r\n", "\n")
     start = searched = 0  # where the next region starts; text before `searched` is done
     for close in ANY_CLOSE.finditer(text):

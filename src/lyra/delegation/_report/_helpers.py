@@ -37,7 +37,7 @@ def _last_failure(text: str) -> re.Match[str] | TaskReport | None:
         return found
     if not isinstance(text, str):
         return None
-    normal = text.replace("\r\n", "\n") if "\r" in text and "\r\n" in text else text
+    normal = text.replace("\r\n", "\n") if "\r" in text else text
     found = quick_match(normal)
     if found is None:
         try:

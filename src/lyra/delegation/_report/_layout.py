@@ -20,6 +20,7 @@ from lyra.delegation._report._blocks import last_header, output, region_before
 from lyra.delegation._report._syntax import (
     CLOSE,
     COMMON_TAGS,
+    EMPTY_FILES,
     FAILED_DELEGATION,
     FAILURE_TAGS,
     HEADER,
@@ -39,44 +40,57 @@ from lyra.delegation._report._values import (
 )
 from lyra.errors import ReportParseError
 
+# Every repeat is possessive ("*+") and every optional part atomic ("(?>...)"):
+# what follows each one can never start with what it repeats, so giving back
+# text would never let a match succeed, and the engine keeps no states to try.
+# The one exception is the body's duration, which "s\n" follows.
 _BODY = (
-    r"Child agent failed: (?P<message>[^\n]*(?:\n    [^\n]*)*)\n"
-    r"\nCategory: (?P<body_category>[^\n]*)\n"
+    r"Child agent failed: (?P<message>[^\n]*+(?:\n    [^\n]*+)*+)\n"
+    r"\nCategory: (?P<body_category>[^\n]*+)\n"
     r"Duration: (?P<body_duration>[^\n]*)s\n"
     r"Retryable: (?P<body_retryable>Yes|No)\n"
     r"\nWork completed before failure:\n"
-    r"(?P<steps>  None\n|(?:  ✓ [^\n]*\n(?:    [^\n]*\n)*)+)"
-    r"\nFiles modified: (?P<files>[^\n]*)\n"
-    r"(?:\nBlocked on: (?P<blocked>[^\n]*(?:\n    [^\n]*)*)\n|)"
-    r"\nSuggested recovery actions:\n(?P<actions>  None\n|(?:  • [^\n]*\n(?:    [^\n]*\n)*)+)"
+    r"(?P<steps>  None\n|(?:  ✓ [^\n]*+\n(?:    [^\n]*+\n)*+)++)"
+    r"\nFiles modified: (?P<files>[^\n]*+)\n"
+    r"(?>\nBlocked on: (?P<blocked>[^\n]*+(?:\n    [^\n]*+)*+)\n|)"
+    r"\nSuggested recovery actions:\n"
+    r"(?P<actions>  None\n|(?:  • [^\n]*+\n(?:    [^\n]*+\n)*+)++)"
 )
 
 
 def _optional(tags: dict[str, str]) -> str:
-    # "(?:x|)" rather than "(?:x)?": a branch costs the regex engine less than a repeat.
-    return "".join(rf"(?:\n  <{tag}>(?P<{tag}>[^<&]*)</{tag}>|)" for tag in tags)
+    # "(?>x|)" rather than "(?:x)?": a branch costs the regex engine less than a repeat.
+    return "".join(rf"(?>\n  <{tag}>(?P<{tag}>[^<&]*+)</{tag}>|)" for tag in tags)
 
 
-_BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<&]*)</session_id>\n  <status>"
+_BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<&]*+)</session_id>\n  <status>"
 _BLOCK_END = (
-    rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<&]*</{FAILED_DELEGATION}>)*)"
+    rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<&]*+</{FAILED_DELEGATION}>)*+)"
     r"\n</task_metadata>"
 )
 _RENDERED = re.compile(_BODY + r"\n?\Z")  # a body alone
 RENDERED_FAILURE = re.compile(
-    _BODY + r"\n?" + _BLOCK_START + r"failed</status>"
-    r"\n  <failure_category>(?P<failure_category>[^<&]*)</failure_category>"
+    _BODY.replace("?P<body_category>", "?:").replace("?P<body_retryable>", "?:")
+    + r"\n?"
+    + _BLOCK_START
+    + r"failed</status>"
+    r"\n  <failure_category>(?P<failure_category>[^<&]*+)</failure_category>"
     r"\n  <retryable>(?P<retryable>true|false)</retryable>"
     + _optional(FAILURE_TAGS)
     + _optional(COMMON_TAGS)
     + _BLOCK_END
 )
-"""A failure report, from its header to the end of its metadata."""
+"""A failure report, from its header to the end of its metadata (the body's
+category and retryability are the metadata's, so they are not kept)."""
+_ACTIONS = RENDERED_FAILURE.groupindex["actions"]  # the body's last group
 _RENDERED_SUCCESS = re.compile(
     _BLOCK_START + r"completed</status>" + _optional(COMMON_TAGS) + _BLOCK_END
 )
 STEP, ACTION = "\n  ✓ ", "\n  • "
 """Between two items of a list in the rendered layout."""
+_NONE = "  None\n"  # an empty list
+_FAILED = {**DEFAULTS, "status": "failed"}
+_COMPLETED = {**DEFAULTS, "status": "completed"}
 
 
 def quick_match(text: str) -> re.Match[str] | None:
@@ -96,18 +110,25 @@ def quick_match(text: str) -> re.Match[str] | None:
     if text.find(HEADER, end) >= 0:
         return None  # a report without metadata may follow: the general reader looks
     failure = RENDERED_FAILURE.fullmatch(text, 0, end) if text.startswith(HEADER) else None
-    if failure is None and (at := text.rfind(LINE_HEADER, 0, closing) + 1):
-        failure = RENDERED_FAILURE.fullmatch(text, at, end)
-    if failure is not None and _no_closing_tag(text, failure.start(), failure.end("actions")):
+    if failure is None:
+        # A success, whose block says so (no header need be looked for), or a
+        # failure whose header line is not the text's first.
+        opening = text.rfind(OPEN, 0, closing)
+        if opening < 0:
+            return None
+        success = _RENDERED_SUCCESS.fullmatch(text, opening, end)
+        if success is not None:
+            return success
+        at = text.rfind(LINE_HEADER, 0, opening) + 1
+        failure = RENDERED_FAILURE.fullmatch(text, at, end) if at else None
+        if failure is None:
+            return None
+    start, body_end = failure.start(), failure.end(_ACTIONS)
+    if text.find("<", start, body_end) < 0:  # one look settles it for a body lyra wrote
         return failure
-    opening = text.rfind(OPEN, 0, closing)
-    return _RENDERED_SUCCESS.fullmatch(text, opening, end) if opening >= 0 else None
-
-
-def _no_closing_tag(text: str, start: int, end: int) -> bool:
-    if text.find("</", start, end) < 0:  # one look settles it for a body lyra wrote
-        return True
-    return text.find(CLOSE, start, end) < 0 and text.find(capybara.CLOSE, start, end) < 0
+    if text.find(CLOSE, start, body_end) < 0 and text.find(capybara.CLOSE, start, body_end) < 0:
+        return failure
+    return None
 
 
 def quick_report(text: str) -> TaskReport | None:
@@ -135,33 +156,31 @@ def rendered(text: str, start: int, opening: int, closing: int) -> TaskReport | 
 
 
 def _success_report(success: re.Match[str], text: str) -> TaskReport:
-    session_id, attempt, duration, subject, tokens, cost, turns, parent, overrun, failed = _tags(
-        *success.groups()
+    session_id, attempt, duration, subject, tokens, cost, turns, parent, overrun, failed = (
+        success.groups()
     )
-    values = {
-        **DEFAULTS,
-        "status": "completed",
-        "session_id": session_id,
-        "attempt": attempt,
-        "duration": duration,
-        "subject": subject,
-        "output": text,
-        "tokens_used": tokens,
-        "cost_usd": cost,
-        "turns": turns,
-        "parent_session_id": parent,
-        "failed_delegations": failed,
-        "overrun_s": overrun,
-    }
+    values = _COMPLETED.copy()  # every field, in the model's order; set in place
+    values["output"] = text
+    try:
+        values["session_id"] = session_id or None
+        if attempt is not None:
+            values["attempt"] = int(attempt)
+        if duration is not None:
+            values["duration"] = float(duration)
+        values["subject"] = subject or None
+        if tokens is not None or cost is not None or turns is not None or overrun is not None:
+            _usage(values, tokens, cost, turns, overrun)
+    except ValueError as exc:
+        raise ReportParseError(f"malformed report: {exc!r}") from None
+    if parent or failed:
+        _nesting(values, parent, failed)
     return built(values)
 
 
 def _failure_report(failure: re.Match[str]) -> TaskReport:
     (
         message,
-        _,
         duration,
-        _,
         steps,
         file_names,
         blocked,
@@ -171,69 +190,73 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
         retryable,
         error_type,
         retry_after,
-        *tags,
+        attempt,
+        duration_s,
+        subject,
+        tokens,
+        cost,
+        turns,
+        parent,
+        overrun,
+        failed,
     ) = failure.groups()
-    session_id, attempt, duration_s, subject, tokens, cost, turns, parent, overrun, failed = _tags(
-        session_id, *tags
-    )
+    values = _FAILED.copy()  # every field, in the model's order; set in place
     try:
-        values = {  # every field, in the model's order
-            "status": "failed",
-            "session_id": session_id,
-            "attempt": attempt,
-            "duration": float(duration) if duration_s is None else duration_s,
-            "subject": subject,
-            "output": None,
-            "message": unindented(message),
-            "category": CATEGORIES[category],
-            "retryable": retryable == "true",
-            "error_type": None if error_type is None else ERROR_TYPES[error_type],
-            "completed_steps": items(steps, STEP),
-            "files_modified": files(file_names),
-            "blocked_on": None if blocked is None else unindented(blocked) or None,
-            "suggested_actions": items(actions, ACTION),
-            "retry_after": None if retry_after is None else float(retry_after),
-            "tokens_used": tokens,
-            "cost_usd": cost,
-            "turns": turns,
-            "parent_session_id": parent,
-            "failed_delegations": failed,
-            "overrun_s": overrun,
-        }
+        values["session_id"] = session_id or None
+        if attempt is not None:
+            values["attempt"] = int(attempt)
+        values["duration"] = float(duration if duration_s is None else duration_s)
+        values["subject"] = subject or None
+        values["category"] = CATEGORIES[category]
+        values["retryable"] = retryable == "true"
+        if error_type is not None:
+            values["error_type"] = ERROR_TYPES[error_type]
+        if retry_after is not None:
+            values["retry_after"] = float(retry_after)
+        if tokens is not None or cost is not None or turns is not None or overrun is not None:
+            _usage(values, tokens, cost, turns, overrun)
     except (KeyError, ValueError) as exc:
         raise ReportParseError(f"malformed report: {exc!r}") from None
+    if parent or failed:
+        _nesting(values, parent, failed)
+    # The free text and file names: unindented and unescaped where they need it.
+    values["message"] = unindented(message) if "\n" in message or "&" in message else message
+    if blocked is not None:
+        values["blocked_on"] = unindented(blocked) or None
+    if steps != _NONE:
+        values["completed_steps"] = items(steps, STEP)
+    if file_names != EMPTY_FILES:
+        values["files_modified"] = files(file_names)
+    if actions != _NONE:
+        values["suggested_actions"] = items(actions, ACTION)
     return built(values)
 
 
-def _tags(
-    session_id: str,
-    attempt: str | None,
-    duration: str | None,
-    subject: str | None,
+def _usage(
+    values: dict[str, Any],
     tokens: str | None,
     cost: str | None,
     turns: str | None,
-    parent: str | None,
     overrun: str | None,
-    failed: str,
-) -> tuple[Any, ...]:
-    """The values of the tags any rendered block carries (no entity in them): its
-    session, then attempt, duration, subject, usage, nesting (DESIGN §12) and overrun."""
-    try:
-        return (
-            session_id or None,
-            1 if attempt is None else int(attempt),
-            None if duration is None else float(duration),
-            subject or None,
-            None if tokens is None else int(tokens),
-            None if cost is None else float(cost),
-            None if turns is None else int(turns),
-            parent or None,
-            None if overrun is None else float(overrun),
-            tuple(failed_delegation(value) for _, value in TAG.findall(failed)) if failed else (),
+) -> None:
+    """Usage (DESIGN §12) and a deadline overrun, which most reports lack."""
+    if tokens is not None:
+        values["tokens_used"] = int(tokens)
+    if cost is not None:
+        values["cost_usd"] = float(cost)
+    if turns is not None:
+        values["turns"] = int(turns)
+    if overrun is not None:
+        values["overrun_s"] = float(overrun)
+
+
+def _nesting(values: dict[str, Any], parent: str | None, failed: str) -> None:
+    """The delegation above and the failed ones below (DESIGN §12), which most lack."""
+    values["parent_session_id"] = parent or None
+    if failed:
+        values["failed_delegations"] = tuple(
+            failed_delegation(value) for _, value in TAG.findall(failed)
         )
-    except ValueError as exc:
-        raise ReportParseError(f"malformed report: {exc}") from None
 
 
 def fast_body(body: str) -> dict[str, Any] | None:
@@ -256,9 +279,9 @@ def fast_body(body: str) -> dict[str, Any] | None:
 
 def items(block: str, between: str) -> tuple[str, ...]:
     """The items of a rendered list: every value's own lines are indented further."""
-    if block == "  None\n":
+    if block == _NONE:
         return ()
     found = block[4:-1].split(between)
     if "&" in block or "\n    " in block:
-        return tuple(map(unindented, found))
+        return tuple([unindented(item) if "&" in item or "\n" in item else item for item in found])
     return tuple(found)

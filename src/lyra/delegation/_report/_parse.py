@@ -65,8 +65,8 @@ def parse_report(text: str) -> TaskReport:
     """
     if not isinstance(text, str):
         raise ReportParseError(f"expected report text, got {type(text).__name__}")
-    if "\r" in text and "\r\n" in text:  # a CR alone is cheaper to look for
-        text = text.replace("\r\n", "\n")  # raw CRs never come from the renderer
+    if "\r" in text:  # raw CRs never come from the renderer; CRLF is normalised
+        text = text.replace("\r\n", "\n")
     found = quick_report(text)
     if found is None:
         found = general_report(text)

@@ -41,6 +41,7 @@ TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
 EMPTY_FILES = "none"
 """``Files modified:`` of a report that modified none (a file named so is escaped)."""
 
+_CONTINUED = "\n" + INDENT  # a value's next line
 _DEFUSED_HEADER = "&#67;" + HEADER[1:]  # the header's "C" as a character reference
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 _FILE_ESCAPES = str.maketrans(
@@ -48,13 +49,6 @@ _FILE_ESCAPES = str.maketrans(
 )
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
-_OWN_REFERENCES = (  # CR, LF and comma (in file names), "none" and the header's "C"
-    ("&#13;", "\r"),
-    ("&#10;", "\n"),
-    ("&#44;", ","),
-    ("&#110;", "n"),
-    ("&#67;", "C"),
-)
 
 
 def escape(text: str) -> str:
@@ -83,17 +77,26 @@ def escape_for_reading(text: str) -> str:
 
 def unescape(text: str) -> str:
     """Undo :func:`escape` (and the numeric references used for files)."""
-    if "&" not in text:
-        return text
+    return references(text) if "&" in text else text
+
+
+def references(text: str) -> str:
+    """:func:`unescape` of a text known to hold an ``&``."""
     if "&#" in text:
-        # The references lyra writes itself. Replacing these first cannot make or
-        # break another reference: what they become is neither "&", "#", a digit
-        # nor ";".
-        for reference, character in _OWN_REFERENCES:
-            if reference in text:
-                text = text.replace(reference, character)
+        # The references lyra writes itself: CR, LF and comma (in file names),
+        # "none" and the header's "C". Replacing these first cannot make or break
+        # another reference: what they become is neither "&", "#", a digit nor ";".
+        text = (
+            text.replace("&#13;", "\r")
+            .replace("&#10;", "\n")
+            .replace("&#44;", ",")
+            .replace("&#110;", "n")
+            .replace("&#67;", "C")
+        )
         if "&#" in text:  # another numeric reference, from some other writer
             return _ENTITY.sub(_entity, text)
+        if "&" not in text:
+            return text
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")  # "&amp;" last
 
 
@@ -114,8 +117,8 @@ def indented(text: str) -> str:
 def unindented(text: str) -> str:
     """The free text :func:`indented` wrote."""
     if "\n" in text:
-        text = text.replace("\n" + INDENT, "\n")
-    return unescape(text) if "&" in text else text
+        text = text.replace(_CONTINUED, "\n")
+    return references(text) if "&" in text else text
 
 
 def file_list(names: tuple[str, ...]) -> str:
@@ -134,4 +137,6 @@ def files(raw: str) -> tuple[str, ...]:
     if raw == EMPTY_FILES:
         return ()
     names = raw.split(", ")
-    return tuple(names) if "&" not in raw else tuple(map(unescape, names))
+    if "&" not in raw:
+        return tuple(names)
+    return tuple([references(name) if "&" in name else name for name in names])
