@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lyra.delegation._models import TaskReport
+from lyra.delegation._models import TaskReport, assembled
 from lyra.delegation._report import _capybara as capybara
 from lyra.delegation._report._blocks import last_header, output, region_before
 from lyra.delegation._report._syntax import (
@@ -34,7 +34,7 @@ from lyra.delegation._report._values import (
     CATEGORIES,
     DEFAULTS,
     ERROR_TYPES,
-    built,
+    EVERY_FIELD,
     failed_delegation,
     to_float,
 )
@@ -174,7 +174,7 @@ def _success_report(success: re.Match[str], text: str) -> TaskReport:
         raise ReportParseError(f"malformed report: {exc!r}") from None
     if parent or failed:
         _nesting(values, parent, failed)
-    return built(values)
+    return assembled(TaskReport, values, EVERY_FIELD)  # as values.built, a call less
 
 
 def _failure_report(failure: re.Match[str]) -> TaskReport:
@@ -229,7 +229,7 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
         values["files_modified"] = files(file_names)
     if actions != _NONE:
         values["suggested_actions"] = items(actions, ACTION)
-    return built(values)
+    return assembled(TaskReport, values, EVERY_FIELD)  # as values.built, a call less
 
 
 def _usage(

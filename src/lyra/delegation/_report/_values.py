@@ -19,7 +19,7 @@ CATEGORIES = {str(category): category for category in FailureCategory}
 ERROR_TYPES = {str(error_type): error_type for error_type in ErrorType}
 DEFAULTS = {name: field.get_default() for name, field in TaskReport.model_fields.items()}
 """Every field's default, in the model's order."""
-_EVERY_FIELD = set(DEFAULTS)
+EVERY_FIELD = set(DEFAULTS)
 """The fields set of every parsed report (the parser gives every field), one set
 for all of them: pydantic never changes a frozen model's set in place
 (``model_copy`` copies it first), and this one is 1.2 KB, more than the values."""
@@ -65,4 +65,4 @@ def report(fields: dict[str, Any]) -> TaskReport:
 def built(values: dict[str, Any]) -> TaskReport:
     """A report of every field's value, in the model's order; the parser gives
     every field, so every field counts as set."""
-    return assembled(TaskReport, values, _EVERY_FIELD)
+    return assembled(TaskReport, values, EVERY_FIELD)
