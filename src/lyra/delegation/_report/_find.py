@@ -10,11 +10,12 @@ so finding is linear in the text.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 
 from lyra.delegation._models import TaskReport
 from lyra.delegation._report import _capybara as capybara
 from lyra.delegation._report._blocks import ANY_CLOSE, HEADER_LINE, last_header
-from lyra.delegation._report._parse import headerless, parse_one
+from lyra.delegation._report._parse import HEADED, headerless, message_only, parse_one
 from lyra.delegation._report._syntax import HEADER, OPEN
 from lyra.errors import ReportParseError
 
@@ -79,8 +80,12 @@ def _headerless_reports(region: str) -> Iterator[TaskReport]:
     """Failure reports without metadata, each from its header line to the next."""
     if HEADER not in region:
         return
-    starts = [match.start() for match in HEADER_LINE.finditer(region)]
-    for begin, end in zip(starts, [*starts[1:], len(region)], strict=False):
-        report = headerless(region, begin, end)
-        if report is not None:
-            yield report
+    header = None
+    for following in chain(HEADED.finditer(region), (None,)):
+        if header is not None:
+            end = len(region) if following is None else following.start()
+            if end - header.end() <= 1:  # nothing but a newline after the message: no section
+                yield message_only(header[1])
+            elif (report := headerless(region, header.start(), end)) is not None:
+                yield report
+        header = following

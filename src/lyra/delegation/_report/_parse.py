@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lyra.delegation._models import TaskReport
+from lyra.delegation._models import TaskReport, assembled
 from lyra.delegation._report import _capybara as capybara
 from lyra.delegation._report._blocks import block_end, last_block, last_header, output
 from lyra.delegation._report._layout import fast_body, quick_report, rendered
@@ -31,7 +31,7 @@ from lyra.delegation._report._values import (
     CATEGORIES,
     DEFAULTS,
     ERROR_TYPES,
-    built,
+    EVERY_FIELD,
     failed_delegation,
     member,
     report,
@@ -41,6 +41,8 @@ from lyra.delegation._report._values import (
 from lyra.errors import ReportParseError
 
 _MESSAGE = re.compile(r"Child agent failed: ?([^\n]*(?:\n    [^\n]*)*)")
+HEADED = re.compile(r"(?m)^Child agent failed: ?([^\n]*+(?:\n    [^\n]*+)*+)")
+"""A header line and the message it starts (with its continuation lines)."""
 _BODY_LINE = re.compile(
     r"^(?:(Category|Duration|Retryable|Work completed before failure|Files modified"
     r"|Blocked on|Suggested recovery actions):|  [✓•]) ?([^\n]*(?:\n    [^\n]*)*)",
@@ -102,12 +104,21 @@ def headerless(text: str, begin: int, end: int) -> TaskReport | None:
     ``None`` when a field has an impossible value."""
     message = _MESSAGE.match(text, begin, end)
     if message is not None and _BODY_LINE.search(text, message.end(), end) is None:
-        # No section and no item follows the header: the report is its message.
-        return built({**DEFAULTS, "status": "failed", "message": unindented(message[1])})
+        return message_only(message[1])  # no section and no item follows the header
     try:
         return parse_one(text, begin, end, -1, False)
     except ReportParseError:
         return None
+
+
+def message_only(message: str) -> TaskReport:
+    """A failure report without metadata whose header line is all it says."""
+    values = _HEADERLESS.copy()
+    values["message"] = unindented(message) if "\n" in message or "&" in message else message
+    return assembled(TaskReport, values, EVERY_FIELD)
+
+
+_HEADERLESS = {**DEFAULTS, "status": "failed"}
 
 
 def parse_one(
