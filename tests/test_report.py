@@ -509,7 +509,7 @@ def _general_reader_only(read: Callable[[str], object], text: str) -> object:
         return _outcome(read, text)
 
 
-@settings(max_examples=400)
+@settings(max_examples=200)
 @given(st.one_of(transcripts, transcripts.map(lambda t: t.replace("\n", "\r\n"))))
 def test_the_fast_path_reads_what_the_general_reader_reads(transcript: str) -> None:
     """Reports in lyra's own layout, read in one match, give exactly what the general
