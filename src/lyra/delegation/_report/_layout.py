@@ -43,7 +43,9 @@ from lyra.errors import ReportParseError
 # Every repeat is possessive ("*+") and every optional part atomic ("(?>...)"):
 # what follows each one can never start with what it repeats, so giving back
 # text would never let a match succeed, and the engine keeps no states to try.
-# The one exception is the body's duration, which "s\n" follows.
+# The one exception is the body's duration, which "s\n" follows. A tag's value
+# is "[^<]" (one character compared, where "[^<&]" is a set): a block with an
+# "&" in it is left to the general reader by one look for it after the match.
 _BODY = (
     r"Child agent failed: (?P<message>[^\n]*+(?:\n    [^\n]*+)*+)\n"
     r"\nCategory: (?P<body_category>[^\n]*+)\n"
@@ -60,12 +62,12 @@ _BODY = (
 
 def _optional(tags: dict[str, str]) -> str:
     # "(?>x|)" rather than "(?:x)?": a branch costs the regex engine less than a repeat.
-    return "".join(rf"(?>\n  <{tag}>(?P<{tag}>[^<&]*+)</{tag}>|)" for tag in tags)
+    return "".join(rf"(?>\n  <{tag}>(?P<{tag}>[^<]*+)</{tag}>|)" for tag in tags)
 
 
-_BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<&]*+)</session_id>\n  <status>"
+_BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<]*+)</session_id>\n  <status>"
 _BLOCK_END = (
-    rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<&]*+</{FAILED_DELEGATION}>)*+)"
+    rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<]*+</{FAILED_DELEGATION}>)*+)"
     r"\n</task_metadata>"
 )
 _RENDERED = re.compile(_BODY + r"\n?\Z")  # a body alone
@@ -74,7 +76,7 @@ RENDERED_FAILURE = re.compile(
     + r"\n?"
     + _BLOCK_START
     + r"failed</status>"
-    r"\n  <failure_category>(?P<failure_category>[^<&]*+)</failure_category>"
+    r"\n  <failure_category>(?P<failure_category>[^<]*+)</failure_category>"
     r"\n  <retryable>(?P<retryable>true|false)</retryable>"
     + _optional(FAILURE_TAGS)
     + _optional(COMMON_TAGS)
@@ -118,12 +120,14 @@ def quick_match(text: str) -> re.Match[str] | None:
             return None
         success = _RENDERED_SUCCESS.fullmatch(text, opening, end)
         if success is not None:
-            return success
+            return success if text.find("&", opening, end) < 0 else None
         at = text.rfind(LINE_HEADER, 0, opening) + 1
         failure = RENDERED_FAILURE.fullmatch(text, at, end) if at else None
         if failure is None:
             return None
     start, body_end = failure.start(), failure.end(_ACTIONS)
+    if text.find("&", body_end, end) >= 0:  # a value with an entity: the general reader's
+        return None
     if text.find("<", start, body_end) < 0:  # one look settles it for a body lyra wrote
         return failure
     if text.find(CLOSE, start, body_end) < 0 and text.find(capybara.CLOSE, start, body_end) < 0:
@@ -145,6 +149,8 @@ def quick_report(text: str) -> TaskReport | None:
 def rendered(text: str, start: int, opening: int, closing: int) -> TaskReport | None:
     """The report of one region and lyra block in the rendered layout, else ``None``."""
     end = closing + len(CLOSE)
+    if text.find("&", opening, end) >= 0:  # a value with an entity: the general reader's
+        return None
     at = last_header(text, start, opening)
     failure = None if at is None else RENDERED_FAILURE.fullmatch(text, at, end)
     if failure is not None:
