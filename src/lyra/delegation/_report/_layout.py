@@ -27,6 +27,7 @@ from lyra.delegation._report._syntax import (
     LINE_HEADER,
     OPEN,
     TAG,
+    USAGE_TAGS,
     files,
     unindented,
 )
@@ -66,8 +67,10 @@ def _optional(tags: dict[str, str]) -> str:
 
 
 _BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<]*+)</session_id>\n  <status>"
-_BLOCK_END = (
-    rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<]*+</{FAILED_DELEGATION}>)*+)"
+_BLOCK_END = (  # the tags most blocks lack, skipped at once where the block ends before them
+    r"(?>(?=\n</task_metadata>)|"
+    + _optional(USAGE_TAGS)
+    + rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<]*+</{FAILED_DELEGATION}>)*+))"
     r"\n</task_metadata>"
 )
 _RENDERED = re.compile(_BODY + r"\n?\Z")  # a body alone
@@ -256,7 +259,7 @@ def _usage(
         values["overrun_s"] = float(overrun)
 
 
-def _nesting(values: dict[str, Any], parent: str | None, failed: str) -> None:
+def _nesting(values: dict[str, Any], parent: str | None, failed: str | None) -> None:
     """The delegation above and the failed ones below (DESIGN §12), which most lack."""
     values["parent_session_id"] = parent or None
     if failed:

@@ -15,14 +15,15 @@ from lyra.delegation._report._syntax import (
     COMMON_TAGS,
     FAILED_DELEGATION,
     FAILURE_TAGS,
+    USAGE_TAGS,
     escape,
     file_list,
     indented,
 )
 from lyra.templates import LYRA
 
-_FAILURE_TAGS = (FAILURE_TAGS | COMMON_TAGS).items()
-_COMMON_TAGS = COMMON_TAGS.items()
+_FAILURE_TAGS = (FAILURE_TAGS | COMMON_TAGS | USAGE_TAGS).items()
+_COMMON_TAGS = (COMMON_TAGS | USAGE_TAGS).items()
 
 
 @dataclass(frozen=True, slots=True)

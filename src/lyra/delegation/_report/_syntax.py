@@ -22,18 +22,17 @@ INDENT = "    "
 """What a continuation line of a multi-line value starts with."""
 FAILURE_TAGS = {"error_type": "error_type", "retry_after_s": "retry_after"}
 """Metadata of a failure after ``failure_category`` and ``retryable``: tag → field."""
-COMMON_TAGS = {
-    "attempt": "attempt",
-    "duration_s": "duration",
-    "subject": "subject",
+COMMON_TAGS = {"attempt": "attempt", "duration_s": "duration", "subject": "subject"}
+"""Metadata of every report, after the above: tag → field. ``attempt`` is always
+written, the others when they have a value."""
+USAGE_TAGS = {
     "tokens_used": "tokens_used",
     "cost_usd": "cost_usd",
     "turns": "turns",
     "parent_session_id": "parent_session_id",
     "overrun_s": "overrun_s",
 }
-"""Metadata of every report, after the above, in the order written: tag → field.
-``attempt`` is always written; the others when they have a value."""
+"""After those, written only when charged, nested or late (DESIGN §12): tag → field."""
 FAILED_DELEGATION = "failed_delegation"
 """The last tags: one per failed nested delegation (``session category error_type``)."""
 TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
