@@ -88,9 +88,11 @@ RENDERED_FAILURE = re.compile(
 """A failure report, from its header to the end of its metadata (the body's
 category and retryability are the metadata's, so they are not kept)."""
 _ACTIONS = RENDERED_FAILURE.groupindex["actions"]  # the body's last group
+_failure_at = RENDERED_FAILURE.fullmatch
 _RENDERED_SUCCESS = re.compile(
     _BLOCK_START + r"completed</status>" + _optional(COMMON_TAGS) + _BLOCK_END
 )
+_success_at = _RENDERED_SUCCESS.fullmatch
 STEP, ACTION = "\n  ✓ ", "\n  • "
 """Between two items of a list in the rendered layout."""
 _NONE = "  None\n"  # an empty list
@@ -108,24 +110,28 @@ def quick_match(text: str) -> re.Match[str] | None:
     another header line after the one it starts at; no closing tag of either
     kind may lie in the body it reads, nor a capybara-vibe one after it.
     """
-    closing = text.rfind(CLOSE)
-    if closing < 0 or text.find(capybara.CLOSE, closing) >= 0:
-        return None
-    end = closing + len(CLOSE)
-    if text.find(HEADER, end) >= 0:
-        return None  # a report without metadata may follow: the general reader looks
-    failure = RENDERED_FAILURE.fullmatch(text, 0, end) if text.startswith(HEADER) else None
+    if text.endswith(CLOSE):  # as a report alone does: nothing after its block
+        end = len(text)
+        closing = end - len(CLOSE)
+    else:
+        closing = text.rfind(CLOSE)
+        if closing < 0 or text.find(capybara.CLOSE, closing) >= 0:
+            return None
+        end = closing + len(CLOSE)
+        if text.find(HEADER, end) >= 0:
+            return None  # a report without metadata may follow: the general reader looks
+    failure = _failure_at(text, 0, end) if text.startswith(HEADER) else None
     if failure is None:
         # A success, whose block says so (no header need be looked for), or a
         # failure whose header line is not the text's first.
         opening = text.rfind(OPEN, 0, closing)
         if opening < 0:
             return None
-        success = _RENDERED_SUCCESS.fullmatch(text, opening, end)
+        success = _success_at(text, opening, end)
         if success is not None:
             return success if text.find("&", opening, end) < 0 else None
         at = text.rfind(LINE_HEADER, 0, opening) + 1
-        failure = RENDERED_FAILURE.fullmatch(text, at, end) if at else None
+        failure = _failure_at(text, at, end) if at else None
         if failure is None:
             return None
     start, body_end = failure.start(), failure.end(_ACTIONS)
