@@ -137,7 +137,7 @@ def quick_match(text: str) -> re.Match[str] | None:
     start, body_end = failure.start(), failure.end(_ACTIONS)
     if text.find("&", body_end, end) >= 0:  # a value with an entity: the general reader's
         return None
-    if text.find("<", start, body_end) < 0:  # one look settles it for a body lyra wrote
+    if text.find("<", start) >= body_end:  # one look settles it for a body lyra wrote
         return failure
     if text.find(CLOSE, start, body_end) < 0 and text.find(capybara.CLOSE, start, body_end) < 0:
         return failure
@@ -236,8 +236,8 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
         _nesting(values, parent, failed)
     # The free text and file names: unindented and unescaped where they need it.
     values["message"] = unindented(message) if "\n" in message or "&" in message else message
-    if blocked is not None:
-        values["blocked_on"] = unindented(blocked) or None
+    if blocked:  # (as written: a blank blocker is none)
+        values["blocked_on"] = unindented(blocked) if "\n" in blocked or "&" in blocked else blocked
     if steps != _NONE:
         values["completed_steps"] = items(steps, STEP)
     if file_names != EMPTY_FILES:

@@ -81,7 +81,7 @@ def unescape(text: str) -> str:
 
 def references(text: str) -> str:
     """:func:`unescape` of a text known to hold an ``&``."""
-    if "&#" in text:
+    if "#" in text and "&#" in text:  # (one character is much quicker to look for)
         # The references lyra writes itself: CR, LF and comma (in file names),
         # "none" and the header's "C". Replacing these first cannot make or break
         # another reference: what they become is neither "&", "#", a digit nor ";".
