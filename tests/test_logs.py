@@ -588,6 +588,46 @@ def _transcript() -> str:
     return "noise\n" + "\n-- next --\n".join(map(render_report, reports)) + "\nmore\n" + guide
 
 
+def test_a_report_becomes_the_event_its_fields_name() -> None:
+    """Each field of the event a raw report stands for is the report's own field."""
+    failed = TaskReport(
+        status="failed",
+        session_id="child-1",
+        subject="P1",
+        attempt=2,
+        message="no progress",
+        category="timeout",
+        retryable=True,
+        error_type="idle",
+        duration=3.5,
+        parent_session_id="child-0",
+        tokens_used=10,
+        cost_usd=0.5,
+        turns=3,
+    )
+    assert Event.from_report(failed, "t") == Event(
+        name="delegation_failed",
+        source="t",
+        session_id="child-1",
+        subject="P1",
+        attempt=2,
+        category="timeout",
+        retryable=True,
+        error_type="idle",
+        blocked_on="no progress",
+        duration=3.5,
+        is_report=True,
+        parent_session_id="child-0",
+        tokens_used=10,
+        cost_usd=0.5,
+        turns=3,
+    )
+    done = TaskReport(status="completed", session_id="child-2", output="ok", duration=1.0)
+    assert Event.from_report(done) == Event(
+        name="delegation_completed", session_id="child-2", duration=1.0, is_report=True
+    )
+
+
 @pytest.mark.parametrize("chunk_size", [1, 7, 64, 1000, 1 << 20])
 def test_report_chunks_split_only_between_reports(chunk_size: int) -> None:
     """Reading reports in chunks of any size finds what one whole-text parse finds."""

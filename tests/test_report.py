@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from pathlib import Path
+from unittest.mock import Mock, patch
 
 import pytest
 from hypothesis import example, given, settings
@@ -131,12 +133,13 @@ def test_round_trip_is_exact(report: TaskReport) -> None:
 @given(failed_reports())
 def test_fast_and_line_parsers_agree(report: TaskReport) -> None:
     """The fast path for rendered reports and the general line parser read the same fields."""
-    from lyra.delegation._report import _fast_body, _parse_body
+    from lyra.delegation._report._layout import fast_body
+    from lyra.delegation._report._parse import parse_body
 
     body = render_report(report).split("\n<task_metadata>")[0] + "\n"
-    fast = _fast_body(body)
+    fast = fast_body(body)
     assert fast is not None
-    assert fast == _parse_body(body)
+    assert fast == parse_body(body)
 
 
 @settings(max_examples=100)
@@ -484,6 +487,47 @@ def _parsed(transcript: str) -> list[TaskReport]:
         return [parse_report(transcript)]
     except ReportParseError:
         return []
+
+
+def _outcome(read: Callable[[str], object], text: str) -> object:
+    try:
+        return read(text)
+    except ReportParseError:
+        return ReportParseError
+
+
+def _general_reader_only(read: Callable[[str], object], text: str) -> object:
+    """What ``read`` gives when lyra's own layout is read line by line like any other."""
+    from lyra.delegation._report import _parse
+
+    never = Mock(return_value=None)
+    with (
+        patch.object(_parse, "quick_report", never),
+        patch.object(_parse, "rendered", never),
+        patch.object(_parse, "fast_body", never),
+    ):
+        return _outcome(read, text)
+
+
+@settings(max_examples=200)
+@given(st.one_of(transcripts, transcripts.map(lambda t: t.replace("\n", "\r\n"))))
+def test_the_fast_path_reads_what_the_general_reader_reads(transcript: str) -> None:
+    """Reports in lyra's own layout, read in one match, give exactly what the general
+    reader gives for the same text, and so do the reports find_reports finds."""
+    assert _outcome(parse_report, transcript) == _general_reader_only(parse_report, transcript)
+    every = lambda text: list(find_reports(text))  # noqa: E731
+    assert every(transcript) == _general_reader_only(every, transcript)
+
+
+def test_parsed_reports_share_one_fields_set_that_copies_leave_alone() -> None:
+    """Every parsed report has every field set (one set, shared): a copy with an update
+    gets a set of its own, so changing it reaches no other report."""
+    one, two = parse_report(_FAILED), parse_report(render_report(TaskReport(status="completed")))
+    every = set(TaskReport.model_fields)
+    copied = one.model_copy(update={"message": "changed"})
+    assert copied.model_fields_set == every
+    copied.model_fields_set.clear()
+    assert one.model_fields_set == two.model_fields_set == every
 
 
 @settings(max_examples=300)

@@ -100,24 +100,41 @@ class Event(NamedTuple):
     @classmethod
     def from_report(cls, report: TaskReport, source: str = "") -> Event:
         """The completion or failure event a parsed report stands for."""
-        failed = report.status == "failed"
-        return cls(
-            name=FAILED if failed else COMPLETED,
-            source=source,
-            session_id=report.session_id,
-            subject=report.subject,
-            attempt=report.attempt,
-            category=str(report.category) if report.category is not None else None,
-            retryable=report.retryable,
-            error_type=str(report.error_type) if report.error_type is not None else None,
-            blocked_on=(report.blocked_on or report.message) if failed else None,
-            duration=report.duration,
-            is_report=True,
-            parent_session_id=report.parent_session_id,
-            tokens_used=report.tokens_used,
-            cost_usd=report.cost_usd,
-            turns=report.turns,
+        # Positional, from the model's values (cheaper than its attributes, and a
+        # tuple made directly skips the generated __new__): a transcript of tens of
+        # thousands of reports makes one each.
+        fields = report.__dict__
+        failed = fields["status"] == "failed"
+        category, error_type = fields["category"], fields["error_type"]
+        return _tuple_new(
+            cls,
+            (
+                FAILED if failed else COMPLETED,
+                source,
+                None,
+                fields["session_id"],
+                fields["subject"],
+                fields["attempt"],
+                None,
+                None if category is None else str(category),
+                fields["retryable"],
+                None if error_type is None else str(error_type),
+                (fields["blocked_on"] or fields["message"]) if failed else None,
+                fields["duration"],
+                None,
+                None,
+                True,
+                None,
+                None,
+                fields["parent_session_id"],
+                fields["tokens_used"],
+                fields["cost_usd"],
+                fields["turns"],
+            ),
         )
+
+
+_tuple_new = tuple.__new__
 
 
 @dataclass(slots=True)
