@@ -136,7 +136,7 @@ lateness allowed a deadline on a busy loop (DESIGN §9, blocking children)."""
 
 def _overrun(ctx: ChildContext) -> float | None:
     """Seconds the attempt ended after its total deadline, beyond the tolerance."""
-    late = anyio.current_time() - ctx._deadline
+    late = ctx._now() - ctx._deadline
     return round(late, 3) if late > _OVERRUN_TOLERANCE else None
 
 
@@ -211,14 +211,16 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: BaseException | None = None
-    with anyio.CancelScope() as scope:  # its deadline: see ChildContext._enter
-        ctx._enter(scope)
+    loop = ctx._deadlines
+    with loop.cancel_scope() if loop is not None else anyio.CancelScope() as scope:
+        ctx._enter(scope)  # its deadline: see ChildContext._enter
         try:
             output = await call(prompt, ctx)
         except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
             error = exc
         except BaseException as exc:
-            if _propagates(exc):
+            cancelled = loop.cancelled() if loop is not None else anyio.get_cancelled_exc_class()
+            if _propagates(exc, cancelled):
                 raise
             error = exc  # a BaseException of the child's own: a failure all the same
         finally:
@@ -229,14 +231,13 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_unclassifiable(exc, error), ""
 
 
-def _propagates(exc: BaseException) -> bool:
+def _propagates(exc: BaseException, cancelled: type[BaseException]) -> bool:
     """True for what must pass through a delegation untouched: an interrupt, an
-    exit, a closing coroutine, a cancellation, or a group holding one."""
+    exit, a closing coroutine, a cancellation (``cancelled``: the backend's), or a
+    group holding one."""
     if isinstance(exc, BaseExceptionGroup):
-        return any(map(_propagates, exc.exceptions))
-    return isinstance(
-        exc, KeyboardInterrupt | SystemExit | GeneratorExit | anyio.get_cancelled_exc_class()
-    )
+        return any(_propagates(inner, cancelled) for inner in exc.exceptions)
+    return isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit, cancelled))
 
 
 def _verdict(
