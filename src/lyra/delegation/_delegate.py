@@ -28,7 +28,7 @@ from lyra.delegation._classify import (
     classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
-from lyra.delegation._models import ChildFailure, built
+from lyra.delegation._models import Builder, ChildFailure
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import valid_text
@@ -261,25 +261,60 @@ def _verdict(
     return None, valid_text(output)
 
 
+_FAILURE = Builder(
+    ChildFailure,
+    "category",
+    "message",
+    "session_id",
+    "duration",
+    "completed_steps",
+    "files_modified",
+    "blocked_on",
+    "suggested_retry",
+    "suggested_actions",
+    "tool_usage",
+    "last_successful_tool",
+    "error_type",
+    "evidence",
+    "retry_after",
+    "timeout",
+)
+
+
 def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:
-    return built(
-        ChildFailure,
-        category=verdict.category,
-        message=verdict.message,
-        session_id=ctx.session_id,
-        duration=duration,
-        completed_steps=tuple(ctx.completed_steps),
-        files_modified=tuple(ctx.files_modified),
-        blocked_on=verdict.blocked_on or None,
-        suggested_retry=verdict.retryable,
-        suggested_actions=suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
-        tool_usage=dict(ctx.tool_usage),
-        last_successful_tool=ctx.last_successful_tool,
-        error_type=verdict.error_type,
-        evidence=verdict.evidence,
-        retry_after=verdict.retry_after,
-        timeout=ctx.timeout,
+    return _FAILURE(
+        verdict.category,
+        verdict.message,
+        ctx.session_id,
+        duration,
+        tuple(ctx.completed_steps),
+        tuple(ctx.files_modified),
+        verdict.blocked_on or None,
+        verdict.retryable,
+        suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
+        dict(ctx.tool_usage),
+        ctx.last_successful_tool,
+        verdict.error_type,
+        verdict.evidence,
+        verdict.retry_after,
+        ctx.timeout,
     )
+
+
+_RESULT = Builder(
+    DelegationResult,
+    "status",
+    "output",
+    "failure",
+    "session_id",
+    "duration",
+    "attempt",
+    "subject",
+    "usage",
+    "parent_session_id",
+    "failed_delegations",
+    "overrun_s",
+)
 
 
 def _result(
@@ -290,17 +325,16 @@ def _result(
     failure: ChildFailure | None = None,
     overrun: float | None = None,
 ) -> DelegationResult:
-    return built(
-        DelegationResult,
-        status="completed" if failure is None else "failed",
-        output=output if failure is None else None,
-        failure=failure,
-        session_id=ctx.session_id,
-        duration=duration,
-        attempt=ctx.attempt,
-        subject=ctx.subject,
-        usage=ctx.charged,
-        parent_session_id=ctx.parent_session_id,
-        failed_delegations=tuple(ctx.failed_delegations),
-        overrun_s=overrun,
+    return _RESULT(
+        "completed" if failure is None else "failed",
+        output if failure is None else None,
+        failure,
+        ctx.session_id,
+        duration,
+        ctx.attempt,
+        ctx.subject,
+        ctx.charged,
+        ctx.parent_session_id,
+        tuple(ctx.failed_delegations),
+        overrun,
     )
