@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from functools import cache, partial
 from types import FunctionType
-from typing import Any
+from typing import Any, cast
 from weakref import ReferenceType, ref
 
 import anyio
@@ -30,14 +30,14 @@ def as_callable(child: Child) -> ChildFn:
     """
     known = _async_functions.get(id(child))
     if known is not None and known() is child:
-        return child  # type: ignore[return-value]  # an async function seen before
+        return cast(ChildFn, child)  # an async function seen before
     run = getattr(child, "run", None)
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
     if inspect.iscoroutinefunction(child):
         if type(child) is FunctionType and run is None:
             _remember(child)
-        return child  # type: ignore[return-value]  # an async callable: a ChildFn
+        return child  # an async callable: a ChildFn
     if inspect.iscoroutinefunction(type(child).__call__):
         return child  # type: ignore[return-value]
     if callable(child):
