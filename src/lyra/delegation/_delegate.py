@@ -28,7 +28,7 @@ from lyra.delegation._classify import (
     classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
-from lyra.delegation._models import Builder, ChildFailure
+from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import valid_text
@@ -212,19 +212,23 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
     output: object = None
     error: BaseException | None = None
     loop = ctx._deadlines
-    with loop.cancel_scope() if loop is not None else anyio.CancelScope() as scope:
-        ctx._enter(scope)  # its deadline: see ChildContext._enter
-        try:
-            output = await call(prompt, ctx)
-        except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
-            error = exc
-        except BaseException as exc:
-            cancelled = loop.cancelled() if loop is not None else anyio.get_cancelled_exc_class()
-            if _propagates(exc, cancelled):
-                raise
-            error = exc  # a BaseException of the child's own: a failure all the same
-        finally:
-            ctx._exit()
+    scope = loop.cancel_scope() if loop is not None else anyio.CancelScope()
+    try:
+        with scope:  # our deadline's cancellation ends here, without a re-raise
+            ctx._enter(scope)  # its deadline: see ChildContext._enter
+            try:
+                output = await call(prompt, ctx)
+            except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
+                error = exc
+            finally:
+                ctx._exit()
+    except BaseException as exc:
+        cancelled = loop.cancelled() if loop is not None else anyio.get_cancelled_exc_class()
+        if _propagates(exc, cancelled) or (
+            isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught
+        ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
+            raise
+        error = exc  # a BaseException of the child's own: a failure all the same
     try:
         return _verdict(ctx, scope, output, error)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
@@ -261,7 +265,7 @@ def _verdict(
     return None, valid_text(output)
 
 
-_FAILURE = Builder(
+_FAILURE = builder(
     ChildFailure,
     "category",
     "message",
@@ -301,7 +305,7 @@ def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailu
     )
 
 
-_RESULT = Builder(
+_RESULT = builder(
     DelegationResult,
     "status",
     "output",

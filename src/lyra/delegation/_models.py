@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from operator import itemgetter
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -20,40 +21,38 @@ class _Frozen(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-class Builder(Generic[M]):
-    """Instances of one model from values lyra itself produced and checked, without
-    validating them again: what ``model_construct`` does, minus its per-field Python
-    loop. The result of every delegation of a large fan-out is made here; anything
-    built from foreign data goes through ordinary validation instead.
+def builder(cls: type[M], *names: str) -> Callable[..., M]:
+    """A maker of instances of ``cls`` from values lyra itself produced and checked,
+    given positionally in the order of ``names`` (every field, once), without
+    validating them again: what ``model_construct`` does, minus its per-field
+    Python loop. The result of every delegation of a large fan-out is made here;
+    anything built from foreign data goes through ordinary validation instead.
 
-    ``names`` are every field of the model, in the order the values are given.
-    Instances are made to be kept by the hundred thousand: the fields go into the
-    instance's ``__dict__`` in the same order every time, so it shares its keys
-    with every other instance made here (Python's key-sharing dictionaries: 160
-    bytes for eleven fields instead of 464), and all of them share one fields-set
-    (a frozen model never changes it; pydantic copies it before ``model_copy`` adds
-    to it) instead of 728 bytes each. The order is the one ``{**defaults, **given}``
-    gave before, which is also the order of ``model_dump``'s keys.
+    Instances are made to be kept by the hundred thousand: the fields go into a
+    fresh instance's ``__dict__`` in the same order every time, so it shares its
+    keys with every other instance made here (Python's key-sharing dictionaries:
+    160 bytes for eleven fields instead of 464), and all of them share one
+    fields-set (a frozen model never changes it; pydantic copies it before
+    ``model_copy`` adds to it) instead of 728 bytes each. The order is the one
+    ``{**defaults, **given}`` gave before, which is also the order of
+    ``model_dump``'s keys.
     """
+    if sorted(names) != sorted(cls.model_fields):
+        raise ValueError(f"a builder of {cls.__name__} takes every field once, not {names}")
+    order = tuple({**_defaults(cls), **dict.fromkeys(names)})
+    reorder = itemgetter(*(names.index(name) for name in order))
+    fields_set = set(names)
+    new = cls.__new__
 
-    __slots__ = ("_cls", "_fields_set", "_order", "_reorder")
-
-    def __init__(self, cls: type[M], *names: str) -> None:
-        if sorted(names) != sorted(cls.model_fields):
-            raise ValueError(f"a Builder of {cls.__name__} takes every field once, not {names}")
-        self._cls = cls
-        self._order = tuple({**_defaults(cls), **dict.fromkeys(names)})
-        self._reorder = itemgetter(*(names.index(name) for name in self._order))
-        self._fields_set = set(names)
-
-    def __call__(self, *values: Any) -> M:
-        """An instance holding ``values``, given in the order of the builder's names."""
-        model = self._cls.__new__(self._cls)
-        vars(model).update(zip(self._order, self._reorder(values), strict=True))
-        _set(model, "__pydantic_fields_set__", self._fields_set)
+    def make(*values: Any) -> M:
+        model = new(cls)
+        vars(model).update(zip(order, reorder(values)))  # noqa: B905 - always as many
+        _set(model, "__pydantic_fields_set__", fields_set)
         _set(model, "__pydantic_extra__", None)
         _set(model, "__pydantic_private__", None)
         return model
+
+    return make
 
 
 def assembled(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
