@@ -265,59 +265,59 @@ def _verdict(
     return None, valid_text(output)
 
 
-_FAILURE = builder(
+_FAILURE = builder(  # the order of model_dump's keys (see builder)
     ChildFailure,
-    "category",
-    "message",
-    "session_id",
-    "duration",
     "completed_steps",
     "files_modified",
     "blocked_on",
     "suggested_retry",
     "suggested_actions",
-    "tool_usage",
     "last_successful_tool",
     "error_type",
     "evidence",
     "retry_after",
     "timeout",
+    "category",
+    "message",
+    "session_id",
+    "duration",
+    "tool_usage",
 )
 
 
 def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:
     return _FAILURE(
-        verdict.category,
-        verdict.message,
-        ctx.session_id,
-        duration,
         tuple(ctx.completed_steps),
         tuple(ctx.files_modified),
         verdict.blocked_on or None,
         verdict.retryable,
         suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
-        dict(ctx.tool_usage),
         ctx.last_successful_tool,
         verdict.error_type,
         verdict.evidence,
         verdict.retry_after,
         ctx.timeout,
+        verdict.category,
+        verdict.message,
+        ctx.session_id,
+        duration,
+        dict(ctx.tool_usage),
     )
 
 
-_RESULT = builder(
+_RESULT = builder(  # the order of model_dump's keys (see builder)
     DelegationResult,
-    "status",
-    "output",
-    "failure",
-    "session_id",
-    "duration",
     "attempt",
     "subject",
     "usage",
     "parent_session_id",
     "failed_delegations",
     "overrun_s",
+    "status",
+    "output",
+    "failure",
+    "session_id",
+    "duration",
 )
 
 
@@ -330,15 +330,15 @@ def _result(
     overrun: float | None = None,
 ) -> DelegationResult:
     return _RESULT(
-        "completed" if failure is None else "failed",
-        output if failure is None else None,
-        failure,
-        ctx.session_id,
-        duration,
         ctx.attempt,
         ctx.subject,
         ctx.charged,
         ctx.parent_session_id,
         tuple(ctx.failed_delegations),
         overrun,
+        "completed" if failure is None else "failed",
+        output if failure is None else None,
+        failure,
+        ctx.session_id,
+        duration,
     )
