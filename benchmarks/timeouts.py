@@ -39,7 +39,7 @@ from lyra import ChildContext, Supervisor
 
 TIMEOUT = 0.05
 TRIALS, QUICK_TRIALS = 200, 20
-ROUNDS = {"cooperative": (15, 3), "blocking": (5, 1)}  # (full, quick) rounds of 200 at once
+ROUNDS = {"cooperative": (31, 3), "blocking": (5, 1)}  # (full, quick) rounds of 200 at once
 TOGETHER = 200
 TARGETS = {"cooperative": 0.020, "blocking": 0.100}
 OVER_FLOOR = 0.002  # 200 cooperative at once: ≤ the floor's p99 + 2 ms
