@@ -13,11 +13,16 @@ import math
 import resource
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,6 +94,39 @@ def events_to(path: Path) -> Iterator[Path]:
         yield path
     finally:
         events.configure()  # silence events once the file closes
+
+
+class BareLog:
+    """The events a bare supervisor writes, for the floors lyra is measured against:
+    the same two events per delegation as lyra's (``delegation_started``, then
+    ``delegation_completed`` or ``delegation_failed``), with the same fields, an
+    ISO 8601 timestamp (its date part formatted once a second, as lyra does) and a
+    session id, encoded by orjson and appended to a file through Python's own
+    buffered writer (one system call per 8 KB; lyra makes one per loop turn)."""
+
+    def __init__(self, path: Path) -> None:
+        self.file: IO[bytes] = open(path, "ab")  # noqa: SIM115 - closed by close()
+        self.serial = count(1)
+        self.second = -1
+        self.text = ""
+
+    def session_id(self) -> str:
+        return f"child-{next(self.serial):x}"
+
+    def timestamp(self) -> str:
+        ns = time.time_ns()
+        second = ns // 1_000_000_000
+        if second != self.second:
+            self.second = second
+            self.text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        return "%s%06dZ" % (self.text, ns // 1000 % 1_000_000)  # noqa: UP031
+
+    def write(self, event: str, level: str = "info", /, **fields: Any) -> None:
+        record = {"event": event, "level": level, "timestamp": self.timestamp(), **fields}
+        self.file.write(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def silence_events() -> None:

@@ -1,17 +1,31 @@
-"""Memory: 10,000 delegations, peak RSS and growth per delegation.
+"""Memory: 10,000 delegations, peak RSS and growth per delegation; what a kept
+result holds; and 100,000 results kept against a bare pool's peak.
 
-Runs in a fresh subprocess so that nothing else measured in the same run
-pollutes it. The delegations go through the full path (``Supervisor.delegate``
-under ``LocalExecutor().map`` at concurrency 100, events to a temporary file,
-one child in ten failing with a rendered report) in batches of 500 whose
-results are dropped, as a caller that streams results would. Measured:
+Every measurement runs in a fresh subprocess so that nothing else measured in
+the same run pollutes it, with lyra's events written to a file as the command
+line writes them.
 
-- peak RSS of the process (``ru_maxrss``), and RSS after 2,000 and after
-  10,000 delegations: growth per delegation = the difference / 8,000;
-- bytes still held (``tracemalloc``, after ``gc.collect()``) by 1,000 more
-  delegations: a leak shows up here even when RSS hides it in freed pages.
+- **Streaming**: delegations through the full path (``Supervisor.delegate``
+  under ``LocalExecutor().map`` at concurrency 100, one child in ten failing
+  with a rendered report) in batches of 500 whose results are dropped, as a
+  caller that streams results would: peak RSS (``ru_maxrss``), RSS after 2,000
+  and after 10,000 delegations (growth per delegation = the difference /
+  8,000), and bytes still held (``tracemalloc``, after ``gc.collect()``) by
+  1,000 more: a leak shows up here even when RSS hides it in freed pages.
+- **Kept results**: 10,000 delegations of the overhead benchmark's no-op child
+  (output ``"ok"``, one in ten failing with a ``TransientError``) kept in the
+  list ``LocalExecutor().map`` returns; bytes held per result = what
+  ``tracemalloc`` sees freed when the list is dropped (after ``gc.collect()``),
+  divided by 10,000. Successes alone and failures alone for information.
+- **100,000 kept, against the floor**: ``LocalExecutor().map`` over
+  ``Supervisor.delegate`` on 100,000 items of the same child, keeping every
+  ``DelegationResult``, against a bare anyio pool of as many workers (each item
+  under ``anyio.move_on_after``, the same two events per item written with
+  orjson by ``_common.BareLog``) keeping for each item the least a caller needs:
+  the output, or the error's text. Peak RSS of each, each in its own process.
 
-Target (DESIGN §9): peak RSS ≤ 200 MB, no growth per delegation.
+Targets (DESIGN §9): peak RSS ≤ 200 MB, no growth per delegation; ≤ 600 B held
+per kept ``DelegationResult``; 100,000 kept ≤ 1.5× the bare pool's peak RSS.
 
     python benchmarks/memory.py [--quick]
 """
@@ -23,18 +37,25 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import Row, current_rss_mb, events_to, rss_mb, standalone
+from _common import BareLog, Row, current_rss_mb, events_to, rss_mb, standalone
+from overhead import noop_child, prompts
 
 from lyra import ChildContext, Supervisor
 from lyra.errors import TransientError
 from lyra.supervisor import LocalExecutor
 
 TOTAL, QUICK_TOTAL = 10_000, 2_500
+KEPT, QUICK_KEPT = 10_000, 2_000
+MANY, QUICK_MANY = 100_000, 20_000
+HELD_TARGET = 600.0  # bytes per kept DelegationResult
+PEAK_RATIO_TARGET = 1.5  # 100,000 kept: lyra's peak RSS / the bare pool's
+TIMEOUT = 60.0
 BATCH = 500
 CONCURRENCY = 100
 PEAK_TARGET_MB = 200.0
@@ -102,15 +123,152 @@ def worker(total: int) -> dict[str, float]:
     }
 
 
-def run(quick: bool) -> list[Row]:
-    total = QUICK_TOTAL if quick else TOTAL
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", str(total)],
-        check=True,
-        capture_output=True,
-        text=True,
+async def lyra_kept(items: list[str]) -> list[Any]:
+    """``LocalExecutor().map`` over ``Supervisor.delegate``: every result kept."""
+    supervisor = Supervisor(noop_child)
+
+    async def work(prompt: str) -> Any:
+        return await supervisor.delegate(prompt, timeout=TIMEOUT)
+
+    return await LocalExecutor().map(
+        work, items, max_concurrency=CONCURRENCY, on_error=lambda item, exc: None
     )
-    m = json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def bare_kept(items: list[str], log: BareLog) -> list[str]:
+    """The floor: a bare anyio pool, each item under a deadline with the same two
+    events, keeping the output or the error's text."""
+    results: list[str] = [""] * len(items)
+    pending = iter(enumerate(items))
+
+    async def worker() -> None:
+        for index, prompt in pending:
+            session = log.session_id()
+            log.write(
+                "delegation_started", session_id=session, subject=None, attempt=1, timeout=TIMEOUT
+            )
+            started = time.perf_counter()
+            error = None
+            with anyio.move_on_after(TIMEOUT):
+                try:
+                    results[index] = await noop_child(prompt, None)
+                except Exception as exc:  # noqa: BLE001 - the same isolation lyra gives
+                    results[index] = error = f"{type(exc).__name__}: {exc}"
+            duration = round(time.perf_counter() - started, 6)
+            common = {"duration": duration, "session_id": session, "subject": None, "attempt": 1}
+            if error is None:
+                log.write("delegation_completed", **common)
+            else:
+                log.write("delegation_failed", error=error, **common)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(min(CONCURRENCY, len(items))):
+            group.start_soon(worker)
+    return results
+
+
+def held_worker(count: int) -> dict[str, float]:
+    """Bytes held per kept result (in the fresh subprocess): mixed, successes, failures."""
+    every = prompts(count)
+    shapes = {
+        "mixed": every,
+        "success": [f"task {i}" for i in range(1, count + 1)],
+        "failure": [f"task {i}!" for i in range(1, count + 1)],
+    }
+    held = {}
+    with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
+        anyio.run(lyra_kept, every[: count // 10])  # warm-up: imports, caches
+        for name, items in shapes.items():
+            gc.collect()
+            tracemalloc.start()
+            results = anyio.run(lyra_kept, items)
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0]
+            del results
+            gc.collect()
+            held[name] = (kept - tracemalloc.get_traced_memory()[0]) / count
+            tracemalloc.stop()
+    return held
+
+
+def peak_worker(side: str, count: int) -> dict[str, float]:
+    """Peak RSS of keeping ``count`` results, lyra's or the bare pool's (fresh process)."""
+    items = prompts(count)
+    with tempfile.TemporaryDirectory() as folder:
+        log_path = Path(folder) / "events.jsonl"
+        start = current_rss_mb()
+        if side == "lyra":
+            with events_to(log_path):
+                results: list[Any] = anyio.run(lyra_kept, items)
+            failures = sum(1 for r in results if r is None or r.failure is not None)
+        else:
+            log = BareLog(log_path)
+            try:
+                results = anyio.run(bare_kept, items, log)
+            finally:
+                log.close()
+            failures = sum(1 for r in results if r != "ok")
+    if failures != len(range(0, count, 10)):
+        raise RuntimeError(f"{failures} failures among {count} kept results")
+    return {"start_rss": start, "peak_rss": rss_mb(), "kept": len(results)}
+
+
+def subprocess_json(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def run(quick: bool) -> list[Row]:
+    rows = streaming_rows(quick)
+    kept = QUICK_KEPT if quick else KEPT
+    held = subprocess_json("--held", str(kept))
+    print(
+        f"bytes held per kept DelegationResult ({kept:,} kept, one in ten a failure): "
+        f"{held['mixed']:.0f} B (successes alone {held['success']:.0f} B, failures alone "
+        f"{held['failure']:.0f} B; target ≤ {HELD_TARGET:.0f} B)"
+    )
+    rows.append(
+        Row(
+            "memory",
+            "bytes held per kept DelegationResult",
+            held["mixed"],
+            "B",
+            f"≤ {HELD_TARGET:.0f} B",
+            held["mixed"] <= HELD_TARGET,
+            f"one in ten a failure; successes {held['success']:.0f} B, "
+            f"failures {held['failure']:.0f} B",
+        )
+    )
+    many = QUICK_MANY if quick else MANY
+    lyra = subprocess_json("--peak", "lyra", str(many))
+    bare = subprocess_json("--peak", "bare", str(many))
+    ratio = lyra["peak_rss"] / bare["peak_rss"]
+    print(
+        f"{many:,} results kept: peak RSS lyra {lyra['peak_rss']:.1f} MB (from "
+        f"{lyra['start_rss']:.1f} MB), bare pool {bare['peak_rss']:.1f} MB (from "
+        f"{bare['start_rss']:.1f} MB): {ratio:.2f}× (target ≤ {PEAK_RATIO_TARGET:g}×)"
+    )
+    rows += [
+        Row("memory", f"peak RSS, {many:,} results kept, lyra", lyra["peak_rss"], "MB"),
+        Row("memory", f"peak RSS, {many:,} results kept, bare pool", bare["peak_rss"], "MB"),
+        Row(
+            "memory",
+            f"{many:,} results kept: peak RSS lyra / bare pool",
+            ratio,
+            "×",
+            f"≤ {PEAK_RATIO_TARGET:g}×",
+            ratio <= PEAK_RATIO_TARGET,
+            f"from {lyra['start_rss']:.0f} and {bare['start_rss']:.0f} MB at start",
+        ),
+    ]
+    return rows
+
+
+def streaming_rows(quick: bool) -> list[Row]:
+    total = QUICK_TOTAL if quick else TOTAL
+    m = subprocess_json("--worker", str(total))
     print(
         f"{m['measured']:,} delegations (+{m['traced']:,} traced) in a fresh process: RSS "
         f"{m['start_rss']:.1f} MB at start, {m['rss_early']:.1f} MB after {m['early']:,}, "
@@ -160,5 +318,9 @@ def run(quick: bool) -> list[Row]:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         print(json.dumps(worker(int(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--held"]:
+        print(json.dumps(held_worker(int(sys.argv[2]))))
+    elif sys.argv[1:2] == ["--peak"]:
+        print(json.dumps(peak_worker(sys.argv[2], int(sys.argv[3]))))
     else:
         standalone(run, __doc__)

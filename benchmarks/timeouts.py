@@ -1,15 +1,25 @@
 """Timeout precision: how late after its deadline does a child's report come back,
-alone and with 200 children expiring at once?
+alone and with 200 children expiring at once, against a bare anyio floor?
 
 Two children that never finish on their own: a cooperative one (awaits
 forever) and one stuck in blocking sync code inside a tool (``time.sleep`` in
 a worker thread). Each runs under a 50 ms deadline, alone (many trials) and as
-200 at once, all expiring together (a few rounds); lateness is the time from
-the deadline to the returned report. Events are written to a file as the
-command line writes them.
+200 at once, all expiring together; lateness is the time from the deadline to
+the returned report. lyra's events are written to a file as the command line
+writes them.
+
+The floor of 200 at once is bare anyio of the same shape: 200 tasks started in
+one go in a task group, each calling the same child under its own
+``anyio.move_on_after`` (the blocking one through
+``anyio.to_thread.run_sync(..., abandon_on_cancel=True)``, as ``ctx.tool``
+does) and writing the same two events per task as lyra with orjson to a file
+(``_common.BareLog``). lyra and the floor alternate, round by round (each
+round in a fresh event loop); each side's p99 is taken per round, and the
+median of the rounds is compared.
 
 Targets (DESIGN §9): p99 ≤ 20 ms cooperative, ≤ 100 ms blocking, also with 200
-expiring at once.
+expiring at once; and with 200 cooperative children expiring at once, lyra's
+p99 ≤ the floor's p99 + 2 ms (medians of the interleaved rounds).
 
     python benchmarks/timeouts.py [--quick]
 """
@@ -18,18 +28,21 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
-from _common import Row, events_to, percentile, standalone
+import anyio.to_thread
+from _common import BareLog, Row, events_to, median, percentile, standalone
 
 from lyra import ChildContext, Supervisor
 
 TIMEOUT = 0.05
 TRIALS, QUICK_TRIALS = 200, 20
-ROUNDS, QUICK_ROUNDS = 5, 1
+ROUNDS = {"cooperative": (31, 3), "blocking": (5, 1)}  # (full, quick) rounds of 200 at once
 TOGETHER = 200
 TARGETS = {"cooperative": 0.020, "blocking": 0.100}
+OVER_FLOOR = 0.002  # 200 cooperative at once: ≤ the floor's p99 + 2 ms
 
 
 async def cooperative(prompt: str, ctx: ChildContext) -> str:
@@ -45,6 +58,20 @@ async def blocking(prompt: str, ctx: ChildContext) -> str:
 CHILDREN = {"cooperative": cooperative, "blocking": blocking}
 
 
+async def bare_cooperative() -> None:
+    await anyio.sleep_forever()
+
+
+async def bare_blocking() -> None:
+    await anyio.to_thread.run_sync(time.sleep, 0.5, abandon_on_cancel=True)
+
+
+BARE: dict[str, Callable[[], Awaitable[None]]] = {
+    "cooperative": bare_cooperative,
+    "blocking": bare_blocking,
+}
+
+
 async def one_at_a_time(name: str, trials: int) -> list[float]:
     supervisor = Supervisor(CHILDREN[name])
     late = []
@@ -57,7 +84,7 @@ async def one_at_a_time(name: str, trials: int) -> list[float]:
     return late
 
 
-async def all_at_once(name: str, rounds: int) -> list[float]:
+async def lyra_at_once(name: str) -> list[float]:
     """``TOGETHER`` children started in one go, so that their deadlines fall within
     a few milliseconds of each other; each one's lateness is from its own deadline."""
     supervisor = Supervisor(CHILDREN[name])
@@ -69,40 +96,134 @@ async def all_at_once(name: str, rounds: int) -> list[float]:
         late.append(time.perf_counter() - started - TIMEOUT)
         assert result.failure is not None
 
-    for _ in range(rounds):
-        async with anyio.create_task_group() as group:
-            for _ in range(TOGETHER):
-                group.start_soon(one)
-        await anyio.sleep(0.6)  # let abandoned blocking threads finish their sleep
+    async with anyio.create_task_group() as group:
+        for _ in range(TOGETHER):
+            group.start_soon(one)
     return late
+
+
+async def bare_at_once(name: str, log: BareLog) -> list[float]:
+    """The floor: the same shape in bare anyio, with the same two events per task."""
+    child = BARE[name]
+    late: list[float] = []
+
+    async def one() -> None:
+        started = time.perf_counter()
+        session = log.session_id()
+        log.write(
+            "delegation_started", session_id=session, subject=None, attempt=1, timeout=TIMEOUT
+        )
+        with anyio.move_on_after(TIMEOUT) as scope:
+            await child()
+        duration = round(time.perf_counter() - started, 6)
+        assert scope.cancelled_caught
+        log.write(
+            "delegation_failed",
+            error=f"timed out after {TIMEOUT:g}s",
+            duration=duration,
+            session_id=session,
+            subject=None,
+            attempt=1,
+        )
+        late.append(time.perf_counter() - started - TIMEOUT)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(TOGETHER):
+            group.start_soon(one)
+    return late
+
+
+def interleaved(name: str, rounds: int, folder: Path) -> tuple[list[float], list[float]]:
+    """p99 lateness of each round, lyra's and the floor's, alternating (who goes first
+    alternates too); the blocking child's abandoned threads finish between rounds."""
+    lyra_p99: list[float] = []
+    bare_p99: list[float] = []
+    for index in range(rounds):
+        for side in ("lyra", "bare") if index % 2 == 0 else ("bare", "lyra"):
+            if side == "lyra":
+                with events_to(folder / "events.jsonl"):
+                    lyra_p99.append(percentile(anyio.run(lyra_at_once, name), 0.99))
+            else:
+                log = BareLog(folder / "bare.jsonl")
+                try:
+                    bare_p99.append(percentile(anyio.run(bare_at_once, name, log), 0.99))
+                finally:
+                    log.close()
+            if name == "blocking":
+                time.sleep(0.6)
+    return lyra_p99, bare_p99
+
+
+def ms(values: list[float]) -> str:
+    return f"min {min(values) * 1000:.1f}, max {max(values) * 1000:.1f} ms"
 
 
 def run(quick: bool) -> list[Row]:
     trials = QUICK_TRIALS if quick else TRIALS
-    rounds = QUICK_ROUNDS if quick else ROUNDS
     rows = []
-    with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
         for name, target in TARGETS.items():
-            for shape, late in (
-                ("alone", anyio.run(one_at_a_time, name, trials)),
-                (f"{TOGETHER} at once", anyio.run(all_at_once, name, rounds)),
-            ):
-                p50, p99 = percentile(late, 0.50), percentile(late, 0.99)
-                print(
-                    f"{name:12} {shape:12} p50 {p50 * 1000:6.2f} ms  p99 {p99 * 1000:6.2f} ms  "
-                    f"max {max(late) * 1000:6.2f} ms  (target p99 ≤ {target * 1000:.0f} ms)"
+            with events_to(folder / "events.jsonl"):
+                late = anyio.run(one_at_a_time, name, trials)
+            p50, p99 = percentile(late, 0.50), percentile(late, 0.99)
+            print(
+                f"{name:12} alone        p50 {p50 * 1000:6.2f} ms  p99 {p99 * 1000:6.2f} ms  "
+                f"max {max(late) * 1000:6.2f} ms  (target p99 ≤ {target * 1000:.0f} ms)"
+            )
+            rows.append(
+                Row(
+                    "timeouts",
+                    f"{name} lateness p99, alone",
+                    p99 * 1000,
+                    "ms",
+                    f"≤ {target * 1000:.0f} ms",
+                    p99 <= target,
+                    f"p50 {p50 * 1000:.1f} ms, max {max(late) * 1000:.1f} ms",
                 )
-                rows.append(
-                    Row(
-                        "timeouts",
-                        f"{name} lateness p99, {shape}",
-                        p99 * 1000,
-                        "ms",
-                        f"≤ {target * 1000:.0f} ms",
-                        p99 <= target,
-                        f"p50 {p50 * 1000:.1f} ms, max {max(late) * 1000:.1f} ms",
-                    )
+            )
+            rounds = ROUNDS[name][1 if quick else 0]
+            lyra, bare = interleaved(name, rounds, folder)
+            lyra_p99, bare_p99 = median(lyra), median(bare)
+            print(
+                f"{name:12} {TOGETHER} at once  p99 lyra {lyra_p99 * 1000:6.2f} ms ({ms(lyra)}), "
+                f"bare anyio {bare_p99 * 1000:6.2f} ms ({ms(bare)}); medians of {rounds} rounds"
+            )
+            rows.append(
+                Row(
+                    "timeouts",
+                    f"{name} lateness p99, {TOGETHER} at once",
+                    lyra_p99 * 1000,
+                    "ms",
+                    f"≤ {target * 1000:.0f} ms",
+                    lyra_p99 <= target,
+                    f"median of {rounds} rounds; {ms(lyra)}",
                 )
+            )
+            rows.append(
+                Row(
+                    "timeouts",
+                    f"{name} lateness p99, {TOGETHER} at once, bare anyio",
+                    bare_p99 * 1000,
+                    "ms",
+                    note=f"median of {rounds} rounds; {ms(bare)}",
+                )
+            )
+            over = (lyra_p99 - bare_p99) * 1000
+            rows.append(
+                Row(
+                    "timeouts",
+                    f"{name}, {TOGETHER} at once: lyra p99 − bare anyio p99",
+                    over,
+                    "ms",
+                    f"≤ {OVER_FLOOR * 1000:.0f} ms" if name == "cooperative" else "",
+                    over <= OVER_FLOOR * 1000 if name == "cooperative" else None,
+                    "medians of interleaved rounds",
+                )
+            )
+    for row in rows:
+        if row.target:
+            print(f"{row.metric}: {row.value:.2f} ms (target {row.target})")
     return rows
 
 

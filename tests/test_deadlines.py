@@ -73,6 +73,23 @@ async def test_an_attempt_on_asyncio_is_kept_by_the_shared_watcher() -> None:
     assert seen == [(math.inf, 1)]
 
 
+async def test_an_attempt_runs_in_anyios_own_cancel_scope() -> None:
+    """The scope that holds an attempt's deadline is the one ``anyio.CancelScope()``
+    makes on this backend (asked once per loop), so children that use anyio keep
+    its semantics; the attempt's clock is anyio's."""
+    seen: list[tuple[type, float]] = []
+
+    async def looks(prompt: str, ctx: ChildContext) -> str:
+        seen.append((type(ctx._scope), ctx.remaining()))
+        return "seen"
+
+    started = anyio.current_time()
+    assert (await Supervisor(looks).delegate("x", timeout=5)).ok
+    [(scope, remaining)] = seen
+    assert scope is type(anyio.CancelScope())
+    assert 4.5 < remaining <= 5 - (anyio.current_time() - started) + 1e-3
+
+
 async def test_finished_attempts_are_let_go() -> None:
     """Thousands of quick attempts with long deadlines leave no more than a bounded
     heap behind (finished ones are dropped, not kept until their deadline)."""

@@ -299,3 +299,50 @@ async def test_a_result_loads_from_its_own_dump() -> None:
     result = await Supervisor(echo).delegate("hi", timeout=5)
     assert DelegationResult.model_validate_json(result.model_dump_json()) == result
     assert DelegationResult.model_validate(result.model_dump()).report == result.report
+
+
+async def test_results_built_by_the_thousand_behave_as_validated_ones() -> None:
+    """Results share their field names and fields-set (to be cheap to keep), yet dump,
+    compare and copy as validated ones do: a copy with changes leaves the others alone."""
+    supervisor = Supervisor(echo)
+    first = await supervisor.delegate("a", timeout=5)
+    second = await supervisor.delegate("b", timeout=5)
+    every = set(DelegationResult.model_fields)
+    assert first.model_fields_set == second.model_fields_set == every
+    copy = first.model_copy(update={"duration": 9.0})
+    assert (copy.duration, first.duration == 9.0) == (9.0, False)
+    assert second.model_fields_set == every
+    again = DelegationResult.model_validate(first.model_dump())
+    assert again == first
+    assert again.model_dump() == first.model_dump()
+
+
+def test_a_builder_refuses_an_order_that_would_change_model_dump() -> None:
+    """lyra's builders take every field, in the order model_dump gives them."""
+    from lyra import ErrorType, FailureCategory
+    from lyra.delegation._models import FailedDelegation, builder
+
+    made = builder(FailedDelegation, "error_type", "session_id", "category")
+    built = made(ErrorType.UNKNOWN, "child-1", FailureCategory.TIMEOUT)
+    assert built == FailedDelegation(session_id="child-1", category=FailureCategory.TIMEOUT)
+    assert list(built.model_dump()) == ["error_type", "session_id", "category"]
+    with pytest.raises(ValueError, match="every field once"):
+        builder(FailedDelegation, "session_id", "category", "error_type")
+    with pytest.raises(ValueError, match="every field once"):
+        builder(FailedDelegation, "error_type", "session_id")
+
+
+def test_a_child_function_is_not_kept_alive_by_lyra() -> None:
+    """lyra remembers that a function child is a coroutine function only while the
+    function lives: the last reference gone, it is collected."""
+    import gc
+    import weakref
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        return prompt
+
+    assert parse_report(delegate_task("x", child=child, timeout=5)).output == "x"
+    gone = weakref.ref(child)
+    del child
+    gc.collect()
+    assert gone() is None

@@ -64,6 +64,23 @@ async def test_json_lines_to_a_file_carry_the_contract_fields(tmp_path: Path) ->
     assert len(lines[0]["timestamp"]) == len("2026-11-23T15:21:09.123456Z")
 
 
+async def test_a_long_turn_of_the_loop_writes_its_lines_as_they_add_up(tmp_path: Path) -> None:
+    """Events emitted within one turn of the event loop (nothing awaited, as in a pool
+    whose children never wait) are written, whole lines, once they reach 64 KB: the
+    turn does not hold its whole log in memory."""
+    log = tmp_path / "events.jsonl"
+    events.configure(log)
+    try:
+        for index in range(2000):
+            events.info("tick", index=index, text="x" * 100)
+        written = log.read_bytes()  # still within the same turn
+    finally:
+        events.configure()
+    assert 64 * 1024 <= len(written) < len(log.read_bytes())
+    assert written.endswith(b"\n")
+    assert [json.loads(line)["index"] for line in log.read_text().splitlines()] == list(range(2000))
+
+
 async def test_events_route_into_stdlib_logging(caplog: pytest.LogCaptureFixture) -> None:
     """configure(logging=True): each event is a record of logger 'lyra' with its fields."""
     events.configure(logging=True)

@@ -14,10 +14,12 @@ an event costs one check. One call turns them on::
 An event is a flat dict: ``event``, ``level``, ``timestamp`` (ISO 8601, UTC)
 and its fields. Lines for a file are gathered while the event loop runs its
 current callbacks and written together, whole, in one system call as soon as
-they are done (or at once, outside an event loop), so a killed process never
-leaves half a line and loses at most the events of the moment it died; a
-write that fails (a full disk) is cut back to the last whole line and
-remembered (:func:`problems`), never raised.
+they are done, or as soon as they reach 64 KB (a turn of the loop can be long:
+a worker whose children never wait runs a whole fan-out in one), or at once
+outside an event loop; so a killed process never leaves half a line and loses
+at most the events of the moment it died; a write that fails (a full disk) is
+cut back to the last whole line and remembered (:func:`problems`), never
+raised.
 """
 
 from __future__ import annotations
@@ -230,6 +232,11 @@ def encode(record: Mapping[str, Any]) -> bytes:
         return (json.dumps(record, default=str, ensure_ascii=True) + "\n").encode("ascii")
 
 
+_GATHER = 64 * 1024
+"""Bytes of whole lines gathered for a file before they are written, even within one
+turn of the event loop (which may run a whole fan-out: memory stays bounded)."""
+
+
 class _JsonLines:
     """JSON lines to a file (appended, whole lines per ``write``) or a stream."""
 
@@ -265,7 +272,10 @@ class _JsonLines:
         with self.lock:
             first = not self.pending
             self.pending += line
-        if first:
+            full = len(self.pending) >= _GATHER
+        if full:  # a long turn: write what it gathered so far
+            self.flush()
+        elif first:
             try:  # gather the lines of this turn of the event loop, write them after it
                 asyncio.get_running_loop().call_soon(self.flush)
             except RuntimeError:  # no loop in this thread: write now

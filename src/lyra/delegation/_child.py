@@ -10,7 +10,9 @@ import re
 import sys
 from collections.abc import Callable
 from functools import cache, partial
-from typing import Any
+from types import FunctionType
+from typing import Any, cast
+from weakref import ReferenceType, ref
 
 import anyio
 import anyio.to_thread
@@ -21,22 +23,42 @@ from lyra.errors import ConfigurationError
 
 
 def as_callable(child: Child) -> ChildFn:
-    """The coroutine function behind any child, checked once before it runs.
+    """The coroutine function behind any child, checked before it runs.
 
     A plain (synchronous) function is accepted too: it runs in a worker
     thread, so its deadline still holds while it blocks.
     """
+    known = _async_functions.get(id(child))
+    if known is not None and known() is child:
+        return cast(ChildFn, child)  # an async function seen before
     run = getattr(child, "run", None)
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
-    if inspect.iscoroutinefunction(child) or inspect.iscoroutinefunction(type(child).__call__):
-        return child  # type: ignore[return-value]  # an async callable: a ChildFn
+    if inspect.iscoroutinefunction(child):
+        if type(child) is FunctionType and run is None:
+            _remember(child)
+        return child  # an async callable: a ChildFn
+    if inspect.iscoroutinefunction(type(child).__call__):
+        return child  # type: ignore[return-value]
     if callable(child):
         return partial(_in_thread, child)
     raise ConfigurationError(
         f"{child!r} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
+
+
+_async_functions: dict[int, ReferenceType[Any]] = {}
+"""Plain ``async def`` functions already checked, by id (with a reference that
+drops the entry when the function goes): the check is the same every call."""
+_REMEMBERED = 4096
+
+
+def _remember(fn: FunctionType) -> None:
+    if len(_async_functions) >= _REMEMBERED:
+        _async_functions.clear()
+    key = id(fn)
+    _async_functions[key] = ref(fn, lambda _: _async_functions.pop(key, None))
 
 
 async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: ChildContext) -> Any:

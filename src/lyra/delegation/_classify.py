@@ -9,6 +9,7 @@ help, and the rule that decided it (``evidence``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Budget
@@ -73,8 +74,14 @@ def classify_unclassifiable(exc: BaseException, error: BaseException | None) -> 
 def classify_timeout(ctx: ChildContext) -> Verdict:
     """Rule 1: our deadline passed; retryable only if the child made progress
     (and the tree's budget has room for another try)."""
-    progress = ctx.made_progress
-    room = _room(ctx)
+    return _timeout(ctx.timeout, ctx.made_progress, _room(ctx))
+
+
+@lru_cache(maxsize=256)
+def _timeout(timeout: float, progress: bool, room: bool) -> Verdict:
+    """The verdict of a timeout, made once for each timeout value: when many
+    children expire together, each is one look-up, and their failures share its
+    strings."""
     return Verdict(
         category=_C.TIMEOUT,
         retryable=progress and room,
@@ -84,7 +91,7 @@ def classify_timeout(ctx: ChildContext) -> Verdict:
             + ("after progress" if progress else "with no tool run and no step completed")
             + ("" if room else "; the budget has no room left")
         ),
-        message=f"Child timed out after {ctx.timeout:g}s",
+        message=f"Child timed out after {timeout:g}s",
         blocked_on="Time limit insufficient" if progress else "No progress before the deadline",
     )
 

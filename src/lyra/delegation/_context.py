@@ -155,7 +155,8 @@ class ChildContext:
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.failed_delegations: list[FailedDelegation] = []
-        self._deadline = self._armed = anyio.current_time() + timeout
+        self._deadlines = deadlines()
+        self._deadline = self._armed = self._now() + timeout
         self._account = account
         self._parent = parent
         if parent is not None:
@@ -185,7 +186,13 @@ class ChildContext:
 
     def remaining(self) -> float:
         """Seconds left before the total deadline (never negative)."""
-        return max(0.0, self._deadline - anyio.current_time())
+        return max(0.0, self._deadline - self._now())
+
+    def _now(self) -> float:
+        """The event loop's clock (``anyio.current_time()``, without asking sniffio on
+        an asyncio loop)."""
+        loop = self._deadlines
+        return loop.time() if loop is not None else anyio.current_time()
 
     def step(self, description: str) -> None:
         """Record one completed step (shown as ``✓ description`` in reports)."""
@@ -398,7 +405,6 @@ class ChildContext:
         (kept by the loop's :mod:`._deadlines`, else by anyio), and an account
         that runs out cancels it. A live display may watch it."""
         self._scope = scope
-        self._deadlines = deadlines()
         if self._deadlines is None:
             scope.deadline = self._armed  # another backend: anyio's own timer
         else:

@@ -9,6 +9,15 @@ one loop timer for the earliest. Progress that moves an idle deadline forward
 only changes the attempt's ``_armed`` time: when the old deadline comes, the
 watcher sees the new one and waits for it. Other backends (trio) keep anyio's
 own deadline on the scope.
+
+The same per-loop object remembers what anyio's API would otherwise look up on
+every call: which backend runs (``anyio.CancelScope()``, ``anyio.current_time()``
+and ``anyio.get_cancelled_exc_class()`` each ask sniffio, about half a
+microsecond, several times a delegation). On an asyncio loop these are the
+asyncio backend's cancel scope class and cancellation exception, found once
+through anyio's public API, and the loop's own clock, which is what
+``anyio.current_time()`` reads there: the scopes and their semantics are
+anyio's, unchanged.
 """
 
 from __future__ import annotations
@@ -17,8 +26,11 @@ import asyncio
 import heapq
 import math
 import threading
+from collections.abc import Callable
 from itertools import count
 from typing import Any, Protocol
+
+import anyio
 
 
 class Watched(Protocol):
@@ -48,16 +60,34 @@ class Watch:
 
 
 class Deadlines:
-    """The deadlines of the attempts running on one asyncio event loop."""
+    """The deadlines of the attempts running on one asyncio event loop, and what
+    anyio would look up for them on every call."""
 
-    __slots__ = ("_heap", "_live", "_timer", "_when", "loop")
+    __slots__ = ("_cancelled", "_heap", "_live", "_scope", "_timer", "_when", "loop", "time")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.time: Callable[[], float] = loop.time
+        """The loop's clock: ``anyio.current_time()`` on this loop."""
         self._heap: list[tuple[float, int, Watch]] = []
         self._live = 0
         self._timer: asyncio.TimerHandle | None = None
         self._when = math.inf
+        self._scope: Callable[[], anyio.CancelScope] | None = None
+        self._cancelled: type[BaseException] | None = None
+
+    def cancel_scope(self) -> anyio.CancelScope:
+        """A new cancel scope, as ``anyio.CancelScope()`` makes one on this loop (in a
+        task: the backend is asked once, the first time)."""
+        if self._scope is None:
+            self._scope = type(anyio.CancelScope())
+        return self._scope()
+
+    def cancelled(self) -> type[BaseException]:
+        """``anyio.get_cancelled_exc_class()`` on this loop (in a task)."""
+        if self._cancelled is None:
+            self._cancelled = anyio.get_cancelled_exc_class()
+        return self._cancelled
 
     def watch(self, ctx: Watched) -> Watch:
         """End ``ctx``'s attempt (cancel its scope) once its ``_armed`` time passes,

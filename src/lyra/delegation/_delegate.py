@@ -28,7 +28,7 @@ from lyra.delegation._classify import (
     classify_unclassifiable,
 )
 from lyra.delegation._context import Child, ChildContext
-from lyra.delegation._models import ChildFailure, built
+from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import valid_text
@@ -136,7 +136,7 @@ lateness allowed a deadline on a busy loop (DESIGN §9, blocking children)."""
 
 def _overrun(ctx: ChildContext) -> float | None:
     """Seconds the attempt ended after its total deadline, beyond the tolerance."""
-    late = anyio.current_time() - ctx._deadline
+    late = ctx._now() - ctx._deadline
     return round(late, 3) if late > _OVERRUN_TOLERANCE else None
 
 
@@ -211,32 +211,37 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: BaseException | None = None
-    with anyio.CancelScope() as scope:  # its deadline: see ChildContext._enter
-        ctx._enter(scope)
-        try:
-            output = await call(prompt, ctx)
-        except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
-            error = exc
-        except BaseException as exc:
-            if _propagates(exc):
-                raise
-            error = exc  # a BaseException of the child's own: a failure all the same
-        finally:
-            ctx._exit()
+    loop = ctx._deadlines
+    scope = loop.cancel_scope() if loop is not None else anyio.CancelScope()
+    try:
+        with scope:  # our deadline's cancellation ends here, without a re-raise
+            ctx._enter(scope)  # its deadline: see ChildContext._enter
+            try:
+                output = await call(prompt, ctx)
+            except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
+                error = exc
+            finally:
+                ctx._exit()
+    except BaseException as exc:
+        cancelled = loop.cancelled() if loop is not None else anyio.get_cancelled_exc_class()
+        if _propagates(exc, cancelled) or (
+            isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught
+        ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
+            raise
+        error = exc  # a BaseException of the child's own: a failure all the same
     try:
         return _verdict(ctx, scope, output, error)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
         return classify_unclassifiable(exc, error), ""
 
 
-def _propagates(exc: BaseException) -> bool:
+def _propagates(exc: BaseException, cancelled: type[BaseException]) -> bool:
     """True for what must pass through a delegation untouched: an interrupt, an
-    exit, a closing coroutine, a cancellation, or a group holding one."""
+    exit, a closing coroutine, a cancellation (``cancelled``: the backend's), or a
+    group holding one."""
     if isinstance(exc, BaseExceptionGroup):
-        return any(map(_propagates, exc.exceptions))
-    return isinstance(
-        exc, KeyboardInterrupt | SystemExit | GeneratorExit | anyio.get_cancelled_exc_class()
-    )
+        return any(_propagates(inner, cancelled) for inner in exc.exceptions)
+    return isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit, cancelled))
 
 
 def _verdict(
@@ -260,25 +265,60 @@ def _verdict(
     return None, valid_text(output)
 
 
+_FAILURE = builder(  # the order of model_dump's keys (see builder)
+    ChildFailure,
+    "completed_steps",
+    "files_modified",
+    "blocked_on",
+    "suggested_retry",
+    "suggested_actions",
+    "last_successful_tool",
+    "error_type",
+    "evidence",
+    "retry_after",
+    "timeout",
+    "category",
+    "message",
+    "session_id",
+    "duration",
+    "tool_usage",
+)
+
+
 def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:
-    return built(
-        ChildFailure,
-        category=verdict.category,
-        message=verdict.message,
-        session_id=ctx.session_id,
-        duration=duration,
-        completed_steps=tuple(ctx.completed_steps),
-        files_modified=tuple(ctx.files_modified),
-        blocked_on=verdict.blocked_on or None,
-        suggested_retry=verdict.retryable,
-        suggested_actions=suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
-        tool_usage=dict(ctx.tool_usage),
-        last_successful_tool=ctx.last_successful_tool,
-        error_type=verdict.error_type,
-        evidence=verdict.evidence,
-        retry_after=verdict.retry_after,
-        timeout=ctx.timeout,
+    return _FAILURE(
+        tuple(ctx.completed_steps),
+        tuple(ctx.files_modified),
+        verdict.blocked_on or None,
+        verdict.retryable,
+        suggest(verdict, timeout=ctx.timeout, subject=ctx.subject),
+        ctx.last_successful_tool,
+        verdict.error_type,
+        verdict.evidence,
+        verdict.retry_after,
+        ctx.timeout,
+        verdict.category,
+        verdict.message,
+        ctx.session_id,
+        duration,
+        dict(ctx.tool_usage),
     )
+
+
+_RESULT = builder(  # the order of model_dump's keys (see builder)
+    DelegationResult,
+    "attempt",
+    "subject",
+    "usage",
+    "parent_session_id",
+    "failed_delegations",
+    "overrun_s",
+    "status",
+    "output",
+    "failure",
+    "session_id",
+    "duration",
+)
 
 
 def _result(
@@ -289,17 +329,16 @@ def _result(
     failure: ChildFailure | None = None,
     overrun: float | None = None,
 ) -> DelegationResult:
-    return built(
-        DelegationResult,
-        status="completed" if failure is None else "failed",
-        output=output if failure is None else None,
-        failure=failure,
-        session_id=ctx.session_id,
-        duration=duration,
-        attempt=ctx.attempt,
-        subject=ctx.subject,
-        usage=ctx.charged,
-        parent_session_id=ctx.parent_session_id,
-        failed_delegations=tuple(ctx.failed_delegations),
-        overrun_s=overrun,
+    return _RESULT(
+        ctx.attempt,
+        ctx.subject,
+        ctx.charged,
+        ctx.parent_session_id,
+        tuple(ctx.failed_delegations),
+        overrun,
+        "completed" if failure is None else "failed",
+        output if failure is None else None,
+        failure,
+        ctx.session_id,
+        duration,
     )

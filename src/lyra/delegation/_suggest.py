@@ -8,6 +8,7 @@ error message cannot smuggle a shell command into a suggestion.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._classify import Verdict
@@ -27,7 +28,7 @@ def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[s
     """Recovery actions for a failure, from its category and cause."""
     match verdict.category:
         case FailureCategory.TIMEOUT:
-            return _timeout(verdict, timeout)
+            return _timeout(verdict.error_type, verdict.retryable, timeout)
         case FailureCategory.MISSING_CONTEXT:
             return (
                 "Include specific file paths, identifiers or data in the prompt",
@@ -44,21 +45,23 @@ def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[s
             return _tool_error(verdict)
 
 
-def _timeout(verdict: Verdict, timeout: float) -> tuple[str, ...]:
-    if verdict.error_type is ErrorType.BUDGET:
-        if verdict.retryable:
+@lru_cache(maxsize=256)
+def _timeout(error_type: ErrorType, retryable: bool, timeout: float) -> tuple[str, ...]:
+    """Made once per timeout value (many children may time out together)."""
+    if error_type is ErrorType.BUDGET:
+        if retryable:
             return ("Continue within what the budget has left", "Narrow the task")
         return (
             "Raise the budget (max_tokens, max_cost_usd or max_turns) or narrow the task",
             "Break task into smaller subtasks",
         )
-    if verdict.error_type is ErrorType.IDLE:
+    if error_type is ErrorType.IDLE:
         return (
             "Break task into smaller subtasks",
             "Provide the context the child may be waiting for",
             "Check for a hung tool or service; call ctx.heartbeat() in long steps",
         )
-    if verdict.retryable:
+    if retryable:
         return (f"Retry with timeout={timeout * 2:g}s", "Break task into smaller subtasks")
     return (
         "Break task into smaller subtasks",
