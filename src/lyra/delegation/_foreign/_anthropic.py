@@ -12,11 +12,8 @@ from lyra._taxonomy import ErrorType
 from lyra.delegation._foreign._cause import (
     Cause,
     Kind,
-    from_status,
+    by_status,
     from_table,
-    nearest,
-    retry_after_of,
-    status_of,
     unmapped,
 )
 
@@ -82,7 +79,8 @@ ANTHROPIC_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
 
 def describe_anthropic(exc: BaseException) -> Cause:
     """An anthropic SDK error; a bare ``APIStatusError`` is refined by its status code."""
-    status = status_of(getattr(exc, "status_code", None))
-    if status is not None and nearest(exc, ANTHROPIC_ERRORS) == "APIStatusError":
-        return from_status(status, f"anthropic.{type(exc).__name__}", retry_after_of(exc))
-    return from_table(exc, ANTHROPIC_ERRORS, "anthropic") or unmapped(exc, "anthropic")
+    return (
+        by_status(exc, ANTHROPIC_ERRORS, ("APIStatusError",), "anthropic")
+        or from_table(exc, ANTHROPIC_ERRORS, "anthropic")
+        or unmapped(exc, "anthropic")
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import email.utils
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -55,6 +55,23 @@ def from_table(exc: BaseException, table: Table, sdk: str) -> Cause | None:
     if name is None:
         return None
     return Cause(*table[name], f"{sdk}.{type(exc).__name__}", retry_after_of(exc))
+
+
+def by_status(
+    exc: BaseException,
+    table: Table,
+    generic: Collection[str],
+    sdk: str,
+    retry_after: float | None = None,
+) -> Cause | None:
+    """The cause ``exc``'s HTTP status code gives, when the nearest class the table maps
+    is one of ``generic`` (a class that stands for many statuses); else None.
+    ``retry_after`` is the SDK's own figure, where it gives one instead of headers."""
+    status = status_of(getattr(exc, "status_code", None))
+    if status is None or nearest(exc, table) not in generic:
+        return None
+    wait = retry_after if retry_after is not None else retry_after_of(exc)
+    return from_status(status, f"{sdk}.{type(exc).__name__}", wait)
 
 
 def unmapped(exc: BaseException, sdk: str) -> Cause:

@@ -28,11 +28,9 @@ from lyra._taxonomy import ErrorType
 from lyra.delegation._foreign._cause import (
     Cause,
     Kind,
-    from_status,
+    by_status,
     from_table,
     nearest,
-    retry_after_of,
-    status_of,
     unmapped,
 )
 
@@ -93,7 +91,8 @@ def describe_langgraph(exc: BaseException) -> Cause:
     name = nearest(exc, LANGGRAPH_ERRORS)
     if name == "NodeTimeoutError" and getattr(exc, "kind", None) == "idle":
         return Cause(Kind.BUDGET, ErrorType.IDLE, f"{sdk}.{type(exc).__name__}(kind='idle')")
-    status = status_of(getattr(exc, "status_code", None))
-    if status is not None and name in ("ModelError", "LangChainException"):
-        return from_status(status, f"{sdk}.{type(exc).__name__}", retry_after_of(exc))
-    return from_table(exc, LANGGRAPH_ERRORS, sdk) or unmapped(exc, sdk)
+    return (
+        by_status(exc, LANGGRAPH_ERRORS, ("ModelError", "LangChainException"), sdk)
+        or from_table(exc, LANGGRAPH_ERRORS, sdk)
+        or unmapped(exc, sdk)
+    )

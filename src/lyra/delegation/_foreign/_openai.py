@@ -17,11 +17,9 @@ from lyra._taxonomy import ErrorType
 from lyra.delegation._foreign._cause import (
     Cause,
     Kind,
-    from_status,
+    by_status,
     from_table,
     nearest,
-    retry_after_of,
-    status_of,
     unmapped,
 )
 
@@ -78,11 +76,10 @@ _BY_STATUS = frozenset({"APIStatusError", "InternalServerError"})
 def describe_openai(exc: BaseException) -> Cause:
     """An openai SDK error: a class standing for many statuses is refined by its status
     code, a 429 for an exhausted quota is permanent."""
-    source = f"openai.{type(exc).__name__}"
-    status = status_of(getattr(exc, "status_code", None))
-    name = nearest(exc, OPENAI_ERRORS)
-    if status is not None and name in _BY_STATUS:
-        return from_status(status, source, retry_after_of(exc))
-    if name == "RateLimitError" and getattr(exc, "code", None) == "insufficient_quota":
-        return Cause(_K.PERMANENT, _E.AUTH, f"{source} (insufficient_quota)")
+    refined = by_status(exc, OPENAI_ERRORS, _BY_STATUS, "openai")
+    if refined is not None:
+        return refined
+    quota = getattr(exc, "code", None) == "insufficient_quota"
+    if quota and nearest(exc, OPENAI_ERRORS) == "RateLimitError":
+        return Cause(_K.PERMANENT, _E.AUTH, f"openai.{type(exc).__name__} (insufficient_quota)")
     return from_table(exc, OPENAI_ERRORS, "openai") or unmapped(exc, "openai")
