@@ -420,6 +420,31 @@ async def test_parallel_claude_grandchildren_never_overshoot_a_turn_budget(home:
 
 @needs_sdk
 @pytest.mark.anyio
+async def test_a_cli_stopped_while_it_waits_for_a_hook_sends_no_more_requests(home: str) -> None:
+    """The deadline passes while the CLI waits for a (slow) PostToolBatch hook of the
+    user's: lyra interrupts the turn before it signals the CLI, which otherwise takes
+    the hook's lost answer for a yes and sends one more model request."""
+    from claude_agent_sdk import HookMatcher
+
+    hook_waiting = anyio.Event()
+
+    async def slow_review(data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        hook_waiting.set()
+        await anyio.sleep(30)
+        return {}
+
+    slow = {"PostToolBatch": [HookMatcher(hooks=[slow_review])]}
+    with MessagesAPI([lookup_turn(), message("done")], streaming=True, strict=False) as api:
+        result = await Supervisor(agent(api.url, home, hooks=slow)).delegate("Look", timeout=4)
+        await anyio.sleep(0.5)  # time enough for a request the CLI should not send
+    assert hook_waiting.is_set()
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "timeout")
+    assert len(api.requests) == 1
+
+
+@needs_sdk
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("script", "limits", "error_type"),
     [

@@ -21,6 +21,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    CLIConnectionError,
     HookContext,
     HookInput,
     HookJSONOutput,
@@ -45,6 +46,8 @@ STATE_KEY = "claude_agent"
 """Where the run keeps its session in ``ctx.state``: ``{"session_id": ...}``."""
 STOP_GRACE = 1.0
 """Seconds a CLI process gets to exit after SIGTERM before SIGKILL."""
+INTERRUPT_GRACE = 0.5
+"""Seconds a CLI gets to acknowledge an interrupt before it is signalled."""
 _ANSWER_TOOL = "StructuredOutput"
 """The CLI's tool for ``output_format``'s answer; the run ends when it succeeds."""
 _SYNTHETIC = "<synthetic>"
@@ -98,6 +101,7 @@ class Run:
         client = ClaudeSDKClient(self._options(resume))
         try:
             await client.connect(_single(prompt))
+            _answer_quietly(client)
             replies = cast("AsyncGenerator[Message, None]", client.receive_messages())
             async with aclosing(replies) as messages:
                 async for message in messages:
@@ -302,16 +306,17 @@ class Run:
 
 
 async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
-    """End the CLI process now: SIGTERM, then SIGKILL after :data:`STOP_GRACE`.
+    """End the CLI process now: the turn interrupted, SIGTERM, SIGKILL.
 
-    The SDK's own close waits up to 5 s for the CLI to exit after its input
-    closes, which a CLI busy with a model call does not do; this runs before it.
     A CLI that a hook told to stop (``halted``) gets :data:`STOP_GRACE` to end by
-    itself first: a CLI signalled while it waits for a hook's answer may take the
-    missing answer for a yes and send one more request. The SDK's reader is
-    cancelled before the signal, as its own close does, so that the exit is not
-    logged as a crash. (The SDK has no public handle on its process: the
-    attributes are read defensively; without them the SDK's close still ends it.)
+    itself. Any other is first interrupted through the control protocol (the
+    SDK's ``interrupt()``, the CLI's Esc): a CLI only signalled while it waits for
+    a hook's answer takes the lost answer for a yes and sends one more request.
+    Then SIGTERM, and SIGKILL after :data:`STOP_GRACE`: the SDK's own close waits
+    up to 5 s for a CLI busy with a model call. The SDK's reader is cancelled
+    before the signal, as its own close does, so that the exit is not logged as a
+    crash. (The SDK has no public handle on its process: the attributes are read
+    defensively; without them the SDK's close still ends it.)
     """
     process = getattr(getattr(client, "_transport", None), "_process", None)
     if process is None or process.returncode is not None:
@@ -320,8 +325,11 @@ async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
         if halted:
             with anyio.move_on_after(STOP_GRACE):
                 await process.wait()
-            if process.returncode is not None:
-                return
+        else:
+            with anyio.move_on_after(INTERRUPT_GRACE), suppress(Exception):
+                await client.interrupt()
+        if process.returncode is not None:
+            return
         reader = getattr(getattr(client, "_query", None), "_read_task", None)
         if reader is not None:
             reader.cancel()
@@ -332,6 +340,27 @@ async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
         if process.returncode is None:
             with suppress(ProcessLookupError):
                 process.kill()
+
+
+def _answer_quietly(client: ClaudeSDKClient) -> None:
+    """Make the SDK drop an answer to the CLI that comes too late to be written.
+
+    The SDK answers each control request (a hook, an in-process tool's message)
+    in a detached task; one that finishes after the CLI's input closed (after an
+    interrupt, or the run's end) fails to write and raises where nobody awaits
+    it: asyncio logs it as never retrieved, anyio's test runner fails the test.
+    The CLI no longer reads those answers, so they are dropped.
+    """
+    query = getattr(client, "_query", None)
+    handle = getattr(query, "_handle_control_request", None)
+    if handle is None:
+        return
+
+    async def answer(request: Any) -> None:
+        with suppress(CLIConnectionError):
+            await handle(request)
+
+    query._handle_control_request = answer  # type: ignore[union-attr]
 
 
 async def _single(prompt: str) -> AsyncIterator[dict[str, Any]]:

@@ -54,9 +54,11 @@ What holds inside the run (a copy of the options is changed, never yours):
   sees a stuck tool. (The stream, not the ``PreToolUse`` / ``PostToolUse`` hooks:
   the CLI waits for a hook's answer, and the stream costs it nothing.)
 - **Stopping**: the budget, the deadline or the idle timeout ends the run at
-  once: the CLI process gets SIGTERM (SIGKILL a second later if it lingers)
-  instead of the SDK's graceful close, which waits up to 5 s for a CLI busy
-  with a model call; no process, hook or tool task is left behind. lyra's
+  once: the CLI's turn is interrupted (as Esc does: a CLI only signalled while
+  it waits for a hook's answer sends one more model request), then the process
+  gets SIGTERM (SIGKILL a second later if it lingers) instead of the SDK's
+  graceful close, which waits up to 5 s for a CLI busy with a model call; no
+  process, hook or tool task is left behind. lyra's
   deadline holds even where the CLI's own ``max_budget_usd`` would hang
   (claude-agent-sdk-python #1273).
 - **Endings**: the run is read to its end, as ``query()`` reads it: a turn that
