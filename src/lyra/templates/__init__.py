@@ -40,12 +40,14 @@ class Templates:
     def __init__(self, package: str, *, escape: Callable[[str], str] | None = None) -> None:
         self.package = package
         self.escape = escape
+        self._loaded: dict[str, jinja2.Template] = {}
 
     @cached_property
     def environment(self) -> jinja2.Environment:
         """The jinja environment (built on first use)."""
         environment = jinja2.Environment(
             loader=jinja2.PackageLoader(self.package, "templates"),
+            auto_reload=False,  # packaged files: no stat of the file per render
             autoescape=False,  # plain text for people and models, not HTML
             trim_blocks=True,
             lstrip_blocks=True,
@@ -62,7 +64,10 @@ class Templates:
 
     def get(self, name: str) -> jinja2.Template:
         """One template, loaded once."""
-        return self.environment.get_template(name)
+        template = self._loaded.get(name)
+        if template is None:
+            template = self._loaded[name] = self.environment.get_template(name)
+        return template
 
     def render(self, name: str, **values: Any) -> str:
         """Render one template."""
