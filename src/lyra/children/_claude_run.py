@@ -412,8 +412,8 @@ def _why(result: ResultMessage) -> str:
     if errors:
         return "; ".join(errors)
     if result.result and result.result.strip():
-        return result.result.strip()
-    return result.terminal_reason or result.subtype
+        return str(result.result).strip()
+    return str(result.terminal_reason or result.subtype)
 
 
 def _data(result: ResultMessage) -> dict[str, Any]:
