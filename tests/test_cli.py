@@ -677,18 +677,35 @@ def test_a_childs_own_stdout_never_reaches_delegates_data(json_flag: list[str]) 
         assert f"noise {noise}" in done.stderr
 
 
+MY_CHILD = """\
+async def agent(prompt, ctx):
+    return f"mine: {prompt}"
+
+
+def make(greeting="mine"):
+    async def built(prompt, ctx):
+        return f"{greeting}: {prompt}"
+
+    return built
+
+
+class Mine:
+    async def run(self, prompt, ctx):
+        return f"mine: {prompt}"
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["--child", "LYRA_CHILD"])
-def test_a_child_module_in_the_current_directory_is_found(tmp_path: Path, how: str) -> None:
-    """``mychild.py`` in the folder lyra runs from is importable by name, as with python -m."""
-    (tmp_path / "mychild.py").write_text(
-        "async def agent(prompt, ctx):\n    return f'mine: {prompt}'\n", encoding="utf-8"
-    )
-    args, env = (
-        (["--child", "mychild:agent"], {})
-        if how == "--child"
-        else ([], {"LYRA_CHILD": "mychild:agent"})
-    )
+@pytest.mark.parametrize("attribute", ["agent", "make", "Mine"], ids=["child", "factory", "class"])
+def test_a_child_module_in_the_current_directory_is_found(
+    tmp_path: Path, how: str, attribute: str
+) -> None:
+    """``mychild.py`` in the folder lyra runs from is importable by name, as with python -m;
+    the attribute is a child, or a function or class that builds one with no arguments."""
+    (tmp_path / "mychild.py").write_text(MY_CHILD, encoding="utf-8")
+    target = f"mychild:{attribute}"
+    args, env = (["--child", target], {}) if how == "--child" else ([], {"LYRA_CHILD": target})
     done = subprocess.run(
         [str(Path(sys.executable).with_name("lyra")), "delegate", "hi", *args],
         capture_output=True,

@@ -73,8 +73,9 @@ class ChildRef(BaseModel):
     """A child named by where it lives, so that another process can build it.
 
     ``target`` is ``module:attribute``. With ``options`` (JSON data), or when
-    the attribute is a class, it is a factory called with the options as
-    keyword arguments; otherwise the attribute is the child itself. Durable
+    the attribute is a class or a plain function callable with no arguments,
+    it is a factory called with the options as keyword arguments; otherwise the
+    attribute is the child itself. Durable
     runs and ``lyra worker`` resolve children this way.
     """
 
@@ -93,6 +94,20 @@ class ChildRef(BaseModel):
     def resolve(self) -> Child:
         """The child this names (built once per process for the same reference)."""
         return _resolve(self.model_dump_json())
+
+
+def _is_factory(found: Any) -> bool:
+    """A class, or a plain (not async) function that can be called with no
+    arguments, as a child's ``(prompt, ctx)`` cannot: it builds the child."""
+    if inspect.isclass(found):
+        return True
+    if not inspect.isfunction(found) or inspect.iscoroutinefunction(found):
+        return False
+    try:
+        inspect.signature(found).bind()
+    except TypeError:
+        return False
+    return True
 
 
 def _not_found(exc: ModuleNotFoundError, module: str) -> str:
@@ -123,7 +138,7 @@ def _resolve(ref_json: str) -> Child:
         raise ConfigurationError(f"cannot load the child {target}: {why}") from None
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
-    if options is not None or inspect.isclass(found):
+    if options is not None or _is_factory(found):
         found = found(**(options or {}))
     as_callable(found)  # a clear error now for something that is no child
     return found  # type: ignore[no-any-return]
