@@ -131,3 +131,79 @@ async def test_a_tree_of_two_frameworks_keeps_one_budget_and_one_report(parent: 
     assert result.usage.tokens > grandchild.usage.tokens > 0
     assert supervisor.account is not None
     assert supervisor.account.usage == result.usage  # one account for the whole tree
+
+
+# -- the wrong object, refused at once --------------------------------------------------
+
+
+def test_an_agent_of_a_framework_given_as_a_child_names_its_wrapper() -> None:
+    """A pydantic-ai Agent has an async run, but not a child's: refused before any run,
+    naming the child that wraps it (it used to fail at run time with a TypeError)."""
+    from lyra import delegate_task
+    from lyra.errors import ConfigurationError
+
+    agent = Agent(FunctionModel(lambda messages, info: ModelResponse([TextPart("hi")])))
+    with pytest.raises(ConfigurationError, match=r"wrap it in lyra\.children\.pydantic_ai\."):
+        delegate_task("Hello", child=agent, timeout=5)
+    with pytest.raises(ConfigurationError, match="LangGraphChild"):
+        delegate_task("Hello", child=react_graph(ScriptedModel.of(iter([])), []), timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: PydanticAIChild("an agent"), r"wraps a pydantic_ai.Agent; got 'an agent'"),
+        (
+            lambda: PydanticAIChild(react_graph(ScriptedModel.of(iter([])), [])),
+            r"got a langgraph\..*\(for that, use LangGraphChild\)",
+        ),
+        (
+            lambda: LangGraphChild(Agent(FunctionModel(lambda m, i: ModelResponse([])))),
+            r"wraps a compiled LangGraph graph; got a pydantic_ai\..*use PydanticAIChild",
+        ),
+        (
+            lambda: openai_agents_child(Agent(FunctionModel(lambda m, i: ModelResponse([])))),
+            r"wraps an agents.Agent; got a pydantic_ai\..*use PydanticAIChild",
+        ),
+        (lambda: LangGraphChild(uncompiled_graph()), r"call its \.compile\(\) first"),
+        (
+            lambda: LangGraphChild(react_graph(ScriptedModel.of(iter([])), []), durabilty="sync"),
+            r"unexpected options \['durabilty'\].*durability",
+        ),
+    ],
+    ids=[
+        "not-an-agent",
+        "a-graph-to-pydantic-ai",
+        "an-agent-to-langgraph",
+        "an-agent-to-openai-agents",
+        "uncompiled",
+        "typo",
+    ],
+)
+def test_a_framework_child_refuses_what_it_cannot_run_when_it_is_built(
+    build: Any, message: str
+) -> None:
+    """The wrong object or a misspelt option is a TypeError at construction, naming what
+    was expected, not an AttributeError classified as a tool error on every run."""
+    with pytest.raises(TypeError, match=message):
+        build()
+
+
+def openai_agents_child(agent: Any) -> Any:
+    from lyra.children.openai_agents import OpenAIAgentsChild
+
+    return OpenAIAgentsChild(agent)
+
+
+def uncompiled_graph() -> Any:
+    from typing import TypedDict
+
+    from langgraph.graph import StateGraph
+
+    class State(TypedDict):
+        text: str
+
+    graph = StateGraph(State)
+    graph.add_node("echo", lambda state: state)
+    graph.set_entry_point("echo")
+    return graph

@@ -17,6 +17,21 @@ DISTRIBUTION = "lyra-supervisor"
 """lyra's name on the package index."""
 
 
+FRAMEWORK_CHILDREN = {
+    "pydantic_ai": "lyra.children.pydantic_ai.PydanticAIChild",
+    "agents": "lyra.children.openai_agents.OpenAIAgentsChild",
+    "langgraph": "lyra.children.langgraph.LangGraphChild",
+    "claude_agent_sdk": "lyra.children.claude_agent.ClaudeAgentChild",
+}
+"""The framework child for the objects of each framework's top-level package."""
+
+
+def framework_child_for(value: object) -> str | None:
+    """The framework child that wraps ``value``, an object of an agent framework
+    (a pydantic-ai or OpenAI Agents ``Agent``, a LangGraph graph, ...); else None."""
+    return FRAMEWORK_CHILDREN.get(type(value).__module__.partition(".")[0])
+
+
 def install_hint(extra: str) -> str:
     """The command that installs ``extra``: ``pip install 'lyra-supervisor[extra]'``."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"

@@ -105,7 +105,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from lyra.children._framework import framework
+from lyra.children._framework import check_wraps, framework
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 
@@ -145,6 +145,9 @@ class ClaudeAgentChild:
         prices: Mapping[str, Price] | None = None,
     ) -> None:
         sdk = framework("claude_agent_sdk", extra=EXTRA, child="ClaudeAgentChild")
+        if options is not None:
+            what = "claude_agent_sdk.ClaudeAgentOptions"
+            check_wraps(options, sdk.ClaudeAgentOptions, child="ClaudeAgentChild", what=what)
         self.options: ClaudeAgentOptions = (
             options if options is not None else sdk.ClaudeAgentOptions()
         )

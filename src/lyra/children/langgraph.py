@@ -78,11 +78,12 @@ the run's usage, charged once per model response.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import framework, output_text
+from lyra.children._framework import check_wraps, framework, output_text
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ConfigurationError, IncompleteOutput
 
@@ -127,7 +128,8 @@ class LangGraphChild:
         prices: Mapping[str, Price] | None = None,
         **options: Any,
     ) -> None:
-        framework("langgraph.pregel", extra="langgraph", child="LangGraphChild")
+        pregel = framework("langgraph.pregel", extra="langgraph", child="LangGraphChild")
+        check_wraps(graph, pregel.Pregel, child="LangGraphChild", what="a compiled LangGraph graph")
         framework("langchain_core.callbacks", extra="langgraph", child="LangGraphChild")
         from lyra.children import _langgraph_hooks
 
@@ -139,7 +141,7 @@ class LangGraphChild:
         self.context = context
         self.recursion_limit = recursion_limit
         self.prices = prices
-        self.options = options
+        self.options = _checked_options(pregel.Pregel, options)
         self._observer = _node_observer_key()
         from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -361,3 +363,25 @@ def _asked(interrupts: Sequence[Any]) -> str:
     """The blocker of an interrupted graph: what it is waiting for."""
     asked = "; ".join(str(getattr(item, "value", item)) for item in interrupts)
     return f"The graph is waiting for input (interrupt): {asked}"
+
+
+_SET_BY_LYRA = frozenset({"self", "input", "config", "context", "stream_mode", "version"})
+
+
+def _checked_options(pregel: type, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` for ``astream``, refused when it takes no such keyword (its
+    ``**kwargs`` would swallow a misspelt ``durabilty=`` without a word)."""
+    parameters = inspect.signature(pregel.astream).parameters  # type: ignore[attr-defined]
+    keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    known = sorted(
+        name
+        for name, parameter in parameters.items()
+        if parameter.kind in keywords and name not in _SET_BY_LYRA
+    )
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise TypeError(
+            f"LangGraphChild got unexpected options {unknown}; "
+            f"the graph's astream takes {', '.join(known)}"
+        )
+    return options

@@ -72,7 +72,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import framework, output_text
+from lyra.children._framework import check_wraps, framework, output_text
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
@@ -113,7 +113,8 @@ class OpenAIAgentsChild:
         prices: Mapping[str, Price] | None = None,
         tool_errors: ToolErrors = "model",
     ) -> None:
-        framework("agents", extra="openai-agents", child="OpenAIAgentsChild")
+        sdk = framework("agents", extra="openai-agents", child="OpenAIAgentsChild")
+        check_wraps(agent, sdk.Agent, child="OpenAIAgentsChild", what="an agents.Agent")
         if context is not None and context_factory is not None:
             raise ConfigurationError(
                 "give OpenAIAgentsChild a context or a context_factory, not both"

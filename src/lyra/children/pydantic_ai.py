@@ -70,7 +70,7 @@ from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import framework, output_text
+from lyra.children._framework import check_wraps, framework, output_text
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput
@@ -131,6 +131,12 @@ class PydanticAIChild:
 
         if deps is not _CONTEXT and make_deps is not None:
             raise ValueError("give deps= or make_deps=, not both")
+        check_wraps(
+            agent,
+            self._pai.agent.AbstractAgent,
+            child="PydanticAIChild",
+            what="a pydantic_ai.Agent",
+        )
         self.agent = agent
         self.deps = deps
         self.make_deps = make_deps

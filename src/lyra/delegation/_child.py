@@ -7,6 +7,7 @@ import importlib
 import inspect
 import os
 import re
+import reprlib
 import sys
 from collections.abc import Callable
 from functools import cache, partial
@@ -18,6 +19,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lyra._extras import framework_child_for
 from lyra.delegation._context import Child, ChildContext, ChildFn
 from lyra.errors import ConfigurationError
 
@@ -32,6 +34,12 @@ def as_callable(child: Child) -> ChildFn:
     if known is not None and known() is child:
         return cast(ChildFn, child)  # an async function seen before
     run = getattr(child, "run", None)
+    wrapper = framework_child_for(child)
+    if wrapper is not None:  # a framework's agent has an async run, not a child's
+        raise ConfigurationError(
+            f"a {_kind(child)} is not a lyra child: wrap it in {wrapper}, which holds "
+            "lyra's deadline, idle timeout and budget inside its run"
+        )
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
     if inspect.iscoroutinefunction(child):
@@ -43,9 +51,15 @@ def as_callable(child: Child) -> ChildFn:
     if callable(child):
         return partial(_in_thread, child)
     raise ConfigurationError(
-        f"{child!r} is not a child agent: pass an async callable child(prompt, ctx) "
+        f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
+
+
+def _kind(value: Any) -> str:
+    """``value``'s class by its full name (a repr can run to kilobytes)."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 _async_functions: dict[int, ReferenceType[Any]] = {}
