@@ -429,3 +429,46 @@ def test_json_output_stays_pure_json_when_the_model_is_unreachable(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]["successful"] == 1
+
+
+# -- a runaway's steps: a report a parent model can still read ---------------------------
+
+
+async def test_a_step_repeated_at_once_is_counted_not_listed_again() -> None:
+    """558 calls of one tool are one line, ``Ran lspin (×558)``; the classification
+    still counts every step."""
+
+    async def spinner(prompt: str, ctx: Any) -> str:
+        ctx.step("Read the brief")
+        for _ in range(558):
+            ctx.step("Ran lspin")
+        raise ConnectionError("upstream went away")
+
+    result = await Supervisor(spinner).delegate("Spin", timeout=5)
+    assert result.failure is not None
+    assert result.failure.completed_steps == ("Read the brief", "Ran lspin (×558)")
+    assert "559 completed step(s)" in result.failure.evidence
+    assert tuple(parse_report(result.report).completed_steps) == result.failure.completed_steps
+
+
+async def test_a_runaways_steps_keep_the_first_and_the_latest_and_count_the_rest() -> None:
+    """Alternating steps never repeat at once: past MAX_STEPS entries the middle ones
+    give way to one line counting them, so the report (and the memory) stays bounded."""
+    from lyra.delegation._context import KEPT_FIRST_STEPS, MAX_STEPS
+
+    async def runaway(prompt: str, ctx: Any) -> str:
+        for number in range(1000):
+            ctx.step("Ran lookup")
+            ctx.step(f"Checked item {number}")
+        raise ConnectionError("upstream went away")
+
+    result = await Supervisor(runaway).delegate("Check", timeout=5)
+    assert result.failure is not None
+    steps = result.failure.completed_steps
+    assert len(steps) == MAX_STEPS
+    kept_latest = MAX_STEPS - KEPT_FIRST_STEPS - 1
+    assert steps[:2] == ("Ran lookup", "Checked item 0")
+    assert steps[KEPT_FIRST_STEPS] == f"… {2000 - MAX_STEPS + 1} more steps"
+    assert steps[-1] == "Checked item 999"
+    assert len(steps[KEPT_FIRST_STEPS + 1 :]) == kept_latest
+    assert len(result.report) < 10_000

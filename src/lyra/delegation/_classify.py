@@ -192,7 +192,7 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
     if cause.kind in (Kind.PERMANENT, Kind.MALFORMED_TASK):
         return verdict(*_BY_KIND[cause.kind])
     if ctx.completed_steps:
-        steps = len(ctx.completed_steps)
+        steps = ctx.steps_done
         return verdict(_C.PARTIAL, True, f"rule 5: failed after {steps} completed step(s)")
     if cause.kind is Kind.INVALID_INPUT:  # validation failed after tools ran: rule 10
         return verdict(*_BY_KIND[Kind.UNKNOWN])

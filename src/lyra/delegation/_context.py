@@ -57,6 +57,10 @@ enough for the parent to hear of the grandchild's timeout on a busy event loop."
 _MAX_IDLE_SLACK = 0.02
 """Seconds an idle deadline may fire late, so that frequent progress does not
 re-arm the timer on every call."""
+MAX_STEPS = 200
+"""Entries a context keeps in ``completed_steps`` (repeats at once are counted)."""
+KEPT_FIRST_STEPS = 50
+"""Of those, the first steps always kept; the rest are the latest."""
 _known_token: ContextVar[tuple[int, Any] | None] = ContextVar("lyra_loop_token", default=None)
 
 
@@ -152,6 +156,10 @@ class ChildContext:
         self.context: Mapping[str, Any] = context if context is not None else {}
         self.state: dict[str, Any] = state if state is not None else {}
         self.completed_steps: list[str] = []
+        self.steps_done = 0
+        self._last_step: str | None = None
+        self._repeats = 0
+        self._folded_steps = 0
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.failed_delegations: list[FailedDelegation] = []
@@ -195,9 +203,38 @@ class ChildContext:
         return loop.time() if loop is not None else anyio.current_time()
 
     def step(self, description: str) -> None:
-        """Record one completed step (shown as ``✓ description`` in reports)."""
-        self.completed_steps.append(safe_str(description))
+        """Record one completed step (shown as ``✓ description`` in reports).
+
+        The same step again at once is counted, not listed again (``Ran lookup
+        (×558)``), and past :data:`MAX_STEPS` entries the middle ones give way to
+        one ``… N more steps`` line: a runaway's report stays readable and its
+        memory bounded. ``steps_done`` counts them all."""
+        text = safe_str(description)
+        steps = self.completed_steps
+        self.steps_done += 1
+        if text == self._last_step and steps:
+            self._repeats += 1
+            steps[-1] = f"{text} (×{self._repeats})"
+        else:
+            self._last_step, self._repeats = text, 1
+            steps.append(text)
+            if len(steps) > MAX_STEPS:
+                self._fold_middle_steps()
         self._touch()
+
+    def _fold_middle_steps(self) -> None:
+        """Keep the first :data:`KEPT_FIRST_STEPS` and the latest steps, with one
+        line counting what lies between."""
+        steps, head = self.completed_steps, KEPT_FIRST_STEPS
+        folded = self._folded_steps
+        if folded:
+            del steps[head + 1]
+            self._folded_steps = folded + 1
+        else:
+            del steps[head : head + 2]
+            steps.insert(head, "")
+            self._folded_steps = 2
+        steps[head] = f"… {self._folded_steps} more steps"
 
     def file_modified(self, path: str) -> None:
         """Record a file the child wrote; repeated paths are listed once."""
