@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import anyio
 import pytest
@@ -172,6 +173,24 @@ def test_a_non_child_is_a_configuration_error() -> None:
     """Passing something that is no child agent raises ConfigurationError."""
     with pytest.raises(ConfigurationError, match="not a child agent"):
         delegate_task("task", child=42, timeout=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("budget", "example"),
+    [({"max_tokens": 5}, r"Budget\(\*\*budget\)"), (5, r"Budget\(max_tokens=")],
+)
+def test_a_budget_that_is_no_budget_is_a_type_error_showing_one(budget: Any, example: str) -> None:
+    """A dict (the MCP tool's shape) or a number is refused before the child runs, with
+    the Budget to write instead (it was an AttributeError from deep inside)."""
+    ran: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        return "done"
+
+    with pytest.raises(TypeError, match=f"budget must be a lyra.Budget, e.g. {example}"):
+        delegate_task("task", child=child, timeout=5, budget=budget)
+    assert ran == []
 
 
 async def test_no_child_and_no_key_is_a_configuration_error() -> None:

@@ -15,6 +15,7 @@ the tallies exact.
 from __future__ import annotations
 
 import math
+import reprlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +107,7 @@ class Account:
     )
 
     def __init__(self, limits: Budget | None = None, parent: Account | None = None) -> None:
+        limits = checked_budget(limits)
         self.limits = limits if limits is not None and not limits.unlimited else None
         self.parent = parent
         self.input_tokens = self.output_tokens = self.turns = 0
@@ -121,6 +123,7 @@ class Account:
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
         """A child account when ``budget`` limits anything, else ``parent`` itself."""
+        budget = checked_budget(budget)
         if budget is None or budget.unlimited:
             return parent
         return cls(budget, parent)
@@ -286,3 +289,11 @@ def checked_charge(input_tokens: int, output_tokens: int, cost_usd: float, turns
         or cost_usd < 0
     ):
         raise ValueError(f"cost_usd must be a finite number ≥ 0, not {cost_usd!r}")
+
+
+def checked_budget(budget: object) -> Budget | None:
+    """``budget`` itself, or a TypeError that shows how to write one."""
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    example = "Budget(**budget)" if isinstance(budget, dict) else "Budget(max_tokens=100_000)"
+    raise TypeError(f"budget must be a lyra.Budget, e.g. {example}; got {reprlib.repr(budget)}")
