@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import logging
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -181,9 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.verbose:  # lyra writes nothing until told where its events go
         events.configure(sys.stderr)
-    # langchain-core logs a warning for every exception a callback handler raises,
-    # lyra's budget stop among them; the report already says it.
-    logging.getLogger("langchain_core.callbacks.manager").setLevel(logging.ERROR)
     ok = anyio.run(main_async)
     print("OK: the budget and the idle timeout held inside the graph" if ok else "UNEXPECTED")
     return 0 if ok else 1

@@ -207,3 +207,17 @@ def uncompiled_graph() -> Any:
     graph.add_node("echo", lambda state: state)
     graph.set_entry_point("echo")
     return graph
+
+
+async def test_a_langgraph_run_that_lyra_stops_logs_no_callback_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """langchain-core logs every exception a callback handler raises; lyra's own stop
+    (here the budget) is not an error to log: the report says it, stderr stays quiet."""
+    caplog.set_level("WARNING")
+    result = await Supervisor(runaway_graph_child(), budget=Budget(max_tokens=500)).delegate(
+        "Look P04637 up", timeout=30
+    )
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert [r.getMessage() for r in caplog.records if "LyraCallbacks" in r.getMessage()] == []

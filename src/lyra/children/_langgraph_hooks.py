@@ -15,6 +15,7 @@ and each model run is charged once, by its run id.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
@@ -243,3 +244,27 @@ def _usage(response: LLMResult) -> tuple[int, int, int, int, str | None] | None:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+class _OwnStops(logging.Filter):
+    """Drops langchain-core's warning for an exception that lyra's own handler raised.
+
+    langchain-core logs ``Error in LyraCallbacks.on_llm_end callback: ...`` for
+    every exception a handler raises, then re-raises it (``raise_error``): for
+    lyra that is a budget, a block or a deadline stopping the run on purpose,
+    which the report already says. Any other handler's warnings pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (
+            isinstance(args, tuple)
+            and args[:1] == (LyraCallbacks.__name__,)
+            and str(record.msg).startswith("Error in ")
+        )
+
+
+def quiet_own_stops() -> None:
+    """Install :class:`_OwnStops` on langchain-core's callback logger (once)."""
+    logger = logging.getLogger("langchain_core.callbacks.manager")
+    if not any(isinstance(kept, _OwnStops) for kept in logger.filters):
+        logger.addFilter(_OwnStops())

@@ -133,6 +133,7 @@ class LangGraphChild:
         framework("langchain_core.callbacks", extra="langgraph", child="LangGraphChild")
         from lyra.children import _langgraph_hooks
 
+        _langgraph_hooks.quiet_own_stops()
         self._hooks = _langgraph_hooks.LyraCallbacks
         self.graph = graph
         self.input = input
