@@ -290,6 +290,27 @@ async def test_a_cost_budget_needs_a_price_for_the_model() -> None:
     assert result.usage.cost_usd == pytest.approx(120 / 1e6)
 
 
+async def test_an_unnamed_model_is_priced_by_the_empty_prefix() -> None:
+    """A test model with no name is priced by ``prices={"": ...}``, the catch-all the
+    docs name, so a cost budget can be tried offline."""
+    from lyra.children import Price
+
+    model = ScriptedModel.of(reply("done", model=""), model="")  # a model with no name
+    graph = react_graph(model, [lookup])
+    refused = await Supervisor(budget=Budget(max_cost_usd=1.0)).delegate(
+        "x", child=LangGraphChild(graph), timeout=5
+    )
+    assert refused.failure is not None
+    assert "no price is known for the model '(unnamed)'" in refused.failure.message
+    priced = LangGraphChild(graph, prices={"": Price(1.0, 1.0)})
+    result = await Supervisor(budget=Budget(max_cost_usd=1.0)).delegate(
+        "x", child=priced, timeout=5
+    )
+    assert result.status == "completed"
+    assert result.usage is not None
+    assert result.usage.cost_usd == pytest.approx(120 / 1e6)
+
+
 async def test_a_stuck_tool_is_ended_by_the_idle_timeout() -> None:
     """A tool that never returns ends the run as timeout/idle after idle_timeout, with
     the tool counted, well before the total deadline."""

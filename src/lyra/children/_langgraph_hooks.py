@@ -139,7 +139,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         self.ctx.charge(input_tokens=incoming, output_tokens=outgoing, cost_usd=cost)
 
     def _price(self, model: str | None) -> Price | None:
-        return price_of(model, self.prices) if model else None
+        return price_of(model, self.prices)
 
     # -- tools --------------------------------------------------------------------------
 

@@ -183,9 +183,7 @@ class Tap:
         self.ctx.charge(input_tokens=new_in, output_tokens=new_out, cost_usd=cost)
 
     def price_of(self, agent: Agent[Any]) -> Price | None:
-        name = model_name(agent.model)
-        if name is None:
-            return None
+        name = model_name(agent.model) or ""
         try:
             return self.known_prices[name]
         except KeyError:

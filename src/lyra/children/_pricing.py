@@ -73,8 +73,11 @@ PRICES: Mapping[str, Price] = {
 """The default table (see the module docstring)."""
 
 
-def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model``: the longest matching key of ``prices`` over the defaults."""
+def price_of(model: str | None, prices: Mapping[str, Price] | None = None) -> Price | None:
+    """The price of ``model``: the longest key of ``prices`` (over the defaults) that its
+    name starts with. A model with no name (a framework's test model) is ``""``, so
+    ``prices={"": Price(...)}`` prices every model the table does not."""
+    model = model or ""
     table = {**PRICES, **(prices or {})}
     matches = [key for key in table if model.startswith(key)]
     return table[max(matches, key=len)] if matches else None

@@ -196,7 +196,7 @@ class Limits(AbstractCapability[Any]):
         price table; ``None`` when neither does."""
         if usage.cost is not None:
             return max(0.0, float(usage.cost - (self._cost or 0)))
-        price = self.price(self._model) if self._model else None
+        price = self.price(self._model or "")
         if price is None:
             return None
         return price.of_tokens(
