@@ -167,6 +167,21 @@ def test_an_agent_of_a_framework_given_as_a_child_names_its_wrapper() -> None:
         ),
         (lambda: LangGraphChild(uncompiled_graph()), r"call its \.compile\(\) first"),
         (
+            lambda: PydanticAIChild(any_agent(), usage_limits=5),
+            r"usage_limits= must be of type UsageLimits; got 5",
+        ),
+        (lambda: PydanticAIChild(any_agent(), make_deps=3), r"make_deps= must be callable"),
+        (
+            lambda: PydanticAIChild(any_agent(), prices={"acme": 1.0}),
+            r"prices= maps model-name prefixes to lyra.children.Price; got 'acme': 1.0",
+        ),
+        (
+            lambda: LangGraphChild(
+                react_graph(ScriptedModel.of(iter([])), []), recursion_limit="9"
+            ),
+            r"recursion_limit= must be of type int; got '9'",
+        ),
+        (
             lambda: LangGraphChild(react_graph(ScriptedModel.of(iter([])), []), durabilty="sync"),
             r"unexpected options \['durabilty'\].*durability",
         ),
@@ -177,6 +192,10 @@ def test_an_agent_of_a_framework_given_as_a_child_names_its_wrapper() -> None:
         "an-agent-to-langgraph",
         "an-agent-to-openai-agents",
         "uncompiled",
+        "usage-limits",
+        "make-deps",
+        "prices",
+        "recursion-limit",
         "typo",
     ],
 )
@@ -187,6 +206,10 @@ def test_a_framework_child_refuses_what_it_cannot_run_when_it_is_built(
     was expected, not an AttributeError classified as a tool error on every run."""
     with pytest.raises(TypeError, match=message):
         build()
+
+
+def any_agent() -> Agent[None, str]:
+    return Agent(FunctionModel(lambda messages, info: ModelResponse([TextPart("hi")])))
 
 
 def openai_agents_child(agent: Any) -> Any:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import reprlib
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
 from lyra._extras import framework_child_for, require
+from lyra.children._pricing import Price
 
 
 def framework(module: str, *, extra: str, child: str) -> ModuleType:
@@ -37,6 +39,33 @@ def check_wraps(value: Any, kind: type | tuple[type, ...], *, child: str, what: 
     if hasattr(value, "compile") and child == "LangGraphChild":
         hint = ": call its .compile() first"
     raise TypeError(f"{child} wraps {what}; got {got}{hint}")
+
+
+def check_options(child: str, **options: tuple[Any, Any]) -> None:
+    """Raise a TypeError for the first option (``name=(value, kind)``) that is not None
+    and not a ``kind`` (``None``: a callable), naming what it must be."""
+    for name, (value, kind) in options.items():
+        if value is None:
+            continue
+        if kind is None:
+            valid, what = callable(value), "callable"
+        else:
+            valid = isinstance(value, kind) and not isinstance(value, bool)
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            what = "of type " + " or ".join(k.__name__ for k in kinds)
+        if not valid:
+            raise TypeError(f"{child}'s {name}= must be {what}; got {reprlib.repr(value)}")
+
+
+def check_prices(child: str, prices: Any) -> None:
+    """``prices`` is None or a mapping of model-name prefixes to :class:`Price`."""
+    check_options(child, prices=(prices, Mapping))
+    for key, price in (prices or {}).items():
+        if not isinstance(key, str) or not isinstance(price, Price):
+            raise TypeError(
+                f"{child}'s prices= maps model-name prefixes to lyra.children.Price; "
+                f"got {reprlib.repr(key)}: {reprlib.repr(price)}"
+            )
 
 
 def output_text(value: Any) -> str:

@@ -105,7 +105,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from lyra.children._framework import check_wraps, framework
+from lyra.children._framework import check_prices, check_wraps, framework
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 
@@ -151,6 +151,7 @@ class ClaudeAgentChild:
         self.options: ClaudeAgentOptions = (
             options if options is not None else sdk.ClaudeAgentOptions()
         )
+        check_prices("ClaudeAgentChild", prices)
         self.prices = prices
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:

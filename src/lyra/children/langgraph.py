@@ -83,7 +83,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import check_wraps, framework, output_text
+from lyra.children._framework import (
+    check_options,
+    check_prices,
+    check_wraps,
+    framework,
+    output_text,
+)
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ConfigurationError, IncompleteOutput
 
@@ -133,6 +139,14 @@ class LangGraphChild:
         framework("langchain_core.callbacks", extra="langgraph", child="LangGraphChild")
         from lyra.children import _langgraph_hooks
 
+        check_options(
+            "LangGraphChild",
+            input=(input, None),
+            output=(output, None),
+            config=(config, Mapping),
+            recursion_limit=(recursion_limit, int),
+        )
+        check_prices("LangGraphChild", prices)
         _langgraph_hooks.quiet_own_stops()
         self._hooks = _langgraph_hooks.LyraCallbacks
         self.graph = graph

@@ -72,7 +72,13 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import check_wraps, framework, output_text
+from lyra.children._framework import (
+    check_options,
+    check_prices,
+    check_wraps,
+    framework,
+    output_text,
+)
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
@@ -126,6 +132,13 @@ class OpenAIAgentsChild:
             )
         if tool_errors not in ("model", "raise"):
             raise ValueError(f"tool_errors must be 'model' or 'raise', not {tool_errors!r}")
+        check_options(
+            "OpenAIAgentsChild",
+            context_factory=(context_factory, None),
+            max_turns=(max_turns, int),
+            run_config=(run_config, sdk.RunConfig),
+        )
+        check_prices("OpenAIAgentsChild", prices)
         self.agent = agent
         self.context = context
         self.context_factory = context_factory

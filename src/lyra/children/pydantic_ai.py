@@ -70,7 +70,13 @@ from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import check_wraps, framework, output_text
+from lyra.children._framework import (
+    check_options,
+    check_prices,
+    check_wraps,
+    framework,
+    output_text,
+)
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput
@@ -137,6 +143,14 @@ class PydanticAIChild:
             child="PydanticAIChild",
             what="a pydantic_ai.Agent",
         )
+        check_options(
+            "PydanticAIChild",
+            make_deps=(make_deps, None),
+            event_stream_handler=(event_stream_handler, None),
+            model_settings=(model_settings, (Mapping, Callable)),
+            usage_limits=(usage_limits, self._pai.UsageLimits),
+        )
+        check_prices("PydanticAIChild", prices)
         self.agent = agent
         self.deps = deps
         self.make_deps = make_deps
