@@ -217,6 +217,52 @@ def test_a_bad_lyra_child_is_a_configuration_error(
         delegate_task("task", timeout=5)
 
 
+WRAPPED_CHILDREN = """\
+def deco(fn):
+    def wrapper(*args, **kw):
+        return fn(*args, **kw)
+    return wrapper
+
+
+@deco
+def wrapped(prompt, ctx):
+    return "wrapped " + prompt
+
+
+def takes_anything(*args):
+    return "anything " + args[0]
+
+
+def broken():
+    raise RuntimeError("no API key in the factory")
+"""
+
+
+@pytest.mark.parametrize(
+    ("attribute", "output"),
+    [("wrapped", "wrapped hi"), ("takes_anything", "anything hi")],
+)
+def test_a_child_that_could_be_called_with_no_arguments_is_no_factory(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, attribute: str, output: str
+) -> None:
+    """A decorator's ``wrapper(*args, **kw)`` or ``def child(*args)`` takes a child's
+    (prompt, ctx) too: it is the child, never called at load time as a factory."""
+    (tmp_path / "wrapped_children.py").write_text(WRAPPED_CHILDREN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    child = lyra.ChildRef(target=f"wrapped_children:{attribute}").resolve()
+    assert parse_report(delegate_task("hi", child=child, timeout=5)).output == output
+
+
+def test_a_factory_that_fails_says_which_child_it_was_building(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "wrapped_children.py").write_text(WRAPPED_CHILDREN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    message = "cannot build the child wrapped_children:broken: no API key in the factory"
+    with pytest.raises(ConfigurationError, match=message):
+        lyra.ChildRef(target="wrapped_children:broken").resolve()
+
+
 def test_lyra_child_names_the_default_child(monkeypatch: pytest.MonkeyPatch) -> None:
     """LYRA_CHILD=module:attribute is the child when none is passed (a class is built)."""
     monkeypatch.setenv("LYRA_CHILD", "lyra.proteins:ProteinChild")

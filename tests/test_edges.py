@@ -472,3 +472,29 @@ async def test_a_runaways_steps_keep_the_first_and_the_latest_and_count_the_rest
     assert steps[-1] == "Checked item 999"
     assert len(steps[KEPT_FIRST_STEPS + 1 :]) == kept_latest
     assert len(result.report) < 10_000
+
+
+async def test_the_folded_line_counts_steps_not_lines_when_steps_repeated() -> None:
+    """60 steps done ten times each, then 150 single ones: the lines shown and the
+    folded line together count all 750 steps (the fold swallowed 101 of them)."""
+    import re
+
+    async def worker(prompt: str, ctx: Any) -> str:
+        for number in range(60):
+            for _ in range(10):
+                ctx.step(f"Polled queue {number}")
+        for number in range(150):
+            ctx.step(f"Processed item {number}")
+        raise ConnectionError("the queue went away")
+
+    result = await Supervisor(worker).delegate("Drain", timeout=5)
+    assert result.failure is not None
+    steps = result.failure.completed_steps
+    assert "… 101 more steps" in steps
+
+    def count(line: str) -> int:
+        folded = re.fullmatch(r"… (\d+) more steps", line)
+        repeated = re.search(r" \(×(\d+)\)$", line)
+        return int((folded or repeated).group(1)) if folded or repeated else 1
+
+    assert sum(count(line) for line in steps) == 750

@@ -149,6 +149,21 @@ def test_an_agent_of_a_framework_given_as_a_child_names_its_wrapper() -> None:
         delegate_task("Hello", child=react_graph(ScriptedModel.of(iter([])), []), timeout=5)
 
 
+def test_a_users_own_child_in_a_package_named_like_a_framework_still_runs() -> None:
+    """Only the frameworks' own agent classes are refused, not every class of a module
+    whose package shares a framework's name (``agents`` is a common one)."""
+    from lyra import delegate_task
+
+    class Researcher:
+        async def run(self, prompt: str, ctx: ChildContext) -> str:
+            return f"researched {prompt}"
+
+    Researcher.__module__ = "agents.research"
+    assert parse_report(delegate_task("P04637", child=Researcher(), timeout=5)).output == (
+        "researched P04637"
+    )
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from types import ModuleType
 
 from lyra.errors import ConfigurationError
@@ -17,19 +18,28 @@ DISTRIBUTION = "lyra-supervisor"
 """lyra's name on the package index."""
 
 
-FRAMEWORK_CHILDREN = {
-    "pydantic_ai": "lyra.children.pydantic_ai.PydanticAIChild",
-    "agents": "lyra.children.openai_agents.OpenAIAgentsChild",
-    "langgraph": "lyra.children.langgraph.LangGraphChild",
-    "claude_agent_sdk": "lyra.children.claude_agent.ClaudeAgentChild",
-}
-"""The framework child for the objects of each framework's top-level package."""
+FRAMEWORK_CHILDREN: tuple[tuple[str, str, str], ...] = (
+    ("pydantic_ai.agent", "AbstractAgent", "lyra.children.pydantic_ai.PydanticAIChild"),
+    ("agents", "Agent", "lyra.children.openai_agents.OpenAIAgentsChild"),
+    ("langgraph.pregel.protocol", "PregelProtocol", "lyra.children.langgraph.LangGraphChild"),
+    ("langgraph.graph.state", "StateGraph", "lyra.children.langgraph.LangGraphChild"),
+    ("claude_agent_sdk", "ClaudeAgentOptions", "lyra.children.claude_agent.ClaudeAgentChild"),
+)
+"""Each framework's agent class (module, name) and the framework child that wraps it."""
+_FRAMEWORK_PACKAGES = frozenset(module.partition(".")[0] for module, _, _ in FRAMEWORK_CHILDREN)
 
 
 def framework_child_for(value: object) -> str | None:
-    """The framework child that wraps ``value``, an object of an agent framework
-    (a pydantic-ai or OpenAI Agents ``Agent``, a LangGraph graph, ...); else None."""
-    return FRAMEWORK_CHILDREN.get(type(value).__module__.partition(".")[0])
+    """The framework child that wraps ``value``, an agent of a framework (a
+    pydantic-ai or OpenAI Agents ``Agent``, a LangGraph graph, ...); else None.
+    Only a framework already imported is looked at: nothing is imported here."""
+    if type(value).__module__.partition(".")[0] not in _FRAMEWORK_PACKAGES:
+        return None  # the cheap test first: most objects are no framework's
+    for module, name, child in FRAMEWORK_CHILDREN:
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and isinstance(value, kind):
+            return child
+    return None
 
 
 def install_hint(extra: str) -> str:

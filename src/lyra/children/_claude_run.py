@@ -309,9 +309,10 @@ async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
     """End the CLI process now: the turn interrupted, SIGTERM, SIGKILL.
 
     A CLI that a hook told to stop (``halted``) gets :data:`STOP_GRACE` to end by
-    itself. Any other is first interrupted through the control protocol (the
-    SDK's ``interrupt()``, the CLI's Esc): a CLI only signalled while it waits for
-    a hook's answer takes the lost answer for a yes and sends one more request.
+    itself. One still running is first interrupted through the control protocol
+    (the SDK's ``interrupt()``, the CLI's Esc; it answers in milliseconds, and gets
+    :data:`INTERRUPT_GRACE` at most): a CLI only signalled while it waits for a
+    hook's answer takes the lost answer for a yes and sends one more request.
     Then SIGTERM, and SIGKILL after :data:`STOP_GRACE`: the SDK's own close waits
     up to 5 s for a CLI busy with a model call. The SDK's reader is cancelled
     before the signal, as its own close does, so that the exit is not logged as a
@@ -325,12 +326,12 @@ async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
         if halted:
             with anyio.move_on_after(STOP_GRACE):
                 await process.wait()
-        else:
+        reader = getattr(getattr(client, "_query", None), "_read_task", None)
+        if process.returncode is None and reader is not None and not reader.done():
             with anyio.move_on_after(INTERRUPT_GRACE), suppress(Exception):
-                await client.interrupt()
+                await client.interrupt()  # its answer needs the reader
         if process.returncode is not None:
             return
-        reader = getattr(getattr(client, "_query", None), "_read_task", None)
         if reader is not None:
             reader.cancel()
         with suppress(ProcessLookupError):

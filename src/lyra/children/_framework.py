@@ -17,6 +17,7 @@ from typing import Any
 
 from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
+from lyra.delegation._text import qualified_type_name
 
 
 def framework(module: str, *, extra: str, child: str) -> ModuleType:
@@ -30,9 +31,8 @@ def check_wraps(value: Any, kind: type | tuple[type, ...], *, child: str, what: 
     first run. Another framework's agent names the child that wraps it."""
     if isinstance(value, kind):
         return
-    kind = type(value)
-    got = f"a {kind.__module__}.{kind.__qualname__}"
-    if kind.__module__ == "builtins":
+    got = f"a {qualified_type_name(value)}"
+    if type(value).__module__ == "builtins":
         got = reprlib.repr(value)
     wrapper = (framework_child_for(value) or "").rpartition(".")[2]
     hint = f" (for that, use {wrapper})" if wrapper and wrapper != child else ""

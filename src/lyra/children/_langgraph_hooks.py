@@ -26,7 +26,7 @@ from langchain_core.outputs import LLMResult
 
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext
-from lyra.errors import ConfigurationError
+from lyra.errors import ChildSignal, ConfigurationError
 
 
 class LyraCallbacks(AsyncCallbackHandler):
@@ -258,9 +258,21 @@ class _OwnStops(logging.Filter):
         args = record.args
         return not (
             isinstance(args, tuple)
-            and args[:1] == (LyraCallbacks.__name__,)
+            and len(args) == 3
+            and args[0] == LyraCallbacks.__name__
             and str(record.msg).startswith("Error in ")
+            and str(args[2]).startswith(_signal_reprs())
         )
+
+
+def _signal_reprs() -> tuple[str, ...]:
+    """``BudgetExhausted(``, ``ChildBlocked(``, ...: how lyra's stops start in a repr."""
+    kinds, found = [ChildSignal], []
+    while kinds:
+        kind = kinds.pop()
+        found.append(f"{kind.__name__}(")
+        kinds.extend(kind.__subclasses__())
+    return tuple(found)
 
 
 def quiet_own_stops() -> None:

@@ -146,7 +146,7 @@ class ClaudeAgentChild:
     ) -> None:
         sdk = framework("claude_agent_sdk", extra=EXTRA, child="ClaudeAgentChild")
         if options is not None:
-            what = "claude_agent_sdk.ClaudeAgentOptions"
+            what = "a claude_agent_sdk.ClaudeAgentOptions"
             check_wraps(options, sdk.ClaudeAgentOptions, child="ClaudeAgentChild", what=what)
         self.options: ClaudeAgentOptions = (
             options if options is not None else sdk.ClaudeAgentOptions()

@@ -134,8 +134,9 @@ class LangGraphChild:
         prices: Mapping[str, Price] | None = None,
         **options: Any,
     ) -> None:
-        pregel = framework("langgraph.pregel", extra="langgraph", child="LangGraphChild")
-        check_wraps(graph, pregel.Pregel, child="LangGraphChild", what="a compiled LangGraph graph")
+        graphs = framework("langgraph.pregel.protocol", extra="langgraph", child="LangGraphChild")
+        what = "a compiled LangGraph graph"  # a Pregel, or a RemoteGraph
+        check_wraps(graph, graphs.PregelProtocol, child="LangGraphChild", what=what)
         framework("langchain_core.callbacks", extra="langgraph", child="LangGraphChild")
         from lyra.children import _langgraph_hooks
 
@@ -156,7 +157,7 @@ class LangGraphChild:
         self.context = context
         self.recursion_limit = recursion_limit
         self.prices = prices
-        self.options = _checked_options(pregel.Pregel, options)
+        self.options = _checked_options(type(graph), options)
         self._observer = _node_observer_key()
         from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -381,19 +382,21 @@ def _asked(interrupts: Sequence[Any]) -> str:
 
 
 _SET_BY_LYRA = frozenset({"self", "input", "config", "context", "stream_mode", "version"})
+_DEPRECATED = frozenset({"checkpoint_during"})
+"""Keywords LangGraph still takes through ``**kwargs`` (with a warning of its own)."""
 
 
-def _checked_options(pregel: type, options: dict[str, Any]) -> dict[str, Any]:
+def _checked_options(graph: type, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` for ``astream``, refused when it takes no such keyword (its
     ``**kwargs`` would swallow a misspelt ``durabilty=`` without a word)."""
-    parameters = inspect.signature(pregel.astream).parameters  # type: ignore[attr-defined]
+    parameters = inspect.signature(graph.astream).parameters  # type: ignore[attr-defined]
     keywords = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     known = sorted(
         name
         for name, parameter in parameters.items()
         if parameter.kind in keywords and name not in _SET_BY_LYRA
     )
-    unknown = sorted(set(options) - set(known))
+    unknown = sorted(set(options) - set(known) - _DEPRECATED)
     if unknown:
         raise TypeError(
             f"LangGraphChild got unexpected options {unknown}; "

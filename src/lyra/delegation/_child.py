@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lyra._extras import framework_child_for
 from lyra.delegation._context import Child, ChildContext, ChildFn
+from lyra.delegation._text import qualified_type_name, safe_str
 from lyra.errors import ConfigurationError
 
 
@@ -37,8 +38,8 @@ def as_callable(child: Child) -> ChildFn:
     wrapper = framework_child_for(child)
     if wrapper is not None:  # a framework's agent has an async run, not a child's
         raise ConfigurationError(
-            f"a {_kind(child)} is not a lyra child: wrap it in {wrapper}, which holds "
-            "lyra's deadline, idle timeout and budget inside its run"
+            f"a {qualified_type_name(child)} is not a lyra child: wrap it in {wrapper}, "
+            "which holds lyra's deadline, idle timeout and budget inside its run"
         )
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
@@ -54,12 +55,6 @@ def as_callable(child: Child) -> ChildFn:
         f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
-
-
-def _kind(value: Any) -> str:
-    """``value``'s class by its full name (a repr can run to kilobytes)."""
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 _async_functions: dict[int, ReferenceType[Any]] = {}
@@ -111,14 +106,23 @@ class ChildRef(BaseModel):
 
 
 def _is_factory(found: Any) -> bool:
-    """A class, or a plain (not async) function that can be called with no
-    arguments, as a child's ``(prompt, ctx)`` cannot: it builds the child."""
+    """A class, or a plain (not async) function that takes no arguments and cannot take
+    a child's ``(prompt, ctx)``: it builds the child. (A ``def child(*args)`` or a
+    decorator's wrapper takes both: it is a child.)"""
     if inspect.isclass(found):
         return True
     if not inspect.isfunction(found) or inspect.iscoroutinefunction(found):
         return False
     try:
-        inspect.signature(found).bind()
+        signature = inspect.signature(found)
+    except (TypeError, ValueError):
+        return False
+    return _binds(signature) and not _binds(signature, None, None)
+
+
+def _binds(signature: inspect.Signature, *args: Any) -> bool:
+    try:
+        signature.bind(*args)
     except TypeError:
         return False
     return True
@@ -153,6 +157,9 @@ def _resolve(ref_json: str) -> Child:
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
     if options is not None or _is_factory(found):
-        found = found(**(options or {}))
+        try:
+            found = found(**(options or {}))
+        except Exception as exc:
+            raise ConfigurationError(f"cannot build the child {target}: {safe_str(exc)}") from exc
     as_callable(found)  # a clear error now for something that is no child
     return found  # type: ignore[no-any-return]

@@ -158,8 +158,8 @@ class ChildContext:
         self.completed_steps: list[str] = []
         self.steps_done = 0
         self._last_step: str | None = None
-        self._repeats = 0
-        self._folded_steps = 0
+        self._step_counts: list[int] = []  # how many steps each entry stands for
+        self._steps_lock = threading.Lock()
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.failed_delegations: list[FailedDelegation] = []
@@ -210,31 +210,30 @@ class ChildContext:
         one ``… N more steps`` line: a runaway's report stays readable and its
         memory bounded. ``steps_done`` counts them all."""
         text = safe_str(description)
-        steps = self.completed_steps
-        self.steps_done += 1
-        if text == self._last_step and steps:
-            self._repeats += 1
-            steps[-1] = f"{text} (×{self._repeats})"
-        else:
-            self._last_step, self._repeats = text, 1
-            steps.append(text)
-            if len(steps) > MAX_STEPS:
-                self._fold_middle_steps()
+        with self._steps_lock:  # a sync child's threads may record steps at once
+            self.steps_done += 1
+            steps, counts = self.completed_steps, self._step_counts
+            if len(counts) != len(steps):  # the list was replaced: count afresh
+                counts[:] = [1] * len(steps)
+            if text == self._last_step and steps:
+                counts[-1] += 1
+                steps[-1] = f"{text} (×{counts[-1]})"
+            else:
+                self._last_step = text
+                steps.append(text)
+                counts.append(1)
+                if len(steps) > MAX_STEPS:
+                    self._fold_middle_steps()
         self._touch()
 
     def _fold_middle_steps(self) -> None:
-        """Keep the first :data:`KEPT_FIRST_STEPS` and the latest steps, with one
-        line counting what lies between."""
-        steps, head = self.completed_steps, KEPT_FIRST_STEPS
-        folded = self._folded_steps
-        if folded:
-            del steps[head + 1]
-            self._folded_steps = folded + 1
-        else:
-            del steps[head : head + 2]
-            steps.insert(head, "")
-            self._folded_steps = 2
-        steps[head] = f"… {self._folded_steps} more steps"
+        """Keep the first :data:`KEPT_FIRST_STEPS` entries and the latest, with one
+        line counting the steps between."""
+        steps, counts, head = self.completed_steps, self._step_counts, KEPT_FIRST_STEPS
+        folded = counts[head] + counts[head + 1]
+        del steps[head + 1], counts[head + 1]
+        counts[head] = folded
+        steps[head] = f"… {folded} more steps"
 
     def file_modified(self, path: str) -> None:
         """Record a file the child wrote; repeated paths are listed once."""

@@ -36,6 +36,12 @@ def type_name(value: object) -> str:
     return str.__str__(name) if isinstance(name, str) else "object"
 
 
+def qualified_type_name(value: object) -> str:
+    """``module.Class`` of ``value`` (a repr can run to kilobytes)."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def valid_text(text: str) -> str:
     """``text`` as a plain ``str`` (a subclass may override any method) with every
     lone surrogate replaced by U+FFFD, so that it can be written as UTF-8 (a file,
