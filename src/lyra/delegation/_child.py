@@ -82,10 +82,10 @@ class ChildRef(BaseModel):
     """A child named by where it lives, so that another process can build it.
 
     ``target`` is ``module:attribute``. With ``options`` (JSON data), or when
-    the attribute is a class or a plain function callable with no arguments,
-    it is a factory called with the options as keyword arguments; otherwise the
-    attribute is the child itself. Durable
-    runs and ``lyra worker`` resolve children this way.
+    the attribute is a class or a plain function that takes no arguments (and
+    cannot take a child's ``prompt, ctx``), it is a factory called with the
+    options as keyword arguments; otherwise the attribute is the child itself.
+    Durable runs and ``lyra worker`` resolve children this way.
     """
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")

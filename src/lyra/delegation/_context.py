@@ -159,6 +159,7 @@ class ChildContext:
         self.steps_done = 0
         self._last_step: str | None = None
         self._step_counts: list[int] = []  # how many steps each entry stands for
+        self._counted = self.completed_steps  # the list those counts are of
         self._steps_lock = threading.Lock()
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
@@ -213,7 +214,9 @@ class ChildContext:
         with self._steps_lock:  # a sync child's threads may record steps at once
             self.steps_done += 1
             steps, counts = self.completed_steps, self._step_counts
-            if len(counts) != len(steps):  # the list was replaced: count afresh
+            if steps is not self._counted or len(counts) != len(steps):
+                # the list was replaced or changed by hand: count afresh
+                self._counted, self._last_step = steps, None
                 counts[:] = [1] * len(steps)
             if text == self._last_step and steps:
                 counts[-1] += 1
