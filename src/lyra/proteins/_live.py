@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Self
 from urllib.parse import quote, urlsplit
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ from lyra.proteins._modelfiles import read_confidence, read_model, read_pae
 from lyra.proteins._profile import model_profile
 from lyra.proteins._sources import (
     AlphaFoldData,
+    EntrySummary,
     Fractions,
     NotFound,
     ProteinSummary,
@@ -64,16 +65,7 @@ _AFDB_FRACTION_KEYS: Final = (
 )
 
 
-class _UniProt(TypedDict):
-    description: str | None
-    organism: str | None
-    gene: str | None
-    length: int | None
-    sequence: str | None
-    function: str | None
-
-
-def _from_uniprot(entry: dict[str, Any]) -> _UniProt:
+def _from_uniprot(entry: dict[str, Any]) -> EntrySummary:
     """The summary fields of a UniProtKB JSON entry."""
     description = text_or_none(
         dig(entry, "proteinDescription", "recommendedName", "fullName", "value")

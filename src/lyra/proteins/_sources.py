@@ -66,16 +66,21 @@ class UniProtData(TypedDict):
     cofactors: list[str]
 
 
-class ProteinSummary(TypedDict):
-    """What a source returns for a protein that exists."""
+class EntrySummary(TypedDict):
+    """The summary fields of a UniProt entry."""
 
-    uniprot_id: str
     description: str | None
     organism: str | None
     gene: str | None
     length: int | None
     sequence: str | None
     function: str | None
+
+
+class ProteinSummary(EntrySummary):
+    """What a source returns for a protein that exists."""
+
+    uniprot_id: str
     confidence: float | None  # the global pLDDT, if known
     alphafold: AlphaFoldData | None
     uniprot: UniProtData | None  # None: no UniProt entry with features was available
