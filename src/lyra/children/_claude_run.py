@@ -37,7 +37,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from lyra.children._framework import output_text
+from lyra.children._framework import output_text, tool_done
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext
 from lyra.errors import ChildSignal, TaskRejected
@@ -230,12 +230,10 @@ class Run:
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.tool_use_id in self._tools:
                 name = self._tools.pop(block.tool_use_id)
+                error = None
                 if block.is_error:
                     error = RuntimeError(f"{name} failed: {_text(block.content)}")
-                    self.ctx.tool_ended(name, error=error)
-                else:
-                    self.ctx.tool_ended(name)
-                    self.ctx.step(f"Ran {name}")
+                tool_done(self.ctx, name, error)
 
     def _event(self, event: Mapping[str, Any], thread: str | None) -> None:
         """A raw stream event of the Messages API."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
+from lyra.delegation import ChildContext
 from lyra.delegation._text import qualified_type_name
 
 
@@ -66,6 +67,14 @@ def check_prices(child: str, prices: Any) -> None:
                 f"{child}'s prices= maps model-name prefixes to lyra.children.Price; "
                 f"got {reprlib.repr(key)}: {reprlib.repr(price)}"
             )
+
+
+def tool_done(ctx: ChildContext, name: str, error: BaseException | None = None) -> None:
+    """A tool call the framework ran ended: recorded as such, and a success is a
+    completed step (``Ran <tool>``), the same for every framework child."""
+    ctx.tool_ended(name, error)
+    if error is None:
+        ctx.step(f"Ran {name}")
 
 
 def output_text(value: Any) -> str:

@@ -24,6 +24,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
+from lyra.children._framework import tool_done
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext
 from lyra.errors import ChildSignal, ConfigurationError
@@ -173,8 +174,7 @@ class LyraCallbacks(AsyncCallbackHandler):
     ) -> None:
         name = self._tools.pop(run_id, None)
         if name is not None:
-            self.ctx.tool_ended(name)
-            self.ctx.step(f"Ran {name}")
+            tool_done(self.ctx, name)
 
     async def on_tool_error(
         self,
@@ -187,7 +187,7 @@ class LyraCallbacks(AsyncCallbackHandler):
     ) -> None:
         name = self._tools.pop(run_id, None)
         if name is not None:
-            self.ctx.tool_ended(name, error)
+            tool_done(self.ctx, name, error)
 
     # -- LangGraph nodes ------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterA
 from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
+from lyra.children._framework import tool_done
 from lyra.children._pricing import Price, price_of
 from lyra.delegation import ChildContext
 
@@ -131,9 +132,7 @@ class Tap:
         self.running.pop(call_id, None)
         error = self.tool_failures.pop(call_id, None)
         ctx = self.ctx
-        ctx.tool_ended(tool.name, error)
-        if error is None:
-            ctx.step(f"Ran {tool.name}")
+        tool_done(ctx, tool.name, error)
         self.settle()
         if ctx.blocked is not None:
             raise ctx.blocked

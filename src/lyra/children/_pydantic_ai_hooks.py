@@ -46,6 +46,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage
 
+from lyra.children._framework import tool_done
 from lyra.children._pricing import Price
 from lyra.delegation import Account, ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
@@ -130,10 +131,9 @@ class Limits(AbstractCapability[Any]):
         try:
             result = await handler(args)
         except Exception as exc:
-            lyra.tool_ended(name, exc)
+            tool_done(lyra, name, exc)
             raise
-        lyra.tool_ended(name)
-        lyra.step(f"Ran {name}")
+        tool_done(lyra, name)
         return result
 
     # -- usage ----------------------------------------------------------------------------
