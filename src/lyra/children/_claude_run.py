@@ -38,7 +38,7 @@ from claude_agent_sdk import (
 )
 
 from lyra.children._framework import output_text, tool_done
-from lyra.children._pricing import Price, price_of
+from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 from lyra.errors import ChildSignal, TaskRejected
 
@@ -73,12 +73,11 @@ class Run:
     ) -> None:
         self.ctx = ctx
         self.base = options
-        self.prices = prices
         self._ahead = 0  # turns charged ahead that no response has used yet
         self._responses: dict[str, _Response] = {}  # the responses charged, by id
         self._open: dict[str | None, _Response] = {}  # streamed response per thread
         self._tools: dict[str, str] = {}  # tool calls under way: name by tool_use id
-        self._price: dict[str, Price | None] = {}
+        self._price_of = PriceList(prices)
         self._result: ResultMessage | None = None
         self._heard = False
         self._halted = False  # a hook told the CLI to stop: it ends by itself
@@ -284,11 +283,6 @@ class Run:
             turns=turns,
         )
         return response
-
-    def _price_of(self, model: str) -> Price | None:
-        if model not in self._price:
-            self._price[model] = price_of(model, self.prices)
-        return self._price[model]
 
     def _output(self) -> str:
         """The result as the child's output, or the SDK's ResultError."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
 from agents import Agent, ItemHelpers, RunConfig, RunContextWrapper, RunHooks, Tool
@@ -42,7 +42,7 @@ from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
 from lyra.children._framework import tool_done
-from lyra.children._pricing import Price, price_of
+from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
@@ -56,16 +56,14 @@ class Tap:
         self,
         ctx: ChildContext,
         *,
-        prices: Mapping[str, Price] | None,
-        known_prices: dict[str, Price | None],
+        prices: PriceList,
         tool_errors: ToolErrors,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
     ) -> None:
         self.ctx = ctx
         self.prices = prices
-        self.known_prices = known_prices
-        """Prices found so far, by model name (kept by the child across runs)."""
+        """lyra's prices, by model name (kept by the child across runs)."""
         self.tool_errors = tool_errors
         self.user_filter = user_filter
         self.user_formatter = user_formatter
@@ -182,12 +180,7 @@ class Tap:
         self.ctx.charge(input_tokens=new_in, output_tokens=new_out, cost_usd=cost)
 
     def price_of(self, agent: Agent[Any]) -> Price | None:
-        name = model_name(agent.model) or ""
-        try:
-            return self.known_prices[name]
-        except KeyError:
-            price = self.known_prices[name] = price_of(name, self.prices)
-            return price
+        return self.prices(model_name(agent.model))
 
     # -- the conversation --------------------------------------------------------------
 

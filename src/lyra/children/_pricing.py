@@ -83,6 +83,23 @@ def price_of(model: str | None, prices: Mapping[str, Price] | None = None) -> Pr
     return table[max(matches, key=len)] if matches else None
 
 
+class PriceList:
+    """``prices`` over lyra's table, as a function of the model's name: each model
+    is looked up once (a child keeps one across its runs)."""
+
+    def __init__(self, prices: Mapping[str, Price] | None = None) -> None:
+        self.prices = prices
+        self._known: dict[str, Price | None] = {}
+
+    def __call__(self, model: str | None) -> Price | None:
+        model = model or ""
+        try:
+            return self._known[model]
+        except KeyError:
+            price = self._known[model] = price_of(model, self.prices)
+            return price
+
+
 def tokens_of(usage: Any) -> tuple[int, int]:
     """Input tokens (cache writes and reads included) and output tokens of a ``usage``."""
     incoming = (

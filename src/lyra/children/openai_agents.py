@@ -79,7 +79,7 @@ from lyra.children._framework import (
     framework,
     output_text,
 )
-from lyra.children._pricing import Price
+from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
 
@@ -149,7 +149,7 @@ class OpenAIAgentsChild:
         self.session = session
         self.prices = prices
         self.tool_errors: ToolErrors = tool_errors
-        self._known_prices: dict[str, Price | None] = {}
+        self._price = PriceList(prices)
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` (or continue its saved conversation) under ``ctx``."""
@@ -160,8 +160,7 @@ class OpenAIAgentsChild:
         config = self.run_config
         tap = sdk.Tap(
             ctx,
-            prices=self.prices,
-            known_prices=self._known_prices,
+            prices=self._price,
             tool_errors=self.tool_errors,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,

@@ -77,7 +77,7 @@ from lyra.children._framework import (
     framework,
     output_text,
 )
-from lyra.children._pricing import Price, price_of
+from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput
 
@@ -157,7 +157,7 @@ class PydanticAIChild:
         self.capabilities = tuple(capabilities)
         self.event_stream_handler = event_stream_handler
         self.prices = prices
-        self._prices: dict[str, Price | None] = {}
+        self._price = PriceList(prices)
         self.options: dict[str, Any] = {
             "model": model,
             "model_settings": model_settings,
@@ -235,12 +235,6 @@ class PydanticAIChild:
         if any(isinstance(message, self._pai.ModelResponse) for message in new):
             adapter = self._pai.ModelMessagesTypeAdapter
             ctx.state[HISTORY] = adapter.dump_python(messages, mode="json")
-
-    def _price(self, model: str) -> Price | None:
-        """lyra's price of ``model`` (``prices`` over the default table), looked up once."""
-        if model not in self._prices:
-            self._prices[model] = price_of(model, self.prices)
-        return self._prices[model]
 
     def _deps(self, ctx: ChildContext) -> Any:
         if self.make_deps is not None:
