@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 from lyra.delegation._budget import Usage
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._report import render_report
+from lyra.delegation._report._values import DEFAULTS, built
 
 
 class DelegationResult(BaseModel):
@@ -55,32 +56,37 @@ class DelegationResult(BaseModel):
         return render_report(self.to_report())
 
     def to_report(self) -> TaskReport:
-        """Everything the report says, as a model (what ``parse_report`` gives back)."""
-        usage = self.usage
-        common: dict[str, Any] = {
-            "session_id": self.session_id,
+        """Everything the report says, as a model (what ``parse_report`` gives back).
+
+        Built from this result's values, already validated, without validating
+        them again (a report is made for every delegation); blank names become
+        ``None``, as ``TaskReport`` validation would make them."""
+        usage, failure = self.usage, self.failure
+        values = {
+            **DEFAULTS,
+            "status": "completed" if failure is None else "failed",
+            "session_id": self.session_id or None,
             "attempt": self.attempt,
             "duration": self.duration,
-            "subject": self.subject,
-            "parent_session_id": self.parent_session_id,
+            "subject": self.subject or None,
+            "parent_session_id": self.parent_session_id or None,
             "failed_delegations": self.failed_delegations,
             "overrun_s": self.overrun_s,
         }
         if usage:
-            common.update(tokens_used=usage.tokens, cost_usd=usage.cost_usd, turns=usage.turns)
-        failure = self.failure
+            values.update(tokens_used=usage.tokens, cost_usd=usage.cost_usd, turns=usage.turns)
         if failure is None:
-            return TaskReport(status="completed", output=self.output or "", **common)
-        return TaskReport(
-            status="failed",
-            message=failure.message,
-            category=failure.category,
-            retryable=failure.suggested_retry,
-            error_type=failure.error_type,
-            completed_steps=failure.completed_steps,
-            files_modified=failure.files_modified,
-            blocked_on=failure.blocked_on,
-            suggested_actions=failure.suggested_actions,
-            retry_after=failure.retry_after,
-            **common,
-        )
+            values["output"] = self.output or ""
+        else:
+            values.update(
+                message=failure.message,
+                category=failure.category,
+                retryable=failure.suggested_retry,
+                error_type=failure.error_type,
+                completed_steps=failure.completed_steps,
+                files_modified=failure.files_modified,
+                blocked_on=failure.blocked_on,
+                suggested_actions=failure.suggested_actions,
+                retry_after=failure.retry_after,
+            )
+        return built(values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 import anyio
@@ -21,6 +22,16 @@ from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
 from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor
 from lyra.supervisor._job import Job, Task
+
+_LOCAL = LocalExecutor()
+"""The default executor (it holds no state, so every supervisor shares it)."""
+
+
+@cache
+def _no_retries() -> RecoveryPolicy:
+    """The default policy, built once: a supervisor is built for every
+    ``adelegate_task`` call, and a model's validation is not free."""
+    return RecoveryPolicy(max_retries=0)
 
 
 class Supervisor:
@@ -50,9 +61,9 @@ class Supervisor:
         self.budget = budget
         self.account = Account.for_budget(budget)
         """The tree's live account (``None`` without a budget)."""
-        self.policy = policy or RecoveryPolicy(max_retries=0)
+        self.policy = policy or _no_retries()
         self.context_provider = context_provider
-        self.executor: Executor = executor or LocalExecutor()
+        self.executor: Executor = executor or _LOCAL
 
     @property
     def child(self) -> Child:

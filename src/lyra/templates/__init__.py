@@ -1,4 +1,4 @@
-"""Plain-text templates (prompts, answers, reports), rendered in one place.
+"""Plain-text templates (prompts, answers, briefs), rendered in one place.
 
 :class:`Templates` loads the ``templates/`` folder of a package; lyra's own
 are :data:`LYRA`. A workload built on lyra (such as :mod:`lyra.proteins`)
@@ -9,8 +9,8 @@ untrusted values -- a child's words, a data source's fields -- so those
 templates are ``escaped``: every value passes through the report format's one
 escaping function (:func:`lyra.delegation.escape`), and no value can forge a
 ``<task_metadata>`` block. Text that is already escaped is marked with the
-``trusted`` filter. The report template's values are escaped by the report
-module itself.
+``trusted`` filter. Reports themselves are written by
+:mod:`lyra.delegation._report._render`, not by a template.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """lyra's own layout, read in one regex match: the fast path of every reader.
 
-The regexes below spell the exact layout the template renders (the body of
-``templates/report.txt.j2``, and the metadata tags in :mod:`._syntax`'s
-order); a report in that layout, the common case, is read by one match.
-Anything else takes the general reader (:mod:`._parse`), which reads the same
-fields from the same text. The match never reaches across a closing tag: it
-starts at a header inside the region. A metadata value with an entity in it
-sends the block to the general reader.
+The regexes below spell the exact layout :mod:`._render` writes (and the
+metadata tags in :mod:`._syntax`'s order); a report in that layout, the common
+case, is read by one match. Anything else takes the general reader
+(:mod:`._parse`), which reads the same fields from the same text. The match
+never reaches across a closing tag: it starts at a header inside the region. A
+metadata value with an entity in it sends the block to the general reader.
 """
 
 from __future__ import annotations
