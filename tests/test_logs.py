@@ -512,6 +512,68 @@ def test_chunked_lines_are_the_lines_cut_to_the_limit(data: bytes, chunk: int, l
         assert found[-1][1] == _reference_lines(data, limit)[-1][1]
 
 
+_LINES = [
+    b'{"event": "delegation_completed", "session_id": "s"}',
+    b'  {"event": "delegation_failed"}  ',
+    b'{"event": "delegation_started"}\r',
+    b'{"event": "delegation_failed", ',
+    b'{"event": 1}',
+    b"{}",
+    b"[1, 2]",
+    b"{",
+    b"}",
+    b"not json at all",
+    b"   ",
+    b"",
+    b"\r",
+    b'{"event": "x", "n": NaN}',
+]
+
+
+def _reference_tally(lines: list[bytes], ended: bool) -> tuple[int, int, bool]:
+    """Events, malformed lines and whether the file is torn, one line at a time with
+    the standard library: what the reader's fast paths must agree with."""
+    events = malformed = 0
+    cut = False
+    for number, raw in enumerate(lines):
+        line = raw.strip()
+        if not line:
+            continue
+        if cut:  # a line follows the broken event: it was not torn
+            malformed, cut = malformed + 1, False
+        try:
+            data = json.loads(line) if line.startswith(b"{") else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("event"), str):
+            events += 1
+        elif data is None and line.startswith(b"{") and not ended and number == len(lines) - 1:
+            cut = True
+        else:
+            malformed += 1
+    return events, malformed, cut
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(_LINES), max_size=30), st.booleans())
+def test_each_line_is_an_event_blank_or_malformed_as_a_plain_reader_says(
+    lines: list[bytes], ended: bool
+) -> None:
+    """The reader's shortcuts (empty lines skipped in bulk, a line that cannot close a
+    JSON object never handed to orjson) count what a line-by-line json.loads counts,
+    for a stream and for an iterable of lines alike."""
+    each = [line + b"\n" for line in lines]
+    if each and not ended:
+        each[-1] = lines[-1]
+    expected_events, malformed, torn = _reference_tally(lines, ended)
+    for source in (io.BytesIO(b"".join(each)), each):
+        stats = ReadStats()
+        found = list(iter_events(source, source="f", stats=stats))
+        assert len(found) == stats.events == expected_events
+        assert stats.malformed_lines == malformed
+        assert stats.torn_files == (["f"] if torn else [])
+
+
 def test_a_byte_order_mark_and_a_huge_number_still_read_as_events(tmp_path: Path) -> None:
     """A log that starts with a UTF-8 byte order mark, and an event with a number too
     large for a double, are read (orjson refuses both; they were read before)."""

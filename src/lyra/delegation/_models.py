@@ -57,8 +57,8 @@ def builder(cls: type[M], *names: str) -> Callable[..., M]:
 def assembled(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
     """An instance holding exactly ``values`` (every field), built as
     ``model_construct`` builds one, with ``fields_set`` as the fields given."""
-    model = cls.__new__(cls)
-    _set(model, "__dict__", values)
+    model = _new(cls)
+    _set_dict(model, values)
     _set_fields_set(model, fields_set)
     _set_extra(model, None)
     _set_private(model, None)
@@ -66,7 +66,9 @@ def assembled(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
 
 
 _set = object.__setattr__
+_new = object.__new__  # BaseModel defines no __new__ of its own
 # BaseModel's own slots, set through their descriptors: a third cheaper than a lookup each.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__

@@ -238,6 +238,7 @@ def _attempt(value: object) -> int:
 
 _NEWLINES = (b"\n", "\n")
 _BRACES = (b"{", "{")
+_CLOSING = (b"}", "}")
 _STDLIB_ONLY = ((b"NaN", b"Infinity"), ("NaN", "Infinity"))
 _BOM = (b"\xef\xbb\xbf", "\ufeff")
 
@@ -313,9 +314,9 @@ def _loads(line: bytes | str, why: str) -> Any:
     surrogate that :func:`lyra.events.encode` escaped, a number too large for a
     double, ``NaN``; ``None`` for anything else, which is never handed to the
     slow parser at all."""
-    marks = _STDLIB_ONLY[isinstance(line, str)]
+    nan, infinity = _STDLIB_ONLY[isinstance(line, str)]
     readable = "surrogate" in why or "infinity" in why
-    if not readable and not any(mark in line for mark in marks):  # type: ignore[operator]
+    if not (readable or nan in line or infinity in line):  # type: ignore[operator]
         return None
     try:
         return json.loads(line)
@@ -330,34 +331,42 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
     or malformed without being handed to a JSON parser."""
     loads, refused = orjson.loads, orjson.JSONDecodeError
     cut: bytes | str | None = None  # a broken event without a newline: torn if it stays last
-    lines = events = 0
+    lines = events = other_bad = json_like_bad = 0  # counted here, not on the tally: hot
     try:
         for block, ended in _line_blocks(stream):
             lines += len(block)
-            for line in block:
-                if line[:1] not in _BRACES and not (line := line.strip()):
-                    continue  # a blank line
-                if cut is not None:  # a line follows the broken event: it was not torn
-                    tally.json_like_bad += 1
+            brace = _BRACES[not isinstance(block[0], bytes)] if block else b"{"
+            for line in filter(None, block):  # empty lines skipped in C: a file may be most
+                if line[:1] != brace and (line := line.strip())[:1] != brace:
+                    if line:
+                        other_bad += 1
+                        if cut is not None:  # a line follows the broken event: not torn
+                            json_like_bad += 1
+                            cut = None
+                    continue  # blank, prose or junk: never handed to a JSON parser
+                if cut is not None:
+                    json_like_bad += 1
                     cut = None
-                if line[:1] not in _BRACES:
-                    tally.other_bad += 1
-                    continue
-                try:
-                    data = loads(line)
-                except refused as exc:
-                    data = _loads(line, exc.msg)
+                if line[-1:] not in _CLOSING and line.rstrip()[-1:] not in _CLOSING:
+                    data = None  # no JSON object; spares orjson's exception (1 µs)
+                else:
+                    try:
+                        data = loads(line)
+                    except refused as exc:
+                        data = _loads(line, exc.msg)
                 if type(data) is dict and type(data.get("event")) is str:
                     events += 1
                     yield data
                 elif data is None and not ended:
                     cut = line
                 else:
-                    tally.json_like_bad += 1
+                    json_like_bad += 1
         tally.torn = cut is not None
     finally:
         tally.lines += lines
         tally.events += events
+        tally.other_bad += other_bad
+        tally.json_like_bad += json_like_bad
 
 
 def _scan_lines(
