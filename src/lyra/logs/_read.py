@@ -336,7 +336,9 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
         for block, ended in _line_blocks(stream):
             lines += len(block)
             brace = _BRACES[not isinstance(block[0], bytes)] if block else b"{"
-            for line in filter(None, block):  # empty lines skipped in C: a file may be most
+            line: bytes | str  # (mypy joins the two list types to Sequence[object])
+            # empty lines are skipped in C: a file may be mostly empty lines
+            for line in filter(None, block):  # type: ignore[assignment]
                 if line[:1] != brace and (line := line.strip())[:1] != brace:
                     if line:
                         other_bad += 1
