@@ -16,11 +16,14 @@ the same compiled graph, the same script:
   command line writes them: every response charged, every tool call progress,
   the report rendered.
 
-For information, a third side: **bare + a callback**, the bare run with a
+For information, two more sides. **bare + a callback**: the bare run with a
 langchain-core ``AsyncCallbackHandler`` that does nothing, configured as
 lyra's is (inline, chain events ignored). It is what langchain-core and
 LangGraph charge any run for being observed through callbacks, lyra's way
 into the run (a turn charged before each model request needs that hook).
+**plain child**: ``adelegate_task`` (same limits, same events) around a child
+that only awaits ``graph.ainvoke``: the delegation's own cost around the run,
+without any hook inside it.
 
 Runs go one after another (a run is milliseconds of CPU work: concurrency
 would only add the event loop's noise); rounds are interleaved (lyra, bare,
@@ -154,6 +157,24 @@ def inside_lyra(graph: Any) -> Runner:
     return run
 
 
+def plain_child(graph: Any) -> Runner:
+    """lyra around the bare run: a child that only awaits ``graph.ainvoke``."""
+    from langchain_core.messages import HumanMessage
+
+    async def child(prompt: str, ctx: Any) -> str:
+        state = await graph.ainvoke({"messages": [HumanMessage(prompt)]})
+        return str(state["messages"][-1].text)
+
+    budget = Budget(max_tokens=10**12, max_turns=10**9)
+
+    async def run() -> str:
+        return await adelegate_task(
+            PROMPT, child=child, timeout=TIMEOUT, idle_timeout=IDLE_TIMEOUT, budget=budget
+        )
+
+    return run
+
+
 def timed(run: Runner, runs: int) -> tuple[float, float]:
     """Wall and CPU µs per run, ``runs`` runs one after another in a fresh event loop."""
 
@@ -177,6 +198,7 @@ def run(quick: bool) -> list[Row]:
         "lyra": inside_lyra(graph),
         "bare": bare(graph),
         "bare + a callback": observed(graph),
+        "plain child": plain_child(graph),
     }
     wall: dict[str, list[float]] = {name: [] for name in sides}
     cpu: dict[str, list[float]] = {name: [] for name in sides}
@@ -208,12 +230,14 @@ def run(quick: bool) -> list[Row]:
     hook = median(cpu["bare + a callback"]) / median(cpu["bare"])
     over_hook = median(cpu["lyra"]) / median(cpu["bare + a callback"])
     extra = median(cpu["lyra"]) - median(cpu["bare"])
+    plain = median(cpu["plain child"]) / median(cpu["bare"])
     print(f"lyra / bare + a callback, CPU: {over_hook:.3f}×; a callback alone: {hook:.3f}×")
     print(f"lyra costs {extra:.0f} µs of CPU per run; lyra / bare, CPU: {cpu_ratio:.3f}×")
     print(f"lyra / bare, wall: {ratio:.3f}× (target ≤ 1.02×)")
     rows += [
         Row(BENCH, "lyra / bare + a callback, CPU", over_hook, "×"),
         Row(BENCH, "bare + a callback / bare, CPU", hook, "×"),
+        Row(BENCH, "plain child / bare, CPU", plain, "×", note="lyra around the run, no hook"),
         Row(BENCH, "lyra / bare, CPU", cpu_ratio, "×", note=f"{extra:.0f} µs per run"),
         Row(BENCH, "lyra / bare", ratio, "×", "≤ 1.02×", ratio <= 1.02, "wall time"),
     ]

@@ -10,11 +10,15 @@ call per task:
   idle_timeout=…, budget=…)`` with lyra's events written to a file as the CLI
   configures them: the attempt's limits, lyra's hooks, model-input filter and
   tool-error formatter in the run, a turn charged ahead of each model call and
-  the usage after it, tool progress, and the report.
+  the usage after it, tool progress, and the report;
+- for information, **bare + hooks** (the bare run with ``RunHooks`` that do
+  nothing: the SDK's price for being observed) and **plain child** (the same
+  ``adelegate_task`` around a child that only awaits ``Runner.run``: the
+  delegation's own cost around the run, no hook inside it).
 
 Tasks run one after another (the SDK's cost per run is the denominator), in
-blocks of ten, the two sides' blocks interleaved (lyra, bare, bare, lyra, …) in
-one process so that load from other processes hits both sides alike. Each
+blocks of ten, the sides' blocks interleaved, each side first in turn, in
+one process so that load from other processes hits every side alike. Each
 block is timed by the wall clock and by the process's CPU time: lyra's cost is
 CPU work (no waits), and CPU time is what a machine shared with other work
 measures steadily; both medians are compared, min and max shown. The SDK's own
@@ -88,10 +92,41 @@ def bare_side(agent: Any, refill: Callable[[], None]) -> Side:
     return run
 
 
+def hooked_side(agent: Any, refill: Callable[[], None]) -> Side:
+    """The bare run with run hooks that do nothing: the SDK's price for being observed."""
+    from agents import RunHooks, Runner
+
+    hooks: Any = RunHooks()
+
+    async def run(n: int) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for i in range(n):
+            refill()
+            result = await Runner.run(agent, f"How long is P04637? ({i})", hooks=hooks)
+            assert result.final_output == "P04637 has 393 residues."
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    return run
+
+
+def plain_side(agent: Any, refill: Callable[[], None]) -> Side:
+    """lyra around the bare run: a child that only awaits ``Runner.run``."""
+    from agents import Runner
+
+    async def child(prompt: str, ctx: Any) -> str:
+        result = await Runner.run(agent, prompt)
+        return str(result.final_output)
+
+    return _delegating(child, refill)
+
+
 def lyra_side(agent: Any, refill: Callable[[], None]) -> Side:
     from lyra.children.openai_agents import OpenAIAgentsChild
 
-    child = OpenAIAgentsChild(agent)
+    return _delegating(OpenAIAgentsChild(agent), refill)
+
+
+def _delegating(child: Any, refill: Callable[[], None]) -> Side:
     budget = Budget(max_tokens=10**12, max_turns=10**9)
 
     async def run(n: int) -> tuple[float, float]:
@@ -114,21 +149,28 @@ def lyra_side(agent: Any, refill: Callable[[], None]) -> Side:
 def run(quick: bool) -> list[Row]:
     pairs = QUICK_PAIRS if quick else PAIRS
     agent, refill = make_agent()
-    sides = {"bare": bare_side(agent, refill), "lyra": lyra_side(agent, refill)}
-    times: dict[str, list[tuple[float, float]]] = {"bare": [], "lyra": []}
+    sides = {
+        "lyra": lyra_side(agent, refill),
+        "bare": bare_side(agent, refill),
+        "bare + hooks": hooked_side(agent, refill),
+        "plain child": plain_side(agent, refill),
+    }
+    names = list(sides)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp, events_to(Path(tmp) / "events.jsonl"):
 
         async def measure() -> None:
             for side in sides.values():  # warm-up: imports, caches
                 await side(5 * BLOCK)
             for pair in range(pairs):
-                for name in ("lyra", "bare") if pair % 2 == 0 else ("bare", "lyra"):
+                shift = pair % len(names)  # each side first in turn
+                for name in names[shift:] + names[:shift]:
                     times[name].append(await sides[name](BLOCK))
 
         anyio.run(measure)
     print(
         f"{pairs * BLOCK} tasks per side (2 model turns + 1 tool call each, one at a time), "
-        f"in {pairs} interleaved pairs of blocks of {BLOCK}"
+        f"in {pairs} interleaved rounds of blocks of {BLOCK}"
     )
     rows: list[Row] = []
     ratios: dict[str, float] = {}
@@ -136,10 +178,15 @@ def run(quick: bool) -> list[Row]:
         per_task = {
             name: [t[index] / BLOCK * 1e3 for t in values] for name, values in times.items()
         }
-        for name, label in (("bare", "Runner.run, bare"), ("lyra", "inside lyra")):
+        for name, label in (
+            ("bare", "Runner.run, bare"),
+            ("bare + hooks", "Runner.run + do-nothing hooks"),
+            ("plain child", "a plain child in lyra"),
+            ("lyra", "inside lyra"),
+        ):
             values = per_task[name]
             spread = f"min {min(values):.3f}, max {max(values):.3f}"
-            print(f"  {label:<18} {clock:>4} {median(values):7.3f} ms per task  ({spread})")
+            print(f"  {label:<30} {clock:>4} {median(values):7.3f} ms per task  ({spread})")
             rows.append(
                 Row(
                     "framework_openai_agents",
@@ -150,6 +197,10 @@ def run(quick: bool) -> list[Row]:
                 )
             )
         ratios[clock] = median(per_task["lyra"]) / median(per_task["bare"])
+        if clock == "cpu":
+            for name in ("bare + hooks", "plain child"):
+                ratio = median(per_task[name]) / median(per_task["bare"])
+                rows.append(Row("framework_openai_agents", f"{name} / bare, CPU time", ratio, "×"))
     print(f"ratio lyra / bare, wall clock = {ratios['wall']:.3f}× (for information)")
     print(f"ratio lyra / bare, CPU time = {ratios['cpu']:.3f}× (target ≤ {TARGET}×)")
     rows.append(

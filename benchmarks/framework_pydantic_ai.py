@@ -13,14 +13,18 @@ is run two ways:
   request, each response's usage charged, each tool call as progress, the
   report rendered.
 
-For information, a third side: **bare + a capability**, the same bare run
+For information, two more sides. **bare + a capability**: the same bare run
 with one empty pydantic-ai capability added (``capabilities=[...]``).
 PydanticAIChild holds the limits with a capability, pydantic-ai's extension
 point for lifecycle hooks, and pydantic-ai dispatches every hook of a run to
 every capability it has (copying the run context each time), so the first
 capability in a run costs the same whatever it does; agents that already use
 one (instrumentation, fallback models, hooks) pay it already. The ratio of
-lyra to that side is what lyra itself adds.
+lyra to that side is what lyra itself adds. **plain child**: ``adelegate_task``
+(same limits, same events) around a child that only awaits ``agent.run``: the
+delegation's own cost around the run, without any hook inside it. Between two
+framework runs lyra's code finds the CPU caches cold, so a delegation costs
+several times what the ``overhead`` benchmark measures back to back.
 
 The model answers instantly, so the ratios weigh lyra's cost against
 pydantic-ai's own per run (the worst case: a real model's latency would
@@ -106,7 +110,16 @@ def sides(agent: Any) -> dict[str, Runner]:
             f"Triage issue {i}", child=child, timeout=60, idle_timeout=30, budget=budget
         )
 
-    return {"bare": bare, "bare + a capability": capability, "lyra": lyra}
+    async def plain_child(prompt: str, ctx: Any) -> str:
+        result = await agent.run(prompt)
+        return str(result.output)
+
+    async def plain(i: int) -> str:
+        return await adelegate_task(
+            f"Triage issue {i}", child=plain_child, timeout=60, idle_timeout=30, budget=budget
+        )
+
+    return {"bare": bare, "bare + a capability": capability, "lyra": lyra, "plain child": plain}
 
 
 def timed(run: Runner, runs: int) -> float:
@@ -137,11 +150,12 @@ def run(quick: bool) -> list[Row]:
             shift = number % len(names)
             for name in names[shift:] + names[:shift]:
                 us[name].append(timed(contenders[name], runs))
-    bare, capability, lyra = (us[name] for name in names)
+    bare, capability, lyra, plain = (us[name] for name in names)
     ratios = {
         "lyra / bare": [a / b for a, b in zip(lyra, bare, strict=True)],
         "bare + a capability / bare": [a / b for a, b in zip(capability, bare, strict=True)],
         "lyra / bare + a capability": [a / b for a, b in zip(lyra, capability, strict=True)],
+        "plain child / bare": [a / b for a, b in zip(plain, bare, strict=True)],
     }
     print(
         f"{runs} agent runs per round (3 model requests, 2 tool calls each), {rounds} "
