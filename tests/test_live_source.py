@@ -354,3 +354,40 @@ def test_parse_retry_after_http_date() -> None:
     seconds = parse_retry_after(value)
     assert seconds is not None
     assert 25 <= seconds <= 31
+
+
+def _afdb_records(accession: str) -> list[dict[str, Any]]:
+    """AlphaFold DB's recorded answer for P05067 (all ten isoforms' records)."""
+    recorded = Path(__file__).resolve().parent / "fixtures" / "recorded"
+    records: list[dict[str, Any]] = json.loads(
+        (recorded / f"afdb_prediction_{accession}.json").read_text(encoding="utf-8")
+    )
+    return records
+
+
+def test_an_isoform_is_its_own_alphafold_model_and_never_asks_uniprot(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """P05067-2 is AlphaFold DB's record of that isoform (its sequence, its figures),
+    named as an isoform of P05067; UniProt is not asked, since its features are placed
+    on the canonical sequence."""
+    isoform = [r for r in _afdb_records("P05067") if r["uniprotAccession"] == "P05067-2"]
+    server.script("/api/prediction/P05067-2", json_reply(isoform))
+    summary = _summary(live.fetch("p05067-2"))
+    assert not [path for path in server.paths if path.startswith("/uniprotkb/")]
+    assert (summary["uniprot_id"], summary["isoform_of"]) == ("P05067-2", "P05067")
+    assert summary["alphafold"]["entry_id"] == "AF-P05067-2-F1"
+    assert summary["confidence"] == isoform[0]["globalMetricValue"]
+    assert summary["length"] == len(isoform[0]["uniprotSequence"])
+    assert summary["uniprot"] is None
+
+
+def test_an_isoform_alphafold_db_does_not_model_is_not_found_not_the_canonical(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """An answer that lists other isoforms but not the one asked for is a 'not found',
+    never the canonical sequence's model under the isoform's name."""
+    server.script("/api/prediction/P05067-3", json_reply(_afdb_records("P05067")))
+    result = live.fetch("P05067-3")
+    assert isinstance(result, dict)
+    assert result.get("status") == 404, result

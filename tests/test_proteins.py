@@ -445,3 +445,56 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
     assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
     assert outcome.result.ok
     assert "## Analyze P04637" in (outcome.result.output or "")
+
+
+# -- isoforms and how accessions are written -------------------------------------------
+
+
+def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
+    """P05067-2 (bundled in P05067's entry) is analysed on its own 305 residues and
+    model, beside the canonical P05067; its brief says whose isoform it is and that
+    UniProt's features, placed on the canonical sequence, are not mapped on it."""
+    output = analyze_sync(["P05067-2", "p05067"], timeout=10)
+    assert counts(output) == (2, 0, 0)
+    isoform, canonical = entry(output, "P05067-2"), entry(output, "P05067")
+    assert isoform.figures["mean_plddt"] == 74.75 != canonical.figures["mean_plddt"]
+    assert "| Length | 305 residues |" in isoform.brief
+    assert "isoform P05067-2 of P05067" in isoform.brief
+    assert "a UniProt entry with features" not in isoform.brief  # none can be placed
+    assert "analyse one by its accession, as P05067-2" in canonical.brief
+
+
+@pytest.mark.parametrize(
+    ("question", "ids"),
+    [
+        ("Is the structure of P05067-2 reliable?", ["P05067-2"]),  # not swapped for P05067
+        ("compare p05067 with q5vsl9, structure only", ["P05067", "Q5VSL9"]),
+        ("models AF-P38398-F1 and sp|P69905|HBA_HUMAN", ["P38398", "P69905"]),
+        ("P04637.2 and P05067-2x", ["P04637", "P05067"]),
+    ],
+)
+def test_a_question_names_accessions_as_written_in_either_case(
+    question: str, ids: list[str]
+) -> None:
+    """Accessions in a question are found whatever their case, an isoform's suffix
+    kept; a version suffix and the parts of AlphaFold DB or FASTA IDs are not IDs."""
+    from lyra.proteins import plan_by_rules
+
+    assert plan_by_rules(question).ids == ids
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("AF-P05067-F1", "an AlphaFold DB entry ID: give its UniProt accession, P05067"),
+        ("P04637.2", "a sequence version: give the accession alone, P04637"),
+        ("sp|P69905|HBA_HUMAN", "did you mean P69905?"),
+    ],
+)
+def test_an_id_written_another_way_says_which_accession_to_give(given: str, hint: str) -> None:
+    from lyra.proteins import validate_protein_id
+
+    ok, message = validate_protein_id(given)
+    assert not ok
+    assert message is not None
+    assert message.endswith(hint)

@@ -131,7 +131,15 @@ def critique(
     if isoforms:
         caveats.append(
             f"This is the canonical isoform's model; AlphaFold DB also models {len(isoforms)} "
-            f"other isoform(s) ({', '.join(isoforms)}), whose confidence may differ."
+            f"other isoform(s) ({', '.join(isoforms)}), whose confidence may differ "
+            f"(analyse one by its accession, as {isoforms[0]})."
+        )
+    canonical = summary.get("isoform_of")
+    if canonical:
+        caveats.append(
+            f"This is isoform {summary.get('uniprot_id')} of {canonical}: its own sequence "
+            f"and AlphaFold DB model. UniProt places its features on the canonical sequence "
+            f"of {canonical}, so none are mapped here; residue numbers are this isoform's."
         )
     version, date = s.get("model_version"), s.get("model_date")
     if version:

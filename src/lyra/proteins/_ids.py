@@ -22,13 +22,18 @@ __all__ = [
 
 MAX_ID_LENGTH: Final = 15
 _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
-# The official UniProt accession pattern (uniprot.org/help/accession_numbers),
-# word-bounded so it is not found inside longer tokens.
-_ACCESSION: Final = re.compile(
-    r"\b(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})\b"
-)
+_ISOFORM: Final = re.compile(r"-[1-9][0-9]{0,2}")
+"""An isoform's suffix (``P05067-2``): UniProt numbers a protein's isoforms from 1."""
+# The official UniProt accession pattern (uniprot.org/help/accession_numbers), with an
+# isoform's suffix. In text it is found in either case and word-bounded, so not inside
+# longer tokens; an isoform's suffix is kept (another sequence, another model), a
+# version's ``.2`` is not part of it, and ``AF-P38398-F1`` names P38398's model.
+_CORE: Final = r"(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})"
+_ACCESSION: Final = re.compile(rf"{_CORE}(?:-[1-9][0-9]{{0,2}})?")
+_MENTIONED: Final = re.compile(rf"(?<!\w)(?i:{_CORE}(?:-[1-9][0-9]{{0,2}}(?![\w-]))?)(?!\w)")
 ACCESSION_FORMAT: Final = "[OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}"
-"""UniProt's documented accession format (uniprot.org/help/accession_numbers)."""
+"""UniProt's documented accession format (uniprot.org/help/accession_numbers); an
+isoform adds ``-N`` (``P05067-2``)."""
 _SHOWN_CHARS: Final = 40  # an echoed bad id is cut short: it may be huge or hostile
 
 
@@ -62,9 +67,13 @@ def _problem(raw: object) -> str | None:
     value = raw.strip()
     if not value:
         return "Protein ID must be a non-empty string, got an empty or blank string"
+    base, dash, number = value.partition("-")
+    if dash and _ISOFORM.fullmatch(dash + number) and base.isascii() and base.isalnum():
+        value = base  # an isoform (P05067-2): its accession is checked like any other
     if not value.isascii() or not value.isalnum():  # characters first: they say more
         return (
-            f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 allowed)"
+            f"Invalid protein ID format: {_shown(value)} (only letters A-Z and digits 0-9 "
+            f"allowed, and an isoform's -N){_hint(value)}"
         )
     if len(value) > MAX_ID_LENGTH or not _ID_PATTERN.fullmatch(value):
         return (
@@ -74,9 +83,23 @@ def _problem(raw: object) -> str | None:
     return None
 
 
+def _hint(value: str) -> str:
+    """What an ID that is not an accession most likely meant, when it says so."""
+    found = _MENTIONED.search(value)
+    if found is None:
+        return ""
+    accession = found.group(0).upper()
+    if value.upper().startswith("AF-"):
+        return f"; an AlphaFold DB entry ID: give its UniProt accession, {accession}"
+    if "." in value:
+        return f"; a sequence version: give the accession alone, {accession}"
+    return f"; did you mean {accession}?"
+
+
 def find_protein_ids(text: str) -> list[str]:
-    """UniProt accessions mentioned in ``text``, in order of first appearance, once each."""
-    return list(dict.fromkeys(match.group(0) for match in _ACCESSION.finditer(text)))
+    """UniProt accessions (isoforms too: ``P05067-2``) mentioned in ``text``, in either
+    case, upper-cased, in order of first appearance, once each."""
+    return list(dict.fromkeys(match.group(0).upper() for match in _MENTIONED.finditer(text)))
 
 
 def accession_problem(protein_id: str) -> str | None:

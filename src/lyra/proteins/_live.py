@@ -108,11 +108,14 @@ def _fractions(entry: dict[str, Any]) -> Fractions | None:
 
 
 def _pick_model(protein_id: str, models: list[Any]) -> dict[str, Any] | None:
-    """The model of the canonical sequence; AFDB lists isoforms too, in any order."""
+    """The model of ``protein_id``'s sequence; AFDB lists isoforms too, in any order.
+    An isoform's (``P05067-2``) is its own record, never the canonical sequence's."""
     candidates = [m for m in models if isinstance(m, dict)]
     for model in candidates:
         if model.get("uniprotAccession") == protein_id:
             return model
+    if "-" in protein_id:
+        return None
     return next((m for m in candidates if "-" not in str(m.get("uniprotAccession", ""))), None)
 
 
@@ -228,10 +231,13 @@ class LiveSource:
     def fetch(self, protein_id: str) -> ProteinSummary | NotFound:
         """Ask both services and merge; the 404 soft failure if neither knows the id."""
         accession = protein_id.strip().upper()
+        canonical, isoform, _ = accession.partition("-")
         quoted = quote(accession, safe="")
         uniprot_url = f"{self.uniprot_url}/uniprotkb/{quoted}.json"
         afdb_url = f"{self.afdb_url}/api/prediction/{quoted}"
-        uniprot = self._get_json(uniprot_url, "UniProt", accession)
+        # An isoform (P05067-2) is AlphaFold DB's alone: UniProt's features of the entry
+        # are placed on the canonical sequence, and would land on the wrong residues.
+        uniprot = None if isoform else self._get_json(uniprot_url, "UniProt", accession)
         models = self._get_json(afdb_url, "AlphaFold DB", accession)
         if uniprot is not None and not isinstance(uniprot, dict):
             raise _malformed("UniProt", accession, f"a JSON {type(uniprot).__name__}")
@@ -241,10 +247,12 @@ class LiveSource:
             raise _malformed("AlphaFold DB", accession, f"a JSON {type(models).__name__}")
         model = _pick_model(accession, models) if models is not None else None
         if uniprot is None and model is None:
-            return not_found(accession, "UniProt or AlphaFold DB")
+            return not_found(accession, "AlphaFold DB" if isoform else "UniProt or AlphaFold DB")
         sources = [url for url, part in ((uniprot_url, uniprot), (afdb_url, model)) if part]
         summary = _merge(accession, uniprot, model, sources)
         summary["isoforms"] = _isoforms(accession, models or [])
+        if isoform:
+            summary["isoform_of"] = canonical
         if uniprot is not None:
             summary["uniprot"] = _annotation(uniprot, uniprot_url)
         if model is not None and summary["alphafold"] is not None:

@@ -42,9 +42,42 @@ def bundled_pae(name: str) -> list[list[float]]:
     return read_pae(json.loads(_data().joinpath("pae", name).read_text(encoding="utf-8")))
 
 
+def _entry(accession: str) -> dict[str, Any] | None:
+    """The bundled entry of ``accession``; an isoform's (``P05067-2``) made from the
+    record its canonical entry keeps of it."""
+    entries = _bundled_entries()
+    if accession in entries:
+        entry: dict[str, Any] = entries[accession]
+        return entry
+    canonical, dash, _ = accession.partition("-")
+    if dash and canonical in entries:
+        return _isoform(canonical, accession)
+    return None
+
+
+@cache
+def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
+    """An isoform as an entry of its own: its sequence and model, the canonical entry's
+    names. UniProt's features are placed on the canonical sequence, so it has none."""
+    entry = _bundled_entries()[canonical]
+    form = next((f for f in entry.get("isoforms") or [] if f.get("accession") == accession), None)
+    if form is None:
+        return None
+    length = form.get("length")
+    return {
+        **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
+        "uniprot_id": accession,
+        "isoform_of": canonical,
+        "length": int(length) if length is not None else None,
+        "sequence": form.get("sequence"),
+        "alphafold": form.get("alphafold"),
+        "sources": form.get("sources"),
+    }
+
+
 @cache
 def _profile(accession: str) -> dict[str, Any] | None:
-    alphafold = _bundled_entries()[accession].get("alphafold") or {}
+    alphafold = (_entry(accession) or {}).get("alphafold") or {}
     plddt = alphafold.get("plddt")
     if not plddt:
         return None
@@ -68,7 +101,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
             "profile": _profile(entry["uniprot_id"]),
             "figures_note": alphafold.get("figures_note"),
         }
-    return {
+    summary: ProteinSummary = {
         "uniprot_id": entry["uniprot_id"],
         "description": entry.get("description"),
         "organism": entry.get("organism"),
@@ -83,6 +116,9 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
         "source": "offline",
         "sources": list(entry.get("sources") or []),
     }
+    if entry.get("isoform_of"):
+        summary["isoform_of"] = entry["isoform_of"]
+    return summary
 
 
 class OfflineSource:
@@ -93,7 +129,7 @@ class OfflineSource:
     def fetch(self, protein_id: str) -> ProteinSummary | NotFound:
         """A fresh copy of the bundled summary, or the 404 soft failure."""
         key = protein_id.strip().upper()
-        entry = _bundled_entries().get(key)
+        entry = _entry(key)
         if entry is None:
             if accession_problem(key) is None:
                 return not_found(
@@ -111,5 +147,5 @@ class OfflineSource:
         return bundled_pae(name) if isinstance(name, str) else None
 
     def ids(self) -> list[str]:
-        """Every accession the bundled dataset holds, sorted."""
+        """Every accession the bundled dataset holds (not its isoforms), sorted."""
         return sorted(_bundled_entries())

@@ -16,7 +16,7 @@ annotation (features, subunit, cofactors) when an entry with features exists.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 __all__ = [
     "AlphaFoldData",
@@ -87,6 +87,7 @@ class ProteinSummary(EntrySummary):
     isoforms: list[str]  # other isoforms AlphaFold DB models (P05067-2, …), if known
     source: Literal["offline", "live"]
     sources: list[str]  # where the values came from (files, or URLs that answered)
+    isoform_of: NotRequired[str]  # an isoform's (P05067-2) canonical accession (P05067)
 
 
 class NotFound(TypedDict):

@@ -73,7 +73,7 @@ def _missing(alphafold: Mapping[str, Any], summary: Mapping[str, Any]) -> list[s
             missing.append(f"the model's coordinates (structural units need them; {LIVE_HINT})")
         if profile.get("unit_pae") is None:
             missing.append(f"the PAE file (confidence between units needs it; {LIVE_HINT})")
-    if summary.get("uniprot") is None:
+    if summary.get("uniprot") is None and not summary.get("isoform_of"):
         missing.append(
             "a UniProt entry with features (domains, regions, sites); run with --source live "
             "to fetch it from UniProt"
