@@ -32,7 +32,13 @@ def test_analyze_json_mixed_ids(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
     data = json.loads(out)
     assert status == 1
-    assert data["summary"] == {"total_requested": 3, "successful": 2, "partial": 0, "failed": 1}
+    assert data["summary"] == {
+        "total_requested": 3,
+        "successful": 2,
+        "partial": 0,
+        "failed": 1,
+        "unfinished": 0,
+    }
     failed = data["failed_analyses"][0]
     assert failed["protein_id"] == "TOTALLY_FAKE_ID"
     assert failed["failed_at_stage"] == "fetch_protein"
@@ -365,9 +371,38 @@ def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
     output = json.loads((tmp_path / "output.json").read_text())
     assert output["interrupted"] is True
     assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637"]
-    assert sorted(output["unfinished"]) == ["P69905", "Q8I3H7"]
+    assert output["unfinished"] == ["Q8I3H7", "P69905"]  # in request order
+    assert output["summary"] == {
+        "total_requested": 3,
+        "successful": 1,
+        "partial": 0,
+        "failed": 0,
+        "unfinished": 2,
+    }
+    listed = tmp_path / "unfinished.txt"
+    assert listed.read_text() == "Q8I3H7\nP69905\n"
+    assert f"the 2 that did not finish are listed in {listed}" in err
+    assert f"lyra analyze --ids-file {listed}" in err
     last = json.loads(events.read_text().splitlines()[-1])
     assert (last["event"], last["unfinished"]) == ("run_interrupted", 2)
+
+
+def test_resuming_an_interrupted_plain_run_is_refused_and_says_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume of a run started without --durable that was interrupted is exit 2, never
+    'already finished' with exit 0: it names the proteins' list to run instead."""
+    from lyra.proteins import AnalysisOutput, Summary
+
+    summary = Summary(total_requested=3, successful=1, partial=0, failed=0, unfinished=2)
+    output = AnalysisOutput.empty().model_copy(
+        update={"summary": summary, "interrupted": True, "unfinished": ["Q8I3H7", "P69905"]}
+    )
+    (tmp_path / "output.json").write_text(output.model_dump_json())
+    status, out, err = run_cli(["analyze", "--resume", str(tmp_path)], capsys)
+    assert (status, out) == (2, "")
+    assert "interrupted before 2 of its proteins finished" in err
+    assert f"lyra analyze --ids-file {tmp_path / 'unfinished.txt'}" in err
 
 
 def test_a_refused_durable_request_leaves_no_run_behind(
@@ -474,6 +509,28 @@ def test_analyze_keeps_a_run_wide_turn_budget(
 # -- proteome scale: IDs from a file, results streamed ---------------------------------------
 
 
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        "\ufeffP04637\r\nP69905\r\n".encode(),  # Excel's "CSV UTF-8", Notepad's UTF-8
+        "\ufeffP04637\nP69905\n".encode("utf-16-le"),  # Notepad's "Unicode"
+        "P04637\nP69905\n".encode("utf-16"),
+    ],
+)
+def test_an_ids_file_saved_by_windows_tools_reads_every_accession(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], encoded: bytes
+) -> None:
+    """A byte order mark is no part of the first accession, and UTF-16 is read as
+    text: both proteins complete, none is 'invalid' for an invisible character."""
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(encoded)
+    argv = ["analyze", "--ids-file", str(ids), "--json", "--run-dir", str(tmp_path / "r")]
+    status, out, _ = run_cli(argv, capsys)
+    output = json.loads(out)
+    assert status == 0
+    assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637", "P69905"]
+
+
 def test_ids_from_a_file_are_read_like_ids_on_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -573,6 +630,58 @@ async def test_a_streamed_analysis_keeps_no_entry_it_need_not(tmp_path: Path) ->
         "Q8I3H7",
         "XXXXX",
     ]
+
+
+@pytest.mark.anyio
+async def test_a_streamed_answer_counts_every_failure_not_the_lines_it_shows(
+    tmp_path: Path,
+) -> None:
+    """A streamed run lists a sample of each kind; the count beside the heading is the
+    run's, and the sample ends with how many more there are."""
+    from lyra.proteins import analyze
+    from lyra.proteins._tally import SAMPLE
+
+    ids = ["P04637", *(f"ZZ{i:04d}" for i in range(SAMPLE + 10))]
+    output = await analyze(iter(ids), run_dir=tmp_path, stream=True, timeout=5)
+    assert output.answer is not None
+    assert f"Could not be analysed ({SAMPLE + 10}):" in output.answer
+    assert "… and 10 more (results.jsonl has every one)" in output.answer
+    assert "Found (1):" in output.answer
+    assert output.answer.count("\n  • ZZ") == SAMPLE
+
+
+@pytest.mark.anyio
+async def test_a_stopped_streamed_analysis_names_every_protein_it_did_not_finish(
+    tmp_path: Path,
+) -> None:
+    """A streamed run stopped from outside lists, in output.json and unfinished.txt,
+    the proteins handed to a child and not finished and then the input never read;
+    the summary counts them, so that it adds up to every protein requested."""
+    import anyio
+
+    from lyra.proteins import analyze
+
+    ids = ["P04637", "Q8I3H7", "P69905", *(f"ZZ{i:04d}" for i in range(30))]
+    with anyio.move_on_after(1.5):
+        await analyze(
+            iter(ids),
+            run_dir=tmp_path,
+            stream=True,
+            concurrency=2,
+            faults=["Q8I3H7:hang", "P69905:hang"],
+            timeout=60,
+        )
+    output = json.loads((tmp_path / "output.json").read_text())
+    assert output["interrupted"] is True
+    assert output["unfinished"] == ["P69905", "Q8I3H7", *ids[3:]]
+    summary = output["summary"]
+    assert (summary["successful"], summary["unfinished"]) == (1, len(ids) - 1)
+    assert summary["total_requested"] == len(ids)
+    listed = (tmp_path / "unfinished.txt").read_text().split()
+    assert listed == output["unfinished"]
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    written = [json.loads(line)["protein_id"] for line in lines]
+    assert written == ["P04637"]  # every protein once: finished or listed, never both
 
 
 # -- the live view -------------------------------------------------------------------------

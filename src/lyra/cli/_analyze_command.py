@@ -266,7 +266,7 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
-            print(f"lyra: finished proteins are in {run_dir.path}", file=sys.stderr)
+            print(_interrupted(run_dir.path, durable is not None), file=sys.stderr)
             raise
         except RunStopped as stopped:
             print(_stopped(stopped, progress, run_dir.path), file=sys.stderr)
@@ -279,6 +279,22 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     if unwritten:
         return EXIT_UNWRITTEN  # the results are above; the run directory is incomplete
     return _status(output)
+
+
+def _interrupted(folder: Path, durable: bool) -> str:
+    """What an interrupted run kept, and how to finish it."""
+    from lyra.proteins import UNFINISHED
+
+    listed = folder / UNFINISHED
+    if durable or not listed.is_file():
+        return f"lyra: finished proteins are in {folder}"
+    left = len(listed.read_text(encoding="utf-8").split())
+    if not left:
+        return f"lyra: every protein finished; they are in {folder}"
+    return (
+        f"lyra: finished proteins are in {folder}; the {left} that did not finish are "
+        f"listed in {listed}: run them with: lyra analyze --ids-file {listed}"
+    )
 
 
 def _stopped(stopped: RunStopped, progress: LiveView, folder: Path) -> str:

@@ -41,7 +41,7 @@ from lyra.durable._database import (
 )
 from lyra.durable._events import Ledger
 from lyra.errors import ConfigurationError
-from lyra.proteins import AnalysisOutput, requested_ids
+from lyra.proteins import UNFINISHED, AnalysisOutput, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
 
 
@@ -276,7 +276,15 @@ def _resume_plain(folder: Path) -> DurableRun:
             f"{folder} holds no durable run to resume (no {RUN_FILE}); "
             f"start runs with --durable or --database-url to make them resumable"
         )
-    return DurableRun(folder, None, None, _read_output(output))
+    done = _read_output(output)
+    if done.interrupted:
+        listed = folder / UNFINISHED
+        raise ConfigurationError(
+            f"{folder} holds a run that was interrupted before {len(done.unfinished)} of its "
+            f"proteins finished; a run started without --durable cannot be resumed: run "
+            f"them with: lyra analyze --ids-file {listed}"
+        )
+    return DurableRun(folder, None, None, done)
 
 
 def _check_same(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -123,4 +124,6 @@ def read_text(path: str) -> str:
             f"cannot read {path}: more than {MAX_TEXT // 2**20} MiB, which is read whole; "
             "split it (event logs of any size: lyra logs)"
         )
-    return data.decode("utf-8", errors="replace")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Notepad's "Unicode"
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")  # a byte order mark is no text

@@ -13,7 +13,7 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
-from lyra.proteins._analyze import analyze, analyze_sync, entry_for, requested_ids
+from lyra.proteins._analyze import UNFINISHED, analyze, analyze_sync, entry_for, requested_ids
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_protein_id
 from lyra.proteins._live import LiveSource
@@ -42,6 +42,7 @@ from lyra.proteins._validate import process_protein, validate_response
 __all__ = [
     "FULL_PLAN",
     "STRUCTURE_PLAN",
+    "UNFINISHED",
     "AnalysisOutput",
     "CompletedAnalysis",
     "FailedAnalysis",

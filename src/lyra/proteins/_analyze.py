@@ -156,7 +156,7 @@ async def analyze(
         )
     except BaseException:  # stopped from outside (Ctrl+C, SIGTERM): keep what finished
         if folder is not None and not durable:  # a durable run resumes from its checkpoints
-            _save_interrupted(tally, folder, listed)
+            _save_interrupted(tally, folder, listed if listed is not None else requested)
         raise
     if any(error.failed_step == "fan_out" for error in graceful.errors):
         # The fan-out itself broke: whatever did not finish fails, and is still reported.
@@ -237,23 +237,36 @@ async def _conclude(
     return output
 
 
-def _save_interrupted(tally: Tally, folder: RunDir, requested: Sequence[str] | None) -> None:
-    """An interrupted run's output (what finished, and the proteins that did not) and
-    its closing event, so that the run directory and the log end as the run did."""
+UNFINISHED = "unfinished.txt"
+"""The run directory's list of the proteins an interrupted run did not finish."""
+
+
+def _save_interrupted(tally: Tally, folder: RunDir, requested: Iterable[str]) -> None:
+    """An interrupted run's output (what finished, and the proteins that did not), the
+    unfinished ones one a line in ``unfinished.txt`` (to run with ``--ids-file``), and
+    its closing event, so that the run directory and the log end as the run did.
+
+    ``requested`` is the list, or what is left of a streamed run's input after the
+    proteins already handed to a child: the rest of it is read now, so that a
+    stopped proteome run still names every protein it did not finish."""
     tally.finish()
-    finished = [tally.entries[p] for p in requested or () if p in tally.entries]
-    unfinished = [p for p in requested or () if p not in tally.outcomes]
+    listed = isinstance(requested, Sequence)
+    unfinished = [p for p in requested if p not in tally.outcomes]
+    if not listed:  # handed to a child, not finished; then the input never read
+        unfinished = [*sorted(tally.started - tally.outcomes.keys()), *unfinished]
+    finished = [tally.entries[p] for p in requested if p in tally.entries] if listed else []
     output = assemble(finished).model_copy(
         update={
-            "summary": tally.summary(),
-            "results": str(folder.results),
-            "streamed": requested is None,
+            "summary": tally.summary(unfinished=len(unfinished)),
+            "results": str(folder.results) if folder.results.exists() else None,
+            "streamed": not listed,
             "interrupted": True,
             "unfinished": unfinished,
         }
     )
+    folder.save(folder.path / UNFINISHED, "".join(f"{p}\n" for p in unfinished))
     folder.save(folder.output, output.model_dump_json(indent=2))
-    events.warning("run_interrupted", **output.summary.model_dump(), unfinished=len(unfinished))
+    events.warning("run_interrupted", **output.summary.model_dump())
 
 
 def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:

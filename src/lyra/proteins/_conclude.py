@@ -51,7 +51,7 @@ def facts(
     """What the final answer may say (``retried``: the run already retried failures).
 
     ``summary`` gives the counts when ``entries`` are only a sample (a streamed run):
-    each list then ends with how many more there are.
+    ``more`` then says how many more of each there are.
     """
     found: list[str] = []
     partial: list[str] = []
@@ -70,14 +70,15 @@ def facts(
             )
     if not retried and any(e.retryable for e in entries if not isinstance(e, CompletedAnalysis)):
         next_steps.append("Run again with --retries 2 to recover the retryable failures")
+    more: dict[str, int] = {}
     if summary is not None:
-        for lines, total in (
-            (found, summary.successful),
-            (partial, summary.partial),
-            (failed, summary.failed),
+        for key, lines, total in (
+            ("found", found, summary.successful),
+            ("partial", partial, summary.partial),
+            ("failed", failed, summary.failed),
         ):
             if total > len(lines):
-                lines.append(f"… and {total - len(lines)} more (results.jsonl has every one)")
+                more[key] = total - len(lines)
     return AnswerFacts(
         question=question,
         found=found,
@@ -88,6 +89,7 @@ def facts(
         health=list(health),
         errors=list(errors),
         next_steps=list(dict.fromkeys(next_steps)),
+        more=more,
     )
 
 

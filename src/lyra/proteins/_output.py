@@ -76,6 +76,8 @@ class Summary(FrozenModel):
     successful: int
     partial: int
     failed: int
+    unfinished: int = 0
+    """Proteins an interrupted run did not finish (0 for a run that ended)."""
 
 
 class AnalysisOutput(FrozenModel):
@@ -100,7 +102,8 @@ class AnalysisOutput(FrozenModel):
     """True when the run was stopped (Ctrl+C, SIGTERM) before every protein finished:
     the entries are those that finished; :attr:`unfinished` names the rest."""
     unfinished: list[str] = Field(default_factory=list)
-    """Proteins an interrupted run did not finish (a listed run; empty otherwise)."""
+    """Proteins an interrupted run did not finish, in request order (also one a line
+    in the run directory's ``unfinished.txt``, for ``--ids-file``)."""
 
     @classmethod
     def empty(cls) -> AnalysisOutput:

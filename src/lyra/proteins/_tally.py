@@ -101,13 +101,15 @@ class Tally:
             self._append(self.entries[protein_id])
         self.folder.close()
 
-    def summary(self) -> Summary:
-        """The counts, which always add up to the proteins requested."""
+    def summary(self, unfinished: int = 0) -> Summary:
+        """The counts, which always add up to the proteins requested (``unfinished``:
+        those an interrupted run did not finish)."""
         return Summary(
-            total_requested=sum(self.kinds.values()),
+            total_requested=sum(self.kinds.values()) + unfinished,
             successful=self.kinds["completed"],
             partial=self.kinds["partial"],
             failed=self.kinds["failed"],
+            unfinished=unfinished,
         )
 
     def quorum_view(self, requested: Iterable[str] | None) -> list[ChildOutcome]:

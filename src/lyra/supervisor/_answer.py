@@ -59,6 +59,9 @@ class AnswerFacts(BaseModel):
     health: list[ServiceHealth] = Field(default_factory=list)
     errors: list[ErrorContext] = Field(default_factory=list)
     next_steps: list[str] = Field(default_factory=list)
+    more: dict[str, int] = Field(default_factory=dict)
+    """How many more ``found``, ``partial`` or ``failed`` there are than the list
+    shows: a run too large to list (a streamed one) gives a sample of each."""
 
 
 class AnswerWriter(Protocol):
