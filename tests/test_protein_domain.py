@@ -118,6 +118,7 @@ def _pipeline(protein_id: str) -> tuple[dict[str, Any], dict[str, Any], dict[str
         ("A0A0C5B5G6", "A0A0C5B5G6"),
         ("ZZZZZZZZZ", "ZZZZZZZZZ"),
         ("A" * 15, "A" * 15),
+        ("p05067-2", "P05067-2"),  # an isoform: valid but unusual, as PRD-003 allows
     ],
 )
 def test_valid_ids_are_accepted_and_normalized(raw: str, expected: str) -> None:
@@ -142,7 +143,8 @@ def test_valid_ids_are_accepted_and_normalized(raw: str, expected: str) -> None:
         ("../etc/passwd", "Invalid protein ID format"),
         ("<script>", "Invalid protein ID format"),
         ("TOTALLY_FAKE_ID", "Invalid protein ID format"),
-        ("P05067-2", "Invalid protein ID format"),
+        ("P05067-0", "Invalid protein ID format"),  # isoforms are numbered from 1
+        ("P05067-", "Invalid protein ID format"),
         ("P04 637", "Invalid protein ID format"),
         ("P0463\u0667", "Invalid protein ID format"),  # an Arabic-Indic digit
         ("Pé4637", "Invalid protein ID format"),
@@ -170,15 +172,16 @@ def test_rejection_message_is_bounded() -> None:
     [
         ("Compare P04637 and Q8I3H7.", ["P04637", "Q8I3H7"]),
         ("P04637, P04637 again, then A0A0C5B5G6", ["P04637", "A0A0C5B5G6"]),
-        ("isoform P05067-2 of APP", ["P05067"]),
+        ("isoform P05067-2 of APP", ["P05067-2"]),
         ("XP04637 and P046371 are not accessions", []),
-        ("lower case p04637 is not matched", []),
+        ("lower case p04637 is matched too", ["P04637"]),
         ("A1YPR0 (ZBTB7C), P0DTC2 (spike)", ["A1YPR0", "P0DTC2"]),
         ("", []),
     ],
 )
 def test_find_protein_ids(text: str, expected: list[str]) -> None:
-    """Accessions are found word-bounded, in order, once each."""
+    """Accessions are found word-bounded, in either case, an isoform's suffix kept, in
+    order, once each."""
     assert find_protein_ids(text) == expected
 
 
@@ -430,7 +433,6 @@ def test_q8i3h7_without_per_residue_data() -> None:
     [
         _good(uniprot_id="P0DTC2"),  # no alphafold key at all
         {**_good(uniprot_id="P0DTC2"), "alphafold": None},
-        process_protein("P0DTC2"),  # an AlphaFold entry id but no pLDDT figures
     ],
 )
 def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
@@ -438,6 +440,23 @@ def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
     result = analyze_structure(summary)
     assert result.keys() == {"error", "missing_model"}
     assert result["error"].startswith("No structure data for P0DTC2")
+
+
+def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to_the_pdb() -> None:
+    """P0DTC2's bundled data name its AlphaFold DB entry but hold no pLDDT: the failure
+    says AlphaFold DB models it and how to fetch it, and the advice is --source live,
+    not 'no AlphaFold DB model: look in the PDB'."""
+    from lyra.proteins import analyze_sync
+    from lyra.proteins._next import next_steps
+
+    result = analyze_structure(process_protein("P0DTC2"))
+    assert "missing_model" not in result
+    assert "AlphaFold DB models it (AF-0000000365840314)" in result["error"]
+    assert result["error"].endswith("run with --source live to fetch it from AlphaFold DB")
+    output = analyze_sync(["P0DTC2"], timeout=10)
+    assert next_steps(output.partial_analyses) == [
+        "Fetch their AlphaFold DB models with --source live: P0DTC2"
+    ]
 
 
 # --------------------------------------------------------------------------- reasoning

@@ -185,15 +185,30 @@ async def test_failed_critical_child_is_retried_first() -> None:
 
 
 async def test_comparison_ranks_usable_proteins_and_names_the_missing() -> None:
-    """Several proteins are compared; a failed one is left out and named."""
+    """Proteins with band fractions are ranked; one known only by a whole-model mean
+    (Q8I3H7: 85.57, the highest, from a secondary source) is named, not ranked; a
+    failed one is left out and named."""
     output = await analyze(["P04637", "Q8I3H7", "P38398", "XXXXX"], timeout=5)
     comparison = output.comparison
     assert comparison is not None
-    assert comparison.compared == ["P04637", "Q8I3H7", "P38398"]
-    assert comparison.best_predicted_structure == "Q8I3H7"  # mean pLDDT 85.57, the highest
-    assert comparison.basis is not None
-    assert comparison.basis.startswith("highest whole-model mean pLDDT")
+    assert comparison.compared == ["P04637", "P38398"]
+    assert comparison.best_predicted_structure == "P04637"
+    assert (
+        comparison.basis == "largest share of residues with pLDDT ≥ 70: P04637 59.8%, P38398 17.4%"
+    )
+    assert comparison.unranked == ["Q8I3H7"]
     assert comparison.left_out == ["XXXXX"]
+    assert "Not ranked (only a whole-model mean pLDDT is known): Q8I3H7." in comparison.lines()
+
+
+async def test_no_structure_is_ranked_on_whole_model_means_alone() -> None:
+    """With band fractions for fewer than two proteins, none is called the best."""
+    output = await analyze(["Q8I3H7", "P69905"], timeout=5)
+    comparison = output.comparison
+    assert comparison is not None
+    assert comparison.best_predicted_structure is None
+    assert comparison.skipped_reason is not None
+    assert "a whole-model mean ranks no structure" in comparison.skipped_reason
 
 
 async def test_comparison_is_skipped_when_the_quorum_fails() -> None:

@@ -2,8 +2,10 @@
 
 Only the prediction is compared: no ranking of drug targets is made from
 pLDDT. The criterion is the share of residues with pLDDT ≥ 70 (confident or
-very high) where the band fractions are known, else the whole-model mean
-pLDDT; the line says which one decided.
+very high), among the proteins whose band fractions are known; a protein known
+only by its whole-model mean is named but not ranked (one number over ordered
+and disordered parts alike, from whichever model version and source had it, is
+no measure of where the confidence is).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class Comparison(BaseModel):
     basis: str | None = None
     """Why: the criterion and the figures that decided."""
     left_out: list[str] = []
+    unranked: list[str] = []
+    """Proteins known only by a whole-model mean pLDDT: named, not ranked."""
     skipped_reason: str | None = None
 
     def lines(self) -> list[str]:
@@ -35,6 +39,10 @@ class Comparison(BaseModel):
             lines.append(
                 f"Best predicted structure: {self.best_predicted_structure} ({self.basis}). "
                 "This compares predictions, not drug targets."
+            )
+        if self.unranked:
+            lines.append(
+                f"Not ranked (only a whole-model mean pLDDT is known): {', '.join(self.unranked)}."
             )
         if self.left_out:
             lines.append(f"Not compared (analysis missing): {', '.join(self.left_out)}.")
@@ -57,12 +65,23 @@ def compare(
             left_out=left_out,
             skipped_reason="fewer than two proteins have usable figures",
         )
-    if all(figures[p].get("well_folded_fraction") is not None for p in usable):
-        best = max(usable, key=lambda p: figures[p]["well_folded_fraction"])
-        shares = ", ".join(f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in usable)
-        why = f"largest share of residues with pLDDT ≥ 70: {shares}"
-    else:
-        best = max(usable, key=lambda p: figures[p]["mean_plddt"])
-        means = ", ".join(f"{p} {figures[p]['mean_plddt']}" for p in usable)
-        why = f"highest whole-model mean pLDDT, as band fractions are not known for all: {means}"
-    return Comparison(compared=usable, best_predicted_structure=best, basis=why, left_out=left_out)
+    ranked = [p for p in usable if figures[p].get("well_folded_fraction") is not None]
+    unranked = [p for p in usable if p not in ranked]
+    if len(ranked) < 2:
+        return Comparison(
+            compared=usable,
+            left_out=left_out,
+            unranked=unranked,
+            skipped_reason="band fractions (the share of residues at pLDDT ≥ 70) are known "
+            "for fewer than two of them, and a whole-model mean ranks no structure",
+        )
+    best = max(ranked, key=lambda p: figures[p]["well_folded_fraction"])
+    shares = ", ".join(f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in ranked)
+    why = f"largest share of residues with pLDDT ≥ 70: {shares}"
+    return Comparison(
+        compared=ranked,
+        best_predicted_structure=best,
+        basis=why,
+        left_out=left_out,
+        unranked=unranked,
+    )

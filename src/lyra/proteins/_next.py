@@ -18,6 +18,7 @@ __all__ = ["next_steps"]
 
 _NOT_ACCESSION = "is not a UniProt accession"
 _NOT_BUNDLED = "try --source live"
+_FETCH_LIVE = "run with --source live"
 _NO_MODEL = "AlphaFold DB has no model"
 _PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
 
@@ -31,6 +32,8 @@ def _advice(entry: ProteinEntry) -> str | None:
         return "Check the identifiers (not UniProt accessions, e.g. P04637 or A0A0C5B5G6)"
     if _NOT_BUNDLED in error:
         return "Not in the bundled dataset; run them with --source live"
+    if _FETCH_LIVE in error:
+        return "Fetch their AlphaFold DB models with --source live"
     if _NO_MODEL in error or "no AlphaFold DB model" in error:
         return _PDB
     if entry.suggested_actions:

@@ -101,6 +101,12 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
             "max_plddt": None,
             "fractions": fractions_of(alphafold.get("fractions")),
         }
+        entry_id = alphafold.get("entry_id") if summary.get("source") != "live" else None
+        if figures["mean_plddt"] is None and figures["fractions"] is None and entry_id:
+            return {  # a model exists; the data at hand hold none of its figures
+                "error": f"No structure data for {protein_id}: AlphaFold DB models it "
+                f"({entry_id}), but this data holds none of its figures; {LIVE_HINT}",
+            }
         if figures["mean_plddt"] is None and figures["fractions"] is None:
             return {
                 "error": f"No structure data for {protein_id}: no AlphaFold DB model figures "
