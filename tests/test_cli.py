@@ -531,6 +531,35 @@ def test_an_ids_file_saved_by_windows_tools_reads_every_accession(
     assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637", "P69905"]
 
 
+def test_an_ids_file_may_be_a_list_a_line_or_a_uniprot_export(tmp_path: Path) -> None:
+    """Several accessions a line (spaces or commas) are each read; of a tab-separated
+    table (UniProt's export, headed 'Entry') only the first column, without its header."""
+    from lyra.cli._request import read_ids
+
+    listed = tmp_path / "listed.txt"
+    listed.write_text("P04637 P69905,Q8I3H7\n# more\nP05067-2, p38398\n", encoding="utf-8")
+    assert read_ids(str(listed)) == ["P04637", "P69905", "Q8I3H7", "P05067-2", "p38398"]
+    export = tmp_path / "uniprotkb.tsv"
+    export.write_text(
+        "Entry\tEntry Name\tProtein names\n"
+        "P04637\tP53_HUMAN\tCellular tumor antigen p53\n"
+        "P69905\tHBA_HUMAN\tHemoglobin subunit alpha\n",
+        encoding="utf-8",
+    )
+    assert read_ids(str(export)) == ["P04637", "P69905"]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "accession\n"])
+def test_an_ids_file_without_accessions_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text(text, encoding="utf-8")
+    status, out, err = run_cli(["analyze", "--ids-file", str(ids)], capsys)
+    assert (status, out) == (2, "")
+    assert f"no protein IDs in {ids}" in err
+
+
 def test_ids_from_a_file_are_read_like_ids_on_the_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -77,13 +77,16 @@ def register(commands: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637")
+    p.add_argument(
+        "ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637 (isoform: P05067-2)"
+    )
     p.add_argument(
         "--ids-file",
         metavar="FILE",
-        help="more accessions, one a line (- for stdin; blank lines and # comments skipped, "
-        "duplicates analysed once); a run of more than 100 proteins streams its results "
-        "to results.jsonl",
+        help="more accessions, one or more a line (- for stdin; spaces or commas between "
+        "them; a UniProt TSV export's Entry column; blank lines, # comments and a header "
+        "skipped, duplicates analysed once); a run of more than 100 proteins streams its "
+        "results to results.jsonl",
     )
     p.add_argument(
         "--question",

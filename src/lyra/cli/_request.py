@@ -75,7 +75,7 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     planned = None
     if plan and args.question:
         planned = run_blocking("plan_question", lambda: plan_question(args.question))
-    from_file = read_ids(args.ids_file) if args.ids_file else []
+    from_file = file_ids(args)
     ids = list(dict.fromkeys([*args.ids, *from_file, *(planned.ids if planned else [])]))
     if not ids:
         where = " in the question" if args.question else ""
@@ -110,13 +110,40 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     )
 
 
+_HEADERS = frozenset({"entry", "accession", "accessions", "id", "ids", "uniprot", "uniprot_id"})
+"""First lines that name a column, not a protein (``Entry`` heads UniProt's exports)."""
+
+
+def file_ids(args: argparse.Namespace) -> list[str]:
+    """The accessions of ``--ids-file``, read once (standard input can be read once)."""
+    if not args.ids_file:
+        return []
+    if getattr(args, "read_ids", None) is None:
+        args.read_ids = read_ids(args.ids_file)
+    ids: list[str] = args.read_ids
+    return ids
+
+
 def read_ids(path: str) -> list[str]:
-    """Accessions from a file (``-``: stdin), one a line; blank lines and ``#``
-    comments (whole lines, or after an accession) are skipped. Duplicates are
-    kept here: the analysis runs each once."""
-    text = read_text(path)
-    lines = (line.partition("#")[0].strip() for line in text.splitlines())
-    return [line for line in lines if line]
+    """Accessions from a file (``-``: stdin): one or more a line, separated by spaces or
+    commas; of a table's line (tab-separated, as UniProt exports them) only the first
+    column. Blank lines, ``#`` comments (whole lines, or after an accession) and a
+    first line that names the column are skipped. Duplicates are kept here: the
+    analysis runs each once. ConfigurationError (exit 2) for a file with none."""
+    ids: list[str] = []
+    headed = False  # the first line with a name has been read
+    for line in read_text(path).splitlines():
+        line = line.partition("#")[0]
+        names = (line.split("\t", 1)[0] if "\t" in line else line).replace(",", " ").split()
+        if names and not headed:
+            headed = True
+            if len(names) == 1 and names[0].casefold() in _HEADERS:
+                continue
+        ids += names
+    if not ids:
+        where = "standard input" if path == "-" else path
+        raise ConfigurationError(f"no protein IDs in {where} (one a line, e.g. P04637)")
+    return ids
 
 
 def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:
@@ -129,7 +156,7 @@ def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dic
         value = getattr(args, name, None)
         if value != getattr(defaults, name, None):
             given[name] = value
-    ids = [*args.ids, *(read_ids(args.ids_file) if args.ids_file else [])]
+    ids = [*args.ids, *file_ids(args)]
     if ids:
         given["ids"] = tuple(ids)
     budget = budget_of(args)
