@@ -347,6 +347,7 @@ def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
             "60",
             "--run-dir",
             str(tmp_path),
+            "--json",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -364,11 +365,12 @@ def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
         time.sleep(0.05)
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=10)
+    out, err = process.communicate(timeout=10)
     assert time.monotonic() - sent < 3
     assert process.returncode == 130
     assert "Traceback" not in err
     output = json.loads((tmp_path / "output.json").read_text())
+    assert json.loads(out) == output  # --json: a script reads what finished, and what not
     assert output["interrupted"] is True
     assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637"]
     assert output["unfinished"] == ["Q8I3H7", "P69905"]  # in request order

@@ -270,6 +270,8 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
             print(_interrupted(run_dir.path, durable is not None), file=sys.stderr)
+            if asked.json and durable is None and run_dir.output.is_file():
+                _stdout.write(run_dir.output.read_text(encoding="utf-8"))  # "interrupted": true
             raise
         except RunStopped as stopped:
             print(_stopped(stopped, progress, run_dir.path), file=sys.stderr)
