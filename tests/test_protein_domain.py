@@ -636,3 +636,17 @@ def test_fractions_in_structure_sum_to_about_one() -> None:
     for acc in WITH_PLDDT:
         fractions = analyze_structure(process_protein(acc))["fractions"]
         assert math.isclose(sum(fractions.values()), 1.0, abs_tol=0.003)
+
+
+def test_malformed_ids_get_one_line_of_advice_naming_each_even_a_blank_one() -> None:
+    """IDs refused for their form are grouped in one 'Next' line that names each (a
+    blank one as '(blank)'), not one garbled line each; each reason stays in its own
+    failure line."""
+    from lyra.proteins import analyze_sync
+    from lyra.proteins._next import next_steps
+
+    output = analyze_sync(["P05#x", "", "AF-P05067-F1", "P04637"], timeout=10)
+    assert next_steps(output.failed_analyses) == [
+        "Fix the identifiers (each a UniProt accession, such as P04637 or P05067-2): "
+        "P05#x, (blank), AF-P05067-F1"
+    ]

@@ -18,6 +18,7 @@ __all__ = ["next_steps"]
 
 _NOT_ACCESSION = "is not a UniProt accession"
 _NOT_BUNDLED = "try --source live"
+_MALFORMED = ("Invalid protein ID format", "Protein ID must be")
 _FETCH_LIVE = "run with --source live"
 _NO_MODEL = "AlphaFold DB has no model"
 _PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
@@ -28,6 +29,8 @@ def _advice(entry: ProteinEntry) -> str | None:
     if isinstance(entry, CompletedAnalysis):
         return None
     error = entry.error
+    if error.startswith(_MALFORMED):  # the reason for each is in its own line above
+        return "Fix the identifiers (each a UniProt accession, such as P04637 or P05067-2)"
     if _NOT_ACCESSION in error:
         return "Check the identifiers (not UniProt accessions, e.g. P04637 or A0A0C5B5G6)"
     if _NOT_BUNDLED in error:
@@ -51,6 +54,7 @@ def next_steps(entries: Sequence[ProteinEntry]) -> list[str]:
             grouped.setdefault(advice, []).append(entry.protein_id)
     lines = []
     for advice, ids in grouped.items():
+        ids = [i or "(blank)" for i in ids]
         if advice == _PDB:
             ids = [f"{i} ({pdb_link(i)})" for i in ids]
         names = ", ".join(ids)
