@@ -131,12 +131,17 @@ def test_brief_table_matches_an_independent_reading_of_the_model_file(acc: str) 
     table = [line for line in brief.splitlines() if line.endswith(("| ordered |", "| below 70 |"))]
     rows = [s for s in expected if s not in fraying]
     assert table == [
-        f"| {s}–{e} | {e - s + 1} | {m:g} | {_band(m)} | "
+        f"| {_span(s, e)} | {e - s + 1} | {m:g} | {_band(m)} | "
         f"{'ordered' if k == 'ordered' else 'below 70'} |"
         for s, e, k, m in rows
     ]
     for s, e, _, m in fraying:
-        assert f"{s}–{e} (mean pLDDT {m:g})" in brief
+        assert f"{_span(s, e)} (mean pLDDT {m:g})" in brief
+
+
+def _span(start: int, end: int) -> str:
+    """Residues as a brief writes them: ``16`` for one, ``30–189`` for more."""
+    return str(start) if start == end else f"{start}–{end}"
 
 
 def test_p05067_brief_shows_its_ordered_segments_and_never_calls_it_unreliable() -> None:

@@ -102,16 +102,17 @@ def test_no_drug_target_ranking_from_plddt(everything: Any) -> None:
     assert "pLDDT" in line
 
 
-def test_no_model_is_not_retryable_and_points_to_the_pdb(everything: Any) -> None:
-    """'P0DTC2 (AlphaFold DB has no model for it) ends partial and the answer says "Run
-    again with --retries 2"': it is not retryable, and the next step is the PDB."""
+def test_a_model_missing_from_the_data_is_not_retryable_and_points_to_live(
+    everything: Any,
+) -> None:
+    """'P0DTC2 ... ends partial and the answer says "Run again with --retries 2"': it is
+    not retryable. AlphaFold DB models it (its entry is in the bundled data, its figures
+    are not), so the next step is --source live, not 'no AlphaFold DB model: the PDB'."""
     [spike] = [e for e in everything.partial_analyses if e.protein_id == "P0DTC2"]
     assert (spike.category, spike.retryable) == ("missing_context", False)
     assert "--retries" not in everything.answer
-    assert (
-        "No AlphaFold DB model: look for experimental structures in the PDB: P0DTC2 "
-        "(https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/P0DTC2)" in everything.answer
-    )
+    assert "Fetch their AlphaFold DB models with --source live: P0DTC2" in everything.answer
+    assert "No AlphaFold DB model" not in everything.answer
 
 
 def test_labels_say_what_they_measure(everything: Any) -> None:

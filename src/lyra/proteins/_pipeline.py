@@ -315,9 +315,12 @@ class _Run:
         return result
 
     def structure(self, summary: dict[str, Any]) -> dict[str, Any]:
-        """The structure stage; without any AlphaFold DB model the child is blocked
-        (``missing_context``, not retryable: another try finds no model either)."""
+        """The structure stage; without any AlphaFold DB model, or with one the source
+        holds no figures of, the child is blocked (``missing_context``, not retryable:
+        another try from the same source finds none either)."""
         result = analyze_structure(summary)
+        if result.get("model_elsewhere"):
+            self.ctx.block("missing_context", result["error"])
         if result.get("missing_model"):
             self.ctx.block(
                 "missing_context",

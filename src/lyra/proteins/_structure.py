@@ -106,6 +106,7 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
             return {  # a model exists; the data at hand hold none of its figures
                 "error": f"No structure data for {protein_id}: AlphaFold DB models it "
                 f"({entry_id}), but this data holds none of its figures; {LIVE_HINT}",
+                "model_elsewhere": True,
             }
         if figures["mean_plddt"] is None and figures["fractions"] is None:
             return {
