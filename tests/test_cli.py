@@ -534,8 +534,9 @@ def test_an_ids_file_saved_by_windows_tools_reads_every_accession(
 
 
 def test_an_ids_file_may_be_a_list_a_line_or_a_uniprot_export(tmp_path: Path) -> None:
-    """Several accessions a line (spaces or commas) are each read; of a tab-separated
-    table (UniProt's export, headed 'Entry') only the first column, without its header."""
+    """Several accessions a line (spaces, tabs or commas) are each read; of a table
+    whose tab-separated header names its accession column (UniProt's exports, 'Entry')
+    only that column, without its header."""
     from lyra.cli._request import read_ids
 
     listed = tmp_path / "listed.txt"
@@ -549,6 +550,12 @@ def test_an_ids_file_may_be_a_list_a_line_or_a_uniprot_export(tmp_path: Path) ->
         encoding="utf-8",
     )
     assert read_ids(str(export)) == ["P04637", "P69905"]
+    mapping = tmp_path / "idmapping.tsv"  # UniProt's ID mapping: the accessions second
+    mapping.write_text("From\tEntry\tEntry Name\nTP53\tP04637\tP53_HUMAN\n", encoding="utf-8")
+    assert read_ids(str(mapping)) == ["P04637"]
+    row = tmp_path / "row.txt"  # a spreadsheet row pasted: every cell an accession
+    row.write_text("P04637\tP69905\tQ8I3H7\n", encoding="utf-8")
+    assert read_ids(str(row)) == ["P04637", "P69905", "Q8I3H7"]
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "accession\n"])
@@ -704,7 +711,7 @@ async def test_a_stopped_streamed_analysis_names_every_protein_it_did_not_finish
         )
     output = json.loads((tmp_path / "output.json").read_text())
     assert output["interrupted"] is True
-    assert output["unfinished"] == ["P69905", "Q8I3H7", *ids[3:]]
+    assert output["unfinished"] == ["Q8I3H7", "P69905", *ids[3:]]  # in request order
     summary = output["summary"]
     assert (summary["successful"], summary["unfinished"]) == (1, len(ids) - 1)
     assert summary["total_requested"] == len(ids)
@@ -713,6 +720,39 @@ async def test_a_stopped_streamed_analysis_names_every_protein_it_did_not_finish
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     written = [json.loads(line)["protein_id"] for line in lines]
     assert written == ["P04637"]  # every protein once: finished or listed, never both
+
+
+_INTERRUPTED_INPUT = """
+import sys, anyio
+from lyra.proteins import analyze
+
+class Interrupting:  # an ID whose reading is interrupted, as a signal may interrupt any bytecode
+    def __str__(self):
+        raise KeyboardInterrupt
+
+ids = ["P04637", "P69905", Interrupting(), "Q8I3H7", "P38398", "P05067"]
+anyio.run(lambda: analyze(iter(ids), run_dir=sys.argv[1], stream=True, concurrency=1))
+"""
+
+
+def test_an_interrupt_inside_the_input_still_names_the_rest_of_it(tmp_path: Path) -> None:
+    """Ctrl+C raised while a streamed run reads its input (in a process of its own:
+    the interrupt leaves the event loop): the proteins after that point are still read
+    and named as unfinished, for the input outlives the interrupt."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_INPUT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "KeyboardInterrupt" in done.stderr
+    output = json.loads((tmp_path / "output.json").read_text())
+    assert output["unfinished"][-3:] == ["Q8I3H7", "P38398", "P05067"]
+    assert "P04637" not in output["unfinished"]  # it finished before the interrupt
+    summary = output["summary"]
+    assert summary["total_requested"] == summary["successful"] + summary["unfinished"] == 5
+    assert (tmp_path / "unfinished.txt").read_text().split() == output["unfinished"]
 
 
 # -- the live view -------------------------------------------------------------------------

@@ -470,6 +470,7 @@ def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
         ("Is the structure of P05067-2 reliable?", ["P05067-2"]),  # not swapped for P05067
         ("compare p05067 with q5vsl9, structure only", ["P05067", "Q5VSL9"]),
         ("models AF-P38398-F1 and sp|P69905|HBA_HUMAN", ["P38398", "P69905"]),
+        ("the isoform's model AF-P05067-2-F1", ["P05067-2"]),
         ("P04637.2 and P05067-2x", ["P04637", "P05067"]),
     ],
 )
@@ -487,6 +488,7 @@ def test_a_question_names_accessions_as_written_in_either_case(
     ("given", "hint"),
     [
         ("AF-P05067-F1", "an AlphaFold DB entry ID: give its UniProt accession, P05067"),
+        ("AF-P05067-2-F1", "an AlphaFold DB entry ID: give its UniProt accession, P05067-2"),
         ("P04637.2", "a sequence version: give the accession alone, P04637"),
         ("sp|P69905|HBA_HUMAN", "did you mean P69905?"),
     ],
@@ -498,3 +500,19 @@ def test_an_id_written_another_way_says_which_accession_to_give(given: str, hint
     assert not ok
     assert message is not None
     assert message.endswith(hint)
+
+
+def test_an_isoform_the_data_do_not_hold_names_what_they_do() -> None:
+    """P04637-1 (usually the canonical sequence, which AlphaFold DB files as P04637) is
+    not analysed as P04637 behind the user's back: the failure names the canonical
+    accession to give, and the isoforms that are bundled."""
+    from lyra.proteins import OfflineSource
+
+    one = OfflineSource().fetch("p04637-1")
+    assert "error" in one
+    assert "it holds P04637 (the canonical sequence, often isoform 1: analyse it as P04637)" in (
+        one["error"]
+    )
+    three = OfflineSource().fetch("P05067-3")
+    assert "error" in three
+    assert "and its isoforms P05067-2, P05067-4" in three["error"]

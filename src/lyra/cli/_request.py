@@ -111,39 +111,56 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
 
 
 _HEADERS = frozenset({"entry", "accession", "accessions", "id", "ids", "uniprot", "uniprot_id"})
-"""First lines that name a column, not a protein (``Entry`` heads UniProt's exports)."""
+"""Names of a column of accessions (``Entry`` heads UniProt's exports): a first line
+that is only such a name is a header; a tab-separated one names the column to read."""
 
 
 def file_ids(args: argparse.Namespace) -> list[str]:
-    """The accessions of ``--ids-file``, read once (standard input can be read once)."""
+    """The accessions of ``--ids-file``, read once (standard input can be read once;
+    both the request and the options a resume checks need them)."""
     if not args.ids_file:
         return []
-    if getattr(args, "read_ids", None) is None:
-        args.read_ids = read_ids(args.ids_file)
-    ids: list[str] = args.read_ids
+    if getattr(args, "ids_from_file", None) is None:
+        args.ids_from_file = read_ids(args.ids_file)
+    ids: list[str] = args.ids_from_file
     return ids
 
 
 def read_ids(path: str) -> list[str]:
-    """Accessions from a file (``-``: stdin): one or more a line, separated by spaces or
-    commas; of a table's line (tab-separated, as UniProt exports them) only the first
-    column. Blank lines, ``#`` comments (whole lines, or after an accession) and a
-    first line that names the column are skipped. Duplicates are kept here: the
-    analysis runs each once. ConfigurationError (exit 2) for a file with none."""
+    """Accessions from a file (``-``: stdin): one or more a line, separated by spaces,
+    tabs or commas. A table whose tab-separated header names its accession column
+    (``Entry``, as UniProt exports them) gives that column alone; a first line that
+    is only such a name is skipped. Blank lines and ``#`` comments (whole lines, or
+    after an accession) are skipped too. Duplicates are kept here: the analysis runs
+    each once. ConfigurationError (exit 2) for a file with none."""
     ids: list[str] = []
+    column: int | None = None  # the header's accession column, in a table
     headed = False  # the first line with a name has been read
     for line in read_text(path).splitlines():
         line = line.partition("#")[0]
-        names = (line.split("\t", 1)[0] if "\t" in line else line).replace(",", " ").split()
+        cells = line.split("\t")
+        if column is not None:
+            ids += cells[column].split() if len(cells) > column else []
+            continue
+        names = line.replace(",", " ").split()
         if names and not headed:
             headed = True
-            if len(names) == 1 and names[0].casefold() in _HEADERS:
+            column = _accession_column(cells)
+            if column is not None or (len(names) == 1 and names[0].casefold() in _HEADERS):
                 continue
         ids += names
     if not ids:
         where = "standard input" if path == "-" else path
         raise ConfigurationError(f"no protein IDs in {where} (one a line, e.g. P04637)")
     return ids
+
+
+def _accession_column(cells: list[str]) -> int | None:
+    """Which tab-separated cell of a header line names the accessions, if one does."""
+    if len(cells) < 2:
+        return None
+    named = [i for i, cell in enumerate(cells) if cell.strip().casefold() in _HEADERS]
+    return named[0] if named else None
 
 
 def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:

@@ -246,27 +246,39 @@ def _save_interrupted(tally: Tally, folder: RunDir, requested: Iterable[str]) ->
     unfinished ones one a line in ``unfinished.txt`` (to run with ``--ids-file``), and
     its closing event, so that the run directory and the log end as the run did.
 
-    ``requested`` is the list, or what is left of a streamed run's input after the
-    proteins already handed to a child: the rest of it is read now, so that a
-    stopped proteome run still names every protein it did not finish."""
+    ``requested`` is the list, or a streamed run's :class:`_Input`: the proteins handed
+    to a child and not finished are saved first, then the rest of the input is read
+    and saved with them (a second interrupt while it is read keeps the first save)."""
     tally.finish()
-    listed = isinstance(requested, Sequence)
-    unfinished = [p for p in requested if p not in tally.outcomes]
-    if not listed:  # handed to a child, not finished; then the input never read
-        unfinished = [*sorted(tally.started - tally.outcomes.keys()), *unfinished]
-    finished = [tally.entries[p] for p in requested if p in tally.entries] if listed else []
-    output = assemble(finished).model_copy(
+    if isinstance(requested, Sequence):
+        finished = [tally.entries[p] for p in requested if p in tally.entries]
+        left = [p for p in requested if p not in tally.outcomes]
+        summary = _save_unfinished(tally, folder, left, finished)
+    else:
+        started = [p for p in tally.started if p not in tally.outcomes]
+        _save_unfinished(tally, folder, started, None)
+        unread = [p for p in requested if p not in tally.outcomes]
+        summary = _save_unfinished(tally, folder, [*started, *unread], None)
+    events.warning("run_interrupted", **summary.model_dump())
+
+
+def _save_unfinished(
+    tally: Tally, folder: RunDir, unfinished: list[str], finished: list[ProteinEntry] | None
+) -> Summary:
+    """``output.json`` and ``unfinished.txt`` of an interrupted run (``finished``:
+    the entries of a listed run; ``None`` for a streamed one, whose are in results.jsonl)."""
+    output = assemble(finished or []).model_copy(
         update={
             "summary": tally.summary(unfinished=len(unfinished)),
             "results": str(folder.results) if folder.results.exists() else None,
-            "streamed": not listed,
+            "streamed": finished is None,
             "interrupted": True,
             "unfinished": unfinished,
         }
     )
     folder.save(folder.path / UNFINISHED, "".join(f"{p}\n" for p in unfinished))
     folder.save(folder.output, output.model_dump_json(indent=2))
-    events.warning("run_interrupted", **output.summary.model_dump())
+    return output.summary
 
 
 def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:
@@ -384,14 +396,28 @@ def requested_ids(ids: Iterable[object]) -> list[str]:
 
 def unique_ids(ids: Iterable[object]) -> Iterator[str]:
     """:func:`requested_ids`, one at a time, read lazily (an ID file of any size)."""
-    if isinstance(ids, str):
-        ids = [ids]
-    seen: set[str] = set()
-    for raw in ids:
-        protein_id = normalize_protein_id(raw) or valid_text(safe_str(raw))
-        if protein_id not in seen:
-            seen.add(protein_id)
-            yield protein_id
+    return _Input(ids)
+
+
+class _Input:
+    """The requested IDs, normalised, each once, read lazily. What is left can still
+    be read after the fan-out stopped, whatever it stopped in: the iterator and the
+    IDs seen live here, not in a generator an interrupt may have ended."""
+
+    def __init__(self, ids: Iterable[object]) -> None:
+        self._raw = iter([ids] if isinstance(ids, str) else ids)
+        self._seen: set[str] = set()
+
+    def __iter__(self) -> _Input:
+        return self
+
+    def __next__(self) -> str:
+        while True:
+            raw = next(self._raw)
+            protein_id = normalize_protein_id(raw) or valid_text(safe_str(raw))
+            if protein_id not in self._seen:
+                self._seen.add(protein_id)
+                return protein_id
 
 
 def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:

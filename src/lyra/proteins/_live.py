@@ -231,13 +231,13 @@ class LiveSource:
     def fetch(self, protein_id: str) -> ProteinSummary | NotFound:
         """Ask both services and merge; the 404 soft failure if neither knows the id."""
         accession = protein_id.strip().upper()
-        canonical, isoform, _ = accession.partition("-")
+        canonical, dash, _ = accession.partition("-")
         quoted = quote(accession, safe="")
         uniprot_url = f"{self.uniprot_url}/uniprotkb/{quoted}.json"
         afdb_url = f"{self.afdb_url}/api/prediction/{quoted}"
         # An isoform (P05067-2) is AlphaFold DB's alone: UniProt's features of the entry
         # are placed on the canonical sequence, and would land on the wrong residues.
-        uniprot = None if isoform else self._get_json(uniprot_url, "UniProt", accession)
+        uniprot = None if dash else self._get_json(uniprot_url, "UniProt", accession)
         models = self._get_json(afdb_url, "AlphaFold DB", accession)
         if uniprot is not None and not isinstance(uniprot, dict):
             raise _malformed("UniProt", accession, f"a JSON {type(uniprot).__name__}")
@@ -246,12 +246,18 @@ class LiveSource:
         if models is not None and not isinstance(models, list):
             raise _malformed("AlphaFold DB", accession, f"a JSON {type(models).__name__}")
         model = _pick_model(accession, models) if models is not None else None
+        if uniprot is None and model is None and dash:
+            return not_found(
+                accession,
+                f"AlphaFold DB, which files an isoform under its own accession (the "
+                f"canonical sequence, often isoform 1, is {canonical})",
+            )
         if uniprot is None and model is None:
-            return not_found(accession, "AlphaFold DB" if isoform else "UniProt or AlphaFold DB")
+            return not_found(accession, "UniProt or AlphaFold DB")
         sources = [url for url, part in ((uniprot_url, uniprot), (afdb_url, model)) if part]
         summary = _merge(accession, uniprot, model, sources)
         summary["isoforms"] = _isoforms(accession, models or [])
-        if isoform:
+        if dash:
             summary["isoform_of"] = canonical
         if uniprot is not None:
             summary["uniprot"] = _annotation(uniprot, uniprot_url)

@@ -130,6 +130,16 @@ class OfflineSource:
         """A fresh copy of the bundled summary, or the 404 soft failure."""
         key = protein_id.strip().upper()
         entry = _entry(key)
+        canonical = key.partition("-")[0]
+        if entry is None and "-" in key and canonical in _bundled_entries():
+            forms = [f["accession"] for f in _bundled_entries()[canonical].get("isoforms") or []]
+            return not_found(
+                key,
+                f"the bundled offline dataset: it holds {canonical} (the canonical sequence, "
+                f"often isoform 1: analyse it as {canonical})"
+                + (f" and its isoforms {', '.join(forms)}" if forms else "")
+                + "; try --source live",
+            )
         if entry is None:
             if accession_problem(key) is None:
                 return not_found(

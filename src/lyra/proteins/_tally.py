@@ -44,19 +44,19 @@ class Tally:
         self.outcomes: dict[str, ChildOutcome] = {}
         self.kinds: Counter[str] = Counter()
         self.by_category: Counter[str] = Counter()
-        self.started: set[str] = set()
-        """Proteins handed to a child and not finished yet."""
+        self.started: dict[str, None] = {}
+        """Proteins handed to a child and not finished yet, in the order handed."""
         self.written = _written(folder)
         """Proteins ``results.jsonl`` holds already (a resumed run does not repeat them)."""
 
     def start(self, protein_id: str) -> None:
         """Note a protein as handed to its child."""
-        self.started.add(protein_id)
+        self.started[protein_id] = None
 
     def add(self, entry: ProteinEntry, report: str) -> None:
         """Count a finished protein (again, for a retried one) and write its files."""
         protein_id = entry.protein_id
-        self.started.discard(protein_id)
+        self.started.pop(protein_id, None)
         previous = self.entries.get(protein_id)
         if protein_id in self.outcomes:  # a retry: the new entry replaces the old
             self._uncount(previous or self.outcomes[protein_id])
