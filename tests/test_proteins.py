@@ -510,8 +510,9 @@ def test_an_isoform_the_data_do_not_hold_names_what_they_do() -> None:
 
     one = OfflineSource().fetch("p04637-1")
     assert "error" in one
-    assert "it holds P04637 (the canonical sequence, often isoform 1: analyse it as P04637)" in (
-        one["error"]
+    assert (
+        "it holds P04637 (the canonical sequence, often isoform 1: analyse it as P04637)"
+        in (one["error"])
     )
     three = OfflineSource().fetch("P05067-3")
     assert "error" in three
