@@ -16,9 +16,9 @@ import re
 
 from lyra._taxonomy import FailureCategory
 from lyra.delegation._models import TaskReport
-from lyra.delegation._report._layout import ACTION, RENDERED_FAILURE, STEP, items, quick_match
+from lyra.delegation._report._layout import RENDERED_FAILURE, items, quick_match
 from lyra.delegation._report._parse import general_report
-from lyra.delegation._report._syntax import files, unindented
+from lyra.delegation._report._syntax import ACTION, STEP, files, unindented
 from lyra.delegation._report._values import CATEGORIES
 from lyra.errors import ReportParseError
 

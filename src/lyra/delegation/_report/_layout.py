@@ -17,6 +17,7 @@ from lyra.delegation._models import TaskReport, assembled
 from lyra.delegation._report import _capybara as capybara
 from lyra.delegation._report._blocks import last_header, output, region_before
 from lyra.delegation._report._syntax import (
+    ACTION,
     CLOSE,
     COMMON_TAGS,
     EMPTY_FILES,
@@ -24,7 +25,9 @@ from lyra.delegation._report._syntax import (
     FAILURE_TAGS,
     HEADER,
     LINE_HEADER,
+    NO_ITEMS,
     OPEN,
+    STEP,
     TAG,
     USAGE_TAGS,
     files,
@@ -92,9 +95,7 @@ _RENDERED_SUCCESS = re.compile(
     _BLOCK_START + r"completed</status>" + _optional(COMMON_TAGS) + _BLOCK_END
 )
 _success_at = _RENDERED_SUCCESS.fullmatch
-STEP, ACTION = "\n  ✓ ", "\n  • "
 """Between two items of a list in the rendered layout."""
-_NONE = "  None\n"  # an empty list
 _FAILED = {**DEFAULTS, "status": "failed"}
 _COMPLETED = {**DEFAULTS, "status": "completed"}
 
@@ -237,11 +238,11 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
     values["message"] = unindented(message) if "\n" in message or "&" in message else message
     if blocked:  # (as written: a blank blocker is none)
         values["blocked_on"] = unindented(blocked) if "\n" in blocked or "&" in blocked else blocked
-    if steps != _NONE:
+    if steps != NO_ITEMS:
         values["completed_steps"] = items(steps, STEP)
     if file_names != EMPTY_FILES:
         values["files_modified"] = files(file_names)
-    if actions != _NONE:
+    if actions != NO_ITEMS:
         values["suggested_actions"] = items(actions, ACTION)
     return assembled(TaskReport, values, EVERY_FIELD)  # as values.built, a call less
 
@@ -293,7 +294,7 @@ def fast_body(body: str) -> dict[str, Any] | None:
 
 def items(block: str, between: str) -> tuple[str, ...]:
     """The items of a rendered list: every value's own lines are indented further."""
-    if block == _NONE:
+    if block == NO_ITEMS:
         return ()
     found = block[4:-1].split(between)
     if "&" in block or "\n    " in block:

@@ -1,10 +1,9 @@
 """Rendering: a :class:`TaskReport` as the text of DESIGN §4.
 
-The layout is written here, in plain Python (the one place that spells it;
-:mod:`._layout` reads it back in one match): a report is rendered for every
-delegation, in between a child's own work, where a template engine's code
-cost more than the report's (a jinja template took 77 µs of a 124 µs render
-with the CPU caches cold, 10 µs warm). Every value is escaped first, and free
+The layout is written here, in plain Python, from the pieces :mod:`._syntax`
+names (:mod:`._layout` reads it back in one match): a report is rendered for
+every delegation, in between a child's own work, where a template engine's
+code would cost more than the report. Every value is escaped first, and free
 text continues on indented lines, so nothing a child wrote can forge a
 section, a tag or another report.
 """
@@ -13,12 +12,15 @@ from __future__ import annotations
 
 from lyra.delegation._models import TaskReport
 from lyra.delegation._report._syntax import (
+    ACTION,
     CLOSE,
     COMMON_TAGS,
     FAILED_DELEGATION,
     FAILURE_TAGS,
     HEADER,
+    NO_ITEMS,
     OPEN,
+    STEP,
     USAGE_TAGS,
     escape,
     file_list,
@@ -27,8 +29,6 @@ from lyra.delegation._report._syntax import (
 
 _FAILURE_TAGS = (FAILURE_TAGS | COMMON_TAGS | USAGE_TAGS).items()
 _COMMON_TAGS = (COMMON_TAGS | USAGE_TAGS).items()
-_NONE = "  None\n"
-"""An empty list's line."""
 
 
 def render_report(report: TaskReport) -> str:
@@ -40,8 +40,8 @@ def render_report(report: TaskReport) -> str:
 
 def _failure(report: TaskReport) -> str:
     """The sections above a failure's metadata block."""
-    steps = "".join(f"  ✓ {indented(step)}\n" for step in report.completed_steps)
-    actions = "".join(f"  • {indented(action)}\n" for action in report.suggested_actions)
+    steps = "".join(f"{STEP[1:]}{indented(step)}\n" for step in report.completed_steps)
+    actions = "".join(f"{ACTION[1:]}{indented(a)}\n" for a in report.suggested_actions)
     blocked = "" if report.blocked_on is None else f"\nBlocked on: {indented(report.blocked_on)}\n"
     return (
         f"{HEADER} {indented(report.message or '')}\n"
@@ -50,12 +50,12 @@ def _failure(report: TaskReport) -> str:
         f"Duration: {report.duration or 0.0:.1f}s\n"
         f"Retryable: {'Yes' if report.retryable else 'No'}\n"
         "\n"
-        f"Work completed before failure:\n{steps or _NONE}"
+        f"Work completed before failure:\n{steps or NO_ITEMS}"
         "\n"
         f"Files modified: {file_list(report.files_modified)}\n"
         f"{blocked}"
         "\n"
-        f"Suggested recovery actions:\n{actions or _NONE}"
+        f"Suggested recovery actions:\n{actions or NO_ITEMS}"
     )
 
 

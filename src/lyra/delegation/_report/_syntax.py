@@ -33,6 +33,10 @@ USAGE_TAGS = {
     "overrun_s": "overrun_s",
 }
 """After those, written only when charged, nested or late (DESIGN §12): tag → field."""
+STEP, ACTION = "\n  ✓ ", "\n  • "
+"""How a completed step and a suggested action begin (each on a line of its own)."""
+NO_ITEMS = "  None\n"
+"""The line of an empty list of steps or actions."""
 FAILED_DELEGATION = "failed_delegation"
 """The last tags: one per failed nested delegation (``session category error_type``)."""
 TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
