@@ -269,7 +269,7 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
-            print(_interrupted(run_dir.path, durable is not None), file=sys.stderr)
+            print(_interrupted(run_dir, durable is not None), file=sys.stderr)
             if asked.json and durable is None and run_dir.output.is_file():
                 _stdout.write(run_dir.output.read_text(encoding="utf-8"))  # "interrupted": true
             raise
@@ -286,14 +286,14 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     return _status(output)
 
 
-def _interrupted(folder: Path, durable: bool) -> str:
+def _interrupted(run_dir: Any, durable: bool) -> str:
     """What an interrupted run kept, and how to finish it."""
-    from lyra.proteins import UNFINISHED
+    from lyra.proteins import UNFINISHED, AnalysisOutput
 
-    listed = folder / UNFINISHED
+    folder, listed = run_dir.path, run_dir.path / UNFINISHED
     if durable or not listed.is_file():
         return f"lyra: finished proteins are in {folder}"
-    left = len(listed.read_text(encoding="utf-8").split())
+    left = AnalysisOutput.model_validate_json(run_dir.output.read_bytes()).summary.unfinished
     if not left:
         return f"lyra: every protein finished; they are in {folder}"
     return (

@@ -335,7 +335,7 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
     try:
         for block, ended in _line_blocks(stream):
             lines += len(block)
-            brace = _BRACES[not isinstance(block[0], bytes)] if block else b"{"
+            brace = _BRACES[not isinstance(block[0], bytes)]  # (a block is never empty)
             line: bytes | str  # (mypy joins the two list types to Sequence[object])
             # empty lines are skipped in C: a file may be mostly empty lines
             for line in filter(None, block):  # type: ignore[assignment]

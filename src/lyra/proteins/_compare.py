@@ -69,7 +69,7 @@ def compare(
     unranked = [p for p in usable if p not in ranked]
     if len(ranked) < 2:
         return Comparison(
-            compared=usable,
+            compared=ranked,
             left_out=left_out,
             unranked=unranked,
             skipped_reason="band fractions (the share of residues at pLDDT ≥ 70) are known "

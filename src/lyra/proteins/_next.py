@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 from lyra.proteins._output import CompletedAnalysis, ProteinEntry
 from lyra.proteins._pipeline import pdb_link
+from lyra.proteins._structure import LIVE_HINT
 
 __all__ = ["next_steps"]
 
 _NOT_ACCESSION = "is not a UniProt accession"
 _NOT_BUNDLED = "try --source live"
 _MALFORMED = ("Invalid protein ID format", "Protein ID must be")
-_FETCH_LIVE = "run with --source live"
 _NO_MODEL = "AlphaFold DB has no model"
 _PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
 
@@ -35,7 +35,7 @@ def _advice(entry: ProteinEntry) -> str | None:
         return "Check the identifiers (not UniProt accessions, e.g. P04637 or A0A0C5B5G6)"
     if _NOT_BUNDLED in error:
         return "Not in the bundled dataset; run them with --source live"
-    if _FETCH_LIVE in error:
+    if LIVE_HINT in error:
         return "Fetch their AlphaFold DB models with --source live"
     if _NO_MODEL in error or "no AlphaFold DB model" in error:
         return _PDB

@@ -81,6 +81,25 @@ def _missing(alphafold: Mapping[str, Any], summary: Mapping[str, Any]) -> list[s
     return missing
 
 
+def _no_figures(
+    protein_id: str, alphafold: Mapping[str, Any], summary: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The soft failure for a model without a single figure: one the data at hand
+    lack (its entry is known offline: fetch it live), or none at all."""
+    entry_id = alphafold.get("entry_id") if summary.get("source") != "live" else None
+    if entry_id:
+        return {
+            "error": f"No structure data for {protein_id}: AlphaFold DB models it "
+            f"({entry_id}), but this data holds none of its figures; {LIVE_HINT}",
+            "model_elsewhere": True,
+        }
+    return {
+        "error": f"No structure data for {protein_id}: no AlphaFold DB model figures "
+        "(no pLDDT at all)",
+        "missing_model": True,
+    }
+
+
 def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
     """Confidence figures of the AlphaFold model, or a soft failure naming what is missing."""
     protein_id = _protein_id(summary)
@@ -101,19 +120,8 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
             "max_plddt": None,
             "fractions": fractions_of(alphafold.get("fractions")),
         }
-        entry_id = alphafold.get("entry_id") if summary.get("source") != "live" else None
-        if figures["mean_plddt"] is None and figures["fractions"] is None and entry_id:
-            return {  # a model exists; the data at hand hold none of its figures
-                "error": f"No structure data for {protein_id}: AlphaFold DB models it "
-                f"({entry_id}), but this data holds none of its figures; {LIVE_HINT}",
-                "model_elsewhere": True,
-            }
         if figures["mean_plddt"] is None and figures["fractions"] is None:
-            return {
-                "error": f"No structure data for {protein_id}: no AlphaFold DB model figures "
-                "(no pLDDT at all)",
-                "missing_model": True,
-            }
+            return _no_figures(protein_id, alphafold, summary)
     fractions = figures["fractions"]
     profile = alphafold.get("profile") if values is not None else None
     profile = profile if isinstance(profile, Mapping) else {}
