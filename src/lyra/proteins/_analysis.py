@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from lyra.proteins._caveats import basis, critique
-from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of
+from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, span
 from lyra.proteins._features import PROCESSED_TYPES, SITE_TYPES
 from lyra.proteins._structure import analyze_structure
 from lyra.proteins._text import render
@@ -30,6 +30,7 @@ __all__ = [
     "critique",
     "num",
     "reason",
+    "span",
     "structure_summary",
     "synthesize",
 ]
@@ -179,9 +180,7 @@ def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
             by_ligand.setdefault(str(key), []).append(feature)
     lines = []
     for ligand, sites in by_ligand.items():
-        where = ", ".join(
-            f"{f['start']}" if f["start"] == f["end"] else f"{f['start']}–{f['end']}" for f in sites
-        )
+        where = ", ".join(span(f["start"], f["end"]) for f in sites)
         values = ", ".join(num(f["mean_plddt"]) for f in sites)
         lines.append(f"{ligand}: residues {where}; pLDDT {values}")
     return lines
@@ -224,6 +223,7 @@ def _structure_view(
         else None,
         "missing": s.get("missing") or [],
         "num": num,
+        "span": span,
     }
 
 

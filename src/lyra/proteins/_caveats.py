@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from lyra.proteins._confidence import span
+
 __all__ = ["basis", "critique"]
 
 _FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
@@ -49,7 +51,7 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     sites: dict[str, list[str]] = {}
     for f in features:
         if f.get("ligand"):
-            where = str(f["start"]) if f["start"] == f["end"] else f"{f['start']}–{f['end']}"
+            where = span(f["start"], f["end"])
             sites.setdefault(str(f["ligand"]), []).append(where)
     cofactors = [str(c).rstrip(".") for c in uniprot.get("cofactors") or []]
     if sites or cofactors:

@@ -187,3 +187,8 @@ def segment(values: Sequence[float]) -> Segmentation:
         and (seg.start == 1 or seg.end == len(values))
     ]
     return Segmentation(segments=[s for s in built if s not in fraying], fraying=fraying)
+
+
+def span(start: int, end: int) -> str:
+    """Residues as a brief writes them: ``16`` for one, ``30–189`` for more."""
+    return str(start) if start == end else f"{start}–{end}"
