@@ -83,10 +83,10 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--ids-file",
         metavar="FILE",
-        help="more accessions, one or more a line (- for stdin; spaces or commas between "
-        "them; a UniProt TSV export's Entry column; blank lines, # comments and a header "
-        "skipped, duplicates analysed once); a run of more than 100 proteins streams its "
-        "results to results.jsonl",
+        help="more accessions, one or more a line (- for stdin; spaces, tabs or commas "
+        "between them; of a table headed with an Entry column, as UniProt exports, that "
+        "column; blank lines, # comments and a header skipped, duplicates analysed once); "
+        "a run of more than 100 proteins streams its results to results.jsonl",
     )
     p.add_argument(
         "--question",
