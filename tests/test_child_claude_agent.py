@@ -34,6 +34,7 @@ from fakes.messages_api import (
     error,
     message,
     rate_limited,
+    slow,
     stalled,
     tool_use,
 )
@@ -264,8 +265,10 @@ async def test_a_background_subagent_s_later_turn_belongs_to_the_run(home: str) 
         message("Started a helper; waiting."),
         message("P04637 has 393 residues."),
     ]
-    # The subagent's request races the main agent's: it has a script of its own.
-    helper = [message("The helper found 393 residues.")]
+    # The subagent's request races the main agent's: it has a script of its own, and
+    # answers late, so that the main agent has ended its turn when the subagent is done
+    # (on a loaded machine the subagent could otherwise finish first).
+    helper = [slow(message("The helper found 393 residues."), 1.0)]
     with MessagesAPI(script, streaming=True, routes=[(_asked_of_the_helper, helper)]) as api:
         child = agent(api.url, home)
         child.options.allowed_tools.append("Agent")
