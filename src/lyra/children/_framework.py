@@ -27,9 +27,12 @@ def framework(module: str, *, extra: str, child: str) -> ModuleType:
     return require(module, extra=extra, what=child)
 
 
-def check_wraps(value: Any, kind: type | tuple[type, ...], *, child: str, what: str) -> None:
+def check_wraps(
+    value: Any, kind: type | tuple[type, ...], *, child: str, what: str, remedy: str = ""
+) -> None:
     """Raise a TypeError unless ``value`` is a ``kind``: at construction, not at the
-    first run. Another framework's agent names the child that wraps it."""
+    first run. Another framework's agent names the child that wraps it; ``remedy``
+    (``": call its .compile() first"``) says what to do instead."""
     if isinstance(value, kind):
         return
     got = f"a {qualified_type_name(value)}"
@@ -37,9 +40,7 @@ def check_wraps(value: Any, kind: type | tuple[type, ...], *, child: str, what: 
         got = reprlib.repr(value)
     wrapper = (framework_child_for(value) or "").rpartition(".")[2]
     hint = f" (for that, use {wrapper})" if wrapper and wrapper != child else ""
-    if hasattr(value, "compile") and child == "LangGraphChild":
-        hint = ": call its .compile() first"
-    raise TypeError(f"{child} wraps {what}; got {got}{hint}")
+    raise TypeError(f"{child} wraps {what}; got {got}{remedy or hint}")
 
 
 def check_options(child: str, **options: tuple[Any, Any]) -> None:

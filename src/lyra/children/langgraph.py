@@ -136,7 +136,9 @@ class LangGraphChild:
     ) -> None:
         graphs = framework("langgraph.pregel.protocol", extra="langgraph", child="LangGraphChild")
         what = "a compiled LangGraph graph"  # a Pregel, or a RemoteGraph
-        check_wraps(graph, graphs.PregelProtocol, child="LangGraphChild", what=what)
+        builder = hasattr(graph, "compile")  # a StateGraph, not yet compiled
+        remedy = ": call its .compile() first" if builder else ""
+        check_wraps(graph, graphs.PregelProtocol, child="LangGraphChild", what=what, remedy=remedy)
         framework("langchain_core.callbacks", extra="langgraph", child="LangGraphChild")
         from lyra.children import _langgraph_hooks
 

@@ -30,7 +30,6 @@ __all__ = [
     "critique",
     "num",
     "reason",
-    "span",
     "structure_summary",
     "synthesize",
 ]

@@ -22,7 +22,8 @@ __all__ = [
 
 MAX_ID_LENGTH: Final = 15
 _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9]{1,15}")
-_ISOFORM: Final = re.compile(r"-[1-9][0-9]{0,2}")
+_SUFFIX: Final = r"-[1-9][0-9]{0,2}"
+_ISOFORM: Final = re.compile(_SUFFIX)
 """An isoform's suffix (``P05067-2``): UniProt numbers a protein's isoforms from 1."""
 # The official UniProt accession pattern (uniprot.org/help/accession_numbers), with an
 # isoform's suffix. In text it is found in either case and word-bounded, so not inside
@@ -30,9 +31,9 @@ _ISOFORM: Final = re.compile(r"-[1-9][0-9]{0,2}")
 # version's ``.2`` is not part of it, and ``AF-P38398-F1`` names P38398's model
 # (``AF-P05067-2-F1`` the isoform's).
 _CORE: Final = r"(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})"
-_ACCESSION: Final = re.compile(rf"{_CORE}(?:-[1-9][0-9]{{0,2}})?")
+_ACCESSION: Final = re.compile(rf"{_CORE}(?:{_SUFFIX})?")
 _MENTIONED: Final = re.compile(
-    rf"(?<!\w)(?i:{_CORE}(?:-[1-9][0-9]{{0,2}}(?!\w|-(?!F\d)))?)(?!\w)"  # AF-P05067-2-F1 too
+    rf"(?<!\w)(?i:{_CORE}(?:{_SUFFIX}(?!\w|-(?!F\d)))?)(?!\w)"  # AF-P05067-2-F1 too
 )
 ACCESSION_FORMAT: Final = "[OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}"
 """UniProt's documented accession format (uniprot.org/help/accession_numbers); an

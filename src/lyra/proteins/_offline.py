@@ -55,6 +55,11 @@ def _entry(accession: str) -> dict[str, Any] | None:
     return None
 
 
+def _isoform_names(entry: dict[str, Any]) -> list[str]:
+    """The accessions of the isoforms a canonical entry keeps (``P05067-2`` …)."""
+    return [form["accession"] for form in entry.get("isoforms") or []]
+
+
 @cache
 def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
     """An isoform as an entry of its own: its sequence and model, the canonical entry's
@@ -112,7 +117,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
         "confidence": af["global_plddt"] if af else None,
         "alphafold": af,
         "uniprot": entry.get("uniprot"),
-        "isoforms": [form["accession"] for form in entry.get("isoforms") or []],
+        "isoforms": _isoform_names(entry),
         "source": "offline",
         "sources": list(entry.get("sources") or []),
     }
@@ -132,7 +137,7 @@ class OfflineSource:
         entry = _entry(key)
         canonical = key.partition("-")[0]
         if entry is None and "-" in key and canonical in _bundled_entries():
-            forms = [f["accession"] for f in _bundled_entries()[canonical].get("isoforms") or []]
+            forms = _isoform_names(_bundled_entries()[canonical])
             return not_found(
                 key,
                 f"the bundled offline dataset: it holds {canonical} (the canonical sequence, "

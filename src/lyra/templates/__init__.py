@@ -40,9 +40,8 @@ class Templates:
     def __init__(self, package: str, *, escape: Callable[[str], str] | None = None) -> None:
         self.package = package
         self.escape = escape
-        self._loaded: dict[
-            str, jinja2.Template
-        ] = {}  # jinja's own cache locks and looks up per call
+        # jinja's own cache takes a lock and a lookup on every call
+        self._loaded: dict[str, jinja2.Template] = {}
 
     @cached_property
     def environment(self) -> jinja2.Environment:

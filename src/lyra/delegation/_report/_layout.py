@@ -95,7 +95,6 @@ _RENDERED_SUCCESS = re.compile(
     _BLOCK_START + r"completed</status>" + _optional(COMMON_TAGS) + _BLOCK_END
 )
 _success_at = _RENDERED_SUCCESS.fullmatch
-"""Between two items of a list in the rendered layout."""
 _FAILED = {**DEFAULTS, "status": "failed"}
 _COMPLETED = {**DEFAULTS, "status": "completed"}
 
