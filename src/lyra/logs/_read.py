@@ -339,16 +339,15 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
             line: bytes | str  # (mypy joins the two list types to Sequence[object])
             # empty lines are skipped in C: a file may be mostly empty lines
             for line in filter(None, block):  # type: ignore[assignment]
-                if line[:1] != brace and (line := line.strip())[:1] != brace:
-                    if line:
-                        other_bad += 1
-                        if cut is not None:  # a line follows the broken event: not torn
-                            json_like_bad += 1
-                            cut = None
-                    continue  # blank, prose or junk: never handed to a JSON parser
-                if cut is not None:
+                junk = line[:1] != brace and (line := line.strip())[:1] != brace
+                if junk and not line:
+                    continue  # a blank line
+                if cut is not None:  # a line follows the broken event: it was not torn
                     json_like_bad += 1
                     cut = None
+                if junk:
+                    other_bad += 1
+                    continue  # prose or junk: never handed to a JSON parser
                 if line[-1:] not in _CLOSING and line.rstrip()[-1:] not in _CLOSING:
                     data = None  # no JSON object; spares orjson's exception (1 µs)
                 else:
