@@ -134,7 +134,7 @@ def agent(api_url: str, home: str, **options: Any) -> Any:
     env = {**cli_env(api_url, home), **options.pop("env", {})}
     return ClaudeAgentChild(
         ClaudeAgentOptions(
-            model=MODEL,
+            model=options.pop("model", MODEL),
             cwd=home,
             env=env,
             mcp_servers={"bio": bio_server()},
@@ -390,6 +390,32 @@ async def test_a_runaway_agent_is_stopped_inside_its_run(
     assert result.usage is not None
     assert (result.usage.tokens, result.usage.turns) == spent
     assert parse_report(result.report).tokens_used == spent[0]
+
+
+@needs_sdk
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("model", "requests"),
+    [("acme-1", 0), (None, 1)],
+    ids=["named: refused before its first request", "unnamed: stopped at its first response"],
+)
+async def test_a_cost_budget_on_a_model_without_a_price_is_never_charged_nothing(
+    home: str, model: str | None, requests: int
+) -> None:
+    """A cost budget over a model lyra cannot price is refused, never kept as $0: before
+    anything is sent when the options name the model, at the first response when the
+    CLI picks it (it names it then); the failure says which model and what to pass."""
+    turn = [tool_use(LOOKUP, {"protein_id": "P04637"})]
+    script = [message(turn, "tool_use", model="acme-1"), message("done", model="acme-1")]
+    with MessagesAPI(script, streaming=True, strict=False) as api:
+        child = agent(api.url, home, model=model)
+        result = await Supervisor(child, budget=Budget(max_cost_usd=1.0)).delegate(
+            "Look P04637 up", timeout=30
+        )
+    assert result.failure is not None
+    assert "no price is known for the model 'acme-1'" in result.failure.message
+    assert "prices={...} to ClaudeAgentChild" in result.failure.message
+    assert len(api.requests) == requests
 
 
 @needs_sdk

@@ -756,6 +756,8 @@ def test_the_module_does_not_import_the_framework_and_a_missing_extra_is_named()
 def test_streamed_tokens_are_heartbeats() -> None:
     """on_llm_new_token is progress (a long streamed answer is not idle)."""
     from lyra.children._langgraph_hooks import LyraCallbacks
+    from lyra.children._meter import Meter
+    from lyra.children._pricing import PriceList
 
     beats: list[int] = []
 
@@ -765,6 +767,6 @@ def test_streamed_tokens_are_heartbeats() -> None:
         def heartbeat(self) -> None:
             beats.append(1)
 
-    hooks = LyraCallbacks(Ctx())  # type: ignore[arg-type]
+    hooks = LyraCallbacks(Meter(Ctx(), PriceList(), child="LangGraphChild"))  # type: ignore[arg-type]
     anyio.run(lambda: hooks.on_llm_new_token("tok", chunk=None, run_id=None))  # type: ignore[arg-type]
     assert beats == [1]

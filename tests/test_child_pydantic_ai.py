@@ -460,14 +460,14 @@ async def test_cost_comes_from_the_framework_or_lyras_price_table(anthropic_agen
 
 
 async def test_a_cost_budget_needs_a_known_price() -> None:
-    """A model nobody can price cannot keep a cost budget: a clear failure after its
-    first response."""
+    """A model nobody can price cannot keep a cost budget: a clear failure before its
+    first request is sent (and paid)."""
     script = Script(call("lookup", q="a"), answer("ok"))
     result = await delegate(
         PydanticAIChild(scripted_agent(script)), budget=Budget(max_cost_usd=1.0)
     )
     assert "no price is known for the model 'scripted'" in result.failure.message
-    assert len(script.requests) == 1
+    assert script.requests == []
 
 
 # -- limits inside the run ---------------------------------------------------------------------

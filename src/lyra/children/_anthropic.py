@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from lyra import tracing
-from lyra.children._pricing import Price, price_of, tokens_of
+from lyra.children._meter import Meter, Tokens, count
+from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import ConfigurationError, IncompleteOutput, TaskRejected, TransientError
+from lyra.errors import IncompleteOutput, TaskRejected, TransientError
 from lyra.settings import settings
 from lyra.templates import render
 
@@ -144,8 +145,9 @@ class AnthropicChild:
         self.system = system
         self.max_tokens = max_tokens
         self.max_turns = max_turns
-        self.price = price_of(self.model, prices)
-        """What this model costs (``None``: not in the table; cost is then not charged)."""
+        self._prices = PriceList(prices)
+        self.price = self._prices(self.model)
+        """What this model costs (``None``: not in the table; a cost budget is refused)."""
         self._client = client
 
     @asynccontextmanager
@@ -165,18 +167,15 @@ class AnthropicChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
-        if self.price is None and ctx.budget_left.max_cost_usd is not None:
-            raise ConfigurationError(
-                f"no price is known for the model {self.model!r}, so a cost budget cannot "
-                "be kept; pass prices={...} to AnthropicChild"
-            )
+        meter = Meter(ctx, self._prices, child="AnthropicChild")
+        meter.before_request(self.model, turn=False)  # a cost budget it cannot keep: refused
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
         system = self.system or render(
             "child_system.txt.j2", tools=list(self.tools.values()), subject=ctx.subject
         )
         async with self.session() as client:
-            return await self._loop(client, messages, tools, system, ctx)
+            return await self._loop(client, messages, tools, system, meter)
 
     async def _loop(
         self,
@@ -184,10 +183,11 @@ class AnthropicChild:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         system: str,
-        ctx: ChildContext,
+        meter: Meter,
     ) -> str:
+        ctx = meter.ctx
         for _turn in range(self.max_turns):
-            response = await self._create(client, system, tools, messages, ctx)
+            response = await self._create(client, system, tools, messages, meter)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
             if stop in ("max_tokens", "model_context_window_exceeded"):
@@ -212,12 +212,13 @@ class AnthropicChild:
         system: str,
         tools: list[dict[str, Any]],
         messages: list[dict[str, Any]],
-        ctx: ChildContext,
+        meter: Meter,
     ) -> Any:
         """One Messages API call, charged to the budget: the turn before it is
         made, the tokens and cost after. A body the SDK cannot read is a
         transient failure."""
-        ctx.charge(turns=1, ahead=True)  # a call the budget has no turn for is never made
+        ctx = meter.ctx
+        meter.before_request(self.model)  # a call the budget has no turn for is never made
         try:
             response = await client.messages.create(
                 model=self.model,
@@ -234,21 +235,14 @@ class AnthropicChild:
             raise TransientError(
                 "The Messages API sent a body that is not a message", error_type="data"
             )
-        self._charge(response, ctx)
+        usage = getattr(response, "usage", None)
+        meter.response(_tokens(usage) if usage is not None else None, self.model)
         return response
 
     def _max_tokens(self, ctx: ChildContext) -> int:
         """``max_tokens``, capped by what a token budget has left."""
         left = ctx.budget_left.max_tokens
         return self.max_tokens if left is None else max(1, min(self.max_tokens, left))
-
-    def _charge(self, response: Any, ctx: ChildContext) -> None:
-        usage = getattr(response, "usage", None)
-        if usage is None:
-            return
-        incoming, outgoing = tokens_of(usage)
-        cost = self.price.cost(usage) if self.price is not None else 0.0
-        ctx.charge(input_tokens=incoming, output_tokens=outgoing, cost_usd=cost)
 
     async def _run_tools(
         self, blocks: Sequence[Any], ctx: ChildContext
@@ -297,6 +291,14 @@ def _tool_result(tool_use_id: str, content: str, *, error: bool = False) -> dict
     if error:
         result["is_error"] = True
     return result
+
+
+def _tokens(usage: Any) -> Tokens:
+    """A Messages API ``usage`` as the meter counts it (input with the cache's)."""
+    incoming, outgoing = tokens_of(usage)
+    read = count(getattr(usage, "cache_read_input_tokens", 0))
+    written = count(getattr(usage, "cache_creation_input_tokens", 0))
+    return Tokens(incoming, outgoing, read, written)
 
 
 def _text(blocks: Sequence[Any]) -> str:

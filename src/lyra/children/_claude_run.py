@@ -38,9 +38,10 @@ from claude_agent_sdk import (
 )
 
 from lyra.children._framework import output_text, tool_done
+from lyra.children._meter import Meter, Tokens, count
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
-from lyra.errors import ChildSignal, TaskRejected
+from lyra.errors import ChildSignal, ConfigurationError, TaskRejected
 
 STATE_KEY = "claude_agent"
 """Where the run keeps its session in ``ctx.state``: ``{"session_id": ...}``."""
@@ -73,11 +74,12 @@ class Run:
     ) -> None:
         self.ctx = ctx
         self.base = options
+        self._meter = Meter(ctx, PriceList(prices), child="ClaudeAgentChild")
+        self._refusal: Exception | None = None  # why a hook stopped the CLI, to raise
         self._ahead = 0  # turns charged ahead that no response has used yet
         self._responses: dict[str, _Response] = {}  # the responses charged, by id
         self._open: dict[str | None, _Response] = {}  # streamed response per thread
         self._tools: dict[str, str] = {}  # tool calls under way: name by tool_use id
-        self._price_of = PriceList(prices)
         self._result: ResultMessage | None = None
         self._heard = False
         self._halted = False  # a hook told the CLI to stop: it ends by itself
@@ -161,10 +163,13 @@ class Run:
     async def _turn(
         self, data: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
-        """A model request is about to be made: its turn is charged ahead."""
+        """A model request is about to be made: its turn is charged ahead (and a cost
+        budget needs a price for the model the options name)."""
+        model = self.base.model
         try:
-            self.ctx.charge(turns=1, ahead=True)
-        except ChildSignal as exc:  # the account is spent: the request is never sent
+            self._meter.before_request(model, known=model is not None)
+        except (ChildSignal, ConfigurationError) as exc:  # the request is never sent
+            self._refusal = exc
             return self._halt(str(exc))
         self._ahead += 1
         return self._go_on()
@@ -206,8 +211,7 @@ class Run:
             self._results(message)
         elif isinstance(message, ResultMessage):
             self._result = message
-            if self.ctx.blocked is not None:
-                raise self.ctx.blocked
+            self._raise_if_stopped()
             _raise_if_failed(message)  # at once: no later turn makes it a success
         elif isinstance(message, SystemMessage) and message.subtype == "init":
             session = message.data.get("session_id")
@@ -246,9 +250,7 @@ class Run:
             output = (event.get("usage") or {}).get("output_tokens")
             if response is not None and isinstance(output, int) and output > response.output:
                 more, response.output = output - response.output, output
-                price = self._price_of(response.model)
-                cost = price.of_tokens(output_tokens=more) if price is not None else 0.0
-                self.ctx.charge(output_tokens=more, cost_usd=cost)
+                self._meter.response(Tokens(output=more), response.model)
             if (event.get("delta") or {}).get("stop_reason") == "refusal":
                 raise TaskRejected("The model refused the task")
 
@@ -259,35 +261,27 @@ class Run:
         if known is not None:
             return known
         response = self._responses[response_id] = _Response(model, _tokens(usage, "output_tokens"))
-        turns = 1
         if self._ahead:  # a hook charged this response's turn before its request
-            self._ahead, turns = self._ahead - 1, 0
-        written, read = (
-            _tokens(usage, "cache_creation_input_tokens"),
-            _tokens(usage, "cache_read_input_tokens"),
-        )
+            self._ahead -= 1
+        else:
+            self.ctx.charge(turns=1)
+        written = _tokens(usage, "cache_creation_input_tokens")
+        read = _tokens(usage, "cache_read_input_tokens")
         fresh = _tokens(usage, "input_tokens")
-        price = self._price_of(model)
-        cost = 0.0
-        if price is not None:
-            cost = price.of_tokens(
-                input_tokens=fresh,
-                output_tokens=response.output,
-                cache_write_tokens=written,
-                cache_read_tokens=read,
-            )
-        self.ctx.charge(
-            input_tokens=fresh + written + read,
-            output_tokens=response.output,
-            cost_usd=cost,
-            turns=turns,
-        )
+        self._meter.response(Tokens(fresh + written + read, response.output, read, written), model)
         return response
+
+    def _raise_if_stopped(self) -> None:
+        """A blocker a tool declared, or a refusal that made a hook stop the CLI, ends
+        the run as itself (not as the CLI's stopped result)."""
+        if self.ctx.blocked is not None:
+            raise self.ctx.blocked
+        if self._refusal is not None:
+            raise self._refusal
 
     def _output(self) -> str:
         """The result as the child's output, or the SDK's ResultError."""
-        if self.ctx.blocked is not None:
-            raise self.ctx.blocked
+        self._raise_if_stopped()
         result = self._result
         if result is None:
             raise ProcessError("Claude Code ended without a result")
@@ -384,8 +378,7 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
 
 
 def _tokens(usage: Mapping[str, Any], name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) and value > 0 else 0
+    return count(usage.get(name))
 
 
 def _least(own: Any, left: Any) -> Any:

@@ -16,7 +16,6 @@ and each model run is charged once, by its run id.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
@@ -25,9 +24,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from lyra.children._framework import tool_done
-from lyra.children._pricing import Price, price_of
-from lyra.delegation import ChildContext
-from lyra.errors import ChildSignal, ConfigurationError
+from lyra.children._meter import Meter, Tokens, count
+from lyra.errors import ChildSignal
 
 
 class LyraCallbacks(AsyncCallbackHandler):
@@ -38,10 +36,9 @@ class LyraCallbacks(AsyncCallbackHandler):
     run_inline = True
     """Called in order on the run's own task: no task per event, no reordering."""
 
-    def __init__(self, ctx: ChildContext, prices: Mapping[str, Price] | None = None) -> None:
-        self.ctx = ctx
-        self.prices = prices
-        self._cost_limited = ctx.budget_left.max_cost_usd is not None
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.ctx = meter.ctx
         self._models: dict[UUID, str | None] = {}
         self._tools: dict[UUID, str] = {}
         self._charged: set[UUID] = set()
@@ -94,17 +91,9 @@ class LyraCallbacks(AsyncCallbackHandler):
 
     def _before_model(self, run_id: UUID, metadata: Any, params: Any) -> None:
         """A turn, charged before the request is sent (a spent account refuses it)."""
-        ctx = self.ctx
-        if ctx.blocked is not None:  # a tool declared a blocker and the graph caught it
-            raise ctx.blocked
         model = _model_name(metadata, params)
         self._models[run_id] = model
-        if self._cost_limited and self._price(model) is None:
-            raise ConfigurationError(
-                f"no price is known for the model {model or '(unnamed)'!r}, so a cost "
-                "budget cannot be kept; pass prices={...} to LangGraphChild"
-            )
-        ctx.charge(turns=1, ahead=True)
+        self.meter.before_request(model)
 
     async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
         self.ctx.heartbeat()
@@ -123,24 +112,8 @@ class LyraCallbacks(AsyncCallbackHandler):
             return
         self._charged.add(run_id)
         started_as = self._models.pop(run_id, None)
-        usage = _usage(response)
-        if usage is None:
-            self.ctx.heartbeat()
-            return
-        incoming, outgoing, cache_read, cache_write, model = usage
-        price = self._price(model or started_as)
-        cost = 0.0
-        if price is not None:
-            cost = price.of_tokens(
-                input_tokens=max(0, incoming - cache_read - cache_write),
-                output_tokens=outgoing,
-                cache_write_tokens=cache_write,
-                cache_read_tokens=cache_read,
-            )
-        self.ctx.charge(input_tokens=incoming, output_tokens=outgoing, cost_usd=cost)
-
-    def _price(self, model: str | None) -> Price | None:
-        return price_of(model, self.prices)
+        tokens, model = _usage(response)
+        self.meter.response(tokens, model or started_as)
 
     # -- tools --------------------------------------------------------------------------
 
@@ -205,13 +178,9 @@ def _model_name(metadata: Any, params: Any) -> str | None:
     return None
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _usage(response: LLMResult) -> tuple[int, int, int, int, str | None] | None:
-    """Input, output, cache-read and cache-write tokens of a response, and the model
-    it names; from each message's ``usage_metadata``, else the ``llm_output``."""
+def _usage(response: LLMResult) -> tuple[Tokens | None, str | None]:
+    """The tokens of a response (``None``: it reports none), and the model it names;
+    from each message's ``usage_metadata``, else the ``llm_output``."""
     incoming = outgoing = cache_read = cache_write = 0
     found = False
     model: str | None = None
@@ -225,21 +194,21 @@ def _usage(response: LLMResult) -> tuple[int, int, int, int, str | None] | None:
             if not isinstance(usage, dict):
                 continue
             found = True
-            incoming += _count(usage.get("input_tokens"))
-            outgoing += _count(usage.get("output_tokens"))
+            incoming += count(usage.get("input_tokens"))
+            outgoing += count(usage.get("output_tokens"))
             details = usage.get("input_token_details")
             if isinstance(details, dict):
-                cache_read += _count(details.get("cache_read"))
-                cache_write += _count(details.get("cache_creation"))
+                cache_read += count(details.get("cache_read"))
+                cache_write += count(details.get("cache_creation"))
     output = response.llm_output if isinstance(response.llm_output, dict) else {}
+    model = model or _text(output.get("model_name") or output.get("model"))
     if not found:
         totals = output.get("token_usage") or output.get("usage")
         if not isinstance(totals, dict):
-            return None
-        incoming = _count(totals.get("input_tokens")) or _count(totals.get("prompt_tokens"))
-        outgoing = _count(totals.get("output_tokens")) or _count(totals.get("completion_tokens"))
-    named = output.get("model_name") or output.get("model")
-    return incoming, outgoing, cache_read, cache_write, model or _text(named)
+            return None, model
+        incoming = count(totals.get("input_tokens")) or count(totals.get("prompt_tokens"))
+        outgoing = count(totals.get("output_tokens")) or count(totals.get("completion_tokens"))
+    return Tokens(incoming, outgoing, cache_read, cache_write), model
 
 
 def _text(value: Any) -> str | None:

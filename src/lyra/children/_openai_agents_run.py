@@ -42,8 +42,7 @@ from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
 from lyra.children._framework import tool_done
-from lyra.children._pricing import Price, PriceList
-from lyra.delegation import ChildContext
+from lyra.children._meter import Meter, Tokens
 
 ToolErrors = Literal["model", "raise"]
 
@@ -54,16 +53,14 @@ class Tap:
 
     def __init__(
         self,
-        ctx: ChildContext,
+        meter: Meter,
         *,
-        prices: PriceList,
         tool_errors: ToolErrors,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
     ) -> None:
-        self.ctx = ctx
-        self.prices = prices
-        """lyra's prices, by model name (kept by the child across runs)."""
+        self.meter = meter
+        self.ctx = meter.ctx
         self.tool_errors = tool_errors
         self.user_filter = user_filter
         self.user_formatter = user_formatter
@@ -71,10 +68,8 @@ class Tap:
         """The top-level agent now running (a handoff changes it)."""
         self.usage: SDKUsage | None = None
         """The SDK's running total for this run (shared with nested agent-tool runs)."""
-        self.charged = (0, 0, 0)
-        """Input, output and cached input tokens of the SDK's total charged so far."""
-        self.price: Price | None = None
-        """The price of the model that made the last request."""
+        self.model: str | None = None
+        """The model that made the last request."""
         self.running: dict[str, str] = {}
         """Tool calls started and not ended: call id → tool name."""
         self.tool_failures: dict[str, BaseException] = {}
@@ -88,14 +83,13 @@ class Tap:
 
     async def before_model_call(self, data: CallModelData[Any]) -> ModelInputData:
         """``call_model_input_filter``: charge what is owed, then a turn ahead."""
-        ctx = self.ctx
-        if ctx.blocked is not None:  # a tool declared itself blocked; the SDK made it text
-            raise ctx.blocked
         self.settle()
         if data.agent is self.agent:  # not a nested agent-tool run
             self.last_input, self.last_response = list(data.model_data.input), None
-        self.price = self.price_of(data.agent)
-        ctx.charge(turns=1, ahead=True)  # a request the budget has no turn for is never sent
+        self.model = model_name(data.agent.model)
+        # A tool's caught block ends the run; a request the budget has no turn (or an
+        # unpriced model no cost budget) for is never sent.
+        self.meter.before_request(self.model)
         if self.user_filter is None:
             return data.model_data
         filtered = self.user_filter(data)
@@ -116,7 +110,7 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
-        self.settle(self.price_of(agent))
+        self.settle(model_name(agent.model))
         if agent is self.agent:
             self.last_response = response
 
@@ -156,31 +150,16 @@ class Tap:
 
     # -- usage -------------------------------------------------------------------------
 
-    def settle(self, price: Price | None = None) -> None:
-        """Charge the usage the SDK counted since the last charge (nothing twice)."""
+    def settle(self, model: str | None = None) -> None:
+        """Charge the usage the SDK counted since the last charge (nothing twice), at the
+        price of ``model`` (else the model of the last request)."""
         usage = self.usage
         if usage is None:
             self.ctx.heartbeat()
             return
-        spent = (usage.input_tokens, usage.output_tokens, _cached(usage))
-        new_in, new_out, new_cached = (
-            max(0, a - b) for a, b in zip(spent, self.charged, strict=True)
-        )
-        if not (new_in or new_out):
+        tokens = Tokens.of(usage.input_tokens, usage.output_tokens, cache_read=_cached(usage))
+        if not self.meter.total(tokens, model or self.model):
             self.ctx.heartbeat()
-            return
-        self.charged = spent
-        price = price or self.price
-        cost = 0.0
-        if price is not None:
-            cached = min(new_in, new_cached)
-            cost = price.of_tokens(
-                input_tokens=new_in - cached, output_tokens=new_out, cache_read_tokens=cached
-            )
-        self.ctx.charge(input_tokens=new_in, output_tokens=new_out, cost_usd=cost)
-
-    def price_of(self, agent: Agent[Any]) -> Price | None:
-        return self.prices(model_name(agent.model))
 
     # -- the conversation --------------------------------------------------------------
 

@@ -12,9 +12,10 @@ the public module imports it only when a child is built.
   little left caps the request's ``max_tokens``.
 - ``after_model_request``: what pydantic-ai counted since the last charge
   (its ``RunUsage``: tokens with the cache's, and cost where genai-prices or
-  lyra's price table knows the model) is charged, a heartbeat when it is
-  nothing; a refusal (``finish_reason='content_filter'``) ends the run with
-  the framework's ``ContentFilterError``.
+  lyra's price table knows the model) is charged through the child's
+  :class:`~lyra.children._meter.Meter`, a heartbeat when it is nothing; a
+  refusal (``finish_reason='content_filter'``) ends the run with the
+  framework's ``ContentFilterError``.
 - ``wrap_tool_execute``: each tool call is progress, started and ended, a
   successful one a completed step. A ``ctx.block(...)`` that a tool (or a
   capability of the agent's) caught still ends the run: no model request
@@ -27,10 +28,8 @@ first (``settle`` charges what is left when the run ends).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from pydantic_ai.capabilities import (
@@ -47,7 +46,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage
 
 from lyra.children._framework import tool_done
-from lyra.children._pricing import Price
+from lyra.children._meter import Meter, Tokens
 from lyra.delegation import Account, ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
 
@@ -59,26 +58,22 @@ _ANY_MODEL_WRITES = 4096
 class Limits(AbstractCapability[Any]):
     """lyra's hooks in one pydantic-ai run (one per attempt)."""
 
-    lyra: ChildContext
-    """The attempt's context (``ctx`` in the hooks is pydantic-ai's ``RunContext``)."""
-    price: Callable[[str], Price | None] = lambda model: None
-    """lyra's price of a model, for the responses pydantic-ai cannot price."""
+    meter: Meter
+    """The attempt's meter (``ctx`` in the hooks is pydantic-ai's ``RunContext``)."""
     usage: RunUsage = field(default_factory=RunUsage)
     """The run's usage: given to ``agent.run(usage=...)``, so it is read live."""
-    _input: int = field(default=0, init=False)
-    _output: int = field(default=0, init=False)
-    _cache_read: int = field(default=0, init=False)
-    _cache_write: int = field(default=0, init=False)
-    _cost: Decimal | None = field(default=None, init=False)
     _model: str | None = field(default=None, init=False)
     _token_limits: list[Account] = field(default_factory=list, init=False)
-    _cost_limited: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         account = self.lyra.account
         limited = account.limited() if account is not None else []
         self._token_limits = [a for a in limited if a.limits and a.limits.max_tokens is not None]
-        self._cost_limited = any(a.limits and a.limits.max_cost_usd is not None for a in limited)
+
+    @property
+    def lyra(self) -> ChildContext:
+        """The attempt's context."""
+        return self.meter.ctx
 
     def get_ordering(self) -> CapabilityOrdering:
         """Outermost: the hooks see what the agent's own capabilities let through."""
@@ -89,11 +84,8 @@ class Limits(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        lyra = self.lyra
-        if lyra.blocked is not None:  # a tool caught its own ctx.block(...)
-            raise lyra.blocked
         self.charge()
-        lyra.charge(turns=1, ahead=True)  # refused, and the run ends, when none is left
+        self.meter.before_request(request_context.model.model_name)
         if self._token_limits:
             self._cap_max_tokens(request_context)
         return request_context
@@ -106,6 +98,8 @@ class Limits(AbstractCapability[Any]):
         response: ModelResponse,
     ) -> ModelResponse:
         self._model = response.model_name
+        if response.usage.unmeasured_requests:  # the model reported no usage
+            self.meter.unreported(self._model)  # (a budget that cannot be kept stops here)
         if not self.charge():
             self.lyra.heartbeat()
         if response.finish_reason == "content_filter":
@@ -141,25 +135,14 @@ class Limits(AbstractCapability[Any]):
     def charge(self) -> bool:
         """Charge what the run counted since the last charge; False when that is nothing."""
         usage = self.usage
-        new_input, new_output = usage.input_tokens - self._input, usage.output_tokens - self._output
-        if not (new_input or new_output or usage.cost != self._cost):
-            return False
-        cache_read = usage.cache_read_tokens - self._cache_read
-        cache_write = usage.cache_write_tokens - self._cache_write
-        cost = self._cost_of(usage, new_input, new_output, cache_read, cache_write)
-        self._input, self._output = usage.input_tokens, usage.output_tokens
-        self._cache_read, self._cache_write = usage.cache_read_tokens, usage.cache_write_tokens
-        self._cost = usage.cost
-        lyra = self.lyra
-        lyra.charge(
-            input_tokens=max(0, new_input), output_tokens=max(0, new_output), cost_usd=cost or 0.0
+        tokens = Tokens.of(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
         )
-        if cost is None and self._cost_limited:
-            raise ConfigurationError(
-                f"no price is known for the model {self._model!r}, so a cost budget cannot "
-                "be kept; pass prices={...} to PydanticAIChild"
-            )
-        return True
+        cost = float(usage.cost) if usage.cost is not None else None
+        return self.meter.total(tokens, self._model, cost=cost)
 
     def _cap_max_tokens(self, request_context: ModelRequestContext) -> None:
         """What the model may write, capped by what the token budget has left: the
@@ -188,20 +171,3 @@ class Limits(AbstractCapability[Any]):
         has already ended the attempt, and a cancellation must go on unchanged)."""
         with suppress(BudgetExhausted, ConfigurationError):
             self.charge()
-
-    def _cost_of(
-        self, usage: RunUsage, new_input: int, new_output: int, cache_read: int, cache_write: int
-    ) -> float | None:
-        """pydantic-ai's own cost (genai-prices) where it knows the model, else lyra's
-        price table; ``None`` when neither does."""
-        if usage.cost is not None:
-            return max(0.0, float(usage.cost - (self._cost or 0)))
-        price = self.price(self._model or "")
-        if price is None:
-            return None
-        return price.of_tokens(
-            input_tokens=max(0, new_input - cache_read - cache_write),
-            output_tokens=max(0, new_output),
-            cache_write_tokens=max(0, cache_write),
-            cache_read_tokens=max(0, cache_read),
-        )

@@ -90,6 +90,8 @@ from lyra.children._framework import (
     framework,
     output_text,
 )
+from lyra.children._meter import Meter
+from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ConfigurationError, IncompleteOutput
 
@@ -159,6 +161,7 @@ class LangGraphChild:
         self.context = context
         self.recursion_limit = recursion_limit
         self.prices = prices
+        self._price = PriceList(prices)
         self.options = _checked_options(type(graph), options)
         self._observer = _node_observer_key()
         from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -168,7 +171,7 @@ class LangGraphChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the graph once under ``ctx``'s limits and return its result text."""
-        hooks = self._hooks(ctx, self.prices)
+        hooks = self._hooks(Meter(ctx, self._price, child="LangGraphChild"))
         config = self._config(ctx, hooks)
         graph_input = await self._input(prompt, ctx, config)
         state: Any = None

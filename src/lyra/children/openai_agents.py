@@ -79,6 +79,7 @@ from lyra.children._framework import (
     framework,
     output_text,
 )
+from lyra.children._meter import Meter
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
@@ -159,18 +160,11 @@ class OpenAIAgentsChild:
 
         config = self.run_config
         tap = sdk.Tap(
-            ctx,
-            prices=self._price,
+            Meter(ctx, self._price, child="OpenAIAgentsChild"),
             tool_errors=self.tool_errors,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,
         )
-        if ctx.budget_left.max_cost_usd is not None and tap.price_of(self.agent) is None:
-            name = sdk.model_name(self.agent.model)
-            raise ConfigurationError(
-                f"no price is known for the model {name!r}, so a cost budget cannot be kept; "
-                "pass prices={...} to OpenAIAgentsChild"
-            )
         run_input, start = self._input(prompt, ctx)
         try:
             result = await Runner.run(

@@ -77,6 +77,7 @@ from lyra.children._framework import (
     framework,
     output_text,
 )
+from lyra.children._meter import Meter
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput
@@ -182,7 +183,8 @@ class PydanticAIChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent once under the attempt's limits; its output as text."""
-        pai, limits = self._pai, self._limits(ctx, price=self._price)
+        pai = self._pai
+        limits = self._limits(Meter(ctx, self._price, child="PydanticAIChild"))
         history = self._history(ctx)
         with pai.capture_run_messages() as messages, self._abandoning():
             try:

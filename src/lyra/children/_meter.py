@@ -1,0 +1,183 @@
+"""The one meter every model-backed child charges through (DESIGN §13).
+
+Each framework reports usage its own way -- a running total (pydantic-ai's
+``RunUsage``, the OpenAI Agents SDK's ``Usage``), one figure per response
+(LangChain's ``usage_metadata``, the Messages API's ``usage``) -- and each child
+reads it into :class:`Tokens`. What happens then is the same for all of them,
+and written here once:
+
+- before a model request: a blocker a tool declared (and the framework caught)
+  ends the run; a cost budget on a model without a price is refused before
+  anything is sent; the request's turn is charged *ahead*, so a spent account
+  refuses the request;
+- after a response: its tokens are priced (the framework's own cost where it
+  has one, else lyra's price table) and charged; nothing new is a heartbeat; a
+  token budget over a model that reports no usage stops the run at the first
+  response, never silently unlimited; a cost that cannot be priced stops it too.
+
+Counts from a framework are foreign data: a float is rounded up, anything that
+is not a finite number ≥ 0 counts as nothing (a user's own ``ctx.charge`` is
+still checked strictly).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from lyra.children._pricing import Price, PriceList
+from lyra.delegation import ChildContext
+from lyra.errors import ConfigurationError
+
+
+def count(value: Any) -> int:
+    """A token count from a framework: whole, never negative (0 for what is no number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float):
+        return math.ceil(value) if math.isfinite(value) and value > 0 else 0
+    return max(0, value)
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Token counts of a response (or a running total): ``input`` includes the cache's."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @classmethod
+    def of(
+        cls, input: Any = 0, output: Any = 0, cache_read: Any = 0, cache_write: Any = 0
+    ) -> Tokens:
+        """Counts as a framework gave them, made whole (see :func:`count`)."""
+        return cls(count(input), count(output), count(cache_read), count(cache_write))
+
+    def __bool__(self) -> bool:
+        return bool(self.input or self.output)
+
+    def since(self, before: Tokens) -> Tokens:
+        """What a running total added since ``before`` (never negative)."""
+        return Tokens(
+            max(0, self.input - before.input),
+            max(0, self.output - before.output),
+            max(0, self.cache_read - before.cache_read),
+            max(0, self.cache_write - before.cache_write),
+        )
+
+    def cost(self, price: Price) -> float:
+        """What these tokens cost at ``price`` (cache reads and writes at their rates)."""
+        return price.of_tokens(
+            input_tokens=max(0, self.input - self.cache_read - self.cache_write),
+            output_tokens=self.output,
+            cache_write_tokens=self.cache_write,
+            cache_read_tokens=self.cache_read,
+        )
+
+
+class Meter:
+    """lyra's accounting of one run of a model-backed child (one per attempt).
+
+    ``child`` names the child in refusals (``"PydanticAIChild"``); ``prices`` is the
+    child's price list (lyra's table with the user's ``prices=`` over it).
+    """
+
+    __slots__ = (
+        "_charged",
+        "_cost_charged",
+        "child",
+        "cost_limited",
+        "ctx",
+        "prices",
+        "token_limited",
+    )
+
+    def __init__(self, ctx: ChildContext, prices: PriceList, *, child: str) -> None:
+        self.ctx = ctx
+        self.prices = prices
+        self.child = child
+        left = ctx.budget_left
+        self.cost_limited = left.max_cost_usd is not None
+        """True when a cost budget holds: every response must be priced."""
+        self.token_limited = left.max_tokens is not None
+        """True when a token budget holds: every response must report its usage."""
+        self._charged = Tokens()
+        self._cost_charged = 0.0
+
+    def before_request(self, model: str | None, *, known: bool = True, turn: bool = True) -> None:
+        """A model request is about to be sent to ``model`` (``None``: unnamed).
+
+        A tool's caught ``ctx.block(...)`` ends the run here; a cost budget with no
+        price for the model is refused before anything is paid (``known=False``: the
+        framework picks the model itself, so its price is checked on the response);
+        the turn is charged ahead (``turn=False`` when the framework charged it
+        another way)."""
+        ctx = self.ctx
+        if ctx.blocked is not None:
+            raise ctx.blocked
+        if self.cost_limited and known and self.prices(model) is None:
+            raise self.unpriced(model)
+        if turn:
+            ctx.charge(turns=1, ahead=True)
+
+    def response(
+        self, tokens: Tokens | None, model: str | None, *, cost: float | None = None
+    ) -> None:
+        """One response's usage (``None``: the framework reported none): priced unless
+        ``cost`` is the framework's own figure, then charged."""
+        if tokens is None:
+            self.unreported(model)
+            return
+        self._charge(tokens, model, cost)
+
+    def total(self, tokens: Tokens, model: str | None, *, cost: float | None = None) -> bool:
+        """A running total of the run's usage (and the framework's running cost, if it
+        has one): what it added since the last call is charged. False when nothing."""
+        new = tokens.since(self._charged)
+        added = None if cost is None else max(0.0, cost - self._cost_charged)
+        if not new and not added:
+            return False
+        self._charged = tokens
+        if cost is not None:
+            self._cost_charged = cost
+        self._charge(new, model, added)
+        return True
+
+    def unreported(self, model: str | None) -> None:
+        """A response without usage figures: a heartbeat, unless a token or cost budget
+        holds -- then it cannot be kept, and the run stops here, saying why."""
+        if self.token_limited or self.cost_limited:
+            raise ConfigurationError(
+                f"the model {_named(model)} reports no token usage, so the budget's "
+                f"{'max_tokens' if self.token_limited else 'max_cost_usd'} cannot be kept; "
+                "use a model (or a chat-model integration) that reports usage, or drop that "
+                "limit"
+            )
+        self.ctx.heartbeat()
+
+    def _charge(self, tokens: Tokens, model: str | None, cost: float | None) -> None:
+        if cost is None and tokens:
+            price = self.prices(model)
+            cost = tokens.cost(price) if price is not None else None
+        if not tokens and not cost:
+            self.ctx.heartbeat()
+            return
+        self.ctx.charge(
+            input_tokens=tokens.input, output_tokens=tokens.output, cost_usd=cost or 0.0
+        )
+        if cost is None and self.cost_limited:
+            raise self.unpriced(model)
+
+    def unpriced(self, model: str | None) -> ConfigurationError:
+        """The refusal of a cost budget over a model lyra cannot price."""
+        return ConfigurationError(
+            f"no price is known for the model {_named(model)}, so a cost budget cannot "
+            f"be kept; pass prices={{...}} to {self.child}"
+        )
+
+
+def _named(model: str | None) -> str:
+    return repr(model) if model else "'(unnamed)'"
