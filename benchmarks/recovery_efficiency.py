@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import anyio
 from _common import Row, silence_events, standalone
 
-from lyra import ChildContext, ChildFailure, Supervisor
+from lyra import ChildContext, ChildFailure, Limits, Supervisor
 from lyra.errors import SubjectNotFound, TransientError
 from lyra.recovery import RecoveryPolicy, record_waits, recover
 from lyra.supervisor import LocalExecutor
@@ -203,9 +203,9 @@ async def lyra_policy(task: ScriptedTask) -> Outcome:
     outcome = await recover(
         task.prompt,
         child=task,
-        base_timeout=BASE_TIMEOUT,
         policy=RecoveryPolicy(max_retries=MAX_RETRIES, fixers=(install_module,)),
         context_provider=organism_provider,
+        limits=Limits(timeout=BASE_TIMEOUT),
     )
     waits = sum(record.wait for record in outcome.attempts)
     return Outcome(outcome.result.ok, len(outcome.attempts), waits)

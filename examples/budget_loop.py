@@ -2,7 +2,7 @@
 
 A scripted model-backed child needs five turns of 3,000 tokens each; its
 first attempt loses the connection after three. With
-``recover(..., budget=Budget(max_tokens=20_000))`` (the loop behind
+``recover(..., limits=Limits(budget=Budget(max_tokens=20_000)))`` (the loop behind
 ``delegate_with_retry``; it also returns every attempt, so each one's spend
 can be shown) the retry is a continuation that does only the two turns left,
 and the task completes within budget (15,000 tokens). With
@@ -21,7 +21,7 @@ import sys
 
 import anyio
 
-from lyra import Budget, ChildContext, events, parse_report
+from lyra import Budget, ChildContext, Limits, events, parse_report
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
 
 TURNS, TOKENS_PER_TURN = 5, 3_000
@@ -61,9 +61,8 @@ async def run(limit: int) -> RecoveryOutcome:
     return await recover(
         TASK,
         child=child,
-        base_timeout=5,
-        budget=Budget(max_tokens=limit),
         policy=RecoveryPolicy(max_retries=3),
+        limits=Limits(timeout=5, budget=Budget(max_tokens=limit)),
     )
 
 

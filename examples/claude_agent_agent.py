@@ -39,7 +39,7 @@ from typing import Any
 
 import anyio
 
-from lyra import Budget, Supervisor, events
+from lyra import Budget, Limits, Supervisor, events
 from lyra.recovery import RecoveryPolicy, record_waits, recover
 
 MODEL = "claude-sonnet-4-6"
@@ -194,9 +194,8 @@ async def main(folder: Path) -> bool:
         outcome = await recover(
             "How long is P04637?",
             child=make_agent(api, folder / "recovery"),
-            base_timeout=60,
-            idle_timeout=20,
             policy=RecoveryPolicy(max_retries=1),
+            limits=Limits(timeout=60, idle_timeout=20),
         )
     for record in outcome.attempts:
         result = record.result

@@ -18,7 +18,7 @@ import textwrap
 
 import anyio
 
-from lyra import ChildContext, events, parse_report
+from lyra import ChildContext, Limits, events, parse_report
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy, recover
 
 TASK = """Implement user authentication:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         events.configure(sys.stderr)
 
     policy = RecoveryPolicy(max_retries=2)
-    outcome = anyio.run(lambda: recover(TASK, child=child, base_timeout=5, policy=policy))
+    outcome = anyio.run(lambda: recover(TASK, child=child, policy=policy, limits=Limits(timeout=5)))
 
     show(outcome)
     if len(prompts) > 1:

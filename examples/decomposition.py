@@ -19,7 +19,7 @@ import sys
 
 import anyio
 
-from lyra import ChildContext, events, parse_report
+from lyra import ChildContext, Limits, events, parse_report
 from lyra.recovery import RecoveryPolicy, recover
 
 TASK = """Prepare the 2.0 release:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     policy = RecoveryPolicy(max_retries=2)
     outcome = anyio.run(
-        lambda: recover(TASK, child=child, base_timeout=BASE_TIMEOUT, policy=policy)
+        lambda: recover(TASK, child=child, policy=policy, limits=Limits(timeout=BASE_TIMEOUT))
     )
 
     for record in outcome.attempts:

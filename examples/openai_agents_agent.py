@@ -24,7 +24,7 @@ import anyio
 from agents import Agent, Usage, function_tool, set_tracing_disabled
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-from lyra import Budget, Supervisor, events, parse_report
+from lyra import Budget, Limits, Supervisor, events, parse_report
 from lyra.children.openai_agents import OpenAIAgentsChild
 from lyra.recovery import RecoveryPolicy, recover
 
@@ -70,10 +70,8 @@ async def part_one() -> tuple[Any, ScriptedModel]:
     outcome = await recover(
         TASK,
         child=OpenAIAgentsChild(agent),
-        base_timeout=10,
-        idle_timeout=5,
-        budget=Budget(max_tokens=5_000, max_turns=6),
         policy=RecoveryPolicy(max_retries=2),
+        limits=Limits(timeout=10, idle_timeout=5, budget=Budget(max_tokens=5_000, max_turns=6)),
     )
     return outcome, model
 

@@ -31,7 +31,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from lyra import Budget, ChildContext, Supervisor, events
+from lyra import Budget, ChildContext, Limits, Supervisor, events
 from lyra.children.pydantic_ai import PydanticAIChild
 from lyra.recovery import RecoveryPolicy, recover
 
@@ -107,7 +107,10 @@ async def main() -> bool:
 
     print("1. Recovery: the connection drops after the logs were read")
     outcome = await recover(
-        TASK, child=PydanticAIChild(agent), base_timeout=10, policy=RecoveryPolicy(max_retries=2)
+        TASK,
+        child=PydanticAIChild(agent),
+        policy=RecoveryPolicy(max_retries=2),
+        limits=Limits(timeout=10),
     )
     for record in outcome.attempts:
         result = record.result

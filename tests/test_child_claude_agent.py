@@ -42,6 +42,7 @@ from lyra import (
     Budget,
     ChildContext,
     ChildRef,
+    Limits,
     RecoveryPolicy,
     Supervisor,
     Task,
@@ -532,8 +533,8 @@ async def test_a_continuation_resumes_the_cli_session_with_the_work_done(home: s
         outcome = await recover(
             "How long is P04637?",
             child=agent(api.url, home),
-            base_timeout=30,
             policy=RecoveryPolicy(max_retries=1),
+            limits=Limits(timeout=30),
         )
     first, second = outcome.attempts
     failure = first.result.failure
@@ -557,7 +558,7 @@ async def test_a_session_that_cannot_be_resumed_starts_afresh(home: str) -> None
     state = {"claude_agent": {"session_id": stale}}
     with MessagesAPI([message("fresh answer")], streaming=True) as api:
         result = await run_attempt(
-            agent(api.url, home), "Continue the task", timeout=30, attempt=2, state=state
+            agent(api.url, home), "Continue the task", limits=Limits(30), attempt=2, state=state
         )
     assert result.output == "fresh answer"
     assert state["claude_agent"]["session_id"] not in (stale, None)
@@ -697,8 +698,8 @@ def sdk_error(name: str, **fields: Any) -> BaseException:
         ),
         (
             {"subtype": "success", "terminal_reason": "prompt_too_long"},
-            Kind.INCOMPLETE,
-            "data",
+            Kind.CONTEXT_OVERFLOW,
+            "context_overflow",
             None,
         ),
         (

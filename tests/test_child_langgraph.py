@@ -40,7 +40,16 @@ from pydantic import BaseModel
 
 from fakes.langchain_models import ASK_API, ScriptedModel, react_graph, reply
 from fakes.messages_api import MessagesAPI, error, overloaded, rate_limited
-from lyra import Budget, ChildContext, RecoveryPolicy, Supervisor, Task, parse_report, tracing
+from lyra import (
+    Budget,
+    ChildContext,
+    Limits,
+    RecoveryPolicy,
+    Supervisor,
+    Task,
+    parse_report,
+    tracing,
+)
 from lyra.children import AnthropicChild
 from lyra.children.langgraph import LangGraphChild, child_context
 from lyra.delegation import ChildRef
@@ -290,6 +299,39 @@ async def test_a_cost_budget_needs_a_price_for_the_model() -> None:
     assert result.usage.cost_usd == pytest.approx(120 / 1e6)
 
 
+async def test_a_token_budget_over_a_model_without_usage_stops_at_its_first_answer() -> None:
+    """A chat model that reports no usage_metadata cannot keep max_tokens: the run stops
+    at its first response, saying so, instead of running unlimited until the deadline."""
+    from langchain_core.messages import AIMessage
+
+    silent = AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": "p53"}, "id": "c1"}])
+    model = ScriptedModel.of(*[silent.model_copy() for _ in range(50)])
+    graph = react_graph(model, [lookup])
+    result = await Supervisor(budget=Budget(max_tokens=1000)).delegate(
+        "x", child=LangGraphChild(graph), timeout=5
+    )
+    assert result.failure is not None
+    assert "reports no token usage" in result.failure.message
+    assert "max_tokens cannot be kept" in result.failure.message
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize(("counted", "charged"), [(1.5, 2), (-3, 0), (float("nan"), 0), ("7", 0)])
+async def test_odd_token_counts_from_a_framework_are_made_whole(counted: Any, charged: int) -> None:
+    """A float count is rounded up, a negative or non-number one counts as nothing: the
+    run completes, charged what the framework's figure means (foreign data is never a
+    reason for a run to fail)."""
+    from langchain_core.messages import AIMessage
+
+    odd = AIMessage("done")
+    odd.usage_metadata = {"input_tokens": counted, "output_tokens": 1, "total_tokens": 1}  # type: ignore[typeddict-item]
+    graph = react_graph(ScriptedModel.of(odd), [lookup])
+    result = await Supervisor(LangGraphChild(graph)).delegate("x", timeout=5)
+    assert result.ok, result.report
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (charged, 1)
+
+
 async def test_an_unnamed_model_is_priced_by_the_empty_prefix() -> None:
     """A test model with no name is priced by ``prices={"": ...}``, the catch-all the
     docs name, so a cost budget can be tried offline."""
@@ -535,7 +577,7 @@ async def test_a_retry_without_a_checkpointer_gets_the_messages_back() -> None:
         request=httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
     )
     child, model = agent(calls("lookup"), connection, reply("393 residues"))
-    outcome = await recover("How long is P04637?", child=child, base_timeout=5)
+    outcome = await recover("How long is P04637?", child=child, limits=Limits(timeout=5))
     assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
     assert outcome.result.output == "393 residues"
     history = model.requests[2]
@@ -567,7 +609,10 @@ async def test_a_retry_with_a_checkpointer_resumes_the_thread() -> None:
         model = ScriptedModel.of(calls("counted"), ASK_API, reply("done"), api=api)
         graph = react_graph(model, [counted], checkpointer=InMemorySaver())
         outcome = await recover(
-            "How long?", child=LangGraphChild(graph), base_timeout=5, policy=RecoveryPolicy()
+            "How long?",
+            child=LangGraphChild(graph),
+            policy=RecoveryPolicy(),
+            limits=Limits(timeout=5),
         )
     assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
     assert outcome.result.output == "done"
@@ -586,7 +631,7 @@ async def test_a_tool_call_left_unanswered_gets_an_error_answer_on_the_retry() -
     """A run ended by the idle timeout inside a tool leaves its call unanswered; the
     retry's history answers it with an error, so a provider would accept it."""
     child, model = agent(calls("stuck"), reply("gave up on it"), tools=(stuck,))
-    outcome = await recover("x", child=child, base_timeout=5, idle_timeout=0.15)
+    outcome = await recover("x", child=child, limits=Limits(timeout=5, idle_timeout=0.15))
     assert outcome.result.output == "gave up on it"
     history = model.requests[1]
     answer = history[2]

@@ -58,6 +58,7 @@ from fakes.openai_api import (
 from lyra import (
     Budget,
     ChildContext,
+    Limits,
     RecoveryPolicy,
     Supervisor,
     adelegate_task,
@@ -658,7 +659,10 @@ async def test_with_a_session_the_session_carries_the_conversation(client_for: A
             agent_for(client_for(server), lookup), session=agents.SQLiteSession("continuation")
         )
         outcome = await recover(
-            "How long is P04637?", child=child, base_timeout=5, policy=RecoveryPolicy(max_retries=2)
+            "How long is P04637?",
+            child=child,
+            policy=RecoveryPolicy(max_retries=2),
+            limits=Limits(timeout=5),
         )
     assert outcome.result.output == "ok"
     resumed = server.requests[2]["messages"]

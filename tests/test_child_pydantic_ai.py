@@ -56,6 +56,7 @@ from lyra import (
     Budget,
     ChildContext,
     ChildRef,
+    Limits,
     RecoveryPolicy,
     Supervisor,
     Task,
@@ -342,7 +343,10 @@ async def test_a_run_the_agent_cancels_itself_is_partial_and_keeps_its_work() ->
         return "unreachable"
 
     outcome = await recover(
-        "x", child=PydanticAIChild(agent), base_timeout=5, policy=RecoveryPolicy(max_retries=0)
+        "x",
+        child=PydanticAIChild(agent),
+        policy=RecoveryPolicy(max_retries=0),
+        limits=Limits(timeout=5),
     )
     failure = outcome.result.failure
     assert (failure.category, failure.suggested_retry) == ("partial", True)
@@ -659,6 +663,16 @@ class Deps:
     lyra: ChildContext
 
 
+def test_an_agent_with_deps_of_its_own_type_is_refused_without_them() -> None:
+    """deps_type=Deps with neither deps= nor make_deps= is a TypeError at construction
+    (naming both ways), not an AttributeError in a tool after a paid model call."""
+    agent: Agent[Deps, str] = Agent(FunctionModel(Script(answer("ok"))), deps_type=Deps)
+    with pytest.raises(TypeError, match=r"deps_type is Deps.*deps=Deps\(\.\.\.\).*make_deps="):
+        PydanticAIChild(agent)
+    PydanticAIChild(agent, make_deps=lambda ctx: Deps(team="infra", lyra=ctx))
+    PydanticAIChild(Agent(FunctionModel(Script(answer("ok"))), deps_type=ChildContext))
+
+
 async def test_make_deps_hold_the_context_and_a_grandchild_shares_the_budget() -> None:
     """Deps built per attempt hold the context; a grandchild on another framework (lyra's
     Anthropic child on the fake Messages API) draws on the same budget."""
@@ -727,8 +741,8 @@ async def test_the_continuation_resumes_the_first_attempts_conversation() -> Non
     outcome = await recover(
         "Triage issue 42",
         child=PydanticAIChild(scripted_agent(script)),
-        base_timeout=5,
         policy=RecoveryPolicy(max_retries=2),
+        limits=Limits(timeout=5),
     )
     assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
     assert outcome.result.output == "Fixed by #7"
@@ -764,8 +778,7 @@ async def test_a_budget_stop_keeps_the_history_as_json_data() -> None:
     outcome = await recover(
         "Triage issue 42",
         child=PydanticAIChild(scripted_agent(script)),
-        base_timeout=5,
-        budget=Budget(max_tokens=1000),
+        limits=Limits(timeout=5, budget=Budget(max_tokens=1000)),
     )
     assert outcome.result.failure.error_type == "budget"
     kept = outcome.state[HISTORY]

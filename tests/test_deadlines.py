@@ -66,7 +66,7 @@ async def test_an_attempt_on_asyncio_is_kept_by_the_shared_watcher() -> None:
     async def looks(prompt: str, ctx: ChildContext) -> str:
         watcher = _deadlines.deadlines()
         assert watcher is not None
-        seen.append((ctx._scope.deadline, watcher._live))  # type: ignore[union-attr]
+        seen.append((ctx._limiter.scope.deadline, watcher._live))  # type: ignore[union-attr]
         return "seen"
 
     assert (await Supervisor(looks).delegate("x", timeout=5)).ok
@@ -80,7 +80,7 @@ async def test_an_attempt_runs_in_anyios_own_cancel_scope() -> None:
     seen: list[tuple[type, float]] = []
 
     async def looks(prompt: str, ctx: ChildContext) -> str:
-        seen.append((type(ctx._scope), ctx.remaining()))
+        seen.append((type(ctx._limiter.scope), ctx.remaining()))
         return "seen"
 
     started = anyio.current_time()

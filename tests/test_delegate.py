@@ -32,6 +32,7 @@ PUBLIC = {
     "ErrorType",
     "FailedDelegation",
     "FailureCategory",
+    "Limits",
     "RecoveryPolicy",
     "Supervisor",
     "Task",

@@ -23,7 +23,7 @@ import pytest
 
 import lyra.durable
 from lyra.cli import main
-from lyra.delegation import ChildContext, DelegationResult
+from lyra.delegation import ChildContext, DelegationResult, Limits
 from lyra.proteins import AnalysisOutput, analyze
 from lyra.recovery import Attempt, RecoveryPolicy, Replay, attempt_plan, record_waits, recover
 
@@ -261,7 +261,7 @@ async def test_a_replayable_loop_is_a_function_of_its_recorded_attempts() -> Non
 
         async def run_attempt(attempt: Attempt) -> DelegationResult:
             result = await attempt_plan(
-                refused, attempt, subject=None, context=None, task_id=task_id
+                refused, attempt, subject=None, context=None, task_id=task_id, limits=Limits()
             )
             return result.model_copy(update={"duration": 10.0})  # as recorded
 

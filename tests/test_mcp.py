@@ -76,7 +76,7 @@ async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_pat
     }
     assert delegate.input_schema["required"] == ["prompt"]
     budget = delegate.input_schema["$defs"]["Budget"]["properties"]
-    assert set(budget) == {"max_tokens", "max_cost_usd", "max_turns"}
+    assert set(budget) == {"max_tokens", "max_cost_usd", "max_turns", "max_tool_calls"}
     assert delegate.output_schema is not None
     assert {"status", "category", "retryable", "completed_steps"} <= set(
         delegate.output_schema["properties"]

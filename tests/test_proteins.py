@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from lyra import parse_report
+from lyra import Limits, parse_report
 from lyra.proteins import (
     AnalysisOutput,
     OfflineSource,
@@ -439,8 +439,8 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
     outcome = await recover(
         "Compare P04637 with Q8I3H7",
         child=StuckOnWholeTasks(),
-        base_timeout=0.4,
         policy=RecoveryPolicy(max_retries=1),
+        limits=Limits(timeout=0.4),
     )
     assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
     assert outcome.result.ok

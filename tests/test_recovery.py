@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from lyra import (
     ChildContext,
     ChildFailure,
+    Limits,
     RecoveryPolicy,
     adelegate_with_retry,
     delegate_with_retry,
@@ -141,8 +142,8 @@ async def test_decomposition_aggregates_a_partial_failure() -> None:
     outcome = await recover(
         "- Analyze P04637\n- Analyze P69905",
         child=child,
-        base_timeout=0.2,
         policy=RecoveryPolicy(max_retries=1),
+        limits=Limits(timeout=0.2),
     )
     failure = outcome.result.failure
     assert failure is not None
@@ -270,7 +271,7 @@ async def test_time_budget_bounds_the_whole_loop() -> None:
     child = Script(hang_after_fetch)
     policy = RecoveryPolicy(max_retries=10, total_budget=0.5)
     started = time.monotonic()
-    outcome = await recover("task", child=child, base_timeout=0.2, policy=policy)
+    outcome = await recover("task", child=child, policy=policy, limits=Limits(timeout=0.2))
     elapsed = time.monotonic() - started
     assert elapsed < 0.5 + 0.5  # scheduling slack on a loaded machine
     assert [round(a.timeout, 1) for a in outcome.attempts] == [0.2, 0.3]
@@ -280,7 +281,7 @@ async def test_skipped_waits_count_against_the_budget() -> None:
     """In testing mode, waits are not slept but still spend the time budget."""
     child = Script(rate_limited)
     policy = RecoveryPolicy(max_retries=10, total_budget=60, backoff_base=25, jitter=0)
-    outcome = await recover("task", child=child, base_timeout=1, policy=policy)
+    outcome = await recover("task", child=child, policy=policy, limits=Limits(timeout=1))
     assert [a.wait for a in outcome.attempts] == [0.0, 25.0]
 
 
@@ -326,8 +327,8 @@ async def test_absurd_retry_after_never_hangs_the_loop(
     outcome = await recover(
         "task",
         child=Script(child),
-        base_timeout=1,
         policy=RecoveryPolicy(max_retries=3, backoff_base=1, jitter=0),
+        limits=Limits(timeout=1),
     )
     assert all(wait <= 600 for wait in no_real_sleeps)
     assert len(outcome.attempts) == (1 if retry_after == "1e9" else 4)
@@ -348,7 +349,10 @@ async def test_decomposition_events_name_subtasks_and_the_outcome() -> None:
     child = Script(hang_at_once, succeed, succeed)
     with capture_logs() as events:
         outcome = await recover(
-            "1. fetch P04637\n2. fetch Q8I3H7", child=child, base_timeout=0.2, task_id="task-x"
+            "1. fetch P04637\n2. fetch Q8I3H7",
+            child=child,
+            task_id="task-x",
+            limits=Limits(timeout=0.2),
         )
     sub = [e for e in events if e.get("parent_task_id") == "task-x"]
     assert {e["task_id"] for e in sub} == {"task-x.1", "task-x.2"}
@@ -372,7 +376,10 @@ async def test_model_decomposer_splits_an_unlisted_task() -> None:
             policy = RecoveryPolicy(decomposer=ModelDecomposer(client=client))
             child = Script(hang_at_once, succeed, succeed)
             outcome = await recover(
-                "Look into p53 and tell me about it", child=child, base_timeout=0.2, policy=policy
+                "Look into p53 and tell me about it",
+                child=child,
+                policy=policy,
+                limits=Limits(timeout=0.2),
             )
     assert outcome.attempts[-1].strategy == "decomposition"
     assert child.prompts[1].startswith("fetch the entry")

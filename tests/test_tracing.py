@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from fakes.messages_api import DEFAULT_MODEL, MessagesAPI, message, rate_limited, text, tool_use
-from lyra import ChildContext, RecoveryPolicy, Supervisor, tracing
+from lyra import ChildContext, Limits, RecoveryPolicy, Supervisor, tracing
 from lyra.children import AnthropicChild
 from lyra.errors import ConfigurationError, TransientError
 from lyra.recovery import record_waits, recover
@@ -206,7 +206,11 @@ async def test_recovery_attempts_sit_under_one_loop_span_each_linked_to_the_last
 
     with record_waits():
         outcome = await recover(
-            "Go", child=wobbly, base_timeout=5, policy=RecoveryPolicy(max_retries=3), subject="X1"
+            "Go",
+            child=wobbly,
+            policy=RecoveryPolicy(max_retries=3),
+            subject="X1",
+            limits=Limits(timeout=5),
         )
     assert outcome.recovered
     finished = spans.get_finished_spans()
@@ -239,7 +243,7 @@ async def test_recovery_attempts_sit_under_one_loop_span_each_linked_to_the_last
 async def test_a_loop_that_gives_up_is_a_failed_workflow_span(spans: InMemorySpanExporter) -> None:
     """The loop span of a loop that ends in failure has the last category as error.type."""
     policy = RecoveryPolicy(max_retries=0)
-    outcome = await recover("Go", child=uses_a_flaky_tool, base_timeout=5, policy=policy)
+    outcome = await recover("Go", child=uses_a_flaky_tool, policy=policy, limits=Limits(timeout=5))
     loop = by_name(spans)["invoke_workflow recover"]
     assert outcome.result.failure is not None
     assert (loop.attributes or {})["error.type"] == "tool_error"
@@ -486,7 +490,7 @@ async def test_a_span_processor_that_raises_never_costs_a_report(where: str) -> 
     try:
         with capture_logs() as logs, record_waits():
             plain = await Supervisor(gatherer).delegate("Analyze P04637", timeout=5)
-            looped = await recover("Analyze P04637", child=gatherer, base_timeout=5)
+            looped = await recover("Analyze P04637", child=gatherer, limits=Limits(timeout=5))
     finally:
         tracing.configure()
     assert plain.ok

@@ -17,6 +17,7 @@ from structlog.testing import capture_logs
 from lyra import (
     Budget,
     ChildContext,
+    Limits,
     RecoveryPolicy,
     Supervisor,
     Task,
@@ -552,9 +553,8 @@ def test_the_recovery_loop_never_overspends(
             return await recover(
                 prompt,
                 child=child,
-                base_timeout=0.05,
-                budget=Budget(max_tokens=limit),
                 policy=RecoveryPolicy(max_retries=4),
+                limits=Limits(timeout=0.05, budget=Budget(max_tokens=limit)),
             )
 
     outcome = anyio.run(go)
@@ -579,9 +579,8 @@ async def test_an_idle_child_is_decomposed_never_given_a_longer_wait() -> None:
     outcome = await recover(
         "- first\n- second",
         child=child,
-        base_timeout=2,
-        idle_timeout=0.1,
         policy=RecoveryPolicy(max_retries=2),
+        limits=Limits(timeout=2, idle_timeout=0.1),
     )
     assert outcome.result.ok
     assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
@@ -603,10 +602,9 @@ async def test_an_idle_child_that_does_not_split_gets_context_then_a_continuatio
     outcome = await recover(
         "one thing",
         child=child,
-        base_timeout=2,
-        idle_timeout=0.1,
         policy=RecoveryPolicy(max_retries=3),
         context_provider=lambda failure: {"hint": "the mirror is slow"},
+        limits=Limits(timeout=2, idle_timeout=0.1),
     )
     assert outcome.result.ok
     assert [a.strategy for a in outcome.attempts] == ["initial", "enrichment", "continuation"]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import Budget, Child
+from lyra.delegation import DEFAULT_MAX_REPEATS, Answerer, Budget, Child, Verifier
 from lyra.supervisor import Supervisor
 
 
@@ -21,17 +21,27 @@ async def adelegate_task(
     session_id: str | None = None,
     subject: str | None = None,
     attempt: int = 1,
+    max_repeats: int | None = DEFAULT_MAX_REPEATS,
+    verify: Verifier | None = None,
+    answer: Answerer | None = None,
 ) -> str:
     """Delegate ``prompt`` to a child and return its output or failure report.
 
     The text always ends in a ``<task_metadata>`` block. ``idle_timeout``
     ends a child that makes no progress for that long; ``budget`` limits its
-    tokens, cost and turns (nested delegations included). A child's failure
-    never raises; no child at all (none given, no ``LYRA_CHILD``, no
+    tokens, cost, turns and tool calls (nested delegations included);
+    ``max_repeats`` identical tool calls end it as a loop (``None``: never).
+    ``verify(output)`` checks a success (``None``/``True`` accepts, ``False`` or a
+    reason rejects it: ``partial`` / ``verification``); ``answer(question)``
+    answers the child's ``ctx.ask`` (``None``: it has no answer). A child's
+    failure never raises; no child at all (none given, no ``LYRA_CHILD``, no
     ``ANTHROPIC_API_KEY``) raises :class:`~lyra.errors.ConfigurationError`;
     ``KeyboardInterrupt`` and ``SystemExit`` propagate at once.
     """
-    result = await Supervisor(child, budget=budget).delegate(
+    supervisor = Supervisor(
+        child, budget=budget, max_repeats=max_repeats, verify=verify, answer=answer
+    )
+    result = await supervisor.delegate(
         prompt,
         timeout=timeout,
         idle_timeout=idle_timeout,

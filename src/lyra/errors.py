@@ -11,6 +11,8 @@ child sends on purpose, and for the one documented parser error::
     ├── ReportParseError          text holds no lyra report (also a ValueError)
     └── ChildSignal               raised *inside* a child, classified, never escapes
         ├── ChildBlocked          ctx.block(category, reason) / report_blocker
+        │   └── QuestionAsked     ctx.ask(question) and nobody answered
+        ├── LoopDetected          the same tool call, repeated past max_repeats
         ├── SubjectNotFound       the subject does not exist (404 soft failure)
         ├── InvalidInput          the input failed validation before any work
         ├── TaskRejected          the task itself is malformed (a model refused it)
@@ -33,7 +35,9 @@ __all__ = [
     "ConfigurationError",
     "IncompleteOutput",
     "InvalidInput",
+    "LoopDetected",
     "LyraError",
+    "QuestionAsked",
     "ReportParseError",
     "RunStopped",
     "SubjectNotFound",
@@ -76,6 +80,29 @@ class ChildBlocked(ChildSignal):
         super().__init__(reason)
         self.category = category
         self.reason = reason
+
+
+class QuestionAsked(ChildBlocked):
+    """The child asked a question (``ctx.ask``) that nobody could answer: the attempt
+    ends as ``missing_context`` / ``input_required`` with the question in its report."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(FailureCategory.MISSING_CONTEXT, f"Needs an answer: {question}")
+        self.question = question
+
+
+class LoopDetected(ChildSignal):
+    """The child called the same tool with the same arguments more than ``max_repeats``
+    times: a loop, not progress; the attempt ends as ``timeout`` / ``loop``."""
+
+    def __init__(self, tool: str, arguments: str, count: int) -> None:
+        super().__init__(
+            f"Loop: {tool} was called {count} times with the same arguments ({arguments})"
+        )
+        self.tool = tool
+        self.arguments = arguments
+        """The arguments, as text (shortened)."""
+        self.count = count
 
 
 class SubjectNotFound(ChildSignal, LookupError):

@@ -135,17 +135,19 @@ def _turn_on(get_tracer: Callable[..., Tracer], **provider: Any) -> None:
 
 
 def attempt(
-    run: Callable[[Any, str, Any], Coro[R]],
-) -> Callable[[Any, str, Any], Coro[R]]:
-    """Decorates one delegation attempt, ``run(call, prompt, ctx) -> (verdict, output)``:
-    an ``invoke_agent`` span around it, current while the child runs."""
+    run: Callable[Concatenate[Any, str, Any, P], Coro[R]],
+) -> Callable[Concatenate[Any, str, Any, P], Coro[R]]:
+    """Decorates one delegation attempt, ``run(call, prompt, ctx, ...) -> (verdict,
+    output)``: an ``invoke_agent`` span around it, current while the child runs."""
 
     @functools.wraps(run)
-    def hooked(call: Any, prompt: str, ctx: Any) -> Coro[R]:
+    def hooked(call: Any, prompt: str, ctx: Any, /, *args: P.args, **kwargs: P.kwargs) -> Coro[R]:
         # Until some code imports the API, no provider can be set: one dict look-up.
         if _tracer is None and (_API not in _modules or not _poll()):
-            return run(call, prompt, ctx)
-        return _traced_attempt(run, call, prompt, ctx)
+            return run(call, prompt, ctx, *args, **kwargs)
+        return _traced_attempt(
+            lambda call, prompt, ctx: run(call, prompt, ctx, *args, **kwargs), call, prompt, ctx
+        )
 
     return hooked
 

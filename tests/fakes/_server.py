@@ -17,6 +17,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from http import HTTPStatus
@@ -222,6 +223,8 @@ class RecordedRequest:
     headers: Mapping[str, str]  # names lower-cased
     raw_body: bytes
     body: Any  # parsed JSON, or None if the body was not JSON
+    time: float = dataclasses.field(default_factory=time.monotonic)
+    """When it arrived (``time.monotonic()``)."""
 
 
 def read_request(request: RequestHandler) -> RecordedRequest:

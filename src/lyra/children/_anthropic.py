@@ -168,7 +168,8 @@ class AnthropicChild:
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the tool-use loop until ``finish``, ``report_blocker`` or a stop reason."""
         meter = Meter(ctx, self._prices, child="AnthropicChild")
-        meter.before_request(self.model, turn=False)  # a cost budget it cannot keep: refused
+        if meter.cost_limited and self.price is None:  # a cost budget it cannot keep
+            raise meter.unpriced(self.model)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
         system = self.system or render(
@@ -218,7 +219,8 @@ class AnthropicChild:
         made, the tokens and cost after. A body the SDK cannot read is a
         transient failure."""
         ctx = meter.ctx
-        meter.before_request(self.model)  # a call the budget has no turn for is never made
+        # A call the budget has no turn for, or a known cooldown, is never sent into.
+        await meter.before_request(self.model, provider="anthropic")
         try:
             response = await client.messages.create(
                 model=self.model,
@@ -272,7 +274,9 @@ class AnthropicChild:
             return _tool_result(tool_use_id, f"Invalid input for {name}: {exc}", error=True)
         output = await ctx.tool(name, tool.fn, **args)
         ctx.step(f"Ran {name}")
-        return _tool_result(tool_use_id, output if isinstance(output, str) else repr(output))
+        text = output if isinstance(output, str) else repr(output)
+        note = ctx.repeat_note(name, **args)  # the last identical call allowed: say so
+        return _tool_result(tool_use_id, f"{text}\n\n{note}" if note else text)
 
 
 def _as_tool(tool: Tool | Callable[..., Any]) -> Tool:

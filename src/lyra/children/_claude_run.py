@@ -167,7 +167,7 @@ class Run:
         budget needs a price for the model the options name)."""
         model = self.base.model
         try:
-            self._meter.before_request(model, known=model is not None)
+            await self._meter.before_request(model, provider="anthropic", known=model is not None)
         except (ChildSignal, ConfigurationError) as exc:  # the request is never sent
             self._refusal = exc
             return self._halt(str(exc))
@@ -224,7 +224,7 @@ class Run:
         for block in message.content:
             if isinstance(block, ToolUseBlock) and block.name != _ANSWER_TOOL:
                 self._tools[block.id] = block.name
-                self.ctx.tool_started(block.name)
+                self.ctx.tool_started(block.name, block.input)
 
     def _results(self, message: UserMessage) -> None:
         """Tool results: a call ended, a success as a completed step."""
@@ -250,7 +250,7 @@ class Run:
             output = (event.get("usage") or {}).get("output_tokens")
             if response is not None and isinstance(output, int) and output > response.output:
                 more, response.output = output - response.output, output
-                self._meter.response(Tokens(output=more), response.model)
+                self._meter.add(Tokens(output=more), response.model)
             if (event.get("delta") or {}).get("stop_reason") == "refusal":
                 raise TaskRejected("The model refused the task")
 

@@ -74,7 +74,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+        await self._before_model(run_id, metadata, kwargs.get("invocation_params"))
 
     async def on_llm_start(
         self,
@@ -87,13 +87,16 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+        await self._before_model(run_id, metadata, kwargs.get("invocation_params"))
 
-    def _before_model(self, run_id: UUID, metadata: Any, params: Any) -> None:
+    async def _before_model(self, run_id: UUID, metadata: Any, params: Any) -> None:
         """A turn, charged before the request is sent (a spent account refuses it)."""
         model = _model_name(metadata, params)
         self._models[run_id] = model
-        self.meter.before_request(model)
+        provider = metadata.get("ls_provider") if isinstance(metadata, dict) else None
+        await self.meter.before_request(
+            model, provider=provider if isinstance(provider, str) else None
+        )
 
     async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
         self.ctx.heartbeat()
@@ -130,11 +133,9 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         ctx = self.ctx
-        if ctx.blocked is not None:
-            raise ctx.blocked
         name = str(kwargs.get("name") or (serialized or {}).get("name") or "tool")
         self._tools[run_id] = name
-        ctx.tool_started(name)
+        ctx.tool_started(name, inputs if inputs is not None else input_str)
 
     async def on_tool_end(
         self,

@@ -92,6 +92,7 @@ class Meter:
         "cost_limited",
         "ctx",
         "prices",
+        "provider",
         "token_limited",
     )
 
@@ -106,20 +107,34 @@ class Meter:
         """True when a token budget holds: every response must report its usage."""
         self._charged = Tokens()
         self._cost_charged = 0.0
+        self.provider: str | None = None
+        """The provider of the last request (``"anthropic"``, ``"openai"``, …)."""
 
-    def before_request(self, model: str | None, *, known: bool = True, turn: bool = True) -> None:
-        """A model request is about to be sent to ``model`` (``None``: unnamed).
+    async def before_request(
+        self,
+        model: str | None,
+        *,
+        provider: str | None = None,
+        known: bool = True,
+        turn: bool = True,
+    ) -> None:
+        """A model request is about to be sent to ``model`` (``None``: unnamed) of
+        ``provider``.
 
-        A tool's caught ``ctx.block(...)`` ends the run here; a cost budget with no
+        A stop that a framework caught (a tool's ``ctx.block(...)`` or question, a
+        loop, the budget run out meanwhile) ends the run here; a cost budget with no
         price for the model is refused before anything is paid (``known=False``: the
         framework picks the model itself, so its price is checked on the response);
-        the turn is charged ahead (``turn=False`` when the framework charged it
-        another way)."""
+        a rate-limit cooldown the tree knows of for ``provider`` is waited out (not
+        idle time); then the turn is charged ahead (``turn=False`` when the
+        framework charged it another way)."""
         ctx = self.ctx
-        if ctx.blocked is not None:
-            raise ctx.blocked
+        ctx.raise_if_stopped()
         if self.cost_limited and known and self.prices(model) is None:
             raise self.unpriced(model)
+        if provider is not None:
+            self.provider = provider
+            await ctx.cooled(provider)
         if turn:
             ctx.charge(turns=1, ahead=True)
 
@@ -127,11 +142,22 @@ class Meter:
         self, tokens: Tokens | None, model: str | None, *, cost: float | None = None
     ) -> None:
         """One response's usage (``None``: the framework reported none): priced unless
-        ``cost`` is the framework's own figure, then charged."""
+        ``cost`` is the framework's own figure, then charged; the provider answered
+        (what a supervisor's concurrency climbs back on)."""
+        self.answered()
         if tokens is None:
             self.unreported(model)
             return
         self._charge(tokens, model, cost)
+
+    def add(self, tokens: Tokens, model: str | None) -> None:
+        """More usage of a response already counted (a stream's later frames)."""
+        self._charge(tokens, model, None)
+
+    def answered(self) -> None:
+        """The provider answered a request: the tree's listeners hear of it."""
+        if self.provider is not None:
+            self.ctx.tree.succeeded(self.provider)
 
     def total(self, tokens: Tokens, model: str | None, *, cost: float | None = None) -> bool:
         """A running total of the run's usage (and the framework's running cost, if it

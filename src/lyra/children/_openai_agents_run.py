@@ -89,7 +89,7 @@ class Tap:
         self.model = model_name(data.agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
-        self.meter.before_request(self.model)
+        await self.meter.before_request(self.model, provider="openai")
         if self.user_filter is None:
             return data.model_data
         filtered = self.user_filter(data)
@@ -110,6 +110,7 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
+        self.meter.answered()
         self.settle(model_name(agent.model))
         if agent is self.agent:
             self.last_response = response
@@ -117,7 +118,7 @@ class Tap:
     def tool_started(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         self.settle()
         self.running[_call_id(context, tool)] = tool.name
-        self.ctx.tool_started(tool.name)
+        self.ctx.tool_started(tool.name, getattr(context, "tool_arguments", None))
 
     def tool_ended(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         call_id = _call_id(context, tool)

@@ -39,7 +39,12 @@ from pydantic_ai.capabilities import (
     WrapToolExecuteHandler,
 )
 from pydantic_ai.exceptions import ContentFilterError
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturn,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
@@ -85,7 +90,8 @@ class Limits(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         self.charge()
-        self.meter.before_request(request_context.model.model_name)
+        model = request_context.model
+        await self.meter.before_request(model.model_name, provider=model.system)
         if self._token_limits:
             self._cap_max_tokens(request_context)
         return request_context
@@ -98,6 +104,7 @@ class Limits(AbstractCapability[Any]):
         response: ModelResponse,
     ) -> ModelResponse:
         self._model = response.model_name
+        self.meter.answered()
         if response.usage.unmeasured_requests:  # the model reported no usage
             self.meter.unreported(self._model)  # (a budget that cannot be kept stops here)
         if not self.charge():
@@ -121,13 +128,15 @@ class Limits(AbstractCapability[Any]):
         handler: WrapToolExecuteHandler,
     ) -> Any:
         lyra, name = self.lyra, call.tool_name
-        lyra.tool_started(name)
+        note = lyra.tool_started(name, call.args)
         try:
             result = await handler(args)
         except Exception as exc:
             tool_done(lyra, name, exc)
             raise
         tool_done(lyra, name)
+        if note is not None:  # the last identical call allowed: the model is told
+            return ToolReturn(return_value=result, content=note)
         return result
 
     # -- usage ----------------------------------------------------------------------------

@@ -152,6 +152,8 @@ class PydanticAIChild:
             usage_limits=(usage_limits, self._pai.UsageLimits),
         )
         check_prices("PydanticAIChild", prices)
+        if deps is _CONTEXT and make_deps is None:
+            _check_deps_type(agent)
         self.agent = agent
         self.deps = deps
         self.make_deps = make_deps
@@ -258,3 +260,19 @@ class PydanticAIChild:
             await handler(run, heartbeats())
 
         return beating
+
+
+def _check_deps_type(agent: Any) -> None:
+    """An agent that declares deps of its own type gets them from ``deps=`` or
+    ``make_deps=``: refused now, not after a paid model call when a tool reads them."""
+    declared = getattr(agent, "deps_type", None)
+    if not isinstance(declared, type) or declared is type(None):
+        return
+    if issubclass(ChildContext, declared):
+        return  # the run's deps is the context: what the agent asks for
+    name = declared.__qualname__
+    raise TypeError(
+        f"the agent's deps_type is {name}, so its tools expect a {name}: pass deps={name}(...) "
+        f"to PydanticAIChild, or make_deps=lambda ctx: {name}(..., lyra=ctx) to build them "
+        "per attempt around lyra's context"
+    )

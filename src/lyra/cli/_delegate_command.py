@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     """Run one child (with recovery when --retries is given); print its report."""
     from lyra._sync import run_blocking
     from lyra.children import default_child
-    from lyra.delegation import json_safe
+    from lyra.delegation import Limits, json_safe
     from lyra.recovery import RecoveryPolicy, recover
 
     child = args.child.resolve() if args.child else default_child()
@@ -75,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
         outcome = await recover(
             args.prompt,
             child=child,
-            base_timeout=args.timeout,
-            idle_timeout=args.idle_timeout,
-            budget=budget_of(args),
+            limits=Limits(
+                timeout=args.timeout, idle_timeout=args.idle_timeout, budget=budget_of(args)
+            ),
             policy=RecoveryPolicy(max_retries=args.retries),
             subject=args.subject,
         )

@@ -3,13 +3,14 @@ classification, reports."""
 
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage
-from lyra.delegation._child import ChildRef, as_callable
+from lyra.delegation._child import ChildRef, as_callable, child_name
 from lyra.delegation._classify import MAX_DEPTH, exception_text
-from lyra.delegation._context import Child, ChildAgent, ChildContext, ChildFn
-from lyra.delegation._delegate import check_timeout, new_session_id, run_attempt
+from lyra.delegation._context import Answerer, Child, ChildAgent, ChildContext, ChildFn, Verifier
+from lyra.delegation._delegate import foreign_cancellation, new_session_id, run_attempt
 from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
+from lyra.delegation._limits import DEFAULT_MAX_REPEATS, Limits, check_timeout
 from lyra.delegation._live import RunningAttempt, observing, running
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._report import HEADER as REPORT_HEADER
@@ -30,12 +31,15 @@ from lyra.delegation._report import (
 )
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._text import json_safe, printable, safe_str, valid_data, valid_text
+from lyra.delegation._tree import Tree
 
 __all__ = [
+    "DEFAULT_MAX_REPEATS",
     "MAX_DEPTH",
     "METADATA_CLOSE",
     "REPORT_HEADER",
     "Account",
+    "Answerer",
     "Budget",
     "Child",
     "ChildAgent",
@@ -48,11 +52,15 @@ __all__ = [
     "ErrorType",
     "FailedDelegation",
     "FailureCategory",
+    "Limits",
     "RunningAttempt",
     "TaskReport",
+    "Tree",
     "Usage",
+    "Verifier",
     "as_callable",
     "check_timeout",
+    "child_name",
     "describe_error",
     "escape",
     "escape_for_reading",
@@ -63,6 +71,7 @@ __all__ = [
     "extract_files_modified",
     "extract_suggested_actions",
     "find_reports",
+    "foreign_cancellation",
     "is_retryable",
     "json_safe",
     "new_session_id",

@@ -1,6 +1,6 @@
 """Budgets of a delegation tree (DESIGN §12): frozen limits, a live account.
 
-A :class:`Budget` is a value: limits on tokens, cost and turns. An
+A :class:`Budget` is a value: limits on tokens, cost, turns and tool calls. An
 :class:`Account` is the live tally behind one: every attempt of a recovery
 loop, every decomposed subtask and every nested delegation draws on the same
 account, or on a child account whose charges also count against its parent.
@@ -18,6 +18,7 @@ import math
 import reprlib
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,11 +34,19 @@ class Budget(BaseModel):
         None, ge=0, allow_inf_nan=False, description="Spend in US dollars."
     )
     max_turns: int | None = Field(None, ge=0, description="Model calls (or agent turns).")
+    max_tool_calls: int | None = Field(
+        None, ge=0, description="Tool calls (ctx.tool and every framework tool call)."
+    )
 
     @property
     def unlimited(self) -> bool:
         """True when no measure is limited."""
-        return self.max_tokens is None and self.max_cost_usd is None and self.max_turns is None
+        return (
+            self.max_tokens is None
+            and self.max_cost_usd is None
+            and self.max_turns is None
+            and self.max_tool_calls is None
+        )
 
 
 class Usage(BaseModel):
@@ -49,6 +58,8 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     turns: int = 0
+    tool_calls: int = 0
+    """Tool calls charged (only under a budget that limits them)."""
 
     @property
     def tokens(self) -> int:
@@ -56,7 +67,13 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __bool__(self) -> bool:
-        return bool(self.input_tokens or self.output_tokens or self.cost_usd or self.turns)
+        return bool(
+            self.input_tokens
+            or self.output_tokens
+            or self.cost_usd
+            or self.turns
+            or self.tool_calls
+        )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -64,17 +81,21 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cost_usd=_dollars(self.cost_usd + other.cost_usd),
             turns=self.turns + other.turns,
+            tool_calls=self.tool_calls + other.tool_calls,
         )
 
     def fields(self) -> dict[str, Any]:
         """Flat event fields (``tokens_used``, …)."""
-        return {
+        fields: dict[str, Any] = {
             "tokens_used": self.tokens,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": round(self.cost_usd, 6),
             "turns": self.turns,
         }
+        if self.tool_calls:
+            fields["tool_calls"] = self.tool_calls
+        return fields
 
 
 def _dollars(amount: float) -> float:
@@ -97,12 +118,14 @@ class Account:
         "_lock",
         "_watchers",
         "cost_usd",
+        "counts_tool_calls",
         "exhausted",
         "input_tokens",
         "limits",
         "output_tokens",
         "parent",
         "retries_included",
+        "tool_calls",
         "turns",
     )
 
@@ -110,7 +133,7 @@ class Account:
         limits = checked_budget(limits)
         self.limits = limits if limits is not None and not limits.unlimited else None
         self.parent = parent
-        self.input_tokens = self.output_tokens = self.turns = 0
+        self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
         self.cost_usd = 0.0
         self.exhausted: str | None = None
         """Why the account ran out (the limit and the amount used), once it has."""
@@ -119,6 +142,10 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
+        self.counts_tool_calls: bool = (
+            self.limits is not None and self.limits.max_tool_calls is not None
+        ) or (parent is not None and parent.counts_tool_calls)
+        """True when this account or one above it limits tool calls (each is charged)."""
 
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
@@ -136,6 +163,7 @@ class Account:
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
             turns=self.turns,
+            tool_calls=self.tool_calls,
         )
 
     def chain(self) -> list[Account]:
@@ -154,24 +182,23 @@ class Account:
         output_tokens: int = 0,
         cost_usd: float = 0.0,
         turns: int = 0,
+        tool_calls: int = 0,
         ahead: bool = False,
     ) -> Account | None:
         """Record use here and in every ancestor; the innermost account that is
         (now or already) over its limits, else ``None``.
 
-        ``ahead``: the charge pays for use not made yet (a model call's turn,
-        taken before the call). When it would take an account over a limit,
+        ``ahead``: the charge pays for use not made yet (a model call's turn, a tool
+        call, taken before the call). When it would take an account over a limit,
         nothing is recorded and that account is exhausted as having reached it.
         """
+        spend = _Spend(input_tokens + output_tokens, cost_usd, turns, tool_calls)
         ran_out: list[Account] = []
         with self._lock:
             chain = self.chain()
             refusal = None
             if ahead:  # the first account it would take over, and why
-                tokens = input_tokens + output_tokens
-                refusal = next(
-                    ((a, why) for a in chain if (why := a._over(tokens, cost_usd, turns))), None
-                )
+                refusal = next(((a, why) for a in chain if (why := a._over(spend))), None)
             if refusal is not None:
                 refused, why = refusal
                 if refused.exhausted is None:
@@ -183,6 +210,7 @@ class Account:
                     account.output_tokens += output_tokens
                     account.cost_usd = _dollars(account.cost_usd + cost_usd)
                     account.turns += turns
+                    account.tool_calls += tool_calls
                     if account.limits is not None and account.exhausted is None:
                         account.exhausted = account._over()
                         if account.exhausted is not None:
@@ -193,28 +221,32 @@ class Account:
             watcher(account)
         return over
 
-    def _over(self, tokens: int = 0, cost_usd: float = 0.0, turns: int = 0) -> str | None:
-        """Which limit the tally exceeds, in words, or ``None``; with amounts
-        given, which limit charging them would exceed (they are refused)."""
+    def _over(self, more: _Spend | None = None) -> str | None:
+        """Which limit the tally exceeds, in words, or ``None``; with ``more`` given,
+        which limit charging it would exceed (it is refused)."""
         limits = self.limits
         if limits is None:
             return None
-        used = self.input_tokens + self.output_tokens
-        ahead = bool(tokens or cost_usd or turns)
+        ahead = more is not None
+        more = more or _NOTHING
         verb = "reached" if ahead else "exceeded"
-        if limits.max_tokens is not None and used + tokens > limits.max_tokens:
-            amount = f"{used} tokens used" + (f", {tokens} more refused" if ahead else "")
-            return f"max_tokens={limits.max_tokens} {verb}: {amount}"
-        if (
-            limits.max_cost_usd is not None
-            and _dollars(self.cost_usd + cost_usd) > limits.max_cost_usd
-        ):
-            amount = f"${self.cost_usd:.4f} used"
-            amount += f", ${cost_usd:.4f} more refused" if ahead else ""
-            return f"max_cost_usd={limits.max_cost_usd:g} {verb}: {amount}"
-        if limits.max_turns is not None and self.turns + turns > limits.max_turns:
-            amount = f"{self.turns} turns used" + (f", {turns} more refused" if ahead else "")
-            return f"max_turns={limits.max_turns} {verb}: {amount}"
+
+        def over(name: str, limit: int, used: int, extra: int, unit: str) -> str:
+            refused = f", {extra} more refused" if ahead else ""
+            return f"{name}={limit} {verb}: {used} {unit} used{refused}"
+
+        tokens = self.input_tokens + self.output_tokens
+        if limits.max_tokens is not None and tokens + more.tokens > limits.max_tokens:
+            return over("max_tokens", limits.max_tokens, tokens, more.tokens, "tokens")
+        cost = limits.max_cost_usd
+        if cost is not None and _dollars(self.cost_usd + more.cost_usd) > cost:
+            refused = f", ${more.cost_usd:.4f} more refused" if ahead else ""
+            return f"max_cost_usd={cost:g} {verb}: ${self.cost_usd:.4f} used{refused}"
+        if limits.max_turns is not None and self.turns + more.turns > limits.max_turns:
+            return over("max_turns", limits.max_turns, self.turns, more.turns, "turns")
+        calls = limits.max_tool_calls
+        if calls is not None and self.tool_calls + more.tool_calls > calls:
+            return over("max_tool_calls", calls, self.tool_calls, more.tool_calls, "tool calls")
         return None
 
     def left(self) -> Budget:
@@ -231,16 +263,17 @@ class Account:
                     ("max_tokens", limits.max_tokens, account.input_tokens + account.output_tokens),
                     ("max_cost_usd", limits.max_cost_usd, account.cost_usd),
                     ("max_turns", limits.max_turns, account.turns),
+                    ("max_tool_calls", limits.max_tool_calls, account.tool_calls),
                 ):
                     if limit is not None:
                         room = 0 if out else max(0, _dollars(limit - used))
                         spare[name] = min(spare.get(name, room), room)
-        tokens, turns = spare.get("max_tokens"), spare.get("max_turns")
-        return Budget(
-            max_tokens=None if tokens is None else int(tokens),
-            max_cost_usd=spare.get("max_cost_usd"),
-            max_turns=None if turns is None else int(turns),
-        )
+        whole = {
+            name: int(spare[name])
+            for name in ("max_tokens", "max_turns", "max_tool_calls")
+            if name in spare
+        }
+        return Budget(max_cost_usd=spare.get("max_cost_usd"), **whole)
 
     def has_room(self) -> bool:
         """True while every limit up the chain leaves something to spend (checked
@@ -256,6 +289,7 @@ class Account:
             (limits.max_tokens is None or tokens < limits.max_tokens)
             and (limits.max_cost_usd is None or self.cost_usd < limits.max_cost_usd)
             and (limits.max_turns is None or self.turns < limits.max_turns)
+            and (limits.max_tool_calls is None or self.tool_calls < limits.max_tool_calls)
         )
 
     def limited(self) -> list[Account]:
@@ -271,6 +305,19 @@ class Account:
         """Stop watching."""
         with self._lock:
             self._watchers.pop(key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Spend:
+    """An amount about to be charged ahead (the refusal check's figures)."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+    tool_calls: int = 0
+
+
+_NOTHING = _Spend()
 
 
 def checked_charge(input_tokens: int, output_tokens: int, cost_usd: float, turns: int) -> None:

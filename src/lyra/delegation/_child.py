@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lyra._extras import framework_child_for
 from lyra.delegation._context import Child, ChildContext, ChildFn
-from lyra.delegation._text import qualified_type_name, safe_str
+from lyra.delegation._text import qualified_type_name, safe_str, type_name
 from lyra.errors import ConfigurationError
 
 
@@ -55,6 +55,18 @@ def as_callable(child: Child) -> ChildFn:
         f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
+
+
+def child_name(child: object) -> str:
+    """A child as a report names it: its ``name`` if it has one (a framework child
+    names its agent and model), else its function's or class's name."""
+    name = getattr(child, "name", None)
+    if isinstance(name, str) and name:
+        return safe_str(name)
+    if isinstance(child, ChildRef):
+        return child.target
+    named = child if inspect.isfunction(child) or inspect.ismethod(child) else type(child)
+    return safe_str(getattr(named, "__qualname__", None) or type_name(child))
 
 
 _async_functions: dict[int, ReferenceType[Any]] = {}

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
-from lyra.delegation._budget import Budget
+from lyra.delegation._budget import Budget, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
 from lyra.delegation._text import safe_str, type_name
-from lyra.errors import ChildSignal
+from lyra.errors import ChildSignal, LoopDetected, QuestionAsked
 
 _C = FailureCategory
 
@@ -33,6 +33,10 @@ class Verdict:
     blocked_on: str
     retry_after: float | None = None
     cause: Cause | None = None
+    stuck_tool: str | None = None
+    """The tool an idle or looping child was in (recovery and suggestions name it)."""
+    failed_tool: str | None = None
+    """The tool whose exception ended the attempt, when a tool's did."""
 
 
 # Rules 6-10: the category an exception's kind falls into when no earlier
@@ -42,6 +46,12 @@ _BY_KIND: dict[Kind, tuple[FailureCategory, bool, str]] = {
     Kind.ENVIRONMENT: (_C.TOOL_ERROR, True, "rule 7: fixable environment problem"),
     Kind.PERMANENT: (_C.TOOL_ERROR, False, "rule 8: permanent infrastructure failure"),
     Kind.MALFORMED_TASK: (_C.INVALID_TASK, False, "rule 9: the task itself is malformed"),
+    Kind.CONTEXT_OVERFLOW: (
+        _C.INVALID_TASK,
+        False,
+        "rule 9: the prompt is over the model's context window (split it, or continue "
+        "without the transcript)",
+    ),
     Kind.UNKNOWN: (_C.TOOL_ERROR, False, "rule 10: unrecognised error"),
 }
 
@@ -98,17 +108,21 @@ def _timeout(timeout: float, progress: bool, room: bool) -> Verdict:
 
 def classify_idle(ctx: ChildContext) -> Verdict:
     """Rule 1 (idle): no progress for ``idle_timeout`` seconds; retryable only
-    after earlier progress, with room in the budget."""
+    after earlier progress, with room in the budget. Names the tool that was
+    running, if one was, and for how long."""
     idle = ctx.idle_timeout
     progress = ctx.made_progress
+    tool, running = ctx.current_tool, ctx.tool_running_for
+    inside = f" while the tool '{tool}' ran (for {running:.1f}s)" if tool and running else ""
     return Verdict(
         category=_C.TIMEOUT,
         retryable=progress and _room(ctx),
         error_type=ErrorType.IDLE,
-        evidence=f"rule 1: no progress for {idle:g} s (idle timeout)"
+        evidence=f"rule 1: no progress for {idle:g} s (idle timeout){inside}"
         + ("" if progress else "; nothing done before it"),
-        message=f"Child made no progress for {idle:g}s (idle timeout)",
-        blocked_on=f"No progress for {idle:g}s",
+        message=f"Child made no progress for {idle:g}s (idle timeout){inside}",
+        blocked_on=f"No progress for {idle:g}s" + (f" in the tool '{tool}'" if tool else ""),
+        stuck_tool=tool,
     )
 
 
@@ -130,14 +144,39 @@ def classify_budget(ctx: ChildContext) -> Verdict:
             and account.parent is not None
             and account.parent.has_room()
         )
+    spenders = _spenders(ctx.spent_by)
     return Verdict(
         category=_C.TIMEOUT,
         retryable=room,
         error_type=ErrorType.BUDGET,
-        evidence=f"rule 1: budget exhausted: {why}",
-        message=f"Child stopped: budget exhausted ({why})",
+        evidence=f"rule 1: budget exhausted: {why}{spenders}",
+        message=f"Child stopped: budget exhausted ({why}){spenders}",
         blocked_on="Budget exhausted",
     )
+
+
+_NAMED_SPENDERS = 5
+
+
+def _spenders(spent_by: dict[str, Usage]) -> str:
+    """The delegations below an attempt that spent most, with their spend."""
+    if not spent_by:
+        return ""
+    ranked = sorted(spent_by.items(), key=lambda item: (-item[1].tokens, -item[1].cost_usd))
+    named = [f"{session} ({_spend(usage)})" for session, usage in ranked[:_NAMED_SPENDERS]]
+    more = len(ranked) - len(named)
+    return "; spent by " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+
+def _spend(usage: Usage) -> str:
+    parts = [f"{usage.tokens} tokens"]
+    if usage.cost_usd:
+        parts.append(f"${usage.cost_usd:.4f}")
+    if usage.turns:
+        parts.append(f"{usage.turns} turns")
+    if usage.tool_calls:
+        parts.append(f"{usage.tool_calls} tool calls")
+    return ", ".join(parts)
 
 
 def _room(ctx: ChildContext) -> bool:
@@ -151,6 +190,7 @@ def _describe(left: Budget) -> str:
             ("max_tokens", left.max_tokens),
             ("max_cost_usd", left.max_cost_usd),
             ("max_turns", left.max_turns),
+            ("max_tool_calls", left.max_tool_calls),
         )
         if value is not None and value <= 0
     ]
@@ -163,7 +203,8 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
         return classify_blocked(ctx)
     cause = describe(exc)
     text = exception_text(exc)
-    via_tool = f" in tool '{ctx.failed_tool}'" if ctx.raised_by_tool(exc) else ""
+    tool = ctx.failed_tool if ctx.raised_by_tool(exc) else None
+    via_tool = f" in tool '{tool}'" if tool else ""
     source = f"{cause.source}{via_tool}"
 
     def verdict(category: FailureCategory, retryable: bool, rule: str) -> Verdict:
@@ -176,10 +217,13 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
             blocked_on=text,
             retry_after=cause.retry_after,
             cause=cause,
+            failed_tool=tool,
         )
 
     if cause.kind is Kind.BUDGET:
         return classify_framework_limit(cause, text, ctx)
+    if cause.kind is Kind.OUTPUT_INVALID:  # the framework's check of a claimed success
+        return classify_rejected(text, ctx, source=cause.source)
     if cause.kind is Kind.INVALID_INPUT and not ctx.made_progress:
         return verdict(_C.INVALID_TASK, False, "rule 3: the input failed validation")
     if cause.kind is Kind.NOT_FOUND:
@@ -189,7 +233,7 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
     # Deliberately ahead of rule 5 (DESIGN §3 lists it after): a refused key
     # or a malformed request fails the same way however much work came first,
     # so continuing it would only pay for the same failure again.
-    if cause.kind in (Kind.PERMANENT, Kind.MALFORMED_TASK):
+    if cause.kind in (Kind.PERMANENT, Kind.MALFORMED_TASK, Kind.CONTEXT_OVERFLOW):
         return verdict(*_BY_KIND[cause.kind])
     if ctx.completed_steps:
         steps = ctx.steps_done
@@ -264,14 +308,75 @@ def classify_too_deep() -> Verdict:
 
 
 def classify_blocked(ctx: ChildContext) -> Verdict:
-    """Rule 2: the child declared itself blocked (even if it swallowed the signal)."""
-    assert ctx.blocked is not None
-    category = ctx.blocked.category
+    """Rule 2: the child declared itself blocked (even if it swallowed the signal);
+    a question nobody answered is ``missing_context`` / ``input_required``."""
+    blocked = ctx.blocked
+    assert blocked is not None
+    category = blocked.category
+    if isinstance(blocked, QuestionAsked):
+        return Verdict(
+            category=category,
+            retryable=False,
+            error_type=ErrorType.INPUT_REQUIRED,
+            evidence="rule 2: the child asked a question nobody answered (ctx.ask)",
+            message=blocked.reason,
+            blocked_on=blocked.reason,
+        )
     return Verdict(
         category=category,
         retryable=category is _C.TOOL_ERROR,
         error_type=ErrorType.DATA if category is not _C.TOOL_ERROR else ErrorType.UNKNOWN,
         evidence=f"rule 2: the child declared itself blocked ({category})",
-        message=ctx.blocked.reason,
-        blocked_on=ctx.blocked.reason,
+        message=blocked.reason,
+        blocked_on=blocked.reason,
+    )
+
+
+def classify_loop(loop: LoopDetected, ctx: ChildContext) -> Verdict:
+    """Rule 1 (loop): the same tool call past ``max_repeats`` is not progress; the
+    attempt ends as a timeout, retryable with a continuation that names the call."""
+    return Verdict(
+        category=_C.TIMEOUT,
+        retryable=_room(ctx),
+        error_type=ErrorType.LOOP,
+        evidence=f"rule 1: the same tool call repeated past max_repeats={ctx.limits.max_repeats} "
+        "is not progress",
+        message=str(loop),
+        blocked_on=f"Repeating {loop.tool}({loop.arguments}) ×{loop.count}",
+        stuck_tool=loop.tool,
+    )
+
+
+def classify_rejected(reason: str, ctx: ChildContext, *, source: str = "verify=") -> Verdict:
+    """Rule 5 (verification): a success the caller's ``verify=`` (or the framework's
+    own output validation) rejected is ``partial``: retryable with a continuation
+    that names the reason."""
+    return Verdict(
+        category=_C.PARTIAL,
+        retryable=True,
+        error_type=ErrorType.VERIFICATION,
+        evidence=f"rule 5: the child called its work done and {source} rejected it",
+        message=f"Output rejected: {reason}",
+        blocked_on=f"Output rejected: {reason}",
+    )
+
+
+def classify_foreign_cancel(error: BaseException, ctx: ChildContext) -> Verdict:
+    """Rule 10 (or 5 after a completed step) for a ``CancelledError`` or
+    ``GeneratorExit`` that did not come from this delegation's cancellation nor its
+    caller's: a future someone else cancelled. Retryable: the next try may not meet
+    it."""
+    name = type_name(error)
+    text = f"{name}: cancelled from outside the delegation"
+    if safe_str(error):
+        text += f" ({safe_str(error)})"
+    progress = bool(ctx.completed_steps)
+    return Verdict(
+        category=_C.PARTIAL if progress else _C.TOOL_ERROR,
+        retryable=True,
+        error_type=ErrorType.UNKNOWN,
+        evidence=f"rule {5 if progress else 10}: {name} cancelled from outside the delegation "
+        "(a future someone else cancelled, not this delegation's deadline nor its caller)",
+        message=text,
+        blocked_on=text,
     )

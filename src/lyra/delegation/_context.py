@@ -1,23 +1,21 @@
 """The child contract: a child is an async callable ``child(prompt, ctx) -> str``
 or an object with ``async def run(self, prompt, ctx) -> str``, and
-ChildContext is how it reports progress, runs tools, spends budget, delegates
-further, and declares itself blocked.
+ChildContext is how it reports progress, runs tools, spends budget, asks a
+question, delegates further, and declares itself blocked.
 
-One context per attempt. It also carries the attempt's limits (DESIGN §12):
-the total deadline and the idle deadline share the attempt's one cancel
-scope -- progress pushes the scope's deadline forward, never past the total
--- and the account the attempt draws on, whose exhaustion ends it at once.
+One context per attempt. The attempt's limits are enforced by its
+:class:`~._limiter.Limiter`, which the runner owns: the context tells it of
+progress and reads what is left.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import suppress
-from contextvars import ContextVar
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -30,23 +28,30 @@ from typing import (
 )
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 import anyio.to_thread
 
-from lyra import tracing
-from lyra._taxonomy import FailureCategory
+from lyra import events, tracing
+from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
-from lyra.delegation._deadlines import Deadlines, Watch, deadlines
+from lyra.delegation._limiter import Limiter
+from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import safe_str
-from lyra.errors import BudgetExhausted, ChildBlocked
+from lyra.delegation._tree import Tree
+from lyra.errors import BudgetExhausted, ChildBlocked, ChildSignal, LoopDetected, QuestionAsked
 
 if TYPE_CHECKING:
     from lyra.delegation._result import DelegationResult
 
 T = TypeVar("T")
+
+Answerer: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
+"""Answers a child's question (``ctx.ask``): given the question, the answer, or
+``None`` when it has none; sync or async."""
+Verifier: TypeAlias = Callable[[str], "bool | str | Awaitable[bool | str | None] | None"]
+"""Checks a child's output: ``None`` or ``True`` accepts it; ``False`` or a reason
+(a string) rejects it; sync or async."""
 
 _BLOCKABLE = frozenset(
     {FailureCategory.MISSING_CONTEXT, FailureCategory.INVALID_TASK, FailureCategory.TOOL_ERROR}
@@ -54,30 +59,12 @@ _BLOCKABLE = frozenset(
 _NESTED_MARGIN = 0.05
 """Most seconds a grandchild's deadline comes before its parent's (see ``delegate``):
 enough for the parent to hear of the grandchild's timeout on a busy event loop."""
-_MAX_IDLE_SLACK = 0.02
-"""Seconds an idle deadline may fire late, so that frequent progress does not
-re-arm the timer on every call."""
 MAX_STEPS = 200
 """Entries a context keeps in ``completed_steps`` (repeats at once are counted)."""
 KEPT_FIRST_STEPS = 50
 """Of those, the first steps always kept; the rest are the latest."""
-_known_token: ContextVar[tuple[int, Any] | None] = ContextVar("lyra_loop_token", default=None)
-
-
-def _loop_token() -> Any:
-    """The running event loop's token, for calls back from other threads.
-
-    ``anyio.lowlevel.current_token()`` costs about a microsecond, so the token is
-    remembered in the task's context (with the thread it belongs to: a worker
-    thread that runs a loop of its own inherits the context, not the loop).
-    """
-    thread = threading.get_ident()
-    known = _known_token.get()
-    if known is not None and known[0] == thread:
-        return known[1]
-    token = anyio.lowlevel.current_token()
-    _known_token.set((thread, token))
-    return token
+SHOWN_ARGUMENTS = 200
+"""Characters of a repeated call's arguments a loop's report shows."""
 
 
 class Runner(Protocol):
@@ -88,12 +75,12 @@ class Runner(Protocol):
         child: Child,
         prompt: str,
         *,
-        timeout: float,
-        idle_timeout: float | None,
+        limits: Limits,
         account: Account | None,
         subject: str | None,
         context: Mapping[str, Any] | None,
         parent: ChildContext,
+        verify: Verifier | None,
     ) -> DelegationResult: ...
 
 
@@ -103,8 +90,10 @@ class ChildContext:
     A child calls :meth:`step` for each finished piece of work,
     :meth:`file_modified` for each file it wrote, runs tools through
     :meth:`tool` (so usage is counted and blocking tools cannot hold the
-    deadline), records spend with :meth:`charge`, delegates further with
-    :meth:`delegate`, and calls :meth:`block` when it cannot go on.
+    deadline), records spend with :meth:`charge`, asks what it cannot know with
+    :meth:`ask`, delegates further with :meth:`delegate`, and calls
+    :meth:`block` when it cannot go on. :attr:`time_left` and
+    :attr:`budget_left` say what it has left to plan with.
 
     ``state`` is a dict the child may keep across the attempts of one task
     (a recovery loop); in durable runs it must hold JSON data, and it
@@ -113,25 +102,26 @@ class ChildContext:
 
     # Class-level defaults: most attempts never set these, so __init__ need not.
     last_successful_tool: str | None = None
-    blocked: ChildBlocked | None = None
+    stopped: ChildSignal | None = None
+    """A stop that holds even if the child catches it: a blocker it declared, a
+    question nobody answered, a loop lyra saw."""
     failed_tool: str | None = None
     _failed_tool_error: BaseException | None = None
-    _idle: float | None = None
-    _slack = 0.0
-    _last_progress = 0.0
     _meter: Account | None = None
-    _scope: anyio.CancelScope | None = None
-    _deadlines: Deadlines | None = None
-    _deadline_watch: Watch | None = None
-    _fired: float | None = None
-    _stop: Account | None = None
-    _token: Any = None
-    _watched: tuple[Account, ...] | list[Account] = ()
-    _observed = False
+    _tool_started: float = 0.0
+    _repeats: dict[tuple[str, str], int] | None = None
+    _answer: Answerer | None = None
     started = 0.0
     """When the attempt began (``time.monotonic()``), for a live display."""
     current_tool: str | None = None
     """The tool the child is running right now, if any."""
+    provider: str | None = None
+    """The model provider the child sent its last request to (set by the meter)."""
+    spent_last = False
+    """True when this attempt's own charge ran the budget out (not a sibling's)."""
+    fresh = False
+    """True when the attempt starts without the transcript of earlier attempts (after
+    a context overflow): a framework child does not resume its conversation."""
     depth = 0
     """How deep in the delegation tree this attempt is (0: a root delegation)."""
 
@@ -139,18 +129,23 @@ class ChildContext:
         self,
         *,
         session_id: str,
-        timeout: float,
+        limiter: Limiter,
+        limits: Limits,
         attempt: int = 1,
         subject: str | None = None,
         context: Mapping[str, Any] | None = None,
-        idle_timeout: float | None = None,
-        account: Account | None = None,
         state: dict[str, Any] | None = None,
         parent: ChildContext | None = None,
         runner: Runner | None = None,
+        tree: Tree | None = None,
+        answer: Answerer | None = None,
+        answers: Mapping[str, str] | None = None,
+        fresh: bool = False,
     ) -> None:
         self.session_id = session_id
-        self.timeout = timeout
+        self.limits = limits
+        """The limits this attempt runs under."""
+        self.timeout = limits.timeout
         self.attempt = attempt
         self.subject = subject
         self.context: Mapping[str, Any] = context if context is not None else {}
@@ -164,22 +159,25 @@ class ChildContext:
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.failed_delegations: list[FailedDelegation] = []
-        self._deadlines = deadlines()
-        self._deadline = self._armed = self._now() + timeout
-        self._account = account
+        self.spent_by: dict[str, Usage] = {}
+        """What each delegation this attempt made (``ctx.delegate``) was charged, by
+        session id: the names a budget failure gives."""
+        self.answers: dict[str, str] = dict(answers) if answers else {}
+        """Answers to questions (``ctx.ask``), carried from earlier attempts or given
+        in this one, by question."""
+        self._limiter = limiter
         self._parent = parent
+        self._runner = runner
+        self.tree = tree if tree is not None else Tree()
+        """What the whole delegation tree shares (rate-limit cooldowns)."""
         if parent is not None:
             self.depth = parent.depth + 1
-        self._runner = runner
-        self._loop_thread = threading.get_ident()
-        if idle_timeout is not None:
-            self._idle = idle_timeout
-            self._last_progress = time.monotonic()
-            self._slack = min(_MAX_IDLE_SLACK, idle_timeout / 20)
-            self._armed = min(self._deadline, self._armed - timeout + idle_timeout + self._slack)
-        if idle_timeout is not None or account is not None:
-            # Progress or a charge from a worker thread must reach the scope.
-            self._token = _loop_token()
+        if answer is not None:
+            self._answer = answer
+        if limits.max_repeats is not None:
+            self._repeats = {}
+        if fresh:
+            self.fresh = True
 
     # -- what the child reports ------------------------------------------------
 
@@ -195,13 +193,12 @@ class ChildContext:
 
     def remaining(self) -> float:
         """Seconds left before the total deadline (never negative)."""
-        return max(0.0, self._deadline - self._now())
+        return self._limiter.remaining()
 
-    def _now(self) -> float:
-        """The event loop's clock (``anyio.current_time()``, without asking sniffio on
-        an asyncio loop)."""
-        loop = self._deadlines
-        return loop.time() if loop is not None else anyio.current_time()
+    @property
+    def time_left(self) -> float:
+        """Seconds left before the attempt's deadline (never negative): to plan with."""
+        return self._limiter.remaining()
 
     def step(self, description: str) -> None:
         """Record one completed step (shown as ``✓ description`` in reports).
@@ -227,7 +224,7 @@ class ChildContext:
                 counts.append(1)
                 if len(steps) > MAX_STEPS:
                     self._fold_middle_steps()
-        self._touch()
+        self._limiter.touch()
 
     def _fold_middle_steps(self) -> None:
         """Keep the first :data:`KEPT_FIRST_STEPS` entries and the latest, with one
@@ -243,11 +240,13 @@ class ChildContext:
         path = safe_str(path)
         if path not in self.files_modified:
             self.files_modified.append(path)
-        self._touch()
+        self._limiter.touch()
 
     def heartbeat(self) -> None:
         """Say the child is alive and working (resets the idle timeout)."""
-        self._touch()
+        self._limiter.touch()
+
+    # -- tools --------------------------------------------------------------------------
 
     @overload
     async def tool(
@@ -263,13 +262,12 @@ class ChildContext:
         Starting and finishing a tool both count as progress. The worker
         thread is abandoned on cancellation, so a tool stuck in blocking code
         cannot hold the child past its deadline. An exception from the tool
-        propagates unchanged and is remembered as a tool failure.
+        propagates unchanged and is remembered as a tool failure. The call is
+        refused (and the attempt ends) when the tree's ``max_tool_calls`` is
+        spent, or when it repeats an identical call past ``max_repeats``.
         """
-        self._check_budget()
         name = safe_str(name)
-        self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
-        self.current_tool = name
-        self._touch()
+        self._begin_tool(name, args, kwargs)
         fn = tracing.tool(name, fn)
         try:
             if inspect.iscoroutinefunction(fn):
@@ -280,23 +278,25 @@ class ChildContext:
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
+            self.current_tool = None
             self.failed_tool, self._failed_tool_error = name, exc
             raise
-        finally:
-            self.current_tool = None
+        # (A tool stopped by a cancellation stays current: an idle report names it.)
+        self.current_tool = None
         self.last_successful_tool = name
-        self._touch()
+        self._limiter.touch()
         return result
 
-    def tool_started(self, name: str) -> None:
-        """Record the start of a tool call that a framework runs itself (from its
-        own hook), as :meth:`tool` does for the calls it runs: usage is counted
-        and it is progress. Ends the attempt if the budget ran out meanwhile."""
-        self._check_budget()
+    def tool_started(self, name: str, arguments: object = None) -> str | None:
+        """Record the start of a tool call that a framework runs itself (from its own
+        hook), as :meth:`tool` does for the calls it runs: usage is counted, it is
+        progress, the tree's tool-call budget is charged, a repeat past
+        ``max_repeats`` ends the attempt. ``arguments`` (a dict or JSON text) tells
+        identical calls apart. Returns a note for the model when this call is the
+        last identical one allowed (for frameworks that let lyra shape a result)."""
         name = safe_str(name)
-        self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
-        self.current_tool = name
-        self._touch()
+        count = self._begin_tool(name, arguments=arguments)
+        return self._note(name, count)
 
     def tool_ended(self, name: str, error: BaseException | None = None) -> None:
         """Record the end of a tool call that :meth:`tool_started` recorded: the last
@@ -308,11 +308,66 @@ class ChildContext:
             self.last_successful_tool = name
         else:
             self.failed_tool, self._failed_tool_error = name, error
-        self._touch()
+        self._limiter.touch()
+
+    def repeat_note(self, name: str, /, *args: Any, **kwargs: Any) -> str | None:
+        """The note for the model after :meth:`tool` ran ``name`` with these arguments,
+        when that was the last identical call ``max_repeats`` allows (else ``None``)."""
+        repeats = self._repeats
+        if repeats is None:
+            return None
+        return self._note(name, repeats.get((safe_str(name), _arguments_key(args, kwargs)), 0))
+
+    def _note(self, name: str, count: int) -> str | None:
+        limit = self.limits.max_repeats
+        if limit is None or count != limit:
+            return None
+        return (
+            f"[lyra] {name} has now been called {count} times with these same arguments; "
+            "one more identical call ends this task as a loop. Use what you have or "
+            "change approach."
+        )
+
+    def _begin_tool(
+        self,
+        name: str,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        arguments: object = None,
+    ) -> int:
+        """A tool call starts: stops checked, repeats counted, a tool call charged ahead;
+        how many identical calls this one makes (0 when nobody counts)."""
+        self.raise_if_stopped()
+        count = 0
+        repeats = self._repeats
+        if repeats is not None:
+            key = _arguments_key(args, kwargs) if arguments is None else _json_key(arguments)
+            count = repeats[(name, key)] = repeats.get((name, key), 0) + 1
+            if count > (self.limits.max_repeats or count):
+                self.stopped = LoopDetected(name, _shortened(key), count)
+                raise self.stopped
+        account = self._limiter.account
+        if account is not None and account.counts_tool_calls:
+            self._charge_account(tool_calls=1, ahead=True)
+        self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
+        self.current_tool = name
+        self._tool_started = self._limiter.now()
+        self._limiter.touch()
+        return count
+
+    @property
+    def tool_running_for(self) -> float | None:
+        """Seconds the tool now running has run (``None``: no tool is running)."""
+        if self.current_tool is None:
+            return None
+        return max(0.0, self._limiter.now() - self._tool_started)
 
     def raised_by_tool(self, exc: BaseException) -> bool:
         """True when ``exc`` is the exception a tool run through :meth:`tool` raised."""
         return exc is self._failed_tool_error
+
+    # -- stopping -------------------------------------------------------------------------
 
     def block(self, category: FailureCategory | str, reason: str) -> NoReturn:
         """Declare the child blocked and end it.
@@ -324,8 +379,64 @@ class ChildContext:
         if declared not in _BLOCKABLE:
             allowed = ", ".join(sorted(_BLOCKABLE))
             raise ValueError(f"a child can block only with one of {allowed}, not {declared}")
-        self.blocked = ChildBlocked(declared, safe_str(reason))
-        raise self.blocked
+        self.stopped = ChildBlocked(declared, safe_str(reason))
+        raise self.stopped
+
+    @property
+    def blocked(self) -> ChildBlocked | None:
+        """The blocker the child declared (a question nobody answered is one)."""
+        stopped = self.stopped
+        return stopped if isinstance(stopped, ChildBlocked) else None
+
+    @property
+    def question(self) -> str | None:
+        """The question the child asked and nobody answered, if it did."""
+        stopped = self.stopped
+        return stopped.question if isinstance(stopped, QuestionAsked) else None
+
+    def raise_if_stopped(self) -> None:
+        """Raise the stop that ends this attempt, if one came (a blocker or a question a
+        framework caught, a loop, the tree's budget run out meanwhile)."""
+        if self.stopped is not None:
+            raise self.stopped
+        self._limiter.check_budget()
+
+    # -- questions ------------------------------------------------------------------------
+
+    async def ask(self, question: str) -> str:
+        """Ask whoever can answer (the ``answer=`` of the delegation, a parent, an MCP
+        or A2A client) and return the answer.
+
+        The wait is not idle time (the deadline still runs). An answer an earlier
+        attempt of the task received comes back at once. Without anyone to answer
+        (or when the answerer has none), the attempt ends as ``missing_context`` /
+        ``input_required`` with the question in its report, and a later attempt
+        that carries the answer gets it here."""
+        question = safe_str(question).strip()
+        if not question:
+            raise ValueError("ctx.ask needs a question")
+        self.raise_if_stopped()
+        known = self.answers.get(question)
+        if known is None and self._answer is not None:
+            with self._limiter.waiting():
+                reply = self._answer(question)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+            if reply is not None:
+                known = self.answers[question] = safe_str(reply)
+        events.info(
+            "question_asked",
+            session_id=self.session_id,
+            subject=self.subject,
+            attempt=self.attempt,
+            question=question,
+            answered=known is not None,
+        )
+        if known is None:
+            self.stopped = QuestionAsked(question)
+            raise self.stopped
+        self._limiter.touch()
+        return known
 
     # -- budget -------------------------------------------------------------------
 
@@ -347,28 +458,27 @@ class ChildContext:
         recorded, and ends the attempt the same way.
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
-        over = self._metered().charge(
+        self._charge_account(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=cost_usd,
             turns=turns,
             ahead=ahead,
         )
-        self._touch()
-        if over is not None:
-            self._out_of_budget(over)
-            raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
 
-    def _check_budget(self) -> None:
-        """End the child now if its tree ran out of budget meanwhile (the cancellation
-        would only arrive at its next ``await``)."""
-        if self._stop is not None:
-            raise BudgetExhausted(f"Budget exhausted: {self._stop.exhausted}")
+    def _charge_account(self, *, ahead: bool = False, **amounts: Any) -> None:
+        over = self._metered().charge(ahead=ahead, **amounts)
+        self._limiter.touch()
+        if over is not None:
+            self.spent_last = True
+            self._limiter.out_of_budget(over)
+            raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
 
     @property
     def budget_left(self) -> Budget:
         """What the tree may still spend (``None`` fields: no limit)."""
-        return self._account.left() if self._account is not None else Budget()
+        account = self._limiter.account
+        return account.left() if account is not None else Budget()
 
     @property
     def usage(self) -> Usage:
@@ -386,10 +496,20 @@ class ChildContext:
     def _metered(self) -> Account:
         """This attempt's own meter, drawing on the tree's account (made on first use)."""
         if self._meter is None:
-            self._meter = Account(parent=self._account)
+            self._meter = Account(parent=self._limiter.account)
         return self._meter
 
-    # -- nesting --------------------------------------------------------------------
+    # -- model providers ------------------------------------------------------------------
+
+    async def cooled(self, provider: str) -> None:
+        """Before a model request to ``provider``: wait out a rate-limit cooldown the
+        tree knows of (not idle time; the deadline still runs)."""
+        self.provider = provider
+        if self.tree.cooldown_left(provider) > 0:
+            with self._limiter.waiting():
+                await self.tree.cooled(provider)
+
+    # -- nesting --------------------------------------------------------------------------------
 
     async def delegate(
         self,
@@ -401,12 +521,14 @@ class ChildContext:
         budget: Budget | None = None,
         subject: str | None = None,
         context: Mapping[str, Any] | None = None,
+        verify: Verifier | None = None,
     ) -> DelegationResult:
         """Run a grandchild under this attempt's limits; its failure is a result.
 
         Its deadline is the smaller of ``timeout`` and this attempt's time
         left; ``budget`` limits it further, drawing on this tree's account;
-        cancelling this attempt cancels it.
+        cancelling this attempt cancels it. Its questions go to whoever answers
+        this attempt's; ``verify`` checks its output.
         """
         if self._runner is None:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
@@ -417,14 +539,20 @@ class ChildContext:
         result = await self._runner(
             child,
             prompt,
-            timeout=round(max(own, 1e-3), 6),
-            idle_timeout=idle_timeout,
+            limits=Limits(
+                timeout=round(max(own, 1e-3), 6),
+                idle_timeout=idle_timeout,
+                budget=budget,
+                max_repeats=self.limits.max_repeats,
+            ),
             account=Account.for_budget(budget, self._metered()),
             subject=subject,
             context=context,
             parent=self,
+            verify=verify,
         )
-        self._check_budget()  # the grandchild may have spent what was left
+        if result.usage is not None:
+            self.spent_by[result.session_id] = result.usage
         if result.failure is not None:
             failure = result.failure
             self.failed_delegations.append(
@@ -434,106 +562,100 @@ class ChildContext:
                     error_type=failure.error_type,
                 )
             )
-        self._touch()
+        self._limiter.check_budget()  # the grandchild may have spent what was left
+        self._limiter.touch()
         return result
 
-    # -- limits (used by the attempt runner) ------------------------------------------
+    def delegation_stopped(self, session_id: str, usage: Usage | None, budget: bool) -> None:
+        """A delegation of this attempt was stopped with it (this attempt's deadline,
+        or its tree's budget run out elsewhere): listed in this attempt's report, with
+        what it spent."""
+        if usage:
+            self.spent_by[session_id] = usage
+        error_type = ErrorType.BUDGET if budget else ErrorType.TIMEOUT
+        self.failed_delegations.append(
+            FailedDelegation(
+                session_id=session_id, category=FailureCategory.TIMEOUT, error_type=error_type
+            )
+        )
 
-    def _enter(self, scope: anyio.CancelScope) -> None:
-        """Start enforcing the limits: ``scope`` ends the attempt at its deadline
-        (kept by the loop's :mod:`._deadlines`, else by anyio), and an account
-        that runs out cancels it. A live display may watch it."""
-        self._scope = scope
-        if self._deadlines is None:
-            scope.deadline = self._armed  # another backend: anyio's own timer
-        else:
-            self._deadline_watch = self._deadlines.watch(self)
-        if self._account is not None:
-            self._watched = self._account.limited()
-            for account in self._watched:
-                account.watch(id(self), self._out_of_budget)
-        if _live.watch(self):
-            self._observed = True
-            self.started = time.monotonic()
-            if self._idle is None:
-                self._last_progress = self.started
-
-    def _exit(self) -> None:
-        self._scope = None
-        watch, self._deadline_watch = self._deadline_watch, None
-        if watch is not None and self._deadlines is not None:
-            self._deadlines.unwatch(watch)
-        for account in self._watched:
-            account.unwatch(id(self))
-        if self._observed:
-            _live.unwatch(self)
-
-    def _touch(self) -> None:
-        """Progress: push the idle deadline forward (and the parent's)."""
-        if self._observed and self._idle is None:
-            self._last_progress = time.monotonic()
-        if self._idle is not None:
-            now = time.monotonic()
-            self._last_progress = now
-            if self._armed < self._deadline and now + self._idle > self._armed:
-                self._armed = min(self._deadline, now + self._idle + self._slack)
-                if self._deadlines is None:  # the loop's watcher reads _armed itself
-                    self._on_loop(self._rearm)
-        if self._parent is not None:
-            self._parent._touch()
-
-    def _rearm(self) -> None:
-        if self._scope is not None:
-            self._scope.deadline = self._armed
-
-    def _out_of_budget(self, account: Account) -> None:
-        """Watcher: an account this attempt draws on ran out; end the attempt."""
-        if self._stop is None:
-            self._stop = account
-        self._on_loop(self._cancel)
-
-    def _cancel(self) -> None:
-        if self._scope is not None:
-            self._scope.cancel()
-
-    def _on_loop(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the event loop's thread (now, if this is it)."""
-        if threading.get_ident() == self._loop_thread:
-            fn()
-            return
-        with suppress(RuntimeError):  # the loop is gone: the attempt ended already
-            anyio.from_thread.run_sync(fn, token=self._token)
+    # -- what the runner and displays read -----------------------------------------------
 
     @property
     def last_progress(self) -> float:
         """When the child last showed progress (``time.monotonic()``; observed or idle
         attempts only, else when it began)."""
-        return self._last_progress or self.started
+        return self._limiter.last_progress or self.started
 
     @property
     def idle_for(self) -> float | None:
         """Seconds since the last progress, when an idle timeout is set."""
-        return None if self._idle is None else time.monotonic() - self._last_progress
+        limiter = self._limiter
+        if limiter.idle is None:
+            return None
+        return max(0.0, time.monotonic() - limiter.last_progress)
 
     @property
     def idle_timeout(self) -> float | None:
         """The idle timeout of this attempt (``None``: none)."""
-        return self._idle
+        return self._limiter.idle
 
     @property
     def stopped_by(self) -> Account | None:
         """The account whose exhaustion ended this attempt, if one did."""
-        return self._stop
+        return self._limiter.stop
 
     @property
     def account(self) -> Account | None:
         """The account this attempt draws on (``None``: no budget anywhere above)."""
-        return self._account
+        return self._limiter.account
+
+    @property
+    def parent(self) -> ChildContext | None:
+        """The attempt that delegated this one, for a nested delegation."""
+        return self._parent
 
     @property
     def parent_session_id(self) -> str | None:
         """The session that delegated this one, for a nested delegation."""
         return self._parent.session_id if self._parent is not None else None
+
+    def observe(self) -> None:
+        """Register with a live display, if one observes (the runner calls it)."""
+        if _live.watch(self):
+            self._limiter.observed = True
+            self.started = time.monotonic()
+            if self._limiter.idle is None:
+                self._limiter.last_progress = self.started
+
+    def unobserve(self) -> None:
+        if self._limiter.observed:
+            _live.unwatch(self)
+
+
+def _arguments_key(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
+    """The arguments of a ``ctx.tool`` call as text that tells identical calls apart
+    (an object shown by address is never identical to another)."""
+    if not kwargs:
+        return safe_str(args) if args else "()"
+    return safe_str((args, sorted(kwargs.items())))
+
+
+def _json_key(arguments: object) -> str:
+    """A framework's tool arguments (a dict, or JSON text) as canonical text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return safe_str(arguments)
+    try:
+        return json.dumps(arguments, sort_keys=True, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return safe_str(arguments)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= SHOWN_ARGUMENTS else text[: SHOWN_ARGUMENTS - 1] + "…"
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ attempts in flight a timer per attempt (armed, cancelled, later popped) costs
 more than the rest of the delegation. The attempts on an asyncio loop instead
 share one heap of ``(deadline, serial, attempt)`` tuples, compared in C, and
 one loop timer for the earliest. Progress that moves an idle deadline forward
-only changes the attempt's ``_armed`` time: when the old deadline comes, the
+only changes the attempt's ``armed`` time: when the old deadline comes, the
 watcher sees the new one and waits for it. Other backends (trio) keep anyio's
 own deadline on the scope.
 
@@ -34,13 +34,13 @@ import anyio
 
 
 class Watched(Protocol):
-    """An attempt as the watcher sees it (a ChildContext)."""
+    """An attempt as the watcher sees it (its :class:`~._limiter.Limiter`)."""
 
-    _armed: float
+    armed: float
     """When the attempt ends, unless progress moves it."""
-    _scope: Any
+    scope: Any
     """Its cancel scope."""
-    _fired: float | None
+    fired: float | None
     """When the watcher ended it (loop time), for telling a blocked loop apart."""
 
 
@@ -90,9 +90,9 @@ class Deadlines:
         return self._cancelled
 
     def watch(self, ctx: Watched) -> Watch:
-        """End ``ctx``'s attempt (cancel its scope) once its ``_armed`` time passes,
+        """End ``ctx``'s attempt (cancel its scope) once its ``armed`` time passes,
         until :meth:`unwatch`."""
-        when, watch = ctx._armed, Watch(ctx)
+        when, watch = ctx.armed, Watch(ctx)
         heapq.heappush(self._heap, (when, next(_serial), watch))
         self._live += 1
         if when < self._when:
@@ -122,11 +122,11 @@ class Deadlines:
             ctx = watch.ctx
             if ctx is None:
                 continue  # the attempt ended before its deadline
-            if ctx._armed > now:  # progress moved the deadline: wait for the new one
-                heapq.heappush(heap, (ctx._armed, next(_serial), watch))
+            if ctx.armed > now:  # progress moved the deadline: wait for the new one
+                heapq.heappush(heap, (ctx.armed, next(_serial), watch))
             else:
-                ctx._fired = now
-                ctx._scope.cancel()
+                ctx.fired = now
+                ctx.scope.cancel()
         if heap:
             self._arm(heap[0][0])
 

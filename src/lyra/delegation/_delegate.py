@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
+import asyncio
+import inspect
 import os
 import time
 from collections.abc import Mapping
 from itertools import count
 from typing import Any
 
-import anyio
-
 from lyra import events, tracing
+from lyra._taxonomy import ErrorType
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable
 from lyra.delegation._classify import (
@@ -21,17 +21,26 @@ from lyra.delegation._classify import (
     classify_blocked,
     classify_budget,
     classify_exception,
+    classify_foreign_cancel,
     classify_idle,
     classify_invalid_output,
+    classify_loop,
+    classify_rejected,
     classify_timeout,
     classify_too_deep,
     classify_unclassifiable,
 )
-from lyra.delegation._context import Child, ChildContext
+from lyra.delegation._context import Answerer, Child, ChildContext, Verifier
+from lyra.delegation._limiter import Limiter
+from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
-from lyra.delegation._text import valid_text
+from lyra.delegation._text import safe_str, valid_text
+from lyra.delegation._tree import Tree
+from lyra.errors import LoopDetected
+
+__all__ = ["check_timeout", "foreign_cancellation", "new_session_id", "run_attempt"]
 
 _PREFIX = os.urandom(4).hex()
 _SERIAL = count(1)
@@ -42,21 +51,11 @@ def new_session_id() -> str:
     return f"child-{_PREFIX}{next(_SERIAL):x}"
 
 
-def check_timeout(timeout: float, what: str = "timeout") -> float:
-    """The timeout as a float, or a clear error for a caller's mistake."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise TypeError(f"{what} must be a number of seconds, not {type(timeout).__name__}")
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
-    return float(timeout)
-
-
 async def run_attempt(
     child: Child,
     prompt: str,
     *,
-    timeout: float,
-    idle_timeout: float | None = None,
+    limits: Limits,
     account: Account | None = None,
     session_id: str | None = None,
     subject: str | None = None,
@@ -64,58 +63,69 @@ async def run_attempt(
     context: Mapping[str, Any] | None = None,
     state: dict[str, Any] | None = None,
     parent: ChildContext | None = None,
+    tree: Tree | None = None,
+    verify: Verifier | None = None,
+    answer: Answerer | None = None,
+    answers: Mapping[str, str] | None = None,
+    fresh: bool = False,
 ) -> DelegationResult:
-    """Run ``child`` once under its limits and describe what happened.
+    """Run ``child`` once under its ``limits`` and describe what happened.
 
-    ``timeout`` bounds the attempt; ``idle_timeout`` bounds the time between
-    two signs of progress; ``account`` is the budget it draws on. Never
-    raises for the child's failure. ``KeyboardInterrupt``, ``SystemExit``
-    and cancellation of the caller propagate untouched.
+    ``account`` is the budget it draws on; ``tree`` what it shares with the other
+    delegations of its tree (a parent's, by default); ``verify`` checks a success;
+    ``answer`` answers its questions and ``answers`` are those already answered;
+    ``fresh`` starts it without an earlier attempt's transcript. Never raises for
+    the child's failure. ``KeyboardInterrupt``, ``SystemExit`` and cancellation of
+    the caller propagate untouched.
     """
-    timeout = check_timeout(timeout)
-    if idle_timeout is not None:
-        idle_timeout = check_timeout(idle_timeout, "idle_timeout")
     call = as_callable(child)
+    limiter = Limiter(
+        limits.timeout,
+        idle_timeout=limits.idle_timeout,
+        account=account,
+        parent=parent._limiter if parent is not None else None,
+    )
+    if parent is not None:
+        tree = tree or parent.tree
+        answer = answer or parent._answer
     ctx = ChildContext(
         session_id=session_id or new_session_id(),
-        timeout=timeout,
+        limiter=limiter,
+        limits=limits,
         attempt=attempt,
         subject=subject,
         context=context,
-        idle_timeout=idle_timeout,
-        account=account,
         state=state,
         parent=parent,
         runner=_nested,
+        tree=tree,
+        answer=answer,
+        answers=answers,
+        fresh=fresh,
     )
     fields = _fields(ctx)
-    limits: dict[str, Any] = {"timeout": timeout}
-    if idle_timeout is not None:
-        limits["idle_timeout"] = idle_timeout
-    events.info("delegation_started", **fields, **limits)
+    events.info("delegation_started", **fields, **_limit_fields(limits))
     started = time.perf_counter()
     try:
-        verdict, output = await _run(call, prompt, ctx)
+        verdict, output = await _run(call, prompt, ctx, limiter, verify)
     except BaseException as exc:  # stopped from outside: closed in the log, then passed on
-        events.info(
-            "delegation_cancelled",
-            duration=round(time.perf_counter() - started, 6),
-            reason=type(exc).__name__,
-            **fields,
-        )
+        _stopped(ctx, exc, fields, round(time.perf_counter() - started, 6))
         raise
     duration = round(time.perf_counter() - started, 6)
     usage = ctx.charged
     if usage is not None:
         fields.update(usage.fields())
-    overrun = _overrun(ctx)
+    overrun = limiter.overrun()
     if overrun is not None:
         fields["overrun_s"] = overrun
-        events.warning("deadline_overrun", **fields, timeout=timeout, blocked_by=_blocker(ctx))
+        events.warning(
+            "deadline_overrun", **fields, timeout=limits.timeout, blocked_by=limiter.blocker()
+        )
     if verdict is None:
         events.info("delegation_completed", duration=duration, **fields)
         return _result(ctx, duration, output=output, overrun=overrun)
-    failure = _failure(verdict, ctx, duration)
+    storm = _rate_limited(ctx, verdict)
+    failure = _failure(verdict, ctx, duration, storm)
     events.info(
         "delegation_failed",
         category=str(failure.category),
@@ -129,54 +139,78 @@ async def run_attempt(
     return _result(ctx, duration, failure=failure, overrun=overrun)
 
 
-_OVERRUN_TOLERANCE = 0.1
-"""Seconds past its deadline an attempt may end without being called late: the
-lateness allowed a deadline on a busy loop (DESIGN §9, blocking children)."""
+def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:
+    """A provider's rate limit with a ``retry-after`` starts the tree's cooldown for it;
+    True when it is part of a storm (see :meth:`Tree.storm`)."""
+    wait = verdict.retry_after
+    if verdict.error_type is not ErrorType.RATE_LIMIT or not wait or verdict.failed_tool:
+        return False
+    provider = _provider(ctx, verdict)
+    task = str(ctx.context.get("task_id", ctx.session_id))
+    storm = ctx.tree.storm(provider, task)
+    ctx.tree.rate_limited(provider, wait, task=task, session_id=ctx.session_id)
+    return storm
 
 
-def _overrun(ctx: ChildContext) -> float | None:
-    """Seconds the attempt ended after its total deadline, beyond the tolerance."""
-    late = ctx._now() - ctx._deadline
-    return round(late, 3) if late > _OVERRUN_TOLERANCE else None
+def _limit_fields(limits: Limits) -> dict[str, Any]:
+    fields: dict[str, Any] = {"timeout": limits.timeout}
+    if limits.idle_timeout is not None:
+        fields["idle_timeout"] = limits.idle_timeout
+    return fields
 
 
-def _blocker(ctx: ChildContext) -> str:
-    """What held an attempt past its deadline, as far as lyra can tell."""
-    fired = ctx._fired
-    if ctx._deadlines is None:
-        return "unknown (this event loop keeps anyio's own deadlines)"
-    if fired is None or fired - ctx._deadline > _OVERRUN_TOLERANCE:
-        return (
-            "the event loop: synchronous code in an async child or tool kept it from "
-            "running (run blocking work through ctx.tool, or as a plain def child)"
-        )
-    return (
-        "cancellation was held after the deadline: a worker thread that cannot be "
-        "abandoned (anyio.to_thread.run_sync without abandon_on_cancel) or shielded code"
+def _provider(ctx: ChildContext, verdict: Verdict) -> str:
+    """Whose rate limit a failure met: the provider of the child's last model
+    request, else the SDK that raised it."""
+    if ctx.provider is not None:
+        return ctx.provider
+    source = verdict.cause.source if verdict.cause is not None else ""
+    return source.partition(".")[0].partition(" ")[0] or "unknown"
+
+
+def _stopped(
+    ctx: ChildContext, exc: BaseException, fields: dict[str, Any], duration: float
+) -> None:
+    """An attempt stopped from outside (its parent's end, the caller's cancellation):
+    logged with what it spent and why, and listed in its parent's report."""
+    usage = ctx.charged
+    budget = ctx.stopped_by is not None
+    reason = type(exc).__name__
+    if budget:
+        reason = "budget exhausted" + ("" if ctx.spent_last else " elsewhere")
+    events.info(
+        "delegation_cancelled",
+        duration=duration,
+        reason=reason,
+        **fields,
+        **(usage.fields() if usage is not None else {}),
     )
+    parent = ctx.parent
+    if parent is not None:
+        parent.delegation_stopped(ctx.session_id, usage, budget=budget)
 
 
 async def _nested(
     child: Child,
     prompt: str,
     *,
-    timeout: float,
-    idle_timeout: float | None,
+    limits: Limits,
     account: Account | None,
     subject: str | None,
     context: Mapping[str, Any] | None,
     parent: ChildContext,
+    verify: Verifier | None,
 ) -> DelegationResult:
     """A grandchild's attempt (``ctx.delegate``): the parent's subject and task by default."""
     return await run_attempt(
         child,
         prompt,
-        timeout=timeout,
-        idle_timeout=idle_timeout,
+        limits=limits,
         account=account,
         subject=subject if subject is not None else parent.subject,
         context=context if context is not None else _inherited(parent.context),
         parent=parent,
+        verify=verify,
     )
 
 
@@ -201,7 +235,9 @@ def _fields(ctx: ChildContext) -> dict[str, Any]:
 
 
 @tracing.attempt
-async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | None, str]:
+async def _run(
+    call: Any, prompt: str, ctx: ChildContext, limiter: Limiter, verify: Verifier | None
+) -> tuple[Verdict | None, str]:
     """Await the child under its limits; the verdict is ``None`` on success."""
     if not isinstance(prompt, str) or not prompt.strip():
         return classify_blank_prompt(), ""
@@ -211,28 +247,76 @@ async def _run(call: Any, prompt: str, ctx: ChildContext) -> tuple[Verdict | Non
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: BaseException | None = None
-    loop = ctx._deadlines
-    scope = loop.cancel_scope() if loop is not None else anyio.CancelScope()
+    rejection: str | None = None
+    scope = limiter.new_scope()
+    task = asyncio.current_task() if limiter.deadlines is not None else None
     try:
         with scope:  # our deadline's cancellation ends here, without a re-raise
-            ctx._enter(scope)  # its deadline: see ChildContext._enter
+            limiter.enter(scope, id(ctx))  # its deadline: see Limiter.enter
+            ctx.observe()
             try:
                 output = await call(prompt, ctx)
+                if verify is not None and isinstance(output, str) and ctx.stopped is None:
+                    rejection = await _verified(verify, output)
             except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
                 error = exc
             finally:
-                ctx._exit()
+                limiter.exit(id(ctx))
+                ctx.unobserve()
     except BaseException as exc:
-        cancelled = loop.cancelled() if loop is not None else anyio.get_cancelled_exc_class()
-        if _propagates(exc, cancelled) or (
-            isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught
+        cancelled = limiter.cancelled_class()
+        if not _foreign(exc, scope, cancelled, task) and (
+            _propagates(exc, cancelled)
+            or (isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught)
         ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
             raise
         error = exc  # a BaseException of the child's own: a failure all the same
     try:
-        return _verdict(ctx, scope, output, error)
+        return _verdict(ctx, scope, output, error, rejection)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
         return classify_unclassifiable(exc, error), ""
+
+
+async def _verified(verify: Verifier, output: str) -> str | None:
+    """``None`` when ``verify`` accepts ``output``, else why it does not (its reason)."""
+    verdict = verify(output)
+    if inspect.isawaitable(verdict):
+        verdict = await verdict
+    if verdict is None or verdict is True:
+        return None
+    if verdict is False:
+        return "the output was rejected (verify= returned False)"
+    return safe_str(verdict) or "the output was rejected"
+
+
+def _foreign(
+    exc: BaseException, scope: Any, cancelled: type[BaseException], task: asyncio.Task[Any] | None
+) -> bool:
+    """:func:`foreign_cancellation`, in the task the attempt started in, and not this
+    delegation's own cancellation (its deadline, idle timeout or budget)."""
+    if task is None or asyncio.current_task() is not task:
+        return False
+    if isinstance(exc, cancelled) and scope.cancel_called:
+        return False
+    return foreign_cancellation(exc)
+
+
+def foreign_cancellation(exc: BaseException) -> bool:
+    """True for a cancellation nobody made of the running task: a ``CancelledError``
+    from a future someone else cancelled (a shared fetch whose first waiter timed
+    out, ``fut.cancel(); await fut``) while no cancellation of this task is pending,
+    or a ``GeneratorExit`` that code raised (a coroutine being closed is not running
+    in a task). Such an exception is a failure like any other, never a reason to
+    lose a result (asyncio only: on another backend a cancellation is always real)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop runs here
+        return False
+    if task is None:
+        return False
+    if isinstance(exc, GeneratorExit):
+        return True
+    return isinstance(exc, asyncio.CancelledError) and task.cancelling() == 0
 
 
 def _propagates(exc: BaseException, cancelled: type[BaseException]) -> bool:
@@ -245,7 +329,11 @@ def _propagates(exc: BaseException, cancelled: type[BaseException]) -> bool:
 
 
 def _verdict(
-    ctx: ChildContext, scope: anyio.CancelScope, output: object, error: BaseException | None
+    ctx: ChildContext,
+    scope: Any,
+    output: object,
+    error: BaseException | None,
+    rejection: str | None,
 ) -> tuple[Verdict | None, str]:
     """What happened to the attempt, by the rule table; ``None`` on success."""
     if ctx.stopped_by is not None:  # the budget ran out: whatever the child did after
@@ -256,12 +344,19 @@ def _verdict(
         if ctx.idle_timeout is not None and ctx.remaining() > 0:
             return classify_idle(ctx), ""
         return classify_timeout(ctx), ""
+    stopped = ctx.stopped
+    if isinstance(stopped, LoopDetected):
+        return classify_loop(stopped, ctx), ""
     if ctx.blocked is not None:
         return classify_blocked(ctx), ""
     if error is not None:
+        if isinstance(error, GeneratorExit | asyncio.CancelledError):
+            return classify_foreign_cancel(error, ctx), ""
         return classify_exception(error, ctx), ""
     if not isinstance(output, str):
         return classify_invalid_output(output, ctx), ""
+    if rejection is not None:
+        return classify_rejected(rejection, ctx), ""
     return None, valid_text(output)
 
 
@@ -277,6 +372,9 @@ _FAILURE = builder(  # the order of model_dump's keys (see builder)
     "evidence",
     "retry_after",
     "timeout",
+    "question",
+    "failed_tool",
+    "storm",
     "category",
     "message",
     "session_id",
@@ -285,7 +383,7 @@ _FAILURE = builder(  # the order of model_dump's keys (see builder)
 )
 
 
-def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailure:
+def _failure(verdict: Verdict, ctx: ChildContext, duration: float, storm: bool) -> ChildFailure:
     return _FAILURE(
         tuple(ctx.completed_steps),
         tuple(ctx.files_modified),
@@ -297,6 +395,9 @@ def _failure(verdict: Verdict, ctx: ChildContext, duration: float) -> ChildFailu
         verdict.evidence,
         verdict.retry_after,
         ctx.timeout,
+        ctx.question,
+        verdict.failed_tool,
+        storm,
         verdict.category,
         verdict.message,
         ctx.session_id,
@@ -313,6 +414,8 @@ _RESULT = builder(  # the order of model_dump's keys (see builder)
     "parent_session_id",
     "failed_delegations",
     "overrun_s",
+    "child",
+    "fallbacks",
     "status",
     "output",
     "failure",
@@ -336,6 +439,8 @@ def _result(
         ctx.parent_session_id,
         tuple(ctx.failed_delegations),
         overrun,
+        None,
+        (),
         "completed" if failure is None else "failed",
         output if failure is None else None,
         failure,

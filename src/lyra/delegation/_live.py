@@ -40,6 +40,17 @@ class Watched(Protocol):
 
 
 _attempts: dict[int, Watched] | None = None
+_pools: list[Pool] = []
+
+
+class Pool(Protocol):
+    """A supervisor's pool as a display shows it (its throttle)."""
+
+    ceiling: int
+    running: int
+
+    @property
+    def allowed(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,28 @@ def observing() -> Iterator[None]:
         yield
     finally:
         _attempts = previous
+
+
+@contextmanager
+def pool(throttle: Pool) -> Iterator[None]:
+    """Show ``throttle`` (a pool's concurrency) while the block runs, if anyone observes."""
+    if _attempts is None:
+        yield
+        return
+    _pools.append(throttle)
+    try:
+        yield
+    finally:
+        _pools.remove(throttle)
+
+
+def concurrency() -> tuple[int, int] | None:
+    """Children allowed at once now and the pool's own limit, for the pool a display
+    shows (``None``: none runs, or its limit was never lowered)."""
+    for shown in _pools:
+        if shown.allowed < shown.ceiling:
+            return shown.allowed, shown.ceiling
+    return None
 
 
 def watch(ctx: Watched) -> bool:

@@ -107,8 +107,16 @@ class ChildFailure(_Frozen):
     """Seconds the failing service asked us to wait, when it said so."""
     timeout: float | None = None
     """The deadline the attempt ran under, in seconds."""
+    question: str | None = None
+    """The question the child asked (``ctx.ask``) that nobody answered."""
+    failed_tool: str | None = None
+    """The tool whose exception ended the attempt, when a tool's did."""
+    storm: bool = False
+    """A rate limit met among siblings (a supervisor's pool, or after a sibling met it
+    first): recovery sends the attempt again, without counting a retry, when it had
+    done no work yet."""
 
-    _blank = field_validator("blocked_on")(_none_if_blank)
+    _blank = field_validator("blocked_on", "question")(_none_if_blank)
 
     @property
     def retryable(self) -> bool:
@@ -147,12 +155,16 @@ class TaskReport(_Frozen):
     suggested_actions: tuple[str, ...] = ()
     retry_after: float | None = None
     """Seconds the failing service asked to wait (``<retry_after_s>``), if it did."""
+    question: str | None = None
+    """The question the child asked and nobody answered (``<question>``)."""
     tokens_used: int | None = None
     """Tokens charged to the delegation and everything below it (``<tokens_used>``)."""
     cost_usd: float | None = None
     """Spend charged, in US dollars (``<cost_usd>``)."""
     turns: int | None = None
     """Model calls or agent turns charged (``<turns>``)."""
+    tool_calls: int | None = None
+    """Tool calls charged, under a budget that limits them (``<tool_calls>``)."""
     parent_session_id: str | None = None
     """The session that delegated this one, for a nested delegation."""
     failed_delegations: tuple[FailedDelegation, ...] = ()
@@ -160,7 +172,11 @@ class TaskReport(_Frozen):
     overrun_s: float | None = None
     """Seconds the result came after its deadline (``<overrun_s>``): code lyra cannot
     interrupt (a blocked event loop, a thread) held it past the deadline."""
+    child: str | None = None
+    """The child that produced the report, after a fallback chain moved on (``<child>``)."""
+    fallbacks: tuple[str, ...] = ()
+    """Each child the chain moved past, and why (``<fallback>``: ``child: why``)."""
 
-    _blank = field_validator("blocked_on", "session_id", "subject", "parent_session_id")(
-        _none_if_blank
-    )
+    _blank = field_validator(
+        "blocked_on", "session_id", "subject", "parent_session_id", "question", "child"
+    )(_none_if_blank)

@@ -34,6 +34,10 @@ class DelegationResult(BaseModel):
     """Seconds this result came after its deadline, when code lyra cannot interrupt (a
     blocked event loop, a thread that cannot be abandoned) held it there; ``None``:
     on time. A completed result stays completed: its output is real, but late."""
+    child: str | None = None
+    """The child that produced this result, when a fallback chain moved past others."""
+    fallbacks: tuple[str, ...] = ()
+    """Each child a fallback chain moved past before this one, and why (``child: why``)."""
 
     @property
     def ok(self) -> bool:
@@ -72,9 +76,13 @@ class DelegationResult(BaseModel):
             "parent_session_id": self.parent_session_id or None,
             "failed_delegations": self.failed_delegations,
             "overrun_s": self.overrun_s,
+            "child": self.child,
+            "fallbacks": self.fallbacks,
         }
         if usage:
             values.update(tokens_used=usage.tokens, cost_usd=usage.cost_usd, turns=usage.turns)
+            if usage.tool_calls:
+                values["tool_calls"] = usage.tool_calls
         if failure is None:
             values["output"] = self.output or ""
         else:
@@ -88,5 +96,6 @@ class DelegationResult(BaseModel):
                 blocked_on=failure.blocked_on,
                 suggested_actions=failure.suggested_actions,
                 retry_after=failure.retry_after,
+                question=failure.question,
             )
         return built(values)

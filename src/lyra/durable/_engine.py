@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 import sys
@@ -72,16 +73,27 @@ from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
 from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError
-from lyra.recovery import Attempt, Plan, RecoveryOutcome, Replay, attempt_plan, is_testing
+from lyra.recovery import (
+    AnswerSource,
+    Attempt,
+    Plan,
+    RecoveryOutcome,
+    RecoveryPolicy,
+    Replay,
+    attempt_plan,
+    is_testing,
+)
 from lyra.recovery import sleep as testing_sleep
 from lyra.settings import settings
 from lyra.supervisor import Job, Task, unrun_outcome
 
 APP = "lyra"
-VERSION = "lyra-durable-4"
+VERSION = "lyra-durable-5"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
+QUESTION_EVENT = "lyra.question"
+"""The workflow event that holds a task's question while it waits for an answer."""
 WORKFLOW = "lyra.task"
 STEP = "lyra.task_attempt"
 MAX_CRASHES = settings().max_crashes
@@ -142,23 +154,27 @@ async def run_one_attempt(
     number: int,
     state: dict[str, Any],
     budget_left: dict[str, Any] | None,
+    answers: dict[str, str],
 ) -> dict[str, Any]:
     """One attempt of a task's recovery loop, from the child state ``state``: its
     result, the state after it and its events (held, not yet written). The
-    attempt may spend what the task's budget had left when it began."""
+    attempt may spend what the task's budget had left when it began; ``answers``
+    are the answers its questions got so far."""
     job, work = _job(spec), Task.model_validate_json(task)
     _note_invocation(work.subject or task_id, number)
     left = Budget.model_validate(budget_left) if budget_left is not None else None
     progress = orjson.loads(orjson.dumps(state, option=orjson.OPT_NON_STR_KEYS))  # a JSON copy
+    attempt = _plan(plan)
     with events.capturing(hold=True) as held:
         result = await attempt_plan(
-            job.resolved_child(),
-            Attempt(_plan(plan), number, progress),
+            job.child_at(attempt.child),
+            Attempt(attempt, number, progress, answers=answers),
             subject=work.subject,
             context=work.context,
             task_id=task_id,
-            idle_timeout=work.idle_timeout or job.idle_timeout,
+            limits=job.limits.but(idle_timeout=work.idle_timeout),
             account=Account.for_budget(left),
+            tree=job.tree,
         )
     return {
         "result": result.model_dump(mode="json", exclude={"report"}),
@@ -176,9 +192,10 @@ async def task_attempt(
     number: int,
     state: dict[str, Any],
     budget_left: dict[str, Any] | None,
+    answers: dict[str, str],
 ) -> dict[str, Any]:
     """:func:`run_one_attempt` as a step: DBOS records what it returns."""
-    recorded = await run_one_attempt(spec, task, task_id, plan, number, state, budget_left)
+    recorded = await run_one_attempt(spec, task, task_id, plan, number, state, budget_left, answers)
     await pause("before_checkpoint", task, number)
     return recorded
 
@@ -200,7 +217,8 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
         log.write_body(body)  # the loop's own events so far (a recovery_attempt)
         left = attempt.budget_left.model_dump() if attempt.budget_left is not None else None
         plan = _plan_data(attempt.plan)
-        args = (spec, task, task_id, plan, attempt.number, attempt.state, left)
+        answers = dict(attempt.answers)
+        args = (spec, task, task_id, plan, attempt.number, attempt.state, left, answers)
         if attempt.number > job.policy.max_retries:  # the last: saved with the output
             recorded = await run_one_attempt(*args)
             log.hold()
@@ -214,9 +232,8 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
 
     try:
         with events.capturing(hold=True) as body:
-            outcome = await job.run(
-                work, task_id=task_id, replay=Replay(run_attempt, _durable_sleep)
-            )
+            replay = Replay(run_attempt, _durable_sleep, _answer_source(job.policy))
+            outcome = await job.run(work, task_id=task_id, replay=replay)
     except Exception as exc:
         why = storage_failure(exc)
         if why is None:
@@ -286,6 +303,31 @@ async def _durable_sleep(seconds: float) -> None:
         await testing_sleep(seconds)
     else:
         await DBOS.sleep_async(seconds)
+
+
+def _answer_source(policy: RecoveryPolicy) -> AnswerSource | None:
+    """Where a durable task's question waits for its answer: the workflow's mailbox,
+    for up to ``policy.answer_wait`` seconds (``lyra answer`` sends one there). The
+    question is recorded as the workflow's event, so it survives a restart; so does
+    an answer sent meanwhile."""
+    wait = policy.answer_wait
+    if not wait:
+        return None
+
+    async def answer(question: str) -> str | None:
+        topic = question_topic(question)
+        await DBOS.set_event_async(QUESTION_EVENT, question)
+        events.info("question_parked", question=question, workflow_id=DBOS.workflow_id)
+        reply = await DBOS.recv_async(topic, timeout_seconds=wait)
+        await DBOS.set_event_async(QUESTION_EVENT, None)
+        return reply if isinstance(reply, str) else None
+
+    return answer
+
+
+def question_topic(question: str) -> str:
+    """The mailbox topic an answer to ``question`` is sent on (stable across processes)."""
+    return "lyra.answer." + hashlib.sha256(question.encode()).hexdigest()[:32]
 
 
 def _plan_data(plan: Plan) -> dict[str, Any]:

@@ -348,7 +348,7 @@ class DurableExecutor:
 
         stop, full = anyio.CancelScope(), list[BaseException]()
 
-        def lost(i: int, exc: Exception) -> RecoveryOutcome:
+        def lost(i: int, exc: BaseException) -> RecoveryOutcome:
             if storage_failure(exc) is None:
                 return self._lost(runs[i], exc, on_outcome)
             full.append(exc)  # the run's storage, not this child: stop every child
@@ -443,7 +443,7 @@ class DurableExecutor:
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
 
-    def _lost(self, run: _Run, exc: Exception, on_outcome: OnOutcome | None) -> RecoveryOutcome:
+    def _lost(self, run: _Run, exc: BaseException, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         outcome = lost_outcome(run.task, exc)
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
@@ -456,7 +456,7 @@ async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
 
     from lyra.durable import _engine
 
-    failures: list[Exception] = []
+    failures: list[BaseException] = []
 
     async def enqueue(run: _Run) -> None:
         with SetWorkflowID(run.workflow_id):  # an existing ID (a resume) is not enqueued again

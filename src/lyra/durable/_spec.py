@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import ChildRef
+from lyra.delegation import DEFAULT_MAX_REPEATS, ChildRef, Limits
 from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryPolicy
 from lyra.supervisor import Job
@@ -21,14 +21,22 @@ class JobSpec(BaseModel):
     policy: RecoveryPolicy
     timeout: float
     idle_timeout: float | None = None
+    max_repeats: int | None = DEFAULT_MAX_REPEATS
+    fallbacks: tuple[ChildRef, ...] = ()
 
     @classmethod
     def of(cls, job: Job) -> JobSpec:
         """The job as data; ConfigurationError for what cannot leave this process."""
-        if not isinstance(job.child, ChildRef):
+        if not all(isinstance(c, ChildRef) for c in (job.child, *job.fallbacks)):
             raise ConfigurationError(
-                "a durable run names its child by where it lives, so that a resumed run or "
-                "a worker can build it: pass ChildRef('module:attribute', options) as the child"
+                "a durable run names its child (and each fallback) by where it lives, so "
+                "that a resumed run or a worker can build it: pass ChildRef('module:attribute', "
+                "options) as the child"
+            )
+        if job.verify is not None or job.answer is not None:
+            raise ConfigurationError(
+                "a durable run cannot send a Python verify= or answer= to its workers; a "
+                "question waits in the run for `lyra answer`"
             )
         if job.policy.fixers:
             raise ConfigurationError("a durable run cannot send Python fixers to its workers")
@@ -44,8 +52,14 @@ class JobSpec(BaseModel):
                 "a run-wide budget is kept in one process; in a durable run give each task "
                 "its own budget (Task.budget)"
             )
+        limits = job.limits
         return cls(
-            child=job.child, policy=job.policy, timeout=job.timeout, idle_timeout=job.idle_timeout
+            child=job.child,
+            policy=job.policy,
+            timeout=limits.timeout,
+            idle_timeout=limits.idle_timeout,
+            max_repeats=limits.max_repeats,
+            fallbacks=job.fallbacks,
         )
 
     def job(self) -> Job:
@@ -53,6 +67,8 @@ class JobSpec(BaseModel):
         return Job(
             child=self.child,
             policy=self.policy,
-            timeout=self.timeout,
-            idle_timeout=self.idle_timeout,
+            limits=Limits(
+                timeout=self.timeout, idle_timeout=self.idle_timeout, max_repeats=self.max_repeats
+            ),
+            fallbacks=self.fallbacks,
         )

@@ -13,10 +13,11 @@ from lyra.recovery._loop import (
 )
 from lyra.recovery._policy import Fixer, RecoveryPolicy
 from lyra.recovery._prompts import continuation_prompt, decompose, enriched_prompt
-from lyra.recovery._strategies import ContextProvider, Plan
+from lyra.recovery._strategies import AnswerSource, ContextProvider, Plan
 from lyra.recovery._testing import is_testing, record_waits, set_testing, sleep
 
 __all__ = [
+    "AnswerSource",
     "Attempt",
     "AttemptRecord",
     "AttemptRunner",

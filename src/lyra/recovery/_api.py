@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import Budget, Child
+from lyra.delegation import DEFAULT_MAX_REPEATS, Answerer, Budget, Child, Limits, Verifier
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._strategies import ContextProvider
@@ -24,27 +24,40 @@ async def adelegate_with_retry(
     context_provider: ContextProvider | None = None,
     subject: str | None = None,
     context: Mapping[str, Any] | None = None,
+    max_repeats: int | None = DEFAULT_MAX_REPEATS,
+    verify: Verifier | None = None,
+    answer: Answerer | None = None,
+    fallbacks: Sequence[Child] = (),
 ) -> str:
-    """Delegate with recovery; return the last report (its ``<attempt>`` tag says which).
+    """Delegate with recovery; return the last report (its ``<attempt>`` tag says which;
+    its usage tags are every attempt's together).
 
     ``max_retries`` (3 unless given) overrides the ``policy``'s when both are
     given. ``budget`` is shared by every attempt, decomposed subtask and nested
     delegation of the loop; ``idle_timeout`` bounds each attempt's time
-    without progress.
+    without progress; ``max_repeats`` identical tool calls end an attempt as a
+    loop. ``verify`` checks each success, ``answer`` answers the child's
+    questions, and ``fallbacks`` take over in order when a child's model provider
+    fails (a quota, a key, or trouble that outlasts the backoff); the report says
+    which child answered and why the ones before did not.
     """
     policy = policy or RecoveryPolicy()
     if max_retries is not None:
         policy = RecoveryPolicy.model_validate({**dict(policy), "max_retries": max_retries})
+    limits = Limits(
+        timeout=base_timeout, idle_timeout=idle_timeout, budget=budget, max_repeats=max_repeats
+    )
     outcome = await recover(
         prompt,
         child=child,
-        base_timeout=base_timeout,
-        idle_timeout=idle_timeout,
-        budget=budget,
+        limits=limits,
         policy=policy,
         context_provider=context_provider,
         subject=subject,
         context=context,
+        fallbacks=fallbacks,
+        verify=verify,
+        answer=answer,
     )
     return outcome.report
 

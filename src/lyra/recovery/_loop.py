@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -15,20 +16,33 @@ from lyra import events, tracing
 from lyra.children import default_child
 from lyra.delegation import (
     Account,
+    Answerer,
     Budget,
     Child,
     ChildFailure,
     DelegationResult,
     FailureCategory,
+    Limits,
+    Tree,
     Usage,
-    check_timeout,
+    Verifier,
+    child_name,
     new_session_id,
     run_attempt,
 )
 from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt
-from lyra.recovery._strategies import ContextProvider, LoopState, Plan, next_plan
+from lyra.recovery._strategies import (
+    AnswerSource,
+    ContextProvider,
+    LoopState,
+    Plan,
+    fallback,
+    next_plan,
+    redispatch,
+    refused_before_work,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +55,8 @@ class Attempt:
     """The child's ``ctx.state``, carried across the task's attempts (updated in place)."""
     budget_left: Budget | None = None
     """What the task's account had left when the attempt began (``None``: no budget)."""
+    answers: Mapping[str, str] = field(default_factory=dict)
+    """Answers to the child's questions so far (``ctx.ask`` returns them at once)."""
 
 
 AttemptRunner = Callable[[Attempt], Awaitable[DelegationResult]]
@@ -64,6 +80,8 @@ class Replay:
 
     run_attempt: AttemptRunner
     sleep: Callable[[float], Awaitable[None]]
+    answers: AnswerSource | None = None
+    """Where a question nobody answered waits for its answer (a durable mailbox)."""
 
 
 class AttemptRecord(BaseModel):
@@ -77,6 +95,10 @@ class AttemptRecord(BaseModel):
     timeout: float
     wait: float
     result: DelegationResult
+    child: str | None = None
+    """The child that ran it, when a fallback chain was given."""
+    child_index: int = 0
+    """Its place in the chain (0: the child; then each fallback)."""
 
 
 class RecoveryOutcome(BaseModel):
@@ -116,9 +138,7 @@ async def recover(
     prompt: str,
     *,
     child: Child | None = None,
-    base_timeout: float = 300.0,
-    idle_timeout: float | None = None,
-    budget: Budget | None = None,
+    limits: Limits | None = None,
     account: Account | None = None,
     policy: RecoveryPolicy | None = None,
     context_provider: ContextProvider | None = None,
@@ -127,92 +147,157 @@ async def recover(
     task_id: str | None = None,
     state: dict[str, Any] | None = None,
     replay: Replay | None = None,
+    fallbacks: Sequence[Child] = (),
+    tree: Tree | None = None,
+    verify: Verifier | None = None,
+    answer: Answerer | None = None,
 ) -> RecoveryOutcome:
     """Delegate ``prompt`` and recover from failures until success or no strategy is left.
 
     Stops on success, on a failure no strategy applies to, after
     ``policy.max_retries`` retries, when ``policy.total_budget`` is spent, or
-    when the ``budget`` has nothing left. Every attempt, decomposed subtask
-    and nested delegation draws on one account: ``budget``'s, itself drawing
-    on ``account`` when given (a run's account shared by many loops).
-    ``replay`` runs the attempts and waits through a durable engine (see
-    :class:`Replay`); ``child`` then only offers its ``decompose``.
+    when the budget has nothing left. Every attempt, decomposed subtask and
+    nested delegation draws on one account: ``limits.budget``'s, itself drawing
+    on ``account`` when given (a run's account shared by many loops). A
+    provider's failure moves on to the next of ``fallbacks`` (see
+    :func:`~._strategies.fallback`); ``verify`` checks each success and
+    ``answer`` answers the child's questions. ``replay`` runs the attempts and
+    waits through a durable engine (see :class:`Replay`); ``child`` then only
+    offers its ``decompose``. The result carries the spend of every attempt.
     """
     policy = policy or RecoveryPolicy()
+    limits = limits or Limits()
     task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
-    if idle_timeout is not None:
-        idle_timeout = check_timeout(idle_timeout, "idle_timeout")
-    tree = Account.for_budget(budget, account)
-    if tree is not None and tree is not account:
-        tree.retries_included = True  # the task's cap: every attempt draws on it
+    budget = Account.for_budget(limits.budget, account)
+    if budget is not None and budget is not account:
+        budget.retries_included = True  # the task's cap: every attempt draws on it
     attempt: AttemptRunner
     rng: random.Random | None = None
+    children = (child, *fallbacks)
     if replay is None:
-        child = child if child is not None else default_child()
-        attempt = _Local(child, subject, context, task_id, idle_timeout, tree).run
+        chain = tuple(c if c is not None else default_child() for c in children)
+        local = _Local(
+            chain, subject, context, task_id, limits, budget, tree or Tree(), verify, answer
+        )
+        attempt = local.run
     else:
         attempt, rng = replay.run_attempt, random.Random(task_id)
         if policy.decomposer is None and not callable(getattr(child, "decompose", None)):
             policy = policy.model_copy(update={"decomposer": decompose})  # replayable: rules
     clock = _Clock(policy.total_budget, replay=replay)
-    loop = LoopState(prompt=prompt, child=child)
+    loop = LoopState(prompt=prompt, child=child, children=len(children))
     progress = state if state is not None else {}
-    plan: Plan | None = Plan(
-        "initial", prompt, clock.clamp(min(check_timeout(base_timeout), policy.timeout_cap))
-    )
+    timeout = clock.clamp(min(limits.timeout, policy.timeout_cap))
+    plan: Plan | None = Plan("initial", prompt, timeout)
     history: list[AttemptRecord] = []
+    answers = replay.answers if replay is not None else None
     while plan is not None:
         number = len(history) + 1
-        left = tree.left() if tree is not None else None
-        result = await attempt(Attempt(plan, number, progress, left))
+        left = budget.left() if budget is not None else None
+        result = await attempt(Attempt(plan, number, progress, left, dict(loop.answers)))
         clock.charge(result.duration)
-        if replay is not None and tree is not None and result.usage:
-            tree.charge(**result.usage.model_dump())  # recorded usage, the same on every replay
-        history.append(
-            AttemptRecord(
-                number=number,
-                strategy=plan.strategy,
-                prompt=plan.prompt,
-                timeout=plan.timeout,
-                wait=plan.wait,
-                result=result,
+        if replay is not None and budget is not None and result.usage:
+            budget.charge(**result.usage.model_dump())  # recorded usage, the same on every replay
+        history.append(_record(number, plan, result, children if fallbacks else None))
+        failure = result.failure
+        if failure is None or (budget is not None and not budget.has_room()):
+            break  # done, or nothing left to spend: no strategy can run
+        ran, plan = plan, _without_retry(failure, plan, loop, policy)
+        if plan is None:
+            if loop.retries >= policy.max_retries:
+                break
+            plan = await next_plan(
+                failure, ran, loop, policy, context_provider, rng=rng, answers=answers
             )
-        )
-        if result.failure is None or loop.retries >= policy.max_retries:
-            break
-        if tree is not None and not tree.has_room():
-            break  # nothing left to spend: no strategy can run
-        plan = await next_plan(result.failure, plan, loop, policy, context_provider, rng=rng)
+            loop.retries += plan is not None
         plan = clock.fit(plan)
         if plan is not None:
-            loop.retries += 1
-            _log_recovery(plan, number + 1, result.failure, task_id=task_id, subject=subject)
+            _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
     return RecoveryOutcome(
-        task_id=task_id, result=history[-1].result, attempts=tuple(history), state=progress
+        task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
     )
+
+
+def _without_retry(
+    failure: ChildFailure, plan: Plan, loop: LoopState, policy: RecoveryPolicy
+) -> Plan | None:
+    """An attempt that does not count as a retry: the next fallback child, or the same
+    attempt again for a task a rate limit turned away before it did any work."""
+    moved = fallback(failure, plan, loop, policy)
+    if moved is not None:
+        return moved
+    if refused_before_work(failure):
+        return redispatch(failure, plan, loop, failure.retry_after or 0.0)
+    return None
+
+
+def _record(
+    number: int, plan: Plan, result: DelegationResult, chain: Sequence[Any] | None
+) -> AttemptRecord:
+    return AttemptRecord(
+        number=number,
+        strategy=plan.strategy,
+        prompt=plan.prompt,
+        timeout=plan.timeout,
+        wait=plan.wait,
+        result=result,
+        child=child_name(chain[plan.child]) if chain is not None else None,
+        child_index=plan.child,
+    )
+
+
+def _final(history: list[AttemptRecord], loop: LoopState) -> DelegationResult:
+    """The last attempt's result, carrying the spend of every attempt and, after a
+    fallback, which child answered and why the ones before it did not."""
+    result = history[-1].result
+    changes: dict[str, Any] = {}
+    if len(history) > 1:
+        total = sum((r.result.usage for r in history if r.result.usage), Usage())
+        changes["usage"] = total if total else None
+    if loop.passed_over:
+        changes["child"] = history[-1].child
+        changes["fallbacks"] = tuple(
+            f"{record.child}: {why}"
+            for record, why in zip(_first_of_each_child(history), loop.passed_over, strict=False)
+        )
+    return result.model_copy(update=changes) if changes else result
+
+
+def _first_of_each_child(history: list[AttemptRecord]) -> list[AttemptRecord]:
+    """The last attempt of each child before the chain moved on."""
+    last: dict[int, AttemptRecord] = {}
+    for record in history:
+        last[record.child_index] = record
+    return [last[index] for index in sorted(last)][:-1]
 
 
 @dataclass(frozen=True, slots=True)
 class _Local:
     """Attempts that run here, drawing on the tree's account as they go."""
 
-    child: Child
+    children: tuple[Child, ...]
     subject: str | None
     context: Mapping[str, Any] | None
     task_id: str
-    idle_timeout: float | None
+    limits: Limits
     account: Account | None
+    tree: Tree
+    verify: Verifier | None
+    answer: Answerer | None
 
     async def run(self, attempt: Attempt) -> DelegationResult:
         return await attempt_plan(
-            self.child,
+            self.children[attempt.plan.child],
             attempt,
             subject=self.subject,
             context=self.context,
             task_id=self.task_id,
-            idle_timeout=self.idle_timeout,
+            limits=self.limits,
             account=self.account,
+            tree=self.tree,
+            verify=self.verify,
+            answer=self.answer,
         )
 
 
@@ -251,7 +336,7 @@ class _Clock:
         left = self.remaining() - plan.wait
         if left <= 0:
             return None
-        return Plan(plan.strategy, plan.prompt, min(plan.timeout, left), plan.wait, plan.subtasks)
+        return replace(plan, timeout=min(plan.timeout, left))
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:
@@ -272,29 +357,32 @@ async def attempt_plan(
     subject: str | None,
     context: Mapping[str, Any] | None,
     task_id: str,
-    idle_timeout: float | None = None,
+    limits: Limits,
     account: Account | None = None,
+    tree: Tree | None = None,
+    verify: Verifier | None = None,
+    answer: Answerer | None = None,
 ) -> DelegationResult:
     """One attempt of a recovery loop as its plan says (decomposed when it has
-    subtasks), drawing on ``account``."""
+    subtasks), under ``limits`` with the plan's timeout, drawing on ``account``."""
     plan = attempt.plan
     context = {**(context or {}), "task_id": task_id, "strategy": plan.strategy}
-    if plan.subtasks:
-        return await _decomposed(
-            child,
-            attempt,
-            subject=subject,
-            context=context,
-            idle_timeout=idle_timeout,
-            account=account,
-        )
-    return await run_attempt(
+    run = functools.partial(
+        run_attempt,
         child,
-        plan.prompt,
-        timeout=plan.timeout,
-        idle_timeout=idle_timeout,
-        account=account,
         subject=subject,
+        account=account,
+        tree=tree,
+        verify=verify,
+        answer=answer,
+        answers=attempt.answers,
+        fresh=plan.fresh,
+    )
+    if plan.subtasks:
+        return await _decomposed(run, attempt, limits, context, subject)
+    return await run(
+        plan.prompt,
+        limits=replace(limits, timeout=plan.timeout),
         attempt=attempt.number,
         context=context,
         state=attempt.state,
@@ -302,13 +390,11 @@ async def attempt_plan(
 
 
 async def _decomposed(
-    child: Child,
+    run: Callable[..., Awaitable[DelegationResult]],
     attempt: Attempt,
-    *,
-    subject: str | None,
+    limits: Limits,
     context: Mapping[str, Any],
-    idle_timeout: float | None,
-    account: Account | None,
+    subject: str | None,
 ) -> DelegationResult:
     """Run each subtask with its share of the time; aggregate one result.
 
@@ -319,23 +405,12 @@ async def _decomposed(
     """
     plan = attempt.plan
     parent = context["task_id"]
-    share = plan.timeout / len(plan.subtasks)
+    share = replace(limits, timeout=plan.timeout / len(plan.subtasks))
     results = []
     for index, subtask in enumerate(plan.subtasks, 1):
         sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
         sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
-        results.append(
-            await run_attempt(
-                child,
-                sub_prompt,
-                timeout=share,
-                idle_timeout=idle_timeout,
-                account=account,
-                subject=subject,
-                attempt=1,
-                context=sub_context,
-            )
-        )
+        results.append(await run(sub_prompt, limits=share, context=sub_context))
     result = _aggregate(plan.subtasks, results, attempt=attempt.number, subject=subject)
     events.info(
         "decomposition_finished",

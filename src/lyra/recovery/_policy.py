@@ -31,6 +31,18 @@ class RecoveryPolicy(BaseModel):
     max_wait: float = Field(
         600.0, gt=0, description="A service asking for a longer wait than this ends the loop."
     )
+    fallback_after: int = Field(
+        2,
+        ge=0,
+        description="Backoffs on one child for a provider's retryable failure before the "
+        "next fallback child takes over (a quota or key failure moves on at once).",
+    )
+    answer_wait: float = Field(
+        0.0,
+        ge=0,
+        description="Seconds a durable task waits for the answer to a question nobody "
+        "answered in the attempt (sent with `lyra answer`); 0: it fails as input_required.",
+    )
     total_budget: float | None = Field(
         None, gt=0, description="Seconds for the whole loop, waits included."
     )

@@ -17,14 +17,15 @@ from lyra.templates import render
 _ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*•])\s+(\S.*)$")
 
 
-def continuation_prompt(prompt: str, failure: ChildFailure) -> str:
-    """What was done, the blocker, and what remains."""
+def continuation_prompt(prompt: str, failure: ChildFailure, note: str | None = None) -> str:
+    """What was done, the blocker, what remains, and (``note``) what to do differently."""
     return render(
         "continuation.txt.j2",
         prompt=prompt,
         steps=failure.completed_steps,
         files=failure.files_modified,
         blocker=failure.blocked_on,
+        note=note,
     )
 
 

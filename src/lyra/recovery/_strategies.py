@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra.delegation import ChildFailure, ErrorType, FailureCategory
@@ -15,17 +15,32 @@ from lyra.recovery._prompts import continuation_prompt, enriched_prompt
 
 ContextProvider = Callable[[ChildFailure], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 """Called once after a missing_context (or idle) failure; returns context to add to the prompt."""
+AnswerSource = Callable[[str], Awaitable[str | None]]
+"""Where a recovery loop looks for the answer to a question nobody answered in the
+attempt (a durable run's mailbox); ``None``: nowhere."""
+
+MAX_REDISPATCHES = 8
+"""Times a task refused by a rate limit before doing any work is sent again without
+counting as a retry (the cooldown is waited out each time)."""
+_PROVIDER_TROUBLE = frozenset(
+    {ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION, ErrorType.UNKNOWN}
+)
+"""Fine causes of a tool_error that another model (a fallback child) may not have."""
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """One attempt: its strategy, prompt, timeout, and the wait before it."""
+    """One attempt: its strategy, prompt, timeout, the wait before it, and which child
+    of the loop's chain runs it (0: the child; then each fallback)."""
 
     strategy: str
     prompt: str
     timeout: float
     wait: float = 0.0
     subtasks: tuple[str, ...] = ()
+    child: int = 0
+    fresh: bool = False
+    """Start without the transcript of earlier attempts (after a context overflow)."""
 
 
 @dataclass(slots=True)
@@ -36,6 +51,15 @@ class LoopState:
     child: object = None  # whose own ``decompose`` may split the task
     retries: int = 0
     enriched: bool = False
+    children: int = 1
+    """How many children the chain has (the child and its fallbacks)."""
+    backoffs: int = 0
+    """Backoffs on the child running now (a fallback starts again at 0)."""
+    redispatches: int = 0
+    answers: dict[str, str] = field(default_factory=dict)
+    """Answers to the child's questions, carried into every later attempt."""
+    passed_over: list[str] = field(default_factory=list)
+    """Each child the chain moved past, and why."""
 
 
 async def next_plan(
@@ -46,23 +70,32 @@ async def next_plan(
     context_provider: ContextProvider | None,
     *,
     rng: random.Random | None = None,
+    answers: AnswerSource | None = None,
 ) -> Plan | None:
     """The attempt this failure calls for, or ``None`` when nothing can help.
 
-    ``rng`` draws the backoff jitter (the ``random`` module when ``None``)."""
+    ``rng`` draws the backoff jitter (the ``random`` module when ``None``);
+    ``answers`` is where a question nobody answered may find its answer."""
     if failure.category not in policy.retry_categories:
         return None
     retry = state.retries + 1
-    match failure.category:
-        case FailureCategory.TIMEOUT if failure.error_type is ErrorType.BUDGET:
+    match failure.category, failure.error_type:
+        case FailureCategory.TIMEOUT, ErrorType.BUDGET:
             return _within_budget(failure, previous, state)
-        case FailureCategory.TIMEOUT if failure.error_type is ErrorType.IDLE:
+        case FailureCategory.TIMEOUT, ErrorType.IDLE:
             return await _after_idle(failure, previous, state, policy, context_provider)
-        case FailureCategory.TIMEOUT:
+        case FailureCategory.TIMEOUT, ErrorType.LOOP:
+            return _after_loop(failure, previous, state)
+        case FailureCategory.TIMEOUT, _:
             return await _after_timeout(failure, previous, state, policy)
-        case FailureCategory.MISSING_CONTEXT:
+        case FailureCategory.MISSING_CONTEXT, ErrorType.INPUT_REQUIRED:
+            answered = await _answered(failure, previous, state, answers)
+            return answered or await _enrich(failure, previous, state, context_provider)
+        case FailureCategory.MISSING_CONTEXT, _:
             return await _enrich(failure, previous, state, context_provider)
-        case FailureCategory.TOOL_ERROR if failure.suggested_retry:
+        case FailureCategory.INVALID_TASK, ErrorType.CONTEXT_OVERFLOW:
+            return await _after_overflow(failure, previous, state, policy)
+        case FailureCategory.TOOL_ERROR, _ if failure.suggested_retry:
             fixed = await _fixed(failure, policy)
             wait = (
                 failure.retry_after or 0.0
@@ -71,11 +104,65 @@ async def next_plan(
             )
             if wait > policy.max_wait:
                 return None  # the service asked for longer than we are allowed to wait
+            state.backoffs += 1
             return replace(previous, strategy="backoff", prompt=state.prompt, wait=wait)
-        case FailureCategory.PARTIAL:
+        case FailureCategory.PARTIAL, _:
             return _continuation(failure, previous, state)
         case _:
             return None
+
+
+def redispatch(failure: ChildFailure, previous: Plan, state: LoopState, wait: float) -> Plan | None:
+    """The same attempt again, after ``wait``, for a task a rate limit refused before it
+    did any work: not a retry (it never started), at most :data:`MAX_REDISPATCHES`."""
+    if state.redispatches >= MAX_REDISPATCHES:
+        return None
+    state.redispatches += 1
+    return replace(previous, strategy="redispatch", wait=max(wait, failure.retry_after or 0.0))
+
+
+def refused_before_work(failure: ChildFailure) -> bool:
+    """True when a storm's rate limit (among siblings) turned the attempt away before any
+    step or tool ran."""
+    return (
+        failure.storm
+        and failure.error_type is ErrorType.RATE_LIMIT
+        and not failure.completed_steps
+        and not failure.tool_usage
+        and failure.failed_tool is None
+    )
+
+
+def fallback(
+    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+) -> Plan | None:
+    """The next child of the chain, when this failure is the provider's (a quota or key
+    that will not work, or trouble that outlasted ``policy.fallback_after`` backoffs)
+    and a next child exists; the reason is kept for the report."""
+    if previous.child + 1 >= state.children or not provider_failure(failure):
+        return None
+    if failure.suggested_retry and state.backoffs < policy.fallback_after:
+        return None  # back off on this child first
+    state.passed_over.append(f"{failure.error_type}: {failure.message}")
+    state.backoffs = 0
+    prompt = continuation_prompt(state.prompt, failure) if failure.completed_steps else state.prompt
+    return replace(
+        previous,
+        strategy="fallback",
+        prompt=prompt,
+        wait=0.0,
+        subtasks=(),
+        child=previous.child + 1,
+    )
+
+
+def provider_failure(failure: ChildFailure) -> bool:
+    """True for a tool_error that came from the model provider, not from a tool."""
+    return (
+        failure.category is FailureCategory.TOOL_ERROR
+        and failure.failed_tool is None
+        and failure.error_type in _PROVIDER_TROUBLE
+    )
 
 
 async def _after_timeout(
@@ -87,9 +174,61 @@ async def _after_timeout(
         timeout = min(previous.timeout * 2, policy.timeout_cap)
         if failure.completed_steps:
             prompt = continuation_prompt(state.prompt, failure)
-            return Plan("continuation", prompt, timeout)
-        return Plan("timeout_doubling", state.prompt, timeout)
+            return replace(
+                previous, strategy="continuation", prompt=prompt, timeout=timeout, wait=0.0
+            )
+        return replace(
+            previous, strategy="timeout_doubling", prompt=state.prompt, timeout=timeout, wait=0.0
+        )
     return await _decomposition(previous, state, policy)
+
+
+def _after_loop(failure: ChildFailure, previous: Plan, state: LoopState) -> Plan | None:
+    """A child that repeated one call: a continuation that names what it repeated,
+    so it does not start the same loop again."""
+    if not failure.suggested_retry:
+        return None
+    note = (
+        f"The previous attempt was stopped because it kept repeating the same call: "
+        f"{failure.blocked_on}. Do not make that call again; use what it returned, or "
+        "take another approach."
+    )
+    prompt = continuation_prompt(state.prompt, failure, note)
+    return replace(previous, strategy="continuation", prompt=prompt, subtasks=(), wait=0.0)
+
+
+async def _after_overflow(
+    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+) -> Plan | None:
+    """The prompt outgrew the model's context window: split the task, else continue
+    from the completed steps without the transcript; never the same prompt again."""
+    split = await _decomposition(previous, state, policy)
+    if split is not None:
+        return replace(split, fresh=True)
+    if not failure.completed_steps:
+        return None  # nothing to continue from: only the same prompt is left
+    note = (
+        "The previous attempt's conversation outgrew the model's context window; this "
+        "attempt starts without it. Rely on the completed steps above, keep tool outputs "
+        "short, and do not fetch again what is already done."
+    )
+    prompt = continuation_prompt(state.prompt, failure, note)
+    return replace(previous, strategy="fresh_continuation", prompt=prompt, fresh=True, wait=0.0)
+
+
+async def _answered(
+    failure: ChildFailure, previous: Plan, state: LoopState, answers: AnswerSource | None
+) -> Plan | None:
+    """The question the child asked, answered: the same task again, the answer waiting
+    in ``ctx.ask`` for the same question."""
+    question = failure.question
+    if question is None or answers is None:
+        return None
+    answer = await answers(question)
+    if answer is None:
+        return None
+    state.answers[question] = answer
+    return replace(previous, strategy="answer", prompt=state.prompt, subtasks=(), wait=0.0)
 
 
 async def _after_idle(
@@ -129,7 +268,9 @@ async def _decomposition(previous: Plan, state: LoopState, policy: RecoveryPolic
     subtasks = list(await _maybe_await(decomposer(state.prompt)))
     if len(subtasks) < 2:
         return None  # nothing to split: no strategy left
-    return Plan("decomposition", state.prompt, previous.timeout, subtasks=tuple(subtasks))
+    return replace(
+        previous, strategy="decomposition", prompt=state.prompt, subtasks=tuple(subtasks), wait=0.0
+    )
 
 
 async def _enrich(

@@ -19,11 +19,14 @@ from lyra.delegation import (
     DelegationResult,
     ErrorType,
     FailureCategory,
+    _live,
     exception_text,
+    foreign_cancellation,
     new_session_id,
 )
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
+from lyra.supervisor._throttle import Throttle
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,9 +45,10 @@ class Executor(Protocol):
         keep: bool = True,
     ) -> list[RecoveryOutcome]:
         """One outcome per task, in order; ``on_outcome`` as each finishes. A
-        task whose handling raises gets :func:`lost_outcome` and never disturbs
-        the others. With ``keep=False`` outcomes reach ``on_outcome`` only and
-        the list is empty: memory stays flat however many tasks stream in."""
+        task whose handling raises (or meets a cancellation nobody made of the run)
+        gets :func:`lost_outcome` and never disturbs the others. With
+        ``keep=False`` outcomes reach ``on_outcome`` only and the list is empty:
+        memory stays flat however many tasks stream in."""
         ...
 
 
@@ -66,20 +70,30 @@ class LocalExecutor:
     ) -> list[RecoveryOutcome]:
         """Run every task here; see :class:`Executor`."""
 
+        throttle = Throttle(max_concurrency)
+
         async def one(task: Task) -> RecoveryOutcome:
-            outcome = await job.run(task)
+            async with throttle.slot():
+                outcome = await job.run(task)
             notify(on_outcome, task, outcome)
             return outcome
 
-        def lost(task: Task, exc: Exception) -> RecoveryOutcome:
+        def lost(task: Task, exc: BaseException) -> RecoveryOutcome:
             outcome = lost_outcome(task, exc)
             notify(on_outcome, task, outcome)
             return outcome
 
-        if not keep:
-            await self.each(one, tasks, max_concurrency=max_concurrency, on_error=lost)
-            return []
-        return await self.map(one, list(tasks), max_concurrency=max_concurrency, on_error=lost)
+        stop_listening = job.tree.listen(throttle)
+        try:
+            with _live.pool(throttle):
+                if not keep:
+                    await self.each(one, tasks, max_concurrency=max_concurrency, on_error=lost)
+                    return []
+                return await self.map(
+                    one, list(tasks), max_concurrency=max_concurrency, on_error=lost
+                )
+        finally:
+            stop_listening()
 
     async def each(
         self,
@@ -87,7 +101,7 @@ class LocalExecutor:
         items: Iterable[T],
         *,
         max_concurrency: int,
-        on_error: Callable[[T, Exception], object],
+        on_error: Callable[[T, BaseException], object],
     ) -> None:
         """``work`` over ``items``, pulled lazily by the pool and kept nowhere; an item
         whose work raises gets ``on_error(item, exc)`` and never disturbs the others.
@@ -108,7 +122,9 @@ class LocalExecutor:
                     group.start_soon(worker)
                 try:
                     await work(item)
-                except Exception as exc:  # noqa: BLE001 - isolation: one item never sinks the rest
+                except BaseException as exc:
+                    if not isolated(exc):
+                        raise
                     on_error(item, exc)
 
         async with anyio.create_task_group() as group:
@@ -120,7 +136,7 @@ class LocalExecutor:
         items: Sequence[T],
         *,
         max_concurrency: int,
-        on_error: Callable[[T, Exception], R],
+        on_error: Callable[[T, BaseException], R],
     ) -> list[R]:
         """``work`` over ``items`` in a pool, results in order; an item whose work
         raises gets ``on_error(item, exc)`` and never disturbs the others."""
@@ -133,13 +149,24 @@ class LocalExecutor:
             for index, item in pending:
                 try:
                     results[index] = await work(item)
-                except Exception as exc:  # noqa: BLE001 - isolation: one item never sinks the rest
+                except BaseException as exc:
+                    if not isolated(exc):
+                        raise
                     results[index] = on_error(item, exc)
 
         async with anyio.create_task_group() as group:
             for _ in range(min(max_concurrency, len(items))):
                 group.start_soon(worker)
         return results  # type: ignore[return-value]  # every slot is filled above
+
+
+def isolated(exc: BaseException) -> bool:
+    """True for an item's error the pool keeps to that item: any exception, and a
+    cancellation nobody made of the pool (a future someone else cancelled). An
+    interrupt, an exit and a real cancellation pass through."""
+    if isinstance(exc, Exception):
+        return True
+    return foreign_cancellation(exc)
 
 
 def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -> None:

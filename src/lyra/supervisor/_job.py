@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra.delegation import Account, Budget, Child, ChildRef
+from lyra.delegation import (
+    Account,
+    Answerer,
+    Budget,
+    Child,
+    ChildRef,
+    Limits,
+    Tree,
+    Verifier,
+)
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy, Replay, recover
 
 
@@ -37,7 +46,8 @@ OnOutcome = Callable[[Task, RecoveryOutcome], None]
 
 @dataclass(frozen=True)
 class Job:
-    """How every task of a run is delegated: the child, the limits, the policy.
+    """How every task of a run is delegated: the child (and the fallbacks after it),
+    the limits, the policy, the checks.
 
     An executor calls :meth:`run` for each task (a durable one inside its
     workflow, with a ``replay``), so every path shares classification,
@@ -46,15 +56,25 @@ class Job:
 
     child: Child | ChildRef
     policy: RecoveryPolicy
-    timeout: float = 300.0
-    idle_timeout: float | None = None
+    limits: Limits = field(default_factory=Limits)
+    """Each task's limits (a task's own timeout, idle timeout and budget override)."""
     account: Account | None = None
     """The run's account, shared by every task (``None``: no run-wide budget)."""
     context_provider: ContextProvider | None = None
+    fallbacks: tuple[Child | ChildRef, ...] = ()
+    """Children tried in order when the provider of the one before fails (DESIGN §5)."""
+    verify: Verifier | None = None
+    answer: Answerer | None = None
+    tree: Tree = field(default_factory=Tree)
+    """What every task's delegations share (a provider's rate-limit cooldown)."""
 
     def resolved_child(self) -> Child:
         """The child object (a :class:`ChildRef` is built, once per process)."""
-        return self.child.resolve() if isinstance(self.child, ChildRef) else self.child
+        return _resolved(self.child)
+
+    def child_at(self, index: int) -> Child:
+        """The child of the chain at ``index`` (0: the child; then each fallback)."""
+        return _resolved(self.child if index == 0 else self.fallbacks[index - 1])
 
     async def run(
         self,
@@ -69,9 +89,9 @@ class Job:
         return await recover(
             task.prompt,
             child=self.resolved_child(),
-            base_timeout=task.timeout or self.timeout,
-            idle_timeout=task.idle_timeout or self.idle_timeout,
-            budget=task.budget,
+            limits=self.limits.but(
+                timeout=task.timeout, idle_timeout=task.idle_timeout, budget=task.budget
+            ),
             account=account if account is not None else self.account,
             policy=self.policy,
             context_provider=self.context_provider,
@@ -80,4 +100,12 @@ class Job:
             task_id=task_id,
             state=state,
             replay=replay,
+            fallbacks=tuple(map(_resolved, self.fallbacks)),
+            tree=self.tree,
+            verify=self.verify,
+            answer=self.answer,
         )
+
+
+def _resolved(child: Child | ChildRef) -> Child:
+    return child.resolve() if isinstance(child, ChildRef) else child

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -10,12 +10,16 @@ import anyio
 
 from lyra.children import default_child
 from lyra.delegation import (
+    DEFAULT_MAX_REPEATS,
     Account,
+    Answerer,
     Budget,
     Child,
     ChildRef,
     DelegationResult,
-    check_timeout,
+    Limits,
+    Tree,
+    Verifier,
     run_attempt,
 )
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
@@ -41,7 +45,13 @@ class Supervisor:
     :class:`~lyra.delegation.ChildRef`, or ``None`` for the configured default
     (resolved on first use, so constructing a Supervisor never fails).
     ``budget`` is the whole tree's: every delegation, retry, subtask and
-    nested delegation this supervisor starts draws on it.
+    nested delegation this supervisor starts draws on it. ``max_repeats``
+    identical tool calls end an attempt as a loop (``None``: never); ``verify``
+    checks each success; ``answer`` answers the children's questions;
+    ``fallbacks`` are tried in order when a child's provider fails (with
+    :meth:`run`'s recovery). Every child of this supervisor waits out one
+    provider's rate-limit cooldown together, and :meth:`run` lowers its
+    concurrency while a provider pushes back.
     """
 
     def __init__(
@@ -51,19 +61,38 @@ class Supervisor:
         timeout: float = 300.0,
         idle_timeout: float | None = None,
         budget: Budget | None = None,
+        max_repeats: int | None = DEFAULT_MAX_REPEATS,
         policy: RecoveryPolicy | None = None,
         context_provider: ContextProvider | None = None,
         executor: Executor | None = None,
+        verify: Verifier | None = None,
+        answer: Answerer | None = None,
+        fallbacks: Sequence[Child | ChildRef] = (),
     ) -> None:
         self._child = child
-        self.timeout = check_timeout(timeout)
-        self.idle_timeout = idle_timeout
+        self.limits = Limits(timeout=timeout, idle_timeout=idle_timeout, max_repeats=max_repeats)
+        """What bounds each delegation (the budget is the whole tree's: :attr:`account`)."""
         self.budget = budget
         self.account = Account.for_budget(budget)
         """The tree's live account (``None`` without a budget)."""
         self.policy = policy or _no_retries()
         self.context_provider = context_provider
         self.executor: Executor = executor or _LOCAL
+        self.verify = verify
+        self.answer = answer
+        self.fallbacks = tuple(fallbacks)
+        self.tree = Tree()
+        """What every delegation of this supervisor shares (a provider's cooldown)."""
+
+    @property
+    def timeout(self) -> float:
+        """The timeout of a delegation that names none."""
+        return self.limits.timeout
+
+    @property
+    def idle_timeout(self) -> float | None:
+        """The idle timeout of a delegation that names none."""
+        return self.limits.idle_timeout
 
     @property
     def child(self) -> Child:
@@ -89,13 +118,15 @@ class Supervisor:
         return await run_attempt(
             child if child is not None else self.child,
             prompt,
-            timeout=timeout if timeout is not None else self.timeout,
-            idle_timeout=idle_timeout if idle_timeout is not None else self.idle_timeout,
+            limits=self.limits.but(timeout=timeout, idle_timeout=idle_timeout),
             account=Account.for_budget(budget, self.account),
             session_id=session_id,
             subject=subject,
             attempt=attempt,
             context=context,
+            tree=self.tree,
+            verify=self.verify,
+            answer=self.answer,
         )
 
     def job(self) -> Job:
@@ -103,10 +134,13 @@ class Supervisor:
         return Job(
             child=self._child if self._child is not None else self.child,
             policy=self.policy,
-            timeout=self.timeout,
-            idle_timeout=self.idle_timeout,
+            limits=self.limits,
             account=self.account,
             context_provider=self.context_provider,
+            fallbacks=self.fallbacks,
+            verify=self.verify,
+            answer=self.answer,
+            tree=self.tree,
         )
 
     async def run(

@@ -24,6 +24,7 @@ from lyra.delegation._foreign._cause import (
     Cause,
     Kind,
     from_status,
+    overflowed,
     parse_retry_after,
     retry_after_of,
     seconds,
@@ -70,7 +71,17 @@ what a wrapper carries is described instead, by the top-level module of its clas
 
 
 def describe(exc: BaseException) -> Cause:
-    """Reduce any exception to a :class:`Cause`."""
+    """Reduce any exception to a :class:`Cause`; a malformed request that says the
+    prompt is over the model's context window is a context overflow, whoever says it."""
+    cause = _described(exc)
+    if cause.kind in (Kind.MALFORMED_TASK, Kind.UNKNOWN) and overflowed(
+        _unwrapped(_innermost(exc))
+    ):
+        return Cause(Kind.CONTEXT_OVERFLOW, ErrorType.CONTEXT_OVERFLOW, cause.source)
+    return cause
+
+
+def _described(exc: BaseException) -> Cause:
     exc = _unwrapped(_innermost(exc))
     if isinstance(exc, InvalidInput):
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "lyra.InvalidInput")

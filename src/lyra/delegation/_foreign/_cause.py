@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from lyra._taxonomy import ErrorType
+from lyra.delegation._text import safe_str
 
 
 class Kind(StrEnum):
@@ -24,8 +25,10 @@ class Kind(StrEnum):
     ENVIRONMENT = "environment"  # rule 7
     PERMANENT = "permanent"  # rule 8
     MALFORMED_TASK = "malformed_task"  # rule 9
+    CONTEXT_OVERFLOW = "context_overflow"  # rule 9: the prompt is over the context window
     UNKNOWN = "unknown"  # rule 10
     BUDGET = "budget"  # rule 1: a framework's own usage, turn or time limit was reached
+    OUTPUT_INVALID = "output_invalid"  # rule 5: the framework rejected the output as done
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,27 @@ def from_status(status: int, source: str, retry_after: float | None = None) -> C
     if status in (400, 413, 414, 422, 431):
         return Cause(Kind.MALFORMED_TASK, ErrorType.DATA, where)
     return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, where)
+
+
+_OVERFLOW_PHRASES = (
+    "prompt is too long",  # Anthropic's Messages API, the Claude Code CLI
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI's message
+    "exceed context limit",  # Anthropic: input plus max_tokens
+    "exceeds the context window",
+    "context window exceeded",
+    "input token count exceeds",  # Google's Gemini
+    "too many tokens",
+)
+"""How providers and their framework wrappers say a prompt is over the context window."""
+
+
+def overflowed(exc: BaseException) -> bool:
+    """True when ``exc`` says the prompt was longer than the model's context window
+    (a 400 of any provider, or its framework's wrapper of one)."""
+    parts = [getattr(exc, "code", None), getattr(exc, "body", None), exc]
+    text = " ".join(safe_str(part) for part in parts if part is not None).lower()
+    return any(phrase in text for phrase in _OVERFLOW_PHRASES)
 
 
 def status_of(value: object) -> int | None:

@@ -58,8 +58,9 @@ CLAUDE_AGENT_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
 RESULT_SUBTYPES: dict[str, tuple[Kind, ErrorType]] = {
     "error_max_turns": (_K.BUDGET, _E.BUDGET),
     "error_max_budget_usd": (_K.BUDGET, _E.BUDGET),
-    # The model never produced output matching output_format's schema.
-    "error_max_structured_output_retries": (_K.UNKNOWN, _E.DATA),
+    # The model never produced output matching output_format's schema: the
+    # framework's own check of a claimed success failed (as verify= rejecting it).
+    "error_max_structured_output_retries": (_K.OUTPUT_INVALID, _E.VERIFICATION),
     "error_during_execution": (_K.UNKNOWN, _E.UNKNOWN),
 }
 """A result's ``subtype`` other than ``success``."""
@@ -69,8 +70,8 @@ TERMINAL_REASONS: dict[str, tuple[Kind, ErrorType]] = {
     "budget": (_K.BUDGET, _E.BUDGET),
     "budget_spent": (_K.BUDGET, _E.BUDGET),
     # The conversation outgrew the context window: a continuation in a fresh
-    # context can finish it (rule 5, as a model's max_tokens stop).
-    "prompt_too_long": (_K.INCOMPLETE, _E.DATA),
+    # context (without the transcript) or a split task can finish it.
+    "prompt_too_long": (_K.CONTEXT_OVERFLOW, _E.CONTEXT_OVERFLOW),
     "blocking_limit": (_K.INCOMPLETE, _E.DATA),
     "refusal": (_K.MALFORMED_TASK, _E.DATA),
     # A hook (a guardrail) stopped the run on purpose.

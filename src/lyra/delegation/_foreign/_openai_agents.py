@@ -111,6 +111,10 @@ OPENAI_AGENTS_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
 }
 
 
+_INVALID_OUTPUT = ("Invalid JSON", "Expected a dict", "Could not find key")
+"""How the SDK's check of the final output against the agent's output type fails."""
+
+
 def wrapped_by_openai_agents(exc: BaseException) -> BaseException | None:
     """The tool exception a ``UserError("Error running tool NAME: …")`` carries."""
     if type(exc).__name__ == "UserError" and str(exc).startswith("Error running tool "):
@@ -123,4 +127,6 @@ def describe_openai_agents(exc: BaseException) -> Cause:
     name = type(exc).__name__
     if name == "ExecNonZeroError" and getattr(exc, "exit_code", None) == 127:
         return Cause(_K.ENVIRONMENT, _E.UNKNOWN, "agents.ExecNonZeroError (exit 127: not found)")
+    if name == "ModelBehaviorError" and str(exc).startswith(_INVALID_OUTPUT):
+        return Cause(_K.OUTPUT_INVALID, _E.VERIFICATION, "agents.ModelBehaviorError (output type)")
     return from_table(exc, OPENAI_AGENTS_ERRORS, "agents") or unmapped(exc, "agents")

@@ -152,5 +152,7 @@ def describe_pydantic_ai(exc: BaseException) -> Cause:
             return Cause(inner.kind, inner.error_type, f"{source} ← {inner.source}", wait)
     if name == "UnexpectedModelBehavior" and "exceeded max retries" in str(exc):
         return Cause(_K.TRANSIENT, _E.UNKNOWN, f"{source} (a tool's retries ran out)")
+    if name == "UnexpectedModelBehavior" and "output retries" in str(exc):
+        return Cause(_K.OUTPUT_INVALID, _E.VERIFICATION, f"{source} (output validation)")
     kind, error_type = PYDANTIC_AI_ERRORS[name]
     return Cause(kind, error_type, source, retry_after)

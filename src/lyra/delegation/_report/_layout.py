@@ -23,6 +23,7 @@ from lyra.delegation._report._syntax import (
     EMPTY_FILES,
     FAILED_DELEGATION,
     FAILURE_TAGS,
+    FALLBACK,
     HEADER,
     LINE_HEADER,
     NO_ITEMS,
@@ -68,12 +69,17 @@ def _optional(tags: dict[str, str]) -> str:
     return "".join(rf"(?>\n  <{tag}>(?P<{tag}>[^<]*+)</{tag}>|)" for tag in tags)
 
 
+def _repeated(tag: str) -> str:
+    return rf"(?P<{tag}>(?:\n  <{tag}>[^<]*+</{tag}>)*+)"
+
+
 _BLOCK_START = r"<task_metadata>\n  <session_id>(?P<session_id>[^<]*+)</session_id>\n  <status>"
 _BLOCK_END = (  # the tags most blocks lack, skipped at once where the block ends before them
     r"(?>(?=\n</task_metadata>)|"
     + _optional(USAGE_TAGS)
-    + rf"(?P<{FAILED_DELEGATION}>(?:\n  <{FAILED_DELEGATION}>[^<]*+</{FAILED_DELEGATION}>)*+))"
-    r"\n</task_metadata>"
+    + _repeated(FAILED_DELEGATION)
+    + _repeated(FALLBACK)
+    + r")\n</task_metadata>"
 )
 _RENDERED = re.compile(_BODY + r"\n?\Z")  # a body alone
 RENDERED_FAILURE = re.compile(
@@ -170,9 +176,21 @@ def rendered(text: str, start: int, opening: int, closing: int) -> TaskReport | 
 
 
 def _success_report(success: re.Match[str], text: str) -> TaskReport:
-    session_id, attempt, duration, subject, tokens, cost, turns, parent, overrun, failed = (
-        success.groups()
-    )
+    (
+        session_id,
+        attempt,
+        duration,
+        subject,
+        tokens,
+        cost,
+        turns,
+        tool_calls,
+        parent,
+        overrun,
+        child,
+        failed,
+        fallbacks,
+    ) = success.groups()
     values = _COMPLETED.copy()  # every field, in the model's order; set in place
     values["output"] = text
     try:
@@ -184,10 +202,12 @@ def _success_report(success: re.Match[str], text: str) -> TaskReport:
         values["subject"] = subject or None
         if tokens is not None or cost is not None or turns is not None or overrun is not None:
             _usage(values, tokens, cost, turns, overrun)
+        if tool_calls is not None:
+            values["tool_calls"] = int(tool_calls)
     except ValueError as exc:
         raise ReportParseError(f"malformed report: {exc!r}") from None
-    if parent or failed:
-        _nesting(values, parent, failed)
+    if parent or failed or child or fallbacks:
+        _nesting(values, parent, failed, child, fallbacks)
     return assembled(TaskReport, values, EVERY_FIELD)  # as values.built, a call less
 
 
@@ -204,15 +224,19 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
         retryable,
         error_type,
         retry_after,
+        question,
         attempt,
         duration_s,
         subject,
         tokens,
         cost,
         turns,
+        tool_calls,
         parent,
         overrun,
+        child,
         failed,
+        fallbacks,
     ) = failure.groups()
     values = _FAILED.copy()  # every field, in the model's order; set in place
     try:
@@ -229,10 +253,13 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
             values["retry_after"] = float(retry_after)
         if tokens is not None or cost is not None or turns is not None or overrun is not None:
             _usage(values, tokens, cost, turns, overrun)
+        if tool_calls is not None:
+            values["tool_calls"] = int(tool_calls)
     except (KeyError, ValueError) as exc:
         raise ReportParseError(f"malformed report: {exc!r}") from None
-    if parent or failed:
-        _nesting(values, parent, failed)
+    values["question"] = question or None
+    if parent or failed or child or fallbacks:
+        _nesting(values, parent, failed, child, fallbacks)
     # The free text and file names: unindented and unescaped where they need it.
     values["message"] = unindented(message) if "\n" in message or "&" in message else message
     if blocked:  # (as written: a blank blocker is none)
@@ -264,13 +291,23 @@ def _usage(
         values["overrun_s"] = float(overrun)
 
 
-def _nesting(values: dict[str, Any], parent: str | None, failed: str | None) -> None:
-    """The delegation above and the failed ones below (DESIGN §12), which most lack."""
+def _nesting(
+    values: dict[str, Any],
+    parent: str | None,
+    failed: str | None,
+    child: str | None,
+    fallbacks: str | None,
+) -> None:
+    """The delegation above, the failed ones below (DESIGN §12) and the children a
+    fallback chain moved past (§5), which most lack."""
     values["parent_session_id"] = parent or None
+    values["child"] = child or None
     if failed:
         values["failed_delegations"] = tuple(
             failed_delegation(value) for _, value in TAG.findall(failed)
         )
+    if fallbacks:
+        values["fallbacks"] = tuple(value for _, value in TAG.findall(fallbacks))
 
 
 def fast_body(body: str) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from lyra.delegation._report._blocks import block_end, last_block, last_header, 
 from lyra.delegation._report._layout import fast_body, quick_report, rendered
 from lyra.delegation._report._syntax import (
     FAILED_DELEGATION,
+    FALLBACK,
     HEADER,
     OPEN,
     TAG,
@@ -173,8 +174,9 @@ def _meta(block: str, is_capybara: bool) -> dict[str, Any]:
     if not is_capybara and "&" in block:  # capybara-vibe escapes nothing
         pairs = [(tag, unescape(value)) for tag, value in pairs]
     meta: dict[str, Any] = dict(pairs)
-    if FAILED_DELEGATION in meta:
-        meta[FAILED_DELEGATION] = [value for tag, value in pairs if tag == FAILED_DELEGATION]
+    for repeated in (FAILED_DELEGATION, FALLBACK):
+        if repeated in meta:
+            meta[repeated] = [value for tag, value in pairs if tag == repeated]
     return meta
 
 
@@ -188,6 +190,8 @@ def _failure_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
         fields["retryable"] = meta["retryable"] == "true"
     if get("retry_after_s") is not None:
         fields["retry_after"] = to_float(meta["retry_after_s"], "retry_after_s")
+    if get("question"):
+        fields["question"] = meta["question"]
     category = fields.get("category")
     if category is not None:
         fields["category"] = member(CATEGORIES, category, "category")
@@ -196,10 +200,10 @@ def _failure_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
 def _common_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
     """Identity, timing, usage and nesting (DESIGN §12), from the tags that carry them."""
     get = meta.get
-    for tag in ("session_id", "subject", "parent_session_id"):
+    for tag in ("session_id", "subject", "parent_session_id", "child"):
         if get(tag):  # blank means none
             fields[tag] = meta[tag]
-    for tag in ("attempt", "tokens_used", "turns"):
+    for tag in ("attempt", "tokens_used", "turns", "tool_calls"):
         if get(tag) is not None:
             fields[tag] = to_int(meta[tag], tag)
     if get("duration_s") is not None:
@@ -211,6 +215,8 @@ def _common_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
             fields[tag] = to_float(meta[tag], tag)
     if get(FAILED_DELEGATION):
         fields["failed_delegations"] = tuple(map(failed_delegation, meta[FAILED_DELEGATION]))
+    if get(FALLBACK):
+        fields["fallbacks"] = tuple(meta[FALLBACK])
 
 
 def parse_body(body: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from lyra.delegation._report._syntax import (
     COMMON_TAGS,
     FAILED_DELEGATION,
     FAILURE_TAGS,
+    FALLBACK,
     HEADER,
     NO_ITEMS,
     OPEN,
@@ -72,6 +73,8 @@ def _metadata(report: TaskReport, failed: bool) -> str:
             lines.append(_tag(tag, repr(value) if isinstance(value, float) else str(value)))
     for sub in report.failed_delegations:
         lines.append(_tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}"))
+    for passed in report.fallbacks:
+        lines.append(_tag(FALLBACK, passed))
     return "".join(lines)
 
 

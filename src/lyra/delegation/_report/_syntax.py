@@ -20,7 +20,7 @@ OPEN, CLOSE = "<task_metadata>", "</task_metadata>"
 """A lyra report's metadata block: every lyra report ends with ``CLOSE``."""
 INDENT = "    "
 """What a continuation line of a multi-line value starts with."""
-FAILURE_TAGS = {"error_type": "error_type", "retry_after_s": "retry_after"}
+FAILURE_TAGS = {"error_type": "error_type", "retry_after_s": "retry_after", "question": "question"}
 """Metadata of a failure after ``failure_category`` and ``retryable``: tag → field."""
 COMMON_TAGS = {"attempt": "attempt", "duration_s": "duration", "subject": "subject"}
 """Metadata of every report, after the above: tag → field. ``attempt`` is always
@@ -29,16 +29,21 @@ USAGE_TAGS = {
     "tokens_used": "tokens_used",
     "cost_usd": "cost_usd",
     "turns": "turns",
+    "tool_calls": "tool_calls",
     "parent_session_id": "parent_session_id",
     "overrun_s": "overrun_s",
+    "child": "child",
 }
-"""After those, written only when charged, nested or late (DESIGN §12): tag → field."""
+"""After those, written only when charged, nested, late or after a fallback (DESIGN
+§12, §5): tag → field."""
 STEP, ACTION = "\n  ✓ ", "\n  • "
 """How a completed step and a suggested action begin (each on a line of its own)."""
 NO_ITEMS = "  None\n"
 """The line of an empty list of steps or actions."""
 FAILED_DELEGATION = "failed_delegation"
-"""The last tags: one per failed nested delegation (``session category error_type``)."""
+"""Then one tag per failed nested delegation (``session category error_type``)."""
+FALLBACK = "fallback"
+"""The last tags: one per child a fallback chain moved past (``child: why``)."""
 TAG = re.compile(r"<([A-Za-z_][\w.-]*)>([^<]*)</\1>")
 """A metadata tag and its value, in either format."""
 EMPTY_FILES = "none"

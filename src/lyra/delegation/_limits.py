@@ -1,0 +1,65 @@
+"""The limits of a delegation as one value (DESIGN §12)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lyra.delegation._budget import Budget, checked_budget
+
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_REPEATS = 10
+"""Identical tool calls (same tool, same arguments) an attempt may make before the
+next one ends it as a loop: a polling tool rarely needs more, and a looping agent
+makes thousands (DESIGN §3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What bounds one delegation: ``timeout`` (seconds, in total), ``idle_timeout``
+    (seconds without progress; ``None``: none), ``budget`` (tokens, cost, turns and
+    tool calls, shared by the whole tree below it; ``None``: none) and
+    ``max_repeats`` (identical tool calls before the attempt ends as a loop;
+    ``None``: no limit).
+
+    The public functions take these as keywords (``timeout=``, ``idle_timeout=``,
+    ``budget=``, ``max_repeats=``) and make one ``Limits``; it travels as one value
+    through recovery, the supervisor and durable runs. Checked when made: a clear
+    error for a caller's mistake.
+    """
+
+    timeout: float = DEFAULT_TIMEOUT
+    idle_timeout: float | None = None
+    budget: Budget | None = None
+    max_repeats: int | None = DEFAULT_MAX_REPEATS
+
+    def __post_init__(self) -> None:
+        _set = object.__setattr__
+        _set(self, "timeout", check_timeout(self.timeout))
+        if self.idle_timeout is not None:
+            _set(self, "idle_timeout", check_timeout(self.idle_timeout, "idle_timeout"))
+        checked_budget(self.budget)
+        if self.max_repeats is not None:
+            check_max_repeats(self.max_repeats)
+
+    def but(self, **changes: Any) -> Limits:
+        """These limits with ``changes`` (a ``None`` leaves a field as it is)."""
+        given = {name: value for name, value in changes.items() if value is not None}
+        return replace(self, **given) if given else self
+
+
+def check_timeout(timeout: float, what: str = "timeout") -> float:
+    """The timeout as a float, or a clear error for a caller's mistake."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(f"{what} must be a number of seconds, not {type(timeout).__name__}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def check_max_repeats(value: object) -> int:
+    """``max_repeats`` as given, or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_repeats must be a whole number ≥ 1 (or None), not {value!r}")
+    return value

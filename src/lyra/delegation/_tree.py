@@ -1,0 +1,95 @@
+"""What the delegations of one tree share besides their budget: each model
+provider's rate-limit cooldown, and who listens for the signals (DESIGN §5).
+
+When one child hears "429, retry after 20 s", its siblings on the same provider
+would each find out by getting a 429 of their own, back off alone and retry on
+the same beat. Instead the first one starts a cooldown for that provider here;
+every delegation of the tree (every child of a :class:`~lyra.Supervisor`) waits
+it out before its next model request, so no request is sent into a known
+cooldown. A supervisor listens (:meth:`Tree.listen`) to lower its concurrency on
+the signal and raise it again as requests succeed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio
+
+from lyra import events
+
+MAX_COOLDOWN = 600.0
+"""The longest cooldown a ``retry-after`` can start (seconds): a provider asking
+for more is refused by the recovery policy's ``max_wait`` anyway."""
+
+
+class Listener(Protocol):
+    """Who hears a tree's rate-limit signals (a supervisor's concurrency control)."""
+
+    def rate_limited(self, provider: str, seconds: float) -> None:
+        """A provider asked the tree to wait ``seconds``."""
+
+    def request_succeeded(self, provider: str) -> None:
+        """A model request to ``provider`` was answered."""
+
+
+class Tree:
+    """The shared state of one delegation tree (see the module docstring)."""
+
+    __slots__ = ("_listeners", "_started_by", "_until")
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._started_by: dict[str, str] = {}
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Tell ``listener`` of every signal from now on; returns how to stop."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def cooldown_left(self, provider: str) -> float:
+        """Seconds before requests to ``provider`` may be sent again (0: now)."""
+        until = self._until.get(provider)
+        if until is None:
+            return 0.0
+        left = until - time.monotonic()
+        if left <= 0:
+            del self._until[provider]
+            return 0.0
+        return left
+
+    def storm(self, provider: str, task: str) -> bool:
+        """True when ``task``'s rate limit is part of a storm: siblings share this tree
+        (a supervisor's pool listens), or another task met the limit first."""
+        if self._listeners:
+            return True
+        return self.cooldown_left(provider) > 0 and self._started_by.get(provider) != task
+
+    def rate_limited(self, provider: str, seconds: float, *, task: str, **fields: object) -> None:
+        """``provider`` asked ``task`` for ``seconds`` of quiet: every request of the tree
+        to it waits until then (a later, longer request extends it)."""
+        seconds = min(max(0.0, seconds), MAX_COOLDOWN)
+        until = time.monotonic() + seconds
+        if until > self._until.get(provider, 0.0):
+            if self.cooldown_left(provider) <= 0:
+                self._started_by[provider] = task
+            self._until[provider] = until
+            events.warning("rate_limit_cooldown", provider=provider, seconds=seconds, **fields)
+        for listener in self._listeners:
+            listener.rate_limited(provider, seconds)
+
+    def succeeded(self, provider: str) -> None:
+        """A request to ``provider`` was answered (for the listeners)."""
+        for listener in self._listeners:
+            listener.request_succeeded(provider)
+
+    async def cooled(self, provider: str) -> float:
+        """Wait out ``provider``'s cooldown, if one runs; the seconds waited."""
+        waited = 0.0
+        while (left := self.cooldown_left(provider)) > 0:
+            await anyio.sleep(left)
+            waited += left
+        return waited

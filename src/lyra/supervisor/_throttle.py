@@ -1,0 +1,81 @@
+"""How many children a supervisor runs at once while a provider pushes back.
+
+A :class:`Throttle` listens to its delegation tree (:class:`lyra.delegation.Tree`):
+a rate limit halves the number of children allowed to start (never below one),
+and each answered model request gives a little of it back, one more child per
+``limit`` answered requests (additive increase, multiplicative decrease, as TCP
+does). Children already running go on; the pool starts no new one while as
+many run as the limit allows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from lyra import events
+
+
+class Throttle:
+    """The number of children a pool may run at once (see the module docstring)."""
+
+    __slots__ = ("_freed", "ceiling", "limit", "running")
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        """The pool's own ``max_concurrency``: the limit never rises above it."""
+        self.limit = float(ceiling)
+        """Children allowed at once now (fractional while it climbs back)."""
+        self.running = 0
+        self._freed = anyio.Event()
+
+    @property
+    def allowed(self) -> int:
+        """Children that may run at once now."""
+        return max(1, math.floor(self.limit))
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the allowed places while a child runs (wait for one first)."""
+        while self.running >= self.allowed:
+            freed = self._freed
+            await freed.wait()
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self._wake()
+
+    def rate_limited(self, provider: str, seconds: float) -> None:
+        """A provider pushed back: halve the children allowed to start."""
+        before = self.allowed
+        self.limit = max(1.0, self.limit / 2)
+        self._changed(before, f"rate limited by {provider}")
+
+    def request_succeeded(self, provider: str) -> None:
+        """A request was answered: one more child allowed per ``limit`` answers."""
+        if self.limit >= self.ceiling:
+            return
+        before = self.allowed
+        self.limit = min(float(self.ceiling), self.limit + 1 / self.limit)
+        if self.allowed != before:
+            self._changed(before, "requests succeed again")
+            self._wake()
+
+    def _changed(self, before: int, reason: str) -> None:
+        if self.allowed != before:
+            events.info(
+                "concurrency_changed",
+                concurrency=self.allowed,
+                previous=before,
+                ceiling=self.ceiling,
+                reason=reason,
+            )
+
+    def _wake(self) -> None:
+        freed, self._freed = self._freed, anyio.Event()
+        freed.set()

@@ -1,0 +1,553 @@
+"""How agents fail in the field (DESIGN §3, §5, §12): loops, a tool-call budget,
+unverified success, questions, context overflow, fallbacks, rate-limit storms,
+and evidence that names the spender -- through lyra's public API, with plain
+children and the Anthropic child against the local Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import anthropic
+import anyio
+import anyio.lowlevel
+import httpx2
+import pytest
+from structlog.testing import capture_logs
+
+from fakes.messages_api import MessagesAPI, error, message, rate_limited, tool_use
+from lyra import (
+    Budget,
+    ChildContext,
+    Limits,
+    RecoveryPolicy,
+    Supervisor,
+    Task,
+    adelegate_task,
+    adelegate_with_retry,
+    parse_report,
+)
+from lyra.children import AnthropicChild, Tool
+from lyra.recovery import record_waits, recover
+
+pytestmark = pytest.mark.anyio
+
+
+# -- loops ----------------------------------------------------------------------------------
+
+
+def spinner(calls: list[int]) -> Any:
+    """A child that polls the same tool with the same arguments for ever."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        while True:
+            await ctx.tool("lspin", lambda job: calls.append(job) or "still running", 7)
+
+    return child
+
+
+async def test_a_repeated_identical_call_ends_the_attempt_as_a_loop() -> None:
+    """The call past max_repeats never runs; the attempt is timeout / loop, retryable,
+    and the report names the tool, its arguments and the count."""
+    calls: list[int] = []
+    report = await adelegate_task("Wait for job 7", child=spinner(calls), max_repeats=3, timeout=5)
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.error_type, parsed.retryable) == ("timeout", "loop", True)
+    assert calls == [7, 7, 7]
+    assert "lspin" in parsed.message
+    assert "(7,)" in parsed.message
+    assert "4 times" in parsed.message
+    assert "lspin" in (parsed.blocked_on or "")
+
+
+async def test_calls_with_other_arguments_are_progress_and_max_repeats_none_turns_it_off() -> None:
+    """Different arguments are different calls; with max_repeats=None nothing is a loop."""
+
+    async def pages(prompt: str, ctx: ChildContext) -> str:
+        for page in range(20):
+            await ctx.tool("fetch", lambda n: n, page)
+        for _ in range(20):
+            await ctx.tool("status", lambda: "ok")
+        return "done"
+
+    limited = parse_report(await adelegate_task("x", child=pages, max_repeats=5, timeout=5))
+    assert (limited.error_type, limited.status) == ("loop", "failed")
+    free = parse_report(await adelegate_task("x", child=pages, max_repeats=None, timeout=5))
+    assert free.status == "completed"
+
+
+async def test_recovery_continues_a_loop_naming_what_it_repeated() -> None:
+    """The next attempt is a continuation that tells the child which call it repeated."""
+    prompts: list[str] = []
+
+    async def loops_once(prompt: str, ctx: ChildContext) -> str:
+        prompts.append(prompt)
+        if len(prompts) == 1:
+            while True:
+                await ctx.tool("lspin", lambda: "same")
+        return "done differently"
+
+    outcome = await recover(
+        "Wait for it", child=loops_once, limits=Limits(timeout=5, max_repeats=2)
+    )
+    assert outcome.result.ok
+    assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
+    assert "kept repeating the same call" in prompts[1]
+    assert "lspin" in prompts[1]
+
+
+async def test_the_anthropic_child_tells_the_model_before_the_loop_ends() -> None:
+    """The last identical call allowed carries a note in its tool result; the next one
+    ends the run as a loop (the model is never asked again)."""
+    turn = message([tool_use("lookup", {"q": "p53"})], "tool_use")
+    with MessagesAPI([turn, turn, turn], strict=False) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            child = AnthropicChild(tools=[Tool.from_function(lookup)], client=client)
+            result = await Supervisor(child, max_repeats=2).delegate("Look p53 up", timeout=10)
+    assert result.failure is not None
+    assert result.failure.error_type == "loop"
+    assert len(api.requests) == 3
+    last_result = api.requests[2]["messages"][-1]["content"][0]["content"]
+    assert "called 2 times with these same arguments" in last_result
+
+
+def lookup(q: str) -> str:
+    """Look a protein up."""
+    return f"{q}: 393 residues"
+
+
+# -- tool-call budget --------------------------------------------------------------------------
+
+
+async def test_a_tool_call_past_the_budget_never_runs() -> None:
+    """max_tool_calls is charged ahead: the call past it is refused before it runs."""
+    ran: list[int] = []
+
+    async def work(n: int) -> None:
+        ran.append(n)
+
+    async def busy(prompt: str, ctx: ChildContext) -> str:
+        for n in range(10):
+            await ctx.tool("work", work, n)
+        return "done"
+
+    result = await Supervisor(busy, budget=Budget(max_tool_calls=3)).delegate("x", timeout=5)
+    assert ran == [0, 1, 2]
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    assert "max_tool_calls=3" in result.failure.message
+    assert parse_report(result.report).tool_calls == 3
+
+
+async def test_parallel_grandchildren_never_overshoot_a_shared_tool_call_budget() -> None:
+    """Twenty grandchildren hammering tools at once spend at most the tree's budget."""
+    ran: list[int] = []
+
+    async def hit(n: int) -> None:
+        ran.append(n)
+
+    async def hammer(prompt: str, ctx: ChildContext) -> str:
+        for n in range(50):
+            await ctx.tool("hit", hit, n)
+            await anyio.lowlevel.checkpoint()
+        return "done"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+            for _ in range(20):
+                group.start_soon(lambda: ctx.delegate("hit", child=hammer))
+        return "all"
+
+    await Supervisor(parent, budget=Budget(max_tool_calls=37)).delegate("x", timeout=10)
+    assert len(ran) == 37
+
+
+# -- verification ----------------------------------------------------------------------------
+
+
+async def test_a_rejected_success_is_partial_with_the_verifiers_reason() -> None:
+    """verify= returning a reason turns a claimed success into partial / verification."""
+
+    async def claims(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Looked around")
+        return "Done! (nothing written)"
+
+    async def needs_a_file(output: str) -> str | None:
+        return None if "brief.md" in output else "no brief was written"
+
+    parsed = parse_report(await adelegate_task("Write a brief", child=claims, verify=needs_a_file))
+    assert (parsed.status, parsed.category, parsed.error_type) == (
+        "failed",
+        "partial",
+        "verification",
+    )
+    assert parsed.retryable is True
+    assert "no brief was written" in parsed.message
+    assert parsed.completed_steps == ("Looked around",)
+    accepted = await adelegate_task("x", child=claims, verify=lambda output: True)
+    assert parse_report(accepted).status == "completed"
+
+
+async def test_recovery_continues_a_rejected_success_naming_the_reason() -> None:
+    """The continuation tells the child why its output was rejected."""
+    prompts: list[str] = []
+
+    async def learns(prompt: str, ctx: ChildContext) -> str:
+        prompts.append(prompt)
+        return "brief.md written" if len(prompts) > 1 else "done"
+
+    report = await adelegate_with_retry(
+        "Write a brief",
+        child=learns,
+        verify=lambda out: "brief.md" in out or "no brief was written",
+    )
+    assert parse_report(report).status == "completed"
+    assert "no brief was written" in prompts[1]
+
+
+# -- questions ---------------------------------------------------------------------------------
+
+
+async def asks_organism(prompt: str, ctx: ChildContext) -> str:
+    organism = await ctx.ask("Which organism?")
+    ctx.step(f"Used {organism}")
+    return f"analysed in {organism}"
+
+
+async def test_an_answered_question_goes_on_in_the_same_attempt_and_is_not_idle() -> None:
+    """The answerer's answer comes back from ctx.ask; its wait is not idle time (the
+    idle timeout is shorter than the wait), the deadline still runs."""
+
+    async def slow_human(question: str) -> str:
+        await anyio.sleep(0.3)
+        return "Homo sapiens"
+
+    report = await adelegate_task(
+        "Analyse p53", child=asks_organism, answer=slow_human, idle_timeout=0.1, timeout=5
+    )
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
+
+
+async def test_an_unanswered_question_is_input_required_with_the_question_in_the_report() -> None:
+    """Without an answerer (or with one that has no answer) the attempt ends as
+    missing_context / input_required, the question in the report and its metadata."""
+    for answer in (None, lambda question: None):
+        parsed = parse_report(
+            await adelegate_task("Analyse p53", child=asks_organism, answer=answer)
+        )
+        assert (parsed.category, parsed.error_type) == ("missing_context", "input_required")
+        assert parsed.question == "Which organism?"
+        assert "<question>Which organism?</question>" in await adelegate_task(
+            "Analyse p53", child=asks_organism
+        )
+
+
+async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
+    """A recovery loop whose durable mailbox (here a stand-in) holds the answer retries
+    with it; ctx.ask returns it without asking anyone."""
+    from lyra.recovery import Attempt, Replay, attempt_plan
+
+    asked: list[str] = []
+
+    async def mailbox(question: str) -> str | None:
+        asked.append(question)
+        return "Mus musculus"
+
+    async def run(attempt: Attempt) -> Any:
+        return await attempt_plan(
+            asks_organism, attempt, subject=None, context=None, task_id="t", limits=Limits(5)
+        )
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    outcome = await recover(
+        "Analyse p53", child=asks_organism, replay=Replay(run, no_sleep, answers=mailbox)
+    )
+    assert outcome.result.output == "analysed in Mus musculus"
+    assert [a.strategy for a in outcome.attempts] == ["initial", "answer"]
+    assert asked == ["Which organism?"]
+
+
+async def test_a_grandchilds_question_goes_to_the_roots_answerer() -> None:
+    """ctx.delegate's grandchild asks whoever answers its parent."""
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        result = await ctx.delegate("Analyse p53", child=asks_organism)
+        return result.output or "no answer"
+
+    report = await adelegate_task("x", child=parent, answer=lambda question: "Danio rerio")
+    assert parse_report(report).output == "analysed in Danio rerio"
+
+
+# -- limits visible ------------------------------------------------------------------------------
+
+
+async def test_a_child_sees_the_time_and_budget_it_has_left() -> None:
+    """ctx.time_left and ctx.budget_left say what remains, to plan with."""
+    seen: list[tuple[float, Budget]] = []
+
+    async def planner(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=100, turns=1)
+        seen.append((ctx.time_left, ctx.budget_left))
+        return "planned"
+
+    budget = Budget(max_tokens=1000, max_turns=5, max_tool_calls=4)
+    await Supervisor(planner, budget=budget).delegate("x", timeout=10)
+    [(time_left, left)] = seen
+    assert 9 < time_left <= 10
+    assert (left.max_tokens, left.max_turns, left.max_tool_calls) == (900, 4, 4)
+
+
+# -- evidence ------------------------------------------------------------------------------------
+
+
+async def test_an_idle_report_names_the_tool_that_was_running() -> None:
+    """The idle timeout fired inside a tool: the report says which, and for how long."""
+
+    async def stuck(prompt: str, ctx: ChildContext) -> str:
+        await ctx.tool("fetch_artifact", anyio.sleep_forever)
+        return "never"
+
+    result = await Supervisor(stuck).delegate("x", timeout=5, idle_timeout=0.2)
+    assert result.failure is not None
+    assert result.failure.error_type == "idle"
+    assert "fetch_artifact" in result.failure.message
+    assert "fetch_artifact" in (result.failure.blocked_on or "")
+
+
+async def test_the_retry_loop_reports_the_spend_of_every_attempt() -> None:
+    """delegate_with_retry's report and the outcome carry all attempts' usage."""
+
+    async def spends(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=300, output_tokens=30, turns=1)
+        raise ConnectionError("dropped")
+
+    with record_waits():
+        report = await adelegate_with_retry("x", child=spends, max_retries=2)
+        outcome = await recover("x", child=spends, policy=RecoveryPolicy(max_retries=2))
+    assert parse_report(report).tokens_used == 990
+    assert outcome.usage.tokens == 990
+    assert outcome.result.usage is not None
+    assert outcome.result.usage.tokens == 990
+
+
+async def test_a_trees_budget_failure_names_the_delegations_that_spent_it() -> None:
+    """The parent's report names the grandchild that spent the budget, with its spend;
+    the sibling cancelled with it is listed, its event saying why."""
+
+    async def big_spender(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(10):
+            await anyio.sleep(0.01)
+            ctx.charge(input_tokens=1000, turns=1)
+        return "never"
+
+    async def waiter(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=10)
+        await anyio.sleep_forever()
+        return "never"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: ctx.delegate("spend", child=big_spender))
+            group.start_soon(lambda: ctx.delegate("wait", child=waiter))
+        return "done"
+
+    with capture_logs() as logs:
+        result = await Supervisor(parent, budget=Budget(max_tokens=3330)).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+    assert "spent by" in result.failure.message
+    assert "4000 tokens" in result.failure.message
+    cancelled = {e["reason"] for e in logs if e["event"] == "delegation_cancelled"}
+    assert cancelled == {"budget exhausted elsewhere"}
+    assert len(result.failed_delegations) == 2
+
+
+# -- cancellations nobody made --------------------------------------------------------------------
+
+
+async def awaits_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    return await future
+
+
+async def test_a_cancelled_future_is_the_childs_failure_never_a_lost_result() -> None:
+    """A CancelledError nobody raised against this delegation is a retryable failure,
+    and every task of a run still gets its outcome."""
+    report = await adelegate_task("x", child=awaits_a_cancelled_future)
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.retryable) == ("tool_error", True)
+    assert "cancelled from outside the delegation" in parsed.message
+
+    async def fine(prompt: str, ctx: ChildContext) -> str:
+        return "ok"
+
+    tasks = [Task(prompt=p) for p in ("a", "b", "c", "d", "e")]
+    for concurrency in (1, 5):
+        outcomes = await Supervisor(awaits_a_cancelled_future).run(
+            tasks, max_concurrency=concurrency
+        )
+        assert [o.result.failure.category for o in outcomes if o.result.failure] == [
+            "tool_error"
+        ] * 5
+    mixed = Supervisor(fine)
+    outcomes = await mixed.run(
+        [Task(prompt="a"), Task(prompt="b"), Task(prompt="c")], max_concurrency=3
+    )
+    assert [o.result.ok for o in outcomes] == [True, True, True]
+
+
+async def test_a_real_cancellation_of_the_caller_still_propagates() -> None:
+    """Cancelling the caller cancels the delegation (nothing is swallowed)."""
+    with anyio.move_on_after(0.1) as scope:
+        await adelegate_task("x", child=lambda p, c: anyio.sleep_forever())  # type: ignore[arg-type,return-value]
+    assert scope.cancelled_caught
+
+
+async def test_generator_exit_raised_by_a_child_is_its_failure() -> None:
+    """A GeneratorExit the child's own code raises does not escape the delegation."""
+
+    async def closes(prompt: str, ctx: ChildContext) -> str:
+        raise GeneratorExit
+
+    parsed = parse_report(await adelegate_task("x", child=closes))
+    assert parsed.status == "failed"
+    assert "cancelled from outside" in parsed.message
+
+
+# -- fallbacks -----------------------------------------------------------------------------------
+
+
+async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses() -> None:
+    """A quota failure moves at once to the next child; the report names who answered
+    and why the one before did not."""
+    prompts: list[str] = []
+
+    class Quota:
+        name = "claude-primary"
+
+        async def run(self, prompt: str, ctx: ChildContext) -> str:
+            prompts.append("primary")
+            raise anthropic_error(403, "permission_error", "credit balance too low")
+
+    class Backup:
+        name = "claude-backup"
+
+        async def run(self, prompt: str, ctx: ChildContext) -> str:
+            prompts.append("backup")
+            return "answered"
+
+    report = await adelegate_with_retry("x", child=Quota(), fallbacks=[Backup()])
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.output, parsed.child) == (
+        "completed",
+        "answered",
+        "claude-backup",
+    )
+    assert prompts == ["primary", "backup"]
+    assert parsed.fallbacks
+    assert parsed.fallbacks[0].startswith("claude-primary: auth")
+
+
+def anthropic_error(status: int, kind: str, text: str) -> Exception:
+    """The anthropic SDK's own exception for an API error of ``status``."""
+    import httpx
+
+    response = httpx.Response(status, request=httpx.Request("POST", "http://127.0.0.1/v1"))
+    body = {"type": "error", "error": {"type": kind, "message": text}}
+    cls = {400: anthropic.BadRequestError, 403: anthropic.PermissionDeniedError}[status]
+    return cls(text, response=response, body=body)
+
+
+# -- context overflow ------------------------------------------------------------------------------
+
+
+async def test_prompt_too_long_is_context_overflow_and_never_retried_as_it_is() -> None:
+    """Anthropic's 400 "prompt is too long" is invalid_task / context_overflow; a task
+    with completed steps continues without the transcript, a bare one stops."""
+    too_long = error(
+        400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"
+    )
+    with MessagesAPI([too_long]) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            outcome = await recover(
+                "Summarise the whole log", child=AnthropicChild(client=client), limits=Limits(10)
+            )
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.suggested_retry) == (
+        "invalid_task",
+        "context_overflow",
+        False,
+    )
+    assert len(outcome.attempts) == 1  # no steps, no split: never the same prompt again
+
+
+async def test_an_overflow_after_steps_continues_fresh() -> None:
+    """After completed steps the retry is a fresh continuation (ctx.fresh is True)."""
+    seen: list[tuple[bool, str]] = []
+
+    async def grows(prompt: str, ctx: ChildContext) -> str:
+        seen.append((ctx.fresh, prompt))
+        if len(seen) == 1:
+            ctx.step("Read part 1")
+            raise anthropic_error(400, "invalid_request_error", "prompt is too long")
+        return "summary"
+
+    outcome = await recover("Summarise", child=grows, limits=Limits(5))
+    assert outcome.result.ok
+    assert [a.strategy for a in outcome.attempts] == ["initial", "fresh_continuation"]
+    assert seen[1][0] is True
+    assert "Read part 1" in seen[1][1]
+
+
+# -- rate-limit storms -----------------------------------------------------------------------------
+
+
+async def test_a_storm_waits_out_one_shared_cooldown() -> None:
+    """Fifty siblings on one provider: after the 429s (retry-after 2) of the requests in
+    flight, no request is sent inside the window; the supervisor lowers its
+    concurrency; the refused siblings are sent again and none fails."""
+    replies = [message("ok") for _ in range(10)] + [rate_limited(2)] * 5
+    replies += [message("ok") for _ in range(40)]
+    known: list[float] = []
+
+    class Heard:
+        def rate_limited(self, provider: str, seconds: float) -> None:
+            known.append(time.monotonic())
+
+        def request_succeeded(self, provider: str) -> None:
+            pass
+
+    sent: list[float] = []
+
+    async def sending(request: httpx2.Request) -> None:
+        sent.append(time.monotonic())
+
+    with MessagesAPI(replies, strict=False) as api:
+        hooks = {"request": [sending]}
+        async with (
+            httpx2.AsyncClient(event_hooks=hooks) as http,
+            anthropic.AsyncAnthropic(
+                base_url=api.url, api_key="k", max_retries=0, http_client=http
+            ) as client,
+        ):
+            supervisor = Supervisor(AnthropicChild(client=client))
+            supervisor.tree.listen(Heard())
+            with capture_logs() as logs, record_waits():
+                outcomes = await supervisor.run(
+                    [Task(prompt=f"task {n}") for n in range(50)], max_concurrency=10
+                )
+    assert all(o.result.ok for o in outcomes)
+    assert len(api.requests) == 55  # each of the 5 refused once, sent again
+    # From when the cooldown was known until it passed, nothing was sent.
+    assert [t for t in sent if known[0] < t < known[0] + 1.99] == []
+    assert max(sent) >= known[0] + 1.99  # the refused were sent again
+    assert any(e["event"] == "rate_limit_cooldown" for e in logs)
+    lowered = [e for e in logs if e["event"] == "concurrency_changed"]
+    assert lowered
+    assert lowered[0]["concurrency"] < 10
