@@ -421,6 +421,31 @@ async def test_a_cost_budget_on_a_model_without_a_price_is_never_charged_nothing
 
 @needs_sdk
 @pytest.mark.anyio
+async def test_the_agent_asks_through_lyras_tool_and_a_loop_ends_the_run(home: str) -> None:
+    """ask_tool=True: the CLI's call of mcp__lyra__ask_question reaches answer= and the
+    answer goes back as the tool's result; then the same lookup again and again past
+    max_repeats ends the run as timeout / loop, the CLI process gone."""
+    from lyra.children.claude_agent import ClaudeAgentChild
+
+    asked = message(
+        [tool_use("mcp__lyra__ask_question", {"question": "Which organism?"})], "tool_use"
+    )
+    script = [asked] + [lookup_turn("P04637") for _ in range(4)]
+    processes = child_processes()
+    with MessagesAPI(script, streaming=True, strict=False) as api:
+        child = agent(api.url, home)
+        child = ClaudeAgentChild(child.options, ask_tool=True)
+        supervisor = Supervisor(child, max_repeats=2, answer=lambda q: "Homo sapiens")
+        result = await supervisor.delegate("Look P04637 up", timeout=30)
+    assert child_processes() <= processes
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "loop")
+    assert "Homo sapiens" in " ".join(user_texts(api.requests[1]))
+    assert len(api.requests) == 4
+
+
+@needs_sdk
+@pytest.mark.anyio
 async def test_parallel_claude_grandchildren_never_overshoot_a_turn_budget(home: str) -> None:
     """Two Claude agents delegated at once by one parent, on one turn budget charged
     ahead from their hooks, make no more model requests between them than the budget

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from lyra import tracing
+from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text
 from lyra.children._meter import Meter, Tokens, count
 from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
@@ -65,6 +66,17 @@ _CONTROL_TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+_ASK: dict[str, Any] = {
+    "name": ASK_TOOL,
+    "description": ASK_DESCRIPTION,
+    "input_schema": {
+        "type": "object",
+        "properties": {"question": {"type": "string", "description": "One clear question."}},
+        "required": ["question"],
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +148,11 @@ class AnthropicChild:
         max_tokens: int = 4096,
         max_turns: int = 24,
         prices: Mapping[str, Price] | None = None,
+        ask_tool: bool = False,
+        show_limits: bool = False,
     ) -> None:
         self.tools = {t.name: t for t in map(_as_tool, tools)}
-        clash = self.tools.keys() & {FINISH, REPORT_BLOCKER}
+        clash = self.tools.keys() & {FINISH, REPORT_BLOCKER, ASK_TOOL}
         if clash:
             raise ValueError(f"tool names reserved by lyra: {sorted(clash)}")
         self.model = model or settings().model
@@ -149,6 +163,15 @@ class AnthropicChild:
         self.price = self._prices(self.model)
         """What this model costs (``None``: not in the table; a cost budget is refused)."""
         self._client = client
+        self.ask_tool = ask_tool
+        """Give the model ``ask_question``: its question goes through ``ctx.ask``."""
+        self.show_limits = show_limits
+        """Tell the model, with each request, the time and budget the task has left."""
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (a fallback chain's children differ by model)."""
+        return f"AnthropicChild({self.model})"
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[anthropic.AsyncAnthropic]:
@@ -172,6 +195,8 @@ class AnthropicChild:
             raise meter.unpriced(self.model)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         tools = [t.param() for t in self.tools.values()] + _CONTROL_TOOLS
+        if self.ask_tool:
+            tools.append(_ASK)
         system = self.system or render(
             "child_system.txt.j2", tools=list(self.tools.values()), subject=ctx.subject
         )
@@ -221,6 +246,8 @@ class AnthropicChild:
         ctx = meter.ctx
         # A call the budget has no turn for, or a known cooldown, is never sent into.
         await meter.before_request(self.model, provider="anthropic")
+        if self.show_limits:
+            system = f"{system}\n\n{limits_text(ctx)}"
         try:
             response = await client.messages.create(
                 model=self.model,
@@ -258,6 +285,10 @@ class AnthropicChild:
                 return str(args.get("result", "")), results
             if block.name == REPORT_BLOCKER:
                 ctx.block(_blocker_category(args), str(args.get("reason", "No reason given")))
+            if block.name == ASK_TOOL and self.ask_tool:
+                answer = await ctx.ask(str(args.get("question", "")))
+                results.append(_tool_result(block.id, answer))
+                continue
             results.append(await self._call(block.id, block.name, args, ctx))
         return None, results
 

@@ -35,9 +35,17 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    create_sdk_mcp_server,
+    tool,
 )
 
-from lyra.children._framework import output_text, tool_done
+from lyra.children._framework import (
+    ASK_DESCRIPTION,
+    ASK_TOOL,
+    limits_text,
+    output_text,
+    tool_done,
+)
 from lyra.children._meter import Meter, Tokens, count
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
@@ -120,6 +128,8 @@ class Run:
         """The session of an earlier attempt of this task, to resume."""
         base = self.base
         if self.ctx.attempt <= 1 or base.resume is not None or base.continue_conversation:
+            return None
+        if self.ctx.fresh:  # the transcript outgrew the context window: start afresh
             return None
         session = self.ctx.state.get(STATE_KEY, {}).get("session_id")
         return session if isinstance(session, str) else None
@@ -289,6 +299,39 @@ class Run:
         if result.structured_output is not None:
             return output_text(result.structured_output)
         return result.result or ""
+
+
+def with_lyra(
+    options: ClaudeAgentOptions, ctx: ChildContext, *, ask: bool, limits: bool
+) -> ClaudeAgentOptions:
+    """A copy of ``options`` with lyra's question tool (an in-process MCP server,
+    ``lyra``) and the limits appended to the system prompt, as asked."""
+    changes: dict[str, Any] = {}
+    if ask:
+
+        @tool(ASK_TOOL, ASK_DESCRIPTION, {"question": str})
+        async def ask_question(args: dict[str, Any]) -> dict[str, Any]:
+            answer = await ctx.ask(str(args.get("question", "")))
+            return {"content": [{"type": "text", "text": answer}]}
+
+        server = create_sdk_mcp_server("lyra", tools=[ask_question])
+        servers = options.mcp_servers if isinstance(options.mcp_servers, dict) else {}
+        changes["mcp_servers"] = {**servers, "lyra": server}
+        changes["allowed_tools"] = [*options.allowed_tools, f"mcp__lyra__{ASK_TOOL}"]
+    if limits:
+        told = limits_text(ctx)
+        prompt = options.system_prompt
+        if isinstance(prompt, str):
+            changes["system_prompt"] = f"{prompt}\n\n{told}"
+        elif isinstance(prompt, dict):
+            appended = prompt.get("append")
+            changes["system_prompt"] = {
+                **prompt,
+                "append": f"{appended}\n\n{told}" if appended else told,
+            }
+        else:
+            changes["system_prompt"] = {"type": "preset", "preset": "claude_code", "append": told}
+    return dataclasses.replace(options, **changes)
 
 
 async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:

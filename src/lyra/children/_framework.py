@@ -70,6 +70,38 @@ def check_prices(child: str, prices: Any) -> None:
             )
 
 
+ASK_TOOL = "ask_question"
+"""The name of the tool a framework agent asks its question with (``ask_tool=True``)."""
+ASK_DESCRIPTION = (
+    "Ask whoever gave you this task a question you cannot answer yourself (an identifier, "
+    "a choice only they can make). Returns their answer. Ask only what you truly need, "
+    "one question at a time; if nobody can answer, the task stops and the question is "
+    "reported."
+)
+"""What the model reads about that tool."""
+
+
+def limits_text(ctx: ChildContext) -> str:
+    """What the attempt has left, in words, for an agent to plan with (``show_limits``)."""
+    left = ctx.budget_left
+    parts = [
+        f"{value:,} {unit}"
+        for value, unit in (
+            (left.max_tokens, "tokens"),
+            (left.max_turns, "model turns"),
+            (left.max_tool_calls, "tool calls"),
+        )
+        if value is not None
+    ]
+    if left.max_cost_usd is not None:
+        parts.insert(1 if left.max_tokens is not None else 0, f"${left.max_cost_usd:.2f}")
+    budget = f"; budget left: {', '.join(parts)}" if parts else ""
+    return (
+        f"Limits of this task: {ctx.time_left:.0f} s left{budget}. Plan your work to finish "
+        "within them; past them the task stops with what you have done so far."
+    )
+
+
 def tool_done(ctx: ChildContext, name: str, error: BaseException | None = None) -> None:
     """A tool call the framework ran ended: recorded as such, and a success is a
     completed step (``Ran <tool>``), the same for every framework child."""

@@ -35,14 +35,23 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-from agents import Agent, ItemHelpers, RunConfig, RunContextWrapper, RunHooks, Tool
+from agents import (
+    Agent,
+    ItemHelpers,
+    RunConfig,
+    RunContextWrapper,
+    RunHooks,
+    Tool,
+    function_tool,
+)
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
-from lyra.children._framework import tool_done
+from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text, tool_done
 from lyra.children._meter import Meter, Tokens
+from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
 
@@ -58,8 +67,10 @@ class Tap:
         tool_errors: ToolErrors,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
+        show_limits: bool = False,
     ) -> None:
         self.meter = meter
+        self.show_limits = show_limits
         self.ctx = meter.ctx
         self.tool_errors = tool_errors
         self.user_filter = user_filter
@@ -90,10 +101,17 @@ class Tap:
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
         await self.meter.before_request(self.model, provider="openai")
-        if self.user_filter is None:
-            return data.model_data
-        filtered = self.user_filter(data)
-        return await filtered if inspect.isawaitable(filtered) else filtered  # type: ignore[no-any-return]
+        model_data = data.model_data
+        if self.user_filter is not None:
+            filtered = self.user_filter(data)
+            model_data = await filtered if inspect.isawaitable(filtered) else filtered
+        if self.show_limits:
+            given = model_data.instructions
+            told = limits_text(self.ctx)
+            model_data = dataclasses.replace(
+                model_data, instructions=f"{given}\n\n{told}" if given else told
+            )
+        return model_data
 
     async def format_tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
         """``tool_error_formatter``: remember a tool's exception the SDK hands the model."""
@@ -243,6 +261,16 @@ class Hooks(RunHooks[Any]):
                 await self.user.on_tool_end(context, agent, tool, result)
         finally:  # lyra's bookkeeping whatever the user's hook did (and its raise wins)
             self.tap.tool_ended(context, tool)
+
+
+def with_ask_tool(agent: Agent[Any], ctx: ChildContext) -> Agent[Any]:
+    """A copy of ``agent`` with the ``ask_question`` tool, asking through ``ctx.ask``."""
+
+    async def ask(context: RunContextWrapper[Any], question: str) -> str:
+        return await ctx.ask(question)
+
+    tool = function_tool(ask, name_override=ASK_TOOL, description_override=ASK_DESCRIPTION)
+    return agent.clone(tools=[*agent.tools, tool])
 
 
 def run_config(tap: Tap, user: RunConfig | None) -> RunConfig | dict[str, Any]:

@@ -135,7 +135,10 @@ class ClaudeAgentChild:
     ``options`` is used as it is, on a copy that carries the tree's limits
     (see the module docstring); ``None`` means the SDK's defaults. ``prices``
     adds or replaces entries of lyra's price table (USD per million tokens),
-    for a model lyra does not know.
+    for a model lyra does not know. ``ask_tool=True`` gives the agent an
+    in-process tool, ``mcp__lyra__ask_question``, that asks through ``ctx.ask``;
+    ``show_limits=True`` appends the time and budget the task has left to the
+    system prompt.
     """
 
     def __init__(
@@ -143,6 +146,8 @@ class ClaudeAgentChild:
         options: ClaudeAgentOptions | None = None,
         *,
         prices: Mapping[str, Price] | None = None,
+        ask_tool: bool = False,
+        show_limits: bool = False,
     ) -> None:
         sdk = framework("claude_agent_sdk", extra=EXTRA, child="ClaudeAgentChild")
         if options is not None:
@@ -153,6 +158,8 @@ class ClaudeAgentChild:
         )
         check_prices("ClaudeAgentChild", prices)
         self.prices = prices
+        self.ask_tool = ask_tool
+        self.show_limits = show_limits
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` in a Claude Code CLI process of its own."""
@@ -160,6 +167,11 @@ class ClaudeAgentChild:
 
         token = _current.set(ctx)
         try:
-            return await Run(ctx, self.options, self.prices).run(prompt)
+            options = self.options
+            if self.ask_tool or self.show_limits:
+                from lyra.children._claude_run import with_lyra
+
+                options = with_lyra(options, ctx, ask=self.ask_tool, limits=self.show_limits)
+            return await Run(ctx, options, self.prices).run(prompt)
         finally:
             _current.reset(token)

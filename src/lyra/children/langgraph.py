@@ -84,10 +84,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
+    ASK_DESCRIPTION,
+    ASK_TOOL,
     check_options,
     check_prices,
     check_wraps,
     framework,
+    limits_text,
     output_text,
 )
 from lyra.children._meter import Meter
@@ -98,11 +101,12 @@ from lyra.errors import ConfigurationError, IncompleteOutput
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
     from langgraph.pregel import Pregel
 
     from lyra.children._pricing import Price
 
-__all__ = ["CONTEXT_KEY", "LangGraphChild", "child_context"]
+__all__ = ["CONTEXT_KEY", "LangGraphChild", "ask_tool", "child_context"]
 
 CONTEXT_KEY = "lyra_context"
 """Where the ChildContext rides in a run's ``config["configurable"]``."""
@@ -122,6 +126,10 @@ class LangGraphChild:
     (``durability``, ``interrupt_before``, …) are ``graph.ainvoke``'s own.
     ``prices`` adds or replaces entries of lyra's price table, for the cost of
     models it does not know (a cost budget needs a price for every model).
+    ``show_limits=True`` starts the default messages input with a system message
+    saying the time and budget the task has left (a node reads them live from
+    :func:`child_context`: ``time_left``, ``budget_left``). A graph asks questions
+    with :func:`ask_tool` among its tools.
     """
 
     def __init__(
@@ -134,6 +142,7 @@ class LangGraphChild:
         context: Any = None,
         recursion_limit: int | None = None,
         prices: Mapping[str, Price] | None = None,
+        show_limits: bool = False,
         **options: Any,
     ) -> None:
         graphs = framework("langgraph.pregel.protocol", extra="langgraph", child="LangGraphChild")
@@ -155,6 +164,7 @@ class LangGraphChild:
         _langgraph_hooks.quiet_own_stops()
         self._hooks = _langgraph_hooks.LyraCallbacks
         self.graph = graph
+        self.show_limits = show_limits
         self.input = input
         self.output = output
         self.config = config
@@ -203,7 +213,7 @@ class LangGraphChild:
         configurable[CONTEXT_KEY] = ctx
         if self.checkpointed:
             saved = _saved(ctx)
-            kept = saved.get("thread_id") if saved else None
+            kept = saved.get("thread_id") if saved and not ctx.fresh else None
             configurable.setdefault("thread_id", kept or f"lyra-{ctx.session_id}")
             ctx.state[_STATE_KEY] = {"thread_id": configurable["thread_id"]}
         if self._observer is not None:
@@ -220,11 +230,10 @@ class LangGraphChild:
 
     async def _input(self, prompt: str, ctx: ChildContext, config: RunnableConfig) -> Any:
         """The graph's input: the prompt's, after the work a previous attempt kept."""
-        from langchain_core.messages import HumanMessage
 
-        fresh = self.input(prompt) if self.input else {"messages": [HumanMessage(prompt)]}
+        fresh = self.input(prompt) if self.input else self._messages(prompt, ctx)
         saved = _saved(ctx)
-        if saved is None:
+        if saved is None or ctx.fresh:  # (ctx.fresh: the transcript outgrew the window)
             return fresh
         if self.checkpointed:
             snapshot = await self.graph.aget_state(config)
@@ -238,6 +247,16 @@ class LangGraphChild:
             return _before(fresh, _unanswered(values.get("messages")))
         history = _restored(saved.get("messages"))
         return _before(fresh, [*history, *_unanswered(history)]) if history else fresh
+
+    def _messages(self, prompt: str, ctx: ChildContext) -> dict[str, Any]:
+        """The default input: the prompt as a human message (after the limits, as a
+        system message, with ``show_limits``)."""
+        from langchain_core.messages import HumanMessage, SystemMessage
+
+        messages: list[BaseMessage] = [HumanMessage(prompt)]
+        if self.show_limits:
+            messages.insert(0, SystemMessage(limits_text(ctx)))
+        return {"messages": messages}
 
     def _remember(self, ctx: ChildContext, state: Any) -> None:
         """Keep the messages of a failed run (no checkpointer) as JSON data in ctx.state."""
@@ -255,6 +274,25 @@ class LangGraphChild:
         except (TypeError, ValueError):  # never let saving hide the run's own failure
             return
         ctx.state[_STATE_KEY] = {"messages": data}
+
+
+def ask_tool() -> BaseTool:
+    """A LangChain tool, ``ask_question``, that asks the running attempt's question
+    through ``ctx.ask`` (answered by the delegation's ``answer=``, a parent, an MCP
+    or A2A client): add it to the graph's tools, as ``ToolNode([..., ask_tool()])``."""
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import StructuredTool
+
+    async def ask_question(question: str, config: RunnableConfig) -> str:
+        return await child_context(config).ask(question)
+
+    # Read by langchain-core when it builds the tool's schema (this module's
+    # annotations are strings, and RunnableConfig is imported here only).
+    ask_question.__annotations__ = {"question": str, "config": RunnableConfig, "return": str}
+
+    return StructuredTool.from_function(
+        coroutine=ask_question, name=ASK_TOOL, description=ASK_DESCRIPTION
+    )
 
 
 def child_context(config: Mapping[str, Any] | None = None) -> ChildContext:

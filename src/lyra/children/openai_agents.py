@@ -103,7 +103,10 @@ class OpenAIAgentsChild:
     ``max_turns`` is the SDK's (its default, 10; ``None``: no SDK limit, lyra's
     budget and deadline still hold). ``prices`` adds or replaces model prices
     (lyra's table knows Anthropic's models only): without a price, tokens are
-    charged but cost is not, and a cost budget is refused.
+    charged but cost is not, and a cost budget is refused. ``ask_tool=True`` gives
+    the agent a tool, ``ask_question``, that asks through ``ctx.ask``;
+    ``show_limits=True`` adds the time and budget left to the instructions of each
+    model request.
     """
 
     def __init__(
@@ -119,6 +122,8 @@ class OpenAIAgentsChild:
         session: Session | None = None,
         prices: Mapping[str, Price] | None = None,
         tool_errors: ToolErrors = "model",
+        ask_tool: bool = False,
+        show_limits: bool = False,
     ) -> None:
         sdk = framework("agents", extra="openai-agents", child="OpenAIAgentsChild")
         check_wraps(agent, sdk.Agent, child="OpenAIAgentsChild", what="an agents.Agent")
@@ -148,6 +153,8 @@ class OpenAIAgentsChild:
         self.run_config = run_config
         self.error_handlers = error_handlers
         self.session = session
+        self.ask_tool = ask_tool
+        self.show_limits = show_limits
         self.prices = prices
         self.tool_errors: ToolErrors = tool_errors
         self._price = PriceList(prices)
@@ -164,11 +171,13 @@ class OpenAIAgentsChild:
             tool_errors=self.tool_errors,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,
+            show_limits=self.show_limits,
         )
+        agent = sdk.with_ask_tool(self.agent, ctx) if self.ask_tool else self.agent
         run_input, start = self._input(prompt, ctx)
         try:
             result = await Runner.run(
-                self.agent,
+                agent,
                 run_input,
                 context=self._context(ctx),
                 max_turns=self.max_turns,
@@ -203,7 +212,8 @@ class OpenAIAgentsChild:
     def _input(self, prompt: str, ctx: ChildContext) -> tuple[str | list[Any], int]:
         """The run's input and how many items it has: on a later attempt of the task, the
         saved conversation with the prompt (the continuation) as the next user message."""
-        saved = ctx.state.get(STATE_KEY) if ctx.attempt > 1 and self.session is None else None
+        resumes = ctx.attempt > 1 and self.session is None and not ctx.fresh
+        saved = ctx.state.get(STATE_KEY) if resumes else None
         history = saved.get("history") if isinstance(saved, dict) else None
         if not isinstance(history, list) or not history:
             return prompt, 1

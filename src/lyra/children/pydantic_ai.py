@@ -71,10 +71,12 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
+    ASK_DESCRIPTION,
     check_options,
     check_prices,
     check_wraps,
     framework,
+    limits_text,
     output_text,
 )
 from lyra.children._meter import Meter
@@ -111,8 +113,12 @@ class PydanticAIChild:
     run's deps as it is; ``make_deps(ctx)`` builds them for each attempt from
     its :class:`~lyra.ChildContext`; with neither, the deps is the context.
     ``prices`` adds to lyra's price table, for models genai-prices cannot price.
-    The run's own ``timeout`` and cancellation are lyra's: set ``timeout=`` and
-    ``idle_timeout=`` on the delegation.
+    ``ask_tool=True`` gives the agent a tool, ``ask_question``, that asks its
+    question through ``ctx.ask`` (answered by the delegation's ``answer=``, a
+    parent, an MCP or A2A client); ``show_limits=True`` tells the model, with each
+    request, the time and budget the task has left. The run's own ``timeout`` and
+    cancellation are lyra's: set ``timeout=`` and ``idle_timeout=`` on the
+    delegation.
     """
 
     def __init__(
@@ -132,6 +138,8 @@ class PydanticAIChild:
         retries: int | AgentRetries | None = None,
         event_stream_handler: EventStreamHandler[Any] | None = None,
         prices: Mapping[str, Price] | None = None,
+        ask_tool: bool = False,
+        show_limits: bool = False,
     ) -> None:
         self._pai = framework("pydantic_ai", extra="pydantic-ai", child="PydanticAIChild")
         from lyra.children._pydantic_ai_hooks import Limits
@@ -160,6 +168,8 @@ class PydanticAIChild:
         self.capabilities = tuple(capabilities)
         self.event_stream_handler = event_stream_handler
         self.prices = prices
+        self.ask_tool = ask_tool
+        self.show_limits = show_limits
         self._price = PriceList(prices)
         self.options: dict[str, Any] = {
             "model": model,
@@ -187,7 +197,7 @@ class PydanticAIChild:
         """Run the agent once under the attempt's limits; its output as text."""
         pai = self._pai
         limits = self._limits(Meter(ctx, self._price, child="PydanticAIChild"))
-        history = self._history(ctx)
+        history = None if ctx.fresh else self._history(ctx)
         with pai.capture_run_messages() as messages, self._abandoning():
             try:
                 result = await self.agent.run(
@@ -198,7 +208,7 @@ class PydanticAIChild:
                     capabilities=[limits, *self.capabilities],
                     event_stream_handler=self._handler(ctx),
                     infer_name=False,
-                    **self.options,
+                    **self._run_options(ctx),
                 )
             except BaseException:
                 limits.settle()
@@ -218,6 +228,27 @@ class PydanticAIChild:
             )
         ctx.state.pop(HISTORY, None)
         return output_text(output)
+
+    def _run_options(self, ctx: ChildContext) -> dict[str, Any]:
+        """``agent.run``'s options as given, with lyra's question tool and the limits
+        (read again for every request) when asked for."""
+        options = self.options
+        if not (self.ask_tool or self.show_limits):
+            return options
+        options = dict(options)
+        if self.show_limits:
+            given = options["instructions"]
+            mine = [] if given is None else [given] if isinstance(given, str) else list(given)
+            options["instructions"] = [*mine, lambda: limits_text(ctx)]
+        if self.ask_tool:
+
+            async def ask_question(question: str) -> str:
+                return await ctx.ask(question)
+
+            ask_question.__doc__ = ASK_DESCRIPTION
+            asking = self._pai.FunctionToolset([ask_question])
+            options["toolsets"] = [*(options["toolsets"] or ()), asking]
+        return options
 
     def _history(self, ctx: ChildContext) -> list[ModelMessage] | None:
         """The message history an earlier attempt of this task kept, if any."""

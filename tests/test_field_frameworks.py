@@ -1,0 +1,143 @@
+"""The field failures through each framework's own run (DESIGN §3, §13): a loop of
+identical tool calls ends the run, a tool-call budget holds, the agent asks its
+question through a tool, and sees its limits when asked to -- with each
+framework's own test model (pydantic-ai's FunctionModel, the OpenAI Agents SDK on
+the local OpenAI API, langchain-core's fake chat model)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
+
+from fakes.langchain_models import ScriptedModel, react_graph, reply
+from fakes.openai_api import OpenAIAPI, call, message, tool_calls
+from lyra import Budget, ChildContext, Supervisor, parse_report
+from lyra.children.langgraph import LangGraphChild, ask_tool
+from lyra.children.openai_agents import OpenAIAgentsChild
+from lyra.children.pydantic_ai import PydanticAIChild
+from test_child_openai_agents import _sdk_tracing_off, agent_for, client_for
+from test_child_openai_agents import lookup as openai_lookup
+from test_child_pydantic_ai import Script, answer, scripted_agent
+from test_child_pydantic_ai import call as pai_call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures(_sdk_tracing_off.__name__)]
+__all__ = ["client_for"]  # the fixture, found by pytest here too
+
+
+def langgraph_lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------
+
+
+async def test_pydantic_ai_a_loop_is_noted_then_stopped() -> None:
+    """The model calling one tool with the same arguments: the last call allowed carries
+    lyra's note back to the model, the next ends the run as timeout / loop."""
+    script = Script(then=pai_call("lookup", q="p53"))
+    result = await Supervisor(PydanticAIChild(scripted_agent(script)), max_repeats=3).delegate(
+        "x", timeout=5
+    )
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "loop")
+    assert len(script.requests) == 4  # the fourth call was never run
+    told = [
+        part
+        for part in script.requests[3][-1].parts
+        if isinstance(script.requests[3][-1], ModelRequest)
+    ]
+    assert any("called 3 times with these same arguments" in str(part.content) for part in told)
+
+
+async def test_pydantic_ai_tool_calls_draw_on_the_trees_budget() -> None:
+    """Every framework tool call is charged ahead: the one past max_tool_calls never runs."""
+    script = Script(*[pai_call("lookup", q=str(n)) for n in range(5)])
+    result = await Supervisor(
+        PydanticAIChild(scripted_agent(script)), budget=Budget(max_tool_calls=2)
+    ).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert "max_tool_calls=2" in result.failure.message
+    assert result.failure.tool_usage == {"lookup": 2}
+
+
+async def test_pydantic_ai_asks_through_its_tool_and_sees_its_limits() -> None:
+    """ask_tool=True: the model's ask_question reaches answer=; show_limits=True: every
+    request's instructions say what is left."""
+    script = Script(pai_call("ask_question", question="Which organism?"), answer("human p53"))
+    agent: Agent[ChildContext, Any] = Agent(FunctionModel(script, model_name="scripted"))
+    child = PydanticAIChild(agent, ask_tool=True, show_limits=True)
+    supervisor = Supervisor(child, budget=Budget(max_turns=5), answer=lambda q: "Homo sapiens")
+    result = await supervisor.delegate("x", timeout=60)
+    assert result.output == "human p53"
+    returned = [part for part in script.requests[1][-1].parts if isinstance(part, ToolReturnPart)]
+    assert returned[0].content == "Homo sapiens"
+    first = script.requests[0][0]
+    assert isinstance(first, ModelRequest)
+    assert "Limits of this task:" in (first.instructions or "")
+    assert "5 model turns" in (first.instructions or "")
+
+
+# -- the OpenAI Agents SDK ----------------------------------------------------------------------
+
+
+async def test_openai_agents_a_loop_ends_the_run(client_for: Any) -> None:
+    """Identical tool calls past max_repeats end the run as timeout / loop."""
+    same = [tool_calls(call("lookup", {"protein_id": "P04637"})) for _ in range(4)]
+    with OpenAIAPI(same, strict=False) as api:
+        child = OpenAIAgentsChild(agent_for(client_for(api), openai_lookup), max_turns=None)
+        result = await Supervisor(child, max_repeats=3).delegate("x", timeout=10)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "loop")
+    assert result.failure.tool_usage == {"lookup": 3}
+
+
+async def test_openai_agents_asks_through_its_tool_and_sees_its_limits(client_for: Any) -> None:
+    """ask_tool=True adds ask_question (answered through answer=); show_limits=True puts
+    the time and budget left in every request's instructions."""
+    asked = tool_calls(call("ask_question", {"question": "Which organism?"}))
+    with OpenAIAPI([asked, message("human p53")]) as api:
+        child = OpenAIAgentsChild(agent_for(client_for(api)), ask_tool=True, show_limits=True)
+        supervisor = Supervisor(child, answer=lambda q: "Homo sapiens")
+        result = await supervisor.delegate("x", timeout=60)
+    assert result.output == "human p53"
+    system = api.requests[0]["messages"][0]
+    assert system["role"] == "system"
+    assert "Do the task." in system["content"]
+    assert "Limits of this task:" in system["content"]
+    tool_result = [m for m in api.requests[1]["messages"] if m["role"] == "tool"]
+    assert tool_result[0]["content"] == "Homo sapiens"
+
+
+# -- LangGraph -------------------------------------------------------------------------------------
+
+
+async def test_langgraph_a_loop_ends_the_run() -> None:
+    """A graph whose model calls one tool with the same arguments for ever: timeout / loop."""
+    model = ScriptedModel.of(*[reply("", ("langgraph_lookup", {"q": "p53"})) for _ in range(10)])
+    graph = react_graph(model, [langgraph_lookup])
+    result = await Supervisor(LangGraphChild(graph), max_repeats=2).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "loop")
+    assert "langgraph_lookup" in result.failure.message
+
+
+async def test_langgraph_asks_with_the_ask_tool_and_sees_its_limits() -> None:
+    """ask_tool() in the graph's tools asks through ctx.ask; show_limits=True opens the
+    input with the limits as a system message."""
+    model = ScriptedModel.of(
+        reply("", ("ask_question", {"question": "Which organism?"})), reply("human p53")
+    )
+    graph = react_graph(model, [ask_tool()])
+    child = LangGraphChild(graph, show_limits=True)
+    result = await Supervisor(child, answer=lambda q: "Homo sapiens").delegate("x", timeout=60)
+    assert parse_report(result.report).output == "human p53"
+    first = model.requests[0]
+    assert first[0].type == "system"
+    assert "Limits of this task:" in str(first[0].content)
+    assert json.dumps("Homo sapiens") in json.dumps([str(m.content) for m in model.requests[1]])
