@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import lyra
@@ -714,3 +715,23 @@ def test_a_durable_run_on_a_full_disk_stops_cleanly_and_resumes_once_there_is_ro
     started = Counter(p for p, _, _ in attempts(log))
     assert finished  # some finished before the disk filled up...
     assert all(started[p] == 1 for p in finished)  # ...and none of them ran again
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_future_in_a_durable_child_is_a_failure_and_the_run_resumes(
+    tmp_path: Path,
+) -> None:
+    """A child that meets a cancellation nobody made of it ends as a failure recorded in
+    its workflow: all three tasks get an outcome, and the same run id resumes at once
+    with the same outcomes (nothing left pending, nothing run again)."""
+    child = lyra.ChildRef(target="fakes.children:meets_a_cancelled_future")
+    tasks = [lyra.Task(prompt=p, subject=p) for p in ("a", "bad", "c")]
+
+    async def run() -> list[str]:
+        async with lyra.durable.DurableExecutor.embedded(tmp_path, run_id="cancel") as ex:
+            with anyio.fail_after(60):
+                outcomes = await lyra.Supervisor(child, executor=ex).run(tasks)
+        return [o.result.output or o.result.failure.category for o in outcomes]  # type: ignore[union-attr]
+
+    assert await run() == ["done: a", "tool_error", "done: c"]
+    assert await run() == ["done: a", "tool_error", "done: c"]

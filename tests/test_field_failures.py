@@ -401,6 +401,65 @@ async def test_a_cancelled_future_is_the_childs_failure_never_a_lost_result() ->
     assert [o.result.ok for o in outcomes] == [True, True, True]
 
 
+class SingleFlight:
+    """One shared fetch for every waiter: the first starts it, all await it. Awaiting a
+    task cancels it when the waiter is cancelled, so the first waiter's deadline
+    cancels the fetch under everyone else."""
+
+    def __init__(self) -> None:
+        self.fetch: asyncio.Task[str] | None = None
+
+    async def get(self) -> str:
+        if self.fetch is None:
+            self.fetch = asyncio.ensure_future(asyncio.sleep(3, result="fetched"))
+        return await self.fetch
+
+
+async def test_a_single_flight_cancelled_by_the_first_waiters_deadline_loses_nothing() -> None:
+    """Supervisor.run([A(timeout=0.2), B, C]) sharing one fetch: A times out, B and C get
+    their own failure (retryable), every task has an outcome; in a tree the parent
+    lists B and C as failed, never completed with them missing."""
+    shared = SingleFlight()
+
+    async def waiter(prompt: str, ctx: ChildContext) -> str:
+        return await ctx.tool("fetch", shared.get)
+
+    tasks = [Task(prompt="A", timeout=0.2), Task(prompt="B", timeout=10), Task(prompt="C")]
+    outcomes = await Supervisor(waiter).run(tasks, max_concurrency=3)
+    categories = [o.result.failure.category if o.result.failure else "ok" for o in outcomes]
+    assert categories == ["timeout", "tool_error", "tool_error"]
+    assert all(o.result.failure.suggested_retry for o in outcomes[1:])  # type: ignore[union-attr]
+
+    shared = SingleFlight()
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: ctx.delegate("A", child=waiter, timeout=0.2))
+            await anyio.sleep(0.01)
+            group.start_soon(lambda: ctx.delegate("B", child=waiter))
+        return "both came back"
+
+    result = await Supervisor(parent).delegate("x", timeout=10)
+    assert result.ok
+    kinds = sorted(str(f.category) for f in result.failed_delegations)
+    assert kinds == ["timeout", "tool_error"]
+
+
+async def test_the_retry_loop_never_raises_a_cancellation_nobody_made() -> None:
+    """delegate_with_retry returns a report (and retries) instead of raising."""
+    calls: list[int] = []
+
+    async def once_unlucky(prompt: str, ctx: ChildContext) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            return await awaits_a_cancelled_future(prompt, ctx)
+        return "second time lucky"
+
+    with record_waits():
+        report = await adelegate_with_retry("x", child=once_unlucky, max_retries=1)
+    assert parse_report(report).output == "second time lucky"
+
+
 async def test_a_real_cancellation_of_the_caller_still_propagates() -> None:
     """Cancelling the caller cancels the delegation (nothing is swallowed)."""
     with anyio.move_on_after(0.1) as scope:

@@ -6,6 +6,7 @@ the local OpenAI API, langchain-core's fake chat model)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -141,3 +142,65 @@ async def test_langgraph_asks_with_the_ask_tool_and_sees_its_limits() -> None:
     assert first[0].type == "system"
     assert "Limits of this task:" in str(first[0].content)
     assert json.dumps("Homo sapiens") in json.dumps([str(m.content) for m in model.requests[1]])
+
+
+# -- cancellations nobody made, inside a framework's run -----------------------------------------
+
+
+@pytest.mark.parametrize("where", ["model", "tool"])
+async def test_pydantic_ai_a_cancelled_error_nobody_made_is_a_failure(where: str) -> None:
+    """A CancelledError from the model or a tool (a future someone else cancelled) ends
+    the run as the child's own retryable failure, never as a lost result."""
+
+    async def model(messages: list[Any], info: Any) -> Any:
+        if where == "model":
+            raise asyncio.CancelledError
+        return pai_call("boom") if len(messages) == 1 else answer("never")
+
+    agent: Agent[ChildContext, Any] = Agent(FunctionModel(model, model_name="scripted"))
+
+    @agent.tool_plain
+    async def boom() -> str:
+        """Await a shared fetch."""
+        raise asyncio.CancelledError
+
+    result = await Supervisor(PydanticAIChild(agent)).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert result.failure.suggested_retry
+    assert "cancelled from outside the delegation" in result.failure.message
+
+
+async def test_openai_agents_a_model_raising_cancelled_error_is_a_failure() -> None:
+    """An OpenAI Agents model whose call meets a cancelled future: the child's failure."""
+    from agents import Agent as SDKAgent
+    from agents.models.interface import Model
+
+    class Cancelled(Model):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise asyncio.CancelledError
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    agent = SDKAgent(name="worker", instructions="Do the task.", model=Cancelled())
+    result = await Supervisor(OpenAIAgentsChild(agent)).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert "cancelled from outside the delegation" in result.failure.message
+
+
+async def test_openai_agents_a_tool_raising_generator_exit_is_a_failure(client_for: Any) -> None:
+    """A tool raising GeneratorExit inside the SDK's run (which Python would re-raise in
+    every coroutine awaiting it): the child's failure, the event loop untouched."""
+    from agents import function_tool
+
+    @function_tool
+    async def shared_fetch() -> str:
+        """Await a shared fetch."""
+        raise GeneratorExit
+
+    with OpenAIAPI([tool_calls(call("shared_fetch", {}))], strict=False) as api:
+        agent = agent_for(client_for(api), shared_fetch)
+        child = OpenAIAgentsChild(agent, tool_errors="raise")
+        result = await Supervisor(child).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert "cancelled from outside the delegation" in result.failure.message

@@ -13,6 +13,7 @@ child sends on purpose, and for the one documented parser error::
         ├── ChildBlocked          ctx.block(category, reason) / report_blocker
         │   └── QuestionAsked     ctx.ask(question) and nobody answered
         ├── LoopDetected          the same tool call, repeated past max_repeats
+        ├── ForeignCancellation   a cancellation nobody made, inside a framework's run
         ├── SubjectNotFound       the subject does not exist (404 soft failure)
         ├── InvalidInput          the input failed validation before any work
         ├── TaskRejected          the task itself is malformed (a model refused it)
@@ -33,6 +34,7 @@ __all__ = [
     "ChildBlocked",
     "ChildSignal",
     "ConfigurationError",
+    "ForeignCancellation",
     "IncompleteOutput",
     "InvalidInput",
     "LoopDetected",
@@ -103,6 +105,13 @@ class LoopDetected(ChildSignal):
         self.arguments = arguments
         """The arguments, as text (shortened)."""
         self.count = count
+
+
+class ForeignCancellation(ChildSignal):
+    """A ``CancelledError`` or ``GeneratorExit`` that code inside a framework's run
+    raised (a future someone else cancelled; not the delegation's own cancellation,
+    nor a coroutine being closed), brought back as an ordinary exception so that it is
+    classified as a cancellation from outside the delegation. ``__cause__`` holds it."""
 
 
 class SubjectNotFound(ChildSignal, LookupError):

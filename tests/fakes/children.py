@@ -57,3 +57,15 @@ async def stuck_in_a_tool(prompt: str, ctx: ChildContext) -> str:
 
     await ctx.tool("sleepy", time.sleep, 20)
     return "never on time"
+
+
+async def meets_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
+    """For prompts starting "bad": awaits a future someone else cancelled (a shared
+    fetch whose first waiter timed out); the others answer at once."""
+    import asyncio
+
+    if not prompt.startswith("bad"):
+        return f"done: {prompt}"
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    return await future

@@ -8,17 +8,23 @@ module per provider, and imports its framework only when it is built.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
 
 from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
-from lyra.delegation import ChildContext
+from lyra.delegation import ChildContext, foreign_cancellation
 from lyra.delegation._text import qualified_type_name
+from lyra.errors import ForeignCancellation
+
+T = TypeVar("T")
 
 
 def framework(module: str, *, extra: str, child: str) -> ModuleType:
@@ -108,6 +114,52 @@ def tool_done(ctx: ChildContext, name: str, error: BaseException | None = None) 
     ctx.tool_ended(name, error)
     if error is None:
         ctx.step(f"Ran {name}")
+
+
+_INSIDE = "raised inside the framework's run"
+
+
+async def contained(run: Awaitable[T]) -> T:
+    """Await a framework's run in a task of its own, and get back what it raised as an
+    ordinary exception.
+
+    A framework runs the agent's tools (and often its model calls) in tasks of its
+    own and awaits them. A ``GeneratorExit`` raised there -- by a tool's code, not by
+    a coroutine being closed -- reaches the awaiting task as a thrown
+    ``GeneratorExit``, which Python re-raises in every coroutine up that task, past
+    any handler: lyra's delegation could not turn it into the child's failure. Run
+    in an anyio task group of its own, the run's task ends with it, and it comes
+    back raised as :class:`~lyra.errors.ForeignCancellation` (as does Python's
+    "coroutine ignored GeneratorExit" of a framework that caught it, and a
+    ``CancelledError`` nobody made of the run, which anyio would otherwise take for
+    the run's cancellation). The delegation's own cancellation reaches the run as
+    anyio's, shielded cleanups included.
+    """
+    results: list[T] = []
+
+    async def runner() -> None:
+        try:
+            results.append(await run)
+        except RuntimeError as exc:
+            if str(exc) != "coroutine ignored GeneratorExit":
+                raise
+            raise ForeignCancellation(_INSIDE) from GeneratorExit(str(exc))
+        except asyncio.CancelledError as exc:
+            if not foreign_cancellation(exc):
+                raise  # the delegation's own: the run stops
+            raise ForeignCancellation(_INSIDE) from exc
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(runner)
+    except BaseExceptionGroup as raised:
+        if len(raised.exceptions) != 1:
+            raise
+        leaf = raised.exceptions[0]
+        if isinstance(leaf, GeneratorExit):
+            raise ForeignCancellation(_INSIDE) from leaf
+        raise leaf from leaf.__cause__  # the run's own exception, its cause kept
+    return results[0]
 
 
 def output_text(value: Any) -> str:

@@ -105,7 +105,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from lyra.children._framework import check_prices, check_wraps, framework
+from lyra.children._framework import check_prices, check_wraps, contained, framework
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 
@@ -172,6 +172,6 @@ class ClaudeAgentChild:
                 from lyra.children._claude_run import with_lyra
 
                 options = with_lyra(options, ctx, ask=self.ask_tool, limits=self.show_limits)
-            return await Run(ctx, options, self.prices).run(prompt)
+            return await contained(Run(ctx, options, self.prices).run(prompt))
         finally:
             _current.reset(token)

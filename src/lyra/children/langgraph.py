@@ -89,6 +89,7 @@ from lyra.children._framework import (
     check_options,
     check_prices,
     check_wraps,
+    contained,
     framework,
     limits_text,
     output_text,
@@ -184,9 +185,9 @@ class LangGraphChild:
         hooks = self._hooks(Meter(ctx, self._price, child="LangGraphChild"))
         config = self._config(ctx, hooks)
         graph_input = await self._input(prompt, ctx, config)
-        state: Any = None
-        interrupts: Any = ()
-        try:
+        seen: dict[str, Any] = {"state": None, "interrupts": ()}
+
+        async def stream() -> None:
             async for part in self.graph.astream(
                 graph_input,
                 config,
@@ -195,13 +196,17 @@ class LangGraphChild:
                 version="v2",
                 **self.options,
             ):
-                state = part["data"]
-                interrupts = part.get("interrupts") or interrupts
-            if interrupts:
-                ctx.block(FailureCategory.MISSING_CONTEXT, _asked(interrupts))
+                seen["state"] = part["data"]
+                seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
+
+        try:
+            await contained(stream())
+            state = seen["state"]
+            if seen["interrupts"]:
+                ctx.block(FailureCategory.MISSING_CONTEXT, _asked(seen["interrupts"]))
             return output_text(self.output(state) if self.output else _answer(state))
         except BaseException:  # cancellation included: keep the work for a retry
-            self._remember(ctx, state)
+            self._remember(ctx, seen["state"])
             raise
 
     # -- the run's config --------------------------------------------------------------

@@ -76,6 +76,7 @@ from lyra.children._framework import (
     check_options,
     check_prices,
     check_wraps,
+    contained,
     framework,
     output_text,
 )
@@ -176,15 +177,17 @@ class OpenAIAgentsChild:
         agent = sdk.with_ask_tool(self.agent, ctx) if self.ask_tool else self.agent
         run_input, start = self._input(prompt, ctx)
         try:
-            result = await Runner.run(
-                agent,
-                run_input,
-                context=self._context(ctx),
-                max_turns=self.max_turns,
-                hooks=sdk.Hooks(tap, self.hooks),
-                run_config=sdk.run_config(tap, config),
-                error_handlers=self.error_handlers,
-                session=self.session,
+            result = await contained(
+                Runner.run(
+                    agent,
+                    run_input,
+                    context=self._context(ctx),
+                    max_turns=self.max_turns,
+                    hooks=sdk.Hooks(tap, self.hooks),
+                    run_config=sdk.run_config(tap, config),
+                    error_handlers=self.error_handlers,
+                    session=self.session,
+                )
             )
         except Exception as exc:
             self._keep(tap, ctx, start, getattr(exc, "run_data", None))

@@ -75,6 +75,7 @@ from lyra.children._framework import (
     check_options,
     check_prices,
     check_wraps,
+    contained,
     framework,
     limits_text,
     output_text,
@@ -200,15 +201,17 @@ class PydanticAIChild:
         history = None if ctx.fresh else self._history(ctx)
         with pai.capture_run_messages() as messages, self._abandoning():
             try:
-                result = await self.agent.run(
-                    prompt,
-                    message_history=history,
-                    deps=self._deps(ctx),
-                    usage=limits.usage,
-                    capabilities=[limits, *self.capabilities],
-                    event_stream_handler=self._handler(ctx),
-                    infer_name=False,
-                    **self._run_options(ctx),
+                result = await contained(
+                    self.agent.run(
+                        prompt,
+                        message_history=history,
+                        deps=self._deps(ctx),
+                        usage=limits.usage,
+                        capabilities=[limits, *self.capabilities],
+                        event_stream_handler=self._handler(ctx),
+                        infer_name=False,
+                        **self._run_options(ctx),
+                    )
                 )
             except BaseException:
                 limits.settle()

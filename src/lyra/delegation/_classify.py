@@ -16,7 +16,7 @@ from lyra.delegation._budget import Budget, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
 from lyra.delegation._text import safe_str, type_name
-from lyra.errors import ChildSignal, LoopDetected, QuestionAsked
+from lyra.errors import ChildSignal, ForeignCancellation, LoopDetected, QuestionAsked
 
 _C = FailureCategory
 
@@ -366,7 +366,8 @@ def classify_foreign_cancel(error: BaseException, ctx: ChildContext) -> Verdict:
     ``GeneratorExit`` that did not come from this delegation's cancellation nor its
     caller's: a future someone else cancelled. Retryable: the next try may not meet
     it."""
-    name = type_name(error)
+    inner = error.__cause__ if isinstance(error, ForeignCancellation) else None
+    name = type_name(inner if inner is not None else error)
     text = f"{name}: cancelled from outside the delegation"
     if safe_str(error):
         text += f" ({safe_str(error)})"

@@ -38,7 +38,7 @@ from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import safe_str, valid_text
 from lyra.delegation._tree import Tree
-from lyra.errors import LoopDetected
+from lyra.errors import ForeignCancellation, LoopDetected
 
 __all__ = ["check_timeout", "foreign_cancellation", "new_session_id", "run_attempt"]
 
@@ -314,6 +314,8 @@ def foreign_cancellation(exc: BaseException) -> bool:
         return False
     if task is None:
         return False
+    if isinstance(exc, BaseExceptionGroup):  # (a framework's task group: every one of them)
+        return all(foreign_cancellation(inner) for inner in exc.exceptions)
     if isinstance(exc, GeneratorExit):
         return True
     return isinstance(exc, asyncio.CancelledError) and task.cancelling() == 0
@@ -350,14 +352,22 @@ def _verdict(
     if ctx.blocked is not None:
         return classify_blocked(ctx), ""
     if error is not None:
-        if isinstance(error, GeneratorExit | asyncio.CancelledError):
-            return classify_foreign_cancel(error, ctx), ""
+        leaf = _leaf(error)
+        if isinstance(leaf, GeneratorExit | asyncio.CancelledError | ForeignCancellation):
+            return classify_foreign_cancel(leaf, ctx), ""
         return classify_exception(error, ctx), ""
     if not isinstance(output, str):
         return classify_invalid_output(output, ctx), ""
     if rejection is not None:
         return classify_rejected(rejection, ctx), ""
     return None, valid_text(output)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside a group (a framework's task group wraps the child's)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 _FAILURE = builder(  # the order of model_dump's keys (see builder)
