@@ -383,7 +383,7 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
                 "type": kind,
                 "start": start,
                 "end": end,
-                "description": _EVIDENCE.sub("", description).strip().rstrip("."),
+                "description": _EVIDENCE.sub("", description).strip().rstrip(".;"),
                 "ligand": str(ligand) if ligand else None,
             }
         )
