@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Any
 
 import gemmi
 import pytest
@@ -178,8 +177,7 @@ def test_very_low_allows_poorly_predicted(everything: AnalysisOutput) -> None:
     """The disorder sentence allows 'or poorly predicted'."""
     brief = _brief(everything, "P38398")
     assert (
-        "likely disordered in isolation, ordered only with a partner, or poorly predicted"
-        in brief
+        "likely disordered in isolation, ordered only with a partner, or poorly predicted" in brief
     )
 
 
@@ -248,8 +246,7 @@ def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
     for start, end, note in _features("CHAIN", "PEPTIDE"):
         values = plddt[start - 1 : end]
         assert (
-            f"| {note} | {start}–{end} | {_mean(values)} | {_band(float(_mean(values)))} |"
-            in brief
+            f"| {note} | {start}–{end} | {_mean(values)} | {_band(float(_mean(values)))} |" in brief
         )
     with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
         entry = SwissProt.read(handle)

@@ -80,15 +80,21 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637 (isoform: P05067-2)"
+        "ids",
+        nargs="*",
+        metavar="ID",
+        help="UniProt accessions, e.g. P04637 (isoform: P05067-2; several joined by commas; "
+        "an entry name or secondary accession the bundled data record, e.g. P53_HUMAN, is "
+        "resolved to its accession with a note)",
     )
     p.add_argument(
         "--ids-file",
         metavar="FILE",
         help="more accessions, one or more a line (- for stdin; spaces, tabs or commas "
-        "between them; of a table headed with an Entry column, as UniProt exports, that "
-        "column; blank lines, # comments and a header skipped, duplicates analysed once); "
-        "a run of more than 100 proteins streams its results to results.jsonl",
+        "between them; of a tab- or comma-separated table headed with an Entry column, as "
+        "UniProt exports, that column; blank lines, # comments and a header skipped, "
+        "duplicates analysed once; a file that is not text or holds no accession is a "
+        "usage error); a run of more than 100 proteins streams its results to results.jsonl",
     )
     p.add_argument(
         "--question",
