@@ -312,3 +312,13 @@ def test_p53s_header_version_is_the_version_of_its_fractions(everything: Analysi
     [entry] = [e for e in everything.completed_analyses if e.protein_id == "P04637"]
     assert entry.figures["model"]["version"] == 6
     assert entry.figures["fraction_at_plddt_70_or_more"] == pytest.approx(0.527 + 0.071)
+
+
+def test_no_brief_prints_a_python_value_where_a_datum_is_missing(
+    everything: AnalysisOutput,
+) -> None:
+    """A missing datum is named in words, never printed as None or nan."""
+    for entry in [*everything.completed_analyses, *everything.partial_analyses]:
+        for line in entry.brief.splitlines():
+            assert line.strip() not in ("None", "nan"), entry.protein_id
+            assert " None" not in line and "nan Å" not in line, (entry.protein_id, line)

@@ -181,7 +181,8 @@ def _mean_lines(s: Mapping[str, Any]) -> list[str]:
         ]
     published = _published(s, mean)
     lines += [published] if published else []
-    return lines + [_other_mean(s, other) for other in s.get("other_means") or []]
+    others = [o for o in s.get("other_means") or [] if num(o["global_plddt"]) != mean]
+    return lines + [_other_mean(s, other) for other in others]
 
 
 def _regions(features: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
