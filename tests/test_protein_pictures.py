@@ -137,7 +137,7 @@ def test_the_heatmap_outlines_each_unit_and_names_its_model(tmp_path: Path) -> N
     summary = process_protein("Q5VSL9")
     pae = bundled_pae(summary["alphafold"]["pae_file"])
     structure = analyze_structure(summary)
-    [_, heat] = draw("Q5VSL9", summary["alphafold"]["plddt"], structure, pae, tmp_path)
+    [heat] = draw("Q5VSL9", None, structure, pae, tmp_path)
     assert set(heat.boxes) == {
         "unit 1 66–335", "unit 1 422–493", "unit 1 498–535", "unit 1 541–784", "unit 2 797–833"
     }  # fmt: skip
