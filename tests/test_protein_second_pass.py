@@ -250,14 +250,16 @@ def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
         )
     with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
         entry = SwissProt.read(handle)
-    copper = [
-        int(f.location.end)
-        for f in entry.features
-        if f.type == "BINDING" and f.qualifiers.get("ligand") == "Cu(2+)"
-    ]
-    where = ", ".join(str(r) for r in copper)
-    values = ", ".join(f"{plddt[r - 1]:g}" for r in copper)
-    assert f"Cu(2+): residues {where}; pLDDT {values}" in brief
+    sites: dict[str, list[tuple[int, int]]] = {}
+    for f in entry.features:
+        if f.type == "BINDING":
+            where = (int(f.location.start) + 1, int(f.location.end))
+            sites.setdefault(f.qualifiers["ligand"], []).append(where)
+    assert set(sites) == {"heparin", "Cu(2+)", "Zn(2+)"}
+    for ligand, spans in sites.items():
+        where = ", ".join(str(s) if s == e else f"{s}–{e}" for s, e in spans)
+        values = ", ".join(_mean(plddt[s - 1 : e]) for s, e in spans)
+        assert f"{ligand}: residues {where}; pLDDT {values}" in brief
 
 
 def test_domains_without_pae_say_so_and_p53_features_are_not_held(
@@ -321,4 +323,5 @@ def test_no_brief_prints_a_python_value_where_a_datum_is_missing(
     for entry in [*everything.completed_analyses, *everything.partial_analyses]:
         for line in entry.brief.splitlines():
             assert line.strip() not in ("None", "nan"), entry.protein_id
-            assert " None" not in line and "nan Å" not in line, (entry.protein_id, line)
+            assert " None" not in line, (entry.protein_id, line)
+            assert "nan Å" not in line, (entry.protein_id, line)
