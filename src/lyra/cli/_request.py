@@ -71,17 +71,16 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
         where = " in the question" if args.question else ""
         raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
     faults, critical = _faults(args.inject), _critical(args.critical)
-    requested = set(requested_ids(ids))
-    if args.min_success > len(requested_ids(ids)):
+    requested = requested_ids(ids)
+    if args.min_success > len(requested):
         raise ConfigurationError(
-            f"--min-success {args.min_success} but only {len(requested_ids(ids))} "
-            "protein(s) requested"
+            f"--min-success {args.min_success} but only {len(requested)} protein(s) requested"
         )
     for option, named in (
         ("--inject", [f.split(":")[0] for f in faults]),
         ("--critical", critical),
     ):
-        stray = sorted(set(named) - requested)
+        stray = sorted(set(named) - set(requested))
         if stray:
             raise ConfigurationError(f"{option} names {', '.join(stray)}, which is not requested")
     structure = args.structure_only or (planned is not None and planned.plan == "structure")
