@@ -69,7 +69,7 @@ R_UNIPROT, R_AFDB_API, R_CIF, R_FASTA, R_PDB, R_SUMMARY, R_FACTS = range(7)
 ACC = r"[A-Z0-9]+(?:-\d+)?"
 FILE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("readme", re.compile(r"^(README\.txt|PROVENANCE\.md)$")),
-    ("flatfile", re.compile(rf"^uniprot_(?P<acc>{ACC})_flatfile_\d{{4}}_\w+\.txt$")),
+    ("flatfile", re.compile(rf"^uniprot_(?P<acc>{ACC})_flatfile_\d{{4}}(?:_\w+)?\.txt$")),
     (
         "pae",
         re.compile(
@@ -109,7 +109,9 @@ FRACTION_KEYS = {
 
 # Fields compared case-insensitively across sources; "sequence"/"entry_id" compare exactly.
 TEXT_FIELDS = ("description", "organism", "gene", "function")
-CHECKED_FIELDS = (*TEXT_FIELDS, "sequence", "entry_id", "coordinates", "model_date")
+CHECKED_FIELDS = (
+    *TEXT_FIELDS, "sequence", "entry_id", "coordinates", "model_date", "entry_name"
+)  # fmt: skip
 
 
 class BuildError(Exception):
@@ -270,9 +272,11 @@ def read_cif_model(rec: Record, path: Path, name: str, version: int) -> None:
     # over atoms in v4 files (P00221: 84.43 over atoms, 83.87 over residues).
     published = float(_cif_value(block, "_ma_qa_metric_global.metric_value") or "nan")
     atoms = [a.b_iso for r in gemmi.make_structure_from_block(block)[0][0] for a in r]
-    means = (sum(model.plddt) / len(model.plddt), sum(atoms) / len(atoms))
-    if not any(abs(published - m) <= 0.015 for m in means):
+    means = {"residues": sum(model.plddt) / len(model.plddt), "atoms": sum(atoms) / len(atoms)}
+    over = [what for what, mean in means.items() if abs(published - mean) <= 0.015]
+    if not over:
         raise BuildError(f"{name}: global pLDDT {published} is no mean of the model's pLDDT")
+    rec.add("file_global_plddt", {"value": published, "over": over[0], "file": name}, name, R_CIF)
 
 
 def read_pdb_model(rec: Record, path: Path, name: str, version: int) -> None:
@@ -328,8 +332,29 @@ def _iso(date: str) -> str:
     return f"{year}-{MONTHS[month]:02d}-{int(day):02d}"
 
 
+_EVIDENCE = re.compile(r"\s*\{ECO:[^}]*\}")
+"""A UniProt evidence tag (``{ECO:0000269|PubMed:…}``) in a comment's text."""
+_WRAPPED = re.compile(r"(?<=\w)- (?=[a-z])")
+"""A word the flat file broke after its hyphen (``C-`` / ``terminus``), joined by the parser
+with a space."""
+
+
+def _comment(comments: list[str], topic: str) -> str | None:
+    """The first comment on ``topic``, one about the whole protein if there is one (not
+    ``[C99]: …``, about one of its products), without evidence tags or wrapping."""
+    texts = [c.partition(": ")[2] for c in comments if c.partition(": ")[0] == topic]
+    whole = [t for t in texts if not t.startswith("[")] or texts
+    if not whole:
+        return None
+    text = _WRAPPED.sub("-", _EVIDENCE.sub("", whole[0])).strip()
+    return text[:-1] if text.endswith("..") else text
+
+
 def read_flatfile(rec: Record, path: Path, name: str) -> None:
-    """Offer the features and comments of a UniProtKB flat-file entry (Biopython's parser)."""
+    """Offer the names, features and comments of a UniProtKB flat-file entry (Biopython's
+    parser). UniProt changed its DT and ID lines together (release 7.0, 2006): an old
+    entry (data class ``STANDARD``) dates its annotation by release, a current one
+    (``Reviewed``) by entry version."""
     with path.open(encoding="ascii") as handle:
         entry = SwissProt.read(handle)
     if rec.accession not in entry.accessions[:1]:
@@ -338,35 +363,41 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
     if entry.seqinfo[2] != crc64(sequence):
         raise BuildError(f"{name}: CRC64 disagrees with the sequence")
     rec.add("sequence", sequence, name, R_FASTA)
-    date, release = entry.annotation_update
+    rec.add("entry_name", entry.entry_name, name, R_UNIPROT)
+    rec.add("secondary_accessions", list(entry.accessions[1:]), name, R_UNIPROT)
+    date, number = entry.annotation_update
+    current = entry.data_class in ("Reviewed", "Unreviewed")
     features = []
     for feature in entry.features:
         kind = FLAT_TYPES.get(feature.type)
         if kind is None:
             continue
         start, end = int(feature.location.start) + 1, int(feature.location.end)
-        description = str(feature.qualifiers.get("description") or "")
-        metal = kind == "Metal binding"
+        qualifiers = feature.qualifiers
+        description = str(qualifiers.get("note") or qualifiers.get("description") or "")
+        ligand = qualifiers.get("ligand") or (
+            description.rstrip(".") if kind == "Metal binding" else None
+        )
         features.append(
             {
                 "type": kind,
                 "start": start,
                 "end": end,
-                "description": description,
-                "ligand": description.rstrip(".") if metal else None,
+                "description": _EVIDENCE.sub("", description).strip().rstrip(".;"),
+                "ligand": str(ligand) if ligand else None,
             }
         )
-    comments = {c.partition(": ")[0]: c.partition(": ")[2] for c in entry.comments}
+    cofactor = _comment(entry.comments, "COFACTOR")
     rec.add(
         "uniprot",
         {
             "source": f"UniProtKB/Swiss-Prot flat file {entry.entry_name} ({name})",
-            "release": f"Rel. {release}",
+            "release": None if current else f"Rel. {number}",
             "date": _iso(date),
-            "entry_version": None,
+            "entry_version": number if current else None,
             "features": features,
-            "subunit": comments.get("SUBUNIT"),
-            "cofactors": [comments["COFACTOR"]] if "COFACTOR" in comments else [],
+            "subunit": _comment(entry.comments, "SUBUNIT"),
+            "cofactors": [cofactor] if cofactor else [],
         },
         name,
         R_FASTA,
@@ -426,6 +457,7 @@ def read_fasta(rec: Record, path: Path, name: str) -> None:
     rec.add("description", head["description"], name, R_FASTA)
     rec.add("organism", head["organism"], name, R_FASTA)
     rec.add("gene", head["gene"], name, R_FASTA)
+    rec.add("entry_name", head["entry_name"], name, R_FASTA)
     rec.expect("taxid", head["taxid"], name)
 
 
@@ -439,6 +471,8 @@ def read_uniprot(rec: Record, path: Path, name: str) -> None:
     if full is None and desc.get("submissionNames"):
         full = desc["submissionNames"][0].get("fullName", {}).get("value")
     rec.add("description", full, name, R_UNIPROT)
+    rec.add("entry_name", data.get("uniProtkbId"), name, R_UNIPROT)
+    rec.add("secondary_accessions", data.get("secondaryAccessions"), name, R_UNIPROT)
     organism = data.get("organism", {})
     rec.add("organism", organism.get("scientificName"), name, R_UNIPROT)
     rec.expect("taxid", organism.get("taxonId"), name)
@@ -463,6 +497,33 @@ def read_uniprot(rec: Record, path: Path, name: str) -> None:
         rec.add("sequence", seq, name, R_UNIPROT)
 
 
+def _fractions(record: dict[str, Any]) -> dict[str, float] | None:
+    """The four band fractions of an AlphaFold DB record, or None unless all are given."""
+    fractions = {k: record.get(v) for k, v in FRACTION_KEYS.items()}
+    return fractions if all(v is not None for v in fractions.values()) else None
+
+
+def offer_figures(
+    rec: Record,
+    name: str,
+    rank: int,
+    version: int | None,
+    record: dict[str, Any],
+    fractions: dict[str, float] | None = None,
+) -> None:
+    """Offer one model's whole-model figures as a set (mean, band fractions, creation
+    date): a brief takes them together, from one model version, never mixed."""
+    created = record.get("modelCreatedDate")
+    figures = {
+        "version": version,
+        "global_plddt": record.get("globalMetricValue"),
+        "fractions": fractions,
+        "model_date": str(created)[:10] if created else None,
+    }
+    if figures["global_plddt"] is not None or fractions is not None:
+        rec.add("figures", figures, name, rank)
+
+
 def read_afdb_api(records: dict[str, Record], path: Path, name: str) -> None:
     """Offer the values of every entry in an AFDB /api/prediction response."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -484,14 +545,12 @@ def read_afdb_api(records: dict[str, Record], path: Path, name: str) -> None:
         rec.add("entry_id", item.get("entryId"), name, R_AFDB_API)
         version = item.get("latestVersion")
         rec.add("model_version", version, name, R_AFDB_API)
-        rec.add("global_plddt", item.get("globalMetricValue"), name, R_AFDB_API)
-        rec.add("global_plddt_version", version, name, R_AFDB_API)
+        rec.add("entry_name", item.get("uniprotId"), name, R_AFDB_API)
         rec.expect(f"af_global_{version}", item.get("globalMetricValue"), name)
-        fractions = {k: item.get(v) for k, v in FRACTION_KEYS.items()}
-        if all(v is not None for v in fractions.values()):
-            rec.add("fractions", fractions, name, R_AFDB_API)
-            rec.add("fractions_version", version, name, R_AFDB_API)
+        fractions = _fractions(item)
+        if fractions is not None:
             rec.expect(f"af_fractions_{version}", fractions, name)
+        offer_figures(rec, name, R_AFDB_API, version, item, fractions)
 
 
 def read_derived(rec: Record, path: Path, name: str, version: int) -> None:
@@ -516,8 +575,7 @@ def read_summary(rec: Record, path: Path, name: str, version: int) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     rec.add("entry_id", f"AF-{rec.accession}-F1", name, R_SUMMARY)
     rec.add("model_version", version, name, R_SUMMARY)
-    rec.add("global_plddt", data["plddt"]["mean"], name, R_SUMMARY)
-    rec.add("global_plddt_version", version, name, R_SUMMARY)
+    offer_figures(rec, name, R_SUMMARY, version, {"globalMetricValue": data["plddt"]["mean"]})
     rec.expect("model_residues", data.get("residues"), name)
 
 
@@ -549,9 +607,9 @@ def read_facts(records: dict[str, Record], path: Path, name: str) -> None:
                 raise BuildError(f"{name}: {acc}: unknown key {key!r}")
         if "afdb_v4_pdb_summary" in block:
             summary = block["afdb_v4_pdb_summary"]
-            rec.add("global_plddt", summary.get("plddt_mean"), name, R_FACTS + 1)
             version = int(re.findall(r"\d+", "afdb_v4_pdb_summary")[0])  # the key names it
-            rec.add("global_plddt_version", version, name, R_FACTS + 1)
+            mean = {"globalMetricValue": summary.get("plddt_mean")}
+            offer_figures(rec, name, R_FACTS + 1, version, mean)
             rec.expect("model_residues", summary.get("residues"), name)
         if "model_v6_cif_counts" in block:
             counts = block["model_v6_cif_counts"]
@@ -562,6 +620,7 @@ def read_facts(records: dict[str, Record], path: Path, name: str) -> None:
             rec.add("description", uni.get("name"), name, R_FACTS)
             rec.add("organism", uni.get("organism"), name, R_FACTS)
             rec.add("gene", uni.get("gene"), name, R_FACTS)
+            rec.add("entry_name", uni.get("uniProtkbId"), name, R_FACTS)
             rec.expect("length", uni.get("length"), name)
             rec.expect("taxid", uni.get("taxonId"), name)
         rec.add("organism", block.get("organism"), name, R_FACTS)
@@ -573,7 +632,7 @@ def read_facts(records: dict[str, Record], path: Path, name: str) -> None:
             if not match:
                 raise BuildError(f"{name}: {acc}: cannot read afdb_homepage_example")
             rec.add("function", match["func"], name, R_FACTS)
-            rec.add("global_plddt", float(match["mean"]), name, R_FACTS)
+            offer_figures(rec, name, R_FACTS, None, {"globalMetricValue": float(match["mean"])})
         if "note" in block:
             match = re.search(r"entry id (AF-[A-Za-z0-9]+(?:-F\d+)?)\b", block["note"])
             if match:
@@ -593,12 +652,8 @@ def read_facts_afdb(rec: Record, block: dict[str, Any], name: str, version: int)
     rec.add("gene", block.get("gene"), name, R_FACTS)
     rec.add("organism", block.get("organismScientificName"), name, R_FACTS)
     rec.expect("taxid", block.get("taxId"), name)
-    rec.add("global_plddt", block.get("globalMetricValue"), name, R_FACTS)
-    rec.add("global_plddt_version", version, name, R_FACTS)
-    fractions = {k: block.get(v) for k, v in FRACTION_KEYS.items()}
-    if all(v is not None for v in fractions.values()):
-        rec.add("fractions", fractions, name, R_FACTS)
-        rec.add("fractions_version", version, name, R_FACTS)
+    rec.add("entry_name", block.get("uniprotId"), name, R_FACTS)
+    offer_figures(rec, name, R_FACTS, version, block, _fractions(block))
     if block.get("sequenceStart", 1) != 1:
         raise BuildError(f"{name}: {rec.accession}: model does not start at residue 1")
     rec.expect("length", block.get("sequenceEnd"), name)
@@ -698,7 +753,12 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
         "length": len(sequence) if sequence is not None else None,
         "sequence": sequence,
         "function": function,
+        "entry_name": take("entry_name"),
+        "secondary_accessions": sorted(
+            {a for _, source, found in rec.cands.get("secondary_accessions", []) for a in found}
+        ),
     }
+    used.update(source for _, source, _ in rec.cands.get("secondary_accessions", []))
 
     # Per-residue pLDDT: derived files win; model files must agree with them.
     plddt = take("plddt")
@@ -712,23 +772,38 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
     plddt = [round(v, 2) for v in plddt] if plddt is not None else None
 
     entry_id = take("entry_id")
-    version = take("model_version")
+    sets = sorted(rec.cands.get("figures", []), key=lambda c: (c[0], c[1]))
+    chosen = None
     if plddt is not None:
+        version = take("model_version")
         global_plddt: float | None = mean_plddt(plddt)
         fractions: dict[str, float] | None = plddt_fractions(plddt)
+        model_date = take("model_date")
+        figures_source = rec.pick("model_file")[0]
     else:
-        global_plddt = take("global_plddt")
-        fractions = take("fractions")
-    # Whole-model figures taken from files of different model versions say so.
-    mean_version, _ = rec.pick("global_plddt_version")
-    fractions_version, _ = rec.pick("fractions_version")
-    note = None
-    mixed = mean_version is not None and fractions_version not in (None, mean_version)
-    if plddt is None and global_plddt is not None and fractions is not None and mixed:
-        note = (
-            f"the mean pLDDT is from a v{mean_version} model and the band fractions from "
-            f"a v{fractions_version} model"
-        )
+        # Whole-model figures only: one model's set, the most complete and most trusted.
+        complete = [c for c in sets if c[2]["global_plddt"] is not None and c[2]["fractions"]]
+        chosen = (complete or sets or [None])[0]
+        figures = chosen[2] if chosen else {}
+        version = figures.get("version") or take("model_version")
+        global_plddt, fractions = figures.get("global_plddt"), figures.get("fractions")
+        model_date = figures.get("model_date")
+        figures_source = chosen[1] if chosen else None
+        if figures_source is not None:
+            used.add(figures_source)
+    # Other models' means the data give: a cross-check the brief names, never mixed in.
+    others: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for _, source, figures in sets:
+        if chosen is not None and source == chosen[1]:
+            continue
+        mean = figures["global_plddt"]
+        if mean is not None and (figures["version"], mean) not in others:
+            others[(figures["version"], mean)] = {
+                "version": figures["version"],
+                "global_plddt": mean,
+                "source": source,
+            }
+            used.add(source)
     if any(v is not None for v in (entry_id, version, global_plddt, fractions, plddt)):
         coordinates = take("coordinates")
         entry["alphafold"] = {
@@ -737,11 +812,13 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
             "global_plddt": global_plddt,
             "fractions": fractions,
             "plddt": plddt,
-            "model_date": take("model_date"),
+            "model_date": model_date,
             "model_file": take("model_file"),
             "coordinates": coordinates,
             "pae_file": take("pae_file"),
-            "figures_note": note,
+            "figures_source": figures_source,
+            "file_global_plddt": take("file_global_plddt"),
+            "other_means": list(others.values()),
         }
         if coordinates is not None and plddt is not None and len(coordinates) != 3 * len(plddt):
             raise BuildError(f"{rec.accession}: coordinates do not cover every residue")
@@ -810,6 +887,7 @@ def build(shared: Path) -> dict[str, Any]:
             if not LYRA_ID.match(acc):
                 raise BuildError(f"accession {acc!r} is not a valid lyra id")
             entries[acc] = entry
+    check_aliases(entries)
     for base, forms in isoforms.items():
         if base not in entries:
             raise BuildError(f"isoforms of {base} but no canonical entry")
@@ -817,6 +895,18 @@ def build(shared: Path) -> dict[str, Any]:
             forms, key=lambda form: int(form["accession"].rpartition("-")[2])
         )
     return {"schema_version": SCHEMA_VERSION, "source_note": SOURCE_NOTE, "entries": entries}
+
+
+def check_aliases(entries: dict[str, Any]) -> None:
+    """Each entry name and secondary accession names one entry, and none is an entry's
+    own accession: the offline source resolves them to their primary accession."""
+    seen: dict[str, str] = {}
+    for acc, entry in entries.items():
+        for alias in [entry["entry_name"], *entry["secondary_accessions"]]:
+            if alias is None:
+                continue
+            if alias in entries or seen.setdefault(alias, acc) != acc:
+                raise BuildError(f"{alias} names {acc} and {seen.get(alias, alias)}")
 
 
 def dumps(obj: Any, indent: int = 0) -> str:

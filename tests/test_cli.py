@@ -32,12 +32,11 @@ def test_analyze_json_mixed_ids(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
     data = json.loads(out)
     assert status == 1
-    assert data["summary"] == {
+    assert data["summary"] == {  # PRD-001's four keys: no "unfinished" for a finished run
         "total_requested": 3,
         "successful": 2,
         "partial": 0,
         "failed": 1,
-        "unfinished": 0,
     }
     failed = data["failed_analyses"][0]
     assert failed["protein_id"] == "TOTALLY_FAKE_ID"
@@ -73,8 +72,8 @@ def test_analyze_text_output_explains_failures(
     assert status == 1
     assert "# Cellular tumor antigen p53 (P04637)" in out
     assert (
-        "Found (1):\n  • P04637 (Cellular tumor antigen p53), whole-model mean pLDDT 75.05; "
-        "no per-residue data" in out
+        "Found (1):\n  • P04637 (Cellular tumor antigen p53, AF-P04637-F1 v6), whole-model "
+        "mean pLDDT 75.06; no per-residue data" in out
     )
     assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
     assert "Next:\n  • Check the identifiers (not UniProt accessions" in out

@@ -31,6 +31,7 @@ from lyra.proteins._validate import process_protein
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
 ENTRIES: dict[str, dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["entries"]
+RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
 UNIPROT_P04637 = "/uniprotkb/P04637.json"
 AFDB_P05067 = "/api/prediction/P05067"
 
@@ -165,7 +166,9 @@ def test_uniprot_features_are_mapped_onto_live_confidence(
     assert mapped["Signal"]["verdict"].startswith("removed in the mature protein")
     brief = synthesize("P05067", summary, structure)
     assert f"Annotation: {server.url}/uniprotkb/P05067.json (entry version 280" in brief
-    assert "| Domain: E2 (built for tests) | 376–569 | 89.47 | confident | agree" in brief
+    [row] = [line for line in brief.splitlines() if line.startswith("| Domain: E2 (built")]
+    assert row.startswith("| Domain: E2 (built for tests) | 376–569 | 89.47 | confident | ")
+    assert row.endswith("| agree: a structured element, predicted ordered |")
 
 
 def test_a_malformed_pae_file_is_a_bad_gateway(live: LiveSource, server: ReplayServer) -> None:
@@ -391,3 +394,46 @@ def test_an_isoform_alphafold_db_does_not_model_is_not_found_not_the_canonical(
     result = live.fetch("P05067-3")
     assert isinstance(result, dict)
     assert result.get("status") == 404, result
+
+
+def test_live_features_and_pae_explain_the_n_terminus_and_place_the_domains(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """With UniProt's features and a PAE file, a low segment is matched to the feature
+    that explains it, and the PAE between UniProt's domains is given, each figure
+    recomputed from the raw PAE file (the entry is built for tests: its features are
+    this test's choice, in UniProt's REST shape)."""
+
+    def feature(kind: str, start: int, end: int, description: str) -> dict[str, Any]:
+        where = {"start": {"value": start}, "end": {"value": end}}
+        return {"type": kind, "location": where, "description": description}
+
+    entry = {  # built for tests
+        "entryType": "UniProtKB reviewed (Swiss-Prot)",
+        "primaryAccession": "P00221",
+        "organism": {"scientificName": "Spinacia oleracea"},
+        "proteinDescription": {"recommendedName": {"fullName": {"value": "Ferredoxin-1"}}},
+        "features": [
+            feature("Transit peptide", 1, 49, "Chloroplast (built for tests)"),
+            feature("Domain", 50, 100, "first half (built for tests)"),
+            feature("Domain", 101, 147, "second half (built for tests)"),
+        ],
+    }
+    server.script("/uniprotkb/P00221.json", json_reply(entry))
+    summary = _summary(live.fetch("P00221"))
+    structure = analyze_structure(summary)
+    [start] = [s for s in structure["segments"] if s["start"] == 1]
+    assert start["features"] == ["Transit peptide: Chloroplast (built for tests) 1–49"]
+    raw = json.loads((RAW / "AF-P00221-F1-predicted_aligned_error_v4.json").read_text())
+    pae = raw[0]["predicted_aligned_error"]
+    first, second = range(49, 100), range(100, 147)
+    forward = [pae[i][j] for i in first for j in second]
+    backward = [pae[j][i] for i in first for j in second]
+    [pair] = structure["domain_pae"]
+    assert pair["mean_pae"] == round(sum(forward + backward) / (2 * len(forward)), 2)
+    assert pair["aligned_on_first"] == round(sum(forward) / len(forward), 2)
+    brief = synthesize("P00221", summary, structure)
+    assert (
+        f"| first half (built for tests) 50–100 and second half (built for tests) 101–147 | "
+        f"{pair['mean_pae']:g} |"
+    ) in brief

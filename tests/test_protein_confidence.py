@@ -128,15 +128,24 @@ def test_brief_table_matches_an_independent_reading_of_the_model_file(acc: str) 
         and (s[0] == 1 or s[1] == len(values))
     ]
     brief = _brief(acc)
-    table = [line for line in brief.splitlines() if line.endswith(("| ordered |", "| below 70 |"))]
     rows = [s for s in expected if s not in fraying]
-    assert table == [
-        f"| {_span(s, e)} | {e - s + 1} | {m:g} | {_band(m)} | "
-        f"{'ordered' if k == 'ordered' else 'below 70'} |"
-        for s, e, k, m in rows
+    assert _segment_rows(brief) == [
+        [_span(s, e), str(e - s + 1), f"{m:g}", _band(m)] for s, e, _, m in rows
     ]
     for s, e, _, m in fraying:
         assert f"{_span(s, e)} (mean pLDDT {m:g})" in brief
+
+
+def _segment_rows(brief: str) -> list[list[str]]:
+    """The first four cells (residues, length, mean, band) of the brief's segment table."""
+    lines = brief.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Residues | Length |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.split("|")[1:5]])
+    return rows
 
 
 def _span(start: int, end: int) -> str:
@@ -148,9 +157,9 @@ def test_p05067_brief_shows_its_ordered_segments_and_never_calls_it_unreliable()
     """APP's three ordered domains appear with their own means; the global mean is one line."""
     brief = _brief("P05067")
     for row in (
-        "| 30–189 | 160 | 88.48 | confident | ordered |",
-        "| 284–343 | 60 | 89.91 | confident | ordered |",
-        "| 376–569 | 194 | 89.47 | confident | ordered |",
+        "| 30–189 | 160 | 88.48 | confident | unit 1 |",
+        "| 284–343 | 60 | 89.91 | confident | unit 2 |",
+        "| 376–569 | 194 | 89.47 | confident | unit 3 |",
     ):
         assert row in brief
     lowered = brief.lower()
@@ -240,17 +249,22 @@ def test_pae_between_units_matches_the_raw_pae_file() -> None:
     first, second = structure["units"]
     rows = [r - 1 for s, e in first["ranges"] for r in range(s, e + 1)]
     cols = [r - 1 for s, e in second["ranges"] for r in range(s, e + 1)]
-    both = [pae[i][j] for i in rows for j in cols] + [pae[j][i] for i in rows for j in cols]
+    forward = [pae[i][j] for i in rows for j in cols]
+    backward = [pae[j][i] for i in rows for j in cols]
+    both = forward + backward
     assert structure["unit_pae"] == [
         {
             "first": 1,
             "second": 2,
             "mean_pae": round(sum(both) / len(both), 2),
+            "aligned_on_first": round(sum(forward) / len(forward), 2),
+            "aligned_on_second": round(sum(backward) / len(backward), 2),
+            "share_under_5": round(sum(1 for v in both if v < 5) / len(both), 3),
             "placement": "relative placement not determined",
         }
     ]
     brief = _brief("Q5VSL9")
-    assert "| 1 and 2 | 25.02 | relative placement not determined |" in brief
+    assert "| 1 and 2 | 25.02 | 22.61 / 27.43 | relative placement not determined |" in brief
 
 
 @pytest.mark.parametrize(
@@ -280,11 +294,12 @@ def test_features_beyond_the_model_are_left_out() -> None:
 
 def test_p04637_brief_labels_its_2005_annotation_and_says_what_is_missing() -> None:
     """p53's features are from the 2005 flat file (labelled so); without per-residue
-    pLDDT they cannot be located, and the brief says how to get it."""
+    pLDDT each is listed with "not held", and the brief says how to get the pLDDT."""
     brief = _brief("P04637")
     assert "Rel. 48, last annotated 2005-09-13: old annotation" in brief
     assert (
         "(uniprot_P04637_flatfile_2005_bioruby.txt) (Rel. 48, last annotated 2005-09-13)" in brief
     )
-    assert "its features cannot be located without per-residue pLDDT" in brief
+    assert "| DNA binding | 102–292 | not held |" in brief
+    assert "| Region: Oligomerization | 325–356 | not held |" in brief
     assert "run with --source live" in brief

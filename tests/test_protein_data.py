@@ -23,11 +23,12 @@ DOCUMENT = json.loads(DATA.read_text(encoding="utf-8"))
 ENTRIES: dict[str, dict[str, Any]] = DOCUMENT["entries"]
 ENTRY_KEYS = {
     "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
-    "alphafold", "uniprot", "sources",
+    "alphafold", "uniprot", "sources", "entry_name", "secondary_accessions",
 }  # fmt: skip
 ALPHAFOLD_KEYS = {
     "entry_id", "model_version", "global_plddt", "fractions", "plddt", "model_date",
-    "model_file", "coordinates", "pae_file", "figures_note",
+    "model_file", "coordinates", "pae_file", "figures_source", "file_global_plddt",
+    "other_means",
 }  # fmt: skip
 EXPECTED = {
     "P04637", "Q8I3H7", "P69905", "P00533", "P38398", "P01308", "P0DTC2", "P05067",
@@ -159,7 +160,12 @@ def test_plddt_values_are_in_range(acc: str, af: dict[str, Any]) -> None:
         ("P04637", ("description",), "Cellular tumor antigen p53"),
         ("P04637", ("gene",), "TP53"),
         ("P04637", ("length",), 393),
-        ("P04637", ("alphafold", "global_plddt"), 75.05),
+        ("P04637", ("alphafold", "global_plddt"), 75.06),
+        ("P04637", ("alphafold", "model_version"), 6),
+        ("P04637", ("alphafold", "model_date"), "2025-08-01"),
+        ("P04637", ("entry_name",), "P53_HUMAN"),
+        ("Q5VSL9", ("alphafold", "file_global_plddt", "value"), 81.24),
+        ("Q5VSL9", ("alphafold", "file_global_plddt", "over"), "atoms"),
         ("Q8I3H7", ("gene",), None),
         ("Q8I3H7", ("length",), None),
         ("Q8I3H7", ("sequence",), None),

@@ -463,13 +463,24 @@ def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to
 
 
 def _allowed_numbers(summary: dict[str, Any], structure: dict[str, Any]) -> set[str]:
-    """Every number the reasoning may quote: figures of segments and units, and their ranges."""
-    allowed = {"20", "50", "70", "90"}
+    """Every number the reasoning may quote: figures of segments and units and their
+    ranges, the PAE read for them, the features that explain them, the thresholds."""
+    allowed = {"5", "20", "50", "70", "90", str(summary["length"])}
+    pae = [
+        *(p for u in structure["units"] or [] for p in [u["pae"] or {}]),
+        *(p for u in structure["units"] or [] for p in (u["pae"] or {}).get("segment_pairs", [])),
+        *(p for s in structure["segments"] or [] for p in s["pae"]),
+    ]
+    for figures in pae:
+        allowed |= {f"{v:g}" for k, v in figures.items() if isinstance(v, float)}
     for part in [*(structure["segments"] or []), *(structure["units"] or [])]:
         allowed |= {str(v) for k, v in part.items() if isinstance(v, int)}
         allowed |= {f"{part['mean_plddt']:g}"}
         for start, end in part.get("ranges", []):
             allowed |= {str(start), str(end)}
+    for feature in (summary.get("uniprot") or {}).get("features") or []:
+        allowed |= {str(feature["start"]), str(feature["end"])}
+        allowed |= set(re.findall(r"\d+(?:\.\d+)?", feature["description"]))
     allowed |= {f"{structure['mean_plddt']:g}"}
     return allowed
 
@@ -571,10 +582,12 @@ def test_full_brief_names_everything() -> None:
         "| Length | 1863 residues |",
         "Source: AlphaFold DB model AF-P38398-F1 v4, created 2022-06-01; per-residue pLDDT "
         "from AF-P38398-F1-model_v4.pdb.",
-        "| 1649–1859 | 211 | 92.02 | very high | ordered |",
-        "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high |",
+        "| 1649–1859 | 211 | 92.02 | very high | unit 2 |",
+        "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | segments in contact; "
+        "arrangement not checked (no PAE) |",
         "Terminal fraying (set apart): 1–6 (mean pLDDT 54.28), 1860–1863 (mean pLDDT 46.99).",
-        "- Whole-model mean pLDDT: 41.29 (one number over ordered and disordered parts alike",
+        "- Whole-model mean pLDDT: 41.29, the mean over residues (one number over ordered and "
+        "disordered parts alike",
         "very low (below 50) 80.3%",
         "https://alphafold.ebi.ac.uk/entry/P38398",
         "https://www.uniprot.org/uniprotkb/P38398/entry",
@@ -624,7 +637,7 @@ def test_structure_summary() -> None:
     summary = process_protein("A0A0C5B5G6")
     text = structure_summary("A0A0C5B5G6", summary, analyze_structure(summary))
     assert "Whole-model mean pLDDT: 72.08" in text
-    assert "| 6–15 | 10 | 75.38 | confident | ordered |" in text
+    assert "| 6–15 | 10 | 75.38 | confident | short confident stretch (no unit) |" in text
     assert "Terminal fraying (set apart): 1–5 (mean pLDDT 66.17), 16 (mean" in text  # one residue
     missing = process_protein("P0DTC2")
     text = structure_summary("P0DTC2", missing, analyze_structure(missing))

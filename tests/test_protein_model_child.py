@@ -35,7 +35,7 @@ async def test_model_runs_the_pipeline_with_real_figures() -> None:
     assert result.output == "p53 brief"
     answers = [r["messages"][-1]["content"][0]["content"] for r in api.requests[1:]]
     assert json.loads(answers[0])["gene"] == "TP53"
-    assert json.loads(answers[1])["mean_plddt"] == 75.05
+    assert json.loads(answers[1])["mean_plddt"] == 75.06
     assert "Cellular tumor antigen p53" in answers[4]
     assert "sequence" not in answers[0]  # bulky data never goes to the model
 

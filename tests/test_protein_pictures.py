@@ -92,3 +92,59 @@ def test_without_matplotlib_the_brief_says_how_to_get_pictures(
     assert "Not drawn: pictures need the plots extra (matplotlib is not installed): " in brief
     assert "pip install 'lyra-supervisor[plots]'" in brief
     assert not (tmp_path / "figures").exists()
+
+
+def _reddish(pixel: Any) -> bool:
+    red, green, blue = (float(c) for c in pixel[:3])
+    return red > 0.6 and red > green + 0.25 and red > blue + 0.25
+
+
+def test_the_track_has_alphafold_dbs_legend_and_names_its_model(
+    track: tuple[Any, list[float]],
+) -> None:
+    """'Pictures have no colour legend and no model version': each band's legend patch
+    has AlphaFold DB's colour, and the title names the accession, version and file."""
+    picture, _ = track
+    pixels = image.imread(str(picture.path))
+    assert set(picture.legend) == set(BAND_COLOURS)
+    for band, (column, row) in picture.legend.items():
+        assert _hex(pixels[row, column]) == BAND_COLOURS[band], band
+    assert picture.heading.startswith("P05067 · AF-P05067-F1 v6 · AF-P05067-F1-model_v6.pdb")
+
+
+def test_the_track_has_a_feature_row(track: tuple[Any, list[float]]) -> None:
+    """UniProt's features are rows of the picture: the transmembrane helix 702–722 is
+    drawn in its topology row, and the domains have theirs."""
+    picture, _ = track
+    pixels = image.imread(str(picture.path))
+    assert {"segments", "units", "domains", "topology", "processing"} <= set(picture.rows)
+    column = picture.track[712][0]
+    assert _hex(pixels[picture.rows["topology"], column]) == "#111111"
+
+
+def test_the_track_leaves_no_empty_band_of_width(tmp_path: Path) -> None:
+    """'22 % of their width blank without feature rows': without features the track
+    starts where its short row labels end."""
+    summary = process_protein("Q5VSL9")
+    [picture, *_] = draw("Q5VSL9", summary["alphafold"]["plddt"], {}, None, tmp_path)
+    width = image.imread(str(picture.path)).shape[1]
+    assert picture.track[1][0] / width < 0.12
+
+
+def test_the_heatmap_outlines_each_unit_and_names_its_model(tmp_path: Path) -> None:
+    """'The PAE heatmap shows no unit boundaries': each segment of each unit is outlined
+    on the diagonal, and the title names the model and the PAE file."""
+    summary = process_protein("Q5VSL9")
+    pae = bundled_pae(summary["alphafold"]["pae_file"])
+    structure = analyze_structure(summary)
+    [heat] = draw("Q5VSL9", None, structure, pae, tmp_path)
+    assert set(heat.boxes) == {
+        "unit 1 66–335", "unit 1 422–493", "unit 1 498–535", "unit 1 541–784", "unit 2 797–833"
+    }  # fmt: skip
+    pixels = image.imread(str(heat.path))
+    for name, (column, row) in heat.boxes.items():
+        near = [pixels[row, c] for c in range(column - 1, column + 2)]
+        assert any(_reddish(p) for p in near), name
+    assert heat.heading.startswith(
+        "Q5VSL9 · AF-Q5VSL9-F1 v4 · AF-Q5VSL9-F1-predicted_aligned_error_v4.json"
+    )

@@ -51,8 +51,10 @@ def test_the_global_mean_is_not_the_proteins_reliability(everything: Any) -> Non
     text = everything.text()
     assert "reliability" not in text.lower()
     assert "likely right overall" not in text
-    assert "P05067 (Amyloid-beta precursor protein), 3 structural unit(s), the largest " in text
-    assert "residues 376–569 (mean pLDDT 89.47, confident)" in text
+    assert (
+        "P05067 (Amyloid-beta precursor protein, AF-P05067-F1 v6), 3 structural unit(s), "
+        "the largest residues 376–569 (mean pLDDT 89.47, confident; not checked (no PAE))"
+    ) in text
 
 
 def test_briefs_list_confident_segments_and_keep_low_apart_from_very_low() -> None:
@@ -60,9 +62,9 @@ def test_briefs_list_confident_segments_and_keep_low_apart_from_very_low() -> No
     5-residue end fraying': confident segments are rows, low and very low are apart,
     fraying is set apart."""
     brief = _brief("P05067")
-    assert "| 376–569 | 194 | 89.47 | confident | ordered |" in brief
-    assert "| 344–348 | 5 | 55.19 | low | below 70 |" in brief
-    assert "| 349–375 | 27 | 41.36 | very low | below 70 |" in brief
+    assert "| 376–569 | 194 | 89.47 | confident | unit 3 |" in brief
+    assert "| 344–348 | 5 | 55.19 | low | outside the units |" in brief
+    assert "| 349–375 | 27 | 41.36 | very low | outside the units |" in brief
     motsc = _brief("A0A0C5B5G6")
     assert "Terminal fraying (set apart): 1–5 (mean pLDDT 66.17)" in motsc
     assert "| 1–5 |" not in motsc
@@ -75,11 +77,14 @@ def test_no_false_model_version_warning(acc: str) -> None:
     assert "different AlphaFold model versions" not in _brief(acc)
 
 
-def test_a_true_version_mix_is_still_said() -> None:
-    """P04637's bundled mean is from a v4 file and its fractions from v6: that one is true."""
+def test_a_second_models_mean_is_named_as_another_model() -> None:
+    """P04637's whole-model figures are one v6 set (the header says v6, as the band
+    fractions are); the v4 model's mean the data also give is named as another model."""
+    brief = _brief("P04637")
+    assert "Source: AlphaFold DB model AF-P04637-F1 v6, created 2025-08-01;" in brief
     assert (
-        "Whole-model figures from different model files: the mean pLDDT is from a v4 model "
-        "and the band fractions from a v6 model." in _brief("P04637")
+        "Another model in the data: v4, mean pLDDT 75.05 "
+        "(AF-P04637-F1_summary_v4_IshaanGubbala.json); not the one described here." in brief
     )
 
 
@@ -93,13 +98,12 @@ def test_no_false_model_version_warning_live() -> None:
 
 def test_no_drug_target_ranking_from_plddt(everything: Any) -> None:
     """'α-globin is "most promising drug target" … insulin is "challenging" because of its
-    signal peptide': the comparison names the best predicted structure and why, only."""
+    signal peptide': the comparison sets predictions side by side and ranks nothing."""
     text = everything.text()
     for phrase in ("most promising", "drug target by structure", "challenging", "favourable"):
         assert phrase not in text
-    [line] = [c for c in everything.comparison.lines() if c.startswith("Best predicted")]
-    assert "This compares predictions, not drug targets." in line
-    assert "pLDDT" in line
+    assert "best" not in " ".join(everything.comparison.lines()).lower()
+    assert "predictions, not drug targets" in everything.comparison.lines()[0]
 
 
 def test_a_model_missing_from_the_data_is_not_retryable_and_points_to_live(

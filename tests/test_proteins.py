@@ -319,7 +319,7 @@ async def test_a_crash_in_lyra_for_one_protein_spares_the_others(
 
 def test_unknown_plan_is_a_clear_error() -> None:
     """A plan other than 'full' or 'structure' is refused before anything runs."""
-    with pytest.raises(ValueError, match="unknown plan"):
+    with pytest.raises(ValueError, match="'full' or 'structure'"):
         analyze_sync(["P04637"], plan="everything")  # type: ignore[arg-type]
 
 

@@ -112,8 +112,25 @@ def _budget(run: Run) -> None:
 
 @claim("lyra analyze P04637 --inject P04637:hang@1 --timeout 2 --retries 1")
 def _recovered(run: Run) -> None:
-    # "shows a timeout recovered with a 4 s timeout"
+    # "shows a timeout recovered with a 4 s timeout: its progress line (and its line in
+    # the answer) reads "attempt 1 (timeout 2 s): timeout; attempt 2 (continuation,
+    # timeout doubled to 4 s): completed""
     assert run.status == 0
+    assert "1 of 1 completed" in run.out
+    shown = "attempt 1 (timeout 2 s): timeout; attempt 2 (continuation, timeout doubled to 4 s)"
+    assert f"P04637: completed, 2 attempt(s): {shown}: completed" in run.err
+    assert shown in run.out
+
+
+@claim("lyra analyze P53_HUMAN Q15086")
+def _aliases(run: Run) -> None:
+    # "analyses P04637 once: "Note: P53_HUMAN is the UniProt entry name of P04637 in the
+    # bundled UniProt data: analysed as P04637""
+    assert run.status == 0
+    assert run.out.startswith(
+        "Note: P53_HUMAN is the UniProt entry name of P04637 in the bundled UniProt data: "
+        "analysed as P04637"
+    )
     assert "1 of 1 completed" in run.out
 
 

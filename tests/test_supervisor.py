@@ -184,31 +184,46 @@ async def test_failed_critical_child_is_retried_first() -> None:
     assert output.quorum.action == "proceed"
 
 
-async def test_comparison_ranks_usable_proteins_and_names_the_missing() -> None:
-    """Proteins with band fractions are ranked; one known only by a whole-model mean
-    (Q8I3H7: 85.57, the highest, from a secondary source) is named, not ranked; a
-    failed one is left out and named."""
+async def test_comparison_sets_units_side_by_side_and_names_the_missing() -> None:
+    """Proteins are set side by side unit by unit, each with its model and source; one
+    known only by whole-model figures is named with them, not compared; nothing is
+    'best'; a failed one is left out and named; v4 beside v6 is said."""
     output = await analyze(["P04637", "Q8I3H7", "P38398", "XXXXX"], timeout=5)
     comparison = output.comparison
     assert comparison is not None
-    assert comparison.compared == ["P04637", "P38398"]
-    assert comparison.best_predicted_structure == "P04637"
-    assert (
-        comparison.basis == "largest share of residues with pLDDT ≥ 70: P04637 59.8%, P38398 17.4%"
-    )
-    assert comparison.unranked == ["Q8I3H7"]
+    assert comparison.compared == ["P04637", "Q8I3H7", "P38398"]
     assert comparison.left_out == ["XXXXX"]
-    assert "Not ranked (only a whole-model mean pLDDT is known): Q8I3H7." in comparison.lines()
+    lines = comparison.lines()
+    assert "best" not in " ".join(lines).lower()
+    assert lines[1] == (
+        "P04637 (AF-P04637-F1 v6; facts_secondary_sources.json: a lower-trust secondary "
+        "source, figures quoted elsewhere): whole-model figures only (mean pLDDT 75.06; "
+        "59.8% of residues at pLDDT ≥ 70): no unit to compare"
+    )
+    assert lines[3].startswith(
+        "P38398 (AF-P38398-F1 v4; AF-P38398-F1-model_v4.pdb): unit 1 7–54, 59–101 (91 "
+        "residues, mean pLDDT 86.93, confident; segments in contact; arrangement not checked "
+        "(no PAE)); unit 2 1392–1419, 1649–1859 (239 residues, mean pLDDT 91.28, very high;"
+    )
+    assert lines[4] == (
+        "The models are of different AlphaFold DB versions (v4: P38398; v6: P04637; version "
+        "not recorded: Q8I3H7): each figure is its own model's, and a later release may differ."
+    )
 
 
-async def test_no_structure_is_ranked_on_whole_model_means_alone() -> None:
-    """With band fractions for fewer than two proteins, none is called the best."""
-    output = await analyze(["Q8I3H7", "P69905"], timeout=5)
-    comparison = output.comparison
-    assert comparison is not None
-    assert comparison.best_predicted_structure is None
-    assert comparison.skipped_reason is not None
-    assert "a whole-model mean ranks no structure" in comparison.skipped_reason
+async def test_no_protein_without_an_ordered_unit_is_compared() -> None:
+    """'A 16-residue peptide with no ordered unit is crowned over BRCA1': MOTS-c is named
+    with its longest confident stretch and not compared; BRCA1 keeps its units."""
+    output = await analyze(["A0A0C5B5G6", "P38398"], timeout=5)
+    assert output.comparison is not None
+    [peptide, brca1] = output.comparison.proteins
+    assert peptide.not_compared == (
+        "no ordered unit; its longest confident stretch is 6–15 (10 residues, mean pLDDT "
+        "75.38): not compared"
+    )
+    assert peptide.units == []
+    assert len(brca1.units) == 2
+    assert "best" not in output.text().lower()
 
 
 async def test_comparison_is_skipped_when_the_quorum_fails() -> None:
@@ -433,14 +448,15 @@ async def test_a_hanging_writer_is_cut_off_and_the_template_answers() -> None:
 
 
 async def test_comparison_names_no_drug_target() -> None:
-    """A comparison names the best predicted structure and why, and ranks no target."""
+    """'A 13-protein run crowns P69905 on figures from the lower-trust secondary file':
+    no protein is crowned, and P69905's figures say where they come from."""
     output = await analyze(["P04637", "P38398", "P69905"], timeout=5, plan="structure")
     assert output.comparison is not None
-    assert output.comparison.best_predicted_structure == "P69905"
-    assert output.comparison.basis == (
-        "largest share of residues with pLDDT ≥ 70: P04637 59.8%, P38398 17.4%, P69905 99.3%"
-    )
-    assert "most_promising_target" not in output.comparison.model_dump()
+    dumped = output.comparison.model_dump()
+    assert "most_promising_target" not in dumped
+    assert "best_predicted_structure" not in dumped
+    [globin] = [p for p in output.comparison.proteins if p.protein_id == "P69905"]
+    assert globin.source.startswith("facts_secondary_sources.json: a lower-trust secondary")
 
 
 # -- on_outcome ---------------------------------------------------------------------

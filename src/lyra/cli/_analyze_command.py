@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lyra.cli import _logging, _stdout
 from lyra.cli._live import LiveView
@@ -21,9 +21,11 @@ from lyra.cli._options import (
     positive_float,
     whole_number,
 )
-from lyra.cli._request import AnalyzeRequest, Placement
-from lyra.cli._run_record import load_record
+from lyra.cli._request import Placement
 from lyra.errors import ConfigurationError, RunStopped
+
+if TYPE_CHECKING:
+    from lyra.proteins import AnalyzeRequest
 
 STREAM_ABOVE = 100
 """Runs of more proteins than this (from arguments or --ids-file alike) stream their
@@ -78,15 +80,21 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "ids", nargs="*", metavar="ID", help="UniProt accessions, e.g. P04637 (isoform: P05067-2)"
+        "ids",
+        nargs="*",
+        metavar="ID",
+        help="UniProt accessions, e.g. P04637 (isoform: P05067-2; several joined by commas; "
+        "an entry name or secondary accession the bundled data record, e.g. P53_HUMAN, is "
+        "resolved to its accession with a note)",
     )
     p.add_argument(
         "--ids-file",
         metavar="FILE",
         help="more accessions, one or more a line (- for stdin; spaces, tabs or commas "
-        "between them; of a table headed with an Entry column, as UniProt exports, that "
-        "column; blank lines, # comments and a header skipped, duplicates analysed once); "
-        "a run of more than 100 proteins streams its results to results.jsonl",
+        "between them; of a tab- or comma-separated table headed with an Entry column, as "
+        "UniProt exports, that column; blank lines, # comments and a header skipped, "
+        "duplicates analysed once; a file that is not text or holds no accession is a "
+        "usage error); a run of more than 100 proteins streams its results to results.jsonl",
     )
     p.add_argument(
         "--question",
@@ -230,6 +238,8 @@ def _invoke(asked: _Invocation) -> int:
 
 def _refuse_a_durable_run_dir(folder: str | None) -> None:
     """A plain run may not write into the run directory of a durable one."""
+    from lyra.cli._run_record import load_record  # it reads a request: the workload loads
+
     if folder is not None and load_record(Path(folder)) is not None:
         raise ConfigurationError(
             f"{folder} holds a durable run; resume it with: lyra analyze --resume {folder}"
@@ -347,36 +357,24 @@ def _run_analysis(
 ) -> Any:
     """The analysis itself, under the progress display."""
     from lyra._sync import run_blocking
+    from lyra.cli._signals import until_sigterm
     from lyra.proteins import analyze
 
-    source = _source(request.source)
-    try:
-        return run_blocking(
-            "analyze",
+    return run_blocking(
+        "analyze",
+        lambda: until_sigterm(
             lambda: progress.show(
                 lambda: analyze(
-                    request.ids,
-                    source=source,
-                    timeout=request.timeout,
-                    idle_timeout=request.idle_timeout,
-                    budget=request.budget,
-                    concurrency=request.concurrency,
-                    retries=request.retries,
-                    plan="structure" if request.structure_only else "full",
-                    faults=request.faults,
+                    request,
                     run_dir=run_dir,
                     on_result=progress.update,
                     executor=durable.executor if durable is not None else None,
-                    quorum=_quorum_policy(request),
                     answer_writer=_answer_writer(),
-                    question=request.question,
                     stream=stream,
                 )
-            ),
-        )
-    finally:
-        if hasattr(source, "close"):
-            source.close()
+            )
+        ),
+    )
 
 
 def _status(output: Any) -> int:
@@ -392,12 +390,6 @@ def _defaults() -> argparse.Namespace:
     return parser.parse_args(["analyze"])
 
 
-def _quorum_policy(request: AnalyzeRequest) -> Any:
-    from lyra.supervisor import QuorumPolicy
-
-    return QuorumPolicy(min_success=request.min_success, critical=frozenset(request.critical))
-
-
 def _answer_writer() -> Any:
     """A model writes the answer when a key is set; the template otherwise."""
     from lyra.settings import settings
@@ -407,9 +399,3 @@ def _answer_writer() -> Any:
     from lyra.supervisor import ModelAnswerWriter
 
     return ModelAnswerWriter()
-
-
-def _source(name: str) -> Any:
-    from lyra.proteins import LiveSource, OfflineSource
-
-    return OfflineSource() if name == "offline" else LiveSource()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from lyra.cli._request import AnalyzeRequest, Placement
+from lyra.cli._request import Placement, differences
 from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record
 from lyra.durable import DurableExecutor
 from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_sqlite
@@ -41,7 +41,7 @@ from lyra.durable._database import (
 )
 from lyra.durable._events import Ledger
 from lyra.errors import ConfigurationError
-from lyra.proteins import UNFINISHED, AnalysisOutput, requested_ids
+from lyra.proteins import UNFINISHED, AnalysisOutput, AnalyzeRequest, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
 
 
@@ -267,7 +267,7 @@ def _path(value: str | None) -> Path | None:
 
 
 def _resume_plain(folder: Path) -> DurableRun:
-    """``--resume`` of a folder without a run record: only a finished run can be shown."""
+    """``--resume`` of a folder without a run record: refused, saying what to do."""
     output = folder / "output.json"
     if not folder.is_dir():
         raise ConfigurationError(f"--resume: there is no run directory at {folder}")
@@ -284,7 +284,10 @@ def _resume_plain(folder: Path) -> DurableRun:
             f"proteins finished; a run started without --durable cannot be resumed: run "
             f"them with: lyra analyze --ids-file {listed}"
         )
-    return DurableRun(folder, None, None, done)
+    raise ConfigurationError(
+        f"{folder} holds a run started without --durable, which cannot be resumed; it "
+        f"finished, and its results are in {output}"
+    )
 
 
 def _check_same(
@@ -298,8 +301,7 @@ def _check_same(
             f"{folder} belongs to another run (of {' '.join(recorded.ids)}); "
             f"resume it with: lyra analyze --resume {folder}"
         )
-    for name, was, now in recorded.differences(given):
-        option = "--" + name.replace("_", "-")
+    for option, was, now in differences(recorded, given):
         raise ConfigurationError(
             f"{folder} belongs to another run: its {option} is {was!r}, not {now!r}; "
             f"resume it with: lyra analyze --resume {folder}"

@@ -50,7 +50,10 @@ class LiveView:
             attempts = getattr(entry, "attempts", 1)
             why = f" ({category})" if category is not None else ""
             shown = printable(entry.protein_id)  # an ID from a file may hold escape codes
-            self._line(f"[{self.done}/{self.total}] {shown}: {kind}{why}, {attempts} attempt(s)")
+            recovery = getattr(entry, "recovery", None)
+            how = f": {recovery}" if recovery else ""  # a doubled timeout, a backoff
+            done = f"[{self.done}/{self.total}] {shown}: {kind}{why}, {attempts} attempt(s)"
+            self._line(done + how)
         elif time.monotonic() - self._last_summary >= SUMMARY_EVERY:
             self._last_summary = time.monotonic()
             self._line(self.counts())

@@ -1,21 +1,24 @@
 """``lyra analyze``'s arguments as one typed request, made at the boundary.
 
 Nothing below the command line sees an argparse namespace: the analysis runs
-from an :class:`AnalyzeRequest`, and a durable run records it (``run.json``)
-so that ``--resume`` runs exactly the same request again.
+from a :class:`lyra.proteins.AnalyzeRequest` (``lyra.proteins.analyze`` takes
+it as it is), and a durable run records it (``run.json``) so that ``--resume``
+runs exactly the same request again.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from lyra import Budget
 from lyra.cli._options import budget_of, read_text
 from lyra.errors import ConfigurationError
+
+if TYPE_CHECKING:  # the protein workload loads for `lyra analyze` only, when it runs
+    from lyra.proteins import AnalyzeRequest
 
 IDENTITY_EXEMPT = frozenset({"concurrency", "ids"})
 """Request fields that may change on ``--resume`` (they do not change the result),
@@ -36,31 +39,17 @@ class Placement:
     """Resume even when the checkpoints are missing or damaged (everything runs again)."""
 
 
-class AnalyzeRequest(BaseModel):
-    """What ``lyra analyze`` was asked to do (a planned question is already planned)."""
+def differences(recorded: AnalyzeRequest, given: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(option, recorded, given) for explicitly given options that change the result."""
+    return [
+        (_OPTION.get(name, "--" + name.replace("_", "-")), getattr(recorded, name), value)
+        for name, value in given.items()
+        if name not in IDENTITY_EXEMPT and getattr(recorded, name) != value
+    ]
 
-    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
-    ids: tuple[str, ...]
-    question: str | None = None
-    structure_only: bool = False
-    timeout: float = 300.0
-    idle_timeout: float | None = None
-    budget: Budget | None = None
-    retries: int = 0
-    source: Literal["offline", "live"] = "offline"
-    faults: tuple[str, ...] = Field(default=(), description="--inject specs")
-    min_success: int = 1
-    critical: tuple[str, ...] = ()
-    concurrency: int = 8
-
-    def differences(self, given: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-        """(field, recorded, given) for explicitly given options that change the result."""
-        return [
-            (name, getattr(self, name), value)
-            for name, value in given.items()
-            if name not in IDENTITY_EXEMPT and getattr(self, name) != value
-        ]
+_OPTION = {"plan": "--structure-only", "quorum": "--min-success/--critical", "faults": "--inject"}
+"""The command line's name of a request field it names otherwise."""
 
 
 def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeRequest:
@@ -70,7 +59,8 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     so that a durable run records its proteins and a resume never plans again.
     """
     from lyra._sync import run_blocking
-    from lyra.proteins import normalize_protein_id, plan_question, requested_ids
+    from lyra.proteins import AnalyzeRequest, plan_question, requested_ids
+    from lyra.supervisor import QuorumPolicy
 
     planned = None
     if plan and args.question:
@@ -81,38 +71,41 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
         where = " in the question" if args.question else ""
         raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
     faults, critical = _faults(args.inject), _critical(args.critical)
-    requested = {p for p in map(normalize_protein_id, ids) if p is not None}
-    if args.min_success > len(requested_ids(ids)):
+    requested = requested_ids(ids)
+    if args.min_success > len(requested):
         raise ConfigurationError(
-            f"--min-success {args.min_success} but only {len(requested_ids(ids))} "
-            "protein(s) requested"
+            f"--min-success {args.min_success} but only {len(requested)} protein(s) requested"
         )
     for option, named in (
         ("--inject", [f.split(":")[0] for f in faults]),
         ("--critical", critical),
     ):
-        stray = sorted(set(named) - requested)
+        stray = sorted(set(named) - set(requested))
         if stray:
             raise ConfigurationError(f"{option} names {', '.join(stray)}, which is not requested")
+    structure = args.structure_only or (planned is not None and planned.plan == "structure")
     return AnalyzeRequest(
         ids=tuple(ids),
         question=args.question,
-        structure_only=args.structure_only or (planned is not None and planned.plan == "structure"),
+        plan="structure" if structure else "full",
         timeout=args.timeout,
         idle_timeout=args.idle_timeout,
         budget=budget_of(args),
         retries=args.retries,
         source=args.source,
         faults=faults,
-        min_success=args.min_success,
-        critical=critical,
+        quorum=QuorumPolicy(min_success=args.min_success, critical=frozenset(critical)),
         concurrency=args.concurrency,
     )
 
 
 _HEADERS = frozenset({"entry", "accession", "accessions", "id", "ids", "uniprot", "uniprot_id"})
 """Names of a column of accessions (``Entry`` heads UniProt's exports): a first line
-that is only such a name is a header; a tab-separated one names the column to read."""
+that is only such a name is a header; a tab- or comma-separated one names the column
+to read."""
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+"""Characters no text file of accessions holds: NUL and the other control characters
+(tabs and line ends apart), and the replacement for bytes that are not UTF-8."""
 
 
 def file_ids(args: argparse.Namespace) -> list[str]:
@@ -128,51 +121,81 @@ def file_ids(args: argparse.Namespace) -> list[str]:
 
 def read_ids(path: str) -> list[str]:
     """Accessions from a file (``-``: stdin): one or more a line, separated by spaces,
-    tabs or commas. A table whose tab-separated header names its accession column
-    (``Entry``, as UniProt exports them) gives that column alone; a first line that
-    is only such a name is skipped. Blank lines and ``#`` comments (whole lines, or
-    after an accession) are skipped too. Duplicates are kept here: the analysis runs
-    each once. ConfigurationError (exit 2) for a file with none."""
+    tabs or commas. A table whose header (tab- or comma-separated) names its accession
+    column (``Entry``, as UniProt exports them) gives that column alone, each row read by
+    the header's delimiter; a first line that is only such a name is skipped. Blank
+    lines and ``#`` comments (whole lines, or after an accession) are skipped too.
+    Duplicates are kept here: the analysis runs each once. ConfigurationError (exit 2)
+    for a file that is not text, or that holds no accession."""
+    where = "standard input" if path == "-" else path
+    text = read_text(path)
+    bad = _CONTROL.search(text)
+    if bad is not None:
+        raise ConfigurationError(
+            f"{where} is not a text file of accessions (character {bad.start() + 1} is "
+            f"{'not UTF-8' if bad.group() == chr(0xFFFD) else 'a control character'}); "
+            "--ids-file reads UniProt accessions such as P04637, one or more a line"
+        )
     ids: list[str] = []
-    column: int | None = None  # the header's accession column, in a table
+    table: tuple[str, int] | None = None  # the header's delimiter and accession column
     headed = False  # the first line with a name has been read
-    for line in read_text(path).splitlines():
+    for line in text.splitlines():
         line = line.partition("#")[0]
-        cells = line.split("\t")
-        if column is not None:
-            ids += cells[column].split() if len(cells) > column else []
+        if table is not None:
+            cells = next(csv.reader([line], delimiter=table[0]), [])
+            ids += _names(cells[table[1]]) if len(cells) > table[1] else []
             continue
-        names = line.replace(",", " ").split()
+        names = _names(line)
         if names and not headed:
             headed = True
-            column = _accession_column(cells)
-            if column is not None or (len(names) == 1 and names[0].casefold() in _HEADERS):
+            table = _accession_column(line)
+            if table is not None or (len(names) == 1 and names[0].casefold() in _HEADERS):
                 continue
         ids += names
-    if not ids:
-        where = "standard input" if path == "-" else path
-        raise ConfigurationError(f"no protein IDs in {where} (one a line, e.g. P04637)")
+    _refuse_words(ids, where)
     return ids
 
 
-def _accession_column(cells: list[str]) -> int | None:
-    """Which tab-separated cell of a header line names the accessions, if one does."""
-    if len(cells) < 2:
-        return None
-    named = [i for i, cell in enumerate(cells) if cell.strip().casefold() in _HEADERS]
-    return named[0] if named else None
+def _names(text: str) -> list[str]:
+    """The IDs in a line or a cell: separated by spaces, tabs or commas."""
+    return text.replace(",", " ").split()
+
+
+def _accession_column(line: str) -> tuple[str, int] | None:
+    """The delimiter and accession column of a table's header line, if it is one."""
+    for delimiter in ("\t", ","):
+        cells = next(csv.reader([line], delimiter=delimiter), [])
+        named = [i for i, cell in enumerate(cells) if cell.strip().casefold() in _HEADERS]
+        if len(cells) > 1 and named:
+            return delimiter, named[0]
+    return None
+
+
+def _refuse_words(ids: list[str], where: str) -> None:
+    """ConfigurationError for a file with no accession at all (words, or nothing)."""
+    from lyra.proteins import find_protein_ids, resolve_protein_id
+
+    if not ids:
+        raise ConfigurationError(f"no protein IDs in {where} (one a line, e.g. P04637)")
+    if not any(find_protein_ids(i) or resolve_protein_id(i)[1] for i in ids):
+        shown = ", ".join(repr(i) for i in ids[:3]) + (", …" if len(ids) > 3 else "")
+        raise ConfigurationError(
+            f"{where} holds no UniProt accession (it reads {shown}); --ids-file reads "
+            "accessions such as P04637, one or more a line"
+        )
 
 
 def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dict[str, Any]:
     """The request fields the command line set to something other than their default."""
-    fields = AnalyzeRequest.model_fields
+    from lyra.supervisor import QuorumPolicy
+
     given: dict[str, Any] = {}
-    for name in fields:
-        if name in ("ids", "budget", "faults", "critical", "ids_file"):
-            continue
-        value = getattr(args, name, None)
-        if value != getattr(defaults, name, None):
+    for name in ("question", "timeout", "idle_timeout", "retries", "source", "concurrency"):
+        value = getattr(args, name)
+        if value != getattr(defaults, name):
             given[name] = value
+    if args.structure_only:
+        given["plan"] = "structure"
     ids = [*args.ids, *file_ids(args)]
     if ids:
         given["ids"] = tuple(ids)
@@ -181,8 +204,9 @@ def given_options(args: argparse.Namespace, defaults: argparse.Namespace) -> dic
         given["budget"] = budget
     if args.inject:
         given["faults"] = _faults(args.inject)
-    if args.critical:
-        given["critical"] = _critical(args.critical)
+    if args.critical or args.min_success != defaults.min_success:
+        critical = frozenset(_critical(args.critical))
+        given["quorum"] = QuorumPolicy(min_success=args.min_success, critical=critical)
     return given
 
 
@@ -197,7 +221,7 @@ def _faults(specs: list[str]) -> tuple[str, ...]:
 
 
 def _critical(ids: list[str]) -> tuple[str, ...]:
-    """``--critical`` IDs, normalised where valid, each once."""
-    from lyra.proteins import normalize_protein_id
+    """``--critical`` IDs, resolved and normalised where valid, each once."""
+    from lyra.proteins import requested_ids
 
-    return tuple(dict.fromkeys(normalize_protein_id(raw) or raw for raw in ids))
+    return tuple(requested_ids(ids))

@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from lyra.cli._request import AnalyzeRequest
 from lyra.errors import ConfigurationError
+from lyra.proteins import AnalyzeRequest
 
 RUN_FILE = "run.json"
 

@@ -6,6 +6,7 @@ decomposition rule (``ProteinChild.decompose``), and an application
 (:func:`analyze`) that hands each protein to a :class:`lyra.Supervisor`.
 """
 
+from lyra.proteins._aliases import resolve_protein_id
 from lyra.proteins._analysis import (
     analyze_structure,
     critique,
@@ -36,6 +37,7 @@ from lyra.proteins._pipeline import (
     protein_child,
 )
 from lyra.proteins._planner import QuestionPlan, plan_by_rules, plan_question
+from lyra.proteins._request import AnalyzeRequest
 from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
 
@@ -44,6 +46,7 @@ __all__ = [
     "STRUCTURE_PLAN",
     "UNFINISHED",
     "AnalysisOutput",
+    "AnalyzeRequest",
     "CompletedAnalysis",
     "FailedAnalysis",
     "Fault",
@@ -73,6 +76,7 @@ __all__ = [
     "protein_tools",
     "reason",
     "requested_ids",
+    "resolve_protein_id",
     "structure_summary",
     "synthesize",
     "validate_protein_id",

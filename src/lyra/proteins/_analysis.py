@@ -15,12 +15,16 @@ mean pLDDT is one line among others, never "the protein's reliability".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from lyra.proteins._caveats import basis, critique
-from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, span
+from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, num, span
 from lyra.proteins._features import PROCESSED_TYPES, SITE_TYPES
-from lyra.proteins._structure import analyze_structure
+from lyra.proteins._pae import RIGID_PAE, unit_verdict
+from lyra.proteins._reasoning import reason
+from lyra.proteins._sources import named_source
+from lyra.proteins._structure import LIVE_HINT, analyze_structure
 from lyra.proteins._text import render
 
 __all__ = [
@@ -40,17 +44,14 @@ _BAND_RANGE: Final = {
     "low": "low (50–70)",
     "very_low": "very low (below 50)",
 }
-_USE: Final = {
-    "very_high": "backbone and most side chains modelled to high accuracy: fit for "
-    "structure-based work such as docking or interface design within it",
-    "confident": "backbone likely right, side chains less so: fit for work on the fold and "
-    "positions of residues; check side chains before docking",
-}
-
-
-def num(value: float) -> str:
-    """A figure as data show it: ``41.29``, ``1863``, ``18.5``."""
-    return f"{round(value, 2):g}"
+_OLD_AFTER_YEARS: Final = 2
+"""An annotation older than this many years is labelled old: today's entry may differ."""
+_RULE: Final = (
+    f"A unit found from contacts is one rigid unit when the mean PAE within it, and between "
+    f"each pair of its segments, is below {num(RIGID_PAE)} Å: the cutoff at which the PAE "
+    "graph clustering of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; "
+    "used by protti and ISOLDE) joins two residues into one pseudo-rigid domain."
+)
 
 
 def _pct(fraction: float) -> str:
@@ -69,71 +70,10 @@ def _text(value: object) -> str | None:
 
 
 def _model_name(s: Mapping[str, Any]) -> str:
-    """``AlphaFold DB model AF-P05067-F1 v6 (2025-08-01)``."""
+    """``AlphaFold DB model AF-P05067-F1 v6, created 2025-08-01``."""
     version = f" v{s['model_version']}" if s.get("model_version") else " (version not recorded)"
     date = f", created {s['model_date']}" if s.get("model_date") else ""
     return f"AlphaFold DB model {s.get('entry_id') or '(entry id unknown)'}{version}{date}"
-
-
-# --------------------------------------------------------------------------- reasoning
-
-
-def reason(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the model supports, part by part; no ranking of targets from pLDDT.
-
-    Returns ``drug_target_assessment`` (text: what pLDDT can and cannot say for
-    structure-based work), ``hypotheses`` (one line per unit or stretch, each
-    citing its figures) and ``evidence`` (the figures used; None where unknown).
-    """
-    s = _usable(structure) or {}
-    lines: list[str] = []
-    units = s.get("units") or []
-    for unit in units:
-        use = _USE.get(band_of(unit["mean_plddt"]))
-        if use:
-            lines.append(
-                f"Unit {unit['number']} (residues {unit['where']}, {unit['residues']} residues, "
-                f"mean pLDDT {num(unit['mean_plddt'])}, {unit['band']}): {use}."
-            )
-    if not units and s.get("segments"):
-        for seg in s["segments"]:
-            use = _USE.get(band_of(seg["mean_plddt"]))
-            if seg["kind"] == "ordered" and use:
-                lines.append(
-                    f"Residues {seg['start']}–{seg['end']} (mean pLDDT "
-                    f"{num(seg['mean_plddt'])}, {seg['band']}): {use}."
-                )
-    for seg in s.get("segments") or []:
-        if seg["kind"] == "very_low" and seg["length"] >= 20:
-            lines.append(
-                f"Residues {seg['start']}–{seg['end']} ({seg['length']} residues, mean pLDDT "
-                f"{num(seg['mean_plddt'])}, very low): likely disordered in isolation or "
-                "ordered only with a partner; no structure-based work there."
-            )
-    if s and not s.get("per_residue"):
-        lines.append(
-            "Without per-residue pLDDT the usable parts cannot be located: the whole-model "
-            f"mean pLDDT {num(s['mean_plddt']) if s.get('mean_plddt') is not None else 'unknown'} "
-            "mixes ordered and disordered residues."
-        )
-    assessment = (
-        "pLDDT describes how confident the model is, not whether the protein is a good drug "
-        "target: no pocket, ligandability, selectivity or biology was assessed, and no "
-        "ranking of targets is made from it. Structure-based work can use only the parts "
-        "predicted confidently (listed below)."
-        if s
-        else "Assessment unavailable: no structure analysis."
-    )
-    return {
-        "drug_target_assessment": assessment,
-        "hypotheses": lines,
-        "evidence": {
-            "mean_plddt": s.get("mean_plddt"),
-            "well_folded_fraction": s.get("well_folded_fraction"),
-            "units": len(units) if s.get("units") is not None else None,
-            "length": summary.get("length"),
-        },
-    }
 
 
 # --------------------------------------------------------------------------- synthesis
@@ -163,7 +103,7 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
     version = ", ".join(f"entry version {p}" if isinstance(p, int) else str(p) for p in parts)
     date = uniprot.get("date")
     when = f"last annotated {date}" if date else "annotation date not recorded"
-    old = date is not None and str(date) < "2020"
+    old = date is not None and int(str(date)[:4]) < datetime.now(UTC).year - _OLD_AFTER_YEARS
     return (
         f"{uniprot.get('source')} ({version + ', ' if version else ''}{when}"
         f"{': old annotation, today’s entry may differ' if old else ''})"
@@ -171,18 +111,97 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
 
 
 def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Binding and metal sites grouped by ligand, with the pLDDT at each."""
+    """Binding and metal sites grouped by ligand, with the pLDDT at each where it is held."""
     by_ligand: dict[str, list[Mapping[str, Any]]] = {}
     for feature in features:
         if feature["type"] in SITE_TYPES:
             key = feature.get("ligand") or feature.get("description") or feature["type"]
-            by_ligand.setdefault(str(key), []).append(feature)
+            by_ligand.setdefault(str(key).rstrip("."), []).append(feature)
     lines = []
     for ligand, sites in by_ligand.items():
         where = ", ".join(span(f["start"], f["end"]) for f in sites)
-        values = ", ".join(num(f["mean_plddt"]) for f in sites)
+        held = all("mean_plddt" in f for f in sites)
+        values = ", ".join(num(f["mean_plddt"]) for f in sites) if held else "not held"
         lines.append(f"{ligand}: residues {where}; pLDDT {values}")
     return lines
+
+
+def _by_band(counts: Mapping[str, int]) -> str:
+    """``very high 40 · confident 100 · low 10 · very low 12`` (residues)."""
+    return " · ".join(f"{BAND_NAMES[band]} {n}" for band, n in counts.items())
+
+
+def _published(s: Mapping[str, Any], mean: str) -> str | None:
+    """The model file's own global pLDDT, where it differs from the residues' mean."""
+    published = s.get("file_global_plddt")
+    if not published or num(published["value"]) == mean:
+        return None
+    if published["over"] == "atoms":
+        how = "the mean over its atoms, as AlphaFold DB gives v4 models' global pLDDT"
+    else:
+        how = "the mean over its residues from unrounded values"
+    value = num(published["value"])
+    return f"The model file's own global pLDDT, {value}, is {how}: the same model."
+
+
+def _other_mean(s: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """Another figure the data give for the protein's mean, and what it is."""
+    value, source = num(other["global_plddt"]), named_source(other["source"])
+    if other.get("version") != s.get("model_version"):
+        version = f"v{other['version']}" if other.get("version") else "of unrecorded version"
+        return (
+            f"Another model in the data: {version}, mean pLDDT {value} ({source}); not the "
+            "one described here."
+        )
+    close = abs(other["global_plddt"] - s["mean_plddt"]) < 0.015
+    return f"The same model's mean in {source}: {value}" + (
+        ", computed from unrounded values." if close else "."
+    )
+
+
+def _mean_lines(s: Mapping[str, Any]) -> list[str]:
+    """The whole-model mean: over what it is taken, where it comes from, and the other
+    figures the data give for this protein (never mixed in)."""
+    if s.get("mean_plddt") is None:
+        return ["Whole-model mean pLDDT: unknown."]
+    mean = num(s["mean_plddt"])
+    alike = "one number over ordered and disordered parts alike"
+    if s.get("per_residue"):
+        lines = [
+            f"Whole-model mean pLDDT: {mean}, the mean over residues ({alike}; the segments "
+            f"above say where the confidence is); range {num(s['min_plddt'])}–"
+            f"{num(s['max_plddt'])}."
+        ]
+    else:
+        source = s.get("figures_source")
+        where = f"; from {named_source(source)}" if source else ""
+        lines = [
+            f"Whole-model mean pLDDT: {mean} ({alike}; per-residue data would say where the "
+            f"confidence is){where}."
+        ]
+    published = _published(s, mean)
+    lines += [published] if published else []
+    others = [o for o in s.get("other_means") or [] if num(o["global_plddt"]) != mean]
+    return lines + [_other_mean(s, other) for other in others]
+
+
+def _regions(features: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The features that span a stretch (not chains, not single sites)."""
+    return [f for f in features if f["type"] not in SITE_TYPES | {"Chain", "Peptide"}]
+
+
+def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """UniProt's features of a protein whose structure analysis is unavailable, each
+    with "pLDDT not held"."""
+    uniprot = summary.get("uniprot")
+    if not isinstance(uniprot, Mapping) or not uniprot.get("features"):
+        return None
+    return {
+        "uniprot": _uniprot_name(uniprot),
+        "annotated": _regions(uniprot["features"]),
+        "sites": _site_lines(uniprot["features"]),
+        "span": span,
+    }
 
 
 def _structure_view(
@@ -194,29 +213,42 @@ def _structure_view(
     fractions = s.get("fractions")
     features = s.get("features")
     uniprot = summary.get("uniprot")
-    mature = [f for f in features or [] if f["type"] in ("Chain", "Peptide")]
+    units = s.get("units") or []
+    source = s.get("figures_source")
+    segments = s.get("segments") or []
     return {
         "model": _model_name(s),
+        "whole_model_source": None if s.get("per_residue") or not source else named_source(source),
         "model_file": s.get("model_file"),
         "pae_file": s.get("pae_file"),
         "per_residue": s.get("per_residue"),
-        "segments": s.get("segments"),
+        "segments": segments,
+        "with_features": any(seg.get("features") is not None for seg in segments),
+        "outside_pae": [p for seg in segments for p in seg.get("pae") or []],
         "fraying": s.get("fraying") or [],
-        "units": s.get("units"),
+        "units": [{**u, "verdict": unit_verdict(u.get("pae"), len(u["ranges"]))} for u in units],
+        "rule": _RULE if any(u.get("pae") for u in units) else None,
+        "unit_pairs": [
+            {"unit": u["number"], **pair}
+            for u in units
+            for pair in (u.get("pae") or {}).get("segment_pairs") or []
+        ],
         "unit_pae": s.get("unit_pae"),
         "features": [
-            f for f in features or [] if f["type"] not in SITE_TYPES | {"Chain", "Peptide"}
+            {**f, "by_band": _by_band(f["by_band"])}
+            for f in features or []
+            if f["type"] not in SITE_TYPES | {"Chain", "Peptide"}
         ],
-        "mature": mature,
+        "domain_pae": s.get("domain_pae"),
+        "domains_without_pae": s.get("domain_pae") is None
+        and sum(1 for f in features or [] if f["type"] == "Domain") > 1,
+        "live_hint": LIVE_HINT,
+        "annotated": _regions(s.get("annotated") or []),
+        "mature": [f for f in features or [] if f["type"] in ("Chain", "Peptide")],
         "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
-        "sites": _site_lines(features or []),
+        "sites": _site_lines(features or s.get("annotated") or []),
         "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
-        "mean": num(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown",
-        "range": (
-            f"{num(s['min_plddt'])}–{num(s['max_plddt'])}"
-            if s.get("min_plddt") is not None
-            else None
-        ),
+        "means": _mean_lines(s),
         "bands": [(_BAND_RANGE[b], _pct(fractions[b])) for b in reversed(BANDS)]
         if fractions
         else None,
@@ -233,14 +265,18 @@ def synthesize(
     reasoning: Mapping[str, Any] | None = None,
     critique: Mapping[str, Any] | None = None,
     missing_stages: Sequence[str] = (),
+    problem: str | None = None,
 ) -> str:
-    """The Markdown research brief; leads with confidence along the chain."""
+    """The Markdown research brief; leads with confidence along the chain (``problem``:
+    why the structure analysis is missing, when it failed)."""
     r, c = _usable(reasoning), _usable(critique)
     return render(
         "protein_brief.md.j2",
         protein=_protein_view(protein_id, summary),
         structure=_structure_view(structure, summary),
-        problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
+        problem=_text(problem)
+        or (_text(structure.get("error")) if isinstance(structure, Mapping) else None),
+        annotation=_annotation_view(summary) if _usable(structure) is None else None,
         assessment=_text(r.get("drug_target_assessment")) if r else None,
         hypotheses=[str(h) for h in r.get("hypotheses") or []] if r else [],
         caveats=[str(x) for x in c.get("caveats") or []] if c else None,
@@ -259,4 +295,5 @@ def structure_summary(
         protein=_protein_view(protein_id, summary),
         structure=_structure_view(structure, summary),
         problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
+        annotation=_annotation_view(summary) if _usable(structure) is None else None,
     )

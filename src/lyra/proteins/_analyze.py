@@ -10,14 +10,16 @@ outcomes become the protein entries of DESIGN §6.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
-from lyra import Budget, ChildRef, Supervisor, Task, events
+from lyra import ChildRef, Supervisor, Task, events
 from lyra.delegation import (
     DelegationResult,
     FailureCategory,
@@ -27,10 +29,11 @@ from lyra.delegation import (
 )
 from lyra.errors import ConfigurationError
 from lyra.proteins import _conclude as conclude
+from lyra.proteins._aliases import resolve_protein_id, split_ids
 from lyra.proteins._compare import Comparison, compare
+from lyra.proteins._confidence import num, span
 from lyra.proteins._faults import Fault, faults_by_protein
 from lyra.proteins._figures import with_pictures
-from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._live import LiveSource
 from lyra.proteins._offline import OfflineSource
 from lyra.proteins._output import (
@@ -42,7 +45,10 @@ from lyra.proteins._output import (
     Summary,
     TaskLine,
 )
-from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult, plan_for
+from lyra.proteins._pae import unit_verdict
+from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
+from lyra.proteins._profile import DOMAIN_TYPES
+from lyra.proteins._request import AnalyzeRequest
 from lyra.proteins._sources import ProteinSource
 from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
@@ -63,64 +69,120 @@ from lyra.supervisor import (
 
 
 async def analyze(
-    ids: Iterable[object],
+    request: AnalyzeRequest | Iterable[object],
+    /,
     *,
-    source: ProteinSource | None = None,
-    timeout: float = 300.0,
-    idle_timeout: float | None = None,
-    budget: Budget | None = None,
-    concurrency: int = 8,
-    retries: int = 0,
-    plan: Plan = "full",
-    faults: Iterable[Fault | str] = (),
+    source: ProteinSource | Literal["offline", "live"] | None = None,
     run_dir: RunDir | Path | str | None = None,
     policy: RecoveryPolicy | None = None,
     executor: Executor | None = None,
     on_result: Callable[[ProteinEntry], None] | None = None,
-    quorum: QuorumPolicy | None = None,
     answer_writer: AnswerWriter | None = None,
-    question: str | None = None,
     stream: bool = False,
     pictures: bool = True,
+    **options: Any,
 ) -> AnalysisOutput:
     """Analyse proteins, each in its own child; never raises for a protein's failure.
 
-    ``timeout`` and ``idle_timeout`` bound each attempt; ``budget`` is shared by
-    the whole run. ``retries`` recovery attempts follow a failure (``policy``
-    overrides it); ``faults`` inject failures (``"P04637:hang@1"``);
-    ``run_dir`` receives each report, brief and line of ``results.jsonl`` as
-    soon as its protein finishes, and the output at the end. ``quorum``
-    decides whether the results are enough to answer; the answer is written by
-    ``answer_writer`` (a template by default) and always exists.
+    ``request`` is an :class:`AnalyzeRequest`, or the IDs with the request's fields
+    as keywords: ``analyze(["P04637"], timeout=60, retries=1, plan="structure",
+    faults=["P04637:hang@1"], quorum=QuorumPolicy(min_success=1))`` (an unknown
+    keyword is a ValidationError). ``timeout`` and ``idle_timeout`` bound each
+    attempt; ``budget`` is shared by the whole run; ``retries`` recovery attempts
+    follow a failure (``policy`` overrides them); ``quorum`` decides whether the
+    results are enough to answer; the answer is written by ``answer_writer`` (a
+    template by default) and always exists.
 
-    With a ``run_dir``, ``pictures`` (the plots extra) draws each analysed
-    protein's pLDDT track and PAE heatmap into its ``figures/``, linked from the
-    brief (not for a streamed run).
+    How the run is carried out: ``source`` is the data source, by name (the
+    request's ``source``) or as an object of yours (``ProteinSource``); one made
+    here is closed here. ``run_dir`` receives each report, brief and line of
+    ``results.jsonl`` as soon as its protein finishes, and the output at the end;
+    with it, ``pictures`` (the plots extra) draws each analysed protein's pLDDT
+    track and PAE heatmap into its ``figures/``, linked from the brief (not for a
+    streamed run). ``on_result`` sees each entry as it finishes; ``executor`` runs
+    the children elsewhere (a durable one).
 
-    ``stream=True`` is for proteome-sized runs: ``ids`` are read lazily, the
-    entries live only in the run directory (``run_dir`` is then required), and
-    the output holds the counts, the quorum and the answer, not the entries.
+    ``stream=True`` is for proteome-sized runs: the IDs are read lazily (pass an
+    iterable, not a request, to keep them out of memory), the entries live only in
+    the run directory (``run_dir`` is then required), and the output holds the
+    counts, the quorum and the answer, not the entries.
     """
-    plan_for("", plan)  # a clear error for an unknown plan before anything runs
+    if isinstance(source, str):
+        options["source"] = source
+        source = None
+    asked, ids = _request_of(request, options)
     folder = RunDir(run_dir) if run_dir is not None and not isinstance(run_dir, RunDir) else run_dir
     if stream and folder is None:
         raise ConfigurationError("a streamed analysis needs a run directory for its entries")
-    policy = policy or RecoveryPolicy(max_retries=retries)
-    quorum = quorum or QuorumPolicy()
-    listed = None if stream else requested_ids(ids)
-    requested: Iterable[str] = unique_ids(ids) if listed is None else listed
-    source = source or OfflineSource()
+    with _source_for(source, asked.source) as data:
+        return await _analyze(
+            asked,
+            _Input(ids),
+            data,
+            folder,
+            policy=policy or RecoveryPolicy(max_retries=asked.retries),
+            executor=executor,
+            on_result=on_result,
+            answer_writer=answer_writer,
+            stream=stream,
+            pictures=pictures,
+        )
+
+
+def _request_of(
+    request: AnalyzeRequest | Iterable[object], options: dict[str, Any]
+) -> tuple[AnalyzeRequest, Iterable[object]]:
+    """The request, with any fields given as keywords, and the IDs to read."""
+    if isinstance(request, AnalyzeRequest):
+        asked = AnalyzeRequest(**{**dict(request), **options}) if options else request
+        return asked, asked.ids
+    if "ids" in options:
+        raise ConfigurationError("give the IDs once: as the first argument, not also as ids=")
+    return AnalyzeRequest(**options), request
+
+
+@contextmanager
+def _source_for(
+    given: ProteinSource | None, name: Literal["offline", "live"]
+) -> Iterator[ProteinSource]:
+    """The source given, or the one the request names (made here, closed here)."""
+    if given is not None:
+        yield given
+    elif name == "offline":
+        yield OfflineSource()
+    else:
+        with LiveSource() as live:
+            yield live
+
+
+async def _analyze(
+    asked: AnalyzeRequest,
+    given: _Input,
+    source: ProteinSource,
+    folder: RunDir | None,
+    *,
+    policy: RecoveryPolicy,
+    executor: Executor | None,
+    on_result: Callable[[ProteinEntry], None] | None,
+    answer_writer: AnswerWriter | None,
+    stream: bool,
+    pictures: bool,
+) -> AnalysisOutput:
+    """:func:`analyze` with its request and source settled."""
+    quorum = asked.quorum
+    listed = None if stream else list(given)
+    requested: Iterable[str] = given if listed is None else listed
     durable = executor is not None and not isinstance(executor, LocalExecutor)
     supervisor = Supervisor(
         _child(source, durable=durable),
-        timeout=timeout,
-        idle_timeout=idle_timeout,
-        budget=budget,
+        timeout=asked.timeout,
+        idle_timeout=asked.idle_timeout,
+        budget=asked.budget,
         policy=policy,
         executor=executor,
     )
     tally = Tally(folder, keep=not stream, hold=quorum.critical)
-    by_protein = faults_by_protein(faults)
+    by_protein = faults_by_protein(asked.faults)
 
     async def finished(task: Task, outcome: RecoveryOutcome) -> None:
         entry = _entry(task.subject or "", outcome)
@@ -136,11 +198,11 @@ async def analyze(
     def tasks(targets: Iterable[str]) -> Iterator[Task]:
         for protein_id in targets:
             tally.start(protein_id)
-            yield _task(protein_id, plan, by_protein.get(protein_id, ()))
+            yield _task(protein_id, asked.plan, by_protein.get(protein_id, ()))
 
     async def fan_out(targets: Iterable[str]) -> None:
         await supervisor.run(
-            tasks(targets), max_concurrency=concurrency, on_outcome=finished, keep=False
+            tasks(targets), max_concurrency=asked.concurrency, on_outcome=finished, keep=False
         )
 
     graceful = Graceful()
@@ -170,11 +232,13 @@ async def analyze(
         decision,
         folder,
         requested=listed,
-        question=question,
+        question=asked.question,
         health=health,
         graceful=graceful,
         answer_writer=answer_writer,
         retried=policy.max_retries > 0,
+        notes=given.notes,
+        unreachable=_unreachable(source, health),
     )
 
 
@@ -189,6 +253,8 @@ async def _conclude(
     graceful: Graceful,
     answer_writer: AnswerWriter | None,
     retried: bool,
+    notes: list[str],
+    unreachable: ServiceHealth | None,
 ) -> AnalysisOutput:
     """The comparison, the answer and the output, from what the tally holds."""
     entries = tally.in_order(requested) if requested is not None else list(tally.entries.values())
@@ -199,6 +265,7 @@ async def _conclude(
             "by_category": dict(sorted((+tally.by_category).items())),
             "results": str(folder.results) if folder is not None else None,
             "streamed": requested is None,
+            "notes": notes,
         }
     )
     comparison = await graceful.step(
@@ -221,6 +288,7 @@ async def _conclude(
         health=health,
         errors=graceful.errors,
         retried=retried,
+        unreachable=unreachable,
     )
     output = output.model_copy(
         update={
@@ -324,6 +392,13 @@ async def _health(source: ProteinSource) -> list[ServiceHealth]:
     return checks
 
 
+def _unreachable(source: ProteinSource, health: Sequence[ServiceHealth]) -> ServiceHealth | None:
+    """The live source's health check when it could not reach its services at all."""
+    if not isinstance(source, LiveSource):
+        return None
+    return next((h for h in health if h.name == "live data source" and h.status == "down"), None)
+
+
 def _list_one_model() -> object:
     import anthropic
 
@@ -366,9 +441,9 @@ async def _compare(
     return compare(figures, requested, allowed=allowed)
 
 
-def analyze_sync(ids: Iterable[object], **options: object) -> AnalysisOutput:
+def analyze_sync(request: AnalyzeRequest | Iterable[object], /, **options: Any) -> AnalysisOutput:
     """Blocking form of :func:`analyze` (the same options); call it where no event loop runs."""
-    return anyio.run(partial(analyze, ids, **options))  # type: ignore[arg-type]
+    return anyio.run(partial(analyze, request, **options))
 
 
 def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:
@@ -389,8 +464,12 @@ def assemble(entries: Sequence[ProteinEntry]) -> AnalysisOutput:
     )
 
 
+NOTES_KEPT = 20
+"""Notes on resolved IDs an output keeps (a proteome's input may have many)."""
+
+
 def requested_ids(ids: Iterable[object]) -> list[str]:
-    """Requested IDs, normalised where valid, each once, in order."""
+    """Requested IDs, resolved and normalised where valid, each once, in order."""
     return list(unique_ids(ids))
 
 
@@ -400,21 +479,36 @@ def unique_ids(ids: Iterable[object]) -> Iterator[str]:
 
 
 class _Input:
-    """The requested IDs, normalised, each once, read lazily. What is left can still
+    """The requested IDs, resolved and normalised, each once, read lazily: a
+    comma-joined item is several IDs, an entry name or secondary accession the
+    bundled data map is its primary accession (with a note). What is left can still
     be read after the fan-out stopped, whatever it stopped in: the iterator and the
     IDs seen live here, not in a generator an interrupt may have ended."""
 
     def __init__(self, ids: Iterable[object]) -> None:
         self._raw = iter([ids] if isinstance(ids, str) else ids)
         self._seen: set[str] = set()
+        self._pending: deque[str] = deque()
+        self.notes: list[str] = []
+        """One line per ID resolved to another (the first :data:`NOTES_KEPT`)."""
 
     def __iter__(self) -> _Input:
         return self
 
     def __next__(self) -> str:
         while True:
-            raw = next(self._raw)
-            protein_id = normalize_protein_id(raw) or valid_text(safe_str(raw))
+            while not self._pending:
+                raw = next(self._raw)
+                if not isinstance(raw, str):
+                    self._pending.append(valid_text(safe_str(raw)))
+                    continue
+                for part in split_ids(raw):
+                    protein_id, note = resolve_protein_id(part)
+                    self._pending.append(valid_text(protein_id))
+                    if note is not None and len(self.notes) < NOTES_KEPT:
+                        self.notes.append(note)
+                        events.info("protein_id_resolved", given=part, subject=protein_id)
+            protein_id = self._pending.popleft()
             if protein_id not in self._seen:
                 self._seen.add(protein_id)
                 return protein_id
@@ -433,33 +527,85 @@ def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
             protein_id=state.protein_id,
             brief=result.output or "",
             attempts=attempts,
+            recovery=_recovery(outcome),
             figures=_figures(state),
             tasks=lines,
         )
-    failed = _failure_fields(tasks, result, attempts, lines)
+    failed = {**_failure_fields(tasks, result, attempts, lines), "recovery": _recovery(outcome)}
     brief = state.output if _synthesised(tasks) else None
     if brief is not None:
         return PartialAnalysis(brief=brief, figures=_figures(state), **failed)
     return FailedAnalysis(**failed)
 
 
+def _recovery(outcome: RecoveryOutcome) -> str | None:
+    """How the attempts went, when there were several: ``attempt 1 (timeout 2 s):
+    timeout; attempt 2 (continuation, timeout doubled to 4 s): completed``."""
+    if len(outcome.attempts) < 2:
+        return None
+    steps, previous = [], None
+    for attempt in outcome.attempts:
+        failure = attempt.result.failure
+        what = "completed" if failure is None else str(failure.category)
+        timeout = f"timeout {num(attempt.timeout)} s"
+        if previous is not None and attempt.timeout == 2 * previous:
+            timeout = f"timeout doubled to {num(attempt.timeout)} s"
+        how = f"{attempt.strategy}, " if previous is not None else ""
+        steps.append(f"attempt {attempt.number} ({how}{timeout}): {what}")
+        previous = attempt.timeout
+    return "; ".join(steps)
+
+
 def _figures(state: ProteinState) -> dict[str, Any]:
-    """The few numbers a comparison and the answer need, from the stage results."""
+    """The numbers a comparison and the answer need, from the stage results, each unit
+    with its PAE check and the model (entry, version, file) they come from."""
     summary = state.reusable("fetch_protein") or {}
     structure = state.reusable("analyze_structure") or {}
     units = structure.get("units") or []
     largest = max(units, key=lambda u: u["residues"]) if units else None
+    confident = [s for s in structure.get("segments") or [] if s["kind"] == "ordered"]
+    longest = max(confident, key=lambda s: s["length"]) if confident else None
+    unit_list = [
+        {
+            **{k: u[k] for k in ("number", "where", "residues", "mean_plddt", "band")},
+            "pae": unit_verdict(u.get("pae"), len(u["ranges"])),
+        }
+        for u in units
+    ]
     figures = {
         "name": summary.get("description"),
+        "model": {
+            "entry_id": structure.get("entry_id"),
+            "version": structure.get("model_version"),
+            "source": structure.get("model_file") or structure.get("figures_source"),
+        }
+        if structure
+        else None,
         "mean_plddt": structure.get("mean_plddt"),
-        "well_folded_fraction": structure.get("well_folded_fraction"),
+        "fraction_at_plddt_70_or_more": structure.get("fraction_at_plddt_70_or_more"),
         "per_residue": structure.get("per_residue"),
         "units": len(units) if structure.get("units") is not None else None,
-        "largest_unit": (
-            {k: largest[k] for k in ("where", "residues", "mean_plddt", "band")}
-            if largest
-            else None
-        ),
+        "largest_unit": next((u for u in unit_list if u["number"] == largest["number"]), None)
+        if largest
+        else None,
+        "unit_list": unit_list or None,
+        "longest_confident": {
+            "where": span(longest["start"], longest["end"]),
+            "length": longest["length"],
+            "mean_plddt": longest["mean_plddt"],
+        }
+        if longest and not units
+        else None,
+        "domains": [
+            {
+                "label": f"{f['description'] or f['type']} {span(f['start'], f['end'])}",
+                "mean_plddt": f["mean_plddt"],
+                "band": f["band"],
+            }
+            for f in structure.get("features") or []
+            if f["type"] in DOMAIN_TYPES
+        ]
+        or None,
     }
     return {key: value for key, value in figures.items() if value is not None}
 
@@ -484,6 +630,7 @@ def _failure_fields(
             {"stage": t.task_type, "error": t.error or ""} for t in failures[1:]
         ],
         "category": failure.category,
+        "error_type": failure.error_type,
         "retryable": failure.suggested_retry,
         "attempts": attempts,
         "report": result.report,

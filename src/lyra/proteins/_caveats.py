@@ -15,11 +15,23 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lyra.proteins._confidence import span
+from lyra.proteins._sources import named_source
 
 __all__ = ["basis", "critique"]
 
 _FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
 _CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
+_SUBUNIT_CHARS: Final = 300
+"""A SUBUNIT comment longer than this is cut at a sentence (the entry has the rest)."""
+
+
+def _abridged(text: str) -> str:
+    """``text`` up to its last full sentence within :data:`_SUBUNIT_CHARS` characters."""
+    if len(text) <= _SUBUNIT_CHARS:
+        return text
+    cut = text.rfind(". ", 0, _SUBUNIT_CHARS)
+    kept = text[: cut + 1] if cut > 0 else text[:_SUBUNIT_CHARS]
+    return f"{kept} (abridged; the entry has the rest)"
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
@@ -46,7 +58,11 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     dated = f" (annotated {uniprot['date']})" if uniprot.get("date") else ""
     caveats.append(
         "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
-        + (f"UniProt SUBUNIT{dated}: {subunit}" if subunit else "UniProt gives no SUBUNIT.")
+        + (
+            f"UniProt SUBUNIT{dated}: {_abridged(subunit)}"
+            if subunit
+            else "UniProt gives no SUBUNIT."
+        )
     )
     sites: dict[str, list[str]] = {}
     for f in features:
@@ -106,6 +122,18 @@ def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> li
     return caveats
 
 
+def _secondary_caveat(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    """Where values from the lower-trust file of figures quoted elsewhere are used (a
+    mean of another model names its source in its own line)."""
+    source = s.get("figures_source")
+    if not s.get("per_residue") and source and "secondary" in source:
+        return [f"The whole-model figures come from {named_source(source)}."]
+    named = any("secondary" in o["source"] for o in s.get("other_means") or [])
+    if not named and any("secondary" in str(x) for x in summary.get("sources") or []):
+        return ["Some values (names, the entry id) come from a lower-trust secondary source."]
+    return []
+
+
 def critique(
     summary: Mapping[str, Any],
     structure: Mapping[str, Any] | None,
@@ -119,15 +147,13 @@ def critique(
             "basis": basis(summary, structure),
         }
     caveats = ["pLDDT is AlphaFold's predicted confidence, not experimental evidence of structure."]
-    if s.get("per_residue") and s.get("units") and len(s["units"]) > 1 and not s.get("unit_pae"):
+    if s.get("per_residue") and s.get("units") and s.get("unit_pae") is None:
         caveats.append(
-            "Without PAE the relative placement of the units is unknown: treat them as "
-            "separately reliable, not their arrangement."
+            "Without PAE no unit is checked as one rigid unit, and the relative placement "
+            "of units and segments is unknown: treat each segment as separately reliable, "
+            "not their arrangement."
         )
     caveats.extend(_consistency_caveats(summary, s))
-    note = (summary.get("alphafold") or {}).get("figures_note")
-    if note:
-        caveats.append(f"Whole-model figures from different model files: {note}.")
     caveats.extend(_annotation_caveats(summary))
     isoforms = summary.get("isoforms")
     if isoforms:
@@ -152,10 +178,7 @@ def critique(
         )
     else:
         caveats.append("The AlphaFold model version is not recorded.")
-    if any("secondary" in str(source) for source in summary.get("sources") or []):
-        caveats.append(
-            "Some values come from a lower-trust secondary source (figures quoted elsewhere)."
-        )
+    caveats.extend(_secondary_caveat(summary, s))
     if _usable(reasoning) is None:
         caveats.append("No reasoning stage result was available to check.")
     return {"caveats": caveats, "basis": basis(summary, s)}

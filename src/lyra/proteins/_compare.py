@@ -1,11 +1,14 @@
-"""Cross-protein comparison: whose *predicted structure* is best, and why.
+"""Cross-protein comparison: like with like, each figure with its model and source.
 
-Only the prediction is compared: no ranking of drug targets is made from
-pLDDT. The criterion is the share of residues with pLDDT ≥ 70 (confident or
-very high), among the proteins whose band fractions are known; a protein known
-only by its whole-model mean is named but not ranked (one number over ordered
-and disordered parts alike, from whichever model version and source had it, is
-no measure of where the confidence is).
+Only predictions are compared, and nothing is ranked: no protein is "best"
+from a whole-model mean or a share of residues, figures over ordered and
+disordered parts alike. Proteins are set side by side unit by unit (each
+unit's range, mean pLDDT, band and PAE check) and domain by domain where
+UniProt's domains are mapped, each with its model's entry, version and file.
+A protein without an ordered unit, or known only by whole-model figures, is
+named with what the data hold, not compared. Figures from a lower-trust
+secondary source, and models of different AlphaFold DB versions, say so in
+the line that uses them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,36 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from lyra.proteins._confidence import num
+from lyra.proteins._sources import named_source
+
+
+class ComparedProtein(BaseModel):
+    """One protein's side of the comparison: its model and what can be compared."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    protein_id: str
+    model: str
+    """``AF-P05067-F1 v6``: the AlphaFold DB entry and model version."""
+    version: int | None = None
+    source: str
+    """The file (or URL) the figures come from, a lower-trust one labelled."""
+    units: list[str] = []
+    domains: list[str] = []
+    not_compared: str | None = None
+    """Why this protein has nothing to compare (no ordered unit, whole-model figures only)."""
+
+    def line(self) -> str:
+        """The protein's figures in one line, named by model and source."""
+        where = f"{self.protein_id} ({self.model}; {self.source})"
+        if self.not_compared:
+            return f"{where}: {self.not_compared}"
+        parts = [f"unit {u}" for u in self.units]
+        if self.domains:
+            parts.append("UniProt domains " + ", ".join(self.domains))
+        return f"{where}: " + "; ".join(parts)
+
 
 class Comparison(BaseModel):
     """The comparison of several proteins, or why it was skipped."""
@@ -22,31 +55,87 @@ class Comparison(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     compared: list[str]
-    best_predicted_structure: str | None = None
-    basis: str | None = None
-    """Why: the criterion and the figures that decided."""
+    proteins: list[ComparedProtein] = []
+    versions: str | None = None
+    """Set when the models compared are of different AlphaFold DB versions."""
     left_out: list[str] = []
-    unranked: list[str] = []
-    """Proteins known only by a whole-model mean pLDDT: named, not ranked."""
     skipped_reason: str | None = None
 
     def lines(self) -> list[str]:
         """The comparison as short sentences for the answer."""
         if self.skipped_reason:
             return [f"Comparison skipped: {self.skipped_reason}."]
-        lines = []
-        if self.best_predicted_structure:
-            lines.append(
-                f"Best predicted structure: {self.best_predicted_structure} ({self.basis}). "
-                "This compares predictions, not drug targets."
-            )
-        if self.unranked:
-            lines.append(
-                f"Not ranked (only a whole-model mean pLDDT is known): {', '.join(self.unranked)}."
-            )
+        lines = [
+            "Unit by unit and domain by domain, each figure with its model and source "
+            "(predictions, not drug targets; no protein is ranked on a whole-model mean or "
+            "share):"
+        ]
+        lines += [p.line() for p in self.proteins]
+        if self.versions:
+            lines.append(self.versions)
         if self.left_out:
             lines.append(f"Not compared (analysis missing): {', '.join(self.left_out)}.")
         return lines
+
+
+def _unit_text(unit: Mapping[str, Any]) -> str:
+    return (
+        f"{unit['number']} {unit['where']} ({unit['residues']} residues, mean pLDDT "
+        f"{num(unit['mean_plddt'])}, {unit['band']}; {unit['pae']})"
+    )
+
+
+def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
+    model = figures.get("model") or {}
+    version = f" v{model['version']}" if model.get("version") else " (version not recorded)"
+    source = model.get("source")
+    side = {
+        "protein_id": protein_id,
+        "model": f"{model.get('entry_id') or 'entry unknown'}{version}",
+        "version": model.get("version"),
+        "source": named_source(source) if source else "source not recorded",
+    }
+    units = figures.get("unit_list") or []
+    if not figures.get("per_residue"):
+        share = figures.get("fraction_at_plddt_70_or_more")
+        shares = f"; {share * 100:.1f}% of residues at pLDDT ≥ 70" if share is not None else ""
+        return ComparedProtein(
+            **side,
+            not_compared=f"whole-model figures only (mean pLDDT {num(figures['mean_plddt'])}"
+            f"{shares}): no unit to compare",
+        )
+    if not units:
+        stretch = figures.get("longest_confident")
+        longest = (
+            f"; its longest confident stretch is {stretch['where']} ({stretch['length']} "
+            f"residues, mean pLDDT {num(stretch['mean_plddt'])})"
+            if stretch
+            else ""
+        )
+        return ComparedProtein(**side, not_compared=f"no ordered unit{longest}: not compared")
+    return ComparedProtein(
+        **side,
+        units=[_unit_text(u) for u in units],
+        domains=[
+            f"{d['label']} {num(d['mean_plddt'])} ({d['band']})"
+            for d in figures.get("domains") or []
+        ],
+    )
+
+
+def _versions(proteins: Sequence[ComparedProtein]) -> str | None:
+    """The sentence for models of different AlphaFold DB versions, if they differ."""
+    by_version: dict[str, list[str]] = {}
+    for protein in proteins:
+        version = f"v{protein.version}" if protein.version else "version not recorded"
+        by_version.setdefault(version, []).append(protein.protein_id)
+    if len(by_version) < 2:
+        return None
+    groups = "; ".join(f"{v}: {', '.join(ids)}" for v, ids in sorted(by_version.items()))
+    return (
+        f"The models are of different AlphaFold DB versions ({groups}): each figure is its "
+        "own model's, and a later release may differ."
+    )
 
 
 def compare(
@@ -65,23 +154,7 @@ def compare(
             left_out=left_out,
             skipped_reason="fewer than two proteins have usable figures",
         )
-    ranked = [p for p in usable if figures[p].get("well_folded_fraction") is not None]
-    unranked = [p for p in usable if p not in ranked]
-    if len(ranked) < 2:
-        return Comparison(
-            compared=ranked,
-            left_out=left_out,
-            unranked=unranked,
-            skipped_reason="band fractions (the share of residues at pLDDT ≥ 70) are known "
-            "for fewer than two of them, and a whole-model mean ranks no structure",
-        )
-    best = max(ranked, key=lambda p: figures[p]["well_folded_fraction"])
-    shares = ", ".join(f"{p} {figures[p]['well_folded_fraction'] * 100:.1f}%" for p in ranked)
-    why = f"largest share of residues with pLDDT ≥ 70: {shares}"
+    proteins = [_compared(p, figures[p]) for p in usable]
     return Comparison(
-        compared=ranked,
-        best_predicted_structure=best,
-        basis=why,
-        left_out=left_out,
-        unranked=unranked,
+        compared=usable, proteins=proteins, versions=_versions(proteins), left_out=left_out
     )

@@ -47,6 +47,7 @@ def facts(
     health: Sequence[ServiceHealth],
     errors: Sequence[ErrorContext],
     retried: bool,
+    unreachable: ServiceHealth | None = None,
 ) -> AnswerFacts:
     """What the final answer may say (``retried``: the run already retried failures).
 
@@ -56,7 +57,7 @@ def facts(
     found: list[str] = []
     partial: list[str] = []
     failed: list[str] = []
-    next_steps = grouped_steps(entries)
+    next_steps = grouped_steps(entries, unreachable)
     for entry in entries:
         if isinstance(entry, CompletedAnalysis):
             found.append(_found_line(entry))
@@ -68,7 +69,10 @@ def facts(
                 f"{entry.protein_id}: {entry.category or 'error'} at "
                 f"{entry.failed_at_stage}: {entry.error}"
             )
-    if not retried and any(e.retryable for e in entries if not isinstance(e, CompletedAnalysis)):
+    retryable = [e for e in entries if not isinstance(e, CompletedAnalysis) and e.retryable]
+    if unreachable is not None:  # no retry reaches a network that cannot be reached
+        retryable = [e for e in retryable if e.error_type != "connection"]
+    if not retried and retryable:
         next_steps.append("Run again with --retries 2 to recover the retryable failures")
     more: dict[str, int] = {}
     if summary is not None:
@@ -94,18 +98,31 @@ def facts(
 
 
 def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
-    """A protein in one line: where its confidence is, then the whole-model mean."""
+    """A protein in one line: its model, where its confidence is, the whole-model mean,
+    and how a failed attempt was recovered."""
     f = entry.figures
-    parts = [f"{entry.protein_id}" + (f" ({f['name']})" if f.get("name") else "")]
+    model = f.get("model") or {}
+    named = ", ".join(
+        x
+        for x in (
+            f.get("name"),
+            f"{model['entry_id']} v{model['version']}"
+            if model.get("entry_id") and model.get("version")
+            else None,
+        )
+        if x
+    )
+    parts = [entry.protein_id + (f" ({named})" if named else "")]
     largest = f.get("largest_unit")
     if largest:
         parts.append(
             f"{f['units']} structural unit(s), the largest residues {largest['where']} "
-            f"(mean pLDDT {largest['mean_plddt']}, {largest['band']})"
+            f"(mean pLDDT {largest['mean_plddt']}, {largest['band']}; {largest['pae']})"
         )
     elif f.get("per_residue") and f.get("units") == 0:
         parts.append("no ordered unit of 20 or more residues")
     if f.get("mean_plddt") is not None:
         detail = "" if f.get("per_residue") else "; no per-residue data"
         parts.append(f"whole-model mean pLDDT {f['mean_plddt']}{detail}")
-    return ", ".join(parts)
+    line = ", ".join(parts)
+    return f"{line}; {entry.recovery}" if entry.recovery else line

@@ -37,7 +37,9 @@ __all__ = [
     "Segmentation",
     "band_of",
     "mean",
+    "num",
     "segment",
+    "span",
 ]
 
 Band = Literal["very_high", "confident", "low", "very_low"]
@@ -192,3 +194,8 @@ def segment(values: Sequence[float]) -> Segmentation:
 def span(start: int, end: int) -> str:
     """Residues as a brief writes them: ``16`` for one, ``30–189`` for more."""
     return str(start) if start == end else f"{start}–{end}"
+
+
+def num(value: float) -> str:
+    """A figure as a brief writes it: ``41.29``, ``1863``, ``18.5``."""
+    return f"{round(value, 2):g}"

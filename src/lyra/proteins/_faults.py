@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from lyra.proteins._aliases import resolve_protein_id
+
 FaultKind = Literal[
     "hang", "slow", "tool_error", "structure_error", "rate_limit", "malformed", "not_found"
 ]
@@ -67,7 +69,7 @@ def parse_fault(spec: str) -> Fault:
     if n is not None and int(n) < 1:
         raise ValueError(f"@N must be at least 1 in {spec!r}")
     return Fault(
-        protein_id=match["id"].strip().upper(),
+        protein_id=resolve_protein_id(match["id"].strip().upper())[0],
         kind=kind,  # type: ignore[arg-type]
         seconds=float(arg) if arg is not None else None,
         first_attempts=int(n) if n is not None else None,

@@ -18,9 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from lyra.proteins._confidence import BAND_NAMES, band_of, mean
+from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, mean, span
 
-__all__ = ["FOLDED_TYPES", "PROCESSED_TYPES", "SITE_TYPES", "map_features", "read_features"]
+__all__ = [
+    "FOLDED_TYPES",
+    "PROCESSED_TYPES",
+    "SITE_TYPES",
+    "band_counts",
+    "explaining",
+    "label",
+    "map_features",
+    "read_features",
+]
 
 FOLDED_TYPES: Final = frozenset(
     {
@@ -38,6 +47,8 @@ MATURE_TYPES: Final = frozenset({"Chain", "Peptide"})
 SITE_TYPES: Final = frozenset({"Binding site", "Metal binding", "Active site"})
 OTHER_TYPES: Final = frozenset({"Region", "Motif", "Topological domain"})
 KEPT_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | MATURE_TYPES | SITE_TYPES | OTHER_TYPES
+EXPLAINING_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | OTHER_TYPES
+"""Features that can say what a stretch of the model is (not chains, not single sites)."""
 
 
 def _position(value: object) -> int | None:
@@ -67,6 +78,38 @@ def read_features(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def label(feature: Mapping[str, Any]) -> str:
+    """``Transmembrane: Helical 702–722``."""
+    text = f": {feature['description']}" if feature.get("description") else ""
+    return f"{feature['type']}{text} {span(int(feature['start']), int(feature['end']))}"
+
+
+def explaining(
+    features: Iterable[Mapping[str, Any]], start: int, end: int
+) -> list[Mapping[str, Any]]:
+    """The features that say what residues ``start``–``end`` are: each overlaps the
+    stretch by at least half of the stretch and half of itself (a reciprocal 50 %
+    overlap, so a long region never explains a short stretch inside it, nor a short
+    motif a long one)."""
+    found = []
+    for feature in features:
+        if feature["type"] not in EXPLAINING_TYPES:
+            continue
+        first, last = int(feature["start"]), int(feature["end"])
+        shared = min(end, last) - max(start, first) + 1
+        if shared * 2 >= end - start + 1 and shared * 2 >= last - first + 1:
+            found.append(feature)
+    return found
+
+
+def band_counts(values: Sequence[float]) -> dict[str, int]:
+    """Residues in each AlphaFold DB band, very high first."""
+    counts: dict[str, int] = dict.fromkeys(reversed(BANDS), 0)
+    for value in values:
+        counts[band_of(value)] += 1
+    return counts
 
 
 def _is_disordered(feature: Mapping[str, Any]) -> bool:
@@ -108,13 +151,15 @@ def map_features(
         start, end = int(feature["start"]), int(feature["end"])
         if end > len(plddt):
             continue  # annotated beyond the modelled sequence
-        value = mean(plddt[start - 1 : end])
+        values = plddt[start - 1 : end]
+        value = mean(values)
         mapped.append(
             {
                 **feature,
                 "length": end - start + 1,
                 "mean_plddt": value,
                 "band": BAND_NAMES[band_of(value)],
+                "by_band": band_counts(values),
                 "verdict": _verdict(feature, value),
             }
         )

@@ -132,7 +132,9 @@ def _from_afdb(model: dict[str, Any]) -> AlphaFoldData:
         "model_file": None,
         "pae_file": None,
         "profile": None,
-        "figures_note": None,  # every figure comes from this one record
+        "figures_source": None,  # set to the record's URL by the fetch
+        "file_global_plddt": None,
+        "other_means": [],
     }
 
 
@@ -256,6 +258,8 @@ class LiveSource:
             return not_found(accession, "UniProt or AlphaFold DB")
         sources = [url for url, part in ((uniprot_url, uniprot), (afdb_url, model)) if part]
         summary = _merge(accession, uniprot, model, sources)
+        if summary["alphafold"] is not None:
+            summary["alphafold"]["figures_source"] = afdb_url
         summary["isoforms"] = _isoforms(accession, models or [])
         if dash:
             summary["isoform_of"] = canonical
@@ -308,7 +312,9 @@ class LiveSource:
                 af["pae_file"] = pae_url
                 summary["sources"].append(pae_url)
                 self._remember(pae_url, pae)
-        af["profile"] = model_profile(plddt, coordinates, pae)
+        annotation = summary.get("uniprot")
+        features = annotation["features"] if annotation is not None else ()
+        af["profile"] = model_profile(plddt, coordinates, pae, features)
 
     def _file_url(self, url: object) -> str | None:
         """A file URL of the record; on AlphaFold DB's public host, the configured host's."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from lyra.proteins._output import CompletedAnalysis, ProteinEntry
 from lyra.proteins._pipeline import pdb_link
 from lyra.proteins._structure import LIVE_HINT
+from lyra.supervisor import ServiceHealth
 
 __all__ = ["next_steps"]
 
@@ -24,10 +25,21 @@ _NO_MODEL = "AlphaFold DB has no model"
 _PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
 
 
-def _advice(entry: ProteinEntry) -> str | None:
+def _unreachable(health: ServiceHealth) -> str:
+    """The advice for proteins a source could not fetch because the network is down."""
+    return (
+        f"The network cannot be reached ({health.name}: {health.detail}): --source live "
+        "needs AlphaFold DB and UniProt, and retrying will not reach them. --source offline "
+        "(the default) works without a network, from the bundled data: lyra analyze {id_list}"
+    )
+
+
+def _advice(entry: ProteinEntry, unreachable: ServiceHealth | None = None) -> str | None:
     """The kind of advice for one entry (its protein ID is added by the caller)."""
     if isinstance(entry, CompletedAnalysis):
         return None
+    if unreachable is not None and entry.error_type == "connection":
+        return _unreachable(unreachable)
     error = entry.error
     if error.startswith(_MALFORMED):  # the reason for each is in its own line above
         return "Fix the identifiers (each a UniProt accession, such as P04637 or P05067-2)"
@@ -45,11 +57,14 @@ def _advice(entry: ProteinEntry) -> str | None:
     return None
 
 
-def next_steps(entries: Sequence[ProteinEntry]) -> list[str]:
-    """One line per kind of advice, in first-seen order, with the proteins it is for."""
+def next_steps(
+    entries: Sequence[ProteinEntry], unreachable: ServiceHealth | None = None
+) -> list[str]:
+    """One line per kind of advice, in first-seen order, with the proteins it is for
+    (``unreachable``: the data source's health check, when the network is down)."""
     grouped: dict[str, list[str]] = {}
     for entry in entries:
-        advice = _advice(entry)
+        advice = _advice(entry, unreachable)
         if advice is not None:
             grouped.setdefault(advice, []).append(entry.protein_id)
     lines = []
@@ -58,7 +73,9 @@ def next_steps(entries: Sequence[ProteinEntry]) -> list[str]:
         if advice == _PDB:
             ids = [f"{i} ({pdb_link(i)})" for i in ids]
         names = ", ".join(ids)
-        if "{ids}" in advice:
+        if "{id_list}" in advice:
+            lines.append(advice.replace("{id_list}", " ".join(ids)))
+        elif "{ids}" in advice:
             lines.append(advice.replace("{ids}", names))
         else:
             lines.append(f"{advice}: {names}")

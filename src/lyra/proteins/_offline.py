@@ -19,7 +19,7 @@ from lyra.proteins._modelfiles import read_pae
 from lyra.proteins._profile import model_profile
 from lyra.proteins._sources import AlphaFoldData, NotFound, ProteinSummary, not_found
 
-__all__ = ["OfflineSource", "bundled_pae"]
+__all__ = ["OfflineSource", "bundled_entries", "bundled_pae"]
 
 
 def _data() -> Any:
@@ -29,7 +29,7 @@ def _data() -> Any:
 
 
 @cache
-def _bundled_entries() -> dict[str, Any]:
+def bundled_entries() -> dict[str, Any]:
     """The bundled dataset's entries, read once per process."""
     document = json.loads(_data().joinpath("proteins.json").read_text(encoding="utf-8"))
     entries: dict[str, Any] = document["entries"]
@@ -45,7 +45,7 @@ def bundled_pae(name: str) -> list[list[float]]:
 def _entry(accession: str) -> dict[str, Any] | None:
     """The bundled entry of ``accession``; an isoform's (``P05067-2``) made from the
     record its canonical entry keeps of it."""
-    entries = _bundled_entries()
+    entries = bundled_entries()
     if accession in entries:
         entry: dict[str, Any] = entries[accession]
         return entry
@@ -64,7 +64,7 @@ def _isoform_names(entry: dict[str, Any]) -> list[str]:
 def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
     """An isoform as an entry of its own: its sequence and model, the canonical entry's
     names. UniProt's features are placed on the canonical sequence, so it has none."""
-    entry = _bundled_entries()[canonical]
+    entry = bundled_entries()[canonical]
     form = next((f for f in entry.get("isoforms") or [] if f.get("accession") == accession), None)
     if form is None:
         return None
@@ -82,12 +82,14 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
 
 @cache
 def _profile(accession: str) -> dict[str, Any] | None:
-    alphafold = (_entry(accession) or {}).get("alphafold") or {}
+    entry = _entry(accession) or {}
+    alphafold = entry.get("alphafold") or {}
     plddt = alphafold.get("plddt")
     if not plddt:
         return None
     pae = bundled_pae(alphafold["pae_file"]) if alphafold.get("pae_file") else None
-    return model_profile(plddt, alphafold.get("coordinates"), pae)
+    features = (entry.get("uniprot") or {}).get("features") or ()
+    return model_profile(plddt, alphafold.get("coordinates"), pae, features)
 
 
 def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
@@ -104,7 +106,9 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
             "model_file": alphafold.get("model_file"),
             "pae_file": alphafold.get("pae_file"),
             "profile": _profile(entry["uniprot_id"]),
-            "figures_note": alphafold.get("figures_note"),
+            "figures_source": alphafold.get("figures_source"),
+            "file_global_plddt": alphafold.get("file_global_plddt"),
+            "other_means": list(alphafold.get("other_means") or []),
         }
     summary: ProteinSummary = {
         "uniprot_id": entry["uniprot_id"],
@@ -136,8 +140,8 @@ class OfflineSource:
         key = protein_id.strip().upper()
         entry = _entry(key)
         canonical = key.partition("-")[0]
-        if entry is None and "-" in key and canonical in _bundled_entries():
-            forms = _isoform_names(_bundled_entries()[canonical])
+        if entry is None and "-" in key and canonical in bundled_entries():
+            forms = _isoform_names(bundled_entries()[canonical])
             return not_found(
                 key,
                 f"the bundled offline dataset: it holds {canonical} (the canonical sequence, "
@@ -150,7 +154,7 @@ class OfflineSource:
                 return not_found(
                     key,
                     "the bundled offline dataset (it holds "
-                    f"{', '.join(sorted(_bundled_entries()))}; try --source live)",
+                    f"{', '.join(sorted(bundled_entries()))}; try --source live)",
                 )
             return not_found(key, "the bundled offline dataset")
         # Deep copy: callers may mutate the result; the cache must stay intact.
@@ -163,4 +167,4 @@ class OfflineSource:
 
     def ids(self) -> list[str]:
         """Every accession the bundled dataset holds (not its isoforms), sorted."""
-        return sorted(_bundled_entries())
+        return sorted(bundled_entries())

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from lyra.delegation import FailureCategory, json_safe
 from lyra.proteins._compare import Comparison
@@ -39,6 +45,9 @@ class CompletedAnalysis(FrozenModel):
     protein_id: str
     brief: str
     attempts: int = 1
+    recovery: str | None = None
+    """How the attempts went when there were several (``attempt 1 (timeout 2 s): timeout;
+    attempt 2 (continuation, timeout doubled to 4 s): completed``)."""
     figures: dict[str, Any] = Field(default_factory=dict)
     tasks: list[TaskLine] = Field(default_factory=list)
 
@@ -50,8 +59,12 @@ class _Failed(FrozenModel):
     tasks_skipped: list[str]
     additional_failures: list[dict[str, str]] = Field(default_factory=list)
     category: FailureCategory | None = None
+    error_type: str | None = None
+    """The finer cause under the category (``connection``, ``not_found``, …)."""
     retryable: bool = False
     attempts: int = 1
+    recovery: str | None = None
+    """How the attempts went when there were several."""
     report: str = ""
     suggested_actions: list[str] = Field(default_factory=list)
     """What to try next, from the report (text for a human; never executed)."""
@@ -70,14 +83,23 @@ class FailedAnalysis(_Failed):
 
 
 class Summary(FrozenModel):
-    """Counts that always add up to ``total_requested``."""
+    """Counts that always add up to ``total_requested``: PRD-001's four keys, and
+    ``unfinished`` for an interrupted run only."""
 
     total_requested: int
     successful: int
     partial: int
     failed: int
-    unfinished: int = 0
-    """Proteins an interrupted run did not finish (0 for a run that ended)."""
+    unfinished: int | None = None
+    """Proteins an interrupted run did not finish; ``None`` (and no key in the JSON)
+    for a run that ended."""
+
+    @model_serializer(mode="wrap")
+    def _four_keys_unless_interrupted(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.unfinished is None and isinstance(data, dict):
+            data.pop("unfinished", None)
+        return data
 
 
 class AnalysisOutput(FrozenModel):
@@ -92,6 +114,8 @@ class AnalysisOutput(FrozenModel):
     health: list[ServiceHealth] = Field(default_factory=list)
     errors: list[ErrorContext] = Field(default_factory=list)
     answer: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    """One line per ID that was resolved to another (``P53_HUMAN`` to ``P04637``)."""
     by_category: dict[str, int] = Field(default_factory=dict)
     """Failed and partial proteins by failure category."""
     results: str | None = None
@@ -132,6 +156,7 @@ class AnalysisOutput(FrozenModel):
             partial=self.partial_analyses,
             failed=failed,
             summary=self.summary,
+            notes=self.notes,
         )
 
 

@@ -268,6 +268,7 @@ class _Run:
             except Exception as exc:  # noqa: BLE001 - the first failure is re-raised below
                 failure = exc
         missing = [stage for stage in _MIDDLE if stage not in done]
+        failed = self.state.results.get(STRUCTURE)
         brief = await self.stage(
             SYNTHESIZE,
             lambda: synthesize(
@@ -277,6 +278,7 @@ class _Run:
                 done.get(REASON),
                 done.get(CRITIQUE),
                 missing,
+                problem=failed.error if failed is not None and failed.status == "failed" else None,
             ),
             status="partial" if missing else "success",
         )

@@ -26,6 +26,7 @@ __all__ = [
     "ProteinSummary",
     "UniProtData",
     "finite_number",
+    "named_source",
     "not_found",
 ]
 
@@ -50,8 +51,10 @@ class AlphaFoldData(TypedDict):
     model_date: str | None
     model_file: str | None  # the file (or URL) the per-residue figures came from
     pae_file: str | None  # the PAE file (or URL), if there is one
-    profile: dict[str, Any] | None  # segments, units, PAE between units (lyra.proteins._profile)
-    figures_note: str | None  # set when whole-model figures come from different models
+    profile: dict[str, Any] | None  # segments, units, what PAE says (lyra.proteins._profile)
+    figures_source: str | None  # the file or URL the whole-model figures came from
+    file_global_plddt: dict[str, Any] | None  # a model file's own figure: value, over, file
+    other_means: list[dict[str, Any]]  # other models' means in the data: version, value, source
 
 
 class UniProtData(TypedDict):
@@ -127,6 +130,14 @@ def finite_number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def named_source(name: str) -> str:
+    """A file or URL as a brief names it; the lower-trust file of figures quoted
+    elsewhere (``facts_secondary_sources.json``) says so."""
+    if "secondary" in name:
+        return f"{name}: a lower-trust secondary source, figures quoted elsewhere"
+    return name
 
 
 def text_or_none(value: object) -> str | None:

@@ -1,10 +1,13 @@
 """The ``analyze_structure`` stage: confidence where it lives, and what is missing.
 
 From the summary a source returned: the model's segments, structural units and
-PAE between units (its confidence profile), the UniProt features mapped onto
-per-residue pLDDT, and the whole-model figures as one line among others. Where
-a datum is missing the result names it and how to get it. Without any
-AlphaFold DB model the stage is a soft failure that says so (``missing_model``).
+what PAE says of them (its confidence profile), the UniProt features mapped
+onto per-residue pLDDT, every stretch outside the units (a short confident
+helix, a low or very low segment) with the features that explain it, and the
+whole-model figures as one line among others. ``fraction_at_plddt_70_or_more``
+is the share of residues at pLDDT ≥ 70 (confident or very high). Where a datum
+is missing the result names it and how to get it. Without any AlphaFold DB
+model the stage is a soft failure that says so (``missing_model``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lyra.proteins._confidence import BANDS, band_of, mean
-from lyra.proteins._features import map_features
+from lyra.proteins._features import explaining, label, map_features
 from lyra.proteins._sources import finite_number
 
 __all__ = ["analyze_structure", "fractions_of", "per_residue"]
@@ -72,7 +75,9 @@ def _missing(alphafold: Mapping[str, Any], summary: Mapping[str, Any]) -> list[s
         if profile.get("units") is None:
             missing.append(f"the model's coordinates (structural units need them; {LIVE_HINT})")
         if profile.get("unit_pae") is None:
-            missing.append(f"the PAE file (confidence between units needs it; {LIVE_HINT})")
+            missing.append(
+                f"the PAE file (checking the units and placing them needs it; {LIVE_HINT})"
+            )
     if summary.get("uniprot") is None and not summary.get("isoform_of"):
         missing.append(
             "a UniProt entry with features (domains, regions, sites); run with --source live "
@@ -98,6 +103,33 @@ def _no_figures(
         "(no pLDDT at all)",
         "missing_model": True,
     }
+
+
+def _segments(
+    profile: Mapping[str, Any], features: Sequence[Mapping[str, Any]] | None
+) -> list[dict[str, Any]] | None:
+    """The segments, each with the unit it belongs to (``None``: outside the units --
+    a confident stretch too short to be one, a low or very low segment), the UniProt
+    features that explain it (``None``: no features known) and, outside the units,
+    its PAE to each unit (empty where the PAE is not known)."""
+    segments = profile.get("segments")
+    if segments is None:
+        return None
+    owner = {
+        r: u["number"] for u in profile.get("units") or [] for s, e in u["ranges"] for r in (s, e)
+    }
+    pae = profile.get("segment_pae") or []
+    return [
+        {
+            **seg,
+            "unit": owner.get(seg["start"]),
+            "features": None
+            if features is None
+            else [label(f) for f in explaining(features, seg["start"], seg["end"])],
+            "pae": [p for p in pae if (p["start"], p["end"]) == (seg["start"], seg["end"])],
+        }
+        for seg in segments
+    ]
 
 
 def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,9 +158,8 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
     profile = alphafold.get("profile") if values is not None else None
     profile = profile if isinstance(profile, Mapping) else {}
     uniprot = summary.get("uniprot")
-    features = None
-    if values is not None and isinstance(uniprot, Mapping):
-        features = map_features(uniprot.get("features") or [], values)
+    annotated = list(uniprot.get("features") or []) if isinstance(uniprot, Mapping) else None
+    features = map_features(annotated, values) if values is not None and annotated else None
     return {
         "uniprot_id": protein_id,
         "entry_id": alphafold.get("entry_id"),
@@ -136,15 +167,20 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
         "model_date": alphafold.get("model_date"),
         "model_file": alphafold.get("model_file"),
         "pae_file": alphafold.get("pae_file"),
+        "figures_source": alphafold.get("figures_source"),
+        "file_global_plddt": alphafold.get("file_global_plddt"),
+        "other_means": alphafold.get("other_means") or [],
         "per_residue": values is not None,
         **figures,
-        "well_folded_fraction": (
+        "fraction_at_plddt_70_or_more": (
             round(fractions["confident"] + fractions["very_high"], 3) if fractions else None
         ),
-        "segments": profile.get("segments"),
+        "segments": _segments(profile, annotated),
         "fraying": profile.get("fraying"),
         "units": profile.get("units"),
         "unit_pae": profile.get("unit_pae"),
+        "domain_pae": profile.get("domain_pae"),
         "features": features,
+        "annotated": annotated if values is None else None,
         "missing": _missing(alphafold, summary),
     }

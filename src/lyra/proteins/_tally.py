@@ -101,11 +101,11 @@ class Tally:
             self._append(self.entries[protein_id])
         self.folder.close()
 
-    def summary(self, unfinished: int = 0) -> Summary:
+    def summary(self, unfinished: int | None = None) -> Summary:
         """The counts, which always add up to the proteins requested (``unfinished``:
-        those an interrupted run did not finish)."""
+        those an interrupted run did not finish; ``None`` for a run that ended)."""
         return Summary(
-            total_requested=sum(self.kinds.values()) + unfinished,
+            total_requested=sum(self.kinds.values()) + (unfinished or 0),
             successful=self.kinds["completed"],
             partial=self.kinds["partial"],
             failed=self.kinds["failed"],

@@ -1,18 +1,13 @@
-"""Structural units: the model's ordered segments grouped by their contacts,
-and the predicted aligned error (PAE) between units.
+"""Structural units: the model's ordered segments grouped by their contacts.
 
 Two ordered segments belong to one unit when the model packs them together:
 at least :data:`MIN_CONTACTS` residue pairs whose CB atoms (CA for glycine)
 lie within :data:`CONTACT_DISTANCE` Å, found with gemmi's ``ContactSearch``.
 Residues fewer than :data:`MIN_SEPARATION` apart in the sequence never count
 (neighbours along the chain are always close). Ordered segments shorter than
-:data:`MIN_UNIT_LENGTH` form no unit.
-
-PAE is AlphaFold's expected position error (Å) of residue *j* when the model
-is aligned on residue *i*; between two units the brief gives the mean over
-both directions. Below :data:`PAE_PLACED` Å the units' relative placement is
-confident; above :data:`PAE_UNPLACED` Å it is not determined by the model.
-These are lyra's named thresholds, not AlphaFold DB's.
+:data:`MIN_UNIT_LENGTH` form no unit. Contacts say the model packs segments
+together, not that it is confident of how: where a PAE file exists,
+:mod:`lyra.proteins._pae` checks each unit.
 """
 
 from __future__ import annotations
@@ -22,19 +17,15 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.proteins._confidence import BAND_NAMES, Segment, band_of, mean
+from lyra.proteins._confidence import BAND_NAMES, Segment, band_of, mean, span
 
 __all__ = [
     "CONTACT_DISTANCE",
     "MIN_CONTACTS",
     "MIN_SEPARATION",
     "MIN_UNIT_LENGTH",
-    "PAE_PLACED",
-    "PAE_UNPLACED",
     "Unit",
-    "UnitPae",
     "contacts",
-    "pae_between",
     "units",
 ]
 
@@ -42,8 +33,6 @@ CONTACT_DISTANCE: Final = 8.0
 MIN_CONTACTS: Final = 10
 MIN_SEPARATION: Final = 3
 MIN_UNIT_LENGTH: Final = 20
-PAE_PLACED: Final = 5.0
-PAE_UNPLACED: Final = 15.0
 
 Coordinates = Sequence[tuple[float, float, float]]
 
@@ -66,26 +55,7 @@ class Unit(BaseModel):
     @property
     def where(self) -> str:
         """Its residue ranges, ``30–189, 284–343``."""
-        return ", ".join(f"{s}–{e}" for s, e in self.ranges)
-
-
-class UnitPae(BaseModel):
-    """The mean PAE between two units (both directions), in Å."""
-
-    model_config = ConfigDict(frozen=True)
-
-    first: int
-    second: int
-    mean_pae: float
-
-    @property
-    def verdict(self) -> str:
-        """What the figure says about the units' relative placement."""
-        if self.mean_pae < PAE_PLACED:
-            return "relative placement confident"
-        if self.mean_pae > PAE_UNPLACED:
-            return "relative placement not determined"
-        return "relative placement uncertain"
+        return ", ".join(span(s, e) for s, e in self.ranges)
 
 
 def contacts(coordinates: Coordinates) -> set[tuple[int, int]]:
@@ -156,16 +126,3 @@ def units(
             )
         )
     return found
-
-
-def pae_between(found: Sequence[Unit], pae: Sequence[Sequence[float]]) -> list[UnitPae]:
-    """The mean PAE between every pair of units, both directions together."""
-    pairs = []
-    for x, first in enumerate(found):
-        rows = [r - 1 for s, e in first.ranges for r in range(s, e + 1)]
-        for second in found[x + 1 :]:
-            cols = [r - 1 for s, e in second.ranges for r in range(s, e + 1)]
-            total = sum(pae[i][j] + pae[j][i] for i in rows for j in cols)
-            value = round(total / (2 * len(rows) * len(cols)), 2)
-            pairs.append(UnitPae(first=first.number, second=second.number, mean_pae=value))
-    return pairs

@@ -1,0 +1,212 @@
+"""The ``reason`` stage: what the model supports, part by part.
+
+One line per structural unit (its use from its band, and whether PAE confirms
+it as one rigid unit), per confident stretch too short to be a unit, and per
+low or very low segment that is long or that UniProt's features explain. No
+ranking of targets from pLDDT: pLDDT says how confident the model is, not
+whether a protein is a good target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from lyra.proteins._confidence import BAND_NAMES, band_of, num, span
+from lyra.proteins._pae import unit_verdict
+from lyra.proteins._units import MIN_UNIT_LENGTH
+
+__all__ = ["reason"]
+
+_USE: Final = {
+    "very_high": "backbone and most side chains modelled to high accuracy: fit for "
+    "structure-based work such as docking or interface design within it",
+    "confident": "backbone likely right, side chains less so: fit for work on the fold and "
+    "positions of residues; check side chains before docking",
+    "low": "low confidence overall: no structure-based work",
+    "very_low": "very low confidence overall: no structure-based work",
+}
+_GRADE: Final = {
+    "very_high": "docking-grade within it",
+    "confident": "fold-level",
+    "low": "not for structure-based work",
+    "very_low": "not for structure-based work",
+}
+_BELOW: Final = {
+    "very_low": "likely disordered in isolation, ordered only with a partner, or poorly "
+    "predicted; no structure-based work there",
+    "low": "low confidence: at most a rough backbone; no structure-based work there",
+}
+_TARGETED: Final = ("chloroplastic", "mitochondrial")
+"""Words of a protein's name that say where it is imported to, with an N-terminal
+transit peptide that is cleaved on import."""
+
+
+def _usable(stage: object) -> Mapping[str, Any] | None:
+    if isinstance(stage, Mapping) and "error" not in stage:
+        return stage
+    return None
+
+
+def _head(seg: Mapping[str, Any]) -> str:
+    return (
+        f"Residues {span(seg['start'], seg['end'])} ({seg['length']} residues, mean pLDDT "
+        f"{num(seg['mean_plddt'])}, {seg['band']})"
+    )
+
+
+def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]]) -> str:
+    """A unit's use: from its band when it is one piece (one segment, or PAE confirms
+    it rigid); segment by segment when its arrangement is not confirmed."""
+    head = (
+        f"Unit {unit['number']} (residues {unit['where']}, {unit['residues']} residues, "
+        f"mean pLDDT {num(unit['mean_plddt'])}, {unit['band']})"
+    )
+    check = unit.get("pae")
+    band = band_of(unit["mean_plddt"])
+    if check is not None and check["rigid"]:
+        return f"{head}: {_USE[band]}; {unit_verdict(check)}."
+    if len(unit["ranges"]) == 1:
+        if check is None:
+            return f"{head}: {_USE[band]}; not checked against PAE (no PAE)."
+        return (
+            f"{head}: locally {unit['band']} residue by residue, but {unit_verdict(check)}: "
+            "use it locally, not as a rigid body."
+        )
+    parts = "; ".join(
+        f"{span(s, e)} {seg['band']} ({num(seg['mean_plddt'])}): "
+        f"{_GRADE[band_of(seg['mean_plddt'])]}"
+        for s, e in unit["ranges"]
+        for seg in [segments[s]]
+    )
+    return (
+        f"{head}: {unit_verdict(check, len(unit['ranges']))}. Work within each segment as its "
+        f"band allows ({parts}), not on their relative placement."
+    )
+
+
+def _features_note(seg: Mapping[str, Any]) -> str | None:
+    """What UniProt's features say a stretch is (``None``: no features are known; the
+    brief says once that they are missing)."""
+    features = seg.get("features")
+    if features is None:
+        return None
+    if not features:
+        return "no UniProt feature matches it"
+    notes = []
+    for text in features:
+        if text.startswith(("Signal", "Transit peptide", "Propeptide")):
+            notes.append(f"{text} (removed in the mature protein)")
+        elif text.startswith("Region: Disordered"):
+            notes.append(f"{text} (annotated disordered)")
+        else:
+            notes.append(text)
+    return "UniProt: " + "; ".join(notes)
+
+
+def _pae_note(seg: Mapping[str, Any]) -> str | None:
+    """Where PAE places a stretch relative to each unit."""
+    found = [
+        f"to unit {p['unit']} {num(p['mean_pae'])} Å ({num(p['aligned_on_second'])} Å aligned "
+        f"on the unit, {num(p['aligned_on_first'])} Å aligned on the stretch): "
+        f"{p['placement']}"
+        for p in seg.get("pae") or []
+    ]
+    return "PAE " + "; ".join(found) if found else None
+
+
+def _short_line(seg: Mapping[str, Any], summary: Mapping[str, Any], alone: bool) -> str:
+    """A confident stretch under the length of a unit."""
+    text = f"{_head(seg)}: a confident stretch too short to be a unit (under {MIN_UNIT_LENGTH})"
+    features = seg.get("features") or []
+    if any(f.startswith(("Transmembrane", "Intramembrane")) for f in features):
+        use = (
+            "the membrane helix is predicted confidently; its placement against the rest "
+            "of the protein is not, and no membrane is modelled"
+        )
+    elif alone:
+        use = (
+            f"the whole chain is {summary.get('length')} residues modelled alone: a locally "
+            "confident stretch, not a fold to work on; bound to a partner or a membrane "
+            "its conformation may differ"
+        )
+    else:
+        use = "locally confident (its backbone, residue by residue); no fold of its own"
+    parts = [text, use, _features_note(seg), _pae_note(seg)]
+    return "; ".join(p for p in parts if p) + "."
+
+
+def _below_line(seg: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+    """A low or very low segment, interpreted where the data allow."""
+    parts = [f"{_head(seg)}: {_BELOW[seg['kind']]}", _features_note(seg), _pae_note(seg)]
+    name = str(summary.get("description") or "")
+    targeted = next((w for w in _TARGETED if w in name.lower()), None)
+    if seg["start"] == 1 and not seg.get("features") and targeted:
+        parts.append(
+            f"the protein is named {targeted}: a protein imported into the organelle is "
+            "made with an N-terminal transit peptide, cleaved on import, which this stretch "
+            "may be (UniProt's features would say: run with --source live)"
+        )
+    return "; ".join(p for p in parts if p) + "."
+
+
+def _unlocated(s: Mapping[str, Any]) -> str:
+    """What whole-model figures alone can say: how much is in each band, not where."""
+    fractions = s.get("fractions")
+    if fractions:
+        shares = ", ".join(
+            f"{fractions[band] * 100:.1f}% {BAND_NAMES[band]}"
+            for band in ("very_high", "confident", "low", "very_low")
+            if fractions[band]
+        )
+        return (
+            "Without per-residue pLDDT the usable parts cannot be located: the band "
+            f"fractions say how many residues are in each band ({shares}), not where."
+        )
+    mean = num(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown"
+    return (
+        "Without per-residue pLDDT the usable parts cannot be located: the whole-model "
+        f"mean pLDDT {mean} may mix ordered and disordered residues."
+    )
+
+
+def reason(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the model supports, part by part; no ranking of targets from pLDDT.
+
+    Returns ``drug_target_assessment`` (text: what pLDDT can and cannot say for
+    structure-based work), ``hypotheses`` (one line per unit or stretch, each
+    citing its figures) and ``evidence`` (the figures used; None where unknown).
+    """
+    s = _usable(structure) or {}
+    lines: list[str] = []
+    units = s.get("units") or []
+    segments: Sequence[Mapping[str, Any]] = s.get("segments") or []
+    by_start = {seg["start"]: seg for seg in segments}
+    lines += [_unit_line(unit, by_start) for unit in units]
+    for seg in segments:
+        if seg.get("unit") is not None:
+            continue
+        if seg["kind"] == "ordered":
+            lines.append(_short_line(seg, summary, alone=not units))
+        elif seg["length"] >= MIN_UNIT_LENGTH or seg.get("features"):
+            lines.append(_below_line(seg, summary))
+    if s and not s.get("per_residue"):
+        lines.append(_unlocated(s))
+    assessment = (
+        "pLDDT describes how confident the model is, not whether the protein is a good drug "
+        "target: no pocket, ligandability, selectivity or biology was assessed, and no "
+        "ranking of targets is made from it. Structure-based work can use only the parts "
+        "predicted confidently (listed below)."
+        if s
+        else "Assessment unavailable: no structure analysis."
+    )
+    return {
+        "drug_target_assessment": assessment,
+        "hypotheses": lines,
+        "evidence": {
+            "mean_plddt": s.get("mean_plddt"),
+            "fraction_at_plddt_70_or_more": s.get("fraction_at_plddt_70_or_more"),
+            "units": len(units) if s.get("units") is not None else None,
+            "length": summary.get("length"),
+        },
+    }

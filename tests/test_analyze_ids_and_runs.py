@@ -1,0 +1,213 @@
+"""`lyra analyze` as a scientist types it: IDs, ID files, a network that is down, what
+the terminal says of a recovered timeout, resume, SIGTERM, and the typed request."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from lyra.cli import main
+from lyra.proteins import AnalyzeRequest, analyze_sync
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(args)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _analysed(out: str) -> list[str]:
+    output = json.loads(out)
+    entries = [*output["completed_analyses"], *output["failed_analyses"]]
+    return [e["protein_id"] for e in entries]
+
+
+# --------------------------------------------------------------------------- IDs
+
+
+def test_entry_names_and_secondary_accessions_resolve_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'P53_HUMAN is refused … Q15086, a secondary accession of P04637 in the bundled
+    data, is "not in bundled dataset"': both resolve to P04637 (analysed once), each
+    with a one-line note."""
+    argv = ["analyze", "P53_HUMAN", "Q15086", "A4_HUMAN", "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    assert _analysed(out) == ["P04637", "P05067"]
+    assert json.loads(out)["notes"] == [
+        "P53_HUMAN is the UniProt entry name of P04637 in the bundled UniProt data: "
+        "analysed as P04637",
+        "Q15086 is a secondary accession of P04637 (P53_HUMAN) in the bundled UniProt data: "
+        "analysed as P04637",
+        "A4_HUMAN is the UniProt entry name of P05067 in the bundled UniProt data: "
+        "analysed as P05067",
+    ]
+    status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
+    assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
+
+
+def test_a_comma_joined_argument_is_split_never_half_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'"P04637,P05067" as one argument gets "did you mean P04637?" and silently drops
+    P05067'."""
+    argv = ["analyze", "P04637,P05067", "P69905,", "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    assert _analysed(out) == ["P04637", "P05067", "P69905"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("export.tsv", "Entry\tEntry Name\nP69905,\tHBA_HUMAN\nP04637\tP53_HUMAN\n"),
+        ("export.csv", 'Entry,Entry Name,Length\nP69905,HBA_HUMAN,142\n"P04637",P53_HUMAN,393\n'),
+    ],
+)
+def test_table_rows_are_parsed_by_their_delimiter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str
+) -> None:
+    """'A malformed row of an Entry table yields the ID P69905,': a table is read by
+    its header's delimiter (tab or comma), its accession column alone."""
+    ids = tmp_path / name
+    ids.write_text(text, encoding="utf-8")
+    argv = ["analyze", "--ids-file", str(ids), "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path / "r")], capsys)
+    assert status == 0
+    assert _analysed(out) == ["P69905", "P04637"]
+
+
+def test_a_file_of_words_is_a_usage_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'A file of plain words is analysed as IDs HELLO and WORLD'."""
+    ids = tmp_path / "words.txt"
+    ids.write_text("hello\nworld\n", encoding="utf-8")
+    status, out, err = run_cli(["analyze", "--ids-file", str(ids)], capsys)
+    assert (status, out) == (2, "")
+    assert f"{ids} holds no UniProt accession (it reads 'hello', 'world')" in err
+
+
+def test_random_binary_is_refused_as_not_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27: '100 KB of random bytes → 3,599 IDs'."""
+    ids = tmp_path / "random.bin"
+    ids.write_bytes(random.Random(27).randbytes(100_000))
+    status, out, err = run_cli(["analyze", "--ids-file", str(ids)], capsys)
+    assert (status, out) == (2, "")
+    assert f"{ids} is not a text file of accessions" in err
+    assert not list(tmp_path.glob("runs"))
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def test_live_without_a_network_says_so_and_names_the_offline_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'--source live offline advises "Retry with exponential backoff / --retries 2", the
+    wrong fix without a network, and does not say the bundled source works offline'."""
+    monkeypatch.setenv("LYRA_AFDB_URL", "http://127.0.0.1:9")  # refused: no network
+    monkeypatch.setenv("LYRA_UNIPROT_URL", "http://127.0.0.1:9")
+    argv = ["analyze", "P04637", "P05067", "--source", "live", "--run-dir", str(tmp_path)]
+    status, out, _ = run_cli(argv, capsys)
+    assert status == 1
+    nexts = out.split("Next:\n", 1)[1].split("\n\n", 1)[0]
+    assert nexts.startswith("  • The network cannot be reached (live data source: Connect")
+    assert "--source offline (the default) works without a network" in nexts
+    assert nexts.rstrip().endswith("lyra analyze P04637 P05067")
+    assert "backoff" not in nexts.lower()
+    assert "--retries" not in nexts
+
+
+def test_the_terminal_shows_the_doubled_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'The terminal of --inject P04637:hang@1 --timeout 2 --retries 1 shows only
+    "completed, 2 attempt(s)" where the README promises the doubled timeout'."""
+    argv = ["analyze", "P04637", "--inject", "P04637:hang@1", "--timeout", "0.3"]
+    status, out, err = run_cli([*argv, "--retries", "1", "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    recovered = (
+        "attempt 1 (timeout 0.3 s): timeout; attempt 2 (continuation, timeout doubled to "
+        "0.6 s): completed"
+    )
+    assert f"[1/1] P04637: completed, 2 attempt(s): {recovered}" in err
+    assert recovered in out  # the answer's line for the protein
+
+
+def test_resuming_a_finished_plain_run_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'A finished non-durable run's --resume reprints it where the README says it is
+    refused'."""
+    run_cli(["analyze", "P04637", "--run-dir", str(tmp_path)], capsys)
+    status, out, err = run_cli(["analyze", "--resume", str(tmp_path)], capsys)
+    assert (status, out) == (2, "")
+    assert "a run started without --durable, which cannot be resumed" in err
+    assert f"its results are in {tmp_path / 'output.json'}" in err
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_streamed_ids_file_run_loses_nothing_and_prints_no_traceback(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: SIGTERM during a large streamed --ids-file run exits 130, every ID is
+    either in results.jsonl or in unfinished.txt (once), and stderr has no traceback
+    and no 'coroutine was never awaited'."""
+    ids = [f"O{n:05d}" for n in range(20_000)]  # accessions the bundle lacks: each fails fast
+    listing = tmp_path / "ids.txt"
+    listing.write_text("\n".join(ids) + "\n", encoding="utf-8")
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lyra", "analyze", "--ids-file", str(listing), "--run-dir", run],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONWARNINGS": "default"},
+        text=True,
+    )
+    results = run / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if results.exists() and results.read_text().count("\n") >= 50:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    for noise in ("Traceback", "never awaited", "unhandled exception"):
+        assert noise not in err
+    finished = [json.loads(line)["protein_id"] for line in results.read_text().splitlines()]
+    unfinished = (run / "unfinished.txt").read_text().split()
+    assert 50 <= len(finished) < len(ids)
+    assert sorted(finished + unfinished) == ids  # every ID once, in one list or the other
+    output = json.loads((run / "output.json").read_text())
+    assert output["interrupted"] is True
+    assert output["summary"]["unfinished"] == len(unfinished)
+
+
+# --------------------------------------------------------------------------- the request
+
+
+def test_analyze_takes_the_typed_request_or_the_ids_with_its_fields() -> None:
+    """Issue 29: proteins.analyze takes the typed request; analyze(ids, **options) is the
+    same request, spelled as keywords, and an unknown option is refused by name."""
+    request = AnalyzeRequest(ids=("P04637", "P69905"), plan="structure", timeout=30)
+    typed = analyze_sync(request)
+    spelled = analyze_sync(["P04637", "P69905"], plan="structure", timeout=30)
+    for output in (typed, spelled):
+        assert [len(e.tasks) for e in output.completed_analyses] == [2, 2]  # fetch, structure
+    assert typed.summary == spelled.summary
+    with pytest.raises(ValidationError, match="timeout_s"):
+        analyze_sync(["P04637"], timeout_s=30)
