@@ -11,7 +11,7 @@ reads logs and the issue tracker through tools. Its tools get lyra's
    message history, so the second attempt does not read the logs again and
    finishes.
 2. A token budget: an agent that never stops calling tools is ended by the
-   response that crosses ``Budget(max_tokens=3_000)`` (timeout / budget).
+   request that ``Budget(max_tokens=3_000)`` has no room for (timeout / budget).
 3. An idle timeout: a tool that hangs is ended after 0.3 s without progress
    (timeout / idle), though the deadline is 30 s away.
 

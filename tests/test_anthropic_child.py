@@ -313,12 +313,17 @@ async def test_a_turn_budget_stops_the_model_before_the_next_call(client_for: An
 
 
 async def test_a_token_budget_caps_what_the_model_may_write(client_for: Any) -> None:
-    """The request's max_tokens never exceeds what the token budget has left."""
+    """The request's max_tokens never exceeds what the token budget has left once the
+    request's input (estimated, with its framing) is held too."""
+    from lyra.children._meter import REQUEST_OVERHEAD
+
     script = [tool_turn(input_tokens=2500, output_tokens=200), finish_turn()]
     with MessagesAPI(script) as api:
         child = AnthropicChild(tools=[get_plddt], client=client_for(api), max_tokens=4096)
         await Supervisor(child, budget=Budget(max_tokens=5000)).delegate("x", timeout=5)
-    assert [r["max_tokens"] for r in api.requests] == [4096, 2300]
+    first, second = (r["max_tokens"] for r in api.requests)
+    assert first <= 5000 - REQUEST_OVERHEAD
+    assert second <= 5000 - 2700 - REQUEST_OVERHEAD
 
 
 async def test_the_price_table_can_be_overridden(client_for: Any) -> None:
@@ -354,8 +359,8 @@ async def test_running_out_of_model_turns_is_a_failure_with_evidence(client_for:
 async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
     client_for: Any,
 ) -> None:
-    """The response whose usage takes the tree over max_tokens ends the child: its tool
-    calls never run and no further request is made."""
+    """A request whose worst case (its estimated input and a token to answer) the budget
+    has no room for is never sent: the child ends before it, out of budget."""
     ran: list[str] = []
 
     def lookup(protein_id: str) -> str:
@@ -371,6 +376,7 @@ async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
         child = AnthropicChild(tools=[lookup], client=client_for(api))
         result = await Supervisor(child, budget=Budget(max_tokens=1000)).delegate("x", timeout=5)
     assert ran == ["A"]
-    assert len(api.requests) == 2
+    assert len(api.requests) == 1
     assert result.failure is not None
-    assert "max_tokens=1000 exceeded: 1210 tokens used" in result.failure.evidence
+    assert "max_tokens=1000 reached: 605 tokens used" in result.failure.evidence
+    assert "the next request's worst case" in result.failure.evidence

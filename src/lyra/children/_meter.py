@@ -30,6 +30,17 @@ from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 from lyra.errors import ConfigurationError
 
+BYTES_PER_TOKEN = 4
+"""How a request's input is estimated before it is sent: one token per this many bytes
+of what it carries (its text, as the JSON a provider is sent). Tokenizers take about
+four bytes of English text per token; denser text (code, Chinese, Japanese) is
+underestimated, and requests in flight together can then pass ``max_tokens`` by the
+difference (README, "Budgets")."""
+REQUEST_OVERHEAD = 16
+"""Tokens held for what a provider adds around a request's text (roles, framing)."""
+DEFAULT_OUTPUT = 4096
+"""The output held for a request whose output limit lyra does not know."""
+
 
 def count(value: Any) -> int:
     """A token count from a framework: whole, never negative (0 for what is no number)."""
@@ -88,6 +99,7 @@ class Meter:
     __slots__ = (
         "_charged",
         "_cost_charged",
+        "_held",
         "child",
         "cost_limited",
         "ctx",
@@ -107,6 +119,7 @@ class Meter:
         """True when a token budget holds: every response must report its usage."""
         self._charged = Tokens()
         self._cost_charged = 0.0
+        self._held: dict[object, list[int]] = {}
         self.provider: str | None = None
         """The provider of the last request (``"anthropic"``, ``"openai"``, …)."""
 
@@ -137,6 +150,44 @@ class Meter:
             await ctx.cooled(provider)
         if turn:
             ctx.charge(turns=1, ahead=True)
+
+    async def reserve(
+        self, key: object, *, text_bytes: int, output: int | None, capped: bool = False
+    ) -> int | None:
+        """Hold the worst case of the request ``key`` names against a token budget, so
+        that requests in flight together never take the tree past ``max_tokens``: its
+        input, estimated from the ``text_bytes`` it sends (one token per
+        :data:`BYTES_PER_TOKEN` bytes, plus :data:`REQUEST_OVERHEAD`), and its output
+        limit (``output``, else :data:`DEFAULT_OUTPUT`). Waits while requests in flight
+        hold the room it needs (not idle time).
+
+        With ``capped`` (the framework lets lyra set the request's ``max_tokens``), the
+        request may go with less than its output limit: the output it may write is
+        returned, to cap it with. Otherwise it waits until its whole output limit fits
+        -- except when that limit is not known, where it goes with what is left and
+        can pass the budget by its output beyond that (README, "Budgets"). ``None``
+        without a token budget. :meth:`settled` gives the tokens back."""
+        if not self.token_limited:
+            return None
+        inputs = -(-text_bytes // BYTES_PER_TOKEN) + REQUEST_OVERHEAD
+        known = output is not None and output > 0
+        wanted = output if known and output is not None else DEFAULT_OUTPUT
+        least = inputs + 1 if capped or not known else inputs + wanted
+        held = await self.ctx.reserve_tokens(inputs + wanted, least)
+        self._held.setdefault(key, []).append(held)
+        return held - inputs
+
+    def settled(self, key: object = None) -> None:
+        """The request ``key`` names was answered or ended: what it held is given back
+        (every request's, with ``key=None``), before its usage is charged."""
+        if key is None:
+            held = [tokens for holds in self._held.values() for tokens in holds]
+            self._held.clear()
+        else:
+            holds = self._held.get(key)
+            held = [holds.pop(0)] if holds else []
+        for tokens in held:
+            self.ctx.release_tokens(tokens)
 
     def response(
         self, tokens: Tokens | None, model: str | None, *, cost: float | None = None

@@ -100,8 +100,13 @@ class Tap:
         self.model = model_name(data.agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
-        await self.meter.before_request(self.model, provider="openai")
+        meter = self.meter
+        await meter.before_request(self.model, provider="openai")
         model_data = data.model_data
+        if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
+            sent = json.dumps([model_data.input, model_data.instructions], default=str)
+            limit = data.agent.model_settings.max_tokens
+            await meter.reserve(id(data.agent), text_bytes=len(sent.encode()), output=limit)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered
@@ -128,6 +133,7 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
+        self.meter.settled(id(agent))  # what the request held, given back before its usage
         self.meter.answered()
         self.settle(model_name(agent.model))
         if agent is self.agent:

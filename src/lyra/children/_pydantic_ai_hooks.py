@@ -8,8 +8,10 @@ the public module imports it only when a child is built.
 
 - ``before_model_request`` (once per step of the agent loop, the unit of
   pydantic-ai's own ``request_limit``): the turn is charged *ahead*, so a
-  spent account refuses the request before it is made; a token budget with
-  little left caps the request's ``max_tokens``.
+  spent account refuses the request before it is made; under a token budget
+  the request's worst case (its input and its ``max_tokens``) is held before it
+  is sent, and ``max_tokens`` capped to what the budget leaves, so parallel
+  requests never take the tree past it.
 - ``after_model_request``: what pydantic-ai counted since the last charge
   (its ``RunUsage``: tokens with the cache's, and cost where genai-prices or
   lyra's price table knows the model) is charged through the child's
@@ -52,7 +54,7 @@ from pydantic_ai.usage import RunUsage
 
 from lyra.children._framework import tool_done
 from lyra.children._meter import Meter, Tokens
-from lyra.delegation import Account, ChildContext
+from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
 
 _ANY_MODEL_WRITES = 4096
@@ -68,12 +70,6 @@ class Limits(AbstractCapability[Any]):
     usage: RunUsage = field(default_factory=RunUsage)
     """The run's usage: given to ``agent.run(usage=...)``, so it is read live."""
     _model: str | None = field(default=None, init=False)
-    _token_limits: list[Account] = field(default_factory=list, init=False)
-
-    def __post_init__(self) -> None:
-        account = self.lyra.account
-        limited = account.limited() if account is not None else []
-        self._token_limits = [a for a in limited if a.limits and a.limits.max_tokens is not None]
 
     @property
     def lyra(self) -> ChildContext:
@@ -91,9 +87,10 @@ class Limits(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         self.charge()
         model = request_context.model
-        await self.meter.before_request(model.model_name, provider=model.system)
-        if self._token_limits:
-            self._cap_max_tokens(request_context)
+        meter = self.meter
+        await meter.before_request(model.model_name, provider=model.system)
+        if meter.token_limited:
+            await self._reserve(request_context)
         return request_context
 
     async def after_model_request(
@@ -104,6 +101,7 @@ class Limits(AbstractCapability[Any]):
         response: ModelResponse,
     ) -> ModelResponse:
         self._model = response.model_name
+        self.meter.settled()  # what the request held, given back before its usage counts
         self.meter.answered()
         if response.usage.unmeasured_requests:  # the model reported no usage
             self.meter.unreported(self._model)  # (a budget that cannot be kept stops here)
@@ -153,30 +151,36 @@ class Limits(AbstractCapability[Any]):
         cost = float(usage.cost) if usage.cost is not None else None
         return self.meter.total(tokens, self._model, cost=cost)
 
-    def _cap_max_tokens(self, request_context: ModelRequestContext) -> None:
-        """What the model may write, capped by what the token budget has left: the
-        request's own ``max_tokens`` when it is more, or none set and less than
-        :data:`_ANY_MODEL_WRITES` left (above that, a value of lyra's could exceed what
-        the model allows, and the provider would refuse the request)."""
-        left = max(1, self._tokens_left())
+    async def _reserve(self, request_context: ModelRequestContext) -> None:
+        """Hold the request's worst case against the token budget, and cap what the
+        model may write to what that leaves (its own ``max_tokens`` when that is less;
+        none set and more than :data:`_ANY_MODEL_WRITES` left, none is set: a value of
+        lyra's could exceed what the model allows)."""
         settings = request_context.model_settings or {}
         wanted = settings.get("max_tokens")
-        if left < (wanted if wanted is not None else _ANY_MODEL_WRITES):
-            capped: ModelSettings = {**settings, "max_tokens": left}
+        limit = wanted if wanted is not None else _ANY_MODEL_WRITES
+        sent = sum(_text_size(part) for m in request_context.messages for part in m.parts)
+        allowed = await self.meter.reserve(None, text_bytes=sent, output=limit, capped=True)
+        if allowed is not None and allowed < limit:
+            capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
             request_context.model_settings = capped
 
-    def _tokens_left(self) -> int:
-        """Tokens the tree may still spend: the tightest token limit up the chain (read
-        without the accounts' lock: a cap, not a charge)."""
-        return min(
-            0
-            if account.exhausted is not None or account.limits is None
-            else (account.limits.max_tokens or 0) - account.input_tokens - account.output_tokens
-            for account in self._token_limits
-        )
-
     def settle(self) -> None:
-        """Charge what is left when the run ends; never raises (an account that ran out
-        has already ended the attempt, and a cancellation must go on unchanged)."""
+        """Charge what is left when the run ends, after giving back what a request that
+        never answered held; never raises (an account that ran out has already ended
+        the attempt, and a cancellation must go on unchanged)."""
+        self.meter.settled()
         with suppress(BudgetExhausted, ConfigurationError):
             self.charge()
+
+
+def _text_size(part: Any) -> int:
+    """The bytes of text a message part sends the model (its content, or a tool call's
+    arguments), for the estimate of a request's input."""
+    content = getattr(part, "content", None)
+    if isinstance(content, str):
+        return len(content.encode())
+    args = getattr(part, "args", None)
+    if args is not None:
+        return len(str(args).encode())
+    return len(str(content).encode()) if content is not None else 0

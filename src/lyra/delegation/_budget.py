@@ -116,6 +116,7 @@ class Account:
 
     __slots__ = (
         "_lock",
+        "_released",
         "_watchers",
         "cost_usd",
         "counts_tool_calls",
@@ -124,6 +125,7 @@ class Account:
         "limits",
         "output_tokens",
         "parent",
+        "reserved",
         "retries_included",
         "tool_calls",
         "turns",
@@ -134,6 +136,9 @@ class Account:
         self.limits = limits if limits is not None and not limits.unlimited else None
         self.parent = parent
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
+        self.reserved = 0
+        """Tokens held for model requests in flight (their worst case), not yet charged."""
+        self._released: list[Callable[[], None]] = []
         self.cost_usd = 0.0
         self.exhausted: str | None = None
         """Why the account ran out (the limit and the amount used), once it has."""
@@ -220,6 +225,72 @@ class Account:
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
         return over
+
+    def reserve(self, worst: int, least: int) -> int:
+        """Hold up to ``worst`` tokens for a request about to be sent, here and in every
+        ancestor: as many as every token limit up the chain leaves beside what is
+        charged and held, if that is at least ``least``; else nothing (0)."""
+        with self._lock:
+            chain = self.chain()
+            room = min(
+                (
+                    a.limits.max_tokens - a.input_tokens - a.output_tokens - a.reserved
+                    for a in chain
+                    if a.limits is not None and a.limits.max_tokens is not None
+                ),
+                default=worst,
+            )
+            granted = min(worst, room)
+            if granted < least:
+                return 0
+            for account in chain:
+                account.reserved += granted
+            return granted
+
+    def release(self, tokens: int) -> None:
+        """Give back tokens :meth:`reserve` held (their request was answered or ended);
+        whoever waits for room is told."""
+        with self._lock:
+            chain = self.chain()
+            for account in chain:
+                account.reserved = max(0, account.reserved - tokens)
+            root = chain[-1]
+            waiting, root._released = root._released, []
+        for wake in waiting:
+            wake()
+
+    def holds_others(self, mine: int = 0) -> bool:
+        """True while requests other than the caller's (``mine`` tokens) hold tokens of
+        a token limit up the chain: waiting for them may free room."""
+        with self._lock:
+            return any(
+                a.reserved > mine
+                for a in self.chain()
+                if a.limits is not None and a.limits.max_tokens is not None
+            )
+
+    def when_released(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (once) at the next :meth:`release` anywhere in this tree."""
+        with self._lock:
+            self.chain()[-1]._released.append(wake)
+
+    def refuse(self, tokens: int) -> Account | None:
+        """A request whose worst case (``tokens``) no token limit up the chain has room
+        for, with nothing held that could free some: the tightest account is exhausted
+        as having reached its limit (its attempts end), and returned."""
+        ran_out: Account | None = None
+        with self._lock:
+            for account in self.chain():
+                why = account._over(_Spend(tokens=tokens))
+                if why is not None and why.startswith("max_tokens"):
+                    if account.exhausted is None:
+                        account.exhausted = why + " (the next request's worst case)"
+                        ran_out = account
+                    break
+            told = [] if ran_out is None else list(ran_out._watchers.values())
+        for watcher in told:
+            watcher(ran_out)  # type: ignore[arg-type]
+        return ran_out
 
     def _over(self, more: _Spend | None = None) -> str | None:
         """Which limit the tally exceeds, in words, or ``None``; with ``more`` given,

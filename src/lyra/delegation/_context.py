@@ -109,6 +109,7 @@ class ChildContext:
     _failed_tool_error: BaseException | None = None
     _meter: Account | None = None
     _tool_started: float = 0.0
+    _holding = 0
     _repeats: dict[tuple[str, str], int] | None = None
     _answer: Answerer | None = None
     started = 0.0
@@ -473,6 +474,43 @@ class ChildContext:
             self.spent_last = True
             self._limiter.out_of_budget(over)
             raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
+
+    async def reserve_tokens(self, worst: int, least: int) -> int:
+        """Hold tokens of the tree's budget for a model request about to be sent: up to
+        ``worst`` (its output limit plus its input), at least ``least`` (its input and
+        a token to answer with). While requests in flight hold the room it needs, it
+        waits for them to be answered (not idle time); with none in flight and no
+        room, the request is refused and the attempt ends as out of budget. Returns
+        the tokens held: give them back with :meth:`release_tokens` once answered."""
+        account = self._metered()
+        while True:
+            self.raise_if_stopped()
+            released = anyio.Event()  # (told before trying: no release is missed)
+            account.when_released(functools.partial(self._limiter.on_loop, released.set))
+            granted = account.reserve(worst, least)
+            if granted:
+                self._holding += granted
+                return granted
+            if not account.holds_others():
+                over = account.refuse(least)
+                if over is not None:
+                    self._limiter.out_of_budget(over)
+                why = over.exhausted if over is not None else "no room for the next request"
+                raise BudgetExhausted(f"Budget exhausted: {why}")
+            with self._limiter.waiting():
+                await released.wait()
+
+    def release_tokens(self, tokens: int) -> None:
+        """Give back what :meth:`reserve_tokens` held (the request was answered, or ended)."""
+        tokens = min(tokens, self._holding)
+        if tokens and self._meter is not None:
+            self._holding -= tokens
+            self._meter.release(tokens)
+
+    def release_all_tokens(self) -> None:
+        """Give back every token this attempt still holds (the runner calls it when the
+        attempt ends: a request cut off by a stop holds nothing after it)."""
+        self.release_tokens(self._holding)
 
     @property
     def budget_left(self) -> Budget:

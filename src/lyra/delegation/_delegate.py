@@ -263,6 +263,7 @@ async def _run(
             finally:
                 limiter.exit(id(ctx))
                 ctx.unobserve()
+                ctx.release_all_tokens()
     except BaseException as exc:
         cancelled = limiter.cancelled_class()
         if not _foreign(exc, scope, cancelled, task) and (
