@@ -1006,6 +1006,29 @@ def test_parse_since(text: str, expected: datetime) -> None:
     assert parse_since(text, now=T0) == expected
 
 
+@pytest.mark.parametrize("span", ["99999999999h", "2000000d", "9" * 400 + "w"])
+@pytest.mark.parametrize("action", [["stats", "--json"], ["report", "--html", "-"]])
+def test_a_span_past_the_calendar_keeps_every_dated_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], span: str, action: list[str]
+) -> None:
+    """``--since`` longer than the calendar reaches back keeps every event (no overflow)."""
+    log = write(tmp_path / "e.jsonl", *GOOD)
+    argv = ["logs", action[0], str(log), "--since", span, *action[1:]]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    if action[0] == "stats":
+        assert json.loads(captured.out)["delegations"] == len(GOOD)
+        assert json.loads(captured.out)["since"] == "0001-01-01T00:00:00Z"
+
+
+def test_a_suggestion_that_overflows_saturates() -> None:
+    """A margin times a huge logged duration is the largest float, not an OverflowError."""
+    events = _events(*(completed(i, duration=1e308) for i in range(3)))
+    result = suggest_timeout(events, margin=1e300, min_samples=3)
+    assert result.overall.suggested_timeout == sys.float_info.max
+
+
 def test_since_leaves_out_undated_reports(tmp_path: Path) -> None:
     """Raw reports have no time, so ``--since`` cannot keep them and says so."""
     stats = collect_stats([write(tmp_path / "t.txt", _transcript())], since=T0)
@@ -1369,6 +1392,10 @@ def test_unreadable_input_is_a_usage_error(
         ["logs", "stats", "x", "--by", "colour"],
         ["logs", "report", "x"],
         ["logs", "suggest-timeout", "x", "--margin", "0"],
+        ["logs", "suggest-timeout", "x", "--margin", "inf"],
+        ["logs", "suggest-timeout", "x", "--margin", "nan"],
+        ["logs", "suggest-timeout", "x", "--percentile", "inf"],
+        ["logs", "stats", "x", "--top", "-1"],
     ],
 )
 def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
