@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import io
 import itertools
 import json
+import os
+import random
 import re
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -527,18 +533,23 @@ _LINES = [
     b"",
     b"\r",
     b'{"event": "x", "n": NaN}',
+    b"\x00\x00\x00 zero-filled",
+    b'{"event": "delegation_failed"\x00}',
 ]
 
 
-def _reference_tally(lines: list[bytes], ended: bool) -> tuple[int, int, bool]:
+def _reference_tally(lines: list[bytes], ended: bool) -> tuple[int, int, bool] | None:
     """Events, malformed lines and whether the file is torn, one line at a time with
-    the standard library: what the reader's fast paths must agree with."""
+    the standard library: what the reader's fast paths must agree with; None when
+    a line that is no event holds a NUL byte before any event (binary: refused)."""
     events = malformed = 0
     cut = False
     for number, raw in enumerate(lines):
         line = raw.strip()
         if not line:
             continue
+        if not events and b"\x00" in line and not line.startswith(b"{"):
+            return None
         if cut:  # a line follows the broken event: it was not torn
             malformed, cut = malformed + 1, False
         try:
@@ -561,12 +572,17 @@ def test_each_line_is_an_event_blank_or_malformed_as_a_plain_reader_says(
 ) -> None:
     """The reader's shortcuts (empty lines skipped in bulk, a line that cannot close a
     JSON object never handed to orjson) count what a line-by-line json.loads counts,
-    for a stream and for an iterable of lines alike."""
+    for a stream and for an iterable of lines alike, and refuse binary input alike."""
     each = [line + b"\n" for line in lines]
     if each and not ended:
         each[-1] = lines[-1]
-    expected_events, malformed, torn = _reference_tally(lines, ended)
+    expected = _reference_tally(lines, ended)
     for source in (io.BytesIO(b"".join(each)), each):
+        if expected is None:
+            with pytest.raises(lyra.logs.NotTextError):
+                list(iter_events(source, source="f"))
+            continue
+        expected_events, malformed, torn = expected
         stats = ReadStats()
         found = list(iter_events(source, source="f", stats=stats))
         assert len(found) == stats.events == expected_events
@@ -1385,6 +1401,87 @@ def test_unreadable_input_is_a_usage_error(
     assert captured.err.count("\n") == 1
 
 
+@contextlib.contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """Fail (rather than hang) when the block takes longer than ``seconds``."""
+
+    def late(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still reading after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _ZeroFeeder(threading.Thread):
+    """Writes zeros into a named pipe until its reader leaves (or ``limit`` bytes)."""
+
+    def __init__(self, pipe: Path, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.limit, self.written = pipe, limit, 0
+
+    def run(self) -> None:
+        block = bytes(1 << 16)
+        with contextlib.suppress(BrokenPipeError), open(self.pipe, "wb") as out:
+            while self.written < self.limit:
+                out.write(block)
+                self.written += len(block)
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe", "stdin", "binary file", "utf-16 file"])
+@pytest.mark.parametrize("action", [["stats"], ["report", "--html", "-"], ["suggest-timeout"]])
+def test_input_that_is_not_text_is_refused_in_bounded_time(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    action: list[str],
+) -> None:
+    """A device, an endless pipe of zeros, binary stdin, a binary or UTF-16 file: one
+    line naming the input, exit 2, read only as far as the first binary line."""
+    feeder = None
+    if kind == "device":
+        path = "/dev/zero"
+    elif kind == "pipe":
+        path = str(tmp_path / "zeros.pipe")
+        os.mkfifo(path)
+        feeder = _ZeroFeeder(Path(path), limit=64 << 20)
+        feeder.start()
+    elif kind == "stdin":
+        path = "-"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bytes(8 << 20))))
+    elif kind == "binary file":
+        path = str(tmp_path / "model.bin")
+        Path(path).write_bytes(random.Random(7).randbytes(3 << 20))
+    else:
+        path = str(tmp_path / "utf16.jsonl")
+        Path(path).write_text("".join(GOOD), encoding="utf-16")  # Notepad's "Unicode"
+    with _within(20):
+        status = exit_status(["logs", action[0], path, *action[1:]])
+    captured = capsys.readouterr()
+    assert (status, captured.out) == (2, "")
+    assert captured.err == (
+        f"lyra: cannot read {path}: binary data (NUL bytes) before any event: "
+        "not an event log or text\n"
+    )
+    if feeder is not None:
+        feeder.join(timeout=20)
+        assert feeder.written < 4 << 20  # what the reader took before refusing, and no more
+
+
+def test_a_log_whose_tail_a_crash_zero_filled_still_reads(tmp_path: Path) -> None:
+    """Zeros after events (a power cut left them) are one malformed line, and the events
+    after them still count: only binary *before* any event is refused."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(GOOD[0].encode() + bytes(5000) + b"\n" + GOOD[1].encode())
+    stats = collect_stats([log])
+    assert (stats.completed, stats.failed, stats.malformed_lines) == (1, 1, 1)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -1504,6 +1601,7 @@ def test_public_surface() -> None:
         "GroupBy",
         "GroupStats",
         "KindSuggestion",
+        "NotTextError",
         "ReadStats",
         "Spend",
         "StatsBuilder",
