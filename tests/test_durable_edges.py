@@ -22,9 +22,11 @@ import lyra
 import lyra.durable
 import lyra.errors
 import lyra.events
+import lyra.logs
 from lyra.cli import main
 from lyra.cli._durable_runs import open_run
 from lyra.cli._request import Placement
+from lyra.durable._events import Ledger
 from lyra.proteins import analyze
 from test_durable import (
     attempts,
@@ -600,6 +602,29 @@ def test_held_events_are_kept_and_written_only_when_replayed(tmp_path: Path) -> 
     assert written == {**held[0], "event_id": "w#0"}
 
 
+@pytest.mark.parametrize("again", ["same process", "a resume"])
+def test_what_a_run_says_of_a_task_is_logged_once(tmp_path: Path, again: str) -> None:
+    """A named event of a task (``<workflow>#crash-0``) reaches the run's log once,
+    whether the same ledger or a resumed run's (read back from the log) writes it again;
+    numbered events and events of no task are unaffected."""
+    log = tmp_path / "events.jsonl"
+    said = [{"event": "task_crash_loop", "level": "error", "event_id": "run/0/0-P04637#crash-0"}]
+    numbered = [{"event": "delegation_started", "level": "info", "event_id": "run/0/1-Q8I3H7#0"}]
+    plain = [{"event": "children_recovered", "level": "warning"}]
+    ledger = Ledger.of_log(log)
+    ledger.write([*said, *numbered, *plain])
+    if again == "a resume":
+        ledger = Ledger.of_log(log)
+    ledger.write([*said, *numbered, *plain])
+    assert [e["event"] for e in logged(tmp_path)] == [
+        "task_crash_loop",
+        "delegation_started",
+        "children_recovered",
+        "children_recovered",
+    ]
+    assert Ledger.of_log(log).tasks() == {"run/0/0-P04637", "run/0/1-Q8I3H7"}
+
+
 # -- crash loops and full disks -------------------------------------------------------
 
 
@@ -622,7 +647,9 @@ def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
 ) -> None:
     """Killed LYRA_MAX_CRASHES times while one child runs, the next resume fails that
     child (tool_error, retryable, evidence naming the crashes) and finishes the others;
-    every later --resume works on the intact database."""
+    `lyra logs stats` counts the tasks the output counts; every later --resume works on
+    the intact database (one rebuilding a damaged output.json too), and none of them
+    logs the crash loop again."""
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
     env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
     first = ["analyze", "P04637", "Q8I3H7", "--durable", "--run-dir", str(run_dir)]
@@ -657,6 +684,21 @@ def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
     assert again.returncode == 1, again.stderr
     assert json.loads(again.stdout)["summary"] == output["summary"]
     assert "damaged" not in again.stderr
+    (run_dir / "output.json").write_text("{")  # rebuilt from the checkpoints: crashed again
+    rebuilt = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert rebuilt.returncode == 1, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["summary"] == output["summary"]
+    said = [e["event"] for e in logged(run_dir) if e.get("subject") == "P04637"]
+    assert said == ["task_crash_loop", "delegation_failed"]
+    stats = lyra.logs.collect_stats([run_dir])
+    assert (stats.tasks, stats.tasks_failed, stats.tasks_by_category["tool_error"]) == (2, 1, 1)
+    assert (stats.failed, stats.retryable, stats.duplicates) == (1, 1, 0)
 
 
 def _file_size_limit(limit: int) -> Any:

@@ -210,7 +210,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     job, work = _job(spec), Task.model_validate_json(task)
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # inside a workflow
-    task_id = f"task-{workflow_id}"  # the same on every replay
+    task_id = task_id_of(workflow_id)
     log = TaskLog(workflow_id)
 
     async def run_attempt(attempt: Attempt) -> DelegationResult:
@@ -338,12 +338,19 @@ def _plan(data: Mapping[str, Any]) -> Plan:
     return Plan(**{**data, "subtasks": tuple(data["subtasks"])})
 
 
-def crashed_outcome(task: Task) -> RecoveryOutcome:
+def task_id_of(workflow_id: str) -> str:
+    """The task ID of a workflow's recovery loop: the same on every replay."""
+    return f"task-{workflow_id}"
+
+
+def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     """The outcome of a task DBOS gave up on: its process ended MAX_CRASHES times
     while it ran. Retryable: the cause (memory, a native crash, a kill) may be
-    gone in another run."""
-    events.error("task_crash_loop", subject=task.subject, crashes=MAX_CRASHES)
-    return unrun_outcome(
+    gone in another run. Its events: ``task_crash_loop``, and the
+    ``delegation_failed`` of the attempt that never ended (none of its own events
+    was ever written: they wait for a checkpoint), so the log counts the task as
+    the output does."""
+    outcome = unrun_outcome(
         task,
         message=f"The process running this child ended {MAX_CRASHES} times before it "
         "finished (a crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
@@ -355,6 +362,22 @@ def crashed_outcome(task: Task) -> RecoveryOutcome:
         ),
         retryable=True,
     )
+    failure, task_id = outcome.result.failure, task_id_of(workflow_id)
+    assert failure is not None  # an unrun outcome is a failure
+    events.error("task_crash_loop", subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    events.info(
+        "delegation_failed",
+        category=str(failure.category),
+        retryable=failure.suggested_retry,
+        error_type=str(failure.error_type),
+        blocked_on=failure.blocked_on,
+        evidence=failure.evidence,
+        session_id=outcome.result.session_id,
+        subject=task.subject,
+        attempt=outcome.attempts[-1].number,
+        task_id=task_id,
+    )
+    return outcome
 
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:
