@@ -4,7 +4,9 @@ of each checkpoint, and Ctrl+C."""
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -415,6 +417,32 @@ def test_a_slow_inf_fault_survives_a_durable_run(
     assert failed["category"] == "timeout"
 
 
+def test_what_dbos_logs_is_lyra_events_quiet_unless_configured(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """DBOS's log records become ``dbos_message`` events: unconfigured, nothing reaches
+    stdout or stderr; configured, each record is an event at its level, except what lyra
+    says itself (a child DBOS gave up on after its process kept dying)."""
+    executor = lyra.durable.DurableExecutor.embedded(tmp_path / "run", run_id="quiet")
+    executor.start_blocking()
+    stream = io.StringIO()
+    dbos_logger = logging.getLogger("dbos")
+    try:
+        dbos_logger.error("unconfigured: nowhere")
+        lyra.events.configure(stream)
+        gave_up = "DBOS Error 6: Workflow w has exceeded its maximum of 4 execution or recovery"
+        dbos_logger.error(f"Error executing workflow w: {gave_up} attempts.")
+        dbos_logger.warning("the queue thread restarted")
+    finally:
+        lyra.events.configure()
+        executor.close()
+    assert capfd.readouterr() == ("", "")
+    said = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(e["event"], e["level"], e["message"]) for e in said] == [
+        ("dbos_message", "warning", "the queue thread restarted")
+    ]
+
+
 SIGINT_RUN = """
 import os, signal, sys, time
 import dbos
@@ -673,6 +701,7 @@ def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
         True,
     )
     assert "ended 2 times before it finished" in crashed["error"]
+    assert "ERROR" not in resumed.stderr  # DBOS's line for it: lyra's own outcome says it
     assert [(p, n) for p, n, _ in attempts(log)].count(("P04637", 1)) == 2  # never a third
     again = subprocess.run(
         lyra_cmd("analyze", "--resume", str(run_dir), "--json"),

@@ -55,7 +55,6 @@ import functools
 import hashlib
 import logging
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -68,6 +67,7 @@ from dbos import _dbos as dbos_internals
 
 from lyra import events
 from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.durable import _dbos_log
 from lyra.durable._database import storage_failure
 from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
@@ -478,13 +478,10 @@ def launch(
         config["executor_id"] = executor_id
     if engine is not None:
         config["system_database_engine"] = engine
-    for handler in logging.getLogger("dbos").handlers:
-        if type(handler) is logging.StreamHandler:  # DBOS's console: keep it on today's stderr
-            handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
+    _dbos_log.route()  # before DBOS() adds a console of its own
     DBOS(config=config)
     dbos_logger = logging.getLogger("dbos")
-    dbos_logger.addFilter(_no_storage_failure)  # lyra stops the run and says so, in one line
-    dbos_logger.addFilter(_no_launch_failure)  # lyra says it itself, in one line
+    dbos_logger.addFilter(_dbos_log.no_launch_failure)  # lyra says it itself, in one line
     try:
         if listen is not None:
             DBOS.listen_queues(listen)
@@ -493,19 +490,7 @@ def launch(
         DBOS.destroy()
         raise
     finally:
-        dbos_logger.removeFilter(_no_launch_failure)
-
-
-def _no_storage_failure(record: logging.LogRecord) -> bool:
-    """Drop DBOS's report of a checkpoint it could not write (a full disk): one
-    traceback per child in flight, where lyra stops the run with one line."""
-    error = record.exc_info[1] if record.exc_info else None
-    return error is None or storage_failure(error) is None
-
-
-def _no_launch_failure(record: logging.LogRecord) -> bool:
-    """Drop DBOS's own report of a failed launch (a traceback of tens of lines)."""
-    return not record.getMessage().startswith("DBOS failed to launch")
+        dbos_logger.removeFilter(_dbos_log.no_launch_failure)
 
 
 def destroy() -> None:
