@@ -749,12 +749,13 @@ def test_a_durable_run_on_a_full_disk_stops_cleanly_and_resumes_once_there_is_ro
 ) -> None:
     """When the checkpoint database can no longer grow, the run stops with one line (the
     file, what is kept, the room to make, how to resume), exit 4, no traceback and no
-    child reported failed; with room again, --resume finishes every protein once
+    child reported failed; with --json, stdout holds what finished and what did not (as
+    an interrupted run's); with room again, --resume finishes every protein once
     without re-running a finished one."""
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
     args = ["analyze", *PROTEINS, "--durable", "--run-dir", str(run_dir), "--concurrency", "2"]
     full = subprocess.run(
-        lyra_cmd(*args),
+        lyra_cmd(*args, "--json"),
         env=env_with(log),
         capture_output=True,
         text=True,
@@ -771,6 +772,12 @@ def test_a_durable_run_on_a_full_disk_stops_cleanly_and_resumes_once_there_is_ro
     finished = [
         line.split()[1].rstrip(":") for line in full.stderr.splitlines() if ": completed" in line
     ]
+    kept = json.loads(full.stdout)
+    assert kept["interrupted"] is True
+    assert sorted(protein_ids(kept)) == sorted(finished)
+    assert sorted([*finished, *kept["unfinished"]]) == sorted(PROTEINS)
+    assert kept["summary"]["unfinished"] == len(PROTEINS) - len(finished)
+    assert not (run_dir / "output.json").exists()  # it would mark the run finished
 
     resumed = subprocess.run(
         lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
