@@ -129,7 +129,7 @@ async def measure(rounds: int, folder: Path) -> dict[str, list[float]]:
 
 def run(size: Size) -> list[Row]:
     if importlib.util.find_spec("claude_agent_sdk") is None:
-        print("framework_claude_agent: skipped (pip install 'lyra-supervisor[claude-agent-sdk]')")
+        print("framework_claude_agent: skipped (pip install -e '.[claude-agent-sdk]')")
         return []
     rounds = size.pick(ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS)
     with tempfile.TemporaryDirectory() as folder:
