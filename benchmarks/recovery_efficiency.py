@@ -249,7 +249,7 @@ def simulate(policy: Callable[[ScriptedTask], Awaitable[Outcome]], n: int) -> Sc
     _current_world = tasks[0].world
     random.seed(SEED)  # backoff jitter
 
-    def failed_item(task: ScriptedTask, exc: Exception) -> Outcome:
+    def failed_item(task: ScriptedTask, exc: BaseException) -> Outcome:
         raise exc  # a crash of the benchmark itself must not pass unnoticed
 
     started = time.perf_counter()
