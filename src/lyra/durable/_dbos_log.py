@@ -34,9 +34,13 @@ class _ToEvents(logging.Handler):
     record carries an exception."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        fields = {"message": record.getMessage()}
-        if record.exc_info and record.exc_info[1] is not None:
-            fields["error"] = exception_text(record.exc_info[1])
+        try:
+            fields = {"message": record.getMessage()}
+            if record.exc_info and record.exc_info[1] is not None:
+                fields["error"] = exception_text(record.exc_info[1])
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted, as logging does
+            self.handleError(record)
+            return
         if record.levelno >= logging.ERROR:
             say = events.error
         elif record.levelno >= logging.WARNING:
