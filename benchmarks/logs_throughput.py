@@ -1,7 +1,7 @@
 """``lyra logs stats`` against bare decoding loops over the same event log: orjson's
 (the strictest floor: lyra reads with orjson) and the standard library's.
 
-Writes an event log of 20 MB (5 MB with ``--quick``) the way the CLI writes it:
+Writes an event log of 20 MB (2 MB with ``--quick``) the way the CLI writes it:
 each line encoded by ``lyra.events.encode`` with the fields, in the order, that
 the supervisor and the recovery loop emit (``delegation_started`` /
 ``_completed`` / ``_failed`` with usage, ``recovery_attempt``, a data-source
@@ -45,7 +45,7 @@ from _common import Row, Size, current_rss_mb, median, rss_mb, standalone
 from lyra.events import encode
 
 MB = 1 << 20
-SIZE_MB, QUICK_SIZE_MB, SMOKE_SIZE_MB = 20.0, 5.0, 0.2
+SIZE_MB, QUICK_SIZE_MB, SMOKE_SIZE_MB = 20.0, 2.0, 0.2
 REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 9, 3, 1
 TARGET = 1.5
 FAILURES = [

@@ -50,8 +50,8 @@ from lyra import ChildContext, Supervisor
 from lyra.errors import TransientError
 from lyra.supervisor import LocalExecutor
 
-TOTAL, QUICK_TOTAL, SMOKE_TOTAL = 10_000, 2_500, 1_000
-KEPT, QUICK_KEPT, SMOKE_KEPT = 10_000, 2_000, 200
+TOTAL, QUICK_TOTAL, SMOKE_TOTAL = 10_000, 2_000, 1_000
+KEPT, QUICK_KEPT, SMOKE_KEPT = 10_000, 1_000, 200
 MANY, QUICK_MANY, SMOKE_MANY = 100_000, 10_000, 1_000
 HELD_TARGET = 600.0  # bytes per kept DelegationResult
 PEAK_RATIO_TARGET = 1.5  # 100,000 kept: lyra's peak RSS / the bare pool's

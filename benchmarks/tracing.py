@@ -38,7 +38,7 @@ from lyra import ChildContext, Supervisor, tracing
 from lyra.delegation import _delegate
 from lyra.supervisor import LocalExecutor
 
-N, QUICK_N, SMOKE_N = 5_000, 1_000, 100
+N, QUICK_N, SMOKE_N = 5_000, 500, 100
 CONCURRENCY = 100
 REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 7, 3, 1
 CALLS, QUICK_CALLS, SMOKE_CALLS = 200_000, 20_000, 1_000  # per timing of a hook alone
