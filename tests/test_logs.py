@@ -497,23 +497,25 @@ def _reference_lines(data: bytes, limit: int) -> list[tuple[bytes, bool]]:
 
 @settings(max_examples=300)
 @given(
-    st.lists(st.sampled_from([b"a", b"\n", b"\r\n", b"{", b"}", b"xyz" * 5]), max_size=40).map(
-        b"".join
-    ),
+    st.lists(
+        st.sampled_from([b"a", b"\n", b"\r\n", b"{", b"}", b"xyz" * 5, b"\0"]), max_size=40
+    ).map(b"".join),
     st.integers(1, 9),
     st.integers(2, 12),
 )
 def test_chunked_lines_are_the_lines_cut_to_the_limit(data: bytes, chunk: int, limit: int) -> None:
     """However a stream falls into chunks, the reader gives its lines as a plain split
-    would, each cut to MAX_LINE."""
+    would, each cut to MAX_LINE, and flags every block with a line holding a NUL (a
+    hint: only then are lines searched for one)."""
     saved = _read._CHUNK, _read.MAX_LINE
     _read._CHUNK, _read.MAX_LINE = chunk, limit
     try:
         blocks = list(_read._line_blocks(io.BytesIO(data)))
     finally:
         _read._CHUNK, _read.MAX_LINE = saved
-    found = [(line, ended) for block, ended in blocks for line in block]
+    found = [(line, ended) for block, ended, _ in blocks for line in block]
     assert [line for line, _ in found] == [line for line, _ in _reference_lines(data, limit)]
+    assert all(nul for block, _, nul in blocks if any(b"\0" in line for line in block))
     if found:
         assert found[-1][1] == _reference_lines(data, limit)[-1][1]
 

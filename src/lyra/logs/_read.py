@@ -278,9 +278,11 @@ class _FileTally:
 
 def _line_blocks(
     stream: IO[bytes] | Iterable[bytes | str],
-) -> Iterator[tuple[list[bytes] | list[str], bool]]:
-    """The lines of ``stream`` a block at a time, without their newlines, and
-    whether the block's last line ended in one (only the stream's last may not).
+) -> Iterator[tuple[list[bytes] | list[str], bool, bool]]:
+    """The lines of ``stream`` a block at a time, without their newlines, whether
+    the block's last line ended in one (only the stream's last may not), and
+    whether a NUL byte was read so far (found in C, a chunk at a time: only then
+    are lines searched for one).
 
     A file is read in large chunks split in C, so a megabyte of tiny lines costs
     little. No line is longer than :data:`MAX_LINE`: a longer one keeps its
@@ -292,14 +294,16 @@ def _line_blocks(
     if read is None:  # an in-memory iterable: its lines already exist
         for line in cast("Iterable[Any]", stream):
             ended = line[-1:] in _NEWLINES
-            yield [line[:-1] if ended else line], ended
+            yield [line[:-1] if ended else line], ended, _NUL[type(line) is str] in line
         return
     rest: Any = None  # the start of a line not ended yet
     skipping = False  # inside a line longer than MAX_LINE, whose start is out already
     first = True
+    nul = False  # a NUL byte read so far
     while chunk := read(min(_CHUNK, MAX_LINE)):
         if first:  # a byte order mark is no part of the first line
             chunk, first = chunk.removeprefix(_BOM[isinstance(chunk, str)]), False
+        nul = nul or _NUL[not isinstance(chunk, bytes)] in chunk
         parts = chunk.split(b"\n" if isinstance(chunk, bytes) else "\n")
         if skipping:
             if len(parts) == 1:
@@ -315,9 +319,9 @@ def _line_blocks(
             parts.append(rest[:MAX_LINE])
             rest, skipping = None, True
         if parts:
-            yield parts, True
+            yield parts, True, nul
     if rest:
-        yield [rest], False
+        yield [rest], False, nul
 
 
 def _loads(line: bytes | str, why: str) -> Any:
@@ -350,10 +354,11 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
     cut: bytes | str | None = None  # a broken event without a newline: torn if it stays last
     lines = events = other_bad = json_like_bad = 0  # counted here, not on the tally: hot
     try:
-        for block, ended in _line_blocks(stream):
+        for block, ended, binary in _line_blocks(stream):
             lines += len(block)
             as_str = not isinstance(block[0], bytes)  # (a block is never empty)
             brace, nul = _BRACES[as_str], _NUL[as_str]
+            binary = binary and not events  # a NUL, and no event yet: which line holds it?
             line: bytes | str  # (mypy joins the two list types to Sequence[object])
             # empty lines are skipped in C: a file may be mostly empty lines
             for line in filter(None, block):  # type: ignore[assignment]
@@ -364,7 +369,7 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
                     json_like_bad += 1
                     cut = None
                 if junk:
-                    if not events and nul in line:  # type: ignore[operator]
+                    if binary and not events and nul in line:  # type: ignore[operator]
                         raise NotTextError(_BINARY)  # ends /dev/zero too: lines are bounded
                     other_bad += 1
                     continue  # prose or junk: never handed to a JSON parser
