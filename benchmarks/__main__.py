@@ -1,10 +1,12 @@
 """Run every benchmark, each in its own process, and print one table of the results.
 
-    python -m benchmarks [--quick] [--only NAME[,NAME…]] [--markdown]
+    python -m benchmarks [--quick | --smoke] [--only NAME[,NAME…]] [--markdown]
 
 Each benchmark prints its own lines (its ratio last) as it runs; the table at
 the end gathers the ratios measured side by side in this run. Exits non-zero
 only when a benchmark crashes; a missed target is reported, never raised.
+``--smoke`` (CI) runs every benchmark at tiny sizes, two at a time, to show
+that each still runs: one line each, no figures, no target judged.
 """
 
 from __future__ import annotations
@@ -18,21 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._common import Row, fmt_value, verdict
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the helpers, imported as every benchmark script does
+from _common import Row, Size, fmt_value, verdict  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Benchmark:
     script: str
-    full: tuple[str, ...] = ()  # extra arguments for a full run
-    quick: tuple[str, ...] = ("--quick",)
-    rows_from: Callable[[list[str]], list[Row]] | None = None  # for scripts without --json
     in_quick: bool = True  # False: --quick skips it unless named with --only
 
 
@@ -62,29 +61,44 @@ BENCHMARKS: dict[str, Benchmark] = {
 }
 
 
-def run_one(name: str, bench: Benchmark, quick: bool) -> tuple[list[Row], bool]:
-    """Run one benchmark script, echo its lines, return its rows and whether it crashed."""
+def run_one(name: str, bench: Benchmark, size: Size, echo: bool = True) -> tuple[list[Row], bool]:
+    """Run one benchmark script, echo its lines (or keep them, to show on a crash),
+    return its rows and whether it crashed."""
     with tempfile.TemporaryDirectory() as folder:
         result_file = Path(folder) / "rows.json"
-        command = [
-            sys.executable,
-            str(HERE / bench.script),
-            *(bench.quick if quick else bench.full),
-        ]
-        if bench.rows_from is None:
-            command += ["--json", str(result_file)]
+        command = [sys.executable, str(HERE / bench.script), "--json", str(result_file)]
+        command += size.pick([], ["--quick"], ["--smoke"])
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         lines: list[str] = []
-        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as process:
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=None if echo else subprocess.STDOUT,
+            text=True, env=env,
+        ) as process:  # fmt: skip
             assert process.stdout is not None
             for line in process.stdout:
-                print(f"  {line}", end="", flush=True)
+                if echo:
+                    print(f"  {line}", end="", flush=True)
                 lines.append(line.rstrip("\n"))
         if process.returncode != 0:
+            if not echo:
+                print("\n".join(f"  {line}" for line in lines[-40:]), flush=True)
             return [Row(name, "CRASHED", float("nan"), "", note=f"exit {process.returncode}")], True
-        if bench.rows_from is not None:
-            return bench.rows_from(lines), False
         return [Row(**row) for row in json.loads(result_file.read_text(encoding="utf-8"))], False
+
+
+def smoke(names: list[str], jobs: int) -> bool:
+    """Run each benchmark at its smoke size, ``jobs`` at a time; True when one crashed."""
+
+    def one(name: str) -> bool:
+        started = time.perf_counter()
+        rows, crashed = run_one(name, BENCHMARKS[name], Size.SMOKE, echo=False)
+        state = "CRASHED" if crashed else f"ran, {len(rows)} rows"
+        print(f"{name}: {state} ({time.perf_counter() - started:.1f} s)", flush=True)
+        return crashed
+
+    slowest_first = sorted(names, key=lambda name: BENCHMARKS[name].in_quick)
+    with ThreadPoolExecutor(jobs) as pool:  # each runs in a process of its own
+        return any(list(pool.map(one, slowest_first)))
 
 
 def machine() -> str:
@@ -121,7 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--quick", action="store_true", help="reduced sizes: a smoke run, < 30 s")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="reduced sizes: a rough read, < 30 s")
+    sizes.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny sizes, every benchmark, two at a time: each still runs (CI; no figures)",
+    )
     parser.add_argument(
         "--only",
         metavar="NAME",
@@ -140,6 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
         )
     started = time.perf_counter()
+    if args.smoke:
+        crashed = smoke(names, jobs=2)
+        print(f"smoke run of {len(names)} benchmarks: {time.perf_counter() - started:.0f} s")
+        return 1 if crashed else 0
+    size = Size.QUICK if args.quick else Size.FULL
     rows: list[Row] = []
     crashed = False
     for name in names:
@@ -148,13 +173,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"== {name} ==", flush=True)
         bench_started = time.perf_counter()
-        got, failed = run_one(name, BENCHMARKS[name], args.quick)
+        got, failed = run_one(name, BENCHMARKS[name], size)
         rows += got
         crashed |= failed
         print(f"  ({time.perf_counter() - bench_started:.1f} s)", flush=True)
     elapsed = time.perf_counter() - started
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    mode = "quick" if args.quick else "full"
+    mode = size.value
     print()
     print(f"lyra benchmarks, {mode} run, {when}, {machine()}, {elapsed:.0f} s in all")
     print(table(rows, args.markdown))

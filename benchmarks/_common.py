@@ -1,6 +1,6 @@
 """Helpers shared by the benchmarks: result rows, statistics, event logging, RSS.
 
-Every benchmark module exposes ``run(quick: bool) -> list[Row]`` (it prints
+Every benchmark module exposes ``run(size: Size) -> list[Row]`` (it prints
 its own lines as it goes, ratio last) and ``main()`` for running it alone.
 ``python -m benchmarks`` collects the rows of all of them into one table.
 """
@@ -8,6 +8,7 @@ its own lines as it goes, ratio last) and ``main()`` for running it alone.
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import math
 import resource
@@ -20,11 +21,27 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+
+class Size(enum.Enum):
+    """How big a run is: ``FULL`` measures (the README's table); ``QUICK`` is a rough
+    read in seconds (every benchmark of ``python -m benchmarks --quick`` together
+    under 30 s on 2 cores); ``SMOKE`` only runs the code (CI: every benchmark still
+    works; its figures mean nothing and no target is judged)."""
+
+    FULL = "full"
+    QUICK = "quick"
+    SMOKE = "smoke"
+
+    def pick(self, full: T, quick: T, smoke: T) -> T:
+        """The value for this size."""
+        return full if self is Size.FULL else quick if self is Size.QUICK else smoke
 
 
 @dataclass(frozen=True)
@@ -137,13 +154,16 @@ def silence_events() -> None:
 
 
 def standalone(
-    run: Callable[[bool], list[Row]], doc: str | None, argv: list[str] | None = None
+    run: Callable[[Size], list[Row]], doc: str | None, argv: list[str] | None = None
 ) -> None:
-    """``main()`` of a benchmark module: ``--quick`` and ``--json FILE`` (rows for the runner)."""
+    """``main()`` of a benchmark module: ``--quick`` or ``--smoke`` (see :class:`Size`),
+    and ``--json FILE`` (the rows, for the runner)."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a reduced size, for a smoke run")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="reduced sizes: a rough read")
+    sizes.add_argument("--smoke", action="store_true", help="tiny sizes: it runs (no figures)")
     parser.add_argument("--json", metavar="FILE", help="also write the result rows to FILE")
     args = parser.parse_args(argv)
-    rows = run(args.quick)
+    rows = run(Size.SMOKE if args.smoke else Size.QUICK if args.quick else Size.FULL)
     if args.json:
         Path(args.json).write_text(json.dumps([row.as_dict() for row in rows]), encoding="utf-8")

@@ -10,7 +10,7 @@ made lazy.
 
 Target (DESIGN §9): ≤ 0.5 s.
 
-    python benchmarks/cold_start.py [--quick]
+    python benchmarks/cold_start.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import Row, median, standalone
+from _common import Row, Size, median, standalone
 
-RUNS, QUICK_RUNS = 5, 1
+RUNS, QUICK_RUNS, SMOKE_RUNS = 5, 1, 1
 TARGET = 0.5
 IMPORTS = "import lyra.cli._main, lyra.cli._analyze_command"  # what `lyra analyze` loads
 
@@ -86,14 +86,14 @@ def import_costs(
     return median(totals), top_packages, top_lyra
 
 
-def run(quick: bool) -> list[Row]:
-    runs = QUICK_RUNS if quick else RUNS
+def run(size: Size) -> list[Row]:
+    runs = size.pick(RUNS, QUICK_RUNS, SMOKE_RUNS)
     env = {**os.environ, "LYRA_CHILD": "protein", "NO_COLOR": "1"}
     env.pop("ANTHROPIC_API_KEY", None)
     lyra = lyra_script()
     times: dict[str, list[float]] = {"python -c pass": [], "import lyra": [], "lyra analyze": []}
     with tempfile.TemporaryDirectory() as folder:
-        warm_up = 0 if quick else 1  # a first round warms the disk cache and is dropped
+        warm_up = size.pick(1, 0, 0)  # a first round warms the disk cache and is dropped
         for i in range(runs + warm_up):
             measured = {
                 "python -c pass": wall([sys.executable, "-c", "pass"], env),
@@ -109,7 +109,7 @@ def run(quick: bool) -> list[Row]:
     for name, seconds in medians.items():
         runs_text = ", ".join(f"{s:.2f}" for s in times[name])
         print(f"{name:15} median {seconds:.3f} s  (runs: {runs_text})")
-    total, packages, lyra_modules = import_costs(env, 1 if quick else 3)
+    total, packages, lyra_modules = import_costs(env, size.pick(3, 1, 1))
     print(
         f"python -X importtime -c '{IMPORTS}' (median): {total:.0f} ms in all; "
         "self time by package (ms): " + ", ".join(f"{p} {ms:.0f}" for p, ms in packages[:10])

@@ -27,7 +27,7 @@ child costs at least: the workflow's start and end and the step's check and
 record, four transactions, each a hop to a thread) on the same SQLite
 settings, wall and CPU per workflow, and the same workflow without a step.
 
-    python benchmarks/durable.py [--quick]
+    python benchmarks/durable.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -46,20 +46,20 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import Row, events_to, median, standalone
+from _common import Row, Size, events_to, median, standalone
 from dbos import DBOS, SetWorkflowID
 
 from lyra.durable import DurableExecutor, _engine
 from lyra.proteins import analyze
 from lyra.supervisor import LocalExecutor
 
-CHEAP, QUICK_CHEAP = 300, 60
-SLOW, QUICK_SLOW = 48, 16
+CHEAP, QUICK_CHEAP, SMOKE_CHEAP = 300, 60, 10
+SLOW, QUICK_SLOW, SMOKE_SLOW = 48, 16, 8
 CHILD_SECONDS = 0.25
 CONCURRENCY = 8
-COLD_RUNS, QUICK_COLD_RUNS = 3, 1
-FLOOR, QUICK_FLOOR = 1000, 200
-REPEATS = 3
+COLD_RUNS, QUICK_COLD_RUNS, SMOKE_COLD_RUNS = 3, 1, 1
+FLOOR, QUICK_FLOOR, SMOKE_FLOOR = 1000, 200, 10
+REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 3, 3, 1
 """Cheap-children runs per placement (the best counts: the machine's noise only adds)."""
 EMBEDDED_TARGET_MS, QUEUE_TARGET_MS = 3.0, 5.0
 ADMIN_URL = os.environ.get("LYRA_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -216,8 +216,10 @@ def cold_start(runs: int, folder: Path) -> dict[str, float]:
     return {name: median(values) for name, values in walls.items()}
 
 
-def run(quick: bool) -> list[Row]:
-    n_cheap, n_slow = (QUICK_CHEAP, QUICK_SLOW) if quick else (CHEAP, SLOW)
+def run(size: Size) -> list[Row]:
+    n_cheap = size.pick(CHEAP, QUICK_CHEAP, SMOKE_CHEAP)
+    n_slow = size.pick(SLOW, QUICK_SLOW, SMOKE_SLOW)
+    repeats = size.pick(REPEATS, QUICK_REPEATS, SMOKE_REPEATS)
     slow = slow_ids(n_slow)
     slow_faults = [f"{p}:slow:{CHILD_SECONDS}" for p in slow]
     ideal = math.ceil(n_slow / CONCURRENCY) * CHILD_SECONDS
@@ -232,9 +234,9 @@ def run(quick: bool) -> list[Row]:
                 def embedded(name: str) -> Callable[[], DurableExecutor]:
                     return lambda: DurableExecutor.embedded(base / name, run_id=name)
 
-                # Cheap children: local and embedded interleaved, the best of REPEATS each.
+                # Cheap children: local and embedded interleaved, the best of `repeats` each.
                 local_runs, embedded_runs = [], []
-                for r in range(REPEATS):
+                for r in range(repeats):
                     local_runs.append(await run_local(cheap_ids(n_cheap), [], base / f"lc{r}"))
                     embedded_runs.append(
                         await run_durable(
@@ -253,7 +255,7 @@ def run(quick: bool) -> list[Row]:
                 }
 
         anyio.run(measure)
-        floor = anyio.run(dbos_floor, QUICK_FLOOR if quick else FLOOR, base)
+        floor = anyio.run(dbos_floor, size.pick(FLOOR, QUICK_FLOOR, SMOKE_FLOOR), base)
         with postgres() as url:
             if url is not None:
                 with workers(url, 2, base):
@@ -268,7 +270,7 @@ def run(quick: bool) -> list[Row]:
                                 await run_durable(
                                     queue(f"qc{r}"), cheap_ids(n_cheap), [], base / f"qc{r}"
                                 )
-                                for r in range(REPEATS)
+                                for r in range(repeats)
                             ]
                             launch, cheap, _ = min(queued, key=lambda run: run[1])
                             _, slow_run, _ = await run_durable(
@@ -277,7 +279,7 @@ def run(quick: bool) -> list[Row]:
                             results["queue"] = {"cheap": cheap, "slow": slow_run, "launch": launch}
 
                     anyio.run(measure_queue)
-        cold = cold_start(QUICK_COLD_RUNS if quick else COLD_RUNS, base)
+        cold = cold_start(size.pick(COLD_RUNS, QUICK_COLD_RUNS, SMOKE_COLD_RUNS), base)
 
     local = results["local"]
     print(f"children: {n_cheap} cheap; {n_slow} slow ({CHILD_SECONDS * 1000:.0f} ms each)")

@@ -1,8 +1,8 @@
 """A durable run SIGKILLed 20 times at random moments, then resumed to the end.
 
-2,000 synthetic proteins (``--quick``: 400) run as one embedded durable run (SQLite
+2,000 synthetic proteins (``--quick``: 400, ``--smoke``: 50) run as one embedded durable run (SQLite
 in the run directory), concurrency 16, through :meth:`lyra.Supervisor.run`. The
-supervisor process is SIGKILLed 20 times (``--quick``: 8), each time after a random
+supervisor process is SIGKILLed 20 times (``--quick``: 8, ``--smoke``: 1), each time after a random
 0.3-2.5 s (seeded), and started again with the same run ID; the last start runs to
 the end. Checked, from the outcomes and the test hook's log of every attempt start:
 
@@ -13,7 +13,7 @@ the end. Checked, from the outcomes and the test hook's log of every attempt sta
 - the checkpoint database's size per protein (it must grow linearly, however many
   times the run was killed).
 
-    python benchmarks/durable_kills.py [--quick]
+    python benchmarks/durable_kills.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import anyio
-from _common import Row, standalone
+from _common import Row, Size, standalone
 
-PROTEINS, QUICK_PROTEINS = 2_000, 400
-KILLS, QUICK_KILLS = 20, 8
+PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS = 2_000, 400, 50
+KILLS, QUICK_KILLS, SMOKE_KILLS = 20, 8, 1
 CONCURRENCY = 16
 SEED = 20
 
@@ -57,8 +57,9 @@ async def supervise(folder: str, n: int) -> dict[str, int]:
     )}  # fmt: skip
 
 
-def run(quick: bool) -> list[Row]:
-    n, kills = (QUICK_PROTEINS, QUICK_KILLS) if quick else (PROTEINS, KILLS)
+def run(size: Size) -> list[Row]:
+    n = size.pick(PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS)
+    kills = size.pick(KILLS, QUICK_KILLS, SMOKE_KILLS)
     pick = random.Random(SEED)
     with tempfile.TemporaryDirectory() as tmp:
         folder, log = Path(tmp) / "run", Path(tmp) / "invocations.log"

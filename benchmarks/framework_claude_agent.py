@@ -19,7 +19,7 @@ Target (DESIGN §9): ≤ 1.02×. A run's wall time is mostly the CLI's start
 process spends per run (the SDK, lyra; not the CLI) is printed beside it: the
 part of lyra's cost that load does not blur.
 
-    python benchmarks/framework_claude_agent.py [--quick] [--json FILE]
+    python benchmarks/framework_claude_agent.py [--quick | --smoke] [--json FILE]
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import ROOT, Row, events_to, median, standalone
+from _common import ROOT, Row, Size, events_to, median, standalone
 
 sys.path.insert(0, str(ROOT / "tests"))  # the fake Messages API the tests use
 
 from fakes.messages_api import MessagesAPI, message, tool_use
 from lyra import Budget, adelegate_task
 
-ROUNDS, QUICK_ROUNDS = 20, 5
+ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS = 20, 5, 1
 TARGET = 1.02
 PROMPT = "How long is P04637?"
 
@@ -127,11 +127,11 @@ async def measure(rounds: int, folder: Path) -> dict[str, list[float]]:
     return times
 
 
-def run(quick: bool) -> list[Row]:
+def run(size: Size) -> list[Row]:
     if importlib.util.find_spec("claude_agent_sdk") is None:
-        print("framework_claude_agent: skipped (pip install 'lyra-supervisor[claude-agent-sdk]')")
+        print("framework_claude_agent: skipped (pip install -e '.[claude-agent-sdk]')")
         return []
-    rounds = QUICK_ROUNDS if quick else ROUNDS
+    rounds = size.pick(ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS)
     with tempfile.TemporaryDirectory() as folder:
         times = anyio.run(measure, rounds, Path(folder))
     for name, values in times.items():

@@ -33,7 +33,7 @@ in CPU time of the process (steadier on a busy machine).
 
 Target (DESIGN §9): lyra ≤ 1.02× bare (wall time).
 
-    python benchmarks/framework_langgraph.py [--quick] [--json FILE]
+    python benchmarks/framework_langgraph.py [--quick | --smoke] [--json FILE]
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import Row, median, standalone
+from _common import Row, Size, median, standalone
 
 from lyra import Budget, adelegate_task, events
 
-RUNS, QUICK_RUNS = 300, 60
-ROUNDS, QUICK_ROUNDS = 9, 3
+RUNS, QUICK_RUNS, SMOKE_RUNS = 300, 15, 2
+ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS = 9, 3, 1
 TIMEOUT, IDLE_TIMEOUT = 60.0, 30.0
 PROMPT = "How long is P04637?"
 BENCH = "framework_langgraph"
@@ -74,9 +74,9 @@ def build() -> Any:
     def turn(index: int) -> AIMessage:
         usage = {"input_tokens": 300, "output_tokens": 40, "total_tokens": 340}
         if index % 3 == 2:
-            return AIMessage("P04637 has 393 residues.", usage_metadata=usage)  # type: ignore[arg-type]
+            return AIMessage("P04637 has 393 residues.", usage_metadata=usage)
         call = {"name": "lookup", "args": {"protein": "P04637"}, "id": f"call_{next(ids)}"}
-        return AIMessage("", tool_calls=[call], usage_metadata=usage)  # type: ignore[arg-type]
+        return AIMessage("", tool_calls=[call], usage_metadata=usage)
 
     class ScriptedChat(GenericFakeChatModel):
         messages: Iterator[Any]
@@ -190,9 +190,9 @@ def timed(run: Runner, runs: int) -> tuple[float, float]:
     return wall / runs * 1e6, cpu / runs * 1e6
 
 
-def run(quick: bool) -> list[Row]:
-    runs = QUICK_RUNS if quick else RUNS
-    rounds = QUICK_ROUNDS if quick else ROUNDS
+def run(size: Size) -> list[Row]:
+    runs = size.pick(RUNS, QUICK_RUNS, SMOKE_RUNS)
+    rounds = size.pick(ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS)
     graph = build()
     sides = {
         "lyra": inside_lyra(graph),

@@ -26,7 +26,7 @@ tracing is off on both sides.
 
 Target: lyra ≤ 1.02× the bare run (median CPU time per task; wall clock shown).
 
-    python benchmarks/framework_openai_agents.py [--quick] [--json FILE]
+    python benchmarks/framework_openai_agents.py [--quick | --smoke] [--json FILE]
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import Row, events_to, median, standalone
+from _common import Row, Size, events_to, median, standalone
 
 from lyra import Budget, adelegate_task, parse_report
 
 BLOCK = 10
-PAIRS, QUICK_PAIRS = 150, 20
+PAIRS, QUICK_PAIRS, SMOKE_PAIRS = 150, 6, 1
 TARGET = 1.02
 
 Side = Callable[[int], Awaitable[tuple[float, float]]]
@@ -146,8 +146,9 @@ def _delegating(child: Any, refill: Callable[[], None]) -> Side:
     return run
 
 
-def run(quick: bool) -> list[Row]:
-    pairs = QUICK_PAIRS if quick else PAIRS
+def run(size: Size) -> list[Row]:
+    pairs = size.pick(PAIRS, QUICK_PAIRS, SMOKE_PAIRS)
+    warm = size.pick(5, 2, 1) * BLOCK
     agent, refill = make_agent()
     sides = {
         "lyra": lyra_side(agent, refill),
@@ -161,7 +162,7 @@ def run(quick: bool) -> list[Row]:
 
         async def measure() -> None:
             for side in sides.values():  # warm-up: imports, caches
-                await side(5 * BLOCK)
+                await side(warm)
             for pair in range(pairs):
                 shift = pair % len(names)  # each side first in turn
                 for name in names[shift:] + names[:shift]:

@@ -36,7 +36,7 @@ ratios is compared with the target.
 
 Target: ≤ 1.02× (lyra / bare, median of the rounds).
 
-    python benchmarks/framework_pydantic_ai.py [--quick] [--json FILE]
+    python benchmarks/framework_pydantic_ai.py [--quick | --smoke] [--json FILE]
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from _common import Row, events_to, median, standalone
+from _common import Row, Size, events_to, median, standalone
 
-RUNS, QUICK_RUNS = 50, 20
-ROUNDS, QUICK_ROUNDS = 31, 9
+RUNS, QUICK_RUNS, SMOKE_RUNS = 50, 8, 2
+ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS = 31, 3, 1
 TARGET = 1.02
 BENCH = "framework_pydantic_ai"
 
@@ -137,15 +137,15 @@ def timed(run: Runner, runs: int) -> float:
     return (time.process_time() - started) / runs * 1e6
 
 
-def run(quick: bool) -> list[Row]:
-    runs = QUICK_RUNS if quick else RUNS
-    rounds = QUICK_ROUNDS if quick else ROUNDS
+def run(size: Size) -> list[Row]:
+    runs = size.pick(RUNS, QUICK_RUNS, SMOKE_RUNS)
+    rounds = size.pick(ROUNDS, QUICK_ROUNDS, SMOKE_ROUNDS)
     contenders = sides(build_agent())
     names = list(contenders)
     us: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
         for run_side in contenders.values():
-            timed(run_side, runs // 4)  # warm-up: imports, schemas, caches
+            timed(run_side, max(1, runs // 4))  # warm-up: imports, schemas, caches
         for number in range(rounds):
             shift = number % len(names)
             for name in names[shift:] + names[:shift]:

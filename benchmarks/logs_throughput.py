@@ -1,7 +1,7 @@
 """``lyra logs stats`` against bare decoding loops over the same event log: orjson's
 (the strictest floor: lyra reads with orjson) and the standard library's.
 
-Writes an event log of 20 MB (5 MB with ``--quick``) the way the CLI writes it:
+Writes an event log of 20 MB (2 MB with ``--quick``) the way the CLI writes it:
 each line encoded by ``lyra.events.encode`` with the fields, in the order, that
 the supervisor and the recovery loop emit (``delegation_started`` /
 ``_completed`` / ``_failed`` with usage, ``recovery_attempt``, a data-source
@@ -23,7 +23,7 @@ stays steady when other work loads the machine), events per second, the ratio
 of the medians against each floor (target: ≤ 1.5× the orjson loop) and the peak
 RSS of the process (the reader streams: it must not grow with the file).
 
-    python benchmarks/logs_throughput.py [--quick]
+    python benchmarks/logs_throughput.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from _common import Row, current_rss_mb, median, rss_mb, standalone
+from _common import Row, Size, current_rss_mb, median, rss_mb, standalone
 
 from lyra.events import encode
 
 MB = 1 << 20
-SIZE_MB, QUICK_SIZE_MB = 20.0, 5.0
-REPEATS, QUICK_REPEATS = 9, 3
+SIZE_MB, QUICK_SIZE_MB, SMOKE_SIZE_MB = 20.0, 2.0, 0.2
+REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 9, 3, 1
 TARGET = 1.5
 FAILURES = [
     ("timeout", True, "timeout", "Time limit insufficient"),
@@ -105,7 +105,12 @@ class _Writer:
             )  # fmt: skip
         for attempt in (1, 2, 3):
             session = self.session()
-            ids = {"session_id": session, "subject": pid, "attempt": attempt, "task_id": task_id}
+            ids: dict[str, Any] = {
+                "session_id": session,
+                "subject": pid,
+                "attempt": attempt,
+                "task_id": task_id,
+            }
             yield self.line("delegation_started", **ids, timeout=timeout)
             duration = round(rng.lognormvariate(2.5, 0.8), 6)
             self.at += timedelta(seconds=min(duration, timeout))
@@ -202,12 +207,13 @@ def _spread(seconds: list[float]) -> str:
     return f"min {min(seconds):.3f} s  median {median(seconds):.3f} s  max {max(seconds):.3f} s"
 
 
-def run(quick: bool) -> list[Row]:
+def run(size: Size) -> list[Row]:
     """Generate a log, time both readers interleaved, print and return the rows."""
-    size_mb, repeats = (QUICK_SIZE_MB, QUICK_REPEATS) if quick else (SIZE_MB, REPEATS)
+    size_mb = size.pick(SIZE_MB, QUICK_SIZE_MB, SMOKE_SIZE_MB)
+    repeats = size.pick(REPEATS, QUICK_REPEATS, SMOKE_REPEATS)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "events.jsonl"
-        size = generate(path, size_mb)
+        written = generate(path, size_mb)
         lines = bare(path)
         stats = lyra_stats(path)  # a warm-up round for both, and the check below
         if stats["events"] != lines or stats["malformed_lines"]:
@@ -220,7 +226,7 @@ def run(quick: bool) -> list[Row]:
                 times[name].append(_timed(reader, path))
     peak = rss_mb()
     print(
-        f"{size / MB:.1f} MB, {lines:,} events ({stats['delegations']:,} delegations, "
+        f"{written / MB:.1f} MB, {lines:,} events ({stats['delegations']:,} delegations, "
         f"{stats['failed']:,} failed), {repeats} interleaved rounds"
     )
     for name, seconds in times.items():
@@ -236,7 +242,7 @@ def run(quick: bool) -> list[Row]:
         Row(bench, "bare orjson loop", lines / median(times["orjson"]), "events/s"),
         Row(bench, "bare json.loads loop", lines / median(times["json.loads"]), "events/s"),
         Row(bench, "lyra logs stats", lines / median(times["lyra"]), "events/s"),
-        Row(bench, "peak RSS", peak, "MB", note=f"{size / MB:.0f} MB log"),
+        Row(bench, "peak RSS", peak, "MB", note=f"{written / MB:.0f} MB log"),
         Row(bench, "lyra logs stats / bare json.loads loop", to_json, "×",
             note="medians, interleaved"),
         Row(bench, "lyra logs stats / bare orjson loop (the floor)", to_orjson, "×",
@@ -245,7 +251,7 @@ def run(quick: bool) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run alone: ``--quick`` for a smaller log, ``--json FILE`` for the rows."""
+    """Run alone: ``--quick`` or ``--smoke`` for a smaller log, ``--json FILE`` for the rows."""
     standalone(run, __doc__, argv)
 
 

@@ -12,7 +12,7 @@ are shown.
 Targets (DESIGN §9): ≤ 1.03 × the ideal at concurrency 200, ≤ 1.05 × at 1,000
 (50: for information).
 
-    python benchmarks/makespan.py [--quick]
+    python benchmarks/makespan.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import Row, events_to, median, standalone
+from _common import Row, Size, events_to, median, standalone
 
 from lyra import ChildContext, Supervisor
 from lyra.supervisor import LocalExecutor
 
-WAVES, QUICK_WAVES = 10, 3
+WAVES, QUICK_WAVES, SMOKE_WAVES = 10, 2, 1
 SLEEP = 0.2
 CONCURRENCIES = {50: None, 200: 1.03, 1_000: 1.05}
-REPEATS, QUICK_REPEATS = 3, 1
+REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 3, 1, 1
 
 
 async def sleepy_child(prompt: str, ctx: ChildContext) -> str:
@@ -57,9 +57,9 @@ async def makespan(children: int, concurrency: int) -> float:
     return elapsed
 
 
-def run(quick: bool) -> list[Row]:
-    waves = QUICK_WAVES if quick else WAVES
-    repeats = QUICK_REPEATS if quick else REPEATS
+def run(size: Size) -> list[Row]:
+    waves = size.pick(WAVES, QUICK_WAVES, SMOKE_WAVES)
+    repeats = size.pick(REPEATS, QUICK_REPEATS, SMOKE_REPEATS)
     ideal = waves * SLEEP
     rows = []
     with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):

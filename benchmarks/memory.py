@@ -27,7 +27,7 @@ line writes them.
 Targets (DESIGN §9): peak RSS ≤ 200 MB, no growth per delegation; ≤ 600 B held
 per kept ``DelegationResult``; 100,000 kept ≤ 1.5× the bare pool's peak RSS.
 
-    python benchmarks/memory.py [--quick]
+    python benchmarks/memory.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -43,16 +43,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import BareLog, Row, current_rss_mb, events_to, rss_mb, standalone
+from _common import BareLog, Row, Size, current_rss_mb, events_to, rss_mb, standalone
 from overhead import noop_child, prompts
 
 from lyra import ChildContext, Supervisor
 from lyra.errors import TransientError
 from lyra.supervisor import LocalExecutor
 
-TOTAL, QUICK_TOTAL = 10_000, 2_500
-KEPT, QUICK_KEPT = 10_000, 2_000
-MANY, QUICK_MANY = 100_000, 20_000
+TOTAL, QUICK_TOTAL, SMOKE_TOTAL = 10_000, 2_000, 1_000
+KEPT, QUICK_KEPT, SMOKE_KEPT = 10_000, 1_000, 200
+MANY, QUICK_MANY, SMOKE_MANY = 100_000, 10_000, 1_000
 HELD_TARGET = 600.0  # bytes per kept DelegationResult
 PEAK_RATIO_TARGET = 1.5  # 100,000 kept: lyra's peak RSS / the bare pool's
 TIMEOUT = 60.0
@@ -220,9 +220,9 @@ def subprocess_json(*args: str) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def run(quick: bool) -> list[Row]:
-    rows = streaming_rows(quick)
-    kept = QUICK_KEPT if quick else KEPT
+def run(size: Size) -> list[Row]:
+    rows = streaming_rows(size)
+    kept = size.pick(KEPT, QUICK_KEPT, SMOKE_KEPT)
     held = subprocess_json("--held", str(kept))
     print(
         f"bytes held per kept DelegationResult ({kept:,} kept, one in ten a failure): "
@@ -241,7 +241,7 @@ def run(quick: bool) -> list[Row]:
             f"failures {held['failure']:.0f} B",
         )
     )
-    many = QUICK_MANY if quick else MANY
+    many = size.pick(MANY, QUICK_MANY, SMOKE_MANY)
     lyra = subprocess_json("--peak", "lyra", str(many))
     bare = subprocess_json("--peak", "bare", str(many))
     ratio = lyra["peak_rss"] / bare["peak_rss"]
@@ -266,8 +266,8 @@ def run(quick: bool) -> list[Row]:
     return rows
 
 
-def streaming_rows(quick: bool) -> list[Row]:
-    total = QUICK_TOTAL if quick else TOTAL
+def streaming_rows(size: Size) -> list[Row]:
+    total = size.pick(TOTAL, QUICK_TOTAL, SMOKE_TOTAL)
     m = subprocess_json("--worker", str(total))
     print(
         f"{m['measured']:,} delegations (+{m['traced']:,} traced) in a fresh process: RSS "

@@ -45,7 +45,7 @@ Targets (DESIGN §9): 100% correct on hostile reports; all fields ≥ 1.0× the
 guide's six helpers; ≤ 0.1 s per MB of any input, ``find_reports`` and ``lyra
 logs`` included.
 
-    python benchmarks/parsing.py [--quick]
+    python benchmarks/parsing.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ import random
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
-from _common import Row, standalone
+from _common import Row, Size, standalone
 
 import lyra.delegation as lyra_helpers
 from lyra import find_reports, parse_report
@@ -68,8 +68,8 @@ from lyra.delegation import TaskReport, render_report
 from lyra.errors import ReportParseError
 from lyra.logs import iter_events, iter_reports
 
-N, QUICK_N = 20_000, 2_000
-REPEATS, QUICK_REPEATS = 9, 3
+N, QUICK_N, SMOKE_N = 20_000, 2_000, 200
+REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 9, 3, 1
 SEED = 4
 MB = 1 << 20
 HELPERS = (
@@ -389,7 +389,7 @@ def seconds_per_mb(read: Callable[[str], Any], text: str) -> float:
 
 
 def interleaved(
-    fns: dict[str, Callable[[str], Any]], texts: list[str], repeats: int
+    fns: Mapping[str, Callable[[str], Any]], texts: list[str], repeats: int
 ) -> dict[str, list[float]]:
     """Microseconds per report of each pass of each function, passes taken in turn."""
     passes: dict[str, list[float]] = {name: [] for name in fns}
@@ -481,11 +481,12 @@ def correctness_rows(texts: list[str], reports: list[tuple[TaskReport, bool]]) -
     return rows
 
 
-def adversarial_rows(quick: bool) -> list[Row]:
+def adversarial_rows(size: Size) -> list[Row]:
     """Seconds per MB of each reader on each kind of adversarial text; the worst kind counts."""
-    kinds = list(ADVERSARIAL)[:4] if quick else list(ADVERSARIAL)
+    kinds = size.pick(list(ADVERSARIAL), list(ADVERSARIAL)[:4], list(ADVERSARIAL)[:1])
     texts = {kind: adversarial(kind) for kind in kinds}
-    print(f"adversarial text, s per MB ({'first kinds only' if quick else 'every kind'}):")
+    every = len(kinds) == len(ADVERSARIAL)
+    print(f"adversarial text, s per MB ({'every kind' if every else 'first kinds only'}):")
     print(f"  {'':28s}" + "".join(f"{name[:10]:>11s}" for name in READERS))
     worst: dict[str, tuple[float, str]] = dict.fromkeys(READERS, (0.0, ""))
     for kind, text in texts.items():
@@ -511,17 +512,18 @@ def adversarial_rows(quick: bool) -> list[Row]:
     return rows
 
 
-def speed_rows(quick: bool) -> list[Row]:
+def speed_rows(size: Size) -> list[Row]:
     """Correctness and speed on the corpus (which is dropped when this returns)."""
-    n = QUICK_N if quick else N
-    repeats = QUICK_REPEATS if quick else REPEATS
+    n = size.pick(N, QUICK_N, SMOKE_N)
+    repeats = size.pick(REPEATS, QUICK_REPEATS, SMOKE_REPEATS)
     started = time.perf_counter()
     reports = make_reports(n)
     texts = render_all(reports)
-    size = sum(map(len, texts)) / MB
+    megabytes = sum(map(len, texts)) / MB
     print(
-        f"{n:,} reports ({sum(flag for _, flag in reports):,} hostile, {size:.1f} MB) rendered "
-        f"by lyra in {time.perf_counter() - started:.1f} s; {repeats} interleaved passes each"
+        f"{n:,} reports ({sum(flag for _, flag in reports):,} hostile, {megabytes:.1f} MB) "
+        f"rendered by lyra in {time.perf_counter() - started:.1f} s; {repeats} interleaved "
+        "passes each"
     )
     rows = correctness_rows(texts, reports)
     wrong = 1 - rows[-1].value / 100  # the guide's row comes last
@@ -556,10 +558,10 @@ def speed_rows(quick: bool) -> list[Row]:
     return rows
 
 
-def run(quick: bool) -> list[Row]:
-    rows = speed_rows(quick)
+def run(size: Size) -> list[Row]:
+    rows = speed_rows(size)
     gc.collect()  # the corpus is gone: only the readers' own objects are collected below
-    return rows + adversarial_rows(quick)
+    return rows + adversarial_rows(size)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ the process, proteins per second, makespan; the run directory's
 
 Target: peak RSS ≤ 300 MB for 100,000 proteins (a human proteome is 20,000).
 
-    python benchmarks/proteome.py [--quick]
+    python benchmarks/proteome.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from _common import Row, standalone
+from _common import Row, Size, standalone
 
-PROTEINS, QUICK_PROTEINS = 100_000, 5_000
+PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS = 100_000, 500, 100
 CONCURRENCY = 64
 TARGET_MB = 300
 
@@ -82,8 +82,8 @@ def measure(count: int, folder: Path) -> dict[str, float]:
     }
 
 
-def run(quick: bool) -> list[Row]:
-    count = QUICK_PROTEINS if quick else PROTEINS
+def run(size: Size) -> list[Row]:
+    count = size.pick(PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS)
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run(
             [sys.executable, __file__, "--child", str(count), folder],

@@ -16,7 +16,7 @@ proteins per second and makespan (first start to the resumed run's end, the kill
 included), the peak RSS of each supervisor process, and how many attempts ran twice
 (those in flight at the kill, never more than the concurrency).
 
-    python benchmarks/proteome_durable.py [--quick]     # quick: 2,000 proteins
+    python benchmarks/proteome_durable.py [--quick | --smoke]   # 2,000 proteins; 100
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 
 import anyio
-from _common import Row, standalone
+from _common import Row, Size, standalone
 from durable import postgres, workers
 
-PROTEINS, QUICK_PROTEINS = 20_000, 2_000
+PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS = 20_000, 2_000, 100
 CHUNK = 1_000
 CONCURRENCY = 32
 KILL_AT = 0.4
@@ -64,10 +65,11 @@ async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[
         else DurableExecutor.queue(where, run_id="proteome")
     )
     statuses: Counter[str] = Counter()
+    every = max(1, min(100, n // 20))  # progress notes: the kill lands mid-chunk
 
     def count(task: Task, outcome: RecoveryOutcome) -> None:
         statuses[outcome.result.status] += 1
-        if statuses.total() % 100 == 0:  # the kill lands mid-chunk, children in flight
+        if statuses.total() % every == 0:  # children in flight when it is read
             progress.write_text(str(statuses.total()))
 
     started = time.perf_counter()
@@ -115,13 +117,14 @@ def _peak_rss_of_children() -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def run(quick: bool) -> list[Row]:
-    n = QUICK_PROTEINS if quick else PROTEINS
+def run(size: Size) -> list[Row]:
+    n = size.pick(PROTEINS, QUICK_PROTEINS, SMOKE_PROTEINS)
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         results["embedded"] = one_run("embedded", str(base / "run"), n, base)
-        with postgres() as url:
+        # A smoke run leaves the queue out: the same run, and durable.py's smoke starts workers.
+        with postgres() if size is not Size.SMOKE else nullcontext() as url:
             if url is not None:
                 # The workers note every attempt they start in the queue run's log.
                 os.environ["LYRA_TEST_INVOCATION_LOG"] = str(base / "queue.invocations")

@@ -33,7 +33,7 @@ succeed), total attempts, and total simulated time (attempts + waits).
 Rate limits here clear after a number of *tries*; a real service that rejects
 early retries would make "retry everything" slower than shown.
 
-    python benchmarks/recovery_efficiency.py [--quick]
+    python benchmarks/recovery_efficiency.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
-from _common import Row, silence_events, standalone
+from _common import Row, Size, silence_events, standalone
 
 from lyra import ChildContext, ChildFailure, Limits, Supervisor
 from lyra.errors import SubjectNotFound, TransientError
 from lyra.recovery import RecoveryPolicy, record_waits, recover
 from lyra.supervisor import LocalExecutor
 
-TASKS, QUICK_TASKS = 1_000, 200
+TASKS, QUICK_TASKS, SMOKE_TASKS = 1_000, 200, 50
 SEED = 1
 BASE_TIMEOUT = 0.02  # real seconds ...
 SCALE = 300.0 / BASE_TIMEOUT  # ... standing for 300 simulated seconds
@@ -249,7 +249,7 @@ def simulate(policy: Callable[[ScriptedTask], Awaitable[Outcome]], n: int) -> Sc
     _current_world = tasks[0].world
     random.seed(SEED)  # backoff jitter
 
-    def failed_item(task: ScriptedTask, exc: Exception) -> Outcome:
+    def failed_item(task: ScriptedTask, exc: BaseException) -> Outcome:
         raise exc  # a crash of the benchmark itself must not pass unnoticed
 
     started = time.perf_counter()
@@ -280,9 +280,9 @@ def simulate(policy: Callable[[ScriptedTask], Awaitable[Outcome]], n: int) -> Sc
     )
 
 
-def run(quick: bool) -> list[Row]:
+def run(size: Size) -> list[Row]:
     silence_events()
-    n = QUICK_TASKS if quick else TASKS
+    n = size.pick(TASKS, QUICK_TASKS, SMOKE_TASKS)
     tasks = make_tasks(n)
     mix = Counter(t.mode for t in tasks)
     impossible = sum(count for mode, count in mix.items() if not MODES[mode][1])

@@ -21,7 +21,7 @@ Targets (DESIGN §9): p99 ≤ 20 ms cooperative, ≤ 100 ms blocking, also with 
 expiring at once; and with 200 cooperative children expiring at once, lyra's
 p99 ≤ the floor's p99 + 2 ms (medians of the interleaved rounds).
 
-    python benchmarks/timeouts.py [--quick]
+    python benchmarks/timeouts.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from _common import BareLog, Row, events_to, median, percentile, standalone
+from _common import BareLog, Row, Size, events_to, median, percentile, standalone
 
 from lyra import ChildContext, Supervisor
 
 TIMEOUT = 0.05
-TRIALS, QUICK_TRIALS = 200, 20
-ROUNDS = {"cooperative": (31, 3), "blocking": (5, 1)}  # (full, quick) rounds of 200 at once
+TRIALS, QUICK_TRIALS, SMOKE_TRIALS = 200, 10, 3
+ROUNDS = {"cooperative": (31, 3, 1), "blocking": (5, 1, 1)}  # (full, quick, smoke) rounds of 200
 TOGETHER = 200
 TARGETS = {"cooperative": 0.020, "blocking": 0.100}
 OVER_FLOOR = 0.002  # 200 cooperative at once: ≤ the floor's p99 + 2 ms
@@ -158,8 +158,8 @@ def ms(values: list[float]) -> str:
     return f"min {min(values) * 1000:.1f}, max {max(values) * 1000:.1f} ms"
 
 
-def run(quick: bool) -> list[Row]:
-    trials = QUICK_TRIALS if quick else TRIALS
+def run(size: Size) -> list[Row]:
+    trials = size.pick(TRIALS, QUICK_TRIALS, SMOKE_TRIALS)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -182,7 +182,7 @@ def run(quick: bool) -> list[Row]:
                     f"p50 {p50 * 1000:.1f} ms, max {max(late) * 1000:.1f} ms",
                 )
             )
-            rounds = ROUNDS[name][1 if quick else 0]
+            rounds = size.pick(*ROUNDS[name])
             lyra, bare = interleaved(name, rounds, folder)
             lyra_p99, bare_p99 = median(lyra), median(bare)
             print(

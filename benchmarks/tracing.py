@@ -17,7 +17,7 @@ interleaved (each round in a rotated order) and compared by medians:
 Also the hooks' own cost when off, timed alone over a million calls: what the
 per-delegation difference is made of, free of the noise of a whole fan-out.
 
-    python benchmarks/tracing.py [--quick]
+    python benchmarks/tracing.py [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -32,15 +32,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from _common import Row, median, silence_events, standalone
+from _common import Row, Size, median, silence_events, standalone
 
 from lyra import ChildContext, Supervisor, tracing
 from lyra.delegation import _delegate
 from lyra.supervisor import LocalExecutor
 
-N, QUICK_N = 5_000, 1_000
+N, QUICK_N, SMOKE_N = 5_000, 500, 100
 CONCURRENCY = 100
-REPEATS, QUICK_REPEATS = 7, 3
+REPEATS, QUICK_REPEATS, SMOKE_REPEATS = 7, 3, 1
+CALLS, QUICK_CALLS, SMOKE_CALLS = 200_000, 20_000, 1_000  # per timing of a hook alone
 
 
 async def noop() -> str:
@@ -103,7 +104,7 @@ def traced() -> Iterator[Any]:
         provider.shutdown()
 
 
-def hook_cost_ns() -> float:
+def hook_cost_ns(number: int) -> float:
     """Nanoseconds one delegation's hooks add when off, timed alone: the attempt
     hook against the bare function it wraps (each call returns a coroutine,
     closed unawaited), plus the tool hook's whole call."""
@@ -111,7 +112,7 @@ def hook_cost_ns() -> float:
     async def work(*args: Any) -> None:
         return None
 
-    def best(call: Callable[[], Any], number: int = 200_000) -> float:
+    def best(call: Callable[[], Any]) -> float:
         return min(timeit.repeat(call, number=number, repeat=5)) / number * 1e9
 
     hooked = tracing.attempt(work)
@@ -122,10 +123,10 @@ def hook_cost_ns() -> float:
     return attempt_ns + tool_ns
 
 
-def run(quick: bool) -> list[Row]:
+def run(size: Size) -> list[Row]:
     silence_events()
-    n = QUICK_N if quick else N
-    repeats = QUICK_REPEATS if quick else REPEATS
+    n = size.pick(N, QUICK_N, SMOKE_N)
+    repeats = size.pick(REPEATS, QUICK_REPEATS, SMOKE_REPEATS)
     if tracing.enabled():
         raise RuntimeError("a tracer provider is already set: 'off' cannot be measured")
     seconds: dict[str, list[float]] = {"off": [], "bare": [], "on": []}
@@ -145,7 +146,7 @@ def run(quick: bool) -> list[Row]:
                     seconds[side].append(timed(n))
                     spans = len(exporter.get_finished_spans())
     us = {name: median(values) / n * 1e6 for name, values in seconds.items()}
-    hook_ns = hook_cost_ns()
+    hook_ns = hook_cost_ns(size.pick(CALLS, QUICK_CALLS, SMOKE_CALLS))
     print(
         f"delegations: {n:,} per run at max_concurrency={CONCURRENCY}, one tool call each, "
         f"events off; median of {repeats} interleaved runs"

@@ -1,6 +1,6 @@
 """A Claude Agent SDK agent under lyra: a recovery, a budget and an idle timeout.
 
-Needs the extra: ``pip install 'lyra-supervisor[claude-agent-sdk]'`` (the SDK's
+Needs the extra: ``pip install -e '.[claude-agent-sdk]'`` in the checkout (the SDK's
 wheel bundles the Claude Code CLI). Runs offline, with no key: a tiny fake of
 the Messages API in this file, on 127.0.0.1, stands in for the model (the CLI
 streams, so the fake sends server-sent events), and the CLI gets a throwaway
@@ -234,7 +234,7 @@ if __name__ == "__main__":
     if verbose:
         events.configure(sys.stderr)
     if importlib.util.find_spec("claude_agent_sdk") is None:
-        print("skipped: pip install 'lyra-supervisor[claude-agent-sdk]' to run this example")
+        print("skipped: pip install -e '.[claude-agent-sdk]' to run this example")
         sys.exit(0)
     with tempfile.TemporaryDirectory() as folder:
         passed = anyio.run(main, Path(folder))

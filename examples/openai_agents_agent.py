@@ -11,7 +11,7 @@ without calling the tool again. Part 2: an agent that never stops calling its
 tool is stopped by the response that takes it over its token budget.
 
 Run: ``python examples/openai_agents_agent.py [-v]`` (``-v`` shows lyra's events;
-needs ``pip install 'lyra-supervisor[openai-agents]'``).
+needs the ``openai-agents`` extra: ``pip install -e '.[openai-agents]'``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -50,6 +51,7 @@ from lyra import (
     parse_report,
     tracing,
 )
+from lyra._extras import install_hint
 from lyra.delegation import run_attempt
 from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._foreign._claude_agent import (
@@ -788,7 +790,7 @@ def test_importing_the_module_does_not_import_the_framework() -> None:
         "    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'lyra-supervisor[claude-agent-sdk]'" in done.stdout
+    assert install_hint("claude-agent-sdk") in done.stdout
 
 
 def test_current_context_outside_a_run_says_so() -> None:
@@ -804,5 +806,5 @@ def test_a_missing_extra_is_a_configuration_error(monkeypatch: pytest.MonkeyPatc
     from lyra.children.claude_agent import ClaudeAgentChild
 
     monkeypatch.setitem(sys.modules, "claude_agent_sdk", None)
-    with pytest.raises(ConfigurationError, match=r"lyra-supervisor\[claude-agent-sdk\]"):
+    with pytest.raises(ConfigurationError, match=re.escape(install_hint("claude-agent-sdk"))):
         ClaudeAgentChild()

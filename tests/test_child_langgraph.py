@@ -50,6 +50,7 @@ from lyra import (
     parse_report,
     tracing,
 )
+from lyra._extras import install_hint
 from lyra.children import AnthropicChild
 from lyra.children.langgraph import LangGraphChild, child_context
 from lyra.delegation import ChildRef
@@ -794,7 +795,7 @@ def test_the_module_does_not_import_the_framework_and_a_missing_extra_is_named()
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.startswith("ConfigurationError")
-    assert "pip install 'lyra-supervisor[langgraph]'" in out
+    assert install_hint("langgraph") in out
 
 
 def test_streamed_tokens_are_heartbeats() -> None:

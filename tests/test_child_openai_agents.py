@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import json
 import pkgutil
+import re
 import subprocess
 import sys
 import threading
@@ -65,6 +66,7 @@ from lyra import (
     parse_report,
     tracing,
 )
+from lyra._extras import install_hint
 from lyra.children import AnthropicChild, Price
 from lyra.children.openai_agents import STATE_KEY, OpenAIAgentsChild
 from lyra.delegation import ChildRef
@@ -796,7 +798,7 @@ def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
 def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the SDK installed, building the child names the extra to install."""
     monkeypatch.setitem(sys.modules, "agents", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[openai-agents\]'"):
+    with pytest.raises(ConfigurationError, match=re.escape(install_hint("openai-agents"))):
         OpenAIAgentsChild(object())  # type: ignore[arg-type]
 
 

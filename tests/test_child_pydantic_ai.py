@@ -64,6 +64,7 @@ from lyra import (
     parse_report,
     tracing,
 )
+from lyra._extras import install_hint
 from lyra.children import AnthropicChild, Price
 from lyra.children.pydantic_ai import HISTORY, PydanticAIChild
 from lyra.delegation._foreign import Kind, describe
@@ -874,7 +875,7 @@ def tokens(span: Any) -> int:
 def test_a_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without pydantic-ai installed, building the child says which extra to install."""
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[pydantic-ai\]'"):
+    with pytest.raises(ConfigurationError, match=re.escape(install_hint("pydantic-ai"))):
         PydanticAIChild(object())  # type: ignore[arg-type]
 
 

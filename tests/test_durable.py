@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 import lyra.durable
+from lyra._extras import install_hint
 from lyra.cli import main
 from lyra.delegation import ChildContext, DelegationResult, Limits
 from lyra.proteins import AnalysisOutput, analyze
@@ -614,5 +615,5 @@ def test_durable_commands_without_the_extra_name_it(args: list[str], tmp_path: P
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
     assert done.returncode == 2, done.stderr
-    assert "pip install 'lyra-supervisor[durable]'" in done.stderr
+    assert install_hint("durable") in done.stderr
     assert "Traceback" not in done.stderr

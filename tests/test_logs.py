@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import io
 import itertools
 import json
+import os
+import random
 import re
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -491,23 +497,25 @@ def _reference_lines(data: bytes, limit: int) -> list[tuple[bytes, bool]]:
 
 @settings(max_examples=300)
 @given(
-    st.lists(st.sampled_from([b"a", b"\n", b"\r\n", b"{", b"}", b"xyz" * 5]), max_size=40).map(
-        b"".join
-    ),
+    st.lists(
+        st.sampled_from([b"a", b"\n", b"\r\n", b"{", b"}", b"xyz" * 5, b"\0"]), max_size=40
+    ).map(b"".join),
     st.integers(1, 9),
     st.integers(2, 12),
 )
 def test_chunked_lines_are_the_lines_cut_to_the_limit(data: bytes, chunk: int, limit: int) -> None:
     """However a stream falls into chunks, the reader gives its lines as a plain split
-    would, each cut to MAX_LINE."""
+    would, each cut to MAX_LINE, and flags every block with a line holding a NUL (a
+    hint: only then are lines searched for one)."""
     saved = _read._CHUNK, _read.MAX_LINE
     _read._CHUNK, _read.MAX_LINE = chunk, limit
     try:
         blocks = list(_read._line_blocks(io.BytesIO(data)))
     finally:
         _read._CHUNK, _read.MAX_LINE = saved
-    found = [(line, ended) for block, ended in blocks for line in block]
+    found = [(line, ended) for block, ended, _ in blocks for line in block]
     assert [line for line, _ in found] == [line for line, _ in _reference_lines(data, limit)]
+    assert all(nul for block, _, nul in blocks if any(b"\0" in line for line in block))
     if found:
         assert found[-1][1] == _reference_lines(data, limit)[-1][1]
 
@@ -527,18 +535,23 @@ _LINES = [
     b"",
     b"\r",
     b'{"event": "x", "n": NaN}',
+    b"\x00\x00\x00 zero-filled",
+    b'{"event": "delegation_failed"\x00}',
 ]
 
 
-def _reference_tally(lines: list[bytes], ended: bool) -> tuple[int, int, bool]:
+def _reference_tally(lines: list[bytes], ended: bool) -> tuple[int, int, bool] | None:
     """Events, malformed lines and whether the file is torn, one line at a time with
-    the standard library: what the reader's fast paths must agree with."""
+    the standard library: what the reader's fast paths must agree with; None when
+    a line that is no event holds a NUL byte before any event (binary: refused)."""
     events = malformed = 0
     cut = False
     for number, raw in enumerate(lines):
         line = raw.strip()
         if not line:
             continue
+        if not events and b"\x00" in line and not line.startswith(b"{"):
+            return None
         if cut:  # a line follows the broken event: it was not torn
             malformed, cut = malformed + 1, False
         try:
@@ -561,12 +574,17 @@ def test_each_line_is_an_event_blank_or_malformed_as_a_plain_reader_says(
 ) -> None:
     """The reader's shortcuts (empty lines skipped in bulk, a line that cannot close a
     JSON object never handed to orjson) count what a line-by-line json.loads counts,
-    for a stream and for an iterable of lines alike."""
+    for a stream and for an iterable of lines alike, and refuse binary input alike."""
     each = [line + b"\n" for line in lines]
     if each and not ended:
         each[-1] = lines[-1]
-    expected_events, malformed, torn = _reference_tally(lines, ended)
+    expected = _reference_tally(lines, ended)
     for source in (io.BytesIO(b"".join(each)), each):
+        if expected is None:
+            with pytest.raises(lyra.logs.NotTextError):
+                list(iter_events(source, source="f"))
+            continue
+        expected_events, malformed, torn = expected
         stats = ReadStats()
         found = list(iter_events(source, source="f", stats=stats))
         assert len(found) == stats.events == expected_events
@@ -1006,6 +1024,29 @@ def test_parse_since(text: str, expected: datetime) -> None:
     assert parse_since(text, now=T0) == expected
 
 
+@pytest.mark.parametrize("span", ["99999999999h", "2000000d", "9" * 400 + "w"])
+@pytest.mark.parametrize("action", [["stats", "--json"], ["report", "--html", "-"]])
+def test_a_span_past_the_calendar_keeps_every_dated_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], span: str, action: list[str]
+) -> None:
+    """``--since`` longer than the calendar reaches back keeps every event (no overflow)."""
+    log = write(tmp_path / "e.jsonl", *GOOD)
+    argv = ["logs", action[0], str(log), "--since", span, *action[1:]]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    if action[0] == "stats":
+        assert json.loads(captured.out)["delegations"] == len(GOOD)
+        assert json.loads(captured.out)["since"] == "0001-01-01T00:00:00Z"
+
+
+def test_a_suggestion_that_overflows_saturates() -> None:
+    """A margin times a huge logged duration is the largest float, not an OverflowError."""
+    events = _events(*(completed(i, duration=1e308) for i in range(3)))
+    result = suggest_timeout(events, margin=1e300, min_samples=3)
+    assert result.overall.suggested_timeout == sys.float_info.max
+
+
 def test_since_leaves_out_undated_reports(tmp_path: Path) -> None:
     """Raw reports have no time, so ``--since`` cannot keep them and says so."""
     stats = collect_stats([write(tmp_path / "t.txt", _transcript())], since=T0)
@@ -1362,6 +1403,87 @@ def test_unreadable_input_is_a_usage_error(
     assert captured.err.count("\n") == 1
 
 
+@contextlib.contextmanager
+def _within(seconds: float) -> Iterator[None]:
+    """Fail (rather than hang) when the block takes longer than ``seconds``."""
+
+    def late(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still reading after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _ZeroFeeder(threading.Thread):
+    """Writes zeros into a named pipe until its reader leaves (or ``limit`` bytes)."""
+
+    def __init__(self, pipe: Path, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.limit, self.written = pipe, limit, 0
+
+    def run(self) -> None:
+        block = bytes(1 << 16)
+        with contextlib.suppress(BrokenPipeError), open(self.pipe, "wb") as out:
+            while self.written < self.limit:
+                out.write(block)
+                self.written += len(block)
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe", "stdin", "binary file", "utf-16 file"])
+@pytest.mark.parametrize("action", [["stats"], ["report", "--html", "-"], ["suggest-timeout"]])
+def test_input_that_is_not_text_is_refused_in_bounded_time(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    action: list[str],
+) -> None:
+    """A device, an endless pipe of zeros, binary stdin, a binary or UTF-16 file: one
+    line naming the input, exit 2, read only as far as the first binary line."""
+    feeder = None
+    if kind == "device":
+        path = "/dev/zero"
+    elif kind == "pipe":
+        path = str(tmp_path / "zeros.pipe")
+        os.mkfifo(path)
+        feeder = _ZeroFeeder(Path(path), limit=64 << 20)
+        feeder.start()
+    elif kind == "stdin":
+        path = "-"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(bytes(8 << 20))))
+    elif kind == "binary file":
+        path = str(tmp_path / "model.bin")
+        Path(path).write_bytes(random.Random(7).randbytes(3 << 20))
+    else:
+        path = str(tmp_path / "utf16.jsonl")
+        Path(path).write_text("".join(GOOD), encoding="utf-16")  # Notepad's "Unicode"
+    with _within(20):
+        status = exit_status(["logs", action[0], path, *action[1:]])
+    captured = capsys.readouterr()
+    assert (status, captured.out) == (2, "")
+    assert captured.err == (
+        f"lyra: cannot read {path}: binary data (NUL bytes) before any event: "
+        "not an event log or text\n"
+    )
+    if feeder is not None:
+        feeder.join(timeout=20)
+        assert feeder.written < 4 << 20  # what the reader took before refusing, and no more
+
+
+def test_a_log_whose_tail_a_crash_zero_filled_still_reads(tmp_path: Path) -> None:
+    """Zeros after events (a power cut left them) are one malformed line, and the events
+    after them still count: only binary *before* any event is refused."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(GOOD[0].encode() + bytes(5000) + b"\n" + GOOD[1].encode())
+    stats = collect_stats([log])
+    assert (stats.completed, stats.failed, stats.malformed_lines) == (1, 1, 1)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -1369,6 +1491,10 @@ def test_unreadable_input_is_a_usage_error(
         ["logs", "stats", "x", "--by", "colour"],
         ["logs", "report", "x"],
         ["logs", "suggest-timeout", "x", "--margin", "0"],
+        ["logs", "suggest-timeout", "x", "--margin", "inf"],
+        ["logs", "suggest-timeout", "x", "--margin", "nan"],
+        ["logs", "suggest-timeout", "x", "--percentile", "inf"],
+        ["logs", "stats", "x", "--top", "-1"],
     ],
 )
 def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -1477,6 +1603,7 @@ def test_public_surface() -> None:
         "GroupBy",
         "GroupStats",
         "KindSuggestion",
+        "NotTextError",
         "ReadStats",
         "Spend",
         "StatsBuilder",

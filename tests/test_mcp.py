@@ -18,6 +18,7 @@ from mcp_types import CallToolResult, TextContent
 
 from fakes.messages_api import MessagesAPI, message, text, tool_use
 from lyra import parse_report
+from lyra._extras import install_hint
 from lyra.settings import DEFAULT_MODEL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -199,13 +200,13 @@ def run_lyra_mcp(*args: str, code: str | None = None) -> subprocess.CompletedPro
             ("--child", "fakes.children:spender"),
             "import sys; sys.modules['mcp'] = None",
             "lyra: the MCP server needs the mcp extra (the MCP SDK is not installed): "
-            "pip install 'lyra-supervisor[mcp]'",
+            + install_hint("mcp"),
         ),
         (  # the extra is named first: without it no child can help
             (),
             "import sys; sys.modules['mcp'] = None",
             "lyra: the MCP server needs the mcp extra (the MCP SDK is not installed): "
-            "pip install 'lyra-supervisor[mcp]'",
+            + install_hint("mcp"),
         ),
     ],
     ids=["no child", "unknown child", "no extra", "no extra and no child"],

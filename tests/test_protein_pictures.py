@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from matplotlib import image
 
+from lyra._extras import install_hint
 from lyra.proteins import _figures as figures
 from lyra.proteins import analyze_sync
 from lyra.proteins._analysis import analyze_structure
@@ -90,7 +91,7 @@ def test_without_matplotlib_the_brief_says_how_to_get_pictures(
     analyze_sync(["P05067"], run_dir=tmp_path, timeout=30)
     brief = (tmp_path / "briefs" / "P05067.md").read_text(encoding="utf-8")
     assert "Not drawn: pictures need the plots extra (matplotlib is not installed): " in brief
-    assert "pip install 'lyra-supervisor[plots]'" in brief
+    assert install_hint("plots") in brief
     assert not (tmp_path / "figures").exists()
 
 

@@ -3,6 +3,7 @@ the SDK's in-memory exporter, and nothing at all without a tracer provider."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -19,6 +20,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from fakes.messages_api import DEFAULT_MODEL, MessagesAPI, message, rate_limited, text, tool_use
 from lyra import ChildContext, Limits, RecoveryPolicy, Supervisor, tracing
+from lyra._extras import install_hint
 from lyra.children import AnthropicChild
 from lyra.errors import ConfigurationError, TransientError
 from lyra.recovery import record_waits, recover
@@ -392,7 +394,7 @@ def test_work_begun_while_tracing_still_runs_when_tracing_is_turned_off(
 def test_configuring_without_the_api_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the OpenTelemetry API, configure() says which extra to install."""
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'lyra-supervisor\[otel\]'"):
+    with pytest.raises(ConfigurationError, match=re.escape(install_hint("otel"))):
         tracing.configure(tracer_provider=TracerProvider())
     assert not tracing.enabled()
 

@@ -1,14 +1,20 @@
 """The one place that knows lyra's distribution name and its optional extras.
 
-The import name is ``lyra``; the name on the package index is
-``lyra-supervisor`` (``lyra`` there is an unrelated project), so every hint to
-install something says ``pip install 'lyra-supervisor[extra]'``.
+The import name is ``lyra``; the distribution is ``lyra-supervisor`` (``lyra``
+on the package index is an unrelated project). lyra is not published yet: it is
+installed from a checkout (``pip install -e '.[extra]'``) or a wheel built from
+one, so no hint sends a user to the index for lyra itself. A hint names the
+extra's own packages (on the index, with lyra's bounds: they install however
+lyra was installed) and the checkout's form.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
+import re
+import shlex
 import sys
 from types import ModuleType
 
@@ -42,9 +48,29 @@ def framework_child_for(value: object) -> str | None:
     return None
 
 
+_EXTRA_REQUIREMENT = re.compile(r"""^([^;]+);\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
+
+
 def install_hint(extra: str) -> str:
-    """The command that installs ``extra``: ``pip install 'lyra-supervisor[extra]'``."""
-    return f"pip install '{DISTRIBUTION}[{extra}]'"
+    """How to add ``extra``: ``pip install 'dbos<4,>=3.4' (or pip install -e
+    '.[durable]' in a lyra checkout)``; the checkout's form alone when lyra's own
+    metadata is not there to name the packages (run from a source tree)."""
+    checkout = f"pip install -e '.[{extra}]' in a lyra checkout"
+    packages = extra_requirements(extra)
+    if not packages:
+        return checkout
+    return f"pip install {' '.join(map(shlex.quote, packages))} (or {checkout})"
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements ``extra`` adds, from the installed distribution's metadata
+    (empty when lyra is not installed as a distribution, or has no such extra)."""
+    try:
+        declared = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    found = (_EXTRA_REQUIREMENT.match(line) for line in declared)
+    return [match[1].strip() for match in found if match and match[2] == extra]
 
 
 def missing_extra(what: str, extra: str, missing: str | None = None) -> ConfigurationError:

@@ -65,6 +65,10 @@ class RunStopped(LyraError):
         super().__init__(message)
         self.path = path
         """The file that could not be written, when known."""
+        self.output: object = None
+        """What the run had when it stopped (what finished, what did not), as the
+        application that ran it assembles its output; None when it sets none
+        (``lyra.proteins.analyze`` sets its ``AnalysisOutput``, ``interrupted``)."""
 
 
 class ReportParseError(LyraError, ValueError):

@@ -1,7 +1,7 @@
 """OpenTelemetry traces of delegation trees (DESIGN §12), named and attributed
 after the OpenTelemetry GenAI semantic conventions; free when nobody listens.
 
-With the ``lyra-supervisor[otel]`` extra installed and a tracer provider configured by the
+With the ``otel`` extra installed and a tracer provider configured by the
 application (the global one, ``opentelemetry.trace.set_tracer_provider``, or
 one given to :func:`configure`), lyra's work becomes spans::
 

@@ -1,6 +1,7 @@
 """Claude Agent SDK agents as lyra children: ``ClaudeAgentChild(options)``.
 
-Install: ``pip install 'lyra-supervisor[claude-agent-sdk]'`` (the SDK's wheel
+Install the ``claude-agent-sdk`` extra (``pip install -e '.[claude-agent-sdk]'`` in
+a lyra checkout, or ``pip install 'claude-agent-sdk>=0.2.180,<0.3'``; the SDK's wheel
 bundles the Claude Code CLI, about 400 MB installed). An agent of the Claude
 Agent SDK *is* its ``ClaudeAgentOptions`` (model, system prompt, tools, MCP
 servers, subagents, hooks); it goes in unchanged and runs as it would under

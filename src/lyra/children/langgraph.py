@@ -1,7 +1,8 @@
 """LangGraph graphs as lyra children: ``LangGraphChild(graph)``.
 
-Install the extra (``pip install 'lyra-supervisor[langgraph]'``: LangGraph and
-langchain-core) and hand lyra the compiled graph you already have::
+Install the ``langgraph`` extra (``pip install -e '.[langgraph]'`` in a lyra
+checkout: LangGraph and langchain-core) and hand lyra the compiled graph you already
+have::
 
     from lyra import Budget, adelegate_task
     from lyra.children.langgraph import LangGraphChild

@@ -1,6 +1,7 @@
 """The OpenAI Agents SDK child: an ``agents.Agent`` run by lyra, limits held inside.
 
-Install with ``pip install 'lyra-supervisor[openai-agents]'``; importing this
+Install the ``openai-agents`` extra (``pip install -e '.[openai-agents]'`` in a lyra
+checkout, or ``pip install 'openai-agents>=0.24,<0.25'``); importing this
 module does not import the SDK (building the child does)::
 
     import openai

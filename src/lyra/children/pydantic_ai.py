@@ -1,6 +1,7 @@
 """pydantic-ai agents as lyra children: ``PydanticAIChild(agent)``.
 
-Install with ``pip install 'lyra-supervisor[pydantic-ai]'``; the framework is
+Install the ``pydantic-ai`` extra (``pip install -e '.[pydantic-ai]'`` in a lyra
+checkout, or ``pip install 'pydantic-ai-slim>=2.68,<3'``); the framework is
 imported when a child is built, never when this module is. The agent goes in
 unchanged, with the options of ``agent.run``::
 

@@ -285,6 +285,10 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
             raise
         except RunStopped as stopped:
             print(_stopped(stopped, progress, run_dir.path), file=sys.stderr)
+            from lyra.proteins import AnalysisOutput
+
+            if asked.json and isinstance(stopped.output, AnalysisOutput):  # finished, and not
+                _stdout.write(stopped.output.model_dump_json(indent=2))
             return EXIT_UNWRITTEN
     _stdout.write(output.model_dump_json(indent=2) if asked.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]

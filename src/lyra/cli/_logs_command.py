@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -44,8 +45,8 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        if not 0 < value < math.inf:  # NaN fails both; an infinite margin overflows
+            raise argparse.ArgumentTypeError(f"must be a positive finite number: {text!r}")
         return value
 
     return convert

@@ -16,7 +16,8 @@ report a script gets, as text and as structured fields, a failure included;
 parse_report returns the fields of a report text. The child is --child, else
 LYRA_CHILD, else the Anthropic child when ANTHROPIC_API_KEY is set; with none,
 lyra mcp stops at once and says so. stdout carries the protocol only: events
-go to --events FILE (or stderr with -v). Needs the extra: pip install 'lyra-supervisor[mcp]'.
+go to --events FILE (or stderr with -v). Needs the mcp extra: pip install -e '.[mcp]'
+in a lyra checkout (or pip install 'mcp>=2.3,<3').
 """
 
 

@@ -55,7 +55,6 @@ import functools
 import hashlib
 import logging
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -68,6 +67,7 @@ from dbos import _dbos as dbos_internals
 
 from lyra import events
 from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.durable import _dbos_log
 from lyra.durable._database import storage_failure
 from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
@@ -210,7 +210,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     job, work = _job(spec), Task.model_validate_json(task)
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # inside a workflow
-    task_id = f"task-{workflow_id}"  # the same on every replay
+    task_id = task_id_of(workflow_id)
     log = TaskLog(workflow_id)
 
     async def run_attempt(attempt: Attempt) -> DelegationResult:
@@ -338,12 +338,19 @@ def _plan(data: Mapping[str, Any]) -> Plan:
     return Plan(**{**data, "subtasks": tuple(data["subtasks"])})
 
 
-def crashed_outcome(task: Task) -> RecoveryOutcome:
+def task_id_of(workflow_id: str) -> str:
+    """The task ID of a workflow's recovery loop: the same on every replay."""
+    return f"task-{workflow_id}"
+
+
+def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     """The outcome of a task DBOS gave up on: its process ended MAX_CRASHES times
     while it ran. Retryable: the cause (memory, a native crash, a kill) may be
-    gone in another run."""
-    events.error("task_crash_loop", subject=task.subject, crashes=MAX_CRASHES)
-    return unrun_outcome(
+    gone in another run. Its events: ``task_crash_loop``, and the
+    ``delegation_failed`` of the attempt that never ended (none of its own events
+    was ever written: they wait for a checkpoint), so the log counts the task as
+    the output does."""
+    outcome = unrun_outcome(
         task,
         message=f"The process running this child ended {MAX_CRASHES} times before it "
         "finished (a crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
@@ -355,6 +362,22 @@ def crashed_outcome(task: Task) -> RecoveryOutcome:
         ),
         retryable=True,
     )
+    failure, task_id = outcome.result.failure, task_id_of(workflow_id)
+    assert failure is not None  # an unrun outcome is a failure
+    events.error("task_crash_loop", subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    events.info(
+        "delegation_failed",
+        category=str(failure.category),
+        retryable=failure.suggested_retry,
+        error_type=str(failure.error_type),
+        blocked_on=failure.blocked_on,
+        evidence=failure.evidence,
+        session_id=outcome.result.session_id,
+        subject=task.subject,
+        attempt=outcome.attempts[-1].number,
+        task_id=task_id,
+    )
+    return outcome
 
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:
@@ -455,13 +478,10 @@ def launch(
         config["executor_id"] = executor_id
     if engine is not None:
         config["system_database_engine"] = engine
-    for handler in logging.getLogger("dbos").handlers:
-        if type(handler) is logging.StreamHandler:  # DBOS's console: keep it on today's stderr
-            handler.stream = sys.stderr  # (setStream would flush the old one, maybe closed)
+    _dbos_log.route()  # before DBOS() adds a console of its own
     DBOS(config=config)
     dbos_logger = logging.getLogger("dbos")
-    dbos_logger.addFilter(_no_storage_failure)  # lyra stops the run and says so, in one line
-    dbos_logger.addFilter(_no_launch_failure)  # lyra says it itself, in one line
+    dbos_logger.addFilter(_dbos_log.no_launch_failure)  # lyra says it itself, in one line
     try:
         if listen is not None:
             DBOS.listen_queues(listen)
@@ -470,19 +490,7 @@ def launch(
         DBOS.destroy()
         raise
     finally:
-        dbos_logger.removeFilter(_no_launch_failure)
-
-
-def _no_storage_failure(record: logging.LogRecord) -> bool:
-    """Drop DBOS's report of a checkpoint it could not write (a full disk): one
-    traceback per child in flight, where lyra stops the run with one line."""
-    error = record.exc_info[1] if record.exc_info else None
-    return error is None or storage_failure(error) is None
-
-
-def _no_launch_failure(record: logging.LogRecord) -> bool:
-    """Drop DBOS's own report of a failed launch (a traceback of tens of lines)."""
-    return not record.getMessage().startswith("DBOS failed to launch")
+        dbos_logger.removeFilter(_dbos_log.no_launch_failure)
 
 
 def destroy() -> None:

@@ -28,7 +28,7 @@ from lyra import events
 Deliverer = Callable[[list[dict[str, Any]]], None]
 _deliverer: Deliverer | None = None
 _unsaved = False
-_EVENT_ID = re.compile(rb'"event_id":"([^"]+)#(\d+)"')
+_EVENT_ID = re.compile(rb'"event_id":"([^"]+)#([^"#]+)"')
 
 
 def install(deliverer: Deliverer | None, *, unsaved: bool = False) -> None:
@@ -58,10 +58,18 @@ def write_local(records: list[dict[str, Any]]) -> None:
 
 class Ledger:
     """Which events of each task a run's log holds: a prefix of the task's
-    numbered events, so the next number to write is enough."""
+    numbered events (``<workflow id>#<n>``), so the next number to write is
+    enough; and the named ones (``<workflow id>#<name>``: what this process says
+    of a task, such as its crash loop), each written once per log."""
 
-    def __init__(self, logged: Mapping[str, int] | None = None, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        logged: Mapping[str, int] | None = None,
+        path: Path | None = None,
+        named: Iterable[str] = (),
+    ) -> None:
         self.next: dict[str, int] = dict(logged or {})
+        self.named = set(named)
         self.path = path
         """The run's event log, written to whether or not events are configured."""
 
@@ -69,26 +77,34 @@ class Ledger:
     def of_log(cls, path: Path | str | None) -> Ledger:
         """What the JSON-lines log at ``path`` already holds (nothing when absent)."""
         logged: dict[str, int] = {}
+        named: set[str] = set()
         if path is not None and Path(path).is_file():
             for match in _EVENT_ID.finditer(Path(path).read_bytes()):
-                task, number = match.group(1).decode(), int(match.group(2))
-                logged[task] = max(logged.get(task, 0), number + 1)
-        return cls(logged, Path(path) if path is not None else None)
+                task, tag = match.group(1).decode(), match.group(2).decode()
+                if tag.isdigit():
+                    logged[task] = max(logged.get(task, 0), int(tag) + 1)
+                else:
+                    named.add(f"{task}#{tag}")
+        return cls(logged, Path(path) if path is not None else None, named)
 
     def write(self, records: Iterable[Mapping[str, Any]], **extra: Any) -> None:
         """Write the records the log does not hold yet, with ``extra`` fields."""
         fresh = []
         for record in records:
-            task, _, number = str(record.get("event_id", "")).rpartition("#")
-            if not number.isdigit():
+            event_id = str(record.get("event_id", ""))
+            task, mark, tag = event_id.rpartition("#")
+            if not (task and mark):
                 fresh.append(record)  # not a durable task's event: nothing to match
-                continue
-            if int(number) >= self.next.get(task, 0):
-                self.next[task] = int(number) + 1
+            elif tag.isdigit():
+                if int(tag) >= self.next.get(task, 0):
+                    self.next[task] = int(tag) + 1
+                    fresh.append(record)
+            elif event_id not in self.named:
+                self.named.add(event_id)
                 fresh.append(record)
         if fresh:
             events.replay(fresh, into=self.path, **extra)
 
     def tasks(self) -> set[str]:
         """The workflow IDs the log holds events of."""
-        return set(self.next)
+        return set(self.next) | {event_id.rpartition("#")[0] for event_id in self.named}

@@ -439,7 +439,11 @@ class DurableExecutor:
     def _crashed(self, run: _Run, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         from lyra.durable._engine import crashed_outcome
 
-        outcome = crashed_outcome(run.task)
+        with events.capturing(hold=True) as said:  # in the log once, however often resumed
+            outcome = crashed_outcome(run.task, run.workflow_id)
+        self._ledger.write(
+            {**record, "event_id": f"{run.workflow_id}#crash-{i}"} for i, record in enumerate(said)
+        )
         notify_outcome(on_outcome, run.task, outcome)
         return outcome
 

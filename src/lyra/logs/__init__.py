@@ -7,12 +7,14 @@
 Reading streams: files are read in bounded chunks, so a log of any size fits
 in memory. Attempts (delegations)
 and tasks (what they were for) are counted apart; a torn last line, a
-truncated ``.gz`` and an attempt logged twice are each noted, never miscounted.
+truncated ``.gz`` and an attempt logged twice are each noted, never miscounted;
+input that is not text (a device, a binary file) raises :class:`NotTextError` at once.
 """
 
 from lyra.logs._html import render_html
 from lyra.logs._read import (
     Event,
+    NotTextError,
     ReadStats,
     expand_paths,
     iter_events,
@@ -56,6 +58,7 @@ __all__ = [
     "GroupBy",
     "GroupStats",
     "KindSuggestion",
+    "NotTextError",
     "ReadStats",
     "Spend",
     "StatsBuilder",

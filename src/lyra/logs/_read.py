@@ -7,7 +7,10 @@ newline, no valid JSON) is skipped and named apart from malformed lines, and
 so is a compressed file that ends early: what it holds is read. A file that
 holds no events at all (a parent transcript, a plain log) is read a second
 time, in bounded chunks, for the reports the delegation core's parser finds in
-it (:func:`lyra.delegation.find_reports`).
+it (:func:`lyra.delegation.find_reports`). Input that is not text (NUL bytes
+before any event: a device such as ``/dev/zero``, a binary file, UTF-16) is
+refused with :class:`NotTextError` as soon as it shows, however long it is; a
+pipe is kept as it is read (for the second reading), never copied ahead.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import IO, Any, NamedTuple, cast
 import orjson
 
 from lyra.delegation import REPORT_HEADER, TaskReport, find_reports, report_boundary
+from lyra.errors import LyraError
 
 STARTED = "delegation_started"
 COMPLETED = "delegation_completed"
@@ -51,6 +55,12 @@ MAX_BUFFER = 8 << 20
 _HEADER = "\n" + REPORT_HEADER  # a header at the start of a line
 
 PathLike = str | os.PathLike[str]
+
+
+class NotTextError(LyraError, OSError):
+    """The input holds binary data (NUL bytes) before any event: it is neither an
+    event log nor text with reports. An ``OSError``, as :class:`gzip.BadGzipFile`
+    is: the file cannot be read as what it should be; ``filename`` names it."""
 
 
 class Event(NamedTuple):
@@ -241,6 +251,7 @@ _BRACES = (b"{", "{")
 _CLOSING = (b"}", "}")
 _STDLIB_ONLY = ((b"NaN", b"Infinity"), ("NaN", "Infinity"))
 _BOM = (b"\xef\xbb\xbf", "\ufeff")
+_NUL = (b"\0", "\0")
 
 
 @dataclass(slots=True)
@@ -267,9 +278,11 @@ class _FileTally:
 
 def _line_blocks(
     stream: IO[bytes] | Iterable[bytes | str],
-) -> Iterator[tuple[list[bytes] | list[str], bool]]:
-    """The lines of ``stream`` a block at a time, without their newlines, and
-    whether the block's last line ended in one (only the stream's last may not).
+) -> Iterator[tuple[list[bytes] | list[str], bool, bool]]:
+    """The lines of ``stream`` a block at a time, without their newlines, whether
+    the block's last line ended in one (only the stream's last may not), and
+    whether a NUL byte was read so far (found in C, a chunk at a time: only then
+    are lines searched for one).
 
     A file is read in large chunks split in C, so a megabyte of tiny lines costs
     little. No line is longer than :data:`MAX_LINE`: a longer one keeps its
@@ -281,14 +294,16 @@ def _line_blocks(
     if read is None:  # an in-memory iterable: its lines already exist
         for line in cast("Iterable[Any]", stream):
             ended = line[-1:] in _NEWLINES
-            yield [line[:-1] if ended else line], ended
+            yield [line[:-1] if ended else line], ended, _NUL[type(line) is str] in line
         return
     rest: Any = None  # the start of a line not ended yet
     skipping = False  # inside a line longer than MAX_LINE, whose start is out already
     first = True
+    nul = False  # a NUL byte read so far
     while chunk := read(min(_CHUNK, MAX_LINE)):
         if first:  # a byte order mark is no part of the first line
             chunk, first = chunk.removeprefix(_BOM[isinstance(chunk, str)]), False
+        nul = nul or _NUL[not isinstance(chunk, bytes)] in chunk
         parts = chunk.split(b"\n" if isinstance(chunk, bytes) else "\n")
         if skipping:
             if len(parts) == 1:
@@ -304,9 +319,9 @@ def _line_blocks(
             parts.append(rest[:MAX_LINE])
             rest, skipping = None, True
         if parts:
-            yield parts, True
+            yield parts, True, nul
     if rest:
-        yield [rest], False
+        yield [rest], False, nul
 
 
 def _loads(line: bytes | str, why: str) -> Any:
@@ -324,18 +339,26 @@ def _loads(line: bytes | str, why: str) -> Any:
         return None
 
 
+_BINARY = "binary data (NUL bytes) before any event: not an event log or text"
+
+
 def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) -> Iterator[Record]:
     """The event records of one stream, each line decoded once (the hot loop).
 
     Only a line that opens with ``{`` can be an event: any other is blank (skipped)
-    or malformed without being handed to a JSON parser."""
+    or malformed without being handed to a JSON parser. Such a line holding a NUL
+    byte before any event raises :class:`NotTextError`: a log whose tail a crash
+    filled with zeros still reads (its events came first), a binary input never
+    reads to its end."""
     loads, refused = orjson.loads, orjson.JSONDecodeError
     cut: bytes | str | None = None  # a broken event without a newline: torn if it stays last
     lines = events = other_bad = json_like_bad = 0  # counted here, not on the tally: hot
     try:
-        for block, ended in _line_blocks(stream):
+        for block, ended, binary in _line_blocks(stream):
             lines += len(block)
-            brace = _BRACES[not isinstance(block[0], bytes)]  # (a block is never empty)
+            as_str = not isinstance(block[0], bytes)  # (a block is never empty)
+            brace, nul = _BRACES[as_str], _NUL[as_str]
+            binary = binary and not events  # a NUL, and no event yet: which line holds it?
             line: bytes | str  # (mypy joins the two list types to Sequence[object])
             # empty lines are skipped in C: a file may be mostly empty lines
             for line in filter(None, block):  # type: ignore[assignment]
@@ -346,6 +369,8 @@ def _scan_records(stream: IO[bytes] | Iterable[bytes | str], tally: _FileTally) 
                     json_like_bad += 1
                     cut = None
                 if junk:
+                    if binary and not events and nul in line:  # type: ignore[operator]
+                        raise NotTextError(_BINARY)  # ends /dev/zero too: lines are bounded
                     other_bad += 1
                     continue  # prose or junk: never handed to a JSON parser
                 if line[-1:] not in _CLOSING and line.rstrip()[-1:] not in _CLOSING:
@@ -390,7 +415,7 @@ def iter_events(
     not a JSON object with an ``event`` name adds one to
     ``stats.malformed_lines``, except a last line that is the start of an
     event cut short (no newline): that one is torn, and ``source`` is added
-    to ``stats.torn_files``.
+    to ``stats.torn_files``. Raises :class:`NotTextError` for binary input.
     """
     tally = _FileTally()
     try:
@@ -524,27 +549,55 @@ def read_events(paths: Iterable[PathLike], *, stats: ReadStats | None = None) ->
         yield from read_file(path, stats=stats)
 
 
-class _Spooled:
-    """A pipe (stdin, a FIFO) copied to a temporary file, so it can be read twice.
-
-    The copy stays in memory up to :data:`MAX_BUFFER` bytes, then moves to disk.
-    """
+class _Kept(io.RawIOBase):
+    """A pipe, a device or stdin, kept as it is read (in memory up to
+    :data:`MAX_BUFFER` bytes, then on disk) so that it can be read again from its
+    start (a file without events is read a second time, for reports). Nothing is
+    read ahead of the reader: input refused early (:class:`NotTextError`) is never
+    read to its end, and an endless one (``/dev/zero``) is refused in bounded time."""
 
     def __init__(self, path: str) -> None:
-        self._path = path
+        super().__init__()
+        self._source: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._owned = path != "-"
+        self._kept: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=MAX_BUFFER)  # noqa: SIM115
+        self._again = False  # reading what was kept
+        self._at = 0
 
-    def __enter__(self) -> IO[bytes]:
-        self._spool = tempfile.SpooledTemporaryFile(max_size=MAX_BUFFER)
-        if self._path == "-":
-            shutil.copyfileobj(sys.stdin.buffer, self._spool)
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True  # to its start only (and to where it is: BufferedReader asks)
+
+    def readinto(self, buffer: Any) -> int:
+        if self._again:
+            data = self._kept.read(len(buffer))
         else:
-            with open(self._path, "rb") as pipe:
-                shutil.copyfileobj(pipe, self._spool)
-        self._spool.seek(0)
-        return self._spool
+            data = self._source.read(len(buffer))
+            self._kept.write(data)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
 
-    def __exit__(self, *exc: object) -> None:
-        self._spool.close()
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if (offset, whence) == (0, io.SEEK_CUR):
+            return self._at
+        if (offset, whence) != (0, io.SEEK_SET):
+            raise io.UnsupportedOperation("a pipe is read again only from its start")
+        if not self._again:
+            shutil.copyfileobj(self._source, self._kept)  # what the first reading left
+            self._again = True
+        self._kept.seek(0)
+        self._at = 0
+        return 0
+
+    def close(self) -> None:
+        if not self.closed:
+            self._kept.close()
+            if self._owned:
+                self._source.close()
+        super().close()
 
 
 class _Salvaged(io.RawIOBase):
@@ -590,14 +643,14 @@ class _Salvaged(io.RawIOBase):
         super().close()
 
 
-def _damaged(stream: IO[bytes] | _Spooled) -> bool:
+def _damaged(stream: IO[bytes]) -> bool:
     raw = getattr(stream, "raw", None)
     return isinstance(raw, _Salvaged) and raw.damaged
 
 
-def _open_binary(path: str) -> _Spooled | IO[bytes]:
+def _open_binary(path: str) -> IO[bytes]:
     if path == "-" or (os.path.exists(path) and not os.path.isfile(path)):
-        return _Spooled(path)
+        return io.BufferedReader(_Kept(path))  # the caller's `with` closes it
     if path.endswith(".gz"):
         return io.BufferedReader(_Salvaged(path))  # the caller's `with` closes it
     return open(path, "rb")  # the caller's `with` closes it

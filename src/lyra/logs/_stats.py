@@ -765,17 +765,23 @@ def collect_stats(
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+"""What a span reaching back past year 1 means: every dated event."""
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     """``2h``/``30m``/``1d`` ago, or an ISO 8601 date or time (naive means UTC).
 
-    Raises ``ValueError`` for anything else.
+    A span longer than the calendar reaches back (``99999999999h``) is
+    :data:`EARLIEST`: every dated event. Raises ``ValueError`` for anything else.
     """
     relative = _RELATIVE.match(text)
     if relative:
         seconds = float(relative.group(1)) * _UNITS[relative.group(2)]
-        return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+        try:
+            return (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+        except OverflowError:  # past year 1 (or an infinite float from 400 digits)
+            return EARLIEST
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

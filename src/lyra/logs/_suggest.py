@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable
@@ -76,8 +77,9 @@ def subject_kind(subject: str | None) -> str:
 
 
 def _round_up(seconds: float) -> float:
-    """Whole seconds, at least one: a deadline finer than that is noise."""
-    return float(max(1, math.ceil(seconds - 1e-9)))
+    """Whole seconds, at least one: a deadline finer than that is noise; the largest
+    float for a product that overflows (a huge margin or logged duration)."""
+    return float(max(1, math.ceil(min(seconds, sys.float_info.max) - 1e-9)))
 
 
 class _Kind:

@@ -27,7 +27,7 @@ from lyra.delegation import (
     safe_str,
     valid_text,
 )
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, RunStopped
 from lyra.proteins import _conclude as conclude
 from lyra.proteins._aliases import resolve_protein_id, split_ids
 from lyra.proteins._compare import Comparison, compare
@@ -216,9 +216,11 @@ async def _analyze(
             critical=True,
             unavailable=["the analyses that had not finished"],
         )
-    except BaseException:  # stopped from outside (Ctrl+C, SIGTERM): keep what finished
+    except BaseException as exc:  # stopped from outside (Ctrl+C, SIGTERM): keep what finished
         if folder is not None and not durable:  # a durable run resumes from its checkpoints
             _save_interrupted(tally, folder, listed if listed is not None else requested)
+        elif isinstance(exc, RunStopped):  # its storage gave out: nothing more is written,
+            exc.output = _stopped_output(tally, folder, listed if listed is not None else requested)
         raise
     if any(error.failed_step == "fan_out" for error in graceful.errors):
         # The fan-out itself broke: whatever did not finish fails, and is still reported.
@@ -318,35 +320,53 @@ def _save_interrupted(tally: Tally, folder: RunDir, requested: Iterable[str]) ->
     to a child and not finished are saved first, then the rest of the input is read
     and saved with them (a second interrupt while it is read keeps the first save)."""
     tally.finish()
+    if not isinstance(requested, Sequence):
+        _save_unfinished(folder, _unfinished_output(tally, folder, _handed(tally), None))
+    output = _stopped_output(tally, folder, requested)
+    _save_unfinished(folder, output)
+    events.warning("run_interrupted", **output.summary.model_dump())
+
+
+def _save_unfinished(folder: RunDir, output: AnalysisOutput) -> None:
+    """``output.json`` and ``unfinished.txt`` of an interrupted run."""
+    folder.save(folder.path / UNFINISHED, "".join(f"{p}\n" for p in output.unfinished))
+    folder.save(folder.output, output.model_dump_json(indent=2))
+
+
+def _stopped_output(
+    tally: Tally, folder: RunDir | None, requested: Iterable[str]
+) -> AnalysisOutput:
+    """What a run had when it stopped: the entries that finished and the proteins that
+    did not, in request order; of a streamed run (``requested``: its :class:`_Input`),
+    those handed to a child first, then the rest of its input."""
     if isinstance(requested, Sequence):
         finished = [tally.entries[p] for p in requested if p in tally.entries]
         left = [p for p in requested if p not in tally.outcomes]
-        summary = _save_unfinished(tally, folder, left, finished)
-    else:
-        started = [p for p in tally.started if p not in tally.outcomes]
-        _save_unfinished(tally, folder, started, None)
-        unread = [p for p in requested if p not in tally.outcomes]
-        summary = _save_unfinished(tally, folder, [*started, *unread], None)
-    events.warning("run_interrupted", **summary.model_dump())
+        return _unfinished_output(tally, folder, left, finished)
+    unread = [p for p in requested if p not in tally.outcomes]
+    return _unfinished_output(tally, folder, [*_handed(tally), *unread], None)
 
 
-def _save_unfinished(
-    tally: Tally, folder: RunDir, unfinished: list[str], finished: list[ProteinEntry] | None
-) -> Summary:
-    """``output.json`` and ``unfinished.txt`` of an interrupted run (``finished``:
-    the entries of a listed run; ``None`` for a streamed one, whose are in results.jsonl)."""
-    output = assemble(finished or []).model_copy(
+def _handed(tally: Tally) -> list[str]:
+    """The proteins handed to a child and not finished."""
+    return [p for p in tally.started if p not in tally.outcomes]
+
+
+def _unfinished_output(
+    tally: Tally, folder: RunDir | None, unfinished: list[str], finished: list[ProteinEntry] | None
+) -> AnalysisOutput:
+    """The output of a run that did not finish (``finished``: the entries of a listed
+    run; ``None`` for a streamed one, whose are in results.jsonl)."""
+    results = folder.results if folder is not None and folder.results.exists() else None
+    return assemble(finished or []).model_copy(
         update={
             "summary": tally.summary(unfinished=len(unfinished)),
-            "results": str(folder.results) if folder.results.exists() else None,
+            "results": str(results) if results is not None else None,
             "streamed": finished is None,
             "interrupted": True,
             "unfinished": unfinished,
         }
     )
-    folder.save(folder.path / UNFINISHED, "".join(f"{p}\n" for p in unfinished))
-    folder.save(folder.output, output.model_dump_json(indent=2))
-    return output.summary
 
 
 def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:

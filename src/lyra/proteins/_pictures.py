@@ -42,7 +42,7 @@ BAND_COLOURS: Final = {
 """AlphaFold DB's colours for its bands."""
 PLOTS_HINT: Final = (
     "pictures need the plots extra (matplotlib is not installed): "
-    "pip install 'lyra-supervisor[plots]'"
+    "pip install 'matplotlib<4,>=3.11' (or pip install -e '.[plots]' in a lyra checkout)"
 )
 BOX_COLOUR: Final = "#D62728"
 """The outline of units and domains on the PAE heatmap (clear of its greens)."""
