@@ -1,0 +1,393 @@
+"""The contract every framework child keeps, run against each row of the framework
+table (tests/fakes/frameworks.py), each on its framework's own test model: the
+five categories from what the framework does, the tree's budget and idle timeout
+inside the run, the framework's own limit never a success, a grandchild in the
+same tree, nothing left behind, and every exception class of the framework
+mapped. What is particular to one framework is in its tests/test_child_*.py."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from fakes.frameworks import (
+    BLOCKER,
+    FRAMEWORKS,
+    Answer,
+    Call,
+    Fail,
+    Framework,
+    Script,
+    Slow,
+)
+from lyra import Budget, ChildContext, ChildRef, Supervisor, Task, parse_report, tracing
+from lyra.errors import ConfigurationError
+
+pytestmark = pytest.mark.anyio
+
+
+def _rows(**xfail: str) -> pytest.MarkDecorator:
+    """Every framework child; a framework whose extra is not installed skips, saying so;
+    ``xfail`` names rows known not to keep this promise yet, and why."""
+    params = []
+    for row in FRAMEWORKS:
+        installed = importlib.util.find_spec(row.module.partition(".")[0]) is not None
+        reason = f"{row.name} is not installed: pip install -e '.[test,{row.extra}]'"
+        marks = [pytest.mark.skipif(not installed, reason=reason)]
+        if row.name in xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=xfail[row.name]))
+        params.append(pytest.param(row, id=row.name, marks=marks))
+    return pytest.mark.parametrize("framework", params)
+
+
+EACH = _rows()
+
+
+async def delegate(child: Any, **limits: Any) -> Any:
+    budget = limits.pop("budget", None)
+    limits.setdefault("timeout", 30)
+    return await Supervisor(child, budget=budget).delegate("Triage issue 42", **limits)
+
+
+# -- nothing is left behind by any run of the contract ------------------------------------
+
+
+def _child_processes() -> set[int]:
+    """Processes whose parent is this one (zombies too: an unreaped CLI is a leak)."""
+    found: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
+def _threads() -> set[threading.Thread]:
+    """Live threads but pools kept for reuse by design (anyio's idle workers, the event
+    loop's default executor)."""
+    return {
+        t
+        for t in threading.enumerate()
+        if t.name != "AnyIO worker thread" and not t.name.startswith("asyncio_")
+    }
+
+
+def _tasks() -> set[asyncio.Task[Any]]:
+    """Unfinished tasks but anyio's test runner's (one per fixture or test it runs)."""
+    return {
+        t
+        for t in asyncio.all_tasks()
+        if not t.done() and "_call_in_runner_task" not in getattr(t.get_coro(), "__qualname__", "")
+    }
+
+
+@pytest.fixture(autouse=True)
+async def nothing_left_behind() -> AsyncIterator[None]:
+    """Every test here ends with no task, thread or process of the runs it made still
+    alive (a cancelled framework gets one short tick to finish unwinding)."""
+    tasks, threads, processes = _tasks(), _threads(), _child_processes()
+    yield
+    await anyio.sleep(0.05)
+    assert [repr(task) for task in _tasks() - tasks] == []
+    assert _threads() - threads == set()
+    assert _child_processes() - processes == set()
+
+
+# -- a run that completes -------------------------------------------------------------------
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.configure(tracer_provider=provider)
+    yield exporter
+    tracing.configure()
+    provider.shutdown()
+
+
+@EACH
+async def test_a_tool_using_agent_completes_each_response_charged_once(
+    framework: Framework, spans: InMemorySpanExporter
+) -> None:
+    """The agent's answer is the output; each response's tokens and each turn are charged
+    once, from the framework's own usage figures, into the result, the report and the
+    attempt's span; each tool call is a completed step whose result reaches the model."""
+    script = Script(Call("lookup", {"q": "a"}), Call("lookup", {"q": "b"}), Answer("Dup of #7"))
+    with framework.agent(script) as agent:
+        result = await delegate(agent.child)
+    assert (result.status, result.output) == ("completed", "Dup of #7"), result.report
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.turns) == (400, 40, 3)
+    report = parse_report(result.report)
+    assert (report.tokens_used, report.turns) == (440, 3)
+    assert agent.sent()[2] == ["found a", "found b"]
+    [attempt] = [s for s in spans.get_finished_spans() if s.name.startswith("invoke_agent ")]
+    assert attempt.attributes is not None
+    assert attempt.attributes["gen_ai.usage.input_tokens"] == 400
+    assert attempt.attributes["gen_ai.usage.output_tokens"] == 40
+
+
+@EACH
+async def test_a_child_ref_builds_the_agent_for_supervisor_run(framework: Framework) -> None:
+    """A ChildRef to an importable factory builds the child (as a durable run or a worker
+    does), and Supervisor.run drives it through its recovery loop."""
+    with framework.agent(Script(Answer("triaged"))) as agent:
+        options = {"framework": framework.name, "answer": "triaged", **agent.ref}
+        ref = ChildRef(target="fakes.frameworks:rebuild", options=options)
+        (outcome,) = await Supervisor(ref, timeout=30).run([Task(prompt="Triage issue 42")])
+    assert outcome.result.output == "triaged", outcome.result.report
+
+
+# -- the five categories, from what the framework does ---------------------------------------
+
+
+CATEGORIES: dict[str, tuple[Script, tuple[str, str, bool]]] = {
+    # a slow model after a tool ran: past the deadline, with progress
+    "timeout": (
+        Script(Call("lookup", {"q": "a"}), Slow(30, Answer("late"))),
+        ("timeout", "timeout", True),
+    ),
+    # a tool declares itself blocked: the run ends before the model is asked again
+    "missing_context": (
+        Script(Call("ask_which"), Answer("guessing anyway")),
+        ("missing_context", "data", False),
+    ),
+    # the model API is rate limited
+    "tool_error": (Script(Fail(429)), ("tool_error", "rate_limit", True)),
+    # the model API refuses the request as malformed
+    "invalid_task": (Script(Fail(400)), ("invalid_task", "data", False)),
+    # the model API fails after a tool ran
+    "partial": (Script(Call("lookup", {"q": "a"}), Fail(500)), ("partial", "unknown", True)),
+}
+
+
+@EACH
+@pytest.mark.parametrize("case", CATEGORIES)
+async def test_each_category_comes_from_what_the_framework_does(
+    framework: Framework, case: str
+) -> None:
+    """A slow model, a tool's ctx.block, a 429, a 400 and a 500 after a tool ran end as
+    timeout, missing_context, tool_error, invalid_task and partial."""
+    script, expected = CATEGORIES[case]
+    timeout = 2 * framework.patience if case == "timeout" else 30
+    with framework.agent(script) as agent:
+        result = await delegate(agent.child, timeout=timeout)
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.error_type, failure.suggested_retry) == expected, (
+        failure.evidence
+    )
+    if case == "missing_context":
+        assert failure.blocked_on == BLOCKER
+        assert failure.completed_steps == ()  # the blocked call is no completed step
+        assert agent.requests == 1
+
+
+# -- the tree's limits hold inside the run ---------------------------------------------------
+
+
+@EACH
+async def test_a_runaway_agent_is_stopped_by_a_token_budget_within_one_response(
+    framework: Framework,
+) -> None:
+    """An agent that never stops calling tools ends at the response that takes the tree
+    over max_tokens: spend at most one response over, no request after it, the spend in
+    the report."""
+    script = Script(then=Call("lookup", {"q": "again"}, tokens=(590, 10)))
+    with framework.agent(script) as agent:
+        result = await delegate(agent.child, budget=Budget(max_tokens=2000))
+        assert agent.requests == 4
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "budget")
+    assert 2000 < result.usage.tokens <= 2000 + 600
+    assert parse_report(result.report).tokens_used == result.usage.tokens
+
+
+@EACH
+async def test_a_spent_turn_budget_refuses_the_next_model_request(framework: Framework) -> None:
+    """Turns are charged ahead: with max_turns=2 the third request is never made, nor
+    counted."""
+    with framework.agent(Script(then=Call("lookup", {"q": "again"}))) as agent:
+        result = await delegate(agent.child, budget=Budget(max_turns=2))
+        assert agent.requests == 2
+    assert result.usage.turns == 2
+    assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
+
+
+@_rows(**{"claude-agent-sdk": "issue 29 item 1: the shared meter brings the refusal"})
+async def test_a_cost_budget_needs_a_price_for_the_model(framework: Framework) -> None:
+    """A model nobody can price cannot keep a cost budget: a clear failure, at the latest
+    after its first response."""
+    script = Script(Call("lookup", {"q": "a"}), Answer("ok"))
+    with framework.agent(script, model="acme-1") as agent:
+        result = await delegate(agent.child, budget=Budget(max_cost_usd=1.0))
+        assert agent.requests <= 1
+    assert result.failure is not None, result.report
+    assert "no price is known for the model 'acme-1'" in result.failure.message
+
+
+@EACH
+async def test_a_stuck_tool_is_ended_by_the_idle_timeout(framework: Framework) -> None:
+    """Tools that never return (three at once) end the run as timeout/idle when nothing
+    moves for idle_timeout, promptly and well before the deadline."""
+    script = Script(Call("lookup", {"q": "a"}), Call("hang", times=3))
+    idle = framework.patience
+    with framework.agent(script) as agent:
+        started = time.perf_counter()
+        result = await delegate(agent.child, timeout=30, idle_timeout=idle)
+        elapsed = time.perf_counter() - started
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("timeout", "idle"), failure.evidence
+    assert failure.tool_usage == {framework.tool("lookup"): 1, framework.tool("hang"): 3}
+    assert elapsed < 2 * idle + framework.patience + 1.0
+
+
+@EACH
+async def test_a_caller_that_cancels_mid_tool_leaves_nothing_behind(framework: Framework) -> None:
+    """A run cancelled from outside while its tools hang propagates the cancellation at
+    once (and the autouse check finds nothing of it left)."""
+    with framework.agent(Script(Call("hang", times=3))) as agent:
+        async with anyio.create_task_group() as group:
+            group.start_soon(delegate, agent.child)
+            assert await anyio.to_thread.run_sync(agent.stuck.wait, 10 + framework.patience)
+            group.cancel_scope.cancel()
+    assert group.cancel_scope.cancelled_caught
+
+
+@EACH
+async def test_running_out_of_the_frameworks_own_turns_is_never_a_success(
+    framework: Framework,
+) -> None:
+    """The framework's own turn limit ends the run as timeout/budget, with the framework
+    named as evidence, retryable after progress."""
+    with framework.agent(Script(then=Call("lookup", {"q": "again"})), max_turns=2) as agent:
+        result = await delegate(agent.child)
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.error_type, failure.suggested_retry) == (
+        "timeout",
+        "budget",
+        True,
+    )
+    assert "the framework's own limit was reached" in failure.evidence
+    assert framework.own_limit in failure.evidence
+
+
+# -- the tree: grandchildren ------------------------------------------------------------------
+
+
+async def unreachable_tracker(prompt: str, ctx: ChildContext) -> str:
+    """A plain lyra child that spends 300 tokens, then cannot do its part."""
+    ctx.charge(input_tokens=300)
+    ctx.block("missing_context", "No access to the issue tracker")
+
+
+@EACH
+async def test_a_tool_delegates_a_grandchild_whose_failure_is_a_result(
+    framework: Framework,
+) -> None:
+    """A tool reaches the attempt's ChildContext the framework's own way and delegates: the
+    grandchild's failure is a result the agent reads, its spend is the tree's, and the
+    parent's report lists it."""
+    script = Script(Call("consult", {"question": "Who owns it?"}), Answer("Owner unknown"))
+    with framework.agent(script, grandchild=unreachable_tracker) as agent:
+        result = await delegate(agent.child, budget=Budget(max_tokens=10_000))
+    assert result.output == "Owner unknown", result.report
+    assert agent.sent()[1] == ["the helper failed: missing_context"]
+    assert result.usage.input_tokens == 100 + 300 + 200
+    (failed,) = parse_report(result.report).failed_delegations
+    assert (failed.category, failed.error_type) == ("missing_context", "data")
+
+
+@EACH
+async def test_parallel_grandchildren_never_overshoot_a_turn_budget(framework: Framework) -> None:
+    """Two runaway agents of the framework delegated at once draw on one account of three
+    turns: turns are charged ahead, so no more than three requests are ever made, and
+    the account running out ends the whole tree."""
+    with ExitStack() as stack:
+        agents = [
+            stack.enter_context(framework.agent(Script(then=Call("lookup", {"q": "x"}))))
+            for _ in range(2)
+        ]
+
+        async def parent(prompt: str, ctx: ChildContext) -> str:
+            async with anyio.create_task_group() as group:
+                for agent in agents:
+                    group.start_soon(lambda child: ctx.delegate(prompt, child=child), agent.child)
+            return "surveyed"
+
+        result = await delegate(parent, budget=Budget(max_turns=3))
+        assert sum(agent.requests for agent in agents) <= 3
+    assert result.usage.turns == 3
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+
+
+# -- the extra, and every exception of the framework mapped ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def imported_by_children() -> set[str]:
+    """The frameworks in sys.modules after importing every framework child's module, in
+    a fresh interpreter (one for all rows)."""
+    modules = [row.module for row in FRAMEWORKS]
+    code = (
+        "import sys, json\n"
+        + "".join(f"import {row.child_module}\n" for row in FRAMEWORKS)
+        + f"print(json.dumps([m for m in {modules!r} if m in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(done.stdout))
+
+
+@EACH
+async def test_the_framework_is_imported_when_a_child_is_built_not_before(
+    framework: Framework, imported_by_children: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing the child's module imports no framework; building a child without the
+    framework installed is a ConfigurationError naming the extra to install."""
+    assert framework.module not in imported_by_children
+    module = importlib.import_module(framework.child_module)
+    child = next(getattr(module, name) for name in module.__all__ if name.endswith("Child"))
+    for name in [m for m in sys.modules if m.partition(".")[0] == framework.module]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    hint = f"pip install 'lyra-supervisor[{framework.extra}]'"
+    with pytest.raises(ConfigurationError, match=re.escape(hint)):
+        child(object())
+
+
+@EACH
+async def test_every_public_exception_class_of_the_framework_is_mapped(
+    framework: Framework,
+) -> None:
+    """Each public exception class the installed framework (and the client SDK it raises
+    through) defines, in any importable module, has an explicit mapping."""
+    found, mapped = framework.exceptions()
+    assert framework.walk_finds <= found  # the walk reaches the framework's modules
+    assert sorted(found - mapped) == []
