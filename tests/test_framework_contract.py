@@ -43,21 +43,14 @@ from lyra.errors import ConfigurationError
 pytestmark = pytest.mark.anyio
 
 
-def _rows(**xfail: str) -> pytest.MarkDecorator:
-    """Every framework child; a framework whose extra is not installed skips, saying so;
-    ``xfail`` names rows known not to keep this promise yet, and why."""
-    params = []
-    for row in FRAMEWORKS:
-        installed = importlib.util.find_spec(row.module.partition(".")[0]) is not None
-        reason = f"{row.name} is not installed: pip install -e '.[test,{row.extra}]'"
-        marks = [pytest.mark.skipif(not installed, reason=reason)]
-        if row.name in xfail:
-            marks.append(pytest.mark.xfail(strict=True, reason=xfail[row.name]))
-        params.append(pytest.param(row, id=row.name, marks=marks))
-    return pytest.mark.parametrize("framework", params)
+def _row(row: Framework) -> Any:
+    installed = importlib.util.find_spec(row.module.partition(".")[0]) is not None
+    reason = f"{row.name} is not installed: pip install -e '.[test,{row.extra}]'"
+    return pytest.param(row, id=row.name, marks=pytest.mark.skipif(not installed, reason=reason))
 
 
-EACH = _rows()
+EACH = pytest.mark.parametrize("framework", [_row(row) for row in FRAMEWORKS])
+"""Every framework child; one whose extra is not installed skips, saying so."""
 
 
 async def delegate(child: Any, **limits: Any) -> Any:
@@ -240,16 +233,17 @@ async def test_a_spent_turn_budget_refuses_the_next_model_request(framework: Fra
     assert "max_turns=2 reached: 2 turns used, 1 more refused" in result.failure.evidence
 
 
-@_rows(**{"claude-agent-sdk": "issue 29 item 1: the shared meter brings the refusal"})
+@EACH
 async def test_a_cost_budget_needs_a_price_for_the_model(framework: Framework) -> None:
-    """A model nobody can price cannot keep a cost budget: a clear failure, at the latest
-    after its first response."""
+    """A cost budget over a model lyra cannot price is refused before anything is sent
+    (and paid), never kept as $0, saying which model and what to pass."""
     script = Script(Call("lookup", {"q": "a"}), Answer("ok"))
     with framework.agent(script, model="acme-1") as agent:
         result = await delegate(agent.child, budget=Budget(max_cost_usd=1.0))
-        assert agent.requests <= 1
+        assert agent.requests == 0
     assert result.failure is not None, result.report
     assert "no price is known for the model 'acme-1'" in result.failure.message
+    assert "pass prices={...} to" in result.failure.message
 
 
 @EACH
