@@ -4,15 +4,11 @@ local fake Messages API for provider errors."""
 
 from __future__ import annotations
 
-import builtins
-import importlib.util
 import json
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -47,6 +43,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.usage import RequestUsage
 
+from fakes.frameworks import exception_classes_in_source
 from fakes.messages_api import MessagesAPI, Reply, error, message, overloaded, rate_limited, text
 from lyra import (
     Budget,
@@ -704,43 +701,10 @@ def tokens(span: Any) -> int:
 # -- the extra, and every exception class mapped ---------------------------------------------------
 
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.MULTILINE)
-
-
-def _exception_classes_in_source() -> set[str]:
-    """Every exception class the installed pydantic-ai defines, read from its source (no
-    module imported, so modules whose optional dependencies are missing count too): a
-    class is one when a base is, or is a built-in exception, or a foreign ``…Error``."""
-    spec = importlib.util.find_spec("pydantic_ai")
-    assert spec is not None
-    assert spec.origin is not None
-    root = Path(spec.origin).parent
-    bases: dict[str, set[str]] = {}
-    for path in root.rglob("*.py"):
-        for name, listed in _CLASS.findall(path.read_text(encoding="utf-8")):
-            named = (part.strip() for part in listed.split(","))
-            parents = {re.split(r"[\[\s]", part)[0].rpartition(".")[2] for part in named if part}
-            bases.setdefault(name, set()).update(parents - {""})
-    builtin = {name for name, value in vars(builtins).items() if isinstance(value, type)}
-    builtin = {name for name in builtin if issubclass(getattr(builtins, name), BaseException)}
-
-    def foreign(base: str) -> bool:
-        return base not in bases and (base in builtin or base.endswith(("Error", "Exception")))
-
-    found: set[str] = set()
-    while grown := {
-        name
-        for name, parents in bases.items()
-        if name not in found and any(p in found or foreign(p) for p in parents)
-    }:
-        found |= grown
-    return found
-
-
 def test_every_public_exception_class_in_any_module_of_the_framework_is_mapped() -> None:
     """Every public exception class defined anywhere in the installed pydantic-ai (read
     from its source, every module) is mapped."""
-    names = {name for name in _exception_classes_in_source() if not name.startswith("_")}
+    names = exception_classes_in_source("pydantic_ai")
     assert {"HookTimeoutError", "WorkspaceError", "MCPError", "FallbackExceptionGroup"} <= names
     assert sorted(names - PYDANTIC_AI_ERRORS.keys()) == []
 

@@ -30,11 +30,14 @@ the framework's own way of handing a tool its context:
 Adding a framework child adds a row here (and nothing to the contract suite).
 """
 
+import builtins
 import contextlib
 import importlib
+import importlib.util
 import itertools
 import json
 import pkgutil
+import re
 import shutil
 import tempfile
 import threading
@@ -235,6 +238,45 @@ def exception_classes(
                 if info.name.startswith(tuple(f"{package}.{part}" for part in under)):
                     names.append(info.name)
     return found
+
+
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.MULTILINE)
+
+
+def exception_classes_in_source(package: str) -> set[str]:
+    """Every public exception class ``package`` defines, read from its source (its tests
+    aside; no module imported, so modules whose optional dependencies are missing count
+    too, and a large framework is read in well under a second): a class is one when a
+    base is, or is a built-in exception, or a foreign ``…Error`` / ``…Exception``."""
+    spec = importlib.util.find_spec(package)
+    assert spec is not None, f"{package} is not installed"
+    assert spec.origin is not None
+    root = Path(spec.origin).parent
+    bases: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        if "tests" in path.relative_to(root).parts:
+            continue
+        for name, listed in _CLASS.findall(path.read_text(encoding="utf-8")):
+            named = (part.strip() for part in listed.split(","))
+            parents = {re.split(r"[\[\s]", part)[0].rpartition(".")[2] for part in named if part}
+            bases.setdefault(name, set()).update(parents - {""})
+    builtin = {
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+
+    def foreign(base: str) -> bool:
+        return base not in bases and (base in builtin or base.endswith(("Error", "Exception")))
+
+    found: set[str] = set()
+    while grown := {
+        name
+        for name, parents in bases.items()
+        if name not in found and any(p in found or foreign(p) for p in parents)
+    }:
+        found |= grown
+    return {name for name in found if not name.startswith("_")}
 
 
 # -- pydantic-ai ------------------------------------------------------------------------------
