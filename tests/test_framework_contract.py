@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.util
 import json
 import os
 import re
@@ -38,15 +37,17 @@ from fakes.frameworks import (
     Slow,
 )
 from lyra import Budget, ChildContext, ChildRef, Supervisor, Task, parse_report, tracing
+from lyra._extras import installed
 from lyra.errors import ConfigurationError
 
 pytestmark = pytest.mark.anyio
 
 
 def _row(row: Framework) -> Any:
-    installed = importlib.util.find_spec(row.module.partition(".")[0]) is not None
     reason = f"{row.name} is not installed: pip install -e '.[test,{row.extra}]'"
-    return pytest.param(row, id=row.name, marks=pytest.mark.skipif(not installed, reason=reason))
+    return pytest.param(
+        row, id=row.name, marks=pytest.mark.skipif(not installed(row.module), reason=reason)
+    )
 
 
 EACH = pytest.mark.parametrize("framework", [_row(row) for row in FRAMEWORKS])
@@ -369,7 +370,7 @@ async def test_the_framework_is_imported_when_a_child_is_built_not_before(
     assert framework.module not in imported_by_children
     module = importlib.import_module(framework.child_module)
     child = next(getattr(module, name) for name in module.__all__ if name.endswith("Child"))
-    for name in [m for m in sys.modules if m.partition(".")[0] == framework.module]:
+    for name in [m for m in sys.modules if f"{m}.".startswith(f"{framework.module}.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
     hint = f"pip install 'lyra-supervisor[{framework.extra}]'"
     with pytest.raises(ConfigurationError, match=re.escape(hint)):

@@ -42,7 +42,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,7 @@ BLOCKER = "Which repository is issue 42 in?"
 TOOLS = ("lookup", "hang", "ask_which", "consult")
 
 
-async def consult(ctx: ChildContext, grandchild: Any, question: str) -> str:
+async def consulted(ctx: ChildContext, grandchild: Any, question: str) -> str:
     """The ``consult`` tool's body, the same in every framework."""
     if grandchild is None:
         raise AssertionError("this agent was built without a grandchild")
@@ -122,7 +122,7 @@ async def consult(ctx: ChildContext, grandchild: Any, question: str) -> str:
     return found.output if found.ok else f"the helper failed: {found.failure.category}"
 
 
-async def hang(stuck: threading.Event) -> str:
+async def hung(stuck: threading.Event) -> str:
     """The ``hang`` tool's body: flags that it started, then waits for ever."""
     stuck.set()
     await anyio.sleep_forever()
@@ -342,7 +342,7 @@ def _pydantic_ai(
     @agent.tool_plain(name="hang")
     async def hang_tool() -> str:
         """Wait for ever."""
-        return await hang(stuck)
+        return await hung(stuck)
 
     @agent.tool
     def ask_which(ctx: RunContext[ChildContext]) -> str:
@@ -352,7 +352,7 @@ def _pydantic_ai(
     @agent.tool(name="consult")
     async def consult_tool(ctx: RunContext[ChildContext], question: str) -> str:
         """Ask a helper."""
-        return await consult(ctx.deps, grandchild, question)
+        return await consulted(ctx.deps, grandchild, question)
 
     limits = UsageLimits(request_limit=max_turns) if max_turns else None
     return Agent(PydanticAIChild(agent, usage_limits=limits), lambda: requests, stuck=stuck)
@@ -468,7 +468,7 @@ def _openai_agents(
     @function_tool(name_override="hang")
     async def hang_tool() -> str:
         """Wait for ever."""
-        return await hang(stuck)
+        return await hung(stuck)
 
     @function_tool
     def ask_which(wrapper: RunContextWrapper[ChildContext]) -> str:
@@ -478,7 +478,7 @@ def _openai_agents(
     @function_tool(name_override="consult")
     async def consult_tool(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
         """Ask a helper."""
-        return await consult(wrapper.context, grandchild, question)
+        return await consulted(wrapper.context, grandchild, question)
 
     agent = SDKAgent(
         name="worker",
@@ -556,7 +556,7 @@ def _langgraph(
     @tool("hang")
     async def hang_tool() -> str:
         """Wait for ever."""
-        return await hang(stuck)
+        return await hung(stuck)
 
     @tool
     async def ask_which(config: RunnableConfig) -> str:
@@ -566,7 +566,7 @@ def _langgraph(
     @tool("consult")
     async def consult_tool(question: str, config: RunnableConfig) -> str:
         """Ask a helper."""
-        return await consult(child_context(config), grandchild, question)
+        return await consulted(child_context(config), grandchild, question)
 
     chat = ScriptedModel.of(rendered(), model=name)
     graph = react_graph(chat, [lookup, hang_tool, ask_which, consult_tool])
@@ -677,7 +677,7 @@ def _claude_agent(
 
     @tool("hang", "Wait for ever", {})
     async def hang_tool(args: dict[str, Any]) -> dict[str, Any]:
-        return text(await hang(stuck))
+        return text(await hung(stuck))
 
     @tool("ask_which", "Ask which issue is meant", {})
     async def ask_which(args: dict[str, Any]) -> dict[str, Any]:
@@ -685,7 +685,7 @@ def _claude_agent(
 
     @tool("consult", "Ask a helper", {"question": str})
     async def consult_tool(args: dict[str, Any]) -> dict[str, Any]:
-        return text(await consult(current_context(), grandchild, args["question"]))
+        return text(await consulted(current_context(), grandchild, args["question"]))
 
     tools = [lookup, hang_tool, ask_which, consult_tool]
     options = ClaudeAgentOptions(
@@ -720,6 +720,104 @@ def _claude_agent_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._claude_agent import CLAUDE_AGENT_ERRORS
 
     return exception_classes("claude_agent_sdk", with_warnings=True), set(CLAUDE_AGENT_ERRORS)
+
+
+# -- Google ADK -----------------------------------------------------------------------------
+
+
+def _genai_status_error(status: int) -> BaseException:
+    """The error google-genai raises for an HTTP ``status`` (a 429 with its RetryInfo)."""
+    from google.genai import errors
+
+    names = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}
+    error: dict[str, Any] = {"code": status, "message": f"HTTP {status}", "status": names[status]}
+    if status == 429:
+        retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}
+        error["details"] = [retry]
+    kind = errors.ClientError if status < 500 else errors.ServerError
+    return kind(status, {"error": error})
+
+
+def _google_adk(
+    script: Script,
+    *,
+    stuck: threading.Event | None = None,
+    grandchild: Any = None,
+    max_turns: int | None = None,
+    model: str | None = None,
+) -> Agent:
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.run_config import RunConfig
+    from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+    from google.genai import types
+
+    from lyra.children.google_adk import GoogleADKChild, current_context
+
+    stuck = stuck or threading.Event()
+    turns, requests = iter(script), []
+
+    class ScriptedLlm(BaseLlm):
+        """ADK's model interface, answering from the script."""
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncIterator[LlmResponse]:
+            requests.append(
+                [
+                    str((part.function_response.response or {}).get("result"))
+                    for content in llm_request.contents
+                    for part in content.parts or ()
+                    if part.function_response is not None
+                ]
+            )
+            turn = next(turns)
+            if isinstance(turn, Slow):
+                await anyio.sleep(turn.seconds)
+                turn = turn.turn
+            if isinstance(turn, Fail):
+                raise _genai_status_error(turn.status)
+            if isinstance(turn, Call):
+                call = types.FunctionCall(name=turn.tool, args=dict(turn.args))
+                parts = [types.Part(function_call=call) for _ in range(turn.times)]
+            else:
+                parts = [types.Part(text=turn.text)]
+            usage = types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=turn.tokens[0], candidates_token_count=turn.tokens[1]
+            )
+            content = types.Content(role="model", parts=parts)
+            yield LlmResponse(content=content, usage_metadata=usage)
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    async def hang() -> str:
+        """Wait for ever."""
+        return await hung(stuck)
+
+    def ask_which() -> str:
+        """Ask which issue is meant."""
+        current_context().block("missing_context", BLOCKER)
+
+    async def consult(question: str) -> str:
+        """Ask a helper."""
+        return await consulted(current_context(), grandchild, question)
+
+    agent = LlmAgent(
+        name="worker",
+        model=ScriptedLlm(model=model or "scripted"),
+        instruction="Do the task.",
+        tools=[lookup, hang, ask_which, consult],
+    )
+    limit = RunConfig(max_llm_calls=max_turns) if max_turns else None
+    return Agent(GoogleADKChild(agent, run_config=limit), lambda: requests, stuck=stuck)
+
+
+def _google_adk_exceptions() -> tuple[set[str], set[str]]:
+    from lyra.delegation._foreign._google_adk import GOOGLE_ADK_ERRORS
+
+    found = exception_classes_in_source("google.adk") | exception_classes_in_source("google.genai")
+    return found, set(GOOGLE_ADK_ERRORS)
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -768,6 +866,16 @@ FRAMEWORKS: tuple[Framework, ...] = (
         patience=1.5,
         tool_prefix="mcp__lyra__",
         serve=_claude_api,
+    ),
+    Framework(
+        "google-adk",
+        module="google.adk",
+        child_module="lyra.children.google_adk",
+        extra="google-adk",
+        make=_google_adk,
+        own_limit="LlmCallsLimitExceededError",
+        exceptions=_google_adk_exceptions,
+        walk_finds=frozenset({"LlmCallsLimitExceededError", "ClientError", "ToolExecutionError"}),
     ),
 )
 """Every framework child lyra has, as the contract suite drives it."""

@@ -1,0 +1,258 @@
+"""One run of a Google ADK agent under a lyra ChildContext: ADK's runner, and the
+plugin through which the delegation's limits reach into it.
+
+Imported only by :class:`lyra.children.google_adk.GoogleADKChild` once ADK is
+known to be installed (this module imports ``google.adk``).
+
+:class:`Limits` is an ADK *plugin* (``BasePlugin``), the app-wide extension
+point: ADK calls it before every agent's own callbacks, for every agent of a
+workflow. One plugin serves every run of the child; each hook finds its
+attempt through :data:`current_run`, which the runner's background task
+inherits.
+
+- ``before_model_callback``: the shared meter's block check, unpriced refusal
+  and turn charged ahead (ADK calls it before it counts the call toward
+  ``max_llm_calls``, so a refused request is neither sent nor counted);
+- ``after_model_callback``: the response's ``usage_metadata`` charged (a
+  streamed chunk is a heartbeat);
+- ``before_tool_callback`` / ``after_tool_callback`` / ``on_tool_error_callback``:
+  the tool call as progress.
+
+ADK re-raises an exception from a plugin as ``RuntimeError("Error in plugin
+...")`` with the original as its cause: :meth:`Run.__call__` raises the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+from google.adk.agents import BaseAgent, RunConfig
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+from google.genai import types
+
+from lyra.children._framework import output_text, tool_done
+from lyra.children._meter import Meter, Tokens
+from lyra.children._pricing import PriceList
+from lyra.delegation import ChildContext, FailureCategory
+from lyra.errors import IncompleteOutput, TaskRejected
+
+__all__ = ["App", "BaseAgent", "Limits", "Run", "RunConfig"]
+
+_CUT_OFF = frozenset({"MAX_TOKENS"})
+_REFUSED = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+"""Finish and block reasons of a final response: the answer is cut off, or refused."""
+_PLUGIN_ERROR = "Error in plugin "
+
+current_run: ContextVar[Attempt | None] = ContextVar("lyra_google_adk_run", default=None)
+"""The attempt a task runs an ADK agent for (the plugin's hooks read it)."""
+
+
+class Attempt:
+    """What the hooks of one attempt share: its meter, and each agent's model."""
+
+    __slots__ = ("ctx", "meter", "models")
+
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.ctx: ChildContext = meter.ctx
+        self.models: dict[str, str | None] = {}
+        """The model each agent last asked (a response may not name its model)."""
+
+
+class Limits(BasePlugin):
+    """lyra's plugin: the tree's limits and progress in every run of the app."""
+
+    def __init__(self) -> None:
+        super().__init__(name="lyra")
+
+    async def before_model_callback(
+        self, *, callback_context: Any, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        attempt: Attempt | None = current_run.get()
+        if attempt is not None:
+            model = llm_request.model
+            attempt.models[callback_context.agent_name] = model
+            attempt.meter.before_request(model)
+        return None
+
+    async def after_model_callback(
+        self, *, callback_context: Any, llm_response: LlmResponse
+    ) -> LlmResponse | None:
+        attempt: Attempt | None = current_run.get()
+        if attempt is None:
+            return None
+        if llm_response.partial:  # a streamed chunk; the whole response is charged
+            attempt.ctx.heartbeat()
+            return None
+        model = llm_response.model_version or attempt.models.get(callback_context.agent_name)
+        attempt.meter.response(tokens_of(llm_response.usage_metadata), model)
+        return None
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        attempt: Attempt | None = current_run.get()
+        if attempt is not None:
+            if attempt.ctx.blocked is not None:  # a tool caught its own ctx.block(...)
+                raise attempt.ctx.blocked
+            attempt.ctx.tool_started(tool.name)
+        return None
+
+    async def after_tool_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        attempt: Attempt | None = current_run.get()
+        if attempt is not None:
+            tool_done(attempt.ctx, tool.name)
+        return None
+
+    async def on_tool_error_callback(
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
+    ) -> dict[str, Any] | None:
+        attempt: Attempt | None = current_run.get()
+        if attempt is not None and not isinstance(error, asyncio.CancelledError):
+            tool_done(attempt.ctx, tool.name, error)
+        return None  # the error goes on: lyra classifies it
+
+
+def tokens_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Tokens | None:
+    """A response's tokens from its ``usage_metadata`` (``None``: it reported none):
+    input with the cached and tool-use prompt tokens, output with the thinking."""
+    if usage is None:
+        return None
+    return Tokens.of(
+        input=(usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0),
+        output=(usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+        cache_read=usage.cached_content_token_count or 0,
+    )
+
+
+class Run:
+    """ADK's runner over one agent with lyra's plugin, and the run of an attempt on it."""
+
+    def __init__(
+        self, agent: BaseAgent | App, *, plugins: Sequence[BasePlugin], app_name: str | None
+    ) -> None:
+        if isinstance(agent, App):
+            app = agent.model_copy(update={"plugins": [Limits(), *plugins, *agent.plugins]})
+        else:
+            name = app_name or agent.name
+            app = App(name=name, root_agent=agent, plugins=[Limits(), *plugins])
+        self.app_name = app.name
+        self.sessions = InMemorySessionService()
+        self.runner = Runner(app=app, session_service=self.sessions)
+
+    async def __call__(
+        self,
+        prompt: str,
+        ctx: ChildContext,
+        *,
+        prices: PriceList,
+        user_id: str,
+        run_config: RunConfig | None,
+        state: Mapping[str, Any] | None,
+        output_key: str | None,
+    ) -> str:
+        attempt = Attempt(Meter(ctx, prices, child="GoogleADKChild"))
+        session = await self.sessions.create_session(
+            app_name=self.app_name, user_id=user_id, state=dict(state) if state else None
+        )
+        token = current_run.set(attempt)
+        try:
+            final = await self._events(prompt, session.id, user_id, run_config)
+            if output_key is not None:
+                done = await self.sessions.get_session(
+                    app_name=self.app_name, user_id=user_id, session_id=session.id
+                )
+                if done is None or output_key not in done.state:
+                    raise IncompleteOutput(f"The run left no {output_key!r} in the session state")
+                return output_text(done.state[output_key])
+            return _answer(ctx, final)
+        except RuntimeError as exc:
+            cause = exc.__cause__
+            if cause is not None and str(exc).startswith(_PLUGIN_ERROR):
+                raise cause from None  # a plugin's exception, ADK's wrapper dropped
+            raise
+        finally:
+            current_run.reset(token)
+            with anyio.CancelScope(shield=True):  # in memory: never waits
+                await self.sessions.delete_session(
+                    app_name=self.app_name, user_id=user_id, session_id=session.id
+                )
+
+    async def _events(
+        self, prompt: str, session_id: str, user_id: str, run_config: RunConfig | None
+    ) -> Event | None:
+        """Run the agent; its last final response (``None``: it gave none). Iterated
+        in ``aclosing``: a generator left open would leave ADK's tasks running."""
+        final = None
+        events = self.runner.run_async(
+            user_id=user_id,
+            session_id=session_id,
+            new_message=types.UserContent(prompt),
+            run_config=run_config,
+        )
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
+                if not event.partial and event.is_final_response():
+                    final = event
+        return final
+
+
+def _answer(ctx: ChildContext, final: Event | None) -> str:
+    """The run's result from its last final response, or why there is none."""
+    if final is None:
+        raise IncompleteOutput("The agent ended without an answer")
+    if final.long_running_tool_ids:
+        calls = final.get_function_calls()
+        names = ", ".join(
+            call.name or "?" for call in calls if call.id in final.long_running_tool_ids
+        )
+        ctx.block(
+            FailureCategory.MISSING_CONTEXT,
+            f"The agent waits for the results of long-running tool calls: {names}",
+        )
+    reason = _reason(final.error_code) or _reason(final.finish_reason)
+    if reason in _CUT_OFF:
+        raise IncompleteOutput("The model stopped early (MAX_TOKENS): the output is cut off")
+    if reason in _REFUSED:
+        raise TaskRejected(f"The model refused the request ({reason}): {final.error_message or ''}")
+    if final.output is not None:
+        return output_text(final.output)
+    parts = final.content.parts if final.content and final.content.parts else []
+    text = "".join(part.text for part in parts if part.text and not part.thought)
+    if final.error_code is not None and not text:
+        raise IncompleteOutput(f"The run ended with {reason}: {final.error_message or ''}")
+    return text
+
+
+def _reason(code: Any) -> str | None:
+    """A finish or block reason (an enum of google.genai's, or a string) by its name."""
+    if code is None:
+        return None
+    return str(getattr(code, "name", code))
