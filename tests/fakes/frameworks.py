@@ -42,7 +42,7 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -725,19 +725,6 @@ def _claude_agent_exceptions() -> tuple[set[str], set[str]]:
 # -- Google ADK -----------------------------------------------------------------------------
 
 
-def _genai_status_error(status: int) -> BaseException:
-    """The error google-genai raises for an HTTP ``status`` (a 429 with its RetryInfo)."""
-    from google.genai import errors
-
-    names = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}
-    error: dict[str, Any] = {"code": status, "message": f"HTTP {status}", "status": names[status]}
-    if status == 429:
-        retry = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"}
-        error["details"] = [retry]
-    kind = errors.ClientError if status < 500 else errors.ServerError
-    return kind(status, {"error": error})
-
-
 def _google_adk(
     script: Script,
     *,
@@ -748,44 +735,23 @@ def _google_adk(
 ) -> Agent:
     from google.adk.agents import LlmAgent
     from google.adk.agents.run_config import RunConfig
-    from google.adk.models import BaseLlm, LlmRequest, LlmResponse
-    from google.genai import types
 
+    from fakes.adk_models import ScriptedLlm, http_error, reply, tool_results
     from lyra.children.google_adk import GoogleADKChild, current_context
 
     stuck = stuck or threading.Event()
-    turns, requests = iter(script), []
 
-    class ScriptedLlm(BaseLlm):
-        """ADK's model interface, answering from the script."""
-
-        async def generate_content_async(
-            self, llm_request: LlmRequest, stream: bool = False
-        ) -> AsyncIterator[LlmResponse]:
-            requests.append(
-                [
-                    str((part.function_response.response or {}).get("result"))
-                    for content in llm_request.contents
-                    for part in content.parts or ()
-                    if part.function_response is not None
-                ]
-            )
-            turn = next(turns)
+    def rendered() -> Iterator[Any]:
+        for turn in script:
             if isinstance(turn, Slow):
-                await anyio.sleep(turn.seconds)
+                yield turn.seconds
                 turn = turn.turn
             if isinstance(turn, Fail):
-                raise _genai_status_error(turn.status)
-            if isinstance(turn, Call):
-                call = types.FunctionCall(name=turn.tool, args=dict(turn.args))
-                parts = [types.Part(function_call=call) for _ in range(turn.times)]
+                yield http_error(turn.status, retry_after="7s" if turn.status == 429 else None)
+            elif isinstance(turn, Call):
+                yield reply("", *[(turn.tool, dict(turn.args))] * turn.times, tokens=turn.tokens)
             else:
-                parts = [types.Part(text=turn.text)]
-            usage = types.GenerateContentResponseUsageMetadata(
-                prompt_token_count=turn.tokens[0], candidates_token_count=turn.tokens[1]
-            )
-            content = types.Content(role="model", parts=parts)
-            yield LlmResponse(content=content, usage_metadata=usage)
+                yield reply(turn.text, tokens=turn.tokens)
 
     def lookup(q: str) -> str:
         """Look something up."""
@@ -805,12 +771,13 @@ def _google_adk(
 
     agent = LlmAgent(
         name="worker",
-        model=ScriptedLlm(model=model or "scripted"),
+        model=(llm := ScriptedLlm.of(rendered(), model=model or "scripted")),
         instruction="Do the task.",
         tools=[lookup, hang, ask_which, consult],
     )
     limit = RunConfig(max_llm_calls=max_turns) if max_turns else None
-    return Agent(GoogleADKChild(agent, run_config=limit), lambda: requests, stuck=stuck)
+    child = GoogleADKChild(agent, run_config=limit)
+    return Agent(child, lambda: [tool_results(r) for r in llm.requests], stuck=stuck)
 
 
 def _google_adk_exceptions() -> tuple[set[str], set[str]]:

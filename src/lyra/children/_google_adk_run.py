@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
 import anyio
-from google.adk.agents import BaseAgent, RunConfig
+from google.adk.agents import LlmAgent, RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
+from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -41,6 +43,7 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
+from google.adk.workflow import BaseNode
 from google.genai import types
 
 from lyra.children._framework import output_text, tool_done
@@ -49,7 +52,7 @@ from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput, TaskRejected
 
-__all__ = ["App", "BaseAgent", "Limits", "Run", "RunConfig"]
+__all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "warm"]
 
 _CUT_OFF = frozenset({"MAX_TOKENS"})
 _REFUSED = frozenset(
@@ -140,6 +143,68 @@ class Limits(BasePlugin):
         return None  # the error goes on: lyra classifies it
 
 
+class _Rehearsal(BaseLlm):
+    """A model for the warm-up run: one tool call, then an answer."""
+
+    model: str = "lyra-warm-up"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        answered = any(
+            part.function_response is not None
+            for content in llm_request.contents
+            for part in content.parts or ()
+        )
+        call = types.Part(function_call=types.FunctionCall(name="_rehearse", args={}))
+        part = types.Part(text="ok") if answered else call
+        usage = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=1, candidates_token_count=1
+        )  # ADK logs a warning for a response without usage
+        yield LlmResponse(content=types.Content(role="model", parts=[part]), usage_metadata=usage)
+
+
+def _rehearse() -> str:
+    """Does nothing (the warm-up run's tool)."""
+    return "ok"
+
+
+_warm = threading.Lock()
+_warmed = False
+
+
+def warm() -> None:
+    """Run a throwaway agent once in this process (a model call, a tool call, an answer),
+    in a thread of its own: ADK imports most of what a run needs only when it first
+    runs (its flows, tool and auth machinery, about 0.5 s), and nothing may be imported
+    inside a deadline."""
+    global _warmed
+    with _warm:
+        if _warmed:
+            return
+        agent = LlmAgent(name="warm_up", model=_Rehearsal(), tools=[_rehearse])
+        runner = Runner(
+            app=App(name="lyra_warm_up", root_agent=agent), session_service=InMemorySessionService()
+        )
+
+        async def rehearse() -> None:
+            session = await runner.session_service.create_session(
+                app_name="lyra_warm_up", user_id="lyra"
+            )
+            events = runner.run_async(
+                user_id="lyra", session_id=session.id, new_message=types.UserContent("warm up")
+            )
+            async with contextlib.aclosing(events) as stream:
+                async for _ in stream:
+                    pass
+            await runner.close()
+
+        thread = threading.Thread(target=asyncio.run, args=(rehearse(),), name="lyra-adk-warm-up")
+        thread.start()
+        thread.join()
+        _warmed = True
+
+
 def tokens_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Tokens | None:
     """A response's tokens from its ``usage_metadata`` (``None``: it reported none):
     input with the cached and tool-use prompt tokens, output with the thinking."""
@@ -156,7 +221,7 @@ class Run:
     """ADK's runner over one agent with lyra's plugin, and the run of an attempt on it."""
 
     def __init__(
-        self, agent: BaseAgent | App, *, plugins: Sequence[BasePlugin], app_name: str | None
+        self, agent: BaseNode | App, *, plugins: Sequence[BasePlugin], app_name: str | None
     ) -> None:
         if isinstance(agent, App):
             app = agent.model_copy(update={"plugins": [Limits(), *plugins, *agent.plugins]})

@@ -2,9 +2,10 @@
 
 Install with ``pip install 'lyra-supervisor[google-adk]'``; importing this module
 does not import ADK (building a child does, and warms it: nothing is imported
-inside a deadline). The agent goes in as it is -- an ``LlmAgent`` or a workflow
-agent (``SequentialAgent``, ``ParallelAgent``, ``LoopAgent``), or an ``App``
-around one -- and runs on ADK's own ``Runner`` with an in-memory session::
+inside a deadline). The agent goes in as it is -- an ``LlmAgent``, a workflow
+agent (``SequentialAgent``, ``ParallelAgent``, ``LoopAgent``; ADK 2 deprecates
+them for its graph ``Workflow``, which goes in too), or an ``App`` around one --
+and runs on ADK's own ``Runner`` with an in-memory session::
 
     from google.adk.agents import LlmAgent
     from google.adk.agents.run_config import RunConfig
@@ -74,9 +75,10 @@ from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 
 if TYPE_CHECKING:
-    from google.adk.agents import BaseAgent, RunConfig
+    from google.adk.agents import RunConfig
     from google.adk.apps import App
     from google.adk.plugins.base_plugin import BasePlugin
+    from google.adk.workflow import BaseNode
 
 __all__ = ["EXTRA", "GoogleADKChild", "current_context"]
 
@@ -96,7 +98,8 @@ def current_context() -> ChildContext:
 
 
 class GoogleADKChild:
-    """A Google ADK agent (or ``App``) as a lyra child, run by ADK's ``Runner``.
+    """A Google ADK agent (any ``BaseNode``: an agent or a ``Workflow``; or an ``App``)
+    as a lyra child, run by ADK's ``Runner``.
 
     ``run_config`` is ADK's ``RunConfig`` for every run (its ``max_llm_calls`` is
     ADK's own turn limit); ``plugins`` are added after lyra's (an ``App``'s own
@@ -108,7 +111,7 @@ class GoogleADKChild:
 
     def __init__(
         self,
-        agent: BaseAgent | App,
+        agent: BaseNode | App,
         *,
         run_config: RunConfig | None = None,
         plugins: Sequence[BasePlugin] = (),
@@ -121,8 +124,8 @@ class GoogleADKChild:
         framework("google.adk", extra=EXTRA, child="GoogleADKChild")
         from lyra.children import _google_adk_run as adk
 
-        what = "a Google ADK agent (LlmAgent, SequentialAgent, ParallelAgent, LoopAgent) or App"
-        check_wraps(agent, (adk.BaseAgent, adk.App), child="GoogleADKChild", what=what)
+        what = "a Google ADK agent (LlmAgent, a workflow agent, a Workflow) or App"
+        check_wraps(agent, (adk.BaseNode, adk.App), child="GoogleADKChild", what=what)
         check_options(
             "GoogleADKChild",
             run_config=(run_config, adk.RunConfig),
@@ -141,7 +144,8 @@ class GoogleADKChild:
         self.user_id = user_id
         self._price = PriceList(prices)
         self._run = adk.Run(agent, plugins=plugins, app_name=app_name)
-        """ADK's runner over the agent, with lyra's plugin (made once, and warm)."""
+        """ADK's runner over the agent, with lyra's plugin (made once)."""
+        adk.warm()
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent once on ``prompt`` under ``ctx``'s limits; its result as text."""
