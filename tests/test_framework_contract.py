@@ -39,6 +39,7 @@ from fakes.frameworks import (
 from lyra import Budget, ChildContext, ChildRef, Supervisor, Task, parse_report, tracing
 from lyra._extras import installed
 from lyra.errors import ConfigurationError
+from lyra.recovery import RecoveryPolicy, record_waits, recover
 
 pytestmark = pytest.mark.anyio
 
@@ -293,6 +294,27 @@ async def test_running_out_of_the_frameworks_own_turns_is_never_a_success(
     )
     assert "the framework's own limit was reached" in failure.evidence
     assert framework.own_limit in failure.evidence
+
+
+@EACH
+async def test_a_continuation_resumes_the_first_attempts_conversation(
+    framework: Framework,
+) -> None:
+    """After the model API failed following a tool call (partial), the recovery loop's
+    continuation hands the framework the first attempt's conversation: its first
+    request carries the tool result already fetched, and the task completes."""
+    script = Script(Call("lookup", {"q": "logs"}), Fail(500), Answer("Fixed by #7"))
+    with framework.agent(script) as agent, record_waits():
+        outcome = await recover(
+            "Triage issue 42",
+            child=agent.child,
+            base_timeout=30,
+            policy=RecoveryPolicy(max_retries=1),
+        )
+        sent = agent.sent()
+    assert [a.strategy for a in outcome.attempts] == ["initial", "continuation"]
+    assert outcome.result.output == "Fixed by #7", outcome.result.report
+    assert sent[2] == ["found logs"]  # fetched by attempt 1, not fetched again
 
 
 # -- the tree: grandchildren ------------------------------------------------------------------

@@ -40,7 +40,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
+from google.adk.sessions import InMemorySessionService, Session
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.adk.workflow import BaseNode
@@ -60,6 +60,9 @@ _REFUSED = frozenset(
 )
 """Finish and block reasons of a final response: the answer is cut off, or refused."""
 _PLUGIN_ERROR = "Error in plugin "
+_NOT_RUN = "not run: the previous attempt stopped before this call finished"
+STATE_KEY = "google_adk"
+"""Where a failed attempt keeps its session events in ``ctx.state`` (JSON data)."""
 
 current_run: ContextVar[Attempt | None] = ContextVar("lyra_google_adk_run", default=None)
 """The attempt a task runs an ADK agent for (the plugin's hooks read it)."""
@@ -247,28 +250,50 @@ class Run:
         session = await self.sessions.create_session(
             app_name=self.app_name, user_id=user_id, state=dict(state) if state else None
         )
+        where: dict[str, Any] = {
+            "app_name": self.app_name,
+            "user_id": user_id,
+            "session_id": session.id,
+        }
         token = current_run.set(attempt)
         try:
+            await self._restore(session, ctx)
             final = await self._events(prompt, session.id, user_id, run_config)
             if output_key is not None:
-                done = await self.sessions.get_session(
-                    app_name=self.app_name, user_id=user_id, session_id=session.id
-                )
+                done = await self.sessions.get_session(**where)
                 if done is None or output_key not in done.state:
                     raise IncompleteOutput(f"The run left no {output_key!r} in the session state")
-                return output_text(done.state[output_key])
-            return _answer(ctx, final)
-        except RuntimeError as exc:
+                result = output_text(done.state[output_key])
+            else:
+                result = _answer(ctx, final)
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):  # in memory: never waits
+                kept = await self.sessions.get_session(**where)
+            _keep(ctx, kept)
             cause = exc.__cause__
-            if cause is not None and str(exc).startswith(_PLUGIN_ERROR):
+            if isinstance(exc, RuntimeError) and cause and str(exc).startswith(_PLUGIN_ERROR):
                 raise cause from None  # a plugin's exception, ADK's wrapper dropped
             raise
         finally:
             current_run.reset(token)
-            with anyio.CancelScope(shield=True):  # in memory: never waits
-                await self.sessions.delete_session(
-                    app_name=self.app_name, user_id=user_id, session_id=session.id
-                )
+            with anyio.CancelScope(shield=True):
+                await self.sessions.delete_session(**where)
+        ctx.state.pop(STATE_KEY, None)
+        return result
+
+    async def _restore(self, session: Session, ctx: ChildContext) -> None:
+        """On a retry of the task, the session events an earlier attempt kept (and an
+        error answer for each call it left unanswered), before the retry's prompt."""
+        saved = ctx.state.get(STATE_KEY) if ctx.attempt > 1 else None
+        events = saved.get("events") if isinstance(saved, dict) else None
+        if not isinstance(events, list):
+            return
+        try:
+            history = [Event.model_validate(data) for data in events]
+        except ValueError:  # no longer events of this ADK: start afresh
+            return
+        for event in [*history, *_unanswered(history)]:
+            await self.sessions.append_event(session, event)
 
     async def _events(
         self, prompt: str, session_id: str, user_id: str, run_config: RunConfig | None
@@ -287,6 +312,43 @@ class Run:
                 if not event.partial and event.is_final_response():
                     final = event
         return final
+
+
+def _keep(ctx: ChildContext, session: Session | None) -> None:
+    """Keep a failed run's session events as JSON data in ``ctx.state`` for a retry,
+    when a model answered in it (else what an earlier attempt kept stays)."""
+    events = session.events if session is not None else []
+    if any(event.author != "user" and event.content for event in events):
+        ctx.state[STATE_KEY] = {
+            "events": [event.model_dump(mode="json", exclude_none=True) for event in events]
+        }
+
+
+def _unanswered(history: list[Event]) -> list[Event]:
+    """Error answers for the function calls of the last model turn that nothing
+    answered (the run stopped while they ran), so the history is one a model accepts."""
+    calls = [event for event in history if event.get_function_calls()]
+    if not calls:
+        return []
+    last = calls[-1]
+    answered = {
+        response.id
+        for event in history[history.index(last) :]
+        for response in event.get_function_responses()
+    }
+    parts = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                id=call.id, name=call.name, response={"error": _NOT_RUN}
+            )
+        )
+        for call in last.get_function_calls()
+        if call.id not in answered
+    ]
+    if not parts:
+        return []
+    content = types.Content(role="user", parts=parts)
+    return [Event(author=last.author, invocation_id=last.invocation_id, content=content)]
 
 
 def _answer(ctx: ChildContext, final: Event | None) -> str:

@@ -54,6 +54,13 @@ its last agent's); with ``output_key=`` it is that key of the session state at
 the end instead (where an ``LlmAgent(output_key=...)`` keeps its answer).
 Structured output becomes JSON text.
 
+**Continuation.** When an attempt fails after a model answered, the session's
+events (ADK's history: messages, calls, results) are kept in ``ctx.state`` as
+JSON data; the next attempt of the task (a recovery loop's continuation, a
+durable run's retry) replays them into its new session before its prompt, so
+the work done is not redone. A call the stopped run left unanswered gets an
+error answer. A success clears them.
+
 **The ChildContext in a tool**: :func:`current_context` (ADK hands a tool its
 ``ToolContext``, not lyra's; the run's context travels with the task, into
 sync tools' worker threads too).
