@@ -170,6 +170,22 @@ async def test_streamed_chunks_are_heartbeats() -> None:
     assert result.output == "The issue is a duplicate.", result.report
 
 
+async def test_a_stop_of_lyras_is_not_logged_by_adk_as_a_crash(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """ADK logs every exception a plugin raises, with its traceback: the budget lyra's
+    plugin stops the run with is no crash, and is left out (the report says it)."""
+
+    def runaway() -> Any:
+        while True:
+            yield calls("lookup")
+
+    agent, _model = llm_agent("worker", runaway())
+    result = await delegate(GoogleADKChild(agent), budget=Budget(max_tokens=500))
+    assert result.failure.error_type == "budget"
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("google_adk")] == []
+
+
 # -- errors --------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextvars import ContextVar
@@ -50,7 +51,7 @@ from lyra.children._framework import output_text, tool_done
 from lyra.children._meter import Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import IncompleteOutput, TaskRejected
+from lyra.errors import ChildSignal, IncompleteOutput, TaskRejected
 
 __all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "warm"]
 
@@ -208,6 +209,38 @@ def warm() -> None:
         _warmed = True
 
 
+class _OwnStops(logging.Filter):
+    """Drops ADK's error records (with a traceback) for an exception lyra raised on
+    purpose to stop the run -- a budget, a blocker -- which the report already says.
+    ADK logs every exception a plugin or node raises; any other still passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        for _ in range(6):
+            if exc is None:
+                return True
+            if isinstance(exc, ChildSignal):
+                return False
+            exc = exc.__cause__ or exc.__context__
+        return True
+
+
+_LOGGERS = (
+    "google_adk.google.adk.plugins.plugin_manager",
+    "google_adk.google.adk.workflow._node_runner",
+    "google_adk.google.adk.workflow._node_runner_utils",
+)
+
+
+def quiet_own_stops() -> None:
+    """Install :class:`_OwnStops` on the ADK loggers that report a plugin's or a node's
+    exception (once)."""
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(kept, _OwnStops) for kept in logger.filters):
+            logger.addFilter(_OwnStops())
+
+
 def tokens_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Tokens | None:
     """A response's tokens from its ``usage_metadata`` (``None``: it reported none):
     input with the cached and tool-use prompt tokens, output with the thinking."""
@@ -231,6 +264,7 @@ class Run:
         else:
             name = app_name or agent.name
             app = App(name=name, root_agent=agent, plugins=[Limits(), *plugins])
+        quiet_own_stops()
         self.app_name = app.name
         self.sessions = InMemorySessionService()
         self.runner = Runner(app=app, session_service=self.sessions)
