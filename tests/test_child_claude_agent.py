@@ -31,7 +31,6 @@ from fakes.frameworks import cli_env
 from fakes.messages_api import (
     MessagesAPI,
     Reply,
-    error,
     message,
     slow,
     stalled,
@@ -41,7 +40,6 @@ from lyra import (
     Budget,
     ChildRef,
     Limits,
-    RecoveryPolicy,
     Supervisor,
     Task,
     parse_report,
@@ -53,7 +51,7 @@ from lyra.delegation._foreign._claude_agent import (
     RESULT_SUBTYPES,
     TERMINAL_REASONS,
 )
-from lyra.recovery import record_waits, recover
+from lyra.recovery import record_waits
 
 INSTALL = "pip install -e '.[test,claude-agent-sdk]'"
 needs_sdk = pytest.mark.skipif(
@@ -358,38 +356,6 @@ async def test_a_model_that_stops_streaming_ends_at_the_deadline_quietly(
 
 
 # -- recovery ------------------------------------------------------------------------------
-
-
-@needs_sdk
-@pytest.mark.anyio
-@pytest.mark.usefixtures("no_real_sleeps")
-async def test_a_continuation_resumes_the_cli_session_with_the_work_done(home: str) -> None:
-    """Attempt 1 looks P04637 up and then the API fails (partial); the recovery loop's
-    continuation resumes the CLI session, so attempt 2's first model request carries
-    attempt 1's messages, and the task completes."""
-    script = [
-        lookup_turn("P04637"),
-        error(500, "api_error", "upstream broke"),
-        message("P04637 has 393 residues."),
-    ]
-    with MessagesAPI(script, streaming=True) as api:
-        outcome = await recover(
-            "How long is P04637?",
-            child=agent(api.url, home),
-            policy=RecoveryPolicy(max_retries=1),
-            limits=Limits(timeout=30),
-        )
-    first, second = outcome.attempts
-    failure = first.result.failure
-    assert failure is not None
-    assert (failure.category, second.strategy) == ("partial", "continuation")
-    assert (failure.completed_steps, failure.tool_usage) == (("Ran " + LOOKUP,), {LOOKUP: 1})
-    assert outcome.result.output == "P04637 has 393 residues."
-    before, resumed = user_texts(api.requests[1]), user_texts(api.requests[2])
-    assert resumed.index("How long is P04637?") == before.index("How long is P04637?")
-    assert '{"protein_id": "P04637"}' in resumed
-    assert any("P04637: 393 residues" in part for part in resumed)
-    assert resumed[-1].startswith("Continue a task that a previous attempt did not finish.")
 
 
 @needs_sdk

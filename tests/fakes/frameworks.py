@@ -36,12 +36,10 @@ import importlib
 import importlib.util
 import itertools
 import json
-import pkgutil
 import re
 import shutil
 import tempfile
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,68 +204,52 @@ def rebuild(framework: str, answer: str, **ref: Any) -> Any:
 # -- exception walks ----------------------------------------------------------------------
 
 
-def exception_classes(
-    package: str, *, under: Sequence[str] = ("",), with_warnings: bool = False
-) -> set[str]:
-    """Public exception classes (warning classes too, ``with_warnings``) defined in
-    ``package`` and its importable modules whose names start with one of ``under`` (a
-    module that needs what is not installed, or is a deprecated alias, is skipped)."""
-    names, found = [package], set()
-    while names:
-        name = names.pop()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                warnings.simplefilter("error", DeprecationWarning)  # a deprecated alias
-                module = importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - an optional dependency, a deprecated alias
-            continue
-        for attribute, value in list(vars(module).items()):  # not getattr: lazy proxies would load
-            if (
-                isinstance(value, type)
-                and issubclass(value, BaseException)
-                and (with_warnings or not issubclass(value, Warning))
-                and not attribute.startswith("_")
-                and value.__module__.partition(".")[0] == package.partition(".")[0]
-                and value.__module__.startswith(package)
-            ):
-                found.add(value.__name__)
-        path = getattr(module, "__path__", None)
-        if path is not None:
-            for info in pkgutil.iter_modules(path, f"{name}."):
-                if info.name.startswith(tuple(f"{package}.{part}" for part in under)):
-                    names.append(info.name)
-    return found
-
-
 _CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.MULTILINE)
 
 
-def exception_classes_in_source(package: str) -> set[str]:
-    """Every public exception class ``package`` defines, read from its source (its tests
-    aside; no module imported, so modules whose optional dependencies are missing count
-    too, and a large framework is read in well under a second): a class is one when a
-    base is, or is a built-in exception, or a foreign ``…Error`` / ``…Exception``."""
+def exception_classes_in_source(
+    package: str, *, under: Sequence[str] = ("",), with_warnings: bool = False
+) -> set[str]:
+    """Every public exception class (warning classes too, ``with_warnings``) ``package``
+    defines in its modules whose paths start with one of ``under``, read from its source
+    (its tests aside; no module imported, so modules whose optional dependencies are
+    missing count too, and a large framework is read in a fraction of a second): a class
+    is one when a base is, or is a built-in exception, or a foreign ``…Error`` /
+    ``…Exception`` (``…Warning``)."""
     spec = importlib.util.find_spec(package)
     assert spec is not None, f"{package} is not installed"
-    assert spec.origin is not None
-    root = Path(spec.origin).parent
+    assert spec.submodule_search_locations is not None, f"{package} is no package"
+    roots = [Path(folder) for folder in spec.submodule_search_locations]
+    paths = [
+        path
+        for root in roots
+        for path in root.rglob("*.py")
+        if "tests" not in path.relative_to(root).parts
+        and path.relative_to(root).as_posix().startswith(tuple(under))
+    ]
     bases: dict[str, set[str]] = {}
-    for path in root.rglob("*.py"):
-        if "tests" in path.relative_to(root).parts:
-            continue
+    for path in paths:
         for name, listed in _CLASS.findall(path.read_text(encoding="utf-8")):
             named = (part.strip() for part in listed.split(","))
             parents = {re.split(r"[\[\s]", part)[0].rpartition(".")[2] for part in named if part}
             bases.setdefault(name, set()).update(parents - {""})
+    found = _descendants(bases, BaseException, ("Error", "Exception", "Warning"))
+    if not with_warnings:
+        found -= _descendants(bases, Warning, ("Warning",))
+    return {name for name in found if not name.startswith("_")}
+
+
+def _descendants(bases: dict[str, set[str]], root: type, suffixes: tuple[str, ...]) -> set[str]:
+    """The classes in ``bases`` (name → base names) below ``root``: a base is one, or is
+    a built-in subclass of it, or is a foreign class named with one of ``suffixes``."""
     builtin = {
         name
         for name, value in vars(builtins).items()
-        if isinstance(value, type) and issubclass(value, BaseException)
+        if isinstance(value, type) and issubclass(value, root)
     }
 
     def foreign(base: str) -> bool:
-        return base not in bases and (base in builtin or base.endswith(("Error", "Exception")))
+        return base not in bases and (base in builtin or base.endswith(suffixes))
 
     found: set[str] = set()
     while grown := {
@@ -276,7 +258,7 @@ def exception_classes_in_source(package: str) -> set[str]:
         if name not in found and any(p in found or foreign(p) for p in parents)
     }:
         found |= grown
-    return {name for name in found if not name.startswith("_")}
+    return found
 
 
 # -- pydantic-ai ------------------------------------------------------------------------------
@@ -361,7 +343,7 @@ def _pydantic_ai(
 def _pydantic_ai_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._pydantic_ai import PYDANTIC_AI_ERRORS
 
-    return exception_classes("pydantic_ai", with_warnings=True), set(PYDANTIC_AI_ERRORS)
+    return exception_classes_in_source("pydantic_ai", with_warnings=True), set(PYDANTIC_AI_ERRORS)
 
 
 # -- OpenAI Agents SDK ------------------------------------------------------------------------
@@ -494,7 +476,7 @@ def _openai_agents_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._openai import OPENAI_ERRORS
     from lyra.delegation._foreign._openai_agents import OPENAI_AGENTS_ERRORS
 
-    found = exception_classes("agents") | exception_classes(
+    found = exception_classes_in_source("agents") | exception_classes_in_source(
         "openai", under=("lib", "_exceptions", "_response")
     )
     return found, set(OPENAI_AGENTS_ERRORS) | set(OPENAI_ERRORS)
@@ -584,7 +566,7 @@ def _langgraph(
 def _langgraph_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._langgraph import LANGGRAPH_ERRORS
 
-    found = exception_classes("langgraph") | exception_classes("langchain_core")
+    found = exception_classes_in_source("langgraph") | exception_classes_in_source("langchain_core")
     return found, set(LANGGRAPH_ERRORS)
 
 
@@ -719,7 +701,8 @@ def _claude_agent(
 def _claude_agent_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._claude_agent import CLAUDE_AGENT_ERRORS
 
-    return exception_classes("claude_agent_sdk", with_warnings=True), set(CLAUDE_AGENT_ERRORS)
+    found = exception_classes_in_source("claude_agent_sdk", with_warnings=True)
+    return found, set(CLAUDE_AGENT_ERRORS)
 
 
 # -- Google ADK -----------------------------------------------------------------------------
@@ -783,7 +766,8 @@ def _google_adk(
 def _google_adk_exceptions() -> tuple[set[str], set[str]]:
     from lyra.delegation._foreign._google_adk import GOOGLE_ADK_ERRORS
 
-    found = exception_classes_in_source("google.adk") | exception_classes_in_source("google.genai")
+    found = exception_classes_in_source("google.adk", with_warnings=True)
+    found |= exception_classes_in_source("google.genai", with_warnings=True)
     return found, set(GOOGLE_ADK_ERRORS)
 
 
@@ -799,7 +783,15 @@ FRAMEWORKS: tuple[Framework, ...] = (
         make=_pydantic_ai,
         own_limit="UsageLimitExceeded",
         exceptions=_pydantic_ai_exceptions,
-        walk_finds=frozenset({"UsageLimitExceeded", "ModelHTTPError", "UnexpectedModelBehavior"}),
+        walk_finds=frozenset(
+            {
+                "UsageLimitExceeded",
+                "HookTimeoutError",
+                "WorkspaceError",
+                "MCPError",
+                "FallbackExceptionGroup",
+            }
+        ),
     ),
     Framework(
         "openai-agents",
