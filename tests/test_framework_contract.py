@@ -36,7 +36,16 @@ from fakes.frameworks import (
     Script,
     Slow,
 )
-from lyra import Budget, ChildContext, ChildRef, Supervisor, Task, parse_report, tracing
+from lyra import (
+    Budget,
+    ChildContext,
+    ChildRef,
+    Limits,
+    Supervisor,
+    Task,
+    parse_report,
+    tracing,
+)
 from lyra._extras import installed
 from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryPolicy, record_waits, recover
@@ -55,10 +64,13 @@ EACH = pytest.mark.parametrize("framework", [_row(row) for row in FRAMEWORKS])
 """Every framework child; one whose extra is not installed skips, saying so."""
 
 
-async def delegate(child: Any, **limits: Any) -> Any:
-    budget = limits.pop("budget", None)
+async def delegate(child: Any, *, budget: Budget | None = None, **limits: Any) -> Any:
+    """One delegation of "Triage issue 42" to ``child`` (``max_repeats`` is the
+    supervisor's; the rest are the delegation's)."""
+    repeats = {"max_repeats": limits.pop("max_repeats")} if "max_repeats" in limits else {}
     limits.setdefault("timeout", 30)
-    return await Supervisor(child, budget=budget).delegate("Triage issue 42", **limits)
+    supervisor = Supervisor(child, budget=budget, **repeats)
+    return await supervisor.delegate("Triage issue 42", **limits)
 
 
 # -- nothing is left behind by any run of the contract ------------------------------------
@@ -257,6 +269,34 @@ async def test_a_cost_budget_needs_a_price_for_the_model(framework: Framework) -
 
 
 @EACH
+async def test_the_same_tool_call_past_max_repeats_is_a_loop(framework: Framework) -> None:
+    """An agent that makes the same tool call again and again is not making progress: past
+    max_repeats the run ends as timeout / loop, naming the call."""
+    with framework.agent(Script(then=Call("lookup", {"q": "same"}))) as agent:
+        result = await delegate(agent.child, max_repeats=2)
+        assert agent.requests <= 4
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.error_type) == ("timeout", "loop"), failure.evidence
+    assert failure.blocked_on == f'Repeating {framework.tool("lookup")}({{"q": "same"}}) ×3'
+    assert failure.tool_usage == {framework.tool("lookup"): 2}  # the third never ran
+
+
+@EACH
+async def test_a_tool_call_budget_refuses_the_call_past_it(framework: Framework) -> None:
+    """Tool calls are charged ahead on the tree's max_tool_calls: the call past it never
+    runs, and the run ends as timeout / budget."""
+    script = Script(then=Call("lookup", {"q": "again"}))
+    with framework.agent(script) as agent:
+        result = await delegate(agent.child, budget=Budget(max_tool_calls=2))
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.error_type) == ("timeout", "budget"), failure.evidence
+    assert "max_tool_calls=2" in failure.evidence
+    assert agent.sent()[-1] == ["found again"] * 2  # two calls ran; the third never did
+
+
+@EACH
 async def test_a_stuck_tool_is_ended_by_the_idle_timeout(framework: Framework) -> None:
     """Tools that never return (three at once) end the run as timeout/idle when nothing
     moves for idle_timeout, promptly and well before the deadline."""
@@ -316,8 +356,8 @@ async def test_a_continuation_resumes_the_first_attempts_conversation(
         outcome = await recover(
             "Triage issue 42",
             child=agent.child,
-            base_timeout=30,
             policy=RecoveryPolicy(max_retries=1),
+            limits=Limits(timeout=30),
         )
         sent = agent.sent()
     first = outcome.attempts[0].result.failure

@@ -94,7 +94,7 @@ class Limits(BasePlugin):
         if attempt is not None:
             model = llm_request.model
             attempt.models[callback_context.agent_name] = model
-            attempt.meter.before_request(model)
+            await attempt.meter.before_request(model, provider=provider_of(model))
         return None
 
     async def after_model_callback(
@@ -114,10 +114,8 @@ class Limits(BasePlugin):
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         attempt: Attempt | None = current_run.get()
-        if attempt is not None:
-            if attempt.ctx.blocked is not None:  # a tool caught its own ctx.block(...)
-                raise attempt.ctx.blocked
-            attempt.ctx.tool_started(tool.name)
+        if attempt is not None:  # a stop a tool caught, a loop, the tool-call budget: raised
+            attempt.ctx.tool_started(tool.name, tool_args)
         return None
 
     async def after_tool_callback(
@@ -226,6 +224,7 @@ class _OwnStops(logging.Filter):
 
 
 _LOGGERS = (
+    "google_adk.google.adk.runners",
     "google_adk.google.adk.plugins.plugin_manager",
     "google_adk.google.adk.workflow._node_runner",
     "google_adk.google.adk.workflow._node_runner_utils",
@@ -239,6 +238,17 @@ def quiet_own_stops() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(kept, _OwnStops) for kept in logger.filters):
             logger.addFilter(_OwnStops())
+
+
+def provider_of(model: str | None) -> str | None:
+    """Whose API a model name of ADK's goes to, for the tree's rate-limit cooldowns:
+    Google's for Gemini and Gemma, else a LiteLLM-style ``provider/model`` prefix."""
+    if not model:
+        return None
+    if model.startswith(("gemini", "gemma", "models/", "projects/")):
+        return "google"
+    provider, slash, _ = model.partition("/")
+    return provider if slash else None
 
 
 def tokens_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Tokens | None:
