@@ -47,7 +47,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.adk.workflow import BaseNode
 from google.genai import types
 
-from lyra.children._framework import output_text, tool_done
+from lyra.children._framework import contained, output_text, tool_done
 from lyra.children._meter import Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
@@ -302,7 +302,7 @@ class Run:
         token = current_run.set(attempt)
         try:
             await self._restore(session, ctx)
-            final = await self._events(prompt, session.id, user_id, run_config)
+            final = await contained(self._events(prompt, session.id, user_id, run_config))
             if output_key is not None:
                 done = await self.sessions.get_session(**where)
                 if done is None or output_key not in done.state:
@@ -328,7 +328,8 @@ class Run:
     async def _restore(self, session: Session, ctx: ChildContext) -> None:
         """On a retry of the task, the session events an earlier attempt kept (and an
         error answer for each call it left unanswered), before the retry's prompt."""
-        saved = ctx.state.get(STATE_KEY) if ctx.attempt > 1 else None
+        # ctx.fresh: the transcript outgrew the context window; the prompt says what was done
+        saved = ctx.state.get(STATE_KEY) if ctx.attempt > 1 and not ctx.fresh else None
         events = saved.get("events") if isinstance(saved, dict) else None
         if not isinstance(events, list):
             return
