@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import json
-import pkgutil
-import re
-import subprocess
-import sys
 import threading
 import time
-import warnings
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import agents
-import anthropic
-import anyio
 import openai
 import pytest
 from agents import (
@@ -35,13 +27,8 @@ from agents import (
     input_guardrail,
 )
 from agents.run_config import CallModelData, ModelInputData
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from fakes.messages_api import MessagesAPI, tool_use
-from fakes.messages_api import message as anthropic_message
 from fakes.openai_api import (
     OpenAIAPI,
     Reply,
@@ -64,15 +51,10 @@ from lyra import (
     Supervisor,
     adelegate_task,
     parse_report,
-    tracing,
 )
-from lyra._extras import install_hint
-from lyra.children import AnthropicChild, Price
+from lyra.children import Price
 from lyra.children.openai_agents import STATE_KEY, OpenAIAgentsChild
-from lyra.delegation import ChildRef
 from lyra.delegation._foreign import Kind, describe
-from lyra.delegation._foreign._openai import OPENAI_ERRORS
-from lyra.delegation._foreign._openai_agents import OPENAI_AGENTS_ERRORS
 from lyra.errors import ConfigurationError
 from lyra.recovery import adelegate_with_retry, record_waits, recover
 from lyra.supervisor import Task
@@ -185,16 +167,6 @@ async def test_prices_give_the_cost_of_each_response(client_for: Any) -> None:
     assert result.usage.cost_usd == pytest.approx((600 * 1.0 + 100 * 2.0 + 400 * 0.5) / 1e6)
 
 
-async def test_a_cost_budget_needs_a_known_price(client_for: Any) -> None:
-    """With no price for the model a cost budget cannot be kept: a clear failure and
-    no request."""
-    with OpenAIAPI([]) as server:
-        child = OpenAIAgentsChild(agent_for(client_for(server)))
-        result = await delegate(child, budget=Budget(max_cost_usd=1.0))
-    assert server.requests == []
-    assert "no price is known for the model 'gpt-test'" in result.failure.message
-
-
 # -- the five categories, from real SDK behaviour ----------------------------------------
 
 
@@ -278,25 +250,6 @@ async def test_a_guardrail_tripwire_is_an_invalid_task(client_for: Any) -> None:
     assert server.requests == []
 
 
-async def test_ctx_block_in_a_tool_ends_the_run_though_the_sdk_catches_it(client_for: Any) -> None:
-    """ctx.block inside a tool ends the run as the declared category at once, although
-    the SDK turns the tool's exception into text for the model."""
-
-    @function_tool
-    def which_protein(wrapper: RunContextWrapper[ChildContext]) -> str:
-        """Find out which protein is meant."""
-        wrapper.context.block("missing_context", "Which protein is 'it'?")
-
-    script = [tool_calls(call("which_protein")), message("guessing anyway")]
-    with OpenAIAPI(script) as server:
-        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server), which_protein)))
-    assert (result.failure.category, result.failure.blocked_on) == (
-        "missing_context",
-        "Which protein is 'it'?",
-    )
-    assert len(server.requests) == 1
-
-
 @function_tool
 def flaky(protein_id: str) -> str:
     """Look a protein up (upstream resets)."""
@@ -354,10 +307,12 @@ async def test_by_default_a_tool_exception_goes_to_the_model(client_for: Any) ->
 # -- limits inside the run -------------------------------------------------------------
 
 
-async def test_running_out_of_max_turns_is_never_a_success(client_for: Any) -> None:
-    """The SDK's MaxTurnsExceeded is a timeout/budget failure with evidence, retryable
-    after progress, and its run data (every tool result) is kept for a continuation;
-    a max_turns error handler that would make it a success is refused."""
+async def test_max_turns_keeps_the_run_data_and_no_handler_makes_it_a_success(
+    client_for: Any,
+) -> None:
+    """Past the SDK's max_turns (timeout/budget, as the contract suite shows), the run
+    data the SDK's MaxTurnsExceeded carries (every tool result) is kept for a
+    continuation; a max_turns error handler that would make it a success is refused."""
     script = [tool_calls(call("lookup", {"protein_id": f"P{i}"})) for i in range(2)]
     with OpenAIAPI(script) as server:
         agent = agent_for(client_for(server), lookup)
@@ -365,44 +320,11 @@ async def test_running_out_of_max_turns_is_never_a_success(client_for: Any) -> N
         (outcome,) = await supervisor.run([Task(prompt="How long is P04637?")])
         with pytest.raises(ConfigurationError, match="max_turns"):
             OpenAIAgentsChild(agent, error_handlers={"max_turns": lambda data: "fine"})
-    failure = outcome.result.failure
-    assert (failure.category, failure.error_type, failure.suggested_retry) == (
-        "timeout",
-        "budget",
-        True,
-    )
-    assert "framework's own limit" in failure.evidence
-    assert "MaxTurnsExceeded" in failure.evidence
+    assert "MaxTurnsExceeded" in outcome.result.failure.evidence
     assert len(server.requests) == 2
     history = outcome.state[STATE_KEY]["history"]
     outputs = [i["output"] for i in history if i.get("type") == "function_call_output"]
     assert outputs == ["P0: 393 residues", "P1: 393 residues"]
-
-
-async def test_a_turn_budget_refuses_the_request_before_it_is_sent(client_for: Any) -> None:
-    """With max_turns=2 in lyra's budget the third request is never sent, nor counted."""
-    script = [tool_calls(call("lookup", {"protein_id": "P04637"}))] * 3
-    with OpenAIAPI(script) as server:
-        child = OpenAIAgentsChild(agent_for(client_for(server), lookup))
-        result = await delegate(child, budget=Budget(max_turns=2))
-    assert len(server.requests) == 2
-    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
-    assert "max_turns=2 reached" in result.failure.evidence
-    assert result.usage.turns == 2
-
-
-async def test_a_runaway_agent_is_stopped_by_its_token_budget(client_for: Any) -> None:
-    """An agent that never finishes is stopped by the response that takes the tree over
-    max_tokens: spend at most the limit plus one response, no request after it."""
-    turn = tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=400, output_tokens=5)
-    with OpenAIAPI([turn] * 8) as server:
-        child = OpenAIAgentsChild(agent_for(client_for(server), lookup), max_turns=None)
-        result = await delegate(child, budget=Budget(max_tokens=1000))
-    assert len(server.requests) == 3
-    spent = result.usage.input_tokens + result.usage.output_tokens
-    assert 1000 < spent <= 1000 + 405
-    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
-    assert f"<tokens_used>{spent}</tokens_used>" in result.report
 
 
 def _threads() -> set[threading.Thread]:
@@ -419,23 +341,13 @@ def _new_tasks(before: set[asyncio.Task[Any]]) -> list[str]:
     return [repr(t) for t in asyncio.all_tasks() - before if not t.done()]
 
 
-@pytest.mark.parametrize("stuck", ["tool", "model"])
-async def test_a_stuck_run_ends_at_the_idle_timeout_leaving_nothing_behind(
-    client_for: Any, stuck: str
+async def test_a_model_that_does_not_answer_ends_at_the_idle_timeout_leaving_nothing(
+    client_for: Any,
 ) -> None:
-    """A tool that hangs, or a model that does not answer, ends the attempt at the idle
-    timeout, promptly; no task or thread of the run is left."""
-
-    @function_tool
-    async def hang(protein_id: str) -> str:
-        """Look a protein up (hangs)."""
-        await anyio.sleep(30)
-        return "never"
-
-    first = tool_calls(call("hang", {"protein_id": "P04637"}))
-    script = [first] if stuck == "tool" else [slow(message("late"), 30)]
-    with OpenAIAPI(script, strict=False) as server:
-        child = OpenAIAgentsChild(agent_for(client_for(server), hang))
+    """A model request the real client waits on for ever ends the attempt at the idle
+    timeout, promptly; no task or thread of the run (nor of the client) is left."""
+    with OpenAIAPI([slow(message("late"), 30)], strict=False) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server)))
         threads = _threads()
         tasks = asyncio.all_tasks()
         started = time.perf_counter()
@@ -449,47 +361,7 @@ async def test_a_stuck_run_ends_at_the_idle_timeout_leaving_nothing_behind(
     assert result.usage.turns == 1
 
 
-async def test_a_deadline_cancels_the_run_leaving_nothing_behind(client_for: Any) -> None:
-    """A slow model past the attempt's deadline: a timeout, promptly, and the SDK's
-    tasks are gone when the attempt returns."""
-    with OpenAIAPI([slow(message("late"), 30)], strict=False) as server:
-        child = OpenAIAgentsChild(agent_for(client_for(server)))
-        tasks = asyncio.all_tasks()
-        started = time.perf_counter()
-        result = await delegate(child, timeout=0.3)
-        elapsed = time.perf_counter() - started
-        await asyncio.sleep(0)
-        assert _new_tasks(tasks) == []
-    assert result.failure.category == "timeout"
-    assert elapsed < 3.0
-
-
 # -- the context, the user's own hooks, context and filter ------------------------------
-
-
-async def failing_helper(prompt: str, ctx: ChildContext) -> str:
-    """A plain lyra child whose data source is down."""
-    raise ConnectionResetError("helper's source reset")
-
-
-@function_tool
-async def ask_helper(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
-    """Ask a helper agent."""
-    result = await wrapper.context.delegate(question, child=failing_helper)
-    return result.output or f"the helper failed ({result.failure.category})"
-
-
-async def test_a_tool_delegates_a_grandchild_through_the_sdk_context(client_for: Any) -> None:
-    """With no context of the user's, RunContextWrapper.context is lyra's ChildContext:
-    a tool delegates under the same tree and the parent's report lists the failure."""
-    script = [tool_calls(call("ask_helper", {"question": "Fetch P04637"})), message("no data")]
-    with OpenAIAPI(script) as server:
-        result = await delegate(OpenAIAgentsChild(agent_for(client_for(server), ask_helper)))
-    assert result.output == "no data"
-    assert tool_outputs(server.requests[1]) == ["the helper failed (tool_error)"]
-    (failed,) = result.failed_delegations
-    assert failed.category == "tool_error"
-    assert f"<failed_delegation>{failed.session_id} tool_error connection" in result.report
 
 
 @dataclasses.dataclass
@@ -578,45 +450,6 @@ async def test_parallel_agent_tools_never_overshoot_a_turn_budget(client_for: An
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
 
 
-async def test_a_grandchild_on_another_framework_shares_the_budget(client_for: Any) -> None:
-    """A tool of the SDK agent delegates to lyra's Anthropic child (another SDK, its
-    own fake server): its tokens are charged to the same tree, and its failure is
-    listed in the parent's report."""
-    with MessagesAPI(
-        [
-            anthropic_message(
-                [
-                    tool_use(
-                        "report_blocker", {"category": "missing_context", "reason": "Which one?"}
-                    )
-                ],
-                stop_reason="tool_use",
-                usage={"input_tokens": 600, "output_tokens": 10},
-            )
-        ]
-    ) as claude_api:
-        async with anthropic.AsyncAnthropic(
-            base_url=claude_api.url, api_key="test-key", max_retries=0
-        ) as claude:
-
-            @function_tool
-            async def ask_claude(wrapper: RunContextWrapper[ChildContext], question: str) -> str:
-                """Ask a Claude agent."""
-                helper = AnthropicChild(client=claude, model="claude-sonnet-5")
-                result = await wrapper.context.delegate(question, child=helper)
-                return result.output or f"Claude is blocked: {result.failure.blocked_on}"
-
-            script = [tool_calls(call("ask_claude", {"question": "Which is it?"})), message("ok")]
-            with OpenAIAPI(script) as server:
-                agent = agent_for(client_for(server), ask_claude)
-                result = await delegate(OpenAIAgentsChild(agent), budget=Budget(max_tokens=5000))
-    assert tool_outputs(server.requests[1]) == ["Claude is blocked: Which one?"]
-    assert result.usage.input_tokens == 10 + 600 + 10
-    (failed,) = result.failed_delegations
-    assert failed.category == "missing_context"
-    assert "<failed_delegation>" in result.report
-
-
 # -- recovery ----------------------------------------------------------------------------
 
 
@@ -687,97 +520,10 @@ async def test_a_stopped_run_keeps_its_conversation_as_json(client_for: Any) -> 
     assert kinds == ["user", "function_call", "function_call_output"]
 
 
-def factory(base_url: str) -> OpenAIAgentsChild:
-    """Builds the child in whatever process resolves it (durable runs, lyra worker)."""
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
-    return OpenAIAgentsChild(agent_for(client, lookup))
-
-
-async def test_a_child_ref_builds_the_child_for_supervisor_run() -> None:
-    """ChildRef to an importable factory builds the child; Supervisor.run runs it."""
-    with OpenAIAPI([message("393 residues")]) as server:
-        ref = ChildRef(
-            target="test_child_openai_agents:factory", options={"base_url": server.base_url}
-        )
-        assert isinstance(ref.resolve(), OpenAIAgentsChild)
-        (outcome,) = await Supervisor(ref, timeout=5).run([Task(prompt="How long is P04637?")])
-        await ref.resolve().agent.model._client.close()  # type: ignore[union-attr]
-    assert outcome.result.output == "393 residues"
-
-
 # -- traces ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.configure(tracer_provider=provider)
-    yield exporter
-    tracing.configure()
-    provider.shutdown()
-
-
-async def test_the_attempt_span_counts_each_response_once(
-    client_for: Any, spans: InMemorySpanExporter
-) -> None:
-    """The SDK emits no OpenTelemetry spans; lyra's invoke_agent span carries the
-    tokens of the run, each response counted once."""
-    script = [tool_calls(call("lookup", {"protein_id": "P04637"}), input_tokens=100), message("ok")]
-    with OpenAIAPI(script) as server:
-        await delegate(OpenAIAgentsChild(agent_for(client_for(server), lookup)))
-    (span,) = spans.get_finished_spans()
-    assert span.name == "invoke_agent OpenAIAgentsChild"
-    assert span.attributes is not None
-    assert span.attributes["gen_ai.usage.input_tokens"] == 110
-
-
 # -- the framework's exceptions, the extra -----------------------------------------------
-
-
-def _public_exceptions(package: Any, roots: tuple[str, ...]) -> dict[str, type[BaseException]]:
-    """Public exception classes (no leading underscore) defined in ``package`` and in
-    its importable modules under ``roots``; a module of an extra not installed is
-    skipped."""
-    modules, names = [], [package.__name__]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        while names:
-            try:
-                module = importlib.import_module(names.pop())
-            except Exception:  # noqa: BLE001 - needs an extra (numpy, docker, ...)
-                continue
-            modules.append(module)
-            path = getattr(module, "__path__", None)
-            if path is not None:
-                found = pkgutil.iter_modules(path, f"{module.__name__}.")
-                names.extend(i.name for i in found if i.name.startswith(roots))
-    classes: dict[str, type[BaseException]] = {}
-    for module in modules:
-        for name, obj in vars(module).items():  # not getattr: lazy proxies load on access
-            if (
-                issubclass(type(obj), type)
-                and issubclass(obj, BaseException)
-                and not name.startswith("_")
-                and obj.__module__.partition(".")[0] == package.__name__
-            ):
-                classes[name] = obj
-    return classes
-
-
-def test_every_agents_exception_class_is_mapped() -> None:
-    """Each public exception class of the installed OpenAI Agents SDK has a mapping."""
-    classes = _public_exceptions(agents, ("agents.",))
-    assert {"MaxTurnsExceeded", "ModelBehaviorError", "ExecTimeoutError"} <= classes.keys()
-    assert sorted(classes.keys() - OPENAI_AGENTS_ERRORS.keys()) == []
-
-
-def test_every_openai_exception_class_is_mapped() -> None:
-    """Each public exception class of the installed openai SDK has a mapping."""
-    classes = _public_exceptions(openai, ("openai.lib", "openai._exceptions", "openai._response"))
-    assert {"RateLimitError", "APITimeoutError", "LengthFinishReasonError"} <= classes.keys()
-    assert sorted(classes.keys() - OPENAI_ERRORS.keys()) == []
 
 
 def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
@@ -793,20 +539,6 @@ def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
 
     request = httpx2.Request("POST", "http://127.0.0.1/v1/responses")
     assert describe(openai.APITimeoutError(request=request)).error_type == "timeout"
-
-
-def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the SDK installed, building the child names the extra to install."""
-    monkeypatch.setitem(sys.modules, "agents", None)
-    with pytest.raises(ConfigurationError, match=re.escape(install_hint("openai-agents"))):
-        OpenAIAgentsChild(object())  # type: ignore[arg-type]
-
-
-def test_importing_the_module_does_not_import_the_sdk() -> None:
-    """lyra.children.openai_agents imports the SDK only when a child is built."""
-    code = "import sys, lyra.children.openai_agents; print('agents' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
 
 
 async def test_model_settings_and_adelegate_task_work_together(client_for: Any) -> None:

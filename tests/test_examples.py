@@ -59,6 +59,13 @@ EXPECTED = {
         "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
         "timeout/idle: rule 1: no progress for 1.5 s (idle timeout)",
     ],
+    "google_adk_agent.py": [
+        "runaway: timeout/budget, 1050 tokens used",
+        "stuck tool: timeout/idle",
+        "continuation: status=completed attempt=2",
+        "user text, function_call, function_response, user text",
+        "lookups made: 1",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

@@ -30,6 +30,8 @@ FRAMEWORK_CHILDREN: tuple[tuple[str, str, str], ...] = (
     ("langgraph.pregel.protocol", "PregelProtocol", "lyra.children.langgraph.LangGraphChild"),
     ("langgraph.graph.state", "StateGraph", "lyra.children.langgraph.LangGraphChild"),
     ("claude_agent_sdk", "ClaudeAgentOptions", "lyra.children.claude_agent.ClaudeAgentChild"),
+    ("google.adk.workflow", "BaseNode", "lyra.children.google_adk.GoogleADKChild"),
+    ("google.adk.apps.app", "App", "lyra.children.google_adk.GoogleADKChild"),
 )
 """Each framework's agent class (module, name) and the framework child that wraps it."""
 _FRAMEWORK_PACKAGES = frozenset(module.partition(".")[0] for module, _, _ in FRAMEWORK_CHILDREN)

@@ -2,7 +2,7 @@
 turning a framework's final output into the child's result text.
 
 Each framework child lives in a module of its own (``pydantic_ai``,
-``openai_agents``, ``claude_agent``, ``langgraph``), as pydantic-ai keeps one
+``openai_agents``, ``claude_agent``, ``langgraph``, ``google_adk``), as pydantic-ai keeps one
 module per provider, and imports its framework only when it is built.
 """
 

@@ -6,7 +6,7 @@ that the rule table in :mod:`.._classify` understands, a fine
 signals and Python's built-ins are read here; each SDK and agent framework has
 a module of its own with a table of its exception classes by name
 (``_anthropic``, ``_openai``, ``_pydantic_ai``, ``_openai_agents``,
-``_claude_agent``, ``_langgraph``), chosen by the exception's top-level
+``_claude_agent``, ``_langgraph``, ``_google_adk``), chosen by the exception's top-level
 module. A test walks each installed SDK and fails on a class missing from its
 table. No SDK is imported here: errors are recognised by module and class
 name, so classification stays cheap and works without the optional clients
@@ -31,6 +31,7 @@ from lyra.delegation._foreign._cause import (
     status_of,
 )
 from lyra.delegation._foreign._claude_agent import describe_claude_agent
+from lyra.delegation._foreign._google_adk import describe_google_adk
 from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
 from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
@@ -60,6 +61,7 @@ _BY_MODULE: dict[str, Callable[[BaseException], Cause]] = {
     "claude_agent_sdk": describe_claude_agent,
     "langgraph": describe_langgraph,
     "langchain_core": describe_langgraph,
+    "google": describe_google_adk,  # google.adk, google.genai, google.auth
 }
 """Who translates an exception, by the top-level module its class lives in."""
 

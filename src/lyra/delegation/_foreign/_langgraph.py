@@ -49,6 +49,8 @@ LANGGRAPH_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "TaskNotFound": (_K.UNKNOWN, _E.UNKNOWN),
     "UnknownInterruptError": (_K.UNKNOWN, _E.UNKNOWN),
     "RemoteException": (_K.UNKNOWN, _E.UNKNOWN),  # a RemoteGraph's server failed the run
+    "InvalidNamespaceError": (_K.UNKNOWN, _E.UNKNOWN),  # a store namespace the graph built wrong
+    "InvalidModuleError": (_K.UNKNOWN, _E.DATA),  # a checkpoint names a module it may not load
     # Control flow, suppressed by the root graph; seen only when a graph misuses it.
     "GraphBubbleUp": (_K.UNKNOWN, _E.UNKNOWN),
     "GraphInterrupt": (_K.UNKNOWN, _E.UNKNOWN),
