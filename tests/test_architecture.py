@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-CORE = ("delegation", "recovery", "supervisor", "children", "durable", "logs")
+CORE = ("delegation", "recovery", "supervisor", "children", "durable", "detached", "logs")
 GROUND = (
     "errors",
     "events",
