@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from lyra.cli import _logging
 from lyra.cli._options import EXIT_OK, Subparsers, child_ref, positive_float, whole_number
@@ -209,19 +210,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _until_signalled(serving: Awaitable[None]) -> None:
-    """Serve until SIGINT or SIGTERM, then stop the server gracefully."""
-    async with anyio.create_task_group() as group:
+    """Serve until SIGINT or SIGTERM, then stop the server gracefully; the server's
+    own error (a port in use) as it raised it."""
 
-        async def stop_on_signal() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for signum in signals:
-                    print(f"lyra mcp: {signal.Signals(signum).name}: stopping", file=sys.stderr)
-                    group.cancel_scope.cancel()
-                    return
+    async def stop_on_signal(group: anyio.abc.TaskGroup) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                print(f"lyra mcp: {signal.Signals(signum).name}: stopping", file=sys.stderr)
+                group.cancel_scope.cancel()
+                return
 
-        group.start_soon(stop_on_signal)
-        await serving
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(stop_on_signal, group)
+            await serving
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as failed:
+        if len(failed.exceptions) == 1:
+            raise failed.exceptions[0] from None
+        raise
 
 
 def _token() -> str | None:
