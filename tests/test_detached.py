@@ -46,8 +46,9 @@ async def store(clock: Clock | None = None, **options: object) -> AsyncIterator[
 
 
 async def test_a_delegation_starts_at_once_and_is_collected_later() -> None:
-    """start returns a working delegation's id while its child works; its status shows the steps, spend and time left while it works; result waits for the
-    report, which is what delegate_task would have returned."""
+    """start returns a working delegation's id while its child works; its status shows
+    the steps, spend and time left while it works; result waits for the report, which
+    is what delegate_task would have returned."""
     async with store() as delegations:
         started = await delegations.start(DelegationRequest(prompt="0.3", timeout=10))
         assert (started.state, started.report) == ("working", None)
@@ -57,9 +58,11 @@ async def test_a_delegation_starts_at_once_and_is_collected_later() -> None:
     assert working.state == "working"
     assert working.steps == ("step 1", "step 2")
     assert (working.tokens_used, working.turns) == (1000, 2)
-    assert working.time_left is not None and 9 < working.time_left < 10
+    assert working.time_left is not None
+    assert 9 < working.time_left < 10
     assert finished.state == "completed"
-    assert finished.report is not None and finished.report.output == "done: 0.3"
+    assert finished.report is not None
+    assert finished.report.output == "done: 0.3"
     assert finished.steps == ("step 1", "step 2")
     assert finished.expires_at == finished.updated_at + lyra.detached.KEEP_FOR
 
@@ -151,7 +154,8 @@ async def test_lyras_own_error_fails_that_delegation_alone() -> None:
         broke = await delegations.result(broken.delegation_id, wait=5)
         went = await delegations.result(fine.delegation_id, wait=5)
     assert broke.state == "failed"
-    assert broke.report is not None and "the runner broke" in (broke.report.message or "")
+    assert broke.report is not None
+    assert "the runner broke" in (broke.report.message or "")
     assert went.state == "completed"
 
 

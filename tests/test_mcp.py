@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
 from fakes.lyra_mcp import TESTS, report_of
 from fakes.lyra_mcp import stdio as lyra_mcp
 from fakes.messages_api import MessagesAPI, message, text, tool_use

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -117,13 +116,12 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
     args = ("--child", "fakes.children:plodder", "--durable", "--state-dir", str(state))
     env = {"LYRA_TEST_INVOCATION_LOG": str(log)}
     with lyra_mcp.http(*args, log=tmp_path / "first.txt", env=env) as first:
-        second = subprocess.run(
-            [sys.executable, "-m", "lyra", "mcp", *args, "--http", "--port", "0"],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(lyra_mcp.TESTS)},
-            timeout=60,
-        )
+        with anyio.fail_after(60):
+            second = await anyio.run_process(
+                [sys.executable, "-m", "lyra", "mcp", *args, "--http", "--port", "0"],
+                env={**os.environ, "PYTHONPATH": str(lyra_mcp.TESTS)},
+                check=False,
+            )
         async with Client(first.url) as client:
             done = fields(await client.call_tool("start_delegation", {"prompt": "1x0.01"}))
             done_report = report_of(
@@ -134,16 +132,16 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
             dropped = fields(await client.call_tool("start_delegation", {"prompt": "50x1"}))
             await client.call_tool("cancel_delegation", {"delegation_id": dropped["delegation_id"]})
             cut = fields(await client.call_tool("start_delegation", {"prompt": "4x0.25"}))
-            with anyio.fail_after(20):
-                while not fields(
-                    await client.call_tool(
-                        "delegation_status", {"delegation_id": cut["delegation_id"]}
-                    )
-                )["steps"]:
-                    await anyio.sleep(0.02)
+            for _ in range(1000):  # until its attempt has begun (at most 20 s)
+                status = await client.call_tool(
+                    "delegation_status", {"delegation_id": cut["delegation_id"]}
+                )
+                if fields(status)["steps"]:
+                    break
+                await anyio.sleep(0.02)
             os.kill(first.process.pid, signal.SIGKILL)
     assert second.returncode == 2
-    assert "another lyra mcp serves the state directory" in second.stderr
+    assert b"another lyra mcp serves the state directory" in second.stderr
     before = invocations(log)
     with lyra_mcp.http(*args, log=tmp_path / "again.txt", env=env) as again:
         async with Client(again.url) as client:

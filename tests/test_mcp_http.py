@@ -55,9 +55,7 @@ def post(served: lyra_mcp.Served, **headers: str) -> httpx.Response:
     )
 
 
-@pytest.mark.parametrize(
-    "authorization", [None, "Bearer wrong", f"Basic {TOKEN}", TOKEN], ids=str
-)
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", TOKEN], ids=str)
 def test_without_the_token_every_request_is_refused(
     server: lyra_mcp.Served, authorization: str | None
 ) -> None:
