@@ -59,6 +59,22 @@ EXPECTED = {
         "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
         "timeout/idle: rule 1: no progress for 1.5 s (idle timeout)",
     ],
+    "mcp_progress.py": [
+        "lyra serves MCP at http://127.0.0.1:",
+        "progress",
+        "status=completed: Summary of 3 files",
+    ],
+    "mcp_detached.py": [
+        "after the restart:",
+        "'cancelled'",
+        "status=completed after the restart: Findings on 'the slow archive'",
+    ],
+    "mcp_http.py": [
+        "without the token: 401",
+        "with the token, Host: evil.example: 421",
+        "--host 0.0.0.0 without a token: exit 2",
+        "status=completed",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",
