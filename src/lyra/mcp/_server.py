@@ -32,14 +32,17 @@ PROGRESS_EVERY = 1.0
 
 INSTRUCTIONS = """\
 lyra runs a child agent on a task under a deadline, an idle timeout and a budget, \
-and reports back. Call delegate_task with a complete, self-contained prompt. \
-Its text ends in a <task_metadata> block; its structured content has the same \
-fields. On failure, read the report before doing anything else: the category \
-(timeout, missing_context, tool_error, invalid_task, partial), whether a retry \
-may help (retryable), the steps already completed, what the child was blocked \
-on and the suggested recovery actions. A non-retryable failure fails again the \
-same way: change the task (add the missing context, split it, fix it) instead. \
-parse_report reads the fields of a report text you already have."""
+and reports back. Call delegate_task with a complete, self-contained prompt; it \
+waits for the report (pass a progress token to hear of the child's steps). For a \
+long task, or several at once, start_delegation returns an id at once: follow it \
+with delegation_status, collect it with delegation_result, stop it with \
+cancel_delegation. A report ends in a <task_metadata> block; the structured \
+content has the same fields. On failure, read the report before doing anything \
+else: the category (timeout, missing_context, tool_error, invalid_task, partial), \
+whether a retry may help (retryable), the steps already completed, what the child \
+was blocked on and the suggested recovery actions. A non-retryable failure fails \
+again the same way: change the task (add the missing context, split it, fix it) \
+instead. parse_report reads the fields of a report text you already have."""
 
 _DELEGATE = """\
 Run the child agent once on `prompt` and return its output, or its failure \
