@@ -67,7 +67,7 @@ class DurableRunner:
                 delegation_id=found.call,
                 request=DelegationRequest(
                     prompt=found.task.prompt,
-                    timeout=found.task.timeout or self._job.timeout,
+                    timeout=found.task.timeout or self._job.limits.timeout,
                     idle_timeout=found.task.idle_timeout,
                     budget=found.task.budget,
                 ),
