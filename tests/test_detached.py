@@ -116,6 +116,45 @@ async def test_cancel_stops_the_child_and_leaves_no_report() -> None:
     assert again.state == "completed"
 
 
+async def curious(prompt: str, ctx: ChildContext) -> str:
+    """Asks one question, then answers with it."""
+    return f"told: {await ctx.ask(prompt)}"
+
+
+@pytest.mark.parametrize("ending", ["answer", "cancel", "deadline"])
+async def test_a_childs_question_waits_for_an_answer(ending: str) -> None:
+    """A question parks the delegation in input_required (result stops waiting); an
+    answer lets the child go on; a cancel or the child's deadline ends the wait (the
+    deadline as a timeout: the wait is not idle time, the deadline still runs)."""
+    async with Delegations(curious) as delegations:
+        started = await delegations.start(DelegationRequest(prompt="Which organism?", timeout=0.3))
+        with anyio.fail_after(5):
+            asked = await delegations.result(started.delegation_id, wait=5)
+        if ending == "answer":
+            delegations.answer(started.delegation_id, "human")
+        elif ending == "cancel":
+            await delegations.cancel(started.delegation_id)
+        for _ in range(500):  # until it ended (a question already waiting is not waited for)
+            ended = await delegations.result(started.delegation_id, wait=5)
+            if ended.finished:
+                break
+            await anyio.sleep(0.01)
+        with pytest.raises(lyra.detached.NoQuestion, match="waits for no answer"):
+            delegations.answer(started.delegation_id, "late")
+    assert (asked.state, asked.question) == ("input_required", "Which organism?")
+    assert ended.question is None
+    if ending == "answer":
+        assert ended.state == "completed"
+        assert ended.report is not None
+        assert ended.report.output == "told: human"
+    elif ending == "cancel":
+        assert (ended.state, ended.report) == ("cancelled", None)
+    else:
+        assert ended.state == "failed"
+        assert ended.report is not None
+        assert ended.report.category == "timeout"
+
+
 async def test_finished_delegations_are_forgotten_after_keep_for() -> None:
     """list shows every delegation, newest first; a finished one is forgotten
     ``keep_for`` seconds after it finished (an unknown id is a clear error), a
@@ -142,11 +181,15 @@ async def test_lyras_own_error_fails_that_delegation_alone() -> None:
 
     class Flaky(lyra.detached.InProcess):
         async def run(
-            self, delegation_id: str, request: DelegationRequest, recorded: Callable[[], None]
+            self,
+            delegation_id: str,
+            request: DelegationRequest,
+            recorded: Callable[[], None],
+            ask: lyra.detached.Asker,
         ) -> DelegationResult:
             if request.prompt == "break":
                 raise RuntimeError("the runner broke")
-            return await super().run(delegation_id, request, recorded)
+            return await super().run(delegation_id, request, recorded, ask)
 
     async with Delegations(runner=Flaky(worker)) as delegations:
         broken = await delegations.start(DelegationRequest(prompt="break"))

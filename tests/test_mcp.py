@@ -45,6 +45,7 @@ async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_pat
         "delegation_result",
         "cancel_delegation",
         "list_delegations",
+        "answer_delegation",
     }
     delegate = tools["delegate_task"]
     assert set(delegate.input_schema["properties"]) == {

@@ -108,10 +108,12 @@ def invocations(log: Path) -> Counter[str]:
 async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_twice(
     tmp_path: Path,
 ) -> None:
-    """With --durable, SIGKILL while one delegation runs: the restarted server lists all
-    three; the finished one returns its recorded report without running again, the
-    cancelled one stays cancelled, the interrupted one runs again from its start and
-    finishes. A second server on the same state directory is refused meanwhile."""
+    """With --durable, SIGKILL while one delegation runs and another's question waits:
+    the restarted server lists all four; the finished one returns its recorded report
+    without running again, the cancelled one stays cancelled, the interrupted one
+    runs again from its start and finishes, and the question still waits (in the
+    database): answered, its attempt runs again with the answer waiting in ctx.ask.
+    A second server on the same state directory is refused meanwhile."""
     state, log = tmp_path / "state", tmp_path / "invocations.tsv"
     args = ("--child", "fakes.children:plodder", "--durable", "--state-dir", str(state))
     env = {"LYRA_TEST_INVOCATION_LOG": str(log)}
@@ -131,6 +133,10 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
             )
             dropped = fields(await client.call_tool("start_delegation", {"prompt": "50x1"}))
             await client.call_tool("cancel_delegation", {"delegation_id": dropped["delegation_id"]})
+            asks = fields(await client.call_tool("start_delegation", {"prompt": "ask"}))
+            asked = await client.call_tool(
+                "delegation_result", {"delegation_id": asks["delegation_id"], "wait": 20}
+            )
             cut = fields(await client.call_tool("start_delegation", {"prompt": "4x0.25"}))
             for _ in range(1000):  # until its attempt has begun (at most 20 s)
                 status = await client.call_tool(
@@ -146,11 +152,17 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
     with lyra_mcp.http(*args, log=tmp_path / "again.txt", env=env) as again:
         async with Client(again.url) as client:
             listed = fields(await client.call_tool("list_delegations", {}))["delegations"]
+            still = await client.call_tool(
+                "delegation_result", {"delegation_id": asks["delegation_id"], "wait": 20}
+            )
+            await client.call_tool(
+                "answer_delegation", {"delegation_id": asks["delegation_id"], "answer": "yeast"}
+            )
             results = {
                 key["delegation_id"]: await client.call_tool(
                     "delegation_result", {"delegation_id": key["delegation_id"], "wait": 20}
                 )
-                for key in (done, dropped, cut)
+                for key in (done, dropped, cut, asks)
             }
         assert again.stop() == 0
     states = {entry["delegation_id"]: entry["state"] for entry in listed}
@@ -158,8 +170,17 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
         done["delegation_id"]: "completed",
         dropped["delegation_id"]: "cancelled",
         cut["delegation_id"]: states[cut["delegation_id"]],  # resumed: it may have finished
+        asks["delegation_id"]: states[asks["delegation_id"]],  # its question found again
     }
     assert states[cut["delegation_id"]] in ("working", "completed")
+    for waiting in (asked, still):
+        assert (fields(waiting)["state"], fields(waiting)["question"]) == (
+            "input_required",
+            "Which organism?",
+        )
+    answered = results[asks["delegation_id"]]
+    assert report_of(answered).startswith("studied yeast\n")
+    assert fields(answered)["report"]["attempt"] == 2
     assert report_of(results[done["delegation_id"]]) == done_report  # recorded, not rerun
     assert fields(results[dropped["delegation_id"]])["state"] == "cancelled"
     assert report_of(results[cut["delegation_id"]]).startswith("plodded 4 steps\n")
@@ -167,9 +188,11 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
         done["delegation_id"]: 1,
         dropped["delegation_id"]: 1,
         cut["delegation_id"]: 1,
+        asks["delegation_id"]: 1,
     }
     assert invocations(log) == {
         done["delegation_id"]: 1,
         dropped["delegation_id"]: 1,
         cut["delegation_id"]: 2,  # killed mid-attempt: that attempt alone ran again
+        asks["delegation_id"]: 2,  # the attempt after the answer
     }

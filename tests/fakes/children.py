@@ -73,7 +73,10 @@ async def meets_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
 
 async def plodder(prompt: str, ctx: ChildContext) -> str:
     """``N x S`` in the prompt (e.g. ``5x0.2``): N steps, each S seconds after the last,
-    then ``plodded N steps``; ``Nx S`` then ``quiet T``: T silent seconds after them."""
+    then ``plodded N steps``; ``Nx S`` then ``quiet T``: T silent seconds after them.
+    The prompt ``ask``: asks which organism, as :func:`asker` does."""
+    if prompt == "ask":
+        return await asker(prompt, ctx)
     words = prompt.split()
     steps, _, pause = words[0].partition("x")
     for step in range(int(steps)):
@@ -95,3 +98,11 @@ async def gated(prompt: str, ctx: ChildContext) -> str:
         await anyio.sleep(0.01)
     ctx.step("through the gate")
     return "gate opened"
+
+
+async def asker(prompt: str, ctx: ChildContext) -> str:
+    """One step, then asks which organism (``ctx.ask``) and answers with it."""
+    ctx.step("Read the task")
+    organism = await ctx.ask("Which organism?")
+    ctx.step(f"Looked up {organism}")
+    return f"studied {organism}"

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent
@@ -23,9 +23,10 @@ TESTS = Path(__file__).resolve().parent.parent
 
 @asynccontextmanager
 async def stdio(
-    *args: str, errlog: IO[str], env: Mapping[str, str] | None = None
+    *args: str, errlog: IO[str], env: Mapping[str, str] | None = None, **session: Any
 ) -> AsyncIterator[ClientSession]:
-    """A client session with ``python -m lyra mcp ARGS`` over stdio (protocol 2025-11-25)."""
+    """A client session with ``python -m lyra mcp ARGS`` over stdio (protocol 2025-11-25);
+    ``session`` goes to the ClientSession (an ``elicitation_callback``)."""
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "lyra", "mcp", *args],
@@ -33,10 +34,10 @@ async def stdio(
     )
     async with (
         stdio_client(server, errlog=errlog) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, **session) as client,
     ):
-        await session.initialize()
-        yield session
+        await client.initialize()
+        yield client
 
 
 def report_of(result: CallToolResult) -> str:

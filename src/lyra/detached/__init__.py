@@ -1,5 +1,5 @@
 """Detached delegations: start one now, read its status and collect its report
-later, by id; cancel it; answer its child's question. In memory by default,
+later, by id; cancel it; answer its child's question (``ctx.ask``). In memory by default,
 durable with :class:`DurableRunner` (extra ``durable``).
 
 This is the store behind ``lyra mcp``'s ``start_delegation`` and related
@@ -12,8 +12,10 @@ from lyra.detached._durable import DurableRunner
 from lyra.detached._models import DelegationRequest, DelegationStatus, State
 from lyra.detached._store import (
     KEEP_FOR,
+    Asker,
     Delegations,
     InProcess,
+    NoQuestion,
     Recorded,
     Runner,
     UnknownDelegation,
@@ -22,11 +24,13 @@ from lyra.detached._watch import Observed, attempt, observed
 
 __all__ = [
     "KEEP_FOR",
+    "Asker",
     "DelegationRequest",
     "DelegationStatus",
     "Delegations",
     "DurableRunner",
     "InProcess",
+    "NoQuestion",
     "Observed",
     "Recorded",
     "Runner",

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, Self
 
 import anyio
@@ -38,6 +39,15 @@ _PROMPT_SHOWN = 200
 
 class UnknownDelegation(LookupError):
     """No delegation has this id (never started here, or forgotten since it finished)."""
+
+
+class NoQuestion(LookupError):
+    """The delegation waits for no answer: its child asked nothing, or not any more."""
+
+
+Asker = Callable[[str], Awaitable[str | None]]
+"""How a delegation's child asks (``ctx.ask``): the question in, the answer out
+(``None``: none will come)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +69,15 @@ class Runner(Protocol):
         ...
 
     async def run(
-        self, delegation_id: str, request: DelegationRequest, recorded: Callable[[], None]
+        self,
+        delegation_id: str,
+        request: DelegationRequest,
+        recorded: Callable[[], None],
+        ask: Asker,
     ) -> DelegationResult:
         """Run the delegation to its end (or wait for the end of a recorded one);
-        ``recorded()`` as soon as a crash of this process could no longer lose it."""
+        ``recorded()`` as soon as a crash of this process could no longer lose it;
+        ``ask`` answers the child's questions, where the runner can pass it on."""
         ...
 
     async def cancel(self, delegation_id: str) -> None:
@@ -86,10 +101,14 @@ class InProcess:
         return []
 
     async def run(
-        self, delegation_id: str, request: DelegationRequest, recorded: Callable[[], None]
+        self,
+        delegation_id: str,
+        request: DelegationRequest,
+        recorded: Callable[[], None],
+        ask: Asker,
     ) -> DelegationResult:
         recorded()  # as recorded as it will ever be: in this process's memory
-        return await Supervisor(self._child, budget=request.budget).delegate(
+        return await Supervisor(self._child, budget=request.budget, answer=ask).delegate(
             request.prompt,
             timeout=request.timeout,
             idle_timeout=request.idle_timeout,
@@ -113,6 +132,9 @@ class _Delegation:
     result: DelegationResult | None = None
     finished_at: float | None = None
     question: str | None = None
+    answered: anyio.Event | None = None
+    """Set when the question that waits gets its answer (``None``: none waits)."""
+    answer: str | None = None
     steps: tuple[str, ...] = ()
     """The steps of its last attempt in this process, once it ended."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -221,10 +243,27 @@ class Delegations:
         if delegation.state in FINISHED:
             return self._status(delegation)
         await self.runner.cancel(delegation_id)  # first: a crash now must not resume it
+        delegation.answered = delegation.question = None  # nobody may answer it now
         delegation.move("cancelled", self._clock())
         stop(delegation_id)  # an attempt running outside its task (a durable workflow)
         delegation.scope.cancel()
         events.info("detached_cancelled", delegation_id=delegation_id)
+        return self._status(delegation)
+
+    def answer(self, delegation_id: str, answer: str) -> DelegationStatus:
+        """Answer the question the delegation's child waits on; it goes on working.
+        :class:`NoQuestion` when none waits."""
+        delegation = self._find(delegation_id)
+        if delegation.answered is None:
+            raise NoQuestion(
+                f"{delegation_id} waits for no answer (it is {delegation.state}): its child "
+                "asked nothing, or its question was answered or ended it"
+            )
+        delegation.answer = answer
+        delegation.answered.set()
+        delegation.answered = delegation.question = None
+        delegation.move("working", self._clock())
+        events.info("detached_answered", delegation_id=delegation_id)
         return self._status(delegation)
 
     def list(self) -> list[DelegationStatus]:
@@ -244,7 +283,9 @@ class Delegations:
         key = delegation.delegation_id
         with delegation.scope:  # cancelled by cancel() alone
             try:
-                result = await self.runner.run(key, delegation.request, delegation.recorded.set)
+                result = await self.runner.run(
+                    key, delegation.request, delegation.recorded.set, partial(self._ask, delegation)
+                )
             except Exception as exc:  # noqa: BLE001 - lyra's own error: this delegation fails, alone
                 result = lost_outcome(Task(prompt=delegation.request.prompt), exc).result
             finally:
@@ -256,6 +297,20 @@ class Delegations:
                 delegation.result = result
                 delegation.question = None
                 delegation.move(result.status, self._clock())
+
+    async def _ask(self, delegation: _Delegation, question: str) -> str | None:
+        """The child's question waits (state ``input_required``) until :meth:`answer`;
+        the child's deadline still runs meanwhile, and a cancel ends the wait."""
+        answered = delegation.answered = anyio.Event()
+        delegation.question, delegation.answer = question, None
+        delegation.move("input_required", self._clock())
+        events.info("detached_question", delegation_id=delegation.delegation_id, question=question)
+        try:
+            await answered.wait()
+        finally:
+            if delegation.answered is answered:  # ended unanswered (a deadline, a cancel)
+                delegation.answered = delegation.question = None
+        return delegation.answer
 
     def _find(self, delegation_id: str) -> _Delegation:
         self._forget_expired()

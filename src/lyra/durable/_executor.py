@@ -275,16 +275,44 @@ class DurableExecutor:
         Returns how many were cancelled."""
         from dbos import DBOS
 
+        ids = await self._unfinished(call)
+        if ids:
+            await DBOS.cancel_workflows_async(ids)
+        return len(ids)
+
+    async def question(self, call: str) -> str | None:
+        """The question an unfinished task of ``call`` waits on for its answer (its
+        policy's ``answer_wait``), if one does."""
+        from dbos import DBOS
+
+        from lyra.durable._engine import QUESTION_EVENT
+
+        for workflow_id in await self._unfinished(call):
+            asked = await DBOS.get_event_async(workflow_id, QUESTION_EVENT, timeout_seconds=0)
+            if isinstance(asked, str) and asked:
+                return asked
+        return None
+
+    async def answer(self, call: str, question: str, answer: str) -> None:
+        """Send ``answer`` to the unfinished tasks of ``call`` that wait on ``question``
+        (the next attempt gets it from ``ctx.ask``); recorded, so a restart keeps it."""
+        from dbos import DBOS
+
+        from lyra.durable._engine import question_topic
+
+        for workflow_id in await self._unfinished(call):
+            await DBOS.send_async(workflow_id, answer, topic=question_topic(question))
+
+    async def _unfinished(self, call: str) -> list[str]:
+        from dbos import DBOS
+
         found = await DBOS.list_workflows_async(
             workflow_id_prefix=f"{self.run_id}/{_call_name(call)}/",
             status=["PENDING", "ENQUEUED"],
             load_input=False,
             load_output=False,
         )
-        ids = [status.workflow_id for status in found]
-        if ids:
-            await DBOS.cancel_workflows_async(ids)
-        return len(ids)
+        return [status.workflow_id for status in found]
 
     def recorded(self) -> dict[str, str]:
         """Every workflow of this run the database holds, with its status

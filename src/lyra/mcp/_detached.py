@@ -19,7 +19,13 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import Budget, render_report
-from lyra.detached import DelegationRequest, Delegations, DelegationStatus, UnknownDelegation
+from lyra.detached import (
+    DelegationRequest,
+    Delegations,
+    DelegationStatus,
+    NoQuestion,
+    UnknownDelegation,
+)
 from lyra.mcp._progress import report_progress
 
 MAX_WAIT = 600.0
@@ -111,6 +117,13 @@ def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
     async def list_delegations() -> DelegationList:
         return DelegationList(delegations=store.list())
 
+    async def answer_delegation(
+        delegation_id: Id,
+        answer: Annotated[str, Field(description="The answer to the child's question.")],
+    ) -> DelegationStatus:
+        with _known():
+            return store.answer(delegation_id, answer)
+
     changes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
     reads = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     return [
@@ -151,16 +164,23 @@ def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
             description=_LIST,
             annotations=reads,
         ),
+        Tool(
+            fn=answer_delegation,
+            name="answer_delegation",
+            title="Answer a delegation's question",
+            description=_ANSWER,
+            annotations=changes,
+        ),
     ]
 
 
 @contextmanager
 def _known() -> Iterator[None]:
-    """An unknown id is a tool error the model can read (raised here, or from a task
-    group)."""
+    """An unknown id (or no question to answer) is a tool error the model can read
+    (raised here, or from a task group)."""
     try:
         yield
-    except* UnknownDelegation as unknown:
+    except* (UnknownDelegation, NoQuestion) as unknown:
         raise ToolError(str(unknown.exceptions[0])) from None
 
 
@@ -193,18 +213,25 @@ long tasks, or to run several at once; delegate_task waits instead."""
 _STATUS = """\
 Where a delegation is now: state (working, input_required, completed, failed, \
 cancelled), the steps its child completed so far, tokens, cost and turns spent, \
-seconds left before its deadline, the question it waits on (if any), and the \
-report once it finished."""
+seconds left before its deadline, the question it waits on (state \
+input_required: answer it with answer_delegation), and the report once it \
+finished."""
 
 _RESULT = """\
 The report of a delegation: the same text and fields delegate_task returns, \
-once the child finished. If it is still working, waits up to `wait` seconds, \
-then says where it is (call again later). A failure is a normal result: read \
+once the child finished. If it is still working, waits up to `wait` seconds \
+(less if its child asks a question: answer it with answer_delegation), then \
+says where it is (call again later). A failure is a normal result: read \
 its category and retryable fields before starting another."""
 
 _CANCEL = """\
 Stop a delegation's child. It ends "cancelled", without a report; a finished \
 delegation is left as it is."""
+
+_ANSWER = """\
+Answer the question a delegation's child waits on (state "input_required"; \
+delegation_status and delegation_result show the question). The child goes on \
+with the answer."""
 
 _LIST = """\
 Every delegation the server knows, newest first, with its status. Finished \

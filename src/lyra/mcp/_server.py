@@ -26,6 +26,7 @@ from lyra.detached._watch import KEY, release
 from lyra.errors import ReportParseError
 from lyra.mcp._detached import detached_tools
 from lyra.mcp._progress import report_progress
+from lyra.mcp._questions import elicitor
 
 PROGRESS_EVERY = 1.0
 """Seconds between two progress notifications at most (see :mod:`lyra.mcp._progress`)."""
@@ -48,7 +49,9 @@ _DELEGATE = """\
 Run the child agent once on `prompt` and return its output, or its failure \
 report, ending in a <task_metadata> block (status, category, retryable, \
 attempt, duration, usage). A failure is a normal result, never an error: \
-read its category and retryable fields before retrying."""
+read its category and retryable fields before retrying. If the child asks a \
+question and you cannot be asked (elicitation), it ends missing_context with \
+the question in the report: delegate again with the answer in the prompt."""
 
 _PARSE = """\
 Read a lyra report (the text delegate_task returned, or one found in a log) \
@@ -212,7 +215,8 @@ def delegate_tool(child: Observed, *, progress_every: float = PROGRESS_EVERY) ->
                 lambda: report_progress(ctx, key, total=timeout, every=progress_every)
             )
             try:
-                result = await Supervisor(child, budget=budget).delegate(
+                supervisor = Supervisor(child, budget=budget, answer=elicitor(ctx))
+                result = await supervisor.delegate(
                     prompt, timeout=timeout, idle_timeout=idle_timeout, context={KEY: key}
                 )
             finally:
