@@ -32,8 +32,14 @@ agent framework) to start (stdio, the default) or reach (--http). Its tools:
   start_delegation   starts the child in the background and returns an id at once
   delegation_status  state, steps so far, spend, time left
   delegation_result  the report (waits up to `wait` seconds for it)
+  answer_delegation  answers the question its child waits on (ctx.ask)
   cancel_delegation, list_delegations
   parse_report       the fields of a report text
+
+A child's question goes to the client as an elicitation where the client
+takes one (protocol 2025-11-25 and before); otherwise delegate_task's report
+carries it (missing_context / input_required), and a detached delegation
+waits for answer_delegation.
 
 Detached delegations live in memory, as long as the server; with --durable
 (a SQLite database in --state-dir) or --database-url (PostgreSQL, children run

@@ -5,10 +5,11 @@ configured child once and returns the report a script gets (as text) with its
 fields (as structured content), sending progress notifications while it runs
 when the client asks for them; ``parse_report`` (report text in, its fields
 out); and the detached delegations, ``start_delegation`` (an id at once),
-``delegation_status``, ``delegation_result`` (may wait), ``cancel_delegation``
-and ``list_delegations``, on a :class:`lyra.detached.Delegations` store. A
-child's failure is a normal result carrying the failure report; only bad
-arguments are tool errors. Served over stdio (:func:`serve`) or Streamable
+``delegation_status``, ``delegation_result`` (may wait), ``cancel_delegation``,
+``list_delegations`` and ``answer_delegation``, on a
+:class:`lyra.detached.Delegations` store. A child's question (``ctx.ask``) goes
+to the client as an elicitation where it can take one. A child's failure is a
+normal result carrying the failure report; only bad arguments are tool errors. Served over stdio (:func:`serve`) or Streamable
 HTTP (:func:`serve_http`). Needs the ``lyra-supervisor[mcp]`` extra (the
 official ``mcp`` SDK).
 """
