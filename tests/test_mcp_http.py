@@ -4,10 +4,7 @@ protection always on -- checked with raw requests and the official SDK client.""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fakes import lyra_mcp
+from lyra.cli import main
 from lyra.errors import ConfigurationError
 from lyra.mcp import serve_http
 
@@ -136,17 +134,13 @@ def busy_port() -> Iterator[int]:
     ids=["no token", "port in use", "host without http", "two stores"],
 )
 def test_what_cannot_be_served_is_a_usage_error(
-    args: list[str], message: str, busy_port: int
+    args: list[str], message: str, busy_port: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One line on stderr, exit 2, nothing on stdout."""
+    """One line on stderr, exit 2, nothing on stdout (the command line, in process: each
+    is refused before anything serves)."""
     command = [a.format(busy=busy_port) for a in args]
-    done = subprocess.run(
-        [sys.executable, "-m", "lyra", "mcp", "--child", "fakes.children:spender", *command],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(lyra_mcp.TESTS)},
-        timeout=60,
-    )
-    assert (done.returncode, done.stdout) == (2, ""), done.stderr
-    assert done.stderr.startswith(f"lyra: {message.format(busy=busy_port)}"), done.stderr
-    assert len(done.stderr.splitlines()) == 1
+    status = main(["mcp", "--child", "fakes.children:spender", *command])
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, ""), err
+    assert err.startswith(f"lyra: {message.format(busy=busy_port)}"), err
+    assert len(err.splitlines()) == 1
