@@ -9,9 +9,9 @@ out); and the detached delegations, ``start_delegation`` (an id at once),
 ``list_delegations`` and ``answer_delegation``, on a
 :class:`lyra.detached.Delegations` store. A child's question (``ctx.ask``) goes
 to the client as an elicitation where it can take one. A child's failure is a
-normal result carrying the failure report; only bad arguments are tool errors. Served over stdio (:func:`serve`) or Streamable
-HTTP (:func:`serve_http`). Needs the ``lyra-supervisor[mcp]`` extra (the
-official ``mcp`` SDK).
+normal result carrying the failure report; only bad arguments are tool errors.
+Served over stdio (:func:`serve`) or Streamable HTTP (:func:`serve_http`).
+Needs the ``lyra-supervisor[mcp]`` extra (the official ``mcp`` SDK).
 """
 
 from lyra._extras import missing_extra
