@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra.delegation import Budget, render_report
+from lyra.delegation import render_report
 from lyra.detached import (
     DelegationRequest,
     Delegations,
@@ -26,6 +26,7 @@ from lyra.detached import (
     NoQuestion,
     UnknownDelegation,
 )
+from lyra.mcp._arguments import BudgetLimits, IdleTimeout, Prompt, Timeout
 from lyra.mcp._progress import report_progress
 
 MAX_WAIT = 600.0
@@ -57,23 +58,10 @@ def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
     """The tools over ``store``."""
 
     async def start_delegation(
-        prompt: Annotated[str, Field(description="The task, complete in itself.")],
-        timeout: Annotated[
-            float,
-            Field(gt=0, allow_inf_nan=False, description="Seconds the child may take in all."),
-        ] = 300.0,
-        idle_timeout: Annotated[
-            float | None,
-            Field(
-                gt=0,
-                allow_inf_nan=False,
-                description="Seconds without progress before the child is stopped.",
-            ),
-        ] = None,
-        budget: Annotated[
-            Budget | None,
-            Field(description="Limits for the child and everything it delegates."),
-        ] = None,
+        prompt: Prompt,
+        timeout: Timeout = 300.0,
+        idle_timeout: IdleTimeout = None,
+        budget: BudgetLimits = None,
     ) -> DelegationStatus:
         request = DelegationRequest(
             prompt=prompt, timeout=timeout, idle_timeout=idle_timeout, budget=budget

@@ -19,11 +19,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from lyra import Budget, Supervisor, TaskReport, __version__, parse_report
+from lyra import Supervisor, TaskReport, __version__, parse_report
 from lyra.delegation import Child
 from lyra.detached import Delegations, Observed
 from lyra.detached._watch import KEY, release
 from lyra.errors import ReportParseError
+from lyra.mcp._arguments import BudgetLimits, IdleTimeout, Prompt, Timeout
 from lyra.mcp._detached import detached_tools
 from lyra.mcp._progress import report_progress
 from lyra.mcp._questions import elicitor
@@ -191,23 +192,10 @@ def delegate_tool(child: Observed, *, progress_every: float = PROGRESS_EVERY) ->
 
     async def delegate_task(
         ctx: Context,
-        prompt: Annotated[str, Field(description="The task, complete in itself.")],
-        timeout: Annotated[
-            float,
-            Field(gt=0, allow_inf_nan=False, description="Seconds the child may take in all."),
-        ] = 300.0,
-        idle_timeout: Annotated[
-            float | None,
-            Field(
-                gt=0,
-                allow_inf_nan=False,
-                description="Seconds without progress before the child is stopped.",
-            ),
-        ] = None,
-        budget: Annotated[
-            Budget | None,
-            Field(description="Limits for the child and everything it delegates."),
-        ] = None,
+        prompt: Prompt,
+        timeout: Timeout = 300.0,
+        idle_timeout: IdleTimeout = None,
+        budget: BudgetLimits = None,
     ) -> Annotated[CallToolResult, TaskReport]:
         key = f"call-{secrets.token_hex(8)}"  # how the progress finds the attempt
         async with anyio.create_task_group() as progress:
