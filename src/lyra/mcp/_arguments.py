@@ -22,5 +22,5 @@ IdleTimeout = Annotated[
     ),
 ]
 BudgetLimits = Annotated[
-    Budget | None, Field(description="BudgetLimits for the child and everything it delegates.")
+    Budget | None, Field(description="Limits for the child and everything it delegates.")
 ]
