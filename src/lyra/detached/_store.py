@@ -167,11 +167,13 @@ class Delegations:
         keep_for: float = KEEP_FOR,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if (child is None) == (runner is None):
-            raise TypeError("give Delegations a child or a runner (one of them)")
         if not keep_for > 0:
             raise ValueError(f"keep_for must be a positive number of seconds, not {keep_for!r}")
-        self.runner: Runner = runner if runner is not None else InProcess(child)  # type: ignore[arg-type]
+        if child is not None and runner is None:
+            runner = InProcess(child)
+        elif runner is None or child is not None:
+            raise TypeError("give Delegations a child or a runner (one of them)")
+        self.runner: Runner = runner
         self.keep_for = keep_for
         self._clock = clock
         self._delegations: dict[str, _Delegation] = {}
