@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-CORE = ("delegation", "recovery", "supervisor", "children", "durable", "logs")
+CORE = ("delegation", "recovery", "supervisor", "children", "durable", "detached", "logs")
 GROUND = (
     "errors",
     "events",
@@ -253,7 +253,8 @@ def test_nothing_tells_a_user_to_install_lyra_from_the_index() -> None:
     such package yet) or `pip install 'lyra[…]'` (someone else's package)."""
     root = SRC.parent
     texts = [*modules().values(), root / "README.md", *root.glob("docs/**/*.md")]
-    texts += [*root.glob("examples/*"), *root.glob("benchmarks/*.py")]
+    texts += [*root.glob("examples/*.py"), *root.glob("examples/*.md")]
+    texts += [*root.glob("benchmarks/*.py")]
     wrong = re.compile(r"""pip install ['"]?lyra(-supervisor)?(?![\w-])""", re.MULTILINE)
     stale = [str(path.relative_to(root)) for path in texts if wrong.search(path.read_text())]
     assert stale == []

@@ -134,6 +134,7 @@ def test_public_surface_is_sorted_and_does_not_import_dbos() -> None:
         "DurableExecutor",
         "JobSpec",
         "NoWorkers",
+        "RecordedTask",
     ]
     code = "import sys, lyra.durable, lyra.cli; print('dbos' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

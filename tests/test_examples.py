@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,22 @@ EXPECTED = {
         "user text, function_call, function_response, user text",
         "lookups made: 1",
     ],
+    "mcp_progress.py": [
+        "lyra serves MCP at http://127.0.0.1:",
+        "progress",
+        "status=completed: Summary of 3 files",
+    ],
+    "mcp_detached.py": [
+        "after the restart:",
+        "'cancelled'",
+        "status=completed after the restart: Findings on 'the slow archive'",
+    ],
+    "mcp_http.py": [
+        "without the token: 401",
+        "with the token, Host: evil.example: 421",
+        "--host 0.0.0.0 without a token: refused: refusing to serve on 0.0.0.0",
+        "status=completed",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",
@@ -99,9 +116,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[i
         for path in EXAMPLES
     }
     results = {}
+    deadline = time.monotonic() + 120  # for all of them: a hang fails, a loaded machine does not
     try:
         for name, proc in procs.items():
-            out, err = proc.communicate(timeout=30)
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
             results[name] = (proc.returncode, out, err)
         yield results
     finally:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp_types import CallToolResult, TextContent
 
+from fakes.lyra_mcp import TESTS, report_of
+from fakes.lyra_mcp import stdio as lyra_mcp
 from fakes.messages_api import MessagesAPI, message, text, tool_use
 from lyra import parse_report
 from lyra._extras import install_hint
@@ -23,39 +21,12 @@ from lyra.settings import DEFAULT_MODEL
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-TESTS = Path(__file__).resolve().parent
-
-
-@asynccontextmanager
-async def lyra_mcp(
-    *args: str, errlog: IO[str], env: Mapping[str, str] | None = None
-) -> AsyncIterator[ClientSession]:
-    """A client session with ``python -m lyra mcp ARGS`` (the tests' fakes importable)."""
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lyra", "mcp", *args],
-        env={"PYTHONPATH": str(TESTS), **(env or {})},
-    )
-    async with (
-        stdio_client(server, errlog=errlog) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
 
 @pytest.fixture
 def errlog(tmp_path: Path) -> Any:
     """The server's stderr, in a file the test can read."""
     with (tmp_path / "stderr.txt").open("w+", encoding="utf-8") as stream:
         yield stream
-
-
-def report_of(result: CallToolResult) -> str:
-    """The text content of a tool result (one text block)."""
-    [block] = result.content
-    assert isinstance(block, TextContent)
-    return block.text
 
 
 async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_path: Path) -> None:
@@ -67,7 +38,16 @@ async def test_the_client_lists_the_tools_and_delegates(errlog: IO[str], tmp_pat
     ) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         result = await session.call_tool("delegate_task", {"prompt": "Summarise", "timeout": 10})
-    assert set(tools) == {"delegate_task", "parse_report"}
+    assert set(tools) == {
+        "delegate_task",
+        "parse_report",
+        "start_delegation",
+        "delegation_status",
+        "delegation_result",
+        "cancel_delegation",
+        "list_delegations",
+        "answer_delegation",
+    }
     delegate = tools["delegate_task"]
     assert set(delegate.input_schema["properties"]) == {
         "prompt",

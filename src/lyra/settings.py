@@ -17,6 +17,9 @@ environment is seen at once.
 ``LYRA_MODEL``                 the Anthropic model (default below)
 ``LYRA_AFDB_URL``              AlphaFold DB host of ``--source live``
 ``LYRA_UNIPROT_URL``           UniProt REST host of ``--source live``
+``LYRA_MCP_TOKEN``             the bearer token ``lyra mcp --http`` requires
+                               of every request (needed to serve beyond
+                               loopback)
 ``LYRA_TEST_INVOCATION_LOG``   tests only: a file where durable attempts
                                note each start
 ``LYRA_TEST_PAUSE``            tests only: ``before_checkpoint`` or
@@ -64,6 +67,11 @@ class Settings(BaseSettings):
     )
     uniprot_url: str = Field(
         "https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
+    )
+    mcp_token: SecretStr | None = Field(
+        None,
+        description="The bearer token lyra mcp --http requires of every request "
+        "(Authorization: Bearer …); needed to serve on an address other machines reach.",
     )
     max_crashes: int = Field(
         5,

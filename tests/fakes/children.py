@@ -69,3 +69,40 @@ async def meets_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
     future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     future.cancel()
     return await future
+
+
+async def plodder(prompt: str, ctx: ChildContext) -> str:
+    """``N x S`` in the prompt (e.g. ``5x0.2``): N steps, each S seconds after the last,
+    then ``plodded N steps``; ``Nx S`` then ``quiet T``: T silent seconds after them.
+    The prompt ``ask``: asks which organism, as :func:`asker` does."""
+    if prompt == "ask":
+        return await asker(prompt, ctx)
+    words = prompt.split()
+    steps, _, pause = words[0].partition("x")
+    for step in range(int(steps)):
+        await anyio.sleep(float(pause))
+        ctx.step(f"step {step + 1} of {steps}")
+    if len(words) == 3 and words[1] == "quiet":
+        await anyio.sleep(float(words[2]))
+    return f"plodded {steps} steps"
+
+
+async def gated(prompt: str, ctx: ChildContext) -> str:
+    """One step, then waits (heartbeating) until the file the prompt names exists, then
+    another step: a test decides when it finishes, however loaded the machine is."""
+    from pathlib import Path
+
+    ctx.step("waiting at the gate")
+    while not Path(prompt).exists():
+        ctx.heartbeat()
+        await anyio.sleep(0.01)
+    ctx.step("through the gate")
+    return "gate opened"
+
+
+async def asker(prompt: str, ctx: ChildContext) -> str:
+    """One step, then asks which organism (``ctx.ask``) and answers with it."""
+    ctx.step("Read the task")
+    organism = await ctx.ask("Which organism?")
+    ctx.step(f"Looked up {organism}")
+    return f"studied {organism}"

@@ -10,7 +10,7 @@ this package does not import DBOS; starting an executor or a worker does.
 """
 
 from lyra.durable._database import DatabaseUnreachable
-from lyra.durable._executor import DurableChildError, DurableExecutor, NoWorkers
+from lyra.durable._executor import DurableChildError, DurableExecutor, NoWorkers, RecordedTask
 from lyra.durable._spec import JobSpec
 
 __all__ = [
@@ -19,4 +19,5 @@ __all__ = [
     "DurableExecutor",
     "JobSpec",
     "NoWorkers",
+    "RecordedTask",
 ]

@@ -30,7 +30,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -241,6 +241,79 @@ class DurableExecutor:
     ) -> None:
         await self.aclose()
 
+    async def tasks(self) -> list[RecordedTask]:
+        """Every task of this run the database holds, oldest first: which call it
+        belongs to, its input and its status (after :meth:`start`). A process that
+        names its calls (``run(call=…)``) finds here what an earlier one started."""
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(
+            workflow_id_prefix=f"{self.run_id}/", load_input=True, load_output=False
+        )
+        tasks = []
+        for status in sorted(found, key=lambda status: status.created_at or 0):
+            call, _, _ = status.workflow_id.removeprefix(f"{self.run_id}/").partition("/")
+            args = status.input["args"] if status.input is not None else ()
+            if len(args) != 2:  # not a task workflow of this version: not ours to read
+                continue
+            tasks.append(
+                RecordedTask(
+                    call=call,
+                    task=Task.model_validate_json(args[1]),
+                    status=str(status.status),
+                    created_at=(status.created_at or 0) / 1000,
+                    completed_at=None
+                    if status.completed_at is None
+                    else status.completed_at / 1000,
+                )
+            )
+        return tasks
+
+    async def cancel(self, call: str) -> int:
+        """Record the unfinished tasks of ``call`` as cancelled, so that no process
+        resumes them (a child running in this process is the caller's to stop).
+        Returns how many were cancelled."""
+        from dbos import DBOS
+
+        ids = await self._unfinished(call)
+        if ids:
+            await DBOS.cancel_workflows_async(ids)
+        return len(ids)
+
+    async def question(self, call: str) -> str | None:
+        """The question an unfinished task of ``call`` waits on for its answer (its
+        policy's ``answer_wait``), if one does."""
+        from dbos import DBOS
+
+        from lyra.durable._engine import QUESTION_EVENT
+
+        for workflow_id in await self._unfinished(call):
+            asked = await DBOS.get_event_async(workflow_id, QUESTION_EVENT, timeout_seconds=0)
+            if isinstance(asked, str) and asked:
+                return asked
+        return None
+
+    async def answer(self, call: str, question: str, answer: str) -> None:
+        """Send ``answer`` to the unfinished tasks of ``call`` that wait on ``question``
+        (the next attempt gets it from ``ctx.ask``); recorded, so a restart keeps it."""
+        from dbos import DBOS
+
+        from lyra.durable._engine import question_topic
+
+        for workflow_id in await self._unfinished(call):
+            await DBOS.send_async(workflow_id, answer, topic=question_topic(question))
+
+    async def _unfinished(self, call: str) -> list[str]:
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(
+            workflow_id_prefix=f"{self.run_id}/{_call_name(call)}/",
+            status=["PENDING", "ENQUEUED"],
+            load_input=False,
+            load_output=False,
+        )
+        return [status.workflow_id for status in found]
+
     def recorded(self) -> dict[str, str]:
         """Every workflow of this run the database holds, with its status
         (``SUCCESS``, ``PENDING``, …); blocking, after :meth:`start_blocking`."""
@@ -269,19 +342,29 @@ class DurableExecutor:
         max_concurrency: int,
         on_outcome: OnOutcome | None = None,
         keep: bool = True,
+        call: str | None = None,
+        on_recorded: Callable[[Task], None] | None = None,
     ) -> list[RecoveryOutcome]:
         """Run every task durably; see :class:`~lyra.supervisor.Executor`.
 
         The job must travel as data (:class:`~lyra.durable.JobSpec`: a child by
-        importable name, no Python callables in its policy).
+        importable name, no Python callables in its policy). The tasks' workflows
+        are named after the run, this call and their position: calls are numbered
+        in the order this process makes them, unless ``call`` names this one (a
+        long-lived process whose calls come one by one, in no order a later
+        process could repeat: the same name finds the same workflows).
+        ``on_recorded(task)`` is called as each task's workflow is in the database
+        (started, enqueued, or found from an earlier process): from then on a
+        crash of this process loses it no more.
         """
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         tasks = list(tasks)  # each gets a workflow ID from its position
         spec = JobSpec.of(job).model_dump_json()
-        call = self._calls
-        self._calls += 1
-        prefix = f"{self.run_id}/{call}/"
+        if call is None:
+            call = str(self._calls)
+            self._calls += 1
+        prefix = f"{self.run_id}/{_call_name(call)}/"
         await self.start()
         runs = [
             _Run(f"{prefix}{i}-{file_stem(task.subject or str(i))}", task, task.model_dump_json())
@@ -289,9 +372,13 @@ class DurableExecutor:
         ]
         try:
             if self.placement == "embedded":
-                outcomes = await self._embedded(spec, runs, max_concurrency, on_outcome)
+                outcomes = await self._embedded(
+                    spec, runs, max_concurrency, on_outcome, on_recorded or _ignore
+                )
             else:
-                outcomes = await self._queued(spec, prefix, runs, max_concurrency, on_outcome)
+                outcomes = await self._queued(
+                    spec, prefix, runs, max_concurrency, on_outcome, on_recorded or _ignore
+                )
         except BaseException as exc:
             quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
             why = storage_failure(exc)
@@ -304,7 +391,12 @@ class DurableExecutor:
         return outcomes if keep else []
 
     async def _embedded(
-        self, spec: str, runs: list[_Run], max_concurrency: int, on_outcome: OnOutcome | None
+        self,
+        spec: str,
+        runs: list[_Run],
+        max_concurrency: int,
+        on_outcome: OnOutcome | None,
+        on_recorded: Callable[[Task], None],
     ) -> list[RecoveryOutcome]:
         from dbos import DBOS, SetWorkflowID
 
@@ -321,6 +413,8 @@ class DurableExecutor:
             gave_up = {s.workflow_id for s in found if s.status == GAVE_UP}
             known.update(s.workflow_id for s in found)
             for i, run in enumerate(chunk, start):
+                if run.workflow_id in known:
+                    on_recorded(run.task)
                 if run.workflow_id in done:
                     results[i] = self._finish_safely(run, done[run.workflow_id], on_outcome)
                 elif run.workflow_id in gave_up:
@@ -336,6 +430,7 @@ class DurableExecutor:
             else:
                 with SetWorkflowID(run.workflow_id):
                     handle = await DBOS.start_workflow_async(task_workflow, spec, run.task_json)
+                on_recorded(run.task)
             try:
                 result = await handle.get_result(polling_interval_sec=self.poll_interval)
             except Exception as exc:
@@ -373,6 +468,7 @@ class DurableExecutor:
         runs: list[_Run],
         max_concurrency: int,
         on_outcome: OnOutcome | None,
+        on_recorded: Callable[[Task], None],
     ) -> list[RecoveryOutcome]:
         from lyra.durable import _engine
 
@@ -381,6 +477,8 @@ class DurableExecutor:
         ):
             await anyio.sleep(2 * _engine.QUEUE_POLL)  # until every worker applies the limit
         await _enqueue_all(spec, runs)
+        for run in runs:
+            on_recorded(run.task)
         index = {run.workflow_id: i for i, run in enumerate(runs)}
         results: list[RecoveryOutcome | None] = [None] * len(runs)
         watch = _Watch(prefix, set(index), self.worker_wait)
@@ -473,6 +571,34 @@ async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
     )
     if failures:
         raise failures[0]
+
+
+def _ignore(task: Task) -> None:
+    return None
+
+
+def _call_name(call: str) -> str:
+    """A call's name, checked: it becomes part of its workflows' IDs."""
+    if not _RUN_ID.match(call):
+        raise ConfigurationError(
+            f"a call's name must be letters, digits, '.', '_' or '-' (at most 64), not {call!r}"
+        )
+    return call
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTask:
+    """A task the database holds (:meth:`DurableExecutor.tasks`)."""
+
+    call: str
+    """The call it belongs to: the ``call`` name given to ``run``, or its number."""
+    task: Task
+    status: str
+    """DBOS's status of its workflow: ``PENDING``, ``ENQUEUED``, ``SUCCESS``,
+    ``CANCELLED``, ``ERROR``, ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``."""
+    created_at: float
+    """When it was started (seconds since the epoch)."""
+    completed_at: float | None
 
 
 def quiet_dbos() -> None:

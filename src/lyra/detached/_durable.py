@@ -1,0 +1,156 @@
+"""Detached delegations that outlive their process, on lyra's durable executor.
+
+Each delegation is one call of a :class:`~lyra.durable.DurableExecutor` named
+by its id, so its task is one DBOS workflow whose ID a later process derives
+from the id again. A restarted process lists the run's tasks to find every
+delegation; asking the executor for a finished one returns its recorded
+result without running it, and an unfinished one goes on from its last
+checkpoint (DBOS recovers it as the executor starts). Needs the ``durable``
+extra; the child travels by name (a :class:`~lyra.ChildRef`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from lyra import events
+from lyra.delegation import ChildRef, DelegationResult, FailureCategory, exception_text
+from lyra.detached._models import DelegationRequest
+from lyra.detached._store import Asker, Recorded
+from lyra.detached._watch import KEY
+from lyra.recovery import RecoveryPolicy
+from lyra.supervisor import Job, Task
+
+if TYPE_CHECKING:
+    from lyra.durable import DurableExecutor
+
+RUN_ID = "lyra-detached"
+"""The run every detached delegation of a database belongs to."""
+ANSWER_WAIT = 3600.0
+"""Seconds a durable delegation's question waits for its answer before the
+delegation fails as ``missing_context`` / ``input_required``."""
+QUESTIONS = 5
+"""Questions a durable delegation may have answered (each answer runs the attempt
+again, the answer waiting in ``ctx.ask``)."""
+_LOOK_EVERY = 0.25
+"""Seconds between two looks for a question in the database."""
+
+
+class DurableRunner:
+    """A :class:`~lyra.detached.Runner` on ``executor`` (embedded, or a queue for
+    ``lyra worker`` processes), for the child ``child`` names.
+
+    Each delegation is one attempt (a parent that wants another reads the report
+    and asks), except that a question (``ctx.ask``) waits in the database for
+    its answer -- the store's asker gets it, and the answer goes back there --
+    and the attempt then runs again with the answer waiting in ``ctx.ask``
+    (how lyra's durable runs carry an answer: an attempt's state does not
+    survive its process, a recorded answer does)."""
+
+    def __init__(self, executor: DurableExecutor, child: ChildRef) -> None:
+        self.executor = executor
+        observed = ChildRef(
+            target="lyra.detached:observed",
+            options={"target": child.target, "options": child.options},
+        )
+        policy = RecoveryPolicy(
+            max_retries=QUESTIONS,
+            answer_wait=ANSWER_WAIT,
+            retry_categories=frozenset({FailureCategory.MISSING_CONTEXT}),  # answers only
+        )
+        self._job = Job(child=observed, policy=policy)
+
+    @classmethod
+    def embedded(
+        cls, folder: Path | str, child: ChildRef, *, event_log: Path | str | None = None
+    ) -> DurableRunner:
+        """Children run in this process, checkpointed in ``<folder>/dbos.sqlite``."""
+        from lyra.durable import DurableExecutor
+
+        return cls(DurableExecutor.embedded(folder, run_id=RUN_ID, event_log=event_log), child)
+
+    @classmethod
+    def queue(
+        cls, database_url: str, child: ChildRef, *, event_log: Path | str | None = None
+    ) -> DurableRunner:
+        """Children go to the PostgreSQL queue for ``lyra worker`` processes."""
+        from lyra.durable import DurableExecutor
+
+        return cls(DurableExecutor.queue(database_url, run_id=RUN_ID, event_log=event_log), child)
+
+    async def start(self) -> list[Recorded]:
+        await self.executor.start()
+        return [
+            Recorded(
+                delegation_id=found.call,
+                request=DelegationRequest(
+                    prompt=found.task.prompt,
+                    timeout=found.task.timeout or self._job.limits.timeout,
+                    idle_timeout=found.task.idle_timeout,
+                    budget=found.task.budget,
+                ),
+                created_at=found.created_at,
+                finished_at=found.completed_at,
+                cancelled=found.status == "CANCELLED",
+            )
+            for found in await self.executor.tasks()
+            if found.task.context.get(KEY) == found.call  # a delegation, not another run's task
+        ]
+
+    async def run(
+        self,
+        delegation_id: str,
+        request: DelegationRequest,
+        recorded: Callable[[], None],
+        ask: Asker,
+    ) -> DelegationResult:
+        task = Task(
+            prompt=request.prompt,
+            timeout=request.timeout,
+            idle_timeout=request.idle_timeout,
+            budget=request.budget,
+            context={KEY: delegation_id},
+        )
+        async with anyio.create_task_group() as questions:
+            questions.start_soon(self._relay_questions, delegation_id, ask)
+            [outcome] = await self.executor.run(
+                self._job,
+                [task],
+                max_concurrency=1,
+                call=delegation_id,
+                on_recorded=lambda _: recorded(),
+            )
+            questions.cancel_scope.cancel()
+        return outcome.result
+
+    async def _relay_questions(self, delegation_id: str, ask: Asker) -> None:
+        """While the delegation runs: a question waiting in the database goes to
+        ``ask``, and its answer back to the database."""
+        relayed: str | None = None
+        while True:
+            await anyio.sleep(_LOOK_EVERY)
+            try:
+                question = await self.executor.question(delegation_id)
+                if question is None or question == relayed:
+                    relayed = question  # (until the task clears it: not asked twice)
+                    continue
+                answer = await ask(question)
+                if answer is not None:
+                    await self.executor.answer(delegation_id, question, answer)
+                    relayed = question
+            except Exception as exc:  # noqa: BLE001 - the database hiccuped: look again
+                events.warning(
+                    "detached_question_relay_failed",
+                    delegation_id=delegation_id,
+                    error=exception_text(exc),
+                )
+
+    async def cancel(self, delegation_id: str) -> None:
+        await self.executor.cancel(delegation_id)
+
+    async def close(self) -> None:
+        await self.executor.aclose()

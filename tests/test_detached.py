@@ -1,0 +1,213 @@
+"""Detached delegations (lyra.detached): started now, read and collected later by id,
+cancelled, forgotten a stated time after they finish; in process here (the durable
+store is tested through ``lyra mcp --durable`` in tests/test_mcp_detached.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+import lyra.detached
+from lyra import Budget, ChildContext, DelegationResult
+from lyra.detached import DelegationRequest, Delegations, UnknownDelegation
+
+pytestmark = pytest.mark.anyio
+
+
+class Clock:
+    """Seconds since the epoch, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def worker(prompt: str, ctx: ChildContext) -> str:
+    """Two steps of 500 tokens each, then sleeps the seconds the prompt names (not at
+    all for ``quick``)."""
+    for step in (1, 2):
+        ctx.charge(input_tokens=400, output_tokens=100, turns=1)
+        ctx.step(f"step {step}")
+    if prompt != "quick":
+        await anyio.sleep(float(prompt))
+    return f"done: {prompt}"
+
+
+@asynccontextmanager
+async def store(clock: Clock | None = None, **options: object) -> AsyncIterator[Delegations]:
+    """An in-process store of ``worker`` delegations, entered."""
+    async with Delegations(worker, clock=clock or Clock(), **options) as entered:  # type: ignore[arg-type]
+        yield entered
+
+
+async def test_a_delegation_starts_at_once_and_is_collected_later() -> None:
+    """start returns a working delegation's id while its child works; its status shows
+    the steps, spend and time left while it works; result waits for the report, which
+    is what delegate_task would have returned."""
+    async with store() as delegations:
+        started = await delegations.start(DelegationRequest(prompt="0.3", timeout=10))
+        assert (started.state, started.report) == ("working", None)
+        await anyio.sleep(0.1)
+        working = delegations.status(started.delegation_id)
+        finished = await delegations.result(started.delegation_id, wait=5)
+    assert working.state == "working"
+    assert working.steps == ("step 1", "step 2")
+    assert (working.tokens_used, working.turns) == (1000, 2)
+    assert working.time_left is not None
+    assert 9 < working.time_left < 10
+    assert finished.state == "completed"
+    assert finished.report is not None
+    assert finished.report.output == "done: 0.3"
+    assert finished.steps == ("step 1", "step 2")
+    assert finished.expires_at == finished.updated_at + lyra.detached.KEEP_FOR
+
+
+async def test_result_stops_waiting_at_its_wait_and_says_where_it_is() -> None:
+    """A result asked with a short wait comes back working, without a report."""
+    async with store() as delegations:
+        started = await delegations.start(DelegationRequest(prompt="30", timeout=60))
+        with anyio.fail_after(5):
+            status = await delegations.result(started.delegation_id, wait=0.05)
+        assert (status.state, status.report) == ("working", None)
+        await delegations.cancel(started.delegation_id)
+
+
+@pytest.mark.parametrize(
+    ("request_", "category", "error_type"),
+    [
+        (DelegationRequest(prompt="30", timeout=0.2), "timeout", "timeout"),
+        (DelegationRequest(prompt="quick", budget=Budget(max_tokens=600)), "timeout", "budget"),
+    ],
+    ids=["deadline", "budget"],
+)
+async def test_a_childs_failure_is_a_failed_delegation_with_its_report(
+    request_: DelegationRequest, category: str, error_type: str
+) -> None:
+    """The delegation's limits hold in the background; a failure is state "failed"
+    with the classified report."""
+    async with store() as delegations:
+        started = await delegations.start(request_)
+        status = await delegations.result(started.delegation_id, wait=5)
+    assert status.state == "failed"
+    assert status.report is not None
+    assert (status.report.category, status.report.error_type) == (category, error_type)
+
+
+async def test_cancel_stops_the_child_and_leaves_no_report() -> None:
+    """A cancelled delegation's child is stopped at once (it never finishes) and the
+    delegation says "cancelled", without a report; cancelling a finished one
+    changes nothing."""
+    async with store() as delegations:
+        running = await delegations.start(DelegationRequest(prompt="30", timeout=60))
+        done = await delegations.start(DelegationRequest(prompt="quick"))
+        await delegations.result(done.delegation_id, wait=5)
+        await anyio.sleep(0.05)
+        with anyio.fail_after(5):
+            cancelled = await delegations.cancel(running.delegation_id)
+            after = await delegations.result(running.delegation_id, wait=1)
+        again = await delegations.cancel(done.delegation_id)
+    assert (cancelled.state, cancelled.report) == ("cancelled", None)
+    assert after.state == "cancelled"
+    assert again.state == "completed"
+
+
+async def curious(prompt: str, ctx: ChildContext) -> str:
+    """Asks one question, then answers with it."""
+    return f"told: {await ctx.ask(prompt)}"
+
+
+@pytest.mark.parametrize("ending", ["answer", "cancel", "deadline"])
+async def test_a_childs_question_waits_for_an_answer(ending: str) -> None:
+    """A question parks the delegation in input_required (result stops waiting); an
+    answer lets the child go on; a cancel or the child's deadline ends the wait (the
+    deadline as a timeout: the wait is not idle time, the deadline still runs)."""
+    async with Delegations(curious) as delegations:
+        started = await delegations.start(DelegationRequest(prompt="Which organism?", timeout=0.3))
+        with anyio.fail_after(5):
+            asked = await delegations.result(started.delegation_id, wait=5)
+        if ending == "answer":
+            delegations.answer(started.delegation_id, "human")
+        elif ending == "cancel":
+            await delegations.cancel(started.delegation_id)
+        for _ in range(500):  # until it ended (a question already waiting is not waited for)
+            ended = await delegations.result(started.delegation_id, wait=5)
+            if ended.finished:
+                break
+            await anyio.sleep(0.01)
+        with pytest.raises(lyra.detached.NoQuestion, match="waits for no answer"):
+            delegations.answer(started.delegation_id, "late")
+    assert (asked.state, asked.question) == ("input_required", "Which organism?")
+    assert ended.question is None
+    if ending == "answer":
+        assert ended.state == "completed"
+        assert ended.report is not None
+        assert ended.report.output == "told: human"
+    elif ending == "cancel":
+        assert (ended.state, ended.report) == ("cancelled", None)
+    else:
+        assert ended.state == "failed"
+        assert ended.report is not None
+        assert ended.report.category == "timeout"
+
+
+async def test_finished_delegations_are_forgotten_after_keep_for() -> None:
+    """list shows every delegation, newest first; a finished one is forgotten
+    ``keep_for`` seconds after it finished (an unknown id is a clear error), a
+    working one never is."""
+    clock = Clock()
+    async with store(clock, keep_for=60) as delegations:
+        first = await delegations.start(DelegationRequest(prompt="quick"))
+        clock.now += 1
+        second = await delegations.start(DelegationRequest(prompt="30", timeout=600))
+        await delegations.result(first.delegation_id, wait=5)
+        listed = [status.delegation_id for status in delegations.list()]
+        clock.now += 61
+        left = [status.delegation_id for status in delegations.list()]
+        with pytest.raises(UnknownDelegation, match="finished more than 60 s ago"):
+            delegations.status(first.delegation_id)
+        await delegations.cancel(second.delegation_id)
+    assert listed == [second.delegation_id, first.delegation_id]
+    assert left == [second.delegation_id]
+
+
+async def test_lyras_own_error_fails_that_delegation_alone() -> None:
+    """A runner that breaks (lyra's own bug) fails its delegation with a report that
+    says so; the store and the other delegations go on."""
+
+    class Flaky(lyra.detached.InProcess):
+        async def run(
+            self,
+            delegation_id: str,
+            request: DelegationRequest,
+            recorded: Callable[[], None],
+            ask: lyra.detached.Asker,
+        ) -> DelegationResult:
+            if request.prompt == "break":
+                raise RuntimeError("the runner broke")
+            return await super().run(delegation_id, request, recorded, ask)
+
+    async with Delegations(runner=Flaky(worker)) as delegations:
+        broken = await delegations.start(DelegationRequest(prompt="break"))
+        fine = await delegations.start(DelegationRequest(prompt="quick"))
+        broke = await delegations.result(broken.delegation_id, wait=5)
+        went = await delegations.result(fine.delegation_id, wait=5)
+    assert broke.state == "failed"
+    assert broke.report is not None
+    assert "the runner broke" in (broke.report.message or "")
+    assert went.state == "completed"
+
+
+async def test_a_store_needs_a_child_or_a_runner_and_to_be_entered() -> None:
+    """Misuse is a clear error: neither or both of child and runner, a store not
+    entered, a keep_for that is not positive."""
+    with pytest.raises(TypeError, match="a child or a runner"):
+        Delegations()
+    with pytest.raises(ValueError, match="keep_for"):
+        Delegations(worker, keep_for=0)
+    with pytest.raises(RuntimeError, match="enter the store first"):
+        await Delegations(worker).start(DelegationRequest(prompt="quick"))

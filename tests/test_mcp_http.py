@@ -1,0 +1,146 @@
+"""``lyra mcp --http``: Streamable HTTP on 127.0.0.1 with its security defaults -- a bearer
+token when one is set (and required beyond loopback), the SDK's DNS-rebinding
+protection always on -- checked with raw requests and the official SDK client."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fakes import lyra_mcp
+from lyra.cli import main
+from lyra.errors import ConfigurationError
+from lyra.mcp import serve_http
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "s3cret-token"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lyra_mcp.Served]:
+    """``lyra mcp --http`` with LYRA_MCP_TOKEN set and one more allowed host name."""
+    log = tmp_path_factory.mktemp("http") / "stderr.txt"
+    args = ("--child", "fakes.children:spender", "--allow-host", "lyra.test")
+    with lyra_mcp.http(*args, log=log, env={"LYRA_MCP_TOKEN": TOKEN}) as served:
+        yield served
+
+
+def post(served: lyra_mcp.Served, **headers: str) -> httpx.Response:
+    """An initialize request, as a browser or a script would send it."""
+    return httpx.post(
+        served.url,
+        json=INITIALIZE,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+        timeout=10,
+    )
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {TOKEN}", TOKEN], ids=str)
+def test_without_the_token_every_request_is_refused(
+    server: lyra_mcp.Served, authorization: str | None
+) -> None:
+    """No token, a wrong one, or the right one not as a bearer: 401, saying how to
+    authenticate, before the MCP layer sees anything."""
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    response = post(server, **headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == 'Bearer realm="lyra"'
+
+
+@pytest.mark.anyio
+async def test_the_sdk_client_with_the_token_delegates(server: lyra_mcp.Served) -> None:
+    """The official client sending the bearer token lists the tools and delegates."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(server.url, http_client=http)) as client,
+    ):
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("delegate_task", {"prompt": "Go"})
+    assert {"delegate_task", "start_delegation", "delegation_result"} <= tools
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Host": "evil.example"}, 421),  # a name pointed at 127.0.0.1 (DNS rebinding)
+        ({"Origin": "http://evil.example"}, 403),  # a web page's request
+        ({"Host": "lyra.test"}, 200),  # --allow-host
+        ({"Origin": "http://localhost:1234"}, 200),
+    ],
+    ids=["foreign host", "foreign origin", "allowed host", "loopback origin"],
+)
+def test_dns_rebinding_protection_is_on(
+    server: lyra_mcp.Served, headers: dict[str, str], status: int
+) -> None:
+    """With the token, a Host or Origin that does not name this server is refused by
+    the SDK's protection; the loopback names and --allow-host are accepted."""
+    if headers.get("Host") == "lyra.test":
+        headers = {"Host": f"lyra.test:{server.url.split(':')[2].split('/')[0]}"}
+    response = post(server, Authorization=f"Bearer {TOKEN}", **headers)
+    assert response.status_code == status, response.text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "lyra.example"])
+async def test_beyond_loopback_a_token_is_required(host: str) -> None:
+    """serve_http refuses, before anything listens, a host other machines may reach
+    when no token is given."""
+    with pytest.raises(ConfigurationError, match="without a bearer token"):
+        await serve_http(child=_never, host=host, port=0)
+
+
+async def _never(prompt: str, ctx: Any) -> str:  # pragma: no cover - never served
+    raise AssertionError("served")
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port on 127.0.0.1 something already listens on."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--http", "--host", "0.0.0.0"], "refusing to serve on 0.0.0.0 without a bearer token"),
+        (["--http", "--port", "{busy}"], "cannot listen on 127.0.0.1:{busy}"),
+        (["--host", "127.0.0.1"], "--host, --port and --allow-host need --http"),
+        (["--durable", "--database-url", "postgresql://x/y"], "--durable keeps delegations"),
+    ],
+    ids=["no token", "port in use", "host without http", "two stores"],
+)
+def test_what_cannot_be_served_is_a_usage_error(
+    args: list[str], message: str, busy_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line on stderr, exit 2, nothing on stdout (the command line, in process: each
+    is refused before anything serves)."""
+    command = [a.format(busy=busy_port) for a in args]
+    status = main(["mcp", "--child", "fakes.children:spender", *command])
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, ""), err
+    assert err.startswith(f"lyra: {message.format(busy=busy_port)}"), err
+    assert len(err.splitlines()) == 1
