@@ -17,6 +17,9 @@ environment is seen at once.
 ``LYRA_MODEL``                 the Anthropic model (default below)
 ``LYRA_AFDB_URL``              AlphaFold DB host of ``--source live``
 ``LYRA_UNIPROT_URL``           UniProt REST host of ``--source live``
+``LYRA_A2A_TOKEN``             the bearer token ``lyra a2a`` asks of every
+                               request but its agent card (required to bind
+                               beyond loopback)
 ``LYRA_TEST_INVOCATION_LOG``   tests only: a file where durable attempts
                                note each start
 ``LYRA_TEST_PAUSE``            tests only: ``before_checkpoint`` or
@@ -64,6 +67,11 @@ class Settings(BaseSettings):
     )
     uniprot_url: str = Field(
         "https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
+    )
+    a2a_token: SecretStr | None = Field(
+        None,
+        description="The bearer token lyra a2a requires of every request but the agent card; "
+        "required to serve on an address other than loopback.",
     )
     max_crashes: int = Field(
         5,

@@ -69,3 +69,14 @@ async def meets_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
     future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     future.cancel()
     return await future
+
+
+async def drips(prompt: str, ctx: ChildContext) -> str:
+    """As ``spender`` does; but a prompt that says "forever" spends 400 tokens a step,
+    a step every 50 ms, until it is stopped."""
+    if "forever" not in prompt:
+        return await spender(prompt, ctx)
+    while True:
+        ctx.charge(input_tokens=300, output_tokens=100, turns=1)
+        ctx.step("Dripped")
+        await anyio.sleep(0.05)

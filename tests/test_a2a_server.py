@@ -1,0 +1,341 @@
+"""``lyra a2a`` through the official A2A SDK's client over HTTP on 127.0.0.1: each lyra
+outcome arrives as its task state, questions are answered, cancel stops the child, and
+the server guards itself (Host, bearer token, safe binds)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts, new_text_message
+from a2a.types import (
+    CancelTaskRequest,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+from google.protobuf.json_format import MessageToDict
+
+from fakes.a2a_agents import serving
+from lyra import ChildContext, parse_report
+from lyra.a2a import Limits, build_app, served_url
+from lyra.errors import ConfigurationError, InvalidInput, TransientError
+
+pytestmark = pytest.mark.anyio
+
+TESTS = Path(__file__).resolve().parent
+
+
+@asynccontextmanager
+async def lyra_a2a(
+    child: Any, limits: Limits | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """``child`` served by ``build_app`` on a free port, and an SDK client of it."""
+    async with (
+        serving(lambda url: build_app(child, limits=limits, url=url, **options)) as url,
+        await create_client(url) as client,
+    ):
+        yield client
+
+
+async def send(client: Client, text: str, **ids: str) -> list[StreamResponse]:
+    """Every event of one streamed message (``ids``: the task's, to continue it)."""
+    message = new_text_message(text, role=Role.ROLE_USER, **ids)
+    return [event async for event in client.send_message(SendMessageRequest(message=message))]
+
+
+def states(events: list[StreamResponse]) -> list[tuple[str, str]]:
+    """(state, message text) of each status update."""
+    return [
+        (TaskState.Name(e.status_update.status.state).removeprefix("TASK_STATE_"),
+         "\n".join(get_text_parts(e.status_update.status.message.parts)))
+        for e in events
+        if e.WhichOneof("payload") == "status_update"
+    ]  # fmt: skip
+
+
+def last_status(events: list[StreamResponse]) -> Any:
+    return [e for e in events if e.WhichOneof("payload") == "status_update"][-1].status_update
+
+
+def ids_of(events: list[StreamResponse]) -> dict[str, str]:
+    task = events[0].task
+    return {"task_id": task.id, "context_id": task.context_id}
+
+
+async def stepper(prompt: str, ctx: ChildContext) -> str:
+    """Two steps, 400 tokens each, then the prompt back."""
+    for step in ("Fetched P04637", "Read its pLDDT"):
+        ctx.charge(input_tokens=300, output_tokens=100, turns=1)
+        ctx.step(step)
+    return f"done: {prompt}"
+
+
+async def test_steps_are_working_updates_and_the_output_an_artifact() -> None:
+    """Each step is a working update with the step as its message; the output is the
+    artifact; completed carries the report's fields as a data part; every update
+    carries the usage so far."""
+    async with lyra_a2a(stepper) as client:
+        events = await send(client, "Summarise P04637")
+    assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+    assert states(events) == [
+        ("WORKING", ""),
+        ("WORKING", "Fetched P04637"),
+        ("WORKING", "Read its pLDDT"),
+        ("COMPLETED", ""),
+    ]
+    [artifact] = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["done: Summarise P04637"]
+    final = last_status(events)
+    [fields] = get_data_parts(final.status.message.parts)
+    assert (fields["status"], fields["tokens_used"], fields["turns"]) == ("completed", 800, 2)
+    assert MessageToDict(final.metadata)["usage"] == {
+        "input_tokens": 600, "output_tokens": 200, "cost_usd": 0.0, "turns": 2
+    }  # fmt: skip
+
+
+async def stalls(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Started")
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+async def invalid(prompt: str, ctx: ChildContext) -> str:
+    raise InvalidInput("P0 is no UniProt accession")
+
+
+async def forbidden(prompt: str, ctx: ChildContext) -> str:
+    raise TransientError("the data service refused the key", status=403)
+
+
+async def crashes_after_a_step(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Fetched")
+    raise RuntimeError("disk full")
+
+
+@pytest.mark.parametrize(
+    ("child", "state", "category", "error_type"),
+    [
+        (stalls, "FAILED", "timeout", "idle"),
+        (crashes_after_a_step, "FAILED", "partial", "unknown"),
+        (invalid, "REJECTED", "invalid_task", "data"),
+        (forbidden, "AUTH_REQUIRED", "tool_error", "auth"),
+    ],
+    ids=["idle", "partial", "invalid_task", "auth"],
+)
+async def test_a_failure_ends_the_task_with_its_report(
+    child: Any, state: str, category: str, error_type: str
+) -> None:
+    """A failure ends the task in its state (failed, rejected for invalid_task,
+    auth-required for a 401/403) with the report text and, as a data part, the fields
+    parse_report reads from that text."""
+    async with lyra_a2a(child, Limits(idle_timeout=0.2)) as client:
+        events = await send(client, "Analyze P0")
+    final = last_status(events)
+    assert TaskState.Name(final.status.state) == f"TASK_STATE_{state}"
+    [report] = get_text_parts(final.status.message.parts)
+    [fields] = get_data_parts(final.status.message.parts)
+    assert report.startswith("Child agent failed:")
+    assert (fields["category"], fields["error_type"]) == (category, error_type)
+    assert parse_report(report).model_dump(mode="json") == {
+        **fields, "attempt": 1, "duration": pytest.approx(fields["duration"])
+    }  # fmt: skip
+
+
+class Asks:
+    """Blocks on a question until the prompt holds an answer; counts its runs."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.prompts.append(prompt)
+        if "Homo sapiens" not in prompt:
+            ctx.block("missing_context", "Which organism?")
+        return "answered for Homo sapiens"
+
+
+async def test_a_question_is_input_required_and_the_next_message_answers_it() -> None:
+    """missing_context ends the exchange in input-required with the question (and the
+    report's fields); the client's next message on the task answers it, and the task
+    resumes with the prompt enriched by the answer and completes."""
+    child = Asks()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-1] == ("INPUT_REQUIRED", "Which organism?")
+    [fields] = get_data_parts(last_status(asked).status.message.parts)
+    assert (fields["category"], fields["blocked_on"]) == ("missing_context", "Which organism?")
+    assert states(answered)[-1] == ("COMPLETED", "")
+    first, second = child.prompts
+    assert first == "Summarise TP53"
+    assert second.startswith("Summarise TP53\n")
+    assert "Which organism?" in second
+    assert "answer: Homo sapiens" in second
+
+
+class DeniedOnce:
+    """A 401 the first time, then the output."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.runs += 1
+        if self.runs == 1:
+            raise TransientError("token expired", status=401)
+        return f"second try: {prompt}"
+
+
+async def test_after_auth_required_the_next_message_runs_the_task_again() -> None:
+    """auth-required waits; the next message (the credentials fixed) runs the same
+    prompt again."""
+    async with lyra_a2a(DeniedOnce()) as client:
+        denied = await send(client, "Summarise TP53")
+        again = await send(client, "retry", **ids_of(denied))
+    assert states(denied)[-1][0] == "AUTH_REQUIRED"
+    [artifact] = [e.artifact_update.artifact for e in again if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["second try: Summarise TP53"]
+
+
+async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
+    """tasks/cancel stops the running child (its cleanup has run when cancel returns),
+    the task is canceled, and the client's stream says so; a task waiting for an answer
+    is canceled too."""
+    stopped = anyio.Event()
+
+    async def forever(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Started")
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    streamed: list[StreamResponse] = []
+    started = anyio.Event()
+    async with lyra_a2a(forever) as client, anyio.create_task_group() as group:
+
+        async def stream() -> None:
+            message = new_text_message("Go", role=Role.ROLE_USER)
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                streamed.append(event)
+                if ("WORKING", "Started") in states([event]):
+                    started.set()
+
+        group.start_soon(stream)
+        with anyio.fail_after(5):
+            await started.wait()
+        task = await client.cancel_task(CancelTaskRequest(id=streamed[0].task.id))
+        assert stopped.is_set()
+    assert task.status.state == TaskState.TASK_STATE_CANCELED
+    assert states(streamed)[-1][0] == "CANCELED"
+
+    async with lyra_a2a(Asks()) as client:
+        asked = await send(client, "Summarise TP53")
+        task = await client.cancel_task(CancelTaskRequest(id=asked[0].task.id))
+    assert task.status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refused() -> None:
+    """With a token, the agent card is open and declares bearer auth; the JSON-RPC
+    endpoint answers 401 without the token and serves with it. A request naming
+    another host (DNS rebinding) gets 421."""
+    app = lambda url: build_app(stepper, url=url, token="s3cret")  # noqa: E731
+    async with serving(app) as url, httpx.AsyncClient() as http:
+        card = (await http.get(f"{url}.well-known/agent-card.json")).json()
+        anonymous = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "x"})
+        rebound = await http.get(
+            f"{url}.well-known/agent-card.json", headers={"Host": "evil.example"}
+        )
+        async with httpx.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authorized:
+            config = ClientConfig(httpx_client=authorized)
+            async with await create_client(url, config) as client:
+                events = await send(client, "Go")
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    assert rebound.status_code == 421
+    assert states(events)[-1][0] == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("host", "url", "token", "expected"),
+    [
+        ("127.0.0.1", None, None, "http://127.0.0.1:9999/"),
+        ("::1", None, None, "http://[::1]:9999/"),
+        ("192.0.2.7", None, "t", "http://192.0.2.7:9999/"),
+        ("0.0.0.0", "https://agents.example/lyra/", "t", "https://agents.example/lyra/"),
+        ("192.0.2.7", None, None, "needs a bearer token: set LYRA_A2A_TOKEN"),
+        ("0.0.0.0", None, "t", "needs --url"),
+    ],
+)
+def test_a_bind_beyond_loopback_needs_a_token_and_every_address_a_url(
+    host: str, url: str | None, token: str | None, expected: str
+) -> None:
+    """Loopback serves as it is; another address needs a token; every address (0.0.0.0)
+    needs the URL clients use, which the card states."""
+    if expected.startswith("http"):
+        assert served_url(host, 9999, url=url, token=token) == expected
+    else:
+        with pytest.raises(ConfigurationError, match=expected):
+            served_url(host, 9999, url=url, token=token)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        ((), "", "lyra: no child given and none configured"),
+        (
+            ("--child", "fakes.children:spender", "--host", "0.0.0.0"),
+            "",
+            "lyra: serving on 0.0.0.0",
+        ),
+        (
+            ("--child", "fakes.children:spender"),
+            "import sys; sys.modules['a2a'] = None",
+            "lyra: the A2A server needs the a2a extra (the A2A SDK is not installed): "
+            "pip install 'lyra-supervisor[a2a]'",
+        ),
+        (
+            ("--child", "fakes.children:spender", "--port", "PORT"),
+            "",
+            "lyra: cannot listen on 127.0.0.1:PORT: Address already in use",
+        ),
+    ],
+    ids=["no child", "no token", "no extra", "port in use"],
+)
+def test_a_server_that_cannot_serve_says_why_and_exits_2(
+    args: tuple[str, ...], code: str, message: str
+) -> None:
+    """No child, a non-loopback bind without a token, no A2A SDK, or a port in use: one
+    line on stderr, exit 2, nothing on stdout."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        args = tuple(port if arg == "PORT" else arg for arg in args)
+        script = (
+            f"{code}\nfrom lyra.cli import main\nraise SystemExit(main(['a2a', *{list(args)!r}]))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(message.replace("PORT", port)), done.stderr
+    assert len(done.stderr.splitlines()) == 1
