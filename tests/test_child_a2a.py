@@ -39,8 +39,9 @@ from fakes.a2a_agents import (
     serving,
     working,
 )
-from lyra import Budget, ChildContext, Supervisor
+from lyra import Budget, ChildContext, Supervisor, Usage
 from lyra.a2a import Limits, build_app
+from lyra.children._a2a_wire import usage_of
 from lyra.children.a2a import A2AChild
 from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._foreign._a2a import A2A_ERRORS, TASK_STATES
@@ -279,6 +280,26 @@ async def test_a_lyra_servers_usage_is_charged_to_the_tree() -> None:
         result = await delegate(url, budget=Budget(max_tokens=5000, max_turns=10))
     assert (result.ok, result.output) == (True, "spent on: Summarise TP53")
     assert (result.usage.tokens, result.usage.turns, result.usage.cost_usd) == (1200, 3, 0.03)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "usage"),
+    [
+        ({"usage": {"input_tokens": 300.0, "output_tokens": 2.5, "cost_usd": 0.01, "turns": 1}},
+         Usage(input_tokens=300, output_tokens=3, cost_usd=0.01, turns=1)),
+        ({"usage": {"input_tokens": -5, "output_tokens": "9", "cost_usd": float("nan")}}, Usage()),
+        ({"usage": {"cost_usd": True, "turns": float("inf")}}, Usage()),
+        ({"usage": [300]}, None),
+        ({}, None),
+    ],
+    ids=["floats", "negative, text, NaN", "bool, inf", "not a mapping", "none"],
+)  # fmt: skip
+def test_reported_usage_is_foreign_data_made_whole(
+    metadata: dict[str, Any], usage: Usage | None
+) -> None:
+    """A remote's usage figures are counted as every child's foreign counts are: a float
+    rounded up, what is no count ≥ 0 nothing; no usage mapping at all is no report."""
+    assert usage_of(metadata) == usage
 
 
 # -- the SDK's exceptions ------------------------------------------------------------------

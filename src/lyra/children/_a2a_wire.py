@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from lyra.children._meter import count
 from lyra.delegation import TaskReport, Usage
 
 USAGE_EXTENSION = "urn:lyra-supervisor:a2a:usage:v1"
@@ -34,21 +35,24 @@ def usage_metadata(usage: Usage) -> dict[str, Any]:
 
 
 def usage_of(metadata: Mapping[str, Any]) -> Usage | None:
-    """The usage a status update or a task reports in its metadata, if it reports one
-    that makes sense (counts and a cost that are numbers of at least zero)."""
+    """The usage a status update or a task reports in its metadata, if it reports one.
+    Counts are foreign data, made whole as every child's are (what is no count ≥ 0
+    counts as nothing; so does a cost that is no finite amount ≥ 0)."""
     reported = metadata.get("usage")
     if not isinstance(reported, Mapping):
         return None
-    try:
-        usage = Usage.model_validate({key: reported[key] for key in _USAGE if key in reported})
-    except ValidationError:
-        return None
-    counts = (usage.input_tokens, usage.output_tokens, usage.turns)
-    sensible = min(counts) >= 0 and math.isfinite(usage.cost_usd) and usage.cost_usd >= 0
-    return usage if sensible else None
+    return Usage(
+        input_tokens=count(reported.get("input_tokens")),
+        output_tokens=count(reported.get("output_tokens")),
+        turns=count(reported.get("turns")),
+        cost_usd=_dollars(reported.get("cost_usd")),
+    )
 
 
-_USAGE = tuple(Usage.model_fields)
+def _dollars(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and value > 0 else 0.0
 
 
 def report_of(data_parts: Iterable[Any]) -> TaskReport | None:
