@@ -59,6 +59,12 @@ EXPECTED = {
         "timeout/budget: rule 1: budget exhausted: max_tokens=3000 exceeded",
         "timeout/idle: rule 1: no progress for 1.5 s (idle timeout)",
     ],
+    "a2a_agents.py": [
+        "TASK_STATE_WORKING Read section 1 of P04637",
+        "typo     invalid_task/data",
+        "runaway  timeout/budget",
+        "stopped on the server: ['P04637']",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

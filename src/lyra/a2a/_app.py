@@ -19,6 +19,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
+
 from lyra import __version__
 from lyra._extras import missing_extra
 from lyra.a2a._delegations import Delegations, Limits
@@ -169,7 +171,8 @@ async def serve(
 
     A bind to anything but loopback needs ``token``; one to every address
     (``0.0.0.0``, ``::``) needs ``url``, the address clients reach it at.
-    ``on_listening`` is called with that URL once the port is bound.
+    ``on_listening`` is called with that URL once the port is bound. Cancelled,
+    it shuts down as on Ctrl+C: the running children are stopped.
     """
     url = served_url(host, port, url=url, token=token)
     app = build_app(child, limits=limits, url=url, token=token, name=name)
@@ -177,7 +180,19 @@ async def serve(
     if on_listening is not None:
         on_listening(url)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)
-    await uvicorn.Server(config).serve(sockets=[listening])
+    server = uvicorn.Server(config)
+
+    async def shut_down_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            server.should_exit = True
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(shut_down_when_cancelled)
+        with anyio.CancelScope(shield=True):  # cancelled, it shuts down as on Ctrl+C
+            await server.serve(sockets=[listening])
+        group.cancel_scope.cancel()
 
 
 def _listen(host: str, port: int) -> socket.socket:
