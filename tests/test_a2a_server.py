@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from google.protobuf.json_format import MessageToDict
 
 from fakes.a2a_agents import serving
 from lyra import ChildContext, parse_report
-from lyra.a2a import Limits, build_app, served_url
+from lyra.a2a import Limits, build_app, serve, served_url
 from lyra.errors import ConfigurationError, InvalidInput, TransientError
 
 pytestmark = pytest.mark.anyio
@@ -339,3 +340,34 @@ def test_a_server_that_cannot_serve_says_why_and_exits_2(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(message.replace("PORT", port)), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+async def test_a_cancelled_serve_shuts_down_and_stops_the_running_children() -> None:
+    """serve() cancelled shuts the server down as Ctrl+C does: a running child is stopped
+    (its cleanup runs), and nothing is left running."""
+    stopped, started = anyio.Event(), anyio.Event()
+
+    async def forever(prompt: str, ctx: ChildContext) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    urls: list[str] = []
+    listening = anyio.Event()
+    async with anyio.create_task_group() as group:
+        on_listening = lambda url: (urls.append(url), listening.set())  # noqa: E731
+        group.start_soon(partial(serve, forever, port=port, on_listening=on_listening))
+        await listening.wait()
+        client = await create_client(urls[0])
+        group.start_soon(send, client, "Go")
+        with anyio.fail_after(5):
+            await started.wait()
+        group.cancel_scope.cancel()
+    assert stopped.is_set()
+    await client.close()
