@@ -30,6 +30,7 @@ from google.protobuf.json_format import MessageToDict
 from fakes.a2a_agents import serving
 from lyra import ChildContext, parse_report
 from lyra.a2a import Limits, build_app, serve, served_url
+from lyra.a2a._delegations import _new_steps, _Seen
 from lyra.errors import ConfigurationError, InvalidInput, TransientError
 
 pytestmark = pytest.mark.anyio
@@ -103,6 +104,29 @@ async def test_steps_are_working_updates_and_the_output_an_artifact() -> None:
     assert MessageToDict(final.metadata)["usage"] == {
         "input_tokens": 600, "output_tokens": 200, "cost_usd": 0.0, "turns": 2
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("looks", "said"),
+    [
+        ([["A"], ["A", "B"], ["A", "B", "C"]], ["A", "B", "C"]),
+        ([["A"], ["A (×2)"], ["A (×2)", "B (×3)"]], ["A", "A", "B"]),
+        ([["A", "B (×2)", "C"]], ["A", "B", "C"]),
+        ([["A"], ["A"]], ["A"]),
+    ],
+    ids=["one a look", "repeats", "all at once", "nothing new"],
+)
+def test_each_look_says_the_steps_written_since_the_last(
+    looks: list[list[str]], said: list[str]
+) -> None:
+    """What a look at an attempt's steps says: each step written since the last look,
+    once, as the child wrote it (lyra's "(×N)" count removed, so the parent counts the
+    repeat itself), and nothing already said."""
+    seen, out = _Seen(), []
+    for steps in looks:
+        out += _new_steps(steps, seen)
+        seen.entries, seen.last = len(steps), steps[-1]
+    assert out == said
 
 
 async def stalls(prompt: str, ctx: ChildContext) -> str:

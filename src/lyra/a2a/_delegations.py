@@ -186,7 +186,7 @@ def _new_steps(steps: list[str], seen: _Seen) -> list[str]:
     after it. (Past ``MAX_STEPS`` entries, where the middle ones give way, the last.)"""
     start = max(0, seen.entries - 1)
     fresh = steps[start:] if start < len(steps) else steps[-1:]
-    if start and fresh and fresh[0] == seen.last:
+    if seen.entries and fresh and fresh[0] == seen.last:
         fresh = fresh[1:]
     return [match.group(1) if (match := _REPEATED.match(text)) else text for text in fresh]
 

@@ -103,9 +103,11 @@ class DelegationExecutor(AgentExecutor):
         match happening:
             case Step(text=step, usage=usage):
                 message = updater.new_agent_message([new_text_part(step)])
-                await updater.update_status(_S.TASK_STATE_WORKING, message, metadata=_m(usage))
+                await updater.update_status(
+                    _S.TASK_STATE_WORKING, message, metadata=_metadata(usage)
+                )
             case Beat(usage=usage):
-                await updater.update_status(_S.TASK_STATE_WORKING, metadata=_m(usage))
+                await updater.update_status(_S.TASK_STATE_WORKING, metadata=_metadata(usage))
             case Finished(result=result, usage=usage):
                 await self._finish(task_id, task, result, usage, updater)
 
@@ -137,21 +139,28 @@ class DelegationExecutor(AgentExecutor):
         self, task_id: str, task: _Task, result: DelegationResult, usage: Usage, up: TaskUpdater
     ) -> None:
         """The result as the task's last status: terminal, or a question that waits."""
-        metadata, failure = _m(usage), result.failure
+        metadata, failure = _metadata(usage), result.failure
         if failure is None:
             await up.add_artifact([new_text_part(result.output or "")], name="output")
             message = up.new_agent_message([_fields(result)])
             await up.update_status(_S.TASK_STATE_COMPLETED, message, metadata=metadata)
-        elif failure.category is FailureCategory.MISSING_CONTEXT:
-            task.question = failure.blocked_on or failure.message
-            message = up.new_agent_message([new_text_part(task.question), _fields(result)])
-            await up.update_status(_S.TASK_STATE_INPUT_REQUIRED, message, metadata=metadata)
-            return  # the task waits: its prompt is kept for the answer
-        else:
-            message = up.new_agent_message([new_text_part(result.report), _fields(result)])
-            await up.update_status(_state_of(failure), message, metadata=metadata)
-        if failure is None or _state_of(failure) != _S.TASK_STATE_AUTH_REQUIRED:
             self._tasks.pop(task_id, None)
+            return
+        if failure.category is FailureCategory.MISSING_CONTEXT:
+            state, task.question = (
+                _S.TASK_STATE_INPUT_REQUIRED,
+                failure.blocked_on or failure.message,
+            )
+            message = up.new_agent_message([new_text_part(task.question), _fields(result)])
+        else:
+            state = _state_of(failure)
+            message = up.new_agent_message([new_text_part(result.report), _fields(result)])
+        await up.update_status(state, message, metadata=metadata)
+        if state not in _WAITING:  # a waiting task keeps its prompt for the next message
+            self._tasks.pop(task_id, None)
+
+
+_WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
 
 
 def _state_of(failure: ChildFailure) -> TaskState:
@@ -168,7 +177,7 @@ def _fields(result: DelegationResult) -> Part:
     return new_data_part(result.to_report().model_dump(mode="json"))
 
 
-def _m(usage: Usage) -> dict[str, object] | None:
+def _metadata(usage: Usage) -> dict[str, object] | None:
     return usage_metadata(usage) or None
 
 
