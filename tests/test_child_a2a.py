@@ -106,6 +106,22 @@ async def test_a_completed_task_gives_its_artifacts_text() -> None:
     assert result.output == 'TP53 is a tumour suppressor.\nLength 393.\n{"length": 393}'
 
 
+@pytest.mark.parametrize(
+    ("turn", "category"),
+    [([artifact("done"), ends("COMPLETED")], None), ([ends("REJECTED", "no")], "invalid_task")],
+    ids=["completed", "rejected"],
+)
+async def test_an_agent_that_does_not_stream_is_answered_at_the_end(
+    turn: list[Any], category: str | None
+) -> None:
+    """A card without streaming: the task comes back once, at its end, and maps the same."""
+    async with serving(agent_app(Scripted(turn), streaming=False)) as url:
+        result = await delegate(url)
+    assert (result.output, result.failure and result.failure.category) == (
+        ("done", None) if category is None else (None, category)
+    )
+
+
 class Replier(AgentExecutor):
     """An agent that answers with a message, no task."""
 
