@@ -188,11 +188,17 @@ async def serve(
         finally:
             server.should_exit = True
 
+    stopped: BaseException | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(shut_down_when_cancelled)
-        with anyio.CancelScope(shield=True):  # cancelled, it shuts down as on Ctrl+C
-            await server.serve(sockets=[listening])
+        try:
+            with anyio.CancelScope(shield=True):  # cancelled, it shuts down as on Ctrl+C
+                await server.serve(sockets=[listening])
+        except BaseException as exc:  # noqa: BLE001 - raised below as it is, not as a group
+            stopped = exc  # Ctrl+C or SIGTERM, which uvicorn raises again once it shut down
         group.cancel_scope.cancel()
+    if stopped is not None:
+        raise stopped
 
 
 def _listen(host: str, port: int) -> socket.socket:
