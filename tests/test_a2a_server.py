@@ -28,10 +28,11 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 
 from fakes.a2a_agents import serving
+from fakes.children import crashes, forbidden, invalid, stalls
 from lyra import ChildContext, parse_report
 from lyra.a2a import Limits, build_app, serve, served_url
 from lyra.a2a._delegations import _new_steps, _Seen
-from lyra.errors import ConfigurationError, InvalidInput, TransientError
+from lyra.errors import ConfigurationError, TransientError
 
 pytestmark = pytest.mark.anyio
 
@@ -129,30 +130,11 @@ def test_each_look_says_the_steps_written_since_the_last(
     assert out == said
 
 
-async def stalls(prompt: str, ctx: ChildContext) -> str:
-    ctx.step("Started")
-    await anyio.sleep_forever()
-    raise AssertionError("unreachable")
-
-
-async def invalid(prompt: str, ctx: ChildContext) -> str:
-    raise InvalidInput("P0 is no UniProt accession")
-
-
-async def forbidden(prompt: str, ctx: ChildContext) -> str:
-    raise TransientError("the data service refused the key", status=403)
-
-
-async def crashes_after_a_step(prompt: str, ctx: ChildContext) -> str:
-    ctx.step("Fetched")
-    raise RuntimeError("disk full")
-
-
 @pytest.mark.parametrize(
     ("child", "state", "category", "error_type"),
     [
         (stalls, "FAILED", "timeout", "idle"),
-        (crashes_after_a_step, "FAILED", "partial", "unknown"),
+        (crashes, "FAILED", "partial", "unknown"),
         (invalid, "REJECTED", "invalid_task", "data"),
         (forbidden, "AUTH_REQUIRED", "tool_error", "auth"),
     ],

@@ -39,13 +39,13 @@ from fakes.a2a_agents import (
     serving,
     working,
 )
+from fakes.children import crashes, forbidden, gone, invalid, spender, stalls
 from lyra import Budget, ChildContext, Supervisor, Usage
 from lyra.a2a import Limits, build_app
 from lyra.children._a2a_wire import usage_of
 from lyra.children.a2a import A2AChild
 from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._foreign._a2a import A2A_ERRORS, TASK_STATES
-from lyra.errors import InvalidInput, TransientError
 
 pytestmark = pytest.mark.anyio
 
@@ -225,36 +225,6 @@ async def test_a_budget_the_remote_cannot_report_on_is_refused_before_it_runs() 
 
 
 # -- lyra on both sides: a lyra report's category carries over ----------------------------
-
-
-async def spender(prompt: str, ctx: ChildContext) -> str:
-    for step in range(3):
-        ctx.charge(input_tokens=300, output_tokens=100, cost_usd=0.01, turns=1)
-        ctx.step(f"Step {step + 1}")
-    return f"spent on: {prompt}"
-
-
-async def stalls(prompt: str, ctx: ChildContext) -> str:
-    ctx.step("Started")
-    await anyio.sleep_forever()
-    raise AssertionError("unreachable")
-
-
-async def crashes(prompt: str, ctx: ChildContext) -> str:
-    ctx.step("Fetched")
-    raise RuntimeError("disk full")
-
-
-async def invalid(prompt: str, ctx: ChildContext) -> str:
-    raise InvalidInput("P0 is no UniProt accession")
-
-
-async def forbidden(prompt: str, ctx: ChildContext) -> str:
-    raise TransientError("the data service refused the key", status=403)
-
-
-async def gone(prompt: str, ctx: ChildContext) -> str:
-    raise TransientError("no such entry", status=404)
 
 
 async def asks(prompt: str, ctx: ChildContext) -> str:

@@ -10,6 +10,7 @@ import sys
 import anyio
 
 from lyra import ChildContext
+from lyra.errors import InvalidInput, TransientError
 
 
 async def spender(prompt: str, ctx: ChildContext) -> str:
@@ -80,3 +81,24 @@ async def drips(prompt: str, ctx: ChildContext) -> str:
         ctx.charge(input_tokens=300, output_tokens=100, turns=1)
         ctx.step("Dripped")
         await anyio.sleep(0.05)
+
+
+async def crashes(prompt: str, ctx: ChildContext) -> str:
+    """One step, then an unrecognised error (``partial``)."""
+    ctx.step("Fetched")
+    raise RuntimeError("disk full")
+
+
+async def invalid(prompt: str, ctx: ChildContext) -> str:
+    """Refuses its input before any work (``invalid_task``)."""
+    raise InvalidInput("P0 is no UniProt accession")
+
+
+async def forbidden(prompt: str, ctx: ChildContext) -> str:
+    """A service refused its key: HTTP 403 (``tool_error`` / ``auth``)."""
+    raise TransientError("the data service refused the key", status=403)
+
+
+async def gone(prompt: str, ctx: ChildContext) -> str:
+    """Its subject does not exist: HTTP 404 (``invalid_task`` / ``not_found``)."""
+    raise TransientError("no such entry", status=404)
