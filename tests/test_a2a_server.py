@@ -299,52 +299,65 @@ def test_a_bind_beyond_loopback_needs_a_token_and_every_address_a_url(
             served_url(host, 9999, url=url, token=token)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("args", "code", "message"),
-    [
-        ((), "", "lyra: no child given and none configured"),
-        (
-            ("--child", "fakes.children:spender", "--host", "0.0.0.0"),
-            "",
-            "lyra: serving on 0.0.0.0",
-        ),
-        (
-            ("--child", "fakes.children:spender"),
-            "import sys; sys.modules['a2a'] = None",
-            "lyra: the A2A server needs the a2a extra (the A2A SDK is not installed): "
-            "pip install 'lyra-supervisor[a2a]'",
-        ),
-        (
-            ("--child", "fakes.children:spender", "--port", "PORT"),
-            "",
-            "lyra: cannot listen on 127.0.0.1:PORT: Address already in use",
-        ),
-    ],
-    ids=["no child", "no token", "no extra", "port in use"],
-)
-def test_a_server_that_cannot_serve_says_why_and_exits_2(
-    args: tuple[str, ...], code: str, message: str
-) -> None:
-    """No child, a non-loopback bind without a token, no A2A SDK, or a port in use: one
-    line on stderr, exit 2, nothing on stdout."""
+REFUSALS = {
+    "no child": ((), "", "lyra: no child given and none configured"),
+    "no token": (
+        ("--child", "fakes.children:spender", "--host", "0.0.0.0"),
+        "",
+        "lyra: serving on 0.0.0.0 (not loopback) needs a bearer token: set LYRA_A2A_TOKEN",
+    ),
+    "no extra": (
+        ("--child", "fakes.children:spender"),
+        "import sys; sys.modules['a2a'] = None",
+        "lyra: the A2A server needs the a2a extra (the A2A SDK is not installed): "
+        "pip install 'lyra-supervisor[a2a]'",
+    ),
+    "port in use": (
+        ("--child", "fakes.children:spender", "--port", "PORT"),
+        "",
+        "lyra: cannot listen on 127.0.0.1:PORT: Address already in use",
+    ),
+}
+"""``lyra a2a`` arguments (PORT: a port in use), code run before it, its one line."""
+
+
+@pytest.fixture(scope="module")
+def refusals() -> dict[str, tuple[subprocess.CompletedProcess[str], str]]:
+    """Each of :data:`REFUSALS` run at once (they mostly import), with the port in use."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = str(taken.getsockname()[1])
-        args = tuple(port if arg == "PORT" else arg for arg in args)
-        script = (
-            f"{code}\nfrom lyra.cli import main\nraise SystemExit(main(['a2a', *{list(args)!r}]))"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
-            timeout=60,
-        )
+        procs = {}
+        for name, (args, code, _) in REFUSALS.items():
+            argv = [port if arg == "PORT" else arg for arg in args]
+            script = (
+                f"{code}\nfrom lyra.cli import main\nraise SystemExit(main(['a2a', *{argv!r}]))"
+            )
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-c", script],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
+            )
+        done = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=60)
+            done[name] = (subprocess.CompletedProcess(proc.args, proc.returncode, out, err), port)
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_server_that_cannot_serve_says_why_and_exits_2(
+    refusals: dict[str, tuple[subprocess.CompletedProcess[str], str]], case: str
+) -> None:
+    """No child, a non-loopback bind without a token, no A2A SDK, or a port in use: one
+    line on stderr, exit 2, nothing on stdout."""
+    done, port = refusals[case]
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.startswith(message.replace("PORT", port)), done.stderr
+    assert done.stderr.startswith(REFUSALS[case][2].replace("PORT", port)), done.stderr
     assert len(done.stderr.splitlines()) == 1
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -207,7 +208,7 @@ def _listen(host: str, port: int) -> socket.socket:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         return socket.create_server((host, port), family=family)
     except OSError as exc:
-        why = exc.strerror or str(exc)
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise ConfigurationError(f"cannot listen on {host}:{port}: {why}") from None
 
 
