@@ -29,8 +29,8 @@ from google.protobuf.json_format import MessageToDict
 
 from fakes.a2a_agents import serving
 from fakes.children import crashes, forbidden, invalid, stalls
-from lyra import ChildContext, parse_report
-from lyra.a2a import Limits, build_app, serve, served_url
+from lyra import ChildContext, Limits, parse_report
+from lyra.a2a import build_app, serve, served_url
 from lyra.a2a._delegations import _new_steps, _Seen
 from lyra.errors import ConfigurationError, TransientError
 
@@ -159,6 +159,66 @@ async def test_a_failure_ends_the_task_with_its_report(
     }  # fmt: skip
 
 
+class Asker:
+    """Asks which organism (``ctx.ask``) and waits; remembers its prompts and whether its
+    wait was cancelled."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.stopped = anyio.Event()
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.prompts.append(prompt)
+        ctx.step("Read TP53")
+        try:
+            organism = await ctx.ask("Which organism?")
+        except anyio.get_cancelled_exc_class():
+            self.stopped.set()
+            raise
+        ctx.step(f"Chose {organism}")
+        return f"TP53 of {organism}"
+
+
+async def test_a_childs_question_waits_and_the_next_message_is_its_answer() -> None:
+    """ctx.ask is input-required with the question while the child waits; the client's
+    next message on the task is what ctx.ask returns, and the same attempt goes on:
+    its next steps and its output arrive on that message's stream."""
+    child = Asker()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-2:] == [("WORKING", "Read TP53"), ("INPUT_REQUIRED", "Which organism?")]
+    assert states(answered) == [
+        ("WORKING", ""),
+        ("WORKING", "Chose Homo sapiens"),
+        ("COMPLETED", ""),
+    ]
+    [artifact] = [e.artifact_update.artifact for e in answered if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["TP53 of Homo sapiens"]
+    [fields] = get_data_parts(last_status(answered).status.message.parts)
+    assert (fields["status"], fields["attempt"]) == ("completed", 1)
+    assert child.prompts == ["Summarise TP53"]
+    assert not child.stopped.is_set()
+
+
+async def test_a_question_whose_wait_ran_out_is_answered_by_running_the_task_again() -> None:
+    """The deadline ends the child's wait; the client's answer then runs the task again,
+    the prompt enriched with the question and its answer, and ctx.ask of the same
+    question returns that answer at once."""
+    child = Asker()
+    async with lyra_a2a(child, Limits(timeout=0.2)) as client:
+        asked = await send(client, "Summarise TP53")
+        with anyio.fail_after(2):
+            await child.stopped.wait()
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-1] == ("INPUT_REQUIRED", "Which organism?")
+    assert states(answered)[-1] == ("COMPLETED", "")
+    first, second = child.prompts
+    assert first == "Summarise TP53"
+    assert second.startswith("Summarise TP53\n")
+    assert "answer: Homo sapiens" in second
+
+
 class Asks:
     """Blocks on a question until the prompt holds an answer; counts its runs."""
 
@@ -172,10 +232,12 @@ class Asks:
         return "answered for Homo sapiens"
 
 
-async def test_a_question_is_input_required_and_the_next_message_answers_it() -> None:
-    """missing_context ends the exchange in input-required with the question (and the
-    report's fields); the client's next message on the task answers it, and the task
-    resumes with the prompt enriched by the answer and completes."""
+async def test_a_missing_context_blocker_is_input_required_and_the_next_message_answers_it() -> (
+    None
+):
+    """missing_context (ctx.block) ends the exchange in input-required with the question
+    (and the report's fields); the client's next message on the task answers it, and
+    the task runs again with the prompt enriched by the answer and completes."""
     child = Asks()
     async with lyra_a2a(child) as client:
         asked = await send(client, "Summarise TP53")
@@ -217,8 +279,8 @@ async def test_after_auth_required_the_next_message_runs_the_task_again() -> Non
 
 async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
     """tasks/cancel stops the running child (its cleanup has run when cancel returns),
-    the task is canceled, and the client's stream says so; a task waiting for an answer
-    is canceled too."""
+    the task is canceled, and the client's stream says so; a child waiting for an
+    answer is stopped the same way."""
     stopped = anyio.Event()
 
     async def forever(prompt: str, ctx: ChildContext) -> str:
@@ -248,9 +310,12 @@ async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
     assert task.status.state == TaskState.TASK_STATE_CANCELED
     assert states(streamed)[-1][0] == "CANCELED"
 
-    async with lyra_a2a(Asks()) as client:
+    asker = Asker()
+    async with lyra_a2a(asker) as client:
         asked = await send(client, "Summarise TP53")
         task = await client.cancel_task(CancelTaskRequest(id=asked[0].task.id))
+        assert asker.stopped.is_set()
+    assert states(asked)[-1][0] == "INPUT_REQUIRED"
     assert task.status.state == TaskState.TASK_STATE_CANCELED
 
 

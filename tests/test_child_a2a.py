@@ -40,8 +40,8 @@ from fakes.a2a_agents import (
     working,
 )
 from fakes.children import crashes, forbidden, gone, invalid, spender, stalls
-from lyra import Budget, ChildContext, Supervisor, Usage
-from lyra.a2a import Limits, build_app
+from lyra import Budget, ChildContext, Limits, Supervisor, Usage
+from lyra.a2a import build_app
 from lyra.children._a2a_wire import usage_of
 from lyra.children.a2a import A2AChild
 from lyra.delegation._foreign import Kind, describe
@@ -69,7 +69,8 @@ async def delegate(url: str, *, budget: Budget | None = None, **limits: Any) -> 
         ([ends("REJECTED", "not mine")], ("invalid_task", "data", False), "not mine", 0),
         ([ends("AUTH_REQUIRED", "sign in")], ("tool_error", "auth", False), "sign in", 1),
         ([ends("CANCELED")], ("tool_error", "unknown", True), "ended canceled", 0),
-        ([ends("INPUT_REQUIRED", "Which?")], ("missing_context", "data", False), "Which?", 1),
+        ([ends("INPUT_REQUIRED", "Which?")], ("missing_context", "input_required", False),
+         "Which?", 1),
     ],
     ids=["failed after a step", "failed", "rejected", "auth-required", "canceled", "asks"],
 )  # fmt: skip
@@ -78,7 +79,7 @@ async def test_each_remote_state_maps_to_the_taxonomy(
 ) -> None:
     """failed is tool_error (partial after a step), rejected invalid_task, auth-required
     tool_error/auth, canceled (by someone else) a retryable tool_error, input-required
-    missing_context with the question as the blocker; the remote's words are in the
+    with nobody to answer missing_context/input_required; the remote's words are in the
     report, and a task left waiting there is cancelled."""
     agent = Scripted(turn)
     async with serving(agent_app(agent)) as url:
@@ -88,6 +89,26 @@ async def test_each_remote_state_maps_to_the_taxonomy(
     assert said in failure.message
     assert agent.received == ["Summarise TP53"]
     assert len(agent.cancelled) == cancelled
+
+
+async def test_the_remotes_question_is_answered_by_the_delegations_answer() -> None:
+    """A remote in input-required asks this attempt's question: ``answer=`` answers it,
+    the answer goes to the same remote task as its next message, and the task
+    completes in one attempt, nothing cancelled."""
+    asked: list[str] = []
+    agent = Scripted(
+        [working("Read TP53"), ends("INPUT_REQUIRED", "Which organism?")],
+        [working("Read the human entry"), artifact("TP53, human: 393 residues"), ends("COMPLETED")],
+    )
+    async with serving(agent_app(agent)) as url:
+        answer = lambda question: asked.append(question) or "Homo sapiens"  # noqa: E731
+        result = await Supervisor(A2AChild(url), answer=answer).delegate(
+            "Summarise TP53", timeout=5
+        )
+    assert (result.ok, result.output) == (True, "TP53, human: 393 residues"), result.report
+    assert asked == ["Which organism?"]
+    assert agent.received == ["Summarise TP53", "Homo sapiens"]
+    assert (result.attempt, agent.cancelled) == (1, [])
 
 
 async def test_a_completed_task_gives_its_artifacts_text() -> None:
@@ -215,20 +236,27 @@ async def test_a_cancelled_caller_cancels_the_remote_task() -> None:
 
 async def test_a_budget_the_remote_cannot_report_on_is_refused_before_it_runs() -> None:
     """Under a token budget, a remote whose card declares no usage reporting gets no
-    message: the attempt fails at once, saying why."""
-    agent = Scripted([ends("COMPLETED")])
+    message: the attempt fails at once, saying why. A tool-call budget counts this
+    tree's tool calls (the remote's are its own): it does not refuse the remote."""
+    agent = Scripted([artifact("done"), ends("COMPLETED")])
     async with serving(agent_app(agent)) as url:
-        result = await delegate(url, budget=Budget(max_tokens=1000))
-    assert result.failure.category == "tool_error"
-    assert "reports no usage" in result.failure.message
-    assert agent.received == []
+        refused = await delegate(url, budget=Budget(max_tokens=1000))
+        served = await delegate(url, budget=Budget(max_tool_calls=5))
+    assert refused.failure.category == "tool_error"
+    assert "reports no usage" in refused.failure.message
+    assert (served.ok, served.output) == (True, "done")
+    assert agent.received == ["Summarise TP53"]
 
 
 # -- lyra on both sides: a lyra report's category carries over ----------------------------
 
 
-async def asks(prompt: str, ctx: ChildContext) -> str:
+async def blocks(prompt: str, ctx: ChildContext) -> str:
     ctx.block("missing_context", "Which organism?")
+
+
+async def asks(prompt: str, ctx: ChildContext) -> str:
+    return await ctx.ask("Which organism?")
 
 
 @pytest.mark.parametrize(
@@ -239,14 +267,17 @@ async def asks(prompt: str, ctx: ChildContext) -> str:
         (invalid, "invalid_task", "data", False),
         (gone, "invalid_task", "not_found", False),
         (forbidden, "tool_error", "auth", False),
-        (asks, "missing_context", "data", False),
+        (blocks, "missing_context", "input_required", False),
+        (asks, "missing_context", "input_required", False),
     ],
 )
 async def test_a_lyra_servers_failure_keeps_its_category(
     remote: Any, category: str, error_type: str, retryable: bool
 ) -> None:
     """A failure of a child served by lyra a2a comes back through A2AChild in the same
-    category (its idle timeout is a timeout here, its question missing_context)."""
+    category (its idle timeout is a timeout here); its question, blocked on or asked,
+    is this attempt's, and with nobody here to answer it, missing_context /
+    input_required."""
     make = lambda url: build_app(remote, limits=Limits(idle_timeout=0.2), url=url)  # noqa: E731
     async with serving(make) as url:
         result = await delegate(url)
@@ -465,23 +496,28 @@ async def test_a_tree_whose_grandchild_is_a_lyra_a2a_server_in_another_process(
 ) -> None:
     """A parent delegates (ctx.delegate) to an A2AChild whose agent is lyra a2a in
     another process: the grandchild's output, steps and usage come back into one tree
-    under one budget; a grandchild that outgrows its share is stopped here and its task
+    under one budget; the question its child asks there is answered by this tree's
+    answer=; a grandchild that outgrows its share is stopped here and its task
     cancelled there (the server logs its child cancelled)."""
     url, events = lyra_a2a_process
     asked: list[Any] = []
+    questions: list[str] = []
 
     async def parent(prompt: str, ctx: ChildContext) -> str:
         remote = A2AChild(url)
         done = await ctx.delegate(prompt, child=remote, budget=Budget(max_turns=5))
+        answered = await ctx.delegate("Pick the organism", child=remote)
         stopped = await ctx.delegate("Work forever", child=remote, budget=Budget(max_tokens=1000))
-        asked.extend([done, stopped])
+        asked.extend([done, answered, stopped])
         return f"remote said: {done.output}"
 
-    result = await Supervisor(parent, budget=Budget(max_tokens=10_000)).delegate(
+    answer = lambda question: questions.append(question) or "Homo sapiens"  # noqa: E731
+    result = await Supervisor(parent, budget=Budget(max_tokens=10_000), answer=answer).delegate(
         "Summarise TP53", timeout=20
     )
     assert (result.ok, result.output) == (True, "remote said: spent on: Summarise TP53")
-    done, stopped = asked
+    done, answered, stopped = asked
+    assert (answered.output, questions) == ("Pick the organism: Homo sapiens", ["Which organism?"])
     assert done.parent_session_id == stopped.parent_session_id == result.session_id
     assert (done.usage.tokens, done.usage.turns) == (1200, 3)
     failure = stopped.failure

@@ -6,9 +6,12 @@ steps are ``working`` updates, a success is ``completed`` with the output as an
 artifact, a failure is ``failed`` with the report text and its fields as a data
 part; ``missing_context`` is ``input-required`` (the next message answers the
 question and resumes the task), ``invalid_task`` is ``rejected``, a 401/403 is
-``auth-required``; ``tasks/cancel`` stops the child. Status updates carry the
-task's usage (see :data:`lyra.children.a2a.USAGE_EXTENSION`), so a lyra parent
+``auth-required``; ``tasks/cancel`` stops the child. A child that asks
+(``ctx.ask``) waits, its task ``input-required``, and the next message is the
+answer ``ctx.ask`` returns. Status updates carry the task's usage (see
+:data:`lyra.children.a2a.USAGE_EXTENSION`), so a lyra parent
 (:class:`lyra.children.a2a.A2AChild`) holds the server to its own budget.
+Limits are :class:`lyra.Limits`.
 
 Needs the ``lyra-supervisor[a2a]`` extra (the official ``a2a-sdk``, with its HTTP
 server, and uvicorn).
@@ -23,13 +26,11 @@ from lyra.a2a._app import (
     serve,
     served_url,
 )
-from lyra.a2a._delegations import Limits
 
 __all__ = [
     "CARD_PATH",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
-    "Limits",
     "agent_card",
     "build_app",
     "serve",

@@ -24,10 +24,11 @@ import anyio
 
 from lyra import __version__
 from lyra._extras import missing_extra
-from lyra.a2a._delegations import Delegations, Limits
+from lyra.a2a._delegations import Delegations
 from lyra.children.a2a import USAGE_EXTENSION
-from lyra.delegation import Child, as_callable
+from lyra.delegation import Child, Limits, as_callable
 from lyra.errors import ConfigurationError
+from lyra.recovery import RecoveryPolicy
 
 try:
     import uvicorn
@@ -120,24 +121,28 @@ def build_app(
     child: Child,
     *,
     limits: Limits | None = None,
+    retries: int = 0,
     url: str = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/",
     token: str | None = None,
     name: str = "lyra",
 ) -> Starlette:
     """An ASGI app that serves ``child`` as an A2A agent reached at ``url``.
 
-    Each task runs ``child`` under ``limits`` (lyra's recovery loop, as ``lyra
-    delegate``); with ``token``, every request but the agent card needs
-    ``Authorization: Bearer <token>``. Only requests whose ``Host`` is ``url``'s
-    host (or a loopback name) are served. Run it with any ASGI server whose
-    lifespan support is on (``serve`` uses uvicorn): the delegations run there.
+    Each task runs ``child`` under ``limits`` (``limits.budget`` holds each task and
+    all it delegates) through lyra's recovery loop, as ``lyra delegate`` does, with
+    up to ``retries`` attempts after the first; with ``token``, every request but
+    the agent card needs ``Authorization: Bearer <token>``. Only requests whose
+    ``Host`` is ``url``'s host (or a loopback name) are served. Run it with any ASGI
+    server whose lifespan support is on (``serve`` uses uvicorn): the delegations
+    run there.
     """
     as_callable(child)  # a clear error now for something that is no child
     if token is not None and not token:
         raise ConfigurationError("the bearer token is empty")
+    policy = RecoveryPolicy(max_retries=retries)
     card = agent_card(url, name=name, bearer=token is not None)
     delegations = Delegations()
-    executor = DelegationExecutor(child, limits or Limits(), delegations)
+    executor = DelegationExecutor(child, limits or Limits(), policy, delegations)
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )
@@ -163,6 +168,7 @@ async def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     limits: Limits | None = None,
+    retries: int = 0,
     url: str | None = None,
     token: str | None = None,
     name: str = "lyra",
@@ -176,7 +182,7 @@ async def serve(
     it shuts down as on Ctrl+C: the running children are stopped.
     """
     url = served_url(host, port, url=url, token=token)
-    app = build_app(child, limits=limits, url=url, token=token, name=name)
+    app = build_app(child, limits=limits, retries=retries, url=url, token=token, name=name)
     listening = _listen(host, port)
     if on_listening is not None:
         on_listening(url)

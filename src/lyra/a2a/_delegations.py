@@ -6,8 +6,9 @@ hang up, come back with an answer, or cancel, and the child goes on or stops
 accordingly. While it runs it says what happens, in order, on
 :attr:`Delegation.happenings`: each completed step, each other sign of progress
 (a tool call, a charge, a heartbeat, at most one a :data:`PROGRESS_INTERVAL`),
-and at last the result. Nothing here knows A2A: the executor turns these into
-task events (another protocol could do the same).
+each question the child asks (``ctx.ask``: it waits, the deadline running, until
+:meth:`Delegation.answer`), and at last the result. Nothing here knows A2A: the
+executor turns these into task events (another protocol could do the same).
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import (
-    Budget,
     Child,
     ChildContext,
     DelegationResult,
+    Limits,
     Usage,
     as_callable,
     observing,
@@ -37,19 +37,6 @@ from lyra.recovery import RecoveryPolicy, recover
 
 PROGRESS_INTERVAL = 0.1
 """Seconds between two looks at a running attempt's progress."""
-
-
-class Limits(BaseModel):
-    """The limits every task a server runs is held to (as ``lyra delegate``'s options)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    timeout: float = Field(300.0, gt=0, allow_inf_nan=False, description="Seconds per attempt.")
-    idle_timeout: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="Seconds without progress."
-    )
-    budget: Budget | None = Field(None, description="For each task and all it delegates.")
-    retries: int = Field(0, ge=0, description="Attempts after the first (recovery).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +55,16 @@ class Beat:
 
 
 @dataclass(frozen=True, slots=True)
+class Question:
+    """The child asks (``ctx.ask``) and waits for :meth:`Delegation.answer`."""
+
+    text: str
+    usage: Usage
+    pending: object = field(compare=False, repr=False)
+    """Which ask this is (see :meth:`Delegation.waits_on`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The task's result (its last attempt's), and what every attempt used."""
 
@@ -75,7 +72,7 @@ class Finished:
     usage: Usage
 
 
-Happening = Step | Beat | Finished
+Happening = Step | Beat | Question | Finished
 
 
 @dataclass
@@ -89,13 +86,36 @@ class _Seen:
     usage: Usage = field(default_factory=Usage)
 
 
-class Delegation:
-    """One task's delegation, running apart from the requests about it."""
+@dataclass
+class _Pending:
+    """A question that waits for its answer."""
 
-    def __init__(self, child: Child, prompt: str, limits: Limits) -> None:
+    question: str
+    answered: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Delegation:
+    """One task's delegation, running apart from the requests about it.
+
+    ``answers`` are answers the task already has, by question: a ``ctx.ask`` of one
+    of them gets it at once (a task run again after its child stopped waiting)."""
+
+    def __init__(
+        self,
+        child: Child,
+        prompt: str,
+        limits: Limits,
+        policy: RecoveryPolicy,
+        answers: dict[str, str] | None = None,
+    ) -> None:
         self.prompt = prompt
         self.limits = limits
+        self.policy = policy
+        self.answers: dict[str, str] = dict(answers or {})
+        """Every answer the child was given, by question."""
         self._child = _watched(child, self)
+        self._asking = anyio.Lock()
+        self._pending: _Pending | None = None
         self._said: deque[Happening] = deque()
         self._news = anyio.Event()
         self._attempts: dict[ChildContext, _Seen] = {}
@@ -112,10 +132,9 @@ class Delegation:
                     outcome = await recover(
                         self.prompt,
                         child=self._child,
-                        base_timeout=self.limits.timeout,
-                        idle_timeout=self.limits.idle_timeout,
-                        budget=self.limits.budget,
-                        policy=RecoveryPolicy(max_retries=self.limits.retries),
+                        limits=self.limits,
+                        policy=self.policy,
+                        answer=self.ask,
                     )
                     watching.cancel_scope.cancel()
                 self._say(Finished(outcome.result, outcome.usage))
@@ -137,6 +156,36 @@ class Delegation:
         self._said.append(happening)
         self._news.set()
 
+    async def ask(self, question: str) -> str:
+        """The child's question (its ``answer=``): said, then waited on until
+        :meth:`answer` (the deadline still runs); one question at a time."""
+        async with self._asking:
+            known = self.answers.get(question)
+            if known is not None:
+                return known
+            pending = self._pending = _Pending(question)
+            self._look_at_all()  # the steps that led to the question, said before it
+            self._say(Question(question, self._total(), pending))
+            try:
+                await pending.answered.wait()
+            finally:
+                self._pending = None
+            return self.answers[question]
+
+    def waits_on(self, question: Question) -> bool:
+        """True while ``question`` is still unanswered (not one answered since it was said)."""
+        return self._pending is not None and question.pending is self._pending
+
+    def answer(self, text: str) -> bool:
+        """Give the waiting question its answer; False when none waits (the child
+        stopped waiting: its deadline, the task's end)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return False
+        self.answers[pending.question] = text  # kept, should the child be past waiting
+        pending.answered.set()
+        return True
+
     async def stop(self) -> None:
         """Stop the child now and wait until it has stopped."""
         self._scope.cancel()
@@ -154,8 +203,11 @@ class Delegation:
     async def _watch(self) -> None:
         while True:
             await anyio.sleep(PROGRESS_INTERVAL)
-            for ctx, seen in list(self._attempts.items()):
-                self._look(ctx, seen)
+            self._look_at_all()
+
+    def _look_at_all(self) -> None:
+        for ctx, seen in list(self._attempts.items()):
+            self._look(ctx, seen)
 
     def _look(self, ctx: ChildContext, seen: _Seen) -> None:
         """Say what ``ctx`` did since the last look: its new steps, else its progress."""
@@ -241,10 +293,9 @@ class Delegations:
                     self._group = None
                     group.cancel_scope.cancel()
 
-    def start(self, child: Child, prompt: str, limits: Limits) -> Delegation:
-        """Start delegating ``prompt`` to ``child`` now."""
+    def start(self, delegation: Delegation) -> Delegation:
+        """Start running ``delegation`` now."""
         if self._group is None:
             raise RuntimeError("delegations start only while the server runs (its lifespan)")
-        delegation = Delegation(child, prompt, limits)
         self._group.start_soon(delegation.run)
         return delegation

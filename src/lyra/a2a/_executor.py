@@ -5,6 +5,7 @@
 | a completed step                            | ``working``, the step as its message     |
 | other progress (tool call, charge, beat)    | ``working`` without a message            |
 | success                                     | the output as an artifact, ``completed`` |
+| a question (``ctx.ask``; the child waits)   | ``input-required``: the next message answers |
 | ``missing_context`` (its blocker the question) | ``input-required``: the next message answers |
 | ``invalid_task``                            | ``rejected``                             |
 | ``error_type`` ``auth`` (a 401/403)         | ``auth-required``                        |
@@ -13,10 +14,16 @@
 
 Every status update carries the task's usage so far (``metadata["usage"]``, see
 :mod:`lyra.children._a2a_wire`); a final one carries the report text and its
-fields (``parse_report``'s) as a data part. The answer to a question resumes the
-task: the prompt, enriched with the question and its answer (recovery's
-enrichment), is delegated again under the same limits; after ``auth-required``
-the next message runs the prompt again.
+fields (``parse_report``'s) as a data part.
+
+A child that asks (``ctx.ask``) waits for the answer while its deadline runs:
+the task is ``input-required`` with the question, and the client's next message
+is the answer, returned by ``ctx.ask`` in the same attempt, whose steps go on
+arriving on that message's stream. A task whose child no longer waits (it
+ended on ``missing_context``, or its deadline ran out while it waited) runs
+again on the next message: the prompt, enriched with the question and its
+answer (recovery's enrichment), under the same limits, the answer ready for the
+same question; after ``auth-required`` the next message runs the prompt again.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from lyra.a2a._delegations import (
     Delegations,
     Finished,
     Happening,
-    Limits,
+    Question,
     Step,
 )
 from lyra.children.a2a import usage_metadata
@@ -48,9 +55,10 @@ from lyra.delegation import (
     DelegationResult,
     ErrorType,
     FailureCategory,
+    Limits,
     Usage,
 )
-from lyra.recovery import enriched_prompt
+from lyra.recovery import RecoveryPolicy, enriched_prompt
 
 _S = TaskState
 
@@ -66,11 +74,15 @@ class _Task:
 
 
 class DelegationExecutor(AgentExecutor):
-    """Runs each A2A task as a lyra delegation of ``child`` under ``limits``."""
+    """Runs each A2A task as a lyra delegation of ``child`` under ``limits``, recovering
+    as ``policy`` says."""
 
-    def __init__(self, child: Child, limits: Limits, delegations: Delegations) -> None:
+    def __init__(
+        self, child: Child, limits: Limits, policy: RecoveryPolicy, delegations: Delegations
+    ) -> None:
         self.child = child
         self.limits = limits
+        self.policy = policy
         self.delegations = delegations
         self._tasks: dict[str, _Task] = {}
 
@@ -82,24 +94,29 @@ class DelegationExecutor(AgentExecutor):
         if context.current_task is None:
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
             task = self._tasks[task_id] = _Task(prompt=text)
+            delegation = task.delegation = self._start(task.prompt)
         else:
-            task = self._resumed(task_id, context.current_task, text)
-        task.delegation = self.delegations.start(self.child, task.prompt, self.limits)
+            task, delegation = await self._resumed(task_id, context.current_task, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
         await updater.start_work()
-        async with aclosing(task.delegation.happenings()) as happenings:
+        async with aclosing(delegation.happenings()) as happenings:
             async for happening in happenings:
-                await self._report(happening, task_id, task, updater)
-                if isinstance(happening, Finished):
+                if await self._report(happening, task_id, task, updater):
                     return
         # Stopped without a result: only cancel() does that, and the SDK cancels this
         # request right after; returning first could end the client's stream before
         # cancel() has written ``canceled`` to it.
         await anyio.sleep_forever()
 
+    def _start(self, prompt: str, answers: dict[str, str] | None = None) -> Delegation:
+        delegation = Delegation(self.child, prompt, self.limits, self.policy, answers)
+        return self.delegations.start(delegation)
+
     async def _report(
         self, happening: Happening, task_id: str, task: _Task, updater: TaskUpdater
-    ) -> None:
+    ) -> bool:
+        """Say ``happening`` as the task's status; True when this message's exchange
+        ends with it (the task ended, or waits for an answer)."""
         match happening:
             case Step(text=step, usage=usage):
                 message = updater.new_agent_message([new_text_part(step)])
@@ -108,8 +125,20 @@ class DelegationExecutor(AgentExecutor):
                 )
             case Beat(usage=usage):
                 await updater.update_status(_S.TASK_STATE_WORKING, metadata=_metadata(usage))
+            case Question(text=question, usage=usage):
+                assert task.delegation is not None
+                if not task.delegation.waits_on(happening):
+                    return False  # answered meanwhile, or its wait is over
+                task.question = question
+                message = updater.new_agent_message([new_text_part(question)])
+                await updater.update_status(
+                    _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
+                )
+                return True
             case Finished(result=result, usage=usage):
                 await self._finish(task_id, task, result, usage, updater)
+                return True
+        return False
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Stop the task's child (waiting until it has stopped), then say so."""
@@ -118,22 +147,33 @@ class DelegationExecutor(AgentExecutor):
             await task.delegation.stop()
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
-    def _resumed(self, task_id: str, current: Task, text: str) -> _Task:
-        """A task's next message: the answer to its question, or (after ``auth-required``)
-        the word to try again; ``text`` then changes nothing."""
+    async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
+        """A task's next message: the answer its child waits for; else the answer to
+        the question it ended on, or (after ``auth-required``) the word to try again,
+        either of which runs the task again (``text`` then changes nothing)."""
         task = self._tasks.get(task_id) or _Task(prompt=_first_prompt(current))
-        if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and task.question is not None:
-            asked = ChildFailure(
+        self._tasks[task_id] = task
+        question, task.question = task.question, None
+        asked = current.status.state == _S.TASK_STATE_INPUT_REQUIRED and question is not None
+        answers: dict[str, str] = {}
+        if task.delegation is not None:
+            if asked and task.delegation.answer(text):
+                return task, task.delegation  # ctx.ask returns it: the same attempt goes on
+            await task.delegation.stop()  # past waiting: it ended (or ends now)
+            answers = task.delegation.answers
+        if asked:
+            assert question is not None
+            failure = ChildFailure(
                 category=FailureCategory.MISSING_CONTEXT,
-                message=task.question,
+                message=question,
                 session_id="",
                 duration=0.0,
-                blocked_on=task.question,
+                blocked_on=question,
             )
-            task.prompt = enriched_prompt(task.prompt, asked, {"answer": text})
-        task.question = None
-        self._tasks[task_id] = task
-        return task
+            task.prompt = enriched_prompt(task.prompt, failure, {"answer": text})
+            answers = {**answers, question: text}
+        task.delegation = self._start(task.prompt, answers)
+        return task, task.delegation
 
     async def _finish(
         self, task_id: str, task: _Task, result: DelegationResult, usage: Usage, up: TaskUpdater

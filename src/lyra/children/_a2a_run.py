@@ -33,7 +33,6 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from lyra import events
-from lyra._taxonomy import FailureCategory
 from lyra.children._a2a_wire import USAGE_EXTENSION, report_of, usage_of
 from lyra.children._framework import output_text
 from lyra.delegation import ChildContext, Usage
@@ -51,6 +50,8 @@ _S = TaskState
 _ENDED = frozenset({_S.TASK_STATE_COMPLETED, _S.TASK_STATE_FAILED, _S.TASK_STATE_CANCELED,
                     _S.TASK_STATE_REJECTED})  # fmt: skip
 _PAUSED = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
+_METERED = ("max_tokens", "max_cost_usd", "max_turns")
+"""The limits a remote's usage reports keep."""
 
 
 class Remote:
@@ -84,9 +85,10 @@ def _warm(tls: ssl.SSLContext) -> None:
 
 
 def _check_measurable(card: AgentCard, ctx: ChildContext, url: str) -> None:
-    """Refuse a budget the remote cannot be held to: it must report its usage."""
+    """Refuse a budget the remote cannot be held to: it must report its usage. (A
+    ``max_tool_calls`` counts this tree's tool calls: the remote's are its own.)"""
     left = ctx.budget_left
-    limited = [name for name, value in left if value is not None]
+    limited = [name for name in _METERED if getattr(left, name) is not None]
     reports = any(extension.uri == USAGE_EXTENSION for extension in card.capabilities.extensions)
     if limited and not reports:
         raise ConfigurationError(
@@ -118,7 +120,7 @@ class _Conversation:
                 await self._follow(self.client.send_message(request))
                 if self.state != _S.TASK_STATE_INPUT_REQUIRED:
                     return self._outcome()
-                text = self._answer(self._status_text())
+                text = await self._answer(self._status_text())
         finally:
             if self.task_id is not None and self.state not in _ENDED:
                 await self._cancel()
@@ -132,11 +134,10 @@ class _Conversation:
             context_id=context_id if isinstance(context_id, str) else None,
         )
 
-    def _answer(self, question: str) -> str:
-        """The remote asked: the question is what the attempt is blocked on."""
-        self.ctx.block(
-            FailureCategory.MISSING_CONTEXT, question or "the remote agent asked for input"
-        )
+    async def _answer(self, question: str) -> str:
+        """The remote asked: whoever answers this attempt's questions answers it (the
+        remote task waits meanwhile); with nobody to, the attempt ends on the question."""
+        return await self.ctx.ask(question or "The remote agent asks for input.")
 
     async def _follow(self, stream: AsyncIterator[StreamResponse]) -> None:
         """Read ``stream`` until the task ends or pauses; follow a broken one again."""

@@ -29,9 +29,13 @@ USAGE_EXTENSION = "urn:lyra-supervisor:a2a:usage:v1"
 """The agent-card extension that says status updates carry ``metadata["usage"]``."""
 
 
+REPORTED = ("input_tokens", "output_tokens", "cost_usd", "turns")
+"""The figures a usage report holds (a remote's tool calls are its own)."""
+
+
 def usage_metadata(usage: Usage) -> dict[str, Any]:
     """The metadata of a status update that reports ``usage`` (empty for none)."""
-    return {"usage": usage.model_dump()} if usage else {}
+    return {"usage": usage.model_dump(include=set(REPORTED))} if usage else {}
 
 
 def usage_of(metadata: Mapping[str, Any]) -> Usage | None:

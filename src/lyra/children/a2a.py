@@ -24,15 +24,21 @@ stream (JSON-RPC; a card that does not stream is answered once, at the task's en
   (:data:`USAGE_EXTENSION`, as ``lyra a2a`` does) reports the task's usage in each
   status update, and it is charged as it grows: going over ends the attempt at
   once. Under a token, cost or turn budget, a remote that reports nothing is
-  refused before the message is sent, never run unmetered.
+  refused before the message is sent, never run unmetered. (``max_tool_calls``
+  counts this tree's tool calls; the remote's are its own.)
 - Stopping: the deadline, the idle timeout, the budget, a cancellation, or any
   other end before the remote task has ended sends ``tasks/cancel`` to the remote
   (shielded, at most :data:`~lyra.children._a2a_run.CANCEL_GRACE` seconds), so a
   stopped delegation does not leave the remote working.
 
+**Questions.** A remote task in ``input-required`` asks this attempt's question
+(``ctx.ask``): whoever answers it (``answer=``, a parent, an MCP or A2A client)
+does, and the answer is the same remote task's next message. With nobody to
+answer, the attempt ends ``missing_context`` / ``input_required`` with the
+question.
+
 **How a remote task ends here.** ``completed``: its artifacts' text is the
-output (structured data as JSON). ``input-required``: the question is
-``missing_context`` with the question as the blocker. ``rejected``:
+output (structured data as JSON). ``rejected``:
 ``invalid_task``; ``auth-required``: ``tool_error`` / ``auth``; ``failed``:
 ``tool_error`` (``partial`` after steps), or, from a lyra server, its own category
 carried over (its deadline, idle timeout or budget is ``timeout`` here). A stream

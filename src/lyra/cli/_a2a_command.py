@@ -21,8 +21,10 @@ Serve a child as an A2A agent, for another agent (or a script with the A2A SDK)
 to delegate to. Each task runs the child under the limits below, as lyra
 delegate does: its steps arrive as working updates, its output as an artifact,
 a failure as the classified report (text, and its fields as a data part);
-missing_context is input-required (the next message answers it), invalid_task
-rejected, a 401/403 auth-required; cancelling the task stops the child. The
+a question of the child (ctx.ask) is input-required while the child waits, and
+the next message is its answer (missing_context too: the task runs again with
+it), invalid_task rejected, a 401/403 auth-required; cancelling the task stops
+the child. The
 agent card is at URL/.well-known/agent-card.json. The child is --child, else
 LYRA_CHILD, else the Anthropic child when ANTHROPIC_API_KEY is set.
 
@@ -85,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     """Check the extra, resolve the child and the token (clear errors now, not at the
     first task), then serve until stopped."""
     from lyra._sync import run_blocking
-    from lyra.a2a import Limits, serve, served_url  # first: without the extra, nothing helps
+    from lyra.a2a import serve, served_url  # first: without the extra, nothing helps
     from lyra.children import default_child
+    from lyra.delegation import Limits
     from lyra.errors import ConfigurationError
     from lyra.settings import settings
 
@@ -96,12 +99,7 @@ def run(args: argparse.Namespace) -> int:
     secret = settings().a2a_token
     token = secret.get_secret_value() if secret is not None else None
     url = served_url(args.host, args.port, url=args.url, token=token)  # its errors first
-    limits = Limits(
-        timeout=args.timeout,
-        idle_timeout=args.idle_timeout,
-        budget=budget_of(args),
-        retries=args.retries,
-    )
+    limits = Limits(timeout=args.timeout, idle_timeout=args.idle_timeout, budget=budget_of(args))
     with _logging.events_to(args.events, verbose=args.verbose):
         run_blocking(
             "serve",
@@ -110,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 host=args.host,
                 port=args.port,
                 limits=limits,
+                retries=args.retries,
                 url=url,
                 token=token,
                 name=args.name,
