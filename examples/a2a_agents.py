@@ -9,9 +9,12 @@ port), then:
    ``completed``;
 2. a lyra parent, "triager", delegates to the same server through
    ``A2AChild(url)`` under one deadline and one budget: a task that completes (its
-   steps and usage come back into the tree); one the curator rejects (``invalid_task``
-   there, A2A ``rejected``, ``invalid_task`` here again); one that runs away and
-   is stopped here by the triager's budget, its remote task cancelled there.
+   steps and usage come back into the tree); one that names no accession, whose
+   question (the curator's ``ctx.ask``, A2A ``input-required``) the triager's
+   ``answer=`` answers, and the same remote task goes on; one the curator rejects
+   (``invalid_task`` there, A2A ``rejected``, ``invalid_task`` here again); one
+   that runs away and is stopped here by the triager's budget, its remote task
+   cancelled there.
 
 No network beyond 127.0.0.1, no API key. Exits 0 when every task ended as it should.
 Needs the extra: ``pip install 'lyra-supervisor[a2a]'``.
@@ -30,17 +33,21 @@ from a2a.client import create_client
 from a2a.helpers import get_text_parts, new_text_message
 from a2a.types import Role, SendMessageRequest, TaskState
 
-from lyra import Budget, ChildContext, DelegationResult, Supervisor, events
-from lyra.a2a import Limits, serve
+from lyra import Budget, ChildContext, DelegationResult, Limits, Supervisor, events
+from lyra.a2a import serve
 from lyra.children.a2a import A2AChild
 from lyra.errors import InvalidInput
 
 stopped_remotely: list[str] = []
+asked: list[str] = []
 
 
 async def curator(prompt: str, ctx: ChildContext) -> str:
-    """The served child: looks an accession up; "everything" takes for ever."""
+    """The served child: looks an accession up (asking which, for "the entry");
+    "everything" takes for ever."""
     accession = prompt.split()[-1]
+    if accession == "entry":  # whoever delegated knows which: ask, and wait
+        accession = await ctx.ask("Which UniProt accession?")
     if not accession[:1].isalpha():
         raise InvalidInput(f"{accession!r} is not a UniProt accession")
     try:
@@ -70,20 +77,26 @@ async def plain_client(url: str) -> list[str]:
 
 
 async def triage(url: str) -> dict[str, DelegationResult]:
-    """A lyra parent whose grandchildren are tasks on the A2A server."""
+    """A lyra parent whose grandchildren are tasks on the A2A server; it answers
+    their questions."""
     results: dict[str, DelegationResult] = {}
 
     async def triager(prompt: str, ctx: ChildContext) -> str:
         remote = A2AChild(url)
         for name, task, budget in (
             ("lookup", "Summarise P04637", None),
+            ("question", "Summarise the p53 entry", None),
             ("typo", "Summarise 04637", None),
             ("runaway", "Read everything about P04637", Budget(max_tokens=3_000)),
         ):
             results[name] = await ctx.delegate(task, child=remote, budget=budget)
         return "triaged"
 
-    supervisor = Supervisor(triager, budget=Budget(max_tokens=50_000))
+    def answer(question: str) -> str:
+        asked.append(question)
+        return "P04637"
+
+    supervisor = Supervisor(triager, budget=Budget(max_tokens=50_000), answer=answer)
     results["triager"] = await supervisor.delegate("Triage the P04637 reports", timeout=20)
     return results
 
@@ -114,12 +127,16 @@ async def main_async() -> bool:
         print(f"  {name:<8} {how}, {usage.tokens if usage else 0:,} tokens")
         if failure is not None:
             print(f"           {failure.message.splitlines()[0]}")
+    print(f"asked of the triager: {asked}")
     print(f"stopped on the server: {stopped_remotely}")
     kinds = {name: (r.failure.error_type if r.failure else "ok") for name, r in results.items()}
+    expected = {"lookup": "ok", "question": "ok", "typo": "data", "runaway": "budget"}
     return (
         seen[-1] == "TASK_STATE_COMPLETED"
         and "TASK_STATE_WORKING Read section 1 of P04637" in seen
-        and kinds == {"lookup": "ok", "typo": "data", "runaway": "budget", "triager": "ok"}
+        and kinds == {**expected, "triager": "ok"}
+        and results["question"].output == results["lookup"].output
+        and asked == ["Which UniProt accession?"]
         and results["typo"].failure is not None
         and results["typo"].failure.category == "invalid_task"
         and results["lookup"].usage is not None

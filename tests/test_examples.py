@@ -61,6 +61,8 @@ EXPECTED = {
     ],
     "a2a_agents.py": [
         "TASK_STATE_WORKING Read section 1 of P04637",
+        "question completed, 1,600 tokens",
+        "asked of the triager: ['Which UniProt accession?']",
         "typo     invalid_task/data",
         "runaway  timeout/budget",
         "stopped on the server: ['P04637']",
