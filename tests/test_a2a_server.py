@@ -206,7 +206,7 @@ async def test_a_question_whose_wait_ran_out_is_answered_by_running_the_task_aga
     the prompt enriched with the question and its answer, and ctx.ask of the same
     question returns that answer at once."""
     child = Asker()
-    async with lyra_a2a(child, Limits(timeout=0.2)) as client:
+    async with lyra_a2a(child, Limits(timeout=0.5)) as client:  # (the question said well before)
         asked = await send(client, "Summarise TP53")
         with anyio.fail_after(2):
             await child.stopped.wait()
