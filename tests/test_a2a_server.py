@@ -232,9 +232,7 @@ class Asks:
         return "answered for Homo sapiens"
 
 
-async def test_a_missing_context_blocker_is_input_required_and_the_next_message_answers_it() -> (
-    None
-):
+async def test_a_blocker_on_missing_context_is_answered_by_running_the_task_again() -> None:
     """missing_context (ctx.block) ends the exchange in input-required with the question
     (and the report's fields); the client's next message on the task answers it, and
     the task runs again with the prompt enriched by the answer and completes."""

@@ -74,8 +74,8 @@ async def meets_a_cancelled_future(prompt: str, ctx: ChildContext) -> str:
 
 async def drips(prompt: str, ctx: ChildContext) -> str:
     """As ``spender`` does; but a prompt that says "forever" spends 400 tokens a step,
-    a step every 50 ms, until it is stopped, and one that names no organism asks which
-    (``ctx.ask``) and answers for it."""
+    a step every 50 ms, until it is stopped, and one that says "organism" asks which
+    (``ctx.ask``) and answers with it."""
     if "organism" in prompt:
         organism = await ctx.ask("Which organism?")
         return f"{prompt}: {organism}"
