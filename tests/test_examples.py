@@ -83,6 +83,14 @@ EXPECTED = {
         "--host 0.0.0.0 without a token: refused: refusing to serve on 0.0.0.0",
         "status=completed",
     ],
+    "a2a_agents.py": [
+        "TASK_STATE_WORKING Read section 1 of P04637",
+        "question completed, 1,600 tokens",
+        "asked of the triager: ['Which UniProt accession?']",
+        "typo     invalid_task/data",
+        "runaway  timeout/budget",
+        "stopped on the server: ['P04637']",
+    ],
     "log_and_retry.py": [
         "status=completed after 3 attempt(s)",
         "status=failed category=invalid_task after 1 attempt(s)",

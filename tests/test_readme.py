@@ -134,6 +134,14 @@ def _aliases(run: Run) -> None:
     assert "1 of 1 completed" in run.out
 
 
+@claim("lyra a2a --host 192.0.2.7 --child lyra.proteins:ProteinChild")
+def _a2a_beyond_loopback(run: Run) -> None:
+    # "Any other address needs a bearer token in `LYRA_A2A_TOKEN` (without one, ...
+    # refuses to start, exit 2)"
+    assert (run.status, run.out) == (2, "")
+    assert "needs a bearer token: set LYRA_A2A_TOKEN" in run.err
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Every command, started at once in its own folder, as a user types it."""

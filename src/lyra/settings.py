@@ -20,6 +20,9 @@ environment is seen at once.
 ``LYRA_MCP_TOKEN``             the bearer token ``lyra mcp --http`` requires
                                of every request (needed to serve beyond
                                loopback)
+``LYRA_A2A_TOKEN``             the bearer token ``lyra a2a`` asks of every
+                               request but its agent card (required to bind
+                               beyond loopback)
 ``LYRA_TEST_INVOCATION_LOG``   tests only: a file where durable attempts
                                note each start
 ``LYRA_TEST_PAUSE``            tests only: ``before_checkpoint`` or
@@ -72,6 +75,11 @@ class Settings(BaseSettings):
         None,
         description="The bearer token lyra mcp --http requires of every request "
         "(Authorization: Bearer …); needed to serve on an address other machines reach.",
+    )
+    a2a_token: SecretStr | None = Field(
+        None,
+        description="The bearer token lyra a2a requires of every request but the agent card; "
+        "required to serve on an address other than loopback.",
     )
     max_crashes: int = Field(
         5,

@@ -10,6 +10,7 @@ import sys
 import anyio
 
 from lyra import ChildContext
+from lyra.errors import InvalidInput, TransientError
 
 
 async def spender(prompt: str, ctx: ChildContext) -> str:
@@ -106,3 +107,39 @@ async def asker(prompt: str, ctx: ChildContext) -> str:
     organism = await ctx.ask("Which organism?")
     ctx.step(f"Looked up {organism}")
     return f"studied {organism}"
+
+
+async def drips(prompt: str, ctx: ChildContext) -> str:
+    """As ``spender`` does; but a prompt that says "forever" spends 400 tokens a step,
+    a step every 50 ms, until it is stopped, and one that says "organism" asks which
+    (``ctx.ask``) and answers with it."""
+    if "organism" in prompt:
+        organism = await ctx.ask("Which organism?")
+        return f"{prompt}: {organism}"
+    if "forever" not in prompt:
+        return await spender(prompt, ctx)
+    while True:
+        ctx.charge(input_tokens=300, output_tokens=100, turns=1)
+        ctx.step("Dripped")
+        await anyio.sleep(0.05)
+
+
+async def crashes(prompt: str, ctx: ChildContext) -> str:
+    """One step, then an unrecognised error (``partial``)."""
+    ctx.step("Fetched")
+    raise RuntimeError("disk full")
+
+
+async def invalid(prompt: str, ctx: ChildContext) -> str:
+    """Refuses its input before any work (``invalid_task``)."""
+    raise InvalidInput("P0 is no UniProt accession")
+
+
+async def forbidden(prompt: str, ctx: ChildContext) -> str:
+    """A service refused its key: HTTP 403 (``tool_error`` / ``auth``)."""
+    raise TransientError("the data service refused the key", status=403)
+
+
+async def gone(prompt: str, ctx: ChildContext) -> str:
+    """Its subject does not exist: HTTP 404 (``invalid_task`` / ``not_found``)."""
+    raise TransientError("no such entry", status=404)

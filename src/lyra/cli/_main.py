@@ -16,6 +16,7 @@ from types import FrameType
 
 from lyra import events
 from lyra.cli import (
+    _a2a_command,
     _analyze_command,
     _delegate_command,
     _logs_command,
@@ -33,6 +34,7 @@ from lyra.cli._options import (
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
+    _a2a_command,
     _analyze_command,
     _delegate_command,
     _logs_command,

@@ -6,7 +6,7 @@ that the rule table in :mod:`.._classify` understands, a fine
 signals and Python's built-ins are read here; each SDK and agent framework has
 a module of its own with a table of its exception classes by name
 (``_anthropic``, ``_openai``, ``_pydantic_ai``, ``_openai_agents``,
-``_claude_agent``, ``_langgraph``, ``_google_adk``), chosen by the exception's top-level
+``_claude_agent``, ``_langgraph``, ``_google_adk``, ``_a2a``), chosen by the exception's top-level
 module. A test walks each installed SDK and fails on a class missing from its
 table. No SDK is imported here: errors are recognised by module and class
 name, so classification stays cheap and works without the optional clients
@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable
 
 from lyra._taxonomy import ErrorType
+from lyra.delegation._foreign._a2a import describe_a2a
 from lyra.delegation._foreign._anthropic import ANTHROPIC_ERRORS, describe_anthropic
 from lyra.delegation._foreign._cause import (
     Cause,
@@ -62,6 +63,7 @@ _BY_MODULE: dict[str, Callable[[BaseException], Cause]] = {
     "langgraph": describe_langgraph,
     "langchain_core": describe_langgraph,
     "google": describe_google_adk,  # google.adk, google.genai, google.auth
+    "a2a": describe_a2a,
 }
 """Who translates an exception, by the top-level module its class lives in."""
 

@@ -1,0 +1,227 @@
+"""A delegation as an A2A task: the one place that maps lyra's outcomes to task states.
+
+| lyra                                        | A2A task                                 |
+| ------------------------------------------- | ---------------------------------------- |
+| a completed step                            | ``working``, the step as its message     |
+| other progress (tool call, charge, beat)    | ``working`` without a message            |
+| success                                     | the output as an artifact, ``completed`` |
+| a question (``ctx.ask``; the child waits)   | ``input-required``: the next message answers |
+| ``missing_context`` (its blocker the question) | ``input-required``: the next message answers |
+| ``invalid_task``                            | ``rejected``                             |
+| ``error_type`` ``auth`` (a 401/403)         | ``auth-required``                        |
+| any other failure                           | ``failed``                               |
+| ``tasks/cancel``                            | the child stopped, ``canceled``          |
+
+Every status update carries the task's usage so far (``metadata["usage"]``, see
+:mod:`lyra.children._a2a_wire`); a final one carries the report text and its
+fields (``parse_report``'s) as a data part.
+
+A child that asks (``ctx.ask``) waits for the answer while its deadline runs:
+the task is ``input-required`` with the question, and the client's next message
+is the answer, returned by ``ctx.ask`` in the same attempt, whose steps go on
+arriving on that message's stream. A task whose child no longer waits (it
+ended on ``missing_context``, or its deadline ran out while it waited) runs
+again on the next message: the prompt, enriched with the question and its
+answer (recovery's enrichment), under the same limits, the answer ready for the
+same question; after ``auth-required`` the next message runs the prompt again.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from dataclasses import dataclass
+
+import anyio
+from a2a.helpers import get_message_text, new_data_part, new_task_from_user_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part, Role, Task, TaskState
+from a2a.utils.errors import InvalidParamsError
+
+from lyra.a2a._delegations import (
+    Beat,
+    Delegation,
+    Delegations,
+    Finished,
+    Happening,
+    Question,
+    Step,
+)
+from lyra.children.a2a import usage_metadata
+from lyra.delegation import (
+    Child,
+    ChildFailure,
+    DelegationResult,
+    ErrorType,
+    FailureCategory,
+    Limits,
+    Usage,
+)
+from lyra.recovery import RecoveryPolicy, enriched_prompt
+
+_S = TaskState
+
+
+@dataclass
+class _Task:
+    """What the server keeps of a task between its messages."""
+
+    prompt: str
+    delegation: Delegation | None = None
+    question: str | None = None
+    """What the child asked, while the task waits for the answer."""
+
+
+class DelegationExecutor(AgentExecutor):
+    """Runs each A2A task as a lyra delegation of ``child`` under ``limits``, recovering
+    as ``policy`` says."""
+
+    def __init__(
+        self, child: Child, limits: Limits, policy: RecoveryPolicy, delegations: Delegations
+    ) -> None:
+        self.child = child
+        self.limits = limits
+        self.policy = policy
+        self.delegations = delegations
+        self._tasks: dict[str, _Task] = {}
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Start the task (or resume it with the answer) and report until it ends or asks."""
+        task_id, text = str(context.task_id), context.get_user_input()
+        if context.message is None:  # the SDK calls it for a message, never without
+            raise InvalidParamsError("a task starts with a message")
+        if context.current_task is None:
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            task = self._tasks[task_id] = _Task(prompt=text)
+            delegation = task.delegation = self._start(task.prompt)
+        else:
+            task, delegation = await self._resumed(task_id, context.current_task, text)
+        updater = TaskUpdater(event_queue, task_id, str(context.context_id))
+        await updater.start_work()
+        async with aclosing(delegation.happenings()) as happenings:
+            async for happening in happenings:
+                if await self._report(happening, task_id, task, updater):
+                    return
+        # Stopped without a result: only cancel() does that, and the SDK cancels this
+        # request right after; returning first could end the client's stream before
+        # cancel() has written ``canceled`` to it.
+        await anyio.sleep_forever()
+
+    def _start(self, prompt: str, answers: dict[str, str] | None = None) -> Delegation:
+        delegation = Delegation(self.child, prompt, self.limits, self.policy, answers)
+        return self.delegations.start(delegation)
+
+    async def _report(
+        self, happening: Happening, task_id: str, task: _Task, updater: TaskUpdater
+    ) -> bool:
+        """Say ``happening`` as the task's status; True when this message's exchange
+        ends with it (the task ended, or waits for an answer)."""
+        match happening:
+            case Step(text=step, usage=usage):
+                message = updater.new_agent_message([new_text_part(step)])
+                await updater.update_status(
+                    _S.TASK_STATE_WORKING, message, metadata=_metadata(usage)
+                )
+            case Beat(usage=usage):
+                await updater.update_status(_S.TASK_STATE_WORKING, metadata=_metadata(usage))
+            case Question(text=question, usage=usage):
+                assert task.delegation is not None
+                if not task.delegation.waits_on(happening):
+                    return False  # answered meanwhile, or its wait is over
+                task.question = question
+                message = updater.new_agent_message([new_text_part(question)])
+                await updater.update_status(
+                    _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
+                )
+                return True
+            case Finished(result=result, usage=usage):
+                await self._finish(task_id, task, result, usage, updater)
+                return True
+        return False
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Stop the task's child (waiting until it has stopped), then say so."""
+        task = self._tasks.pop(str(context.task_id), None)
+        if task is not None and task.delegation is not None:
+            await task.delegation.stop()
+        await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
+
+    async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
+        """A task's next message: the answer its child waits for; else the answer to
+        the question it ended on, or (after ``auth-required``) the word to try again,
+        either of which runs the task again (``text`` then changes nothing)."""
+        task = self._tasks.get(task_id) or _Task(prompt=_first_prompt(current))
+        self._tasks[task_id] = task
+        question, task.question = task.question, None
+        asked = current.status.state == _S.TASK_STATE_INPUT_REQUIRED and question is not None
+        answers: dict[str, str] = {}
+        if task.delegation is not None:
+            if asked and task.delegation.answer(text):
+                return task, task.delegation  # ctx.ask returns it: the same attempt goes on
+            await task.delegation.stop()  # past waiting: it ended (or ends now)
+            answers = task.delegation.answers
+        if asked:
+            assert question is not None
+            failure = ChildFailure(
+                category=FailureCategory.MISSING_CONTEXT,
+                message=question,
+                session_id="",
+                duration=0.0,
+                blocked_on=question,
+            )
+            task.prompt = enriched_prompt(task.prompt, failure, {"answer": text})
+            answers = {**answers, question: text}
+        task.delegation = self._start(task.prompt, answers)
+        return task, task.delegation
+
+    async def _finish(
+        self, task_id: str, task: _Task, result: DelegationResult, usage: Usage, up: TaskUpdater
+    ) -> None:
+        """The result as the task's last status: terminal, or a question that waits."""
+        metadata, failure = _metadata(usage), result.failure
+        if failure is None:
+            await up.add_artifact([new_text_part(result.output or "")], name="output")
+            message = up.new_agent_message([_fields(result)])
+            await up.update_status(_S.TASK_STATE_COMPLETED, message, metadata=metadata)
+            self._tasks.pop(task_id, None)
+            return
+        if failure.category is FailureCategory.MISSING_CONTEXT:
+            state, task.question = (
+                _S.TASK_STATE_INPUT_REQUIRED,
+                failure.blocked_on or failure.message,
+            )
+            message = up.new_agent_message([new_text_part(task.question), _fields(result)])
+        else:
+            state = _state_of(failure)
+            message = up.new_agent_message([new_text_part(result.report), _fields(result)])
+        await up.update_status(state, message, metadata=metadata)
+        if state not in _WAITING:  # a waiting task keeps its prompt for the next message
+            self._tasks.pop(task_id, None)
+
+
+_WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
+
+
+def _state_of(failure: ChildFailure) -> TaskState:
+    """The task state a failure other than ``missing_context`` ends in."""
+    if failure.category is FailureCategory.INVALID_TASK:
+        return _S.TASK_STATE_REJECTED
+    if failure.error_type is ErrorType.AUTH:
+        return _S.TASK_STATE_AUTH_REQUIRED
+    return _S.TASK_STATE_FAILED
+
+
+def _fields(result: DelegationResult) -> Part:
+    """The report's fields (what ``parse_report`` reads from its text) as a data part."""
+    return new_data_part(result.to_report().model_dump(mode="json"))
+
+
+def _metadata(usage: Usage) -> dict[str, object] | None:
+    return usage_metadata(usage) or None
+
+
+def _first_prompt(task: Task) -> str:
+    """The task's first message from the client (a task this server did not start)."""
+    first = next((m for m in task.history if m.role == Role.ROLE_USER), None)
+    return get_message_text(first) if first is not None else ""

@@ -1,0 +1,456 @@
+"""``lyra a2a`` through the official A2A SDK's client over HTTP on 127.0.0.1: each lyra
+outcome arrives as its task state, questions are answered, cancel stops the child, and
+the server guards itself (Host, bearer token, safe binds)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts, new_text_message
+from a2a.types import (
+    CancelTaskRequest,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+from google.protobuf.json_format import MessageToDict
+
+from fakes.a2a_agents import serving
+from fakes.children import crashes, forbidden, invalid, stalls
+from lyra import ChildContext, Limits, parse_report
+from lyra._extras import install_hint
+from lyra.a2a import build_app, serve, served_url
+from lyra.a2a._delegations import _new_steps, _Seen
+from lyra.errors import ConfigurationError, TransientError
+
+pytestmark = pytest.mark.anyio
+
+TESTS = Path(__file__).resolve().parent
+
+
+@asynccontextmanager
+async def lyra_a2a(
+    child: Any, limits: Limits | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """``child`` served by ``build_app`` on a free port, and an SDK client of it."""
+    async with (
+        serving(lambda url: build_app(child, limits=limits, url=url, **options)) as url,
+        await create_client(url) as client,
+    ):
+        yield client
+
+
+async def send(client: Client, text: str, **ids: str) -> list[StreamResponse]:
+    """Every event of one streamed message (``ids``: the task's, to continue it)."""
+    message = new_text_message(text, role=Role.ROLE_USER, **ids)
+    return [event async for event in client.send_message(SendMessageRequest(message=message))]
+
+
+def states(events: list[StreamResponse]) -> list[tuple[str, str]]:
+    """(state, message text) of each status update."""
+    return [
+        (TaskState.Name(e.status_update.status.state).removeprefix("TASK_STATE_"),
+         "\n".join(get_text_parts(e.status_update.status.message.parts)))
+        for e in events
+        if e.WhichOneof("payload") == "status_update"
+    ]  # fmt: skip
+
+
+def last_status(events: list[StreamResponse]) -> Any:
+    return [e for e in events if e.WhichOneof("payload") == "status_update"][-1].status_update
+
+
+def ids_of(events: list[StreamResponse]) -> dict[str, str]:
+    task = events[0].task
+    return {"task_id": task.id, "context_id": task.context_id}
+
+
+async def stepper(prompt: str, ctx: ChildContext) -> str:
+    """Two steps, 400 tokens each, then the prompt back."""
+    for step in ("Fetched P04637", "Read its pLDDT"):
+        ctx.charge(input_tokens=300, output_tokens=100, turns=1)
+        ctx.step(step)
+    return f"done: {prompt}"
+
+
+async def test_steps_are_working_updates_and_the_output_an_artifact() -> None:
+    """Each step is a working update with the step as its message; the output is the
+    artifact; completed carries the report's fields as a data part; every update
+    carries the usage so far."""
+    async with lyra_a2a(stepper) as client:
+        events = await send(client, "Summarise P04637")
+    assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+    assert states(events) == [
+        ("WORKING", ""),
+        ("WORKING", "Fetched P04637"),
+        ("WORKING", "Read its pLDDT"),
+        ("COMPLETED", ""),
+    ]
+    [artifact] = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["done: Summarise P04637"]
+    final = last_status(events)
+    [fields] = get_data_parts(final.status.message.parts)
+    assert (fields["status"], fields["tokens_used"], fields["turns"]) == ("completed", 800, 2)
+    assert MessageToDict(final.metadata)["usage"] == {
+        "input_tokens": 600, "output_tokens": 200, "cost_usd": 0.0, "turns": 2
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("looks", "said"),
+    [
+        ([["A"], ["A", "B"], ["A", "B", "C"]], ["A", "B", "C"]),
+        ([["A"], ["A (×2)"], ["A (×2)", "B (×3)"]], ["A", "A", "B"]),
+        ([["A", "B (×2)", "C"]], ["A", "B", "C"]),
+        ([["A"], ["A"]], ["A"]),
+    ],
+    ids=["one a look", "repeats", "all at once", "nothing new"],
+)
+def test_each_look_says_the_steps_written_since_the_last(
+    looks: list[list[str]], said: list[str]
+) -> None:
+    """What a look at an attempt's steps says: each step written since the last look,
+    once, as the child wrote it (lyra's "(×N)" count removed, so the parent counts the
+    repeat itself), and nothing already said."""
+    seen, out = _Seen(), []
+    for steps in looks:
+        out += _new_steps(steps, seen)
+        seen.entries, seen.last = len(steps), steps[-1]
+    assert out == said
+
+
+@pytest.mark.parametrize(
+    ("child", "state", "category", "error_type"),
+    [
+        (stalls, "FAILED", "timeout", "idle"),
+        (crashes, "FAILED", "partial", "unknown"),
+        (invalid, "REJECTED", "invalid_task", "data"),
+        (forbidden, "AUTH_REQUIRED", "tool_error", "auth"),
+    ],
+    ids=["idle", "partial", "invalid_task", "auth"],
+)
+async def test_a_failure_ends_the_task_with_its_report(
+    child: Any, state: str, category: str, error_type: str
+) -> None:
+    """A failure ends the task in its state (failed, rejected for invalid_task,
+    auth-required for a 401/403) with the report text and, as a data part, the fields
+    parse_report reads from that text."""
+    async with lyra_a2a(child, Limits(idle_timeout=0.2)) as client:
+        events = await send(client, "Analyze P0")
+    final = last_status(events)
+    assert TaskState.Name(final.status.state) == f"TASK_STATE_{state}"
+    [report] = get_text_parts(final.status.message.parts)
+    [fields] = get_data_parts(final.status.message.parts)
+    assert report.startswith("Child agent failed:")
+    assert (fields["category"], fields["error_type"]) == (category, error_type)
+    assert parse_report(report).model_dump(mode="json") == {
+        **fields, "attempt": 1, "duration": pytest.approx(fields["duration"])
+    }  # fmt: skip
+
+
+class Asker:
+    """Asks which organism (``ctx.ask``) and waits; remembers its prompts and whether its
+    wait was cancelled."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.stopped = anyio.Event()
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.prompts.append(prompt)
+        ctx.step("Read TP53")
+        try:
+            organism = await ctx.ask("Which organism?")
+        except anyio.get_cancelled_exc_class():
+            self.stopped.set()
+            raise
+        ctx.step(f"Chose {organism}")
+        return f"TP53 of {organism}"
+
+
+async def test_a_childs_question_waits_and_the_next_message_is_its_answer() -> None:
+    """ctx.ask is input-required with the question while the child waits; the client's
+    next message on the task is what ctx.ask returns, and the same attempt goes on:
+    its next steps and its output arrive on that message's stream."""
+    child = Asker()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-2:] == [("WORKING", "Read TP53"), ("INPUT_REQUIRED", "Which organism?")]
+    assert states(answered) == [
+        ("WORKING", ""),
+        ("WORKING", "Chose Homo sapiens"),
+        ("COMPLETED", ""),
+    ]
+    [artifact] = [e.artifact_update.artifact for e in answered if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["TP53 of Homo sapiens"]
+    [fields] = get_data_parts(last_status(answered).status.message.parts)
+    assert (fields["status"], fields["attempt"]) == ("completed", 1)
+    assert child.prompts == ["Summarise TP53"]
+    assert not child.stopped.is_set()
+
+
+async def test_a_question_whose_wait_ran_out_is_answered_by_running_the_task_again() -> None:
+    """The deadline ends the child's wait; the client's answer then runs the task again,
+    the prompt enriched with the question and its answer, and ctx.ask of the same
+    question returns that answer at once."""
+    child = Asker()
+    async with lyra_a2a(child, Limits(timeout=0.5)) as client:  # (the question said well before)
+        asked = await send(client, "Summarise TP53")
+        with anyio.fail_after(2):
+            await child.stopped.wait()
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-1] == ("INPUT_REQUIRED", "Which organism?")
+    assert states(answered)[-1] == ("COMPLETED", "")
+    first, second = child.prompts
+    assert first == "Summarise TP53"
+    assert second.startswith("Summarise TP53\n")
+    assert "answer: Homo sapiens" in second
+
+
+class Asks:
+    """Blocks on a question until the prompt holds an answer; counts its runs."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.prompts.append(prompt)
+        if "Homo sapiens" not in prompt:
+            ctx.block("missing_context", "Which organism?")
+        return "answered for Homo sapiens"
+
+
+async def test_a_blocker_on_missing_context_is_answered_by_running_the_task_again() -> None:
+    """missing_context (ctx.block) ends the exchange in input-required with the question
+    (and the report's fields); the client's next message on the task answers it, and
+    the task runs again with the prompt enriched by the answer and completes."""
+    child = Asks()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(asked)[-1] == ("INPUT_REQUIRED", "Which organism?")
+    [fields] = get_data_parts(last_status(asked).status.message.parts)
+    assert (fields["category"], fields["blocked_on"]) == ("missing_context", "Which organism?")
+    assert states(answered)[-1] == ("COMPLETED", "")
+    first, second = child.prompts
+    assert first == "Summarise TP53"
+    assert second.startswith("Summarise TP53\n")
+    assert "Which organism?" in second
+    assert "answer: Homo sapiens" in second
+
+
+class DeniedOnce:
+    """A 401 the first time, then the output."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def run(self, prompt: str, ctx: ChildContext) -> str:
+        self.runs += 1
+        if self.runs == 1:
+            raise TransientError("token expired", status=401)
+        return f"second try: {prompt}"
+
+
+async def test_after_auth_required_the_next_message_runs_the_task_again() -> None:
+    """auth-required waits; the next message (the credentials fixed) runs the same
+    prompt again."""
+    async with lyra_a2a(DeniedOnce()) as client:
+        denied = await send(client, "Summarise TP53")
+        again = await send(client, "retry", **ids_of(denied))
+    assert states(denied)[-1][0] == "AUTH_REQUIRED"
+    [artifact] = [e.artifact_update.artifact for e in again if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["second try: Summarise TP53"]
+
+
+async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
+    """tasks/cancel stops the running child (its cleanup has run when cancel returns),
+    the task is canceled, and the client's stream says so; a child waiting for an
+    answer is stopped the same way."""
+    stopped = anyio.Event()
+
+    async def forever(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Started")
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    streamed: list[StreamResponse] = []
+    started = anyio.Event()
+    async with lyra_a2a(forever) as client, anyio.create_task_group() as group:
+
+        async def stream() -> None:
+            message = new_text_message("Go", role=Role.ROLE_USER)
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                streamed.append(event)
+                if ("WORKING", "Started") in states([event]):
+                    started.set()
+
+        group.start_soon(stream)
+        with anyio.fail_after(5):
+            await started.wait()
+        task = await client.cancel_task(CancelTaskRequest(id=streamed[0].task.id))
+        assert stopped.is_set()
+    assert task.status.state == TaskState.TASK_STATE_CANCELED
+    assert states(streamed)[-1][0] == "CANCELED"
+
+    asker = Asker()
+    async with lyra_a2a(asker) as client:
+        asked = await send(client, "Summarise TP53")
+        task = await client.cancel_task(CancelTaskRequest(id=asked[0].task.id))
+        assert asker.stopped.is_set()
+    assert states(asked)[-1][0] == "INPUT_REQUIRED"
+    assert task.status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refused() -> None:
+    """With a token, the agent card is open and declares bearer auth; the JSON-RPC
+    endpoint answers 401 without the token and serves with it. A request naming
+    another host (DNS rebinding) gets 421."""
+    app = lambda url: build_app(stepper, url=url, token="s3cret")  # noqa: E731
+    async with serving(app) as url, httpx.AsyncClient() as http:
+        card = (await http.get(f"{url}.well-known/agent-card.json")).json()
+        anonymous = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "x"})
+        rebound = await http.get(
+            f"{url}.well-known/agent-card.json", headers={"Host": "evil.example"}
+        )
+        async with httpx.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authorized:
+            config = ClientConfig(httpx_client=authorized)
+            async with await create_client(url, config) as client:
+                events = await send(client, "Go")
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    assert rebound.status_code == 421
+    assert states(events)[-1][0] == "COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("host", "url", "token", "expected"),
+    [
+        ("127.0.0.1", None, None, "http://127.0.0.1:9999/"),
+        ("::1", None, None, "http://[::1]:9999/"),
+        ("192.0.2.7", None, "t", "http://192.0.2.7:9999/"),
+        ("0.0.0.0", "https://agents.example/lyra/", "t", "https://agents.example/lyra/"),
+        ("192.0.2.7", None, None, "needs a bearer token: set LYRA_A2A_TOKEN"),
+        ("0.0.0.0", None, "t", "needs --url"),
+    ],
+)
+def test_a_bind_beyond_loopback_needs_a_token_and_every_address_a_url(
+    host: str, url: str | None, token: str | None, expected: str
+) -> None:
+    """Loopback serves as it is; another address needs a token; every address (0.0.0.0)
+    needs the URL clients use, which the card states."""
+    if expected.startswith("http"):
+        assert served_url(host, 9999, url=url, token=token) == expected
+    else:
+        with pytest.raises(ConfigurationError, match=expected):
+            served_url(host, 9999, url=url, token=token)
+
+
+REFUSALS = {
+    "no child": ((), "", "lyra: no child given and none configured"),
+    "no token": (
+        ("--child", "fakes.children:spender", "--host", "0.0.0.0"),
+        "",
+        "lyra: serving on 0.0.0.0 (not loopback) needs a bearer token: set LYRA_A2A_TOKEN",
+    ),
+    "no extra": (
+        ("--child", "fakes.children:spender"),
+        "import sys; sys.modules['a2a'] = None",
+        "lyra: the A2A server needs the a2a extra (the A2A SDK is not installed): "
+        + install_hint("a2a"),
+    ),
+    "port in use": (
+        ("--child", "fakes.children:spender", "--port", "PORT"),
+        "",
+        "lyra: cannot listen on 127.0.0.1:PORT: Address already in use",
+    ),
+}
+"""``lyra a2a`` arguments (PORT: a port in use), code run before it, its one line."""
+
+
+@pytest.fixture(scope="module")
+def refusals() -> dict[str, tuple[subprocess.CompletedProcess[str], str]]:
+    """Each of :data:`REFUSALS` run at once (they mostly import), with the port in use."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        procs = {}
+        for name, (args, code, _) in REFUSALS.items():
+            argv = [port if arg == "PORT" else arg for arg in args]
+            script = (
+                f"{code}\nfrom lyra.cli import main\nraise SystemExit(main(['a2a', *{argv!r}]))"
+            )
+            procs[name] = subprocess.Popen(
+                [sys.executable, "-c", script],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
+            )
+        done = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=60)
+            done[name] = (subprocess.CompletedProcess(proc.args, proc.returncode, out, err), port)
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_server_that_cannot_serve_says_why_and_exits_2(
+    refusals: dict[str, tuple[subprocess.CompletedProcess[str], str]], case: str
+) -> None:
+    """No child, a non-loopback bind without a token, no A2A SDK, or a port in use: one
+    line on stderr, exit 2, nothing on stdout."""
+    done, port = refusals[case]
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(REFUSALS[case][2].replace("PORT", port)), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
+async def test_a_cancelled_serve_shuts_down_and_stops_the_running_children() -> None:
+    """serve() cancelled shuts the server down as Ctrl+C does: a running child is stopped
+    (its cleanup runs), and nothing is left running."""
+    stopped, started = anyio.Event(), anyio.Event()
+
+    async def forever(prompt: str, ctx: ChildContext) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    urls: list[str] = []
+    listening = anyio.Event()
+    async with anyio.create_task_group() as group:
+        on_listening = lambda url: (urls.append(url), listening.set())  # noqa: E731
+        group.start_soon(partial(serve, forever, port=port, on_listening=on_listening))
+        await listening.wait()
+        client = await create_client(urls[0])
+        group.start_soon(send, client, "Go")
+        with anyio.fail_after(5):
+            await started.wait()
+        group.cancel_scope.cancel()
+    assert stopped.is_set()
+    await client.close()
