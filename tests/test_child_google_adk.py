@@ -329,3 +329,20 @@ async def test_the_framework_child_table_knows_adks_agents() -> None:
     with pytest.raises(ConfigurationError, match="GoogleADKChild"):
         await adelegate_task("Hello", child=agent, timeout=5)
     await anyio.lowlevel.checkpoint()
+
+
+async def test_the_agent_asks_through_lyras_tool_and_sees_its_limits() -> None:
+    """ask_tool=True: the model's ask_question call is answered through answer=;
+    show_limits=True: each request's instructions say what the task has left."""
+    from lyra import Budget
+
+    asked = reply("", ("ask_question", {"question": "Which organism?"}))
+    agent, model = llm_agent("asker", asked, reply("human p53"), tools=[])
+    child = GoogleADKChild(agent, ask_tool=True, show_limits=True)
+    supervisor = Supervisor(child, budget=Budget(max_turns=4), answer=lambda q: "Homo sapiens")
+    result = await supervisor.delegate("Analyse p53", timeout=30)
+    assert result.output == "human p53", result.report
+    assert tool_results(model.requests[1]) == ["Homo sapiens"]
+    instructions = str(model.requests[0].config.system_instruction)
+    assert "Limits of this task:" in instructions
+    assert "3 model turns" in instructions  # (this request's turn is charged ahead)

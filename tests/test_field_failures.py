@@ -610,3 +610,23 @@ async def test_a_storm_waits_out_one_shared_cooldown() -> None:
     lowered = [e for e in logs if e["event"] == "concurrency_changed"]
     assert lowered
     assert lowered[0]["concurrency"] < 10
+
+
+async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency() -> None:
+    """While a rate limit holds a supervisor's pool below its max_concurrency, the
+    progress display's counts say how many children run at once."""
+    import io
+
+    from lyra.cli._live import LiveView
+    from lyra.delegation import _live
+    from lyra.supervisor._throttle import Throttle
+
+    view = LiveView(10, io.StringIO())
+    throttle = Throttle(8)
+    with _live.pool(throttle):
+        assert "rate limited" not in view.counts()
+        throttle.rate_limited("anthropic", 2.0)
+        assert view.counts().endswith("; rate limited: 4 of 8 at once")
+        for _ in range(40):
+            throttle.request_succeeded("anthropic")
+        assert "rate limited" not in view.counts()  # climbed back to its ceiling

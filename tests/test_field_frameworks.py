@@ -240,3 +240,49 @@ async def test_parallel_grandchildren_never_take_a_tree_past_max_tokens(framewor
         if spent > limit:
             over.append((limit, spent))
     assert over == []
+
+
+# -- nothing imported inside a deadline ----------------------------------------------------------
+
+FIRST_RUN = """
+import json, os, sys, anyio
+os.environ["ANTHROPIC_API_KEY"] = os.environ["OPENAI_API_KEY"] = "k"
+os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+from lyra import Supervisor
+if sys.argv[1] == "pydantic-ai":
+    from pydantic_ai import Agent
+    from lyra.children.pydantic_ai import PydanticAIChild
+    child = PydanticAIChild(Agent(), model="openai:gpt-4o")
+else:
+    import agents
+    agents.set_tracing_disabled(True)
+    from lyra.children.openai_agents import OpenAIAgentsChild
+    child = OpenAIAgentsChild(agents.Agent(name="w", model="gpt-4o"))
+before = set(sys.modules)
+async def main():
+    await Supervisor(child).delegate("x", timeout=10)
+    print(json.dumps(sorted(set(sys.modules) - before)))
+anyio.run(main)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pydantic-ai", "openai-agents"])
+def test_a_first_run_imports_nothing_of_the_framework_or_its_provider(framework: str) -> None:
+    """A child whose model is named by a string builds (and imports) the provider's SDK
+    and HTTP stack when the child is built, so a cold process's first delegation
+    imports none of it inside its deadline (it did: 71 modules of the OpenAI client's
+    HTTP stack, about a second in a cold process)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_RUN, framework],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    imported = json.loads(done.stdout)
+    heavy = ("pydantic_ai", "agents", "openai", "anthropic", "httpx", "httpcore", "h11", "lyra")
+    assert [name for name in imported if name.startswith(heavy)] == []

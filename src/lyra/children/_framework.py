@@ -12,7 +12,8 @@ import asyncio
 import dataclasses
 import json
 import reprlib
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -47,6 +48,15 @@ def check_wraps(
     wrapper = (framework_child_for(value) or "").rpartition(".")[2]
     hint = f" (for that, use {wrapper})" if wrapper and wrapper != child else ""
     raise TypeError(f"{child} wraps {what}; got {got}{remedy or hint}")
+
+
+def warm(make: Callable[[], object]) -> None:
+    """Build what a framework would otherwise build (and import) at its first run --
+    a model named by a string, its provider's SDK and HTTP stack -- now, when the
+    child is built: nothing is imported inside a deadline. A failure (no API key
+    yet) is the run's to report, not the construction's."""
+    with suppress(Exception):
+        make()
 
 
 def check_options(child: str, **options: tuple[Any, Any]) -> None:

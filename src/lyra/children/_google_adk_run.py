@@ -43,11 +43,18 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService, Session
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.adk.workflow import BaseNode
 from google.genai import types
 
-from lyra.children._framework import contained, output_text, tool_done
+from lyra.children._framework import (
+    ASK_DESCRIPTION,
+    contained,
+    limits_text,
+    output_text,
+    tool_done,
+)
 from lyra.children._meter import Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
@@ -70,15 +77,30 @@ current_run: ContextVar[Attempt | None] = ContextVar("lyra_google_adk_run", defa
 
 
 class Attempt:
-    """What the hooks of one attempt share: its meter, and each agent's model."""
+    """What the hooks of one attempt share: its meter, each agent's model, and whether
+    the agent gets lyra's question tool and sees its limits."""
 
-    __slots__ = ("ctx", "meter", "models")
+    __slots__ = ("ask", "ctx", "limits", "meter", "models")
 
-    def __init__(self, meter: Meter) -> None:
+    def __init__(self, meter: Meter, *, ask: bool = False, limits: bool = False) -> None:
         self.meter = meter
         self.ctx: ChildContext = meter.ctx
         self.models: dict[str, str | None] = {}
         """The model each agent last asked (a response may not name its model)."""
+        self.ask = ask
+        self.limits = limits
+
+
+async def ask_question(question: str) -> str:
+    """(ASK_DESCRIPTION, set below)"""
+    attempt: Attempt | None = current_run.get()
+    if attempt is None:
+        raise RuntimeError("ask_question is lyra's tool: it runs inside a GoogleADKChild run")
+    return await attempt.ctx.ask(question)
+
+
+ask_question.__doc__ = ASK_DESCRIPTION
+_ASK = FunctionTool(ask_question)
 
 
 class Limits(BasePlugin):
@@ -95,6 +117,10 @@ class Limits(BasePlugin):
             model = llm_request.model
             attempt.models[callback_context.agent_name] = model
             await attempt.meter.before_request(model, provider=provider_of(model))
+            if attempt.ask:  # ADK runs a call from the request's own tools
+                llm_request.append_tools([_ASK])
+            if attempt.limits:
+                llm_request.append_instructions([limits_text(attempt.ctx)])
         return None
 
     async def after_model_callback(
@@ -289,8 +315,11 @@ class Run:
         run_config: RunConfig | None,
         state: Mapping[str, Any] | None,
         output_key: str | None,
+        ask: bool = False,
+        limits: bool = False,
     ) -> str:
-        attempt = Attempt(Meter(ctx, prices, child="GoogleADKChild"))
+        meter = Meter(ctx, prices, child="GoogleADKChild")
+        attempt = Attempt(meter, ask=ask, limits=limits)
         session = await self.sessions.create_session(
             app_name=self.app_name, user_id=user_id, state=dict(state) if state else None
         )

@@ -240,19 +240,22 @@ class _OwnStops(logging.Filter):
     """Drops langchain-core's warning for an exception that lyra's own handler raised.
 
     langchain-core logs ``Error in LyraCallbacks.on_llm_end callback: ...`` for
-    every exception a handler raises, then re-raises it (``raise_error``): for
-    lyra that is a budget, a block or a deadline stopping the run on purpose,
-    which the report already says. Any other handler's warnings pass."""
+    every exception a handler raises, then re-raises it (``raise_error``); and,
+    when a sync code path drives the async handler on a loop of its own, ``Error in
+    callback coroutine: BudgetExhausted(...)`` (that path swallows it: lyra's own
+    cancellation still ends the run). For lyra that is a budget, a block or a
+    deadline stopping the run on purpose, which the report already says. Any other
+    handler's warnings pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        return not (
-            isinstance(args, tuple)
-            and len(args) == 3
-            and args[0] == LyraCallbacks.__name__
-            and str(record.msg).startswith("Error in ")
-            and str(args[2]).startswith(_signal_reprs())
-        )
+        if not isinstance(args, tuple) or not str(record.msg).startswith("Error in "):
+            return True
+        if len(args) == 3 and args[0] == LyraCallbacks.__name__:
+            return not str(args[2]).startswith(_signal_reprs())
+        if len(args) == 1 and str(record.msg).startswith("Error in callback coroutine"):
+            return not str(args[0]).startswith(_signal_reprs())
+        return True
 
 
 def _signal_reprs() -> tuple[str, ...]:

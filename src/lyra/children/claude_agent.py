@@ -158,21 +158,21 @@ class ClaudeAgentChild:
             options if options is not None else sdk.ClaudeAgentOptions()
         )
         check_prices("ClaudeAgentChild", prices)
+        from lyra.children import _claude_run  # (imported now: nothing inside a deadline)
+
+        self._claude = _claude_run
         self.prices = prices
         self.ask_tool = ask_tool
         self.show_limits = show_limits
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` in a Claude Code CLI process of its own."""
-        from lyra.children._claude_run import Run
-
+        claude = self._claude
         token = _current.set(ctx)
         try:
             options = self.options
             if self.ask_tool or self.show_limits:
-                from lyra.children._claude_run import with_lyra
-
-                options = with_lyra(options, ctx, ask=self.ask_tool, limits=self.show_limits)
-            return await contained(Run(ctx, options, self.prices).run(prompt))
+                options = claude.with_lyra(options, ctx, ask=self.ask_tool, limits=self.show_limits)
+            return await contained(claude.Run(ctx, options, self.prices).run(prompt))
         finally:
             _current.reset(token)

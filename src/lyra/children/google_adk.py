@@ -114,7 +114,10 @@ class GoogleADKChild:
     plugins are kept); ``state`` is each session's initial state; ``output_key``
     reads the result from the session state; ``prices`` adds to lyra's price
     table, for the models it does not know. ``app_name`` and ``user_id`` name the
-    in-memory sessions (default: the agent's name, ``"lyra"``).
+    in-memory sessions (default: the agent's name, ``"lyra"``). ``ask_tool=True``
+    gives every model request lyra's ``ask_question`` tool (its question goes
+    through ``ctx.ask``); ``show_limits=True`` appends the time and budget the task
+    has left to each request's instructions.
     """
 
     def __init__(
@@ -128,6 +131,8 @@ class GoogleADKChild:
         prices: Mapping[str, Price] | None = None,
         app_name: str | None = None,
         user_id: str = "lyra",
+        ask_tool: bool = False,
+        show_limits: bool = False,
     ) -> None:
         framework("google.adk", extra=EXTRA, child="GoogleADKChild")
         from lyra.children import _google_adk_run as adk
@@ -150,6 +155,8 @@ class GoogleADKChild:
         self.output_key = output_key
         self.prices = prices
         self.user_id = user_id
+        self.ask_tool = ask_tool
+        self.show_limits = show_limits
         self._price = PriceList(prices)
         self._run = adk.Run(agent, plugins=plugins, app_name=app_name)
         """ADK's runner over the agent, with lyra's plugin (made once)."""
@@ -167,6 +174,8 @@ class GoogleADKChild:
                 run_config=self.run_config,
                 state=self.state,
                 output_key=self.output_key,
+                ask=self.ask_tool,
+                limits=self.show_limits,
             )
         finally:
             _current.reset(token)

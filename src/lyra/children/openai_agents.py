@@ -80,6 +80,7 @@ from lyra.children._framework import (
     contained,
     framework,
     output_text,
+    warm,
 )
 from lyra.children._meter import Meter
 from lyra.children._pricing import Price, PriceList
@@ -147,6 +148,12 @@ class OpenAIAgentsChild:
             run_config=(run_config, sdk.RunConfig),
         )
         check_prices("OpenAIAgentsChild", prices)
+        from lyra.children import _openai_agents_run
+
+        self._sdk = _openai_agents_run
+        named = agent.model
+        if named is None or isinstance(named, str):  # the SDK builds it at the run
+            warm(lambda: _model_and_client(named))
         self.agent = agent
         self.context = context
         self.context_factory = context_factory
@@ -165,7 +172,7 @@ class OpenAIAgentsChild:
         """Run the agent on ``prompt`` (or continue its saved conversation) under ``ctx``."""
         from agents import Runner
 
-        from lyra.children import _openai_agents_run as sdk
+        sdk = self._sdk
 
         config = self.run_config
         tap = sdk.Tap(
@@ -233,3 +240,14 @@ class OpenAIAgentsChild:
         history = tap.history(start, run_data)
         if history is not None:
             ctx.state[STATE_KEY] = {"history": history}
+
+
+def _model_and_client(name: str | None) -> None:
+    """Build the model the SDK would build for ``name`` at the run, and touch its
+    client's APIs, whose modules the openai SDK imports on first use (the client is
+    not public: it is read defensively)."""
+    from agents.models.multi_provider import MultiProvider
+
+    client = getattr(MultiProvider().get_model(name), "_client", None)
+    if client is not None:
+        _ = client.responses, client.chat.completions

@@ -80,6 +80,7 @@ from lyra.children._framework import (
     framework,
     limits_text,
     output_text,
+    warm,
 )
 from lyra.children._meter import Meter
 from lyra.children._pricing import Price, PriceList
@@ -164,6 +165,9 @@ class PydanticAIChild:
         check_prices("PydanticAIChild", prices)
         if deps is _CONTEXT and make_deps is None:
             _check_deps_type(agent)
+        named = model if model is not None else getattr(agent, "model", None)
+        if isinstance(named, str):  # built at the first run otherwise: its SDK imported then
+            warm(lambda: self._pai.models.infer_model(named))
         self.agent = agent
         self.deps = deps
         self.make_deps = make_deps

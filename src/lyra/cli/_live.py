@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from lyra.delegation import RunningAttempt, observing, printable, running
+from lyra.delegation import RunningAttempt, concurrency, observing, printable, running
 
 REFRESH = 0.25
 """Seconds between two redraws of the table."""
@@ -53,18 +53,23 @@ class LiveView:
             recovery = getattr(entry, "recovery", None)
             how = f": {recovery}" if recovery else ""  # a doubled timeout, a backoff
             done = f"[{self.done}/{self.total}] {shown}: {kind}{why}, {attempts} attempt(s)"
-            self._line(done + how)
+            lowered = concurrency()
+            pace = f" [rate limited: {lowered[0]} of {lowered[1]} at once]" if lowered else ""
+            self._line(done + how + pace)
         elif time.monotonic() - self._last_summary >= SUMMARY_EVERY:
             self._last_summary = time.monotonic()
             self._line(self.counts())
 
     def counts(self) -> str:
-        """The counts so far, in one line."""
+        """The counts so far, in one line (and, while a provider pushes back, how many
+        children run at once)."""
         failed = ", ".join(f"{name} {n}" for name, n in sorted(self.categories.items()) if n)
+        lowered = concurrency()
         return (
             f"[{self.done:,}/{self.total:,}] {self.kinds['completed']:,} completed, "
             f"{self.kinds['partial']:,} partial, {self.kinds['failed']:,} failed"
             + (f" ({failed})" if failed else "")
+            + (f"; rate limited: {lowered[0]} of {lowered[1]} at once" if lowered else "")
         )
 
     def _line(self, text: str) -> None:

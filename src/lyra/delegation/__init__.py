@@ -11,7 +11,7 @@ from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._foreign import parse_retry_after
 from lyra.delegation._limits import DEFAULT_MAX_REPEATS, Limits, check_timeout
-from lyra.delegation._live import RunningAttempt, observing, running
+from lyra.delegation._live import RunningAttempt, concurrency, observing, running
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import (
@@ -61,6 +61,7 @@ __all__ = [
     "as_callable",
     "check_timeout",
     "child_name",
+    "concurrency",
     "describe_error",
     "escape",
     "escape_for_reading",
