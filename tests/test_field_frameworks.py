@@ -8,6 +8,7 @@ OpenAI Agents SDK on the local OpenAI API, langchain-core's fake chat model)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 from typing import Any
@@ -209,31 +210,48 @@ class DeclaresItsLimit(ScriptedModel):
 
 
 def langgraph_grandchild() -> LangGraphChild:
-    turns = [reply("done", tokens=(2, 300))]  # the input is "part n": two tokens
-    return LangGraphChild(react_graph(DeclaresItsLimit.of(*turns), [langgraph_lookup]))
+    turns = itertools.repeat(reply("done", tokens=(2, 300)))  # the input, "part n": 2 tokens
+    return LangGraphChild(react_graph(DeclaresItsLimit.of(turns), [langgraph_lookup]))
 
 
-@pytest.mark.parametrize("framework", ["pydantic-ai", "langgraph"])
+def adk_grandchild() -> Any:
+    """An ADK agent whose model writes 300 tokens, or fewer when the request caps it."""
+    from google.adk.agents import LlmAgent
+
+    from fakes.adk_models import ScriptedLlm, reply
+    from lyra.children.google_adk import GoogleADKChild
+
+    class Honest(ScriptedLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            cap = llm_request.config.max_output_tokens or 300
+            yield reply("done", tokens=(2, min(300, cap)))
+
+    agent = LlmAgent(name="part", model=Honest.of(), instruction="Do it.")
+    return GoogleADKChild(agent)
+
+
+@pytest.mark.parametrize("framework", ["pydantic-ai", "langgraph", "google-adk"])
 async def test_parallel_grandchildren_never_take_a_tree_past_max_tokens(framework: str) -> None:
     """Eight grandchildren asking at once, on budgets from tight to loose, over many
     trials: every request's worst case is held before it is sent, so the tree's
     charged tokens never pass max_tokens (they did by up to 2x the largest response
     when tokens were only charged as responses arrived)."""
     rng = random.Random(7)
-
-    def grandchild() -> Any:
-        if framework == "pydantic-ai":
-            return PydanticAIChild(Agent(honest_model()))
-        return langgraph_grandchild()
+    build = {
+        "pydantic-ai": lambda: PydanticAIChild(Agent(honest_model())),
+        "google-adk": adk_grandchild,
+        "langgraph": langgraph_grandchild,
+    }[framework]
+    grandchildren = [build() for _ in range(8)]  # built once, asked in every trial
 
     async def parent(prompt: str, ctx: ChildContext) -> str:
         async with anyio.create_task_group() as group:
-            for n in range(8):
-                group.start_soon(lambda n=n: ctx.delegate(f"part {n}", child=grandchild()))
+            for n, child in enumerate(grandchildren):
+                group.start_soon(lambda n=n, child=child: ctx.delegate(f"part {n}", child=child))
         return "all asked"
 
     over = []
-    for _ in range(25):
+    for _ in range(15):
         limit = rng.randint(500, 12_000)
         result = await Supervisor(parent, budget=Budget(max_tokens=limit)).delegate("x", timeout=10)
         spent = result.usage.tokens if result.usage else 0

@@ -55,7 +55,7 @@ from lyra.children._framework import (
     output_text,
     tool_done,
 )
-from lyra.children._meter import Meter, Tokens
+from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ChildSignal, IncompleteOutput, TaskRejected
@@ -103,6 +103,22 @@ ask_question.__doc__ = ASK_DESCRIPTION
 _ASK = FunctionTool(ask_question)
 
 
+async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
+    """Hold the request's worst case against the token budget, and cap its
+    ``max_output_tokens`` to what that leaves."""
+    sent = sum(
+        len((part.text or "").encode()) + len(str(part.function_response or "").encode())
+        for content in llm_request.contents
+        for part in content.parts or ()
+    )
+    config = llm_request.config
+    wanted = config.max_output_tokens if config is not None else None
+    limit = wanted if wanted is not None else DEFAULT_OUTPUT
+    allowed = await meter.reserve(agent, text_bytes=sent, output=limit, capped=True)
+    if allowed is not None and config is not None and allowed < limit:
+        config.max_output_tokens = max(1, allowed)
+
+
 class Limits(BasePlugin):
     """lyra's plugin: the tree's limits and progress in every run of the app."""
 
@@ -116,7 +132,10 @@ class Limits(BasePlugin):
         if attempt is not None:
             model = llm_request.model
             attempt.models[callback_context.agent_name] = model
-            await attempt.meter.before_request(model, provider=provider_of(model))
+            meter = attempt.meter
+            await meter.before_request(model, provider=provider_of(model))
+            if meter.token_limited:
+                await _hold(meter, callback_context.agent_name, llm_request)
             if attempt.ask:  # ADK runs a call from the request's own tools
                 llm_request.append_tools([_ASK])
             if attempt.limits:
@@ -133,6 +152,7 @@ class Limits(BasePlugin):
             attempt.ctx.heartbeat()
             return None
         model = llm_response.model_version or attempt.models.get(callback_context.agent_name)
+        attempt.meter.settled(callback_context.agent_name)  # given back before it is charged
         attempt.meter.response(tokens_of(llm_response.usage_metadata), model)
         return None
 
