@@ -30,6 +30,7 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
+from lyra.proteins._confidence import figure
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import (
     accession_problem,
@@ -441,7 +442,9 @@ def _step_text(stage: str, protein_id: str, result: Any) -> str:
         return f"Fetched {protein_id}"
     if stage == STRUCTURE and isinstance(result, Mapping):
         mean = result.get("mean_plddt")
-        return f"Analysed structure of {protein_id}" + (f" (mean pLDDT {mean})" if mean else "")
+        return f"Analysed structure of {protein_id}" + (
+            f" (whole-model mean pLDDT {figure(mean)})" if mean else ""
+        )
     return {
         REASON: "Reasoned about",
         CRITIQUE: "Critiqued the reasoning for",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from lyra.proteins._confidence import BAND_NAMES, band_of, num, span
-from lyra.proteins._pae import unit_verdict
+from lyra.proteins._confidence import BAND_NAMES, band_of, figure, span
+from lyra.proteins._pae import RIGID_PAE, unit_verdict
 from lyra.proteins._units import MIN_UNIT_LENGTH
 
 __all__ = ["reason"]
@@ -51,7 +51,7 @@ def _usable(stage: object) -> Mapping[str, Any] | None:
 def _head(seg: Mapping[str, Any]) -> str:
     return (
         f"Residues {span(seg['start'], seg['end'])} ({seg['length']} residues, mean pLDDT "
-        f"{num(seg['mean_plddt'])}, {seg['band']})"
+        f"{figure(seg['mean_plddt'])}, {seg['band']})"
     )
 
 
@@ -60,7 +60,7 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
     it rigid); segment by segment when its arrangement is not confirmed."""
     head = (
         f"Unit {unit['number']} (residues {unit['where']}, {unit['residues']} residues, "
-        f"mean pLDDT {num(unit['mean_plddt'])}, {unit['band']})"
+        f"mean pLDDT {figure(unit['mean_plddt'])}, {unit['band']})"
     )
     check = unit.get("pae")
     band = band_of(unit["mean_plddt"])
@@ -73,15 +73,26 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
             f"{head}: locally {unit['band']} residue by residue, but {unit_verdict(check)}: "
             "use it locally, not as a rigid body."
         )
-    parts = "; ".join(
-        f"{span(s, e)} {seg['band']} ({num(seg['mean_plddt'])}): "
-        f"{_GRADE[band_of(seg['mean_plddt'])]}"
-        for s, e in unit["ranges"]
-        for seg in [segments[s]]
-    )
+    within = {p["where"]: p["within_pae"] for p in (check or {}).get("segments") or []}
+    parts = "; ".join(_segment_use(segments[s], within.get(span(s, e))) for s, e in unit["ranges"])
     return (
         f"{head}: {unit_verdict(check, len(unit['ranges']))}. Work within each segment as its "
         f"band allows ({parts}), not on their relative placement."
+    )
+
+
+def _segment_use(seg: Mapping[str, Any], within: float | None) -> str:
+    """One segment of a unit whose arrangement is not confirmed: its use from its band,
+    and, with PAE, only where the segment is itself one rigid piece (``within``: the mean
+    PAE within it)."""
+    head = f"{span(seg['start'], seg['end'])} {seg['band']} ({figure(seg['mean_plddt'])}"
+    grade = _GRADE[band_of(seg["mean_plddt"])]
+    if within is None:
+        return f"{head}): {grade}"
+    if within < RIGID_PAE:
+        return f"{head}; mean PAE {figure(within)} Å within it): {grade}"
+    return (
+        f"{head}; mean PAE {figure(within)} Å within it, not one rigid piece by PAE): locally only"
     )
 
 
@@ -107,8 +118,8 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
 def _pae_note(seg: Mapping[str, Any]) -> str | None:
     """Where PAE places a stretch relative to each unit."""
     found = [
-        f"to unit {p['unit']} {num(p['mean_pae'])} Å ({num(p['aligned_on_second'])} Å aligned "
-        f"on the unit, {num(p['aligned_on_first'])} Å aligned on the stretch): "
+        f"to unit {p['unit']} {figure(p['mean_pae'])} Å ({figure(p['aligned_on_second'])} Å "
+        f"aligned on the unit, {figure(p['aligned_on_first'])} Å aligned on the stretch): "
         f"{p['placement']}"
         for p in seg.get("pae") or []
     ]
@@ -120,9 +131,10 @@ def _short_line(seg: Mapping[str, Any], summary: Mapping[str, Any], alone: bool)
     text = f"{_head(seg)}: a confident stretch too short to be a unit (under {MIN_UNIT_LENGTH})"
     features = seg.get("features") or []
     if any(f.startswith(("Transmembrane", "Intramembrane")) for f in features):
-        use = (
-            "the membrane helix is predicted confidently; its placement against the rest "
-            "of the protein is not, and no membrane is modelled"
+        use = "the membrane helix is predicted confidently; no membrane is modelled" + (
+            ""
+            if seg.get("pae")
+            else ", and its placement against the rest of the protein is not checked (no PAE)"
         )
     elif alone:
         use = (
@@ -163,7 +175,7 @@ def _unlocated(s: Mapping[str, Any]) -> str:
             "Without per-residue pLDDT the usable parts cannot be located: the band "
             f"fractions say how many residues are in each band ({shares}), not where."
         )
-    mean = num(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown"
+    mean = figure(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown"
     return (
         "Without per-residue pLDDT the usable parts cannot be located: the whole-model "
         f"mean pLDDT {mean} may mix ordered and disordered residues."
