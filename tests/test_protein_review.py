@@ -159,6 +159,32 @@ def test_a_segment_that_is_not_one_rigid_piece_is_for_local_use_only() -> None:
     ) in line
 
 
+def test_only_uniprots_name_of_an_imported_protein_points_to_a_transit_peptide(
+    everything: AnalysisOutput,
+) -> None:
+    """'A protein imported into the organelle is made with a transit peptide' overclaims
+    (many imported proteins have none), and a 'Mitochondrial-derived peptide' is made in
+    the organelle, not imported: only UniProt's ', chloroplastic' or ', mitochondrial'
+    points to a possible transit peptide, as what most such proteins have. The second
+    protein and its segment are built for this test."""
+    plddt = _plddt("AF-P00221-F1-model_v4.cif")
+    line = _line(
+        _brief(everything, "P00221"),
+        f"- Residues 1–49 (49 residues, mean pLDDT {_mean(plddt[:49])}",
+    )
+    assert (
+        "UniProt names the protein chloroplastic, imported into the organelle: most such "
+        "proteins are made with an N-terminal transit peptide, cleaved on import, which this "
+        "stretch may be"
+    ) in line
+    stretch = {"start": 1, "end": 25, "length": 25, "kind": "very_low", "band": "very low",
+               "mean_plddt": 40.0, "unit": None, "features": None, "pae": []}  # fmt: skip
+    structure = {"per_residue": True, "units": [], "segments": [stretch]}
+    summary = {"description": "Mitochondrial-derived peptide X", "length": 25}
+    [made_inside] = reason(summary, structure)["hypotheses"]
+    assert "transit peptide" not in made_inside
+
+
 # --------------------------------------------------------------------------- names
 
 

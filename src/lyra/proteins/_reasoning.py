@@ -9,6 +9,7 @@ whether a protein is a good target.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -37,9 +38,12 @@ _BELOW: Final = {
     "predicted; no structure-based work there",
     "low": "low confidence: at most a rough backbone; no structure-based work there",
 }
-_TARGETED: Final = ("chloroplastic", "mitochondrial")
-"""Words of a protein's name that say where it is imported to, with an N-terminal
-transit peptide that is cleaved on import."""
+_TARGETED: Final = re.compile(r",\s*(chloroplastic|mitochondrial)\b", re.IGNORECASE)
+"""UniProt's way of naming a nuclear-encoded protein imported into an organelle
+(``Ferredoxin-1, chloroplastic``; ``Citrate synthase, mitochondrial``): most such
+proteins are made with an N-terminal transit peptide cleaved on import. A name that
+only mentions the organelle (``Mitochondrial-derived peptide MOTS-c``, encoded in
+the mitochondrial genome) says nothing of import."""
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
@@ -152,12 +156,13 @@ def _below_line(seg: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     """A low or very low segment, interpreted where the data allow."""
     parts = [f"{_head(seg)}: {_BELOW[seg['kind']]}", _features_note(seg), _pae_note(seg)]
     name = str(summary.get("description") or "")
-    targeted = next((w for w in _TARGETED if w in name.lower()), None)
+    targeted = _TARGETED.search(name)
     if seg["start"] == 1 and not seg.get("features") and targeted:
         parts.append(
-            f"the protein is named {targeted}: a protein imported into the organelle is "
-            "made with an N-terminal transit peptide, cleaved on import, which this stretch "
-            "may be (UniProt's features would say: run with --source live)"
+            f"UniProt names the protein {targeted.group(1).lower()}, imported into the "
+            "organelle: most such proteins are made with an N-terminal transit peptide, "
+            "cleaved on import, which this stretch may be (UniProt's features would say: "
+            "run with --source live)"
         )
     return "; ".join(p for p in parts if p) + "."
 
