@@ -286,3 +286,19 @@ def test_the_segment_features_column_follows_its_stated_rule(
             if 2 * (min(last, e) - max(first, s) + 1) >= max(last - first + 1, e - s + 1)
         ]
         assert row[-1].removesuffix(" |") == ("; ".join(expected) or "—"), row
+
+
+def test_a_gene_name_is_refused_naming_the_bundled_entry_of_that_gene() -> None:
+    """A scientist types tp53: a gene name is no accession (many organisms have a TP53),
+    so it is not resolved, but the refusal names the bundled entry whose gene it is,
+    read from the raw UniProt JSON."""
+    raw = json.loads((RAW / "uniprot_P04637_subset.json").read_text(encoding="utf-8"))
+    gene = raw["genes"][0]["geneName"]["value"]
+    name = raw["proteinDescription"]["recommendedName"]["fullName"]["value"]
+    output = analyze_sync([gene.lower()], timeout=10)
+    [failed] = output.failed_analyses
+    assert (
+        f"{gene} is the gene of {raw['primaryAccession']} ({name}, "
+        f"{raw['organism']['scientificName']}) in the bundled data: a gene name is no "
+        "accession"
+    ) in failed.error

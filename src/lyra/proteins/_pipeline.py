@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import ChildContext
 from lyra.delegation import exception_text
 from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
+from lyra.proteins._aliases import gene_hint
 from lyra.proteins._analysis import (
     analyze_structure,
     critique,
@@ -352,7 +353,7 @@ class _Run:
             raise InvalidInput(problem or "invalid protein ID")
         why = accession_problem(value) if _accessions_only(self.source) else None
         if why is not None:  # it cannot exist: no source is asked
-            raise SubjectNotFound(f"Protein {value} not found: {why}")
+            raise SubjectNotFound(f"Protein {value} not found: {why}{gene_hint(value)}")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         return usable_summary(raw, value, self.source.name)
 
