@@ -130,10 +130,10 @@ def test_brief_table_matches_an_independent_reading_of_the_model_file(acc: str) 
     brief = _brief(acc)
     rows = [s for s in expected if s not in fraying]
     assert _segment_rows(brief) == [
-        [_span(s, e), str(e - s + 1), f"{m:g}", _band(m)] for s, e, _, m in rows
+        [_span(s, e), str(e - s + 1), f"{m:.2f}", _band(m)] for s, e, _, m in rows
     ]
     for s, e, _, m in fraying:
-        assert f"{_span(s, e)} (mean pLDDT {m:g})" in brief
+        assert f"{_span(s, e)} (mean pLDDT {m:.2f})" in brief
 
 
 def _segment_rows(brief: str) -> list[list[str]]:

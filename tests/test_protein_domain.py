@@ -469,19 +469,20 @@ def _allowed_numbers(summary: dict[str, Any], structure: dict[str, Any]) -> set[
     pae = [
         *(p for u in structure["units"] or [] for p in [u["pae"] or {}]),
         *(p for u in structure["units"] or [] for p in (u["pae"] or {}).get("segment_pairs", [])),
+        *(p for u in structure["units"] or [] for p in (u["pae"] or {}).get("segments", [])),
         *(p for s in structure["segments"] or [] for p in s["pae"]),
     ]
     for figures in pae:
-        allowed |= {f"{v:g}" for k, v in figures.items() if isinstance(v, float)}
+        allowed |= {f"{v:.2f}" for k, v in figures.items() if isinstance(v, float)}
     for part in [*(structure["segments"] or []), *(structure["units"] or [])]:
         allowed |= {str(v) for k, v in part.items() if isinstance(v, int)}
-        allowed |= {f"{part['mean_plddt']:g}"}
+        allowed |= {f"{part['mean_plddt']:.2f}"}
         for start, end in part.get("ranges", []):
             allowed |= {str(start), str(end)}
     for feature in (summary.get("uniprot") or {}).get("features") or []:
         allowed |= {str(feature["start"]), str(feature["end"])}
         allowed |= set(re.findall(r"\d+(?:\.\d+)?", feature["description"]))
-    allowed |= {f"{structure['mean_plddt']:g}"}
+    allowed |= {f"{structure['mean_plddt']:.2f}"}
     return allowed
 
 
@@ -600,12 +601,12 @@ def test_full_brief_names_everything() -> None:
     assert "Confidence in this reasoning" not in brief
 
 
-def test_q8i3h7_brief_says_length_and_gene_are_unknown() -> None:
-    """Q8I3H7's brief says plainly that its length, gene and segments are unknown."""
+def test_q8i3h7_brief_says_length_and_gene_are_not_in_the_data() -> None:
+    """Q8I3H7's brief says plainly that its length, gene and segments are not known here."""
     summary, structure, reasoning, crit = _pipeline("Q8I3H7")
     brief = synthesize("Q8I3H7", summary, structure, reasoning, crit)
-    assert "| Gene | unknown |" in brief
-    assert "| Length | unknown |" in brief
+    assert "| Gene | not in this data |" in brief
+    assert "| Length | not in this data |" in brief
     assert "Segments: unknown (no per-residue pLDDT in this data)." in brief
     assert "Whole-model mean pLDDT: 85.57" in brief
 

@@ -113,6 +113,18 @@ def test_the_track_has_alphafold_dbs_legend_and_names_its_model(
     assert picture.heading.startswith("P05067 · AF-P05067-F1 v6 · AF-P05067-F1-model_v6.pdb")
 
 
+def test_the_legend_cuts_the_bands_where_the_brief_does(track: tuple[Any, list[float]]) -> None:
+    """'Very high (pLDDT > 90)' and 'Confident (90 > pLDDT > 70)' leave a residue at
+    exactly 90 in no band: each bound of the legend drawn is inclusive on the side the
+    bands (and the brief's 'very high (pLDDT ≥ 90)') put it."""
+    picture, _ = track
+    assert set(picture.labels) == set(BAND_COLOURS)
+    for bound in (50.0, 70.0, 90.0):
+        at, below = picture.labels[_band(bound)], picture.labels[_band(bound - 0.01)]
+        assert f"pLDDT ≥ {bound:g}" in at or f"{bound:g} ≤ pLDDT" in at, at
+        assert f"pLDDT < {bound:g}" in below, below
+
+
 def test_the_track_has_a_feature_row(track: tuple[Any, list[float]]) -> None:
     """UniProt's features are rows of the picture: the transmembrane helix 702–722 is
     drawn in its topology row, and the domains have theirs."""

@@ -44,7 +44,8 @@ def _pae(name: str) -> list[list[float]]:
 
 
 def _mean(values: list[float]) -> str:
-    return f"{round(sum(values) / len(values), 2):g}"
+    """A mean as a brief prints a measured figure: two decimals."""
+    return f"{sum(values) / len(values):.2f}"
 
 
 def _band(value: float) -> str:
@@ -53,6 +54,25 @@ def _band(value: float) -> str:
     if value < 70:
         return "low"
     return "confident" if value < 90 else "very high"
+
+
+def _counts(values: list[float]) -> list[int]:
+    """Residues in each band, very high first."""
+    return [sum(1 for v in values if _band(v) == band) for band in BANDS]
+
+
+def _feature_band(values: list[float]) -> str:
+    """A feature's band as a reviewer would give it: "mixed" when a quarter or more of its
+    residues are ordered (≥ 70) and a quarter or more very low (< 50), since the band of
+    its mean would then describe neither part; else the band of its mean."""
+    very_high, confident, _, very_low = _counts(values)
+    if min(very_high + confident, very_low) >= 0.25 * len(values):
+        return "mixed"
+    return _band(float(_mean(values)))
+
+
+def _by_band(values: list[float]) -> str:
+    return " · ".join(f"{b} {n}" for b, n in zip(BANDS, _counts(values), strict=True))
 
 
 def _block(pae: list[list[float]], rows: range, cols: range) -> list[float]:
@@ -90,8 +110,21 @@ def test_a_unit_whose_segments_pae_does_not_join_is_not_called_rigid(
     ) in brief
     [line] = [h for h in brief.splitlines() if h.startswith("- Unit 1 ")]
     assert "fit for structure-based work" not in line
-    assert "66–335 very high (93.23): docking-grade within it; 422–493 confident" in line
     assert "not on their relative placement" in line
+    plddt = _plddt("AF-Q5VSL9-F1-model_v4.cif")
+    for start, end in ((66, 335), (422, 493), (498, 535), (541, 784)):
+        # Each segment is judged on its own PAE, read from the raw file.
+        piece = range(start, end + 1)
+        own = [pae[i - 1][j - 1] for i in piece for j in piece if i != j]
+        mean_plddt = _mean(plddt[start - 1 : end])
+        grade = (
+            "docking-grade within it" if _band(float(mean_plddt)) == "very high" else ("fold-level")
+        )
+        assert float(_mean(own)) < 5
+        assert (
+            f"{start}–{end} {_band(float(mean_plddt))} ({mean_plddt}; mean PAE {_mean(own)} Å "
+            f"within it): {grade}"
+        ) in line
 
 
 def test_the_rule_its_threshold_and_its_reference_are_stated(everything: AnalysisOutput) -> None:
@@ -99,9 +132,11 @@ def test_the_rule_its_threshold_and_its_reference_are_stated(everything: Analysi
     field groups domains by PAE (graph clustering of the matrix, pae_to_domains)."""
     brief = _brief(everything, "P00221")
     assert (
-        "A unit found from contacts is one rigid unit when the mean PAE within it, and "
-        "between each pair of its segments, is below 5 Å: the cutoff at which the PAE graph "
-        "clustering of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains"
+        "lyra's rule: a unit found from contacts is one rigid unit when the mean PAE within "
+        "it, and between each pair of its segments, is below 5 Å. The threshold is the PAE "
+        "cutoff of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; also in "
+        "protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
+        "only where their PAE is below 5 Å before it is clustered into pseudo-rigid domains."
     ) in brief
 
 
@@ -115,7 +150,7 @@ def test_a_unit_is_rigid_by_pae_and_every_listed_pae_file_is_used(
     pae = _pae("AF-P00221-F1-predicted_aligned_error_v4.json")
     domain, tail = range(50, 148), range(1, 50)
     within = [pae[i - 1][j - 1] for i in domain for j in domain if i != j]
-    assert _mean(within) == "3.1"
+    assert _mean(within) == "3.10"
     assert f"one rigid unit by PAE (mean PAE {_mean(within)} Å within it, below 5 Å)" in brief
     on_tail, on_domain = _block(pae, tail, domain), _block(pae, domain, tail)
     assert (_mean(on_domain), _mean(on_tail)) == ("24.41", "28.86")
@@ -223,31 +258,39 @@ def test_every_p05067_feature_figure_is_recomputed_from_the_raw_files(
     file (gemmi)."""
     plddt = _plddt("AF-P05067-F1-model_v6.pdb")
     brief = _brief(everything, "P05067")
-    rows = [line for line in brief.splitlines() if line.startswith("| ") and " · " in line]
+    table = brief.split("### UniProt features and their confidence")[1].split("\n\n")[2]
+    rows = [line for line in table.splitlines() if " · " in line]
     expected = []
     for kind, name in _NAMES.items():
         for start, end, note in _features(kind):
             values = plddt[start - 1 : end]
-            counts = [sum(1 for v in values if _band(v) == band) for band in BANDS]
-            by_band = " · ".join(f"{band} {n}" for band, n in zip(BANDS, counts, strict=True))
             span = f"{start}–{end}"
             head = f"| {name}{': ' + note if note else ''} | {span} | {_mean(values)} | "
-            expected.append(f"{head}{_band(float(_mean(values)))} | {by_band} |")
+            expected.append(f"{head}{_feature_band(values)} | {_by_band(values)} |")
     assert len(rows) == len(expected) == 19
     assert sorted(r.rsplit(" | ", 1)[0] + " |" for r in rows) == sorted(expected)
+    # The 684-residue ectodomain holds E1, E2 and the acidic region: no one band.
+    assert any(
+        r.startswith("| Topological domain: Extracellular | 18–701 | 68.82 | mixed |") for r in rows
+    )
 
 
 def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
     everything: AnalysisOutput,
 ) -> None:
-    """The mature chains' means and each binding site's pLDDT, from the raw files."""
+    """The mature chains' means, bands and residues by band, and each binding site's
+    pLDDT, from the raw files: a chain over folded and disordered parts is "mixed", never
+    the band of its mean ("Soluble APP-beta 70.26 confident" holds E1, E2 and the 90
+    residues of the acidic region)."""
     plddt = _plddt("AF-P05067-F1-model_v6.pdb")
     brief = _brief(everything, "P05067")
     for start, end, note in _features("CHAIN", "PEPTIDE"):
         values = plddt[start - 1 : end]
         assert (
-            f"| {note} | {start}–{end} | {_mean(values)} | {_band(float(_mean(values)))} |" in brief
-        )
+            f"| {note} | {start}–{end} | {_mean(values)} | {_feature_band(values)} | "
+            f"{_by_band(values)} |"
+        ) in brief
+    assert "| Soluble APP-beta | 18–671 | 70.26 | mixed |" in brief
     with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
         entry = SwissProt.read(handle)
     sites: dict[str, list[tuple[int, int]]] = {}
@@ -257,9 +300,13 @@ def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
             sites.setdefault(f.qualifiers["ligand"], []).append(where)
     assert set(sites) == {"heparin", "Cu(2+)", "Zn(2+)"}
     for ligand, spans in sites.items():
-        where = ", ".join(str(s) if s == e else f"{s}–{e}" for s, e in spans)
-        values = ", ".join(_mean(plddt[s - 1 : e]) for s, e in spans)
-        assert f"{ligand}: residues {where}; pLDDT {values}" in brief
+        where = ", ".join(
+            f"{s} (pLDDT {_mean(plddt[s - 1 : e])})"
+            if s == e
+            else f"{s}–{e} (mean pLDDT {_mean(plddt[s - 1 : e])})"
+            for s, e in spans
+        )
+        assert f"{ligand} at residues {where}" in brief
 
 
 def test_domains_without_pae_say_so_and_p53_features_are_not_held(
@@ -273,7 +320,8 @@ def test_domains_without_pae_say_so_and_p53_features_are_not_held(
     p53 = _brief(everything, "P04637")
     assert "| DNA binding | 102–292 | not held |" in p53
     assert "| Region: Oligomerization | 325–356 | not held |" in p53
-    assert "Sites: Zinc: residues 176, 179, 238, 242; pLDDT not held" in p53
+    assert "Sites: Zinc at residues 176, 179, 238, 242 (pLDDT not held); " in p53
+    assert "5'-phospho-RNA (covalent) at residue 392 (pLDDT not held)." in p53
 
 
 # --------------------------------------------------------------------------- item 8

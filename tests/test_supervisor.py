@@ -207,7 +207,8 @@ async def test_comparison_sets_units_side_by_side_and_names_the_missing() -> Non
     )
     assert lines[4] == (
         "The models are of different AlphaFold DB versions (v4: P38398; v6: P04637; version "
-        "not recorded: Q8I3H7): each figure is its own model's, and a later release may differ."
+        "not in this data: Q8I3H7): each figure is its own model's, and a later release may "
+        "differ."
     )
 
 

@@ -4,7 +4,9 @@ UniProt entry names (``P53_HUMAN``) and secondary accessions (``Q15086``, an
 accession merged into ``P04637``) that the bundled data record are resolved to
 their primary accession, with a one-line note saying so. A comma-joined
 argument (``"P04637,P05067"``) is several IDs, never one with half of it lost.
-Anything else is left as it is, for the ID checks to judge.
+A gene name (``TP53``) is not resolved -- one gene name belongs to many organisms'
+proteins -- but its refusal names the bundled entry of that gene
+(:func:`gene_hint`). Anything else is left as it is, for the ID checks to judge.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Final
 from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._offline import bundled_entries
 
-__all__ = ["resolve_protein_id", "split_ids"]
+__all__ = ["gene_hint", "resolve_protein_id", "split_ids"]
 
 _SEPARATOR: Final = ","
 
@@ -32,6 +34,34 @@ def _aliases() -> dict[str, tuple[str, str]]:
             of = f"{accession} ({name})" if name else accession
             found[secondary] = (accession, f"{secondary} is a secondary accession of {of}")
     return found
+
+
+@cache
+def _genes() -> dict[str, list[str]]:
+    """Gene name (upper case) → the bundled entries of that gene."""
+    found: dict[str, list[str]] = {}
+    for accession, entry in bundled_entries().items():
+        gene = entry.get("gene")
+        if isinstance(gene, str) and gene.strip():
+            found.setdefault(gene.strip().upper(), []).append(accession)
+    return found
+
+
+def gene_hint(value: str) -> str:
+    """For an ID that is a gene name of a bundled entry, what to give instead
+    (``"; TP53 is the gene of P04637 (Cellular tumor antigen p53, Homo sapiens) in the
+    bundled data: …"``); else ``""``."""
+    accessions = _genes().get(value.strip().upper())
+    if not accessions:
+        return ""
+    entries = bundled_entries()
+    named = ", ".join(
+        f"{a} ({entries[a].get('description')}, {entries[a].get('organism')})" for a in accessions
+    )
+    return (
+        f"; {value.strip()} is the gene of {named} in the bundled data: a gene name is no "
+        "accession (other organisms' genes share it), so give the accession"
+    )
 
 
 def resolve_protein_id(raw: str) -> tuple[str, str | None]:

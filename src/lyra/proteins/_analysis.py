@@ -19,11 +19,17 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lyra.proteins._caveats import basis, critique
-from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, num, span
-from lyra.proteins._features import PROCESSED_TYPES, SITE_TYPES
+from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, figure, num, span
+from lyra.proteins._features import (
+    EXPLAIN_OVERLAP,
+    MIXED,
+    MIXED_SHARE,
+    PROCESSED_TYPES,
+    SITE_TYPES,
+)
 from lyra.proteins._pae import RIGID_PAE, unit_verdict
 from lyra.proteins._reasoning import reason
-from lyra.proteins._sources import named_source
+from lyra.proteins._sources import function_source, named_source, protein_name
 from lyra.proteins._structure import LIVE_HINT, analyze_structure
 from lyra.proteins._text import render
 
@@ -44,13 +50,28 @@ _BAND_RANGE: Final = {
     "low": "low (50–70)",
     "very_low": "very low (below 50)",
 }
+_ABSENT: Final = "not in this data"
 _OLD_AFTER_YEARS: Final = 2
 """An annotation older than this many years is labelled old: today's entry may differ."""
 _RULE: Final = (
-    f"A unit found from contacts is one rigid unit when the mean PAE within it, and between "
-    f"each pair of its segments, is below {num(RIGID_PAE)} Å: the cutoff at which the PAE "
-    "graph clustering of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; "
-    "used by protti and ISOLDE) joins two residues into one pseudo-rigid domain."
+    f"lyra's rule: a unit found from contacts is one rigid unit when the mean PAE within it, "
+    f"and between each pair of its segments, is below {num(RIGID_PAE)} Å. The threshold is "
+    "the PAE cutoff of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; also "
+    "in protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
+    f"only where their PAE is below {num(RIGID_PAE)} Å before it is clustered into "
+    "pseudo-rigid domains."
+)
+
+_OVERLAP_RULE: Final = (
+    f"A segment's UniProt features are those that share at least {EXPLAIN_OVERLAP:.0%} of "
+    "the segment's residues and of their own: a long region is not listed against a short "
+    "stretch inside it, nor a short motif against a long segment (all features, with their "
+    "confidence, are in the table of UniProt features)."
+)
+_MIXED_RULE: Final = (
+    f"A feature is mixed when at least {MIXED_SHARE:.0%} of its residues are ordered (pLDDT "
+    f"≥ 70) and at least {MIXED_SHARE:.0%} very low (below 50): its mean lies between a folded "
+    "part and a disordered one, and no band describes it (see its residues by band)."
 )
 
 
@@ -71,27 +92,31 @@ def _text(value: object) -> str | None:
 
 def _model_name(s: Mapping[str, Any]) -> str:
     """``AlphaFold DB model AF-P05067-F1 v6, created 2025-08-01``."""
-    version = f" v{s['model_version']}" if s.get("model_version") else " (version not recorded)"
+    version = f" v{s['model_version']}" if s.get("model_version") else f", version {_ABSENT}"
     date = f", created {s['model_date']}" if s.get("model_date") else ""
-    return f"AlphaFold DB model {s.get('entry_id') or '(entry id unknown)'}{version}{date}"
+    return f"AlphaFold DB model {s.get('entry_id') or f'(entry id {_ABSENT})'}{version}{date}"
 
 
 # --------------------------------------------------------------------------- synthesis
 
 
 def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The header of a brief. A datum the data lack is "not in this data", never
+    "unknown" (ZBTB7C is A1YPR0's gene; only the bundled file does not give it)."""
     gene = _text(summary.get("gene"))
     length = summary.get("length")
-    description = _text(summary.get("description"))
+    name = protein_name(summary)
     function = _text(summary.get("function"))
     return {
         "id": protein_id,
-        "name": description or "unnamed protein",
-        "organism": _text(summary.get("organism")) or "unknown",
-        "gene": gene if gene and gene.lower() != "unknown" else "unknown",
-        "length": f"{length} residues" if isinstance(length, int) and length > 0 else "unknown",
-        "source": _text(summary.get("source")) or "unknown",
-        "function": function if function and function != description else None,
+        "title": f"{name} ({protein_id})" if name else f"{protein_id} (name {_ABSENT})",
+        "name": name or f"name {_ABSENT}",
+        "organism": _text(summary.get("organism")) or _ABSENT,
+        "gene": gene if gene and gene.lower() != "unknown" else _ABSENT,
+        "length": f"{length} residues" if isinstance(length, int) and length > 0 else _ABSENT,
+        "source": _text(summary.get("source")) or _ABSENT,
+        "function": function if function and function != name else None,
+        "function_source": function_source(summary),
         "afdb_url": f"https://alphafold.ebi.ac.uk/entry/{protein_id}",
         "uniprot_url": f"https://www.uniprot.org/uniprotkb/{protein_id}/entry",
     }
@@ -119,11 +144,20 @@ def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
             by_ligand.setdefault(str(key).rstrip("."), []).append(feature)
     lines = []
     for ligand, sites in by_ligand.items():
-        where = ", ".join(span(f["start"], f["end"]) for f in sites)
-        held = all("mean_plddt" in f for f in sites)
-        values = ", ".join(num(f["mean_plddt"]) for f in sites) if held else "not held"
-        lines.append(f"{ligand}: residues {where}; pLDDT {values}")
+        one = len(sites) == 1 and sites[0]["start"] == sites[0]["end"]
+        if all("mean_plddt" in f for f in sites):
+            where = ", ".join(_site(f) for f in sites)
+        else:
+            where = ", ".join(span(f["start"], f["end"]) for f in sites) + " (pLDDT not held)"
+        lines.append(f"{ligand} at {'residue' if one else 'residues'} {where}")
     return lines
+
+
+def _site(feature: Mapping[str, Any]) -> str:
+    """``147 (pLDDT 85.81)``; a site over several residues gives their mean."""
+    start, end = feature["start"], feature["end"]
+    what = "pLDDT" if start == end else "mean pLDDT"
+    return f"{span(start, end)} ({what} {figure(feature['mean_plddt'])})"
 
 
 def _by_band(counts: Mapping[str, int]) -> str:
@@ -134,19 +168,19 @@ def _by_band(counts: Mapping[str, int]) -> str:
 def _published(s: Mapping[str, Any], mean: str) -> str | None:
     """The model file's own global pLDDT, where it differs from the residues' mean."""
     published = s.get("file_global_plddt")
-    if not published or num(published["value"]) == mean:
+    if not published or figure(published["value"]) == mean:
         return None
     if published["over"] == "atoms":
         how = "the mean over its atoms, as AlphaFold DB gives v4 models' global pLDDT"
     else:
         how = "the mean over its residues from unrounded values"
-    value = num(published["value"])
+    value = figure(published["value"])
     return f"The model file's own global pLDDT, {value}, is {how}: the same model."
 
 
 def _other_mean(s: Mapping[str, Any], other: Mapping[str, Any]) -> str:
     """Another figure the data give for the protein's mean, and what it is."""
-    value, source = num(other["global_plddt"]), named_source(other["source"])
+    value, source = figure(other["global_plddt"]), named_source(other["source"])
     if other.get("version") != s.get("model_version"):
         version = f"v{other['version']}" if other.get("version") else "of unrecorded version"
         return (
@@ -164,13 +198,13 @@ def _mean_lines(s: Mapping[str, Any]) -> list[str]:
     figures the data give for this protein (never mixed in)."""
     if s.get("mean_plddt") is None:
         return ["Whole-model mean pLDDT: unknown."]
-    mean = num(s["mean_plddt"])
+    mean = figure(s["mean_plddt"])
     alike = "one number over ordered and disordered parts alike"
     if s.get("per_residue"):
         lines = [
             f"Whole-model mean pLDDT: {mean}, the mean over residues ({alike}; the segments "
-            f"above say where the confidence is); range {num(s['min_plddt'])}–"
-            f"{num(s['max_plddt'])}."
+            f"above say where the confidence is); range {figure(s['min_plddt'])}–"
+            f"{figure(s['max_plddt'])}."
         ]
     else:
         source = s.get("figures_source")
@@ -181,7 +215,7 @@ def _mean_lines(s: Mapping[str, Any]) -> list[str]:
         ]
     published = _published(s, mean)
     lines += [published] if published else []
-    others = [o for o in s.get("other_means") or [] if num(o["global_plddt"]) != mean]
+    others = [o for o in s.get("other_means") or [] if figure(o["global_plddt"]) != mean]
     return lines + [_other_mean(s, other) for other in others]
 
 
@@ -224,6 +258,7 @@ def _structure_view(
         "per_residue": s.get("per_residue"),
         "segments": segments,
         "with_features": any(seg.get("features") is not None for seg in segments),
+        "overlap_rule": _OVERLAP_RULE,
         "outside_pae": [p for seg in segments for p in seg.get("pae") or []],
         "fraying": s.get("fraying") or [],
         "units": [{**u, "verdict": unit_verdict(u.get("pae"), len(u["ranges"]))} for u in units],
@@ -244,7 +279,12 @@ def _structure_view(
         and sum(1 for f in features or [] if f["type"] == "Domain") > 1,
         "live_hint": LIVE_HINT,
         "annotated": _regions(s.get("annotated") or []),
-        "mature": [f for f in features or [] if f["type"] in ("Chain", "Peptide")],
+        "mature": [
+            {**f, "by_band": _by_band(f["by_band"])}
+            for f in features or []
+            if f["type"] in ("Chain", "Peptide")
+        ],
+        "mixed_rule": _MIXED_RULE if any(f["band"] == MIXED for f in features or []) else None,
         "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
         "sites": _site_lines(features or s.get("annotated") or []),
         "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
@@ -253,7 +293,7 @@ def _structure_view(
         if fractions
         else None,
         "missing": s.get("missing") or [],
-        "num": num,
+        "num": figure,
         "span": span,
     }
 

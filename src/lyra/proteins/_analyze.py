@@ -49,7 +49,7 @@ from lyra.proteins._pae import unit_verdict
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
-from lyra.proteins._sources import ProteinSource
+from lyra.proteins._sources import ProteinSource, protein_name
 from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
 from lyra.settings import settings
@@ -593,7 +593,7 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         for u in units
     ]
     figures = {
-        "name": summary.get("description"),
+        "name": protein_name(summary),
         "model": {
             "entry_id": structure.get("entry_id"),
             "version": structure.get("model_version"),

@@ -1,7 +1,9 @@
 """The ``critique`` stage: caveats drawn from the data, and what the brief rests on.
 
-Each caveat comes from something in the data: the oligomeric state (UniProt's
-SUBUNIT comment), cofactors and metals (COFACTOR, binding and metal sites),
+Every brief says the model has no ligands, metals or cofactors (true of every
+AlphaFold DB model: a haem pocket or a zinc site is modelled empty). The other
+caveats come from the data: the oligomeric state (UniProt's SUBUNIT comment),
+the cofactors and metals it binds (COFACTOR, binding and metal sites),
 membrane topology (transmembrane features), processing (signal peptide,
 transit peptide, propeptides, chains), isoforms, the model's version and date,
 the annotation's date, and what is missing. ``basis`` replaces any
@@ -14,13 +16,23 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from lyra.proteins._confidence import span
+from lyra.proteins._confidence import figure, span
 from lyra.proteins._sources import named_source
 
 __all__ = ["basis", "critique"]
 
 _FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
 _CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
+_PROCESSED_NAMES: Final = {
+    "Signal": "signal peptide",
+    "Transit peptide": "transit peptide",
+    "Propeptide": "propeptide",
+}
+"""UniProt's processed segments, named as a sentence names them."""
+_NO_LIGANDS: Final = (
+    "The model has no ligands, metals or cofactors (AlphaFold DB models the chain alone), "
+    "so a site that binds one is predicted without it"
+)
 _SUBUNIT_CHARS: Final = 300
 """A SUBUNIT comment longer than this is cut at a sentence (the entry has the rest)."""
 
@@ -50,7 +62,9 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
         return [
             "AlphaFold DB models one chain: partners and oligomers are absent from the model, "
             "and the oligomeric state is not in this data (UniProt's SUBUNIT comment would "
-            "say; run with --source live)."
+            "say; run with --source live).",
+            f"{_NO_LIGANDS}; which ones this protein binds is not in this data (UniProt's "
+            "COFACTOR comment and binding sites would say; run with --source live).",
         ]
     caveats: list[str] = []
     features = list(uniprot.get("features") or [])
@@ -73,22 +87,25 @@ def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     if sites or cofactors:
         named = [f"UniProt COFACTOR: {' '.join(cofactors)}"] if cofactors else []
         named += [f"{ligand} at residues {', '.join(at)}" for ligand, at in sites.items()]
-        caveats.append(
-            "The model has no ligands, metals or cofactors, so site geometry is predicted "
-            f"without them. {'; '.join(named)}."
-        )
+        caveats.append(f"{_NO_LIGANDS}. {'; '.join(named)}.")
+    else:
+        caveats.append(f"{_NO_LIGANDS}; the UniProt entry names no cofactor or ligand site.")
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
         caveats.append(
             f"Membrane segments ({_ranges(membrane)}) are modelled without a membrane: their "
             "placement relative to the rest of the protein is not constrained by a bilayer."
         )
-    processed = [f for f in features if f["type"] in ("Signal", "Transit peptide", "Propeptide")]
+    processed = [f for f in features if f["type"] in _PROCESSED_NAMES]
     if processed:
-        kinds = ", ".join(f"{f['type'].lower()} {f['start']}–{f['end']}" for f in processed)
+        kinds = ", ".join(
+            f"{_PROCESSED_NAMES[f['type']]} {span(f['start'], f['end'])}" for f in processed
+        )
+        one = len(processed) == 1
         caveats.append(
-            f"Processing: the model is of the full precursor; {kinds} are removed in the "
-            "mature protein, so their confidence does not describe it."
+            f"Processing: the model is of the full precursor; {kinds} {'is' if one else 'are'} "
+            f"removed in the mature protein, so {'its' if one else 'their'} confidence does not "
+            "describe it."
         )
     chains = [f for f in features if f["type"] in ("Chain", "Peptide")]
     if len(chains) > 1:
@@ -112,7 +129,7 @@ def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> li
         high = math.fsum(fractions[b] * _CEILING[b] for b in _CEILING)
         if isinstance(mean, int | float) and not low - 0.5 <= mean <= high + 0.5:
             caveats.append(
-                f"The mean pLDDT {round(mean, 2):g} is outside the range the band fractions "
+                f"The mean pLDDT {figure(mean)} is outside the range the band fractions "
                 f"allow ({round(low, 2):g}–{round(high, 2):g}): the figures may come from "
                 "different models."
             )

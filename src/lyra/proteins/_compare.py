@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.proteins._confidence import num
+from lyra.proteins._confidence import figure
 from lyra.proteins._sources import named_source
 
 
@@ -81,17 +81,17 @@ class Comparison(BaseModel):
 def _unit_text(unit: Mapping[str, Any]) -> str:
     return (
         f"{unit['number']} {unit['where']} ({unit['residues']} residues, mean pLDDT "
-        f"{num(unit['mean_plddt'])}, {unit['band']}; {unit['pae']})"
+        f"{figure(unit['mean_plddt'])}, {unit['band']}; {unit['pae']})"
     )
 
 
 def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
     model = figures.get("model") or {}
-    version = f" v{model['version']}" if model.get("version") else " (version not recorded)"
+    version = f" v{model['version']}" if model.get("version") else ", version not in this data"
     source = model.get("source")
     side = {
         "protein_id": protein_id,
-        "model": f"{model.get('entry_id') or 'entry unknown'}{version}",
+        "model": f"{model.get('entry_id') or 'entry id not in this data'}{version}",
         "version": model.get("version"),
         "source": named_source(source) if source else "source not recorded",
     }
@@ -101,14 +101,14 @@ def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
         shares = f"; {share * 100:.1f}% of residues at pLDDT ≥ 70" if share is not None else ""
         return ComparedProtein(
             **side,
-            not_compared=f"whole-model figures only (mean pLDDT {num(figures['mean_plddt'])}"
+            not_compared=f"whole-model figures only (mean pLDDT {figure(figures['mean_plddt'])}"
             f"{shares}): no unit to compare",
         )
     if not units:
         stretch = figures.get("longest_confident")
         longest = (
             f"; its longest confident stretch is {stretch['where']} ({stretch['length']} "
-            f"residues, mean pLDDT {num(stretch['mean_plddt'])})"
+            f"residues, mean pLDDT {figure(stretch['mean_plddt'])})"
             if stretch
             else ""
         )
@@ -117,7 +117,7 @@ def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
         **side,
         units=[_unit_text(u) for u in units],
         domains=[
-            f"{d['label']} {num(d['mean_plddt'])} ({d['band']})"
+            f"{d['label']} {figure(d['mean_plddt'])} ({d['band']})"
             for d in figures.get("domains") or []
         ],
     )
@@ -127,7 +127,7 @@ def _versions(proteins: Sequence[ComparedProtein]) -> str | None:
     """The sentence for models of different AlphaFold DB versions, if they differ."""
     by_version: dict[str, list[str]] = {}
     for protein in proteins:
-        version = f"v{protein.version}" if protein.version else "version not recorded"
+        version = f"v{protein.version}" if protein.version else "version not in this data"
         by_version.setdefault(version, []).append(protein.protein_id)
     if len(by_version) < 2:
         return None

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lyra.proteins._compare import Comparison
+from lyra.proteins._confidence import figure
 from lyra.proteins._next import next_steps as grouped_steps
 from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry, Summary
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
@@ -117,12 +118,12 @@ def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
     if largest:
         parts.append(
             f"{f['units']} structural unit(s), the largest residues {largest['where']} "
-            f"(mean pLDDT {largest['mean_plddt']}, {largest['band']}; {largest['pae']})"
+            f"(mean pLDDT {figure(largest['mean_plddt'])}, {largest['band']}; {largest['pae']})"
         )
     elif f.get("per_residue") and f.get("units") == 0:
         parts.append("no ordered unit of 20 or more residues")
     if f.get("mean_plddt") is not None:
         detail = "" if f.get("per_residue") else "; no per-residue data"
-        parts.append(f"whole-model mean pLDDT {f['mean_plddt']}{detail}")
+        parts.append(f"whole-model mean pLDDT {figure(f['mean_plddt'])}{detail}")
     line = ", ".join(parts)
     return f"{line}; {entry.recovery}" if entry.recovery else line

@@ -36,6 +36,7 @@ __all__ = [
     "Segment",
     "Segmentation",
     "band_of",
+    "figure",
     "mean",
     "num",
     "segment",
@@ -197,5 +198,11 @@ def span(start: int, end: int) -> str:
 
 
 def num(value: float) -> str:
-    """A figure as a brief writes it: ``41.29``, ``1863``, ``18.5``."""
+    """A threshold or setting as a brief writes it: ``5``, ``2``, ``18.5``."""
     return f"{round(value, 2):g}"
+
+
+def figure(value: float) -> str:
+    """A measured pLDDT or PAE as a brief writes it: always two decimals, as the model
+    files give pLDDT (``47.00``, ``3.10``), so a column never mixes precisions."""
+    return f"{value:.2f}"

@@ -5,12 +5,13 @@ a flat file): ``{"type", "start", "end", "description", "ligand"}`` with
 UniProt's REST type names. :func:`read_features` reads REST JSON;
 ``scripts/build_protein_data.py`` turns flat-file features into the same shape.
 
-:func:`map_features` gives each feature its mean pLDDT and says whether the
-annotation and the prediction agree: an annotated disordered region with very
-low pLDDT agrees; a domain, DNA-binding region, zinc finger or transmembrane
-segment agrees when it is ordered (pLDDT ≥ 70); a signal peptide, transit
-peptide or propeptide is removed in the mature protein, so its confidence does
-not bear on the mature structure.
+:func:`map_features` gives each feature its mean pLDDT, its band (or *mixed*,
+:data:`MIXED_SHARE`) and says whether the annotation and the prediction agree:
+an annotated disordered region with very low pLDDT agrees; a domain,
+DNA-binding region, zinc finger or transmembrane segment agrees when it is
+ordered (pLDDT ≥ 70); a mixed one agrees only in part; a signal peptide,
+transit peptide or propeptide is removed in the mature protein, so its
+confidence does not bear on the mature structure.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from typing import Any, Final
 from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, mean, span
 
 __all__ = [
+    "EXPLAIN_OVERLAP",
     "FOLDED_TYPES",
+    "MIXED",
+    "MIXED_SHARE",
     "PROCESSED_TYPES",
     "SITE_TYPES",
     "band_counts",
@@ -49,6 +53,15 @@ OTHER_TYPES: Final = frozenset({"Region", "Motif", "Topological domain"})
 KEPT_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | MATURE_TYPES | SITE_TYPES | OTHER_TYPES
 EXPLAINING_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | OTHER_TYPES
 """Features that can say what a stretch of the model is (not chains, not single sites)."""
+EXPLAIN_OVERLAP: Final = 0.5
+"""A feature explains a stretch of the model when they share at least this fraction of
+the stretch and of the feature (:func:`explaining`)."""
+MIXED_SHARE: Final = 0.25
+"""A feature with at least this share of its residues ordered (pLDDT ≥ 70) and at least
+this share very low (< 50) is :data:`MIXED`: its mean lies between a folded part and a
+disordered one (APP's soluble ectodomain: its E1 and E2 domains and the acidic region
+between them), and the band of that mean would describe neither."""
+MIXED: Final = "mixed"
 
 
 def _position(value: object) -> int | None:
@@ -90,16 +103,16 @@ def explaining(
     features: Iterable[Mapping[str, Any]], start: int, end: int
 ) -> list[Mapping[str, Any]]:
     """The features that say what residues ``start``–``end`` are: each overlaps the
-    stretch by at least half of the stretch and half of itself (a reciprocal 50 %
-    overlap, so a long region never explains a short stretch inside it, nor a short
-    motif a long one)."""
+    stretch by at least :data:`EXPLAIN_OVERLAP` of the stretch and of itself (a
+    reciprocal overlap, so a long region never explains a short stretch inside it, nor
+    a short motif a long one)."""
     found = []
     for feature in features:
         if feature["type"] not in EXPLAINING_TYPES:
             continue
         first, last = int(feature["start"]), int(feature["end"])
         shared = min(end, last) - max(start, first) + 1
-        if shared * 2 >= end - start + 1 and shared * 2 >= last - first + 1:
+        if shared >= EXPLAIN_OVERLAP * max(end - start + 1, last - first + 1):
             found.append(feature)
     return found
 
@@ -116,11 +129,20 @@ def _is_disordered(feature: Mapping[str, Any]) -> bool:
     return feature["type"] == "Region" and str(feature["description"]).startswith("Disordered")
 
 
-def _verdict(feature: Mapping[str, Any], value: float) -> str:
+def _is_mixed(counts: Mapping[str, int]) -> bool:
+    """Ordered and very low residues both make up :data:`MIXED_SHARE` of a feature or more."""
+    total = sum(counts.values())
+    ordered = counts["very_high"] + counts["confident"]
+    return total > 0 and min(ordered, counts["very_low"]) >= MIXED_SHARE * total
+
+
+def _verdict(feature: Mapping[str, Any], value: float, mixed: bool) -> str:
     """Where annotation and prediction agree or disagree, in words."""
     band = band_of(value)
     if feature["type"] in PROCESSED_TYPES:
         return "removed in the mature protein: its confidence does not bear on the mature fold"
+    if mixed and (_is_disordered(feature) or feature["type"] in FOLDED_TYPES):
+        return "partly agree: part of it is predicted ordered, part very low"
     if _is_disordered(feature):
         if band == "very_low":
             return "agree: annotated disordered, predicted very low"
@@ -145,7 +167,8 @@ def _verdict(feature: Mapping[str, Any], value: float) -> str:
 def map_features(
     features: Iterable[Mapping[str, Any]], plddt: Sequence[float]
 ) -> list[dict[str, Any]]:
-    """Each feature within the model with its mean pLDDT, band and verdict."""
+    """Each feature within the model with its mean pLDDT, band (or :data:`MIXED`),
+    residues in each band and verdict."""
     mapped = []
     for feature in features:
         start, end = int(feature["start"]), int(feature["end"])
@@ -153,14 +176,16 @@ def map_features(
             continue  # annotated beyond the modelled sequence
         values = plddt[start - 1 : end]
         value = mean(values)
+        counts = band_counts(values)
+        mixed = _is_mixed(counts)
         mapped.append(
             {
                 **feature,
                 "length": end - start + 1,
                 "mean_plddt": value,
-                "band": BAND_NAMES[band_of(value)],
-                "by_band": band_counts(values),
-                "verdict": _verdict(feature, value),
+                "band": MIXED if mixed else BAND_NAMES[band_of(value)],
+                "by_band": counts,
+                "verdict": _verdict(feature, value, mixed),
             }
         )
     return mapped

@@ -10,10 +10,10 @@ from contacts is **one rigid unit** when the mean PAE among its residues is
 below :data:`RIGID_PAE` Å and, for a unit of several segments, the mean PAE
 between each pair of its segments (both directions) is below it too;
 otherwise its segments are in contact but their arrangement is not confirmed
-by PAE. The threshold is the cutoff of the PAE graph clustering of Croll's
-``pae_to_domains`` (github.com/tristanic/pae_to_domains; the domain parsing
-of protti's ``predict_alphafold_domain`` and ISOLDE): two residues are joined
-into one pseudo-rigid domain only where their PAE is below 5 Å. Between units,
+by PAE. The rule is lyra's; its threshold is the PAE cutoff of Croll's
+``pae_to_domains`` (github.com/tristanic/pae_to_domains; also protti's
+``predict_alphafold_domain`` and ISOLDE), whose graph links two residues only
+where their PAE is below 5 Å before it is clustered into pseudo-rigid domains. Between units,
 below :data:`PAE_PLACED` Å their relative placement is confident, above
 :data:`PAE_UNPLACED` Å it is not determined by the model (lyra's thresholds;
 AlphaFold's own papers read PAE the same way: Jumper et al. 2021,
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from lyra.proteins._confidence import num, span
+from lyra.proteins._confidence import figure, num, span
 
 __all__ = [
     "PAE_PLACED",
@@ -99,8 +99,14 @@ def between(pae: Matrix, first: Ranges, second: Ranges) -> dict[str, Any]:
 
 def check_unit(ranges: Ranges, pae: Matrix) -> dict[str, Any]:
     """The rule of the module docstring applied to one unit: ``rigid`` (bool), the
-    mean PAE within it, and the PAE between each pair of its segments."""
+    mean PAE within it, within each of its segments (a unit of several: where their
+    arrangement is not confirmed, each segment is judged on its own), and between each
+    pair of its segments."""
     within = round(_block(pae, ranges, ranges, skip_diagonal=True), 2)
+    segments = [
+        {"where": span(*a), "within_pae": round(_block(pae, [a], [a], skip_diagonal=True), 2)}
+        for a in ranges
+    ]
     pairs = [
         {"first": span(*a), "second": span(*b), **between(pae, [a], [b])}
         for x, a in enumerate(ranges)
@@ -111,6 +117,7 @@ def check_unit(ranges: Ranges, pae: Matrix) -> dict[str, Any]:
         "rigid": rigid,
         "within_pae": within,
         "within_share_under_5": round(_under(pae, ranges, ranges, RIGID_PAE), 3),
+        "segments": segments if len(ranges) > 1 else [],
         "segment_pairs": pairs,
     }
 
@@ -123,7 +130,7 @@ def unit_verdict(check: Mapping[str, Any] | None, segments: int = 1) -> str:
             if segments == 1
             else ("segments in contact; arrangement not checked (no PAE)")
         )
-    within = f"mean PAE {num(check['within_pae'])} Å within it"
+    within = f"mean PAE {figure(check['within_pae'])} Å within it"
     if check["rigid"]:
         return f"one rigid unit by PAE ({within}, below {num(RIGID_PAE)} Å)"
     pairs = check["segment_pairs"]
@@ -132,5 +139,5 @@ def unit_verdict(check: Mapping[str, Any] | None, segments: int = 1) -> str:
     worst = max(pairs, key=lambda p: p["mean_pae"])
     return (
         f"segments in contact; arrangement not confirmed by PAE ({within}; "
-        f"{worst['first']} and {worst['second']}: {num(worst['mean_pae'])} Å)"
+        f"{worst['first']} and {worst['second']}: {figure(worst['mean_pae'])} Å)"
     )

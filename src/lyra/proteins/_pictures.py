@@ -47,12 +47,14 @@ PLOTS_HINT: Final = (
 BOX_COLOUR: Final = "#D62728"
 """The outline of units and domains on the PAE heatmap (clear of its greens)."""
 _BAND_LABELS: Final = {
-    "very_high": "Very high (pLDDT > 90)",
-    "confident": "Confident (90 > pLDDT > 70)",
-    "low": "Low (70 > pLDDT > 50)",
+    "very_high": "Very high (pLDDT ≥ 90)",
+    "confident": "Confident (70 ≤ pLDDT < 90)",
+    "low": "Low (50 ≤ pLDDT < 70)",
     "very_low": "Very low (pLDDT < 50)",
 }
-"""The legend AlphaFold DB shows beside its models."""
+"""AlphaFold DB's band names, with the bounds the bands are cut at (as in AlphaFold's
+own ``confidence.py`` and the brief: 90.00 is very high). AlphaFold DB's page writes
+them with strict signs (``Very high (pLDDT > 90)``), which leave 90 and 70 in no band."""
 _FEATURE_ROWS: Final = (
     ("domains", frozenset({"Domain", "Repeat", "Zinc finger", "DNA binding"})),
     ("topology", frozenset({"Topological domain", "Transmembrane", "Intramembrane"})),
@@ -91,6 +93,8 @@ class Picture:
     """Row label beneath the track (``segments``, ``topology``…) → its pixel row."""
     legend: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Band → pixel (column, row) inside its patch in the colour legend (track pictures)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Band → the text drawn beside its patch in the legend (track pictures)."""
     boxes: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Box label (``unit 1 66–335``) → pixel (column, row) on its outline (PAE pictures)."""
 
@@ -255,6 +259,10 @@ def _track(
         track=track,
         rows=lanes,
         legend=spots,
+        labels={
+            band: text.get_text()
+            for band, text in zip(_BAND_LABELS, legend.get_texts(), strict=True)
+        },
     )
 
 

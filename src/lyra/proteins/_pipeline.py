@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import ChildContext
 from lyra.delegation import exception_text
 from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
+from lyra.proteins._aliases import gene_hint
 from lyra.proteins._analysis import (
     analyze_structure,
     critique,
@@ -30,6 +31,7 @@ from lyra.proteins._analysis import (
     structure_summary,
     synthesize,
 )
+from lyra.proteins._confidence import figure
 from lyra.proteins._faults import Fault, parse_fault
 from lyra.proteins._ids import (
     accession_problem,
@@ -351,7 +353,7 @@ class _Run:
             raise InvalidInput(problem or "invalid protein ID")
         why = accession_problem(value) if _accessions_only(self.source) else None
         if why is not None:  # it cannot exist: no source is asked
-            raise SubjectNotFound(f"Protein {value} not found: {why}")
+            raise SubjectNotFound(f"Protein {value} not found: {why}{gene_hint(value)}")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         return usable_summary(raw, value, self.source.name)
 
@@ -441,7 +443,9 @@ def _step_text(stage: str, protein_id: str, result: Any) -> str:
         return f"Fetched {protein_id}"
     if stage == STRUCTURE and isinstance(result, Mapping):
         mean = result.get("mean_plddt")
-        return f"Analysed structure of {protein_id}" + (f" (mean pLDDT {mean})" if mean else "")
+        return f"Analysed structure of {protein_id}" + (
+            f" (whole-model mean pLDDT {figure(mean)})" if mean else ""
+        )
     return {
         REASON: "Reasoned about",
         CRITIQUE: "Critiqued the reasoning for",

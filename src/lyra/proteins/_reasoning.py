@@ -9,11 +9,12 @@ whether a protein is a good target.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from lyra.proteins._confidence import BAND_NAMES, band_of, num, span
-from lyra.proteins._pae import unit_verdict
+from lyra.proteins._confidence import BAND_NAMES, band_of, figure, span
+from lyra.proteins._pae import RIGID_PAE, unit_verdict
 from lyra.proteins._units import MIN_UNIT_LENGTH
 
 __all__ = ["reason"]
@@ -37,9 +38,12 @@ _BELOW: Final = {
     "predicted; no structure-based work there",
     "low": "low confidence: at most a rough backbone; no structure-based work there",
 }
-_TARGETED: Final = ("chloroplastic", "mitochondrial")
-"""Words of a protein's name that say where it is imported to, with an N-terminal
-transit peptide that is cleaved on import."""
+_TARGETED: Final = re.compile(r",\s*(chloroplastic|mitochondrial)\b", re.IGNORECASE)
+"""UniProt's way of naming a nuclear-encoded protein imported into an organelle
+(``Ferredoxin-1, chloroplastic``; ``Citrate synthase, mitochondrial``): most such
+proteins are made with an N-terminal transit peptide cleaved on import. A name that
+only mentions the organelle (``Mitochondrial-derived peptide MOTS-c``, encoded in
+the mitochondrial genome) says nothing of import."""
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
@@ -51,7 +55,7 @@ def _usable(stage: object) -> Mapping[str, Any] | None:
 def _head(seg: Mapping[str, Any]) -> str:
     return (
         f"Residues {span(seg['start'], seg['end'])} ({seg['length']} residues, mean pLDDT "
-        f"{num(seg['mean_plddt'])}, {seg['band']})"
+        f"{figure(seg['mean_plddt'])}, {seg['band']})"
     )
 
 
@@ -60,7 +64,7 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
     it rigid); segment by segment when its arrangement is not confirmed."""
     head = (
         f"Unit {unit['number']} (residues {unit['where']}, {unit['residues']} residues, "
-        f"mean pLDDT {num(unit['mean_plddt'])}, {unit['band']})"
+        f"mean pLDDT {figure(unit['mean_plddt'])}, {unit['band']})"
     )
     check = unit.get("pae")
     band = band_of(unit["mean_plddt"])
@@ -73,15 +77,26 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
             f"{head}: locally {unit['band']} residue by residue, but {unit_verdict(check)}: "
             "use it locally, not as a rigid body."
         )
-    parts = "; ".join(
-        f"{span(s, e)} {seg['band']} ({num(seg['mean_plddt'])}): "
-        f"{_GRADE[band_of(seg['mean_plddt'])]}"
-        for s, e in unit["ranges"]
-        for seg in [segments[s]]
-    )
+    within = {p["where"]: p["within_pae"] for p in (check or {}).get("segments") or []}
+    parts = "; ".join(_segment_use(segments[s], within.get(span(s, e))) for s, e in unit["ranges"])
     return (
         f"{head}: {unit_verdict(check, len(unit['ranges']))}. Work within each segment as its "
         f"band allows ({parts}), not on their relative placement."
+    )
+
+
+def _segment_use(seg: Mapping[str, Any], within: float | None) -> str:
+    """One segment of a unit whose arrangement is not confirmed: its use from its band,
+    and, with PAE, only where the segment is itself one rigid piece (``within``: the mean
+    PAE within it)."""
+    head = f"{span(seg['start'], seg['end'])} {seg['band']} ({figure(seg['mean_plddt'])}"
+    grade = _GRADE[band_of(seg["mean_plddt"])]
+    if within is None:
+        return f"{head}): {grade}"
+    if within < RIGID_PAE:
+        return f"{head}; mean PAE {figure(within)} Å within it): {grade}"
+    return (
+        f"{head}; mean PAE {figure(within)} Å within it, not one rigid piece by PAE): locally only"
     )
 
 
@@ -107,8 +122,8 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
 def _pae_note(seg: Mapping[str, Any]) -> str | None:
     """Where PAE places a stretch relative to each unit."""
     found = [
-        f"to unit {p['unit']} {num(p['mean_pae'])} Å ({num(p['aligned_on_second'])} Å aligned "
-        f"on the unit, {num(p['aligned_on_first'])} Å aligned on the stretch): "
+        f"to unit {p['unit']} {figure(p['mean_pae'])} Å ({figure(p['aligned_on_second'])} Å "
+        f"aligned on the unit, {figure(p['aligned_on_first'])} Å aligned on the stretch): "
         f"{p['placement']}"
         for p in seg.get("pae") or []
     ]
@@ -120,9 +135,10 @@ def _short_line(seg: Mapping[str, Any], summary: Mapping[str, Any], alone: bool)
     text = f"{_head(seg)}: a confident stretch too short to be a unit (under {MIN_UNIT_LENGTH})"
     features = seg.get("features") or []
     if any(f.startswith(("Transmembrane", "Intramembrane")) for f in features):
-        use = (
-            "the membrane helix is predicted confidently; its placement against the rest "
-            "of the protein is not, and no membrane is modelled"
+        use = "the membrane helix is predicted confidently; no membrane is modelled" + (
+            ""
+            if seg.get("pae")
+            else ", and its placement against the rest of the protein is not checked (no PAE)"
         )
     elif alone:
         use = (
@@ -140,12 +156,13 @@ def _below_line(seg: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     """A low or very low segment, interpreted where the data allow."""
     parts = [f"{_head(seg)}: {_BELOW[seg['kind']]}", _features_note(seg), _pae_note(seg)]
     name = str(summary.get("description") or "")
-    targeted = next((w for w in _TARGETED if w in name.lower()), None)
+    targeted = _TARGETED.search(name)
     if seg["start"] == 1 and not seg.get("features") and targeted:
         parts.append(
-            f"the protein is named {targeted}: a protein imported into the organelle is "
-            "made with an N-terminal transit peptide, cleaved on import, which this stretch "
-            "may be (UniProt's features would say: run with --source live)"
+            f"UniProt names the protein {targeted.group(1).lower()}, imported into the "
+            "organelle: most such proteins are made with an N-terminal transit peptide, "
+            "cleaved on import, which this stretch may be (UniProt's features would say: "
+            "run with --source live)"
         )
     return "; ".join(p for p in parts if p) + "."
 
@@ -163,7 +180,7 @@ def _unlocated(s: Mapping[str, Any]) -> str:
             "Without per-residue pLDDT the usable parts cannot be located: the band "
             f"fractions say how many residues are in each band ({shares}), not where."
         )
-    mean = num(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown"
+    mean = figure(s["mean_plddt"]) if s.get("mean_plddt") is not None else "unknown"
     return (
         "Without per-residue pLDDT the usable parts cannot be located: the whole-model "
         f"mean pLDDT {mean} may mix ordered and disordered residues."

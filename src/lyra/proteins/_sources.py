@@ -16,6 +16,7 @@ annotation (features, subunit, cofactors) when an entry with features exists.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 __all__ = [
@@ -26,8 +27,10 @@ __all__ = [
     "ProteinSummary",
     "UniProtData",
     "finite_number",
+    "function_source",
     "named_source",
     "not_found",
+    "protein_name",
 ]
 
 
@@ -138,6 +141,29 @@ def named_source(name: str) -> str:
     if "secondary" in name:
         return f"{name}: a lower-trust secondary source, figures quoted elsewhere"
     return name
+
+
+def protein_name(summary: Mapping[str, Any]) -> str | None:
+    """The protein's name: its description, unless that only repeats its function
+    sentence (a source with no name for the protein puts the function there, since a
+    description must not be empty: Q8I3H7's bundled entry)."""
+    name = text_or_none(summary.get("description"))
+    if name is None or name.strip() == str(summary.get("function") or "").strip():
+        return None
+    return name.strip()
+
+
+def function_source(summary: Mapping[str, Any]) -> str:
+    """Where a summary's function sentence comes from: UniProt (live, or a bundled UniProt
+    file among its sources), else the file it was quoted from, named."""
+    if summary.get("source") == "live":
+        return "UniProt"
+    sources = [str(x) for x in summary.get("sources") or []]
+    uniprot = next((x for x in sources if x.lower().startswith("uniprot")), None)
+    if uniprot:
+        return f"UniProt, {uniprot}"
+    secondary = next((x for x in sources if "secondary" in x), None)
+    return named_source(secondary) if secondary else "source not recorded"
 
 
 def text_or_none(value: object) -> str | None:

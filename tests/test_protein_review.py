@@ -1,0 +1,304 @@
+"""Issue 30's review: the lines a structural biologist still rejected in the briefs.
+
+Each test reads the briefs (or the answer) of one run over every bundled protein through
+the public API, and recomputes every figure it checks from the raw files with the
+field's libraries (gemmi for the models, Bio.SwissProt for the flat file, the PAE JSON
+as AlphaFold DB writes it), never with lyra's code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import gemmi
+import pytest
+from Bio import SwissProt
+
+from lyra.proteins import AnalysisOutput, OfflineSource, analyze_sync, reason
+from lyra.proteins._pae import check_unit
+
+RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
+
+
+@pytest.fixture(scope="module")
+def everything() -> AnalysisOutput:
+    """One run over every bundled protein and APP's isoform 2."""
+    return analyze_sync([*OfflineSource().ids(), "P05067-2"], timeout=30)
+
+
+def _brief(output: AnalysisOutput, protein_id: str) -> str:
+    entries = [*output.completed_analyses, *output.partial_analyses]
+    return next(e.brief for e in entries if e.protein_id == protein_id)
+
+
+def _plddt(name: str) -> list[float]:
+    """Per-residue pLDDT of a raw model file: each residue's CA B-factor, read with gemmi."""
+    structure = gemmi.read_structure(str(RAW / name))
+    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
+
+
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.2f}"
+
+
+def _flat_file() -> Any:
+    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
+        return SwissProt.read(handle)
+
+
+def _line(brief: str, start: str) -> str:
+    [line] = [h for h in brief.splitlines() if h.startswith(start)]
+    return line
+
+
+# --------------------------------------------------------------------------- caveats
+
+
+@pytest.mark.parametrize("protein_id", ["P69905", "P00221", "P38398", "A1YPR0", "Q5VSL9"])
+def test_a_model_without_annotation_still_says_it_has_no_cofactors(
+    everything: AnalysisOutput, protein_id: str
+) -> None:
+    """Haemoglobin's haem, ferredoxin's iron-sulphur cluster, BRCA1's RING zinc: a unit
+    called fit for docking is modelled without them, and the brief says so even when no
+    UniProt entry names them."""
+    caveats = _brief(everything, protein_id).split("## Caveats")[1]
+    assert (
+        "- The model has no ligands, metals or cofactors (AlphaFold DB models the chain "
+        "alone), so a site that binds one is predicted without it; which ones this protein "
+        "binds is not in this data (UniProt's COFACTOR comment and binding sites would say; "
+        "run with --source live)."
+    ) in caveats
+
+
+def test_the_annotated_ligands_and_the_processing_are_read_from_the_flat_file(
+    everything: AnalysisOutput,
+) -> None:
+    """APP's caveats name each ligand of the raw entry's BINDING lines at its residues,
+    and its signal peptide, in one grammatical sentence."""
+    entry = _flat_file()
+    ligands: dict[str, list[str]] = {}
+    for f in entry.features:
+        if f.type == "BINDING":
+            start, end = int(f.location.start) + 1, int(f.location.end)
+            ligands.setdefault(f.qualifiers["ligand"], []).append(
+                str(start) if start == end else f"{start}–{end}"
+            )
+    caveats = _brief(everything, "P05067").split("## Caveats")[1]
+    named = "; ".join(f"{ligand} at residues {', '.join(at)}" for ligand, at in ligands.items())
+    assert (
+        "- The model has no ligands, metals or cofactors (AlphaFold DB models the chain alone), "
+        f"so a site that binds one is predicted without it. {named}."
+    ) in caveats
+    [signal] = [f for f in entry.features if f.type == "SIGNAL"]
+    where = f"{int(signal.location.start) + 1}–{int(signal.location.end)}"
+    assert (
+        f"- Processing: the model is of the full precursor; signal peptide {where} is removed "
+        "in the mature protein, so its confidence does not describe it."
+    ) in caveats
+
+
+# --------------------------------------------------------------------------- PAE claims
+
+
+def test_a_membrane_helix_placement_is_not_claimed_without_pae(
+    everything: AnalysisOutput,
+) -> None:
+    """'Its placement against the rest of the protein is not [confident]' needs PAE, and
+    APP has none here: the brief says the placement is not checked."""
+    plddt = _plddt("AF-P05067-F1-model_v6.pdb")
+    line = _line(
+        _brief(everything, "P05067"),
+        f"- Residues 705–723 (19 residues, mean pLDDT {_mean(plddt[704:723])}",
+    )
+    assert (
+        "the membrane helix is predicted confidently; no membrane is modelled, and its "
+        "placement against the rest of the protein is not checked (no PAE)"
+    ) in line
+    assert "is not, and" not in line
+
+
+def test_a_segment_that_is_not_one_rigid_piece_is_for_local_use_only() -> None:
+    """A segment of an unconfirmed unit whose own PAE is not low is "not one rigid piece":
+    no docking-grade use is given for it, whatever its band. The PAE matrix and the unit
+    are built for this test (no bundled unit has such a segment)."""
+    size = 44
+    first, second = range(1, 21), range(25, 45)
+
+    def error(i: int, j: int) -> float:
+        if i in first and j in first:
+            return 2.0
+        if i in second and j in second:
+            return 8.0
+        return 12.0
+
+    matrix = [[error(i, j) for j in range(1, size + 1)] for i in range(1, size + 1)]
+    check = check_unit([(1, 20), (25, 44)], matrix)
+    assert [(s["where"], s["within_pae"]) for s in check["segments"]] == [
+        ("1–20", 2.0),
+        ("25–44", 8.0),
+    ]
+    segments = [
+        {"start": 1, "end": 20, "length": 20, "kind": "ordered", "band": "very high",
+         "mean_plddt": 95.0, "unit": 1, "features": None, "pae": []},
+        {"start": 25, "end": 44, "length": 20, "kind": "ordered", "band": "very high",
+         "mean_plddt": 94.0, "unit": 1, "features": None, "pae": []},
+    ]  # fmt: skip
+    unit = {
+        "number": 1, "ranges": [(1, 20), (25, 44)], "where": "1–20, 25–44", "residues": 40,
+        "mean_plddt": 94.5, "band": "very high", "pae": check,
+    }  # fmt: skip
+    structure = {"per_residue": True, "units": [unit], "segments": segments}
+    [line] = reason({"length": size}, structure)["hypotheses"]
+    assert "1–20 very high (95.00; mean PAE 2.00 Å within it): docking-grade within it" in line
+    assert (
+        "25–44 very high (94.00; mean PAE 8.00 Å within it, not one rigid piece by PAE): "
+        "locally only"
+    ) in line
+
+
+def test_only_uniprots_name_of_an_imported_protein_points_to_a_transit_peptide(
+    everything: AnalysisOutput,
+) -> None:
+    """'A protein imported into the organelle is made with a transit peptide' overclaims
+    (many imported proteins have none), and a 'Mitochondrial-derived peptide' is made in
+    the organelle, not imported: only UniProt's ', chloroplastic' or ', mitochondrial'
+    points to a possible transit peptide, as what most such proteins have. The second
+    protein and its segment are built for this test."""
+    plddt = _plddt("AF-P00221-F1-model_v4.cif")
+    line = _line(
+        _brief(everything, "P00221"),
+        f"- Residues 1–49 (49 residues, mean pLDDT {_mean(plddt[:49])}",
+    )
+    assert (
+        "UniProt names the protein chloroplastic, imported into the organelle: most such "
+        "proteins are made with an N-terminal transit peptide, cleaved on import, which this "
+        "stretch may be"
+    ) in line
+    stretch = {"start": 1, "end": 25, "length": 25, "kind": "very_low", "band": "very low",
+               "mean_plddt": 40.0, "unit": None, "features": None, "pae": []}  # fmt: skip
+    structure = {"per_residue": True, "units": [], "segments": [stretch]}
+    summary = {"description": "Mitochondrial-derived peptide X", "length": 25}
+    [made_inside] = reason(summary, structure)["hypotheses"]
+    assert "transit peptide" not in made_inside
+
+
+# --------------------------------------------------------------------------- names
+
+
+def test_a_function_sentence_is_never_a_protein_name(everything: AnalysisOutput) -> None:
+    """Q8I3H7's data hold no name, only AlphaFold DB's homepage sentence about its
+    function: the brief and the answer do not print that sentence as its name, and the
+    function line names where it was quoted from; P69905's names its UniProt file."""
+    facts = json.loads((RAW / "facts_secondary_sources.json").read_text(encoding="utf-8"))
+    quoted = facts["Q8I3H7"]["afdb_homepage_example"]
+    sentence = quoted.removeprefix("Q8I3H7: ").split(" Mean pLDDT")[0]
+    brief = _brief(everything, "Q8I3H7")
+    assert brief.startswith("# Q8I3H7 (name not in this data)\n")
+    assert "| Protein | name not in this data |" in brief
+    assert (
+        "**Function (facts_secondary_sources.json: a lower-trust secondary source, figures "
+        f"quoted elsewhere):** {sentence}"
+    ) in brief
+    assert f"Q8I3H7 ({sentence}" not in everything.answer
+    assert "  • Q8I3H7, whole-model mean pLDDT" in everything.answer
+    uniprot = json.loads((RAW / "uniprot_P69905_trimmed.json").read_text(encoding="utf-8"))
+    function = uniprot["comments"][0]["texts"][0]["value"]
+    assert f"**Function (UniProt, uniprot_P69905_trimmed.json):** {function}" in _brief(
+        everything, "P69905"
+    )
+
+
+@pytest.mark.parametrize(("protein_id", "row"), [("A1YPR0", "Gene"), ("Q8I3H7", "Length")])
+def test_a_datum_the_data_lack_is_not_called_unknown(
+    everything: AnalysisOutput, protein_id: str, row: str
+) -> None:
+    """A1YPR0's gene is ZBTB7C; only its bundled model file does not give it: the brief
+    says "not in this data", never "unknown"."""
+    brief = _brief(everything, protein_id)
+    assert f"| {row} | not in this data |" in brief
+    header = brief.split("## Confidence")[0]
+    assert "unknown" not in header.lower()
+
+
+def test_the_raw_a1ypr0_model_file_gives_no_gene() -> None:
+    """The premise of the test above: the raw PDB file's header names the protein and its
+    organism, not its gene."""
+    text = (RAW / "AF-A1YPR0-F1-model_v4.pdb").read_text(encoding="ascii")
+    source = [line for line in text.splitlines() if line.startswith(("COMPND", "SOURCE"))]
+    assert any("ZINC FINGER AND BTB DOMAIN-CONTAINING PROTEIN 7C" in line for line in source)
+    assert not any("GENE" in line for line in source)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+_FIGURE = re.compile(r"(?:pLDDT|PAE) (\d+(?:\.\d+)?)(?: Å)?")
+
+
+def test_every_measured_figure_has_two_decimals(everything: AnalysisOutput) -> None:
+    """A column never mixes '47' with '53.28': every pLDDT and PAE figure in every brief
+    and in the answer is printed with two decimals; APP isoform 2's 232–288, whose raw
+    mean ends in a zero, among them."""
+    texts = [e.brief for e in [*everything.completed_analyses, *everything.partial_analyses]]
+    for text in [*texts, everything.answer]:
+        for line in text.splitlines():
+            if line.startswith(("Bands as", "A unit found", "lyra's rule", "A feature is mixed")):
+                continue  # thresholds, not measurements
+            for value in _FIGURE.findall(line):
+                assert re.fullmatch(r"\d+\.\d\d", value), (value, line)
+    plddt = _plddt("AF-P05067-2-F1-model_v6.cif")
+    mean = _mean(plddt[231:288])
+    assert mean.endswith("0")
+    assert f"| 232–288 | 57 | {mean} | very low |" in _brief(everything, "P05067-2")
+
+
+def test_the_segment_features_column_follows_its_stated_rule(
+    everything: AnalysisOutput,
+) -> None:
+    """The features beside each segment are exactly those of the raw flat file that share
+    at least half of the segment and half of themselves, and the brief says so."""
+    brief = _brief(everything, "P05067")
+    assert (
+        "A segment's UniProt features are those that share at least 50% of the segment's "
+        "residues and of their own"
+    ) in brief
+    names = {
+        "SIGNAL": "Signal", "TOPO_DOM": "Topological domain", "TRANSMEM": "Transmembrane",
+        "DOMAIN": "Domain", "REGION": "Region", "MOTIF": "Motif",
+    }  # fmt: skip
+    features = [
+        (names[f.type], int(f.location.start) + 1, int(f.location.end), f.qualifiers.get("note"))
+        for f in _flat_file().features
+        if f.type in names
+    ]
+    table = brief.split("| Residues | Length | Mean pLDDT |")[1].split("\n\n")[0]
+    rows = [row.split(" | ") for row in table.splitlines()[2:]]
+    assert len(rows) == 13
+    for row in rows:
+        start, _, end = row[0].removeprefix("| ").partition("–")
+        first, last = int(start), int(end or start)
+        expected = [
+            f"{kind}{': ' + note if note else ''} {s}–{e}"
+            for kind, s, e, note in features
+            if 2 * (min(last, e) - max(first, s) + 1) >= max(last - first + 1, e - s + 1)
+        ]
+        assert row[-1].removesuffix(" |") == ("; ".join(expected) or "—"), row
+
+
+def test_a_gene_name_is_refused_naming_the_bundled_entry_of_that_gene() -> None:
+    """A scientist types tp53: a gene name is no accession (many organisms have a TP53),
+    so it is not resolved, but the refusal names the bundled entry whose gene it is,
+    read from the raw UniProt JSON."""
+    raw = json.loads((RAW / "uniprot_P04637_subset.json").read_text(encoding="utf-8"))
+    gene = raw["genes"][0]["geneName"]["value"]
+    name = raw["proteinDescription"]["recommendedName"]["fullName"]["value"]
+    output = analyze_sync([gene.lower()], timeout=10)
+    [failed] = output.failed_analyses
+    assert (
+        f"{gene} is the gene of {raw['primaryAccession']} ({name}, "
+        f"{raw['organism']['scientificName']}) in the bundled data: a gene name is no "
+        "accession"
+    ) in failed.error
