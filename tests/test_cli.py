@@ -77,7 +77,7 @@ def test_analyze_text_output_explains_failures(
     )
     assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
     assert "Next:\n  • Check the identifiers (not UniProt accessions" in out
-    assert "Share usable: 50% of what was asked (1 of 2 usable" in out
+    assert "Tasks usable: 50% of the tasks asked (1 of 2 usable" in out
     assert out.rstrip().endswith("1 of 2 completed, 0 partial, 1 failed.")
 
 

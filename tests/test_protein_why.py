@@ -127,7 +127,7 @@ def test_labels_say_what_they_measure(everything: Any) -> None:
     assert "medium reliability" not in text
     assert "Answer confidence" not in text
     assert "Confidence in this reasoning" not in text
-    assert "Share usable: " in text
+    assert "Tasks usable: " in text
     assert "## Sources" in text
 
 
