@@ -270,58 +270,57 @@ def test_a_question_survives_a_killed_worker_and_another_worker_resumes_it(
     database_url: str,  # noqa: F811 - the fixture
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """PostgreSQL queue: SIGKILL the worker while its task's question waits; answer it
-    with the command the supervisor printed; another worker takes the task back, and
-    its next attempt gets the answer at once; no finished attempt runs again."""
+    """PostgreSQL queue: SIGKILL the worker whose task's question waits; the question
+    still waits (listed); the command the supervisor printed answers it; the other
+    worker takes the task back, and its next attempt gets the answer at once; no
+    finished attempt runs again."""
     script = tmp_path / "run.py"
     events, result, invoked = tmp_path / "events.jsonl", tmp_path / "result.json", tmp_path / "inv"
     script.write_text(RUN)
     env = {**env_with(invoked), "PYTHONPATH": str(TESTS)}
-
-    def worker(name: str) -> subprocess.Popen[bytes]:
-        err = tmp_path / f"{name}.err"
-        with err.open("w") as stderr:  # the worker holds its own copy
-            process = subprocess.Popen(
+    with (tmp_path / "workers.err").open("w") as stderr:  # each process holds its own copy
+        workers = [
+            subprocess.Popen(
                 lyra_cmd("worker", "--database-url", database_url),
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
             )
-        wait_for(lambda: "taking children" in err.read_text(), timeout=60, what=f"{name}")
-        return process
-
-    first = worker("first")
-    supervisor = subprocess.Popen(
+            for _ in range(2)
+        ]
+    supervisor = subprocess.Popen(  # it waits for the workers, however slow they start
         [sys.executable, str(script), database_url, str(events), str(result)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    second = None
     try:
         wait_for(lambda: logged(events, "question_waiting"), timeout=60, what="the question")
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+        [holder] = [w for w in workers if (("asks", 1, w.pid)) in attempts(invoked)]
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        listing = ["--database-url", database_url, "--run-id", "qrun", "--json"]
+        status, out, _ = answer_cli(listing, capsys)
+        assert status == 0
+        assert [(q["task"], q["answered"]) for q in json.loads(out)] == [("asks", False)]
         [waiting] = logged(events, "question_waiting")
         assert waiting["answer_with"] == (
             f"lyra answer --database-url {database_url} --run-id qrun asks 'ANSWER'"
         )
         status, out, _ = answer_cli(the_command(waiting, "yeast"), capsys)
         assert (status, out) == (0, "answered asks\n")
-        second = worker("second")
-        _, stderr = supervisor.communicate(timeout=120)
+        _, errors = supervisor.communicate(timeout=120)
     finally:
-        for process in (first, supervisor, second):
-            if process is not None and process.poll() is None:
+        for process in (*workers, supervisor):
+            if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=30)
-    assert supervisor.returncode == 0, stderr
+    assert supervisor.returncode == 0, errors
     assert json.loads(result.read_text()) == [
         ["studied yeast", ["initial", "answer"]],
         ["plodded 1 steps", ["initial"]],
     ]
     assert started(invoked) == {("asks", 1): 1, ("asks", 2): 1, ("plods", 1): 1}
-    pids = {(task, attempt): pid for task, attempt, pid in attempts(invoked)}
-    assert pids[("asks", 1)] == first.pid
-    assert pids[("asks", 2)] == second.pid
+    [other] = [w for w in workers if w is not holder]
+    assert ("asks", 2, other.pid) in attempts(invoked)

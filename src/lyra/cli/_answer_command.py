@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,7 +181,8 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     assert database_url is not None  # _words asked for a run directory otherwise
     url = postgres_url(database_url)
     check_reachable(url)
-    shown = run_dir or f"--database-url {redacted(url)}" + (f" --run-id {run_id}" if run_id else "")
+    named = run_dir if run_dir is not None else f"--run-id {run_id}" if run_id else ""
+    shown = f"{named} --database-url {redacted(url)}".strip()
     return _Run(
         url=url,
         prefix=f"{run_id}/" if run_id else "",
@@ -191,11 +194,33 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     )
 
 
+@contextmanager
+def _client(url: str) -> Iterator[Any]:
+    """A DBOS client on the run's database, closed after use. It launches no DBOS:
+    nothing of the run runs here."""
+    from dbos import DBOSClient
+
+    from lyra.durable._engine import JsonSerializer, sqlite_engine
+
+    engine = sqlite_engine(url) if url.startswith("sqlite") else None
+    client = (
+        DBOSClient(system_database_engine=engine, serializer=JsonSerializer())
+        if engine is not None
+        else DBOSClient(system_database_url=url, serializer=JsonSerializer())
+    )
+    try:
+        yield client
+    finally:
+        client.destroy()
+        if engine is not None:
+            engine.dispose()  # a client leaves an engine it was given open
+
+
 def _waiting(where: _Run) -> list[WaitingQuestion]:
     from lyra._sync import run_blocking
     from lyra.durable import _questions as questions
 
-    with questions.client(where.url) as mailbox:
+    with _client(where.url) as mailbox:
         return run_blocking(
             "waiting",
             lambda: questions.waiting(mailbox, where.prefix, postgres=where.postgres),
@@ -235,7 +260,7 @@ def _answer(where: _Run, task: str, text: str, *, json_out: bool) -> int:
     from lyra._sync import run_blocking
     from lyra.durable import _questions as questions
 
-    with questions.client(where.url) as mailbox:
+    with _client(where.url) as mailbox:
         found = run_blocking(
             "waiting", lambda: questions.waiting(mailbox, where.prefix, postgres=where.postgres)
         )

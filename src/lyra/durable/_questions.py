@@ -14,16 +14,14 @@ Everything that reads or answers questions goes through :func:`waiting` and
 :func:`answer`: the supervisor's watch over a running call
 (:meth:`~lyra.durable.DurableExecutor.run`, which says a question waits and how
 to answer it, and hands it to MCP's durable runner), and ``lyra answer``, which
-uses a DBOS client (:func:`client`) and launches no DBOS, so it never recovers
-the run's workflows in its own process.
+uses a DBOS client and launches no DBOS, so it never recovers the run's
+workflows in its own process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -137,25 +135,3 @@ async def answer(mailbox: Mailbox, asked: WaitingQuestion, text: str) -> None:
     that nobody answers it twice (the task takes the first answer it finds)."""
     await mailbox.send_async(asked.workflow_id, text, topic(asked.question))
     await mailbox.update_workflow_attributes_async(asked.workflow_id, {ANSWERED: True}, merge=True)
-
-
-@contextmanager
-def client(url: str) -> Iterator[Any]:
-    """A DBOS client on a run's database, closed after use (blocking). It launches no
-    DBOS: nothing of the run runs here."""
-    from dbos import DBOSClient
-
-    from lyra.durable._engine import JsonSerializer, sqlite_engine
-
-    engine = sqlite_engine(url) if url.startswith("sqlite") else None
-    opened = (
-        DBOSClient(system_database_engine=engine, serializer=JsonSerializer())
-        if engine is not None
-        else DBOSClient(system_database_url=url, serializer=JsonSerializer())
-    )
-    try:
-        yield opened
-    finally:
-        opened.destroy()
-        if engine is not None:
-            engine.dispose()  # a client leaves an engine it was given open
