@@ -96,6 +96,26 @@ async def test_an_answered_question_is_not_a_retry(questions: int) -> None:
         assert outcome.result.failure.question == f"Question {MAX_ANSWERED + 1}?"
 
 
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("lyra-detached/d-7f3a/0-0", True),  # its workflow ID
+        ("d-7f3a", True),  # lyra mcp's delegation id: the call
+        ("p53", True),  # its subject
+        ("0-0", False),
+        ("lyra-detached", False),
+    ],
+)
+def test_a_waiting_task_is_named_by_workflow_id_call_or_subject(name: str, named: bool) -> None:
+    """lyra answer's TASK matches the workflow ID, the call (an MCP delegation id) or
+    the subject, nothing else."""
+    from lyra.durable import WaitingQuestion
+
+    asked = WaitingQuestion("lyra-detached/d-7f3a/0-0", "p53", "Which?", None, answered=False)
+    assert (asked.run_id, asked.call) == ("lyra-detached", "d-7f3a")
+    assert asked.named(name) is named
+
+
 # -- in one process: the questions listed, the usage errors, the answers ---------------
 
 
