@@ -40,7 +40,7 @@ SEED = 20
 
 async def supervise(folder: str, n: int) -> dict[str, int]:
     """One supervisor process: the whole run (resumed where a killed one stopped)."""
-    from lyra import ChildRef, Supervisor, Task
+    from lyra import ChildRef, RecoveryPolicy, Supervisor, Task
     from lyra.durable import DurableExecutor
 
     child = ChildRef(
@@ -48,7 +48,8 @@ async def supervise(folder: str, n: int) -> dict[str, int]:
     )
     tasks = [Task(prompt=f"Analyze S{i:07d}", subject=f"S{i:07d}") for i in range(n)]
     async with DurableExecutor.embedded(folder, run_id="kills") as executor:
-        outcomes = await Supervisor(child, timeout=60, executor=executor).run(
+        policy = RecoveryPolicy(max_retries=0, answer_wait=0)  # the protein child never asks
+        outcomes = await Supervisor(child, timeout=60, executor=executor, policy=policy).run(
             tasks, max_concurrency=CONCURRENCY
         )
     subjects = Counter(o.result.subject for o in outcomes)

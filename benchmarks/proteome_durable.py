@@ -51,7 +51,7 @@ def accessions(n: int) -> list[str]:
 
 async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[str, float]:
     """One supervisor process: every chunk of the run, counting outcomes into ``progress``."""
-    from lyra import ChildRef, Supervisor, Task
+    from lyra import ChildRef, RecoveryPolicy, Supervisor, Task
     from lyra.durable import DurableExecutor
     from lyra.recovery import RecoveryOutcome
 
@@ -74,7 +74,9 @@ async def supervise(placement: str, where: str, n: int, progress: Path) -> dict[
 
     started = time.perf_counter()
     async with executor:
-        supervisor = Supervisor(child, timeout=60, executor=executor)
+        # The protein child never asks: no answer wait, as lyra analyze runs it.
+        policy = RecoveryPolicy(max_retries=0, answer_wait=0)
+        supervisor = Supervisor(child, timeout=60, executor=executor, policy=policy)
         for start in range(0, n, CHUNK):
             tasks = [
                 Task(prompt=f"Analyze {p}", subject=p, context={"plan": "full"})

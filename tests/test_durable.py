@@ -135,6 +135,7 @@ def test_public_surface_is_sorted_and_does_not_import_dbos() -> None:
         "JobSpec",
         "NoWorkers",
         "RecordedTask",
+        "WaitingQuestion",
     ]
     code = "import sys, lyra.durable, lyra.cli; print('dbos' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -604,6 +605,7 @@ def test_a_plain_install_requires_no_database_engine() -> None:
         ["analyze", "P04637", "--durable"],
         ["analyze", "P04637", "--database-url", "postgresql://u@127.0.0.1:1/x"],
         ["worker", "--database-url", "postgresql://u@127.0.0.1:1/x"],
+        ["answer", "."],
     ],
 )
 def test_durable_commands_without_the_extra_name_it(args: list[str], tmp_path: Path) -> None:

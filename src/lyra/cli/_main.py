@@ -18,6 +18,7 @@ from lyra import events
 from lyra.cli import (
     _a2a_command,
     _analyze_command,
+    _answer_command,
     _delegate_command,
     _logs_command,
     _mcp_command,
@@ -36,6 +37,7 @@ from lyra.errors import ConfigurationError
 _COMMANDS = (
     _a2a_command,
     _analyze_command,
+    _answer_command,
     _delegate_command,
     _logs_command,
     _mcp_command,
@@ -50,6 +52,7 @@ examples:
   lyra delegate "Analyze P04637" --child lyra.proteins:ProteinChild
   lyra report parse transcript.txt          every report in a file, as JSON
   lyra logs stats runs/*/events.jsonl       failure statistics
+  lyra answer runs/triage                   questions a durable run's children wait on
 
 exit status: 0 all completed, 1 some failed, 2 usage error, 3 no worker took the
              queued run (analyze --database-url), 4 finished but some files could

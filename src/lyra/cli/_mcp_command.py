@@ -39,7 +39,8 @@ agent framework) to start (stdio, the default) or reach (--http). Its tools:
 A child's question goes to the client as an elicitation where the client
 takes one (protocol 2025-11-25 and before); otherwise delegate_task's report
 carries it (missing_context / input_required), and a detached delegation
-waits for answer_delegation.
+waits for answer_delegation (with --durable or --database-url, lyra answer
+answers it too, even while this server is down).
 
 Detached delegations live in memory, as long as the server; with --durable
 (a SQLite database in --state-dir) or --database-url (PostgreSQL, children run

@@ -15,10 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
-from lyra import events
-from lyra.delegation import ChildRef, DelegationResult, FailureCategory, exception_text
+from lyra.delegation import ChildRef, DelegationResult
 from lyra.detached._models import DelegationRequest
 from lyra.detached._store import Asker, Recorded
 from lyra.detached._watch import KEY
@@ -30,14 +27,6 @@ if TYPE_CHECKING:
 
 RUN_ID = "lyra-detached"
 """The run every detached delegation of a database belongs to."""
-ANSWER_WAIT = 3600.0
-"""Seconds a durable delegation's question waits for its answer before the
-delegation fails as ``missing_context`` / ``input_required``."""
-QUESTIONS = 5
-"""Questions a durable delegation may have answered (each answer runs the attempt
-again, the answer waiting in ``ctx.ask``)."""
-_LOOK_EVERY = 0.25
-"""Seconds between two looks for a question in the database."""
 
 
 class DurableRunner:
@@ -46,10 +35,10 @@ class DurableRunner:
 
     Each delegation is one attempt (a parent that wants another reads the report
     and asks), except that a question (``ctx.ask``) waits in the database for
-    its answer -- the store's asker gets it, and the answer goes back there --
-    and the attempt then runs again with the answer waiting in ``ctx.ask``
-    (how lyra's durable runs carry an answer: an attempt's state does not
-    survive its process, a recorded answer does)."""
+    its answer -- the store's asker gets it, and the answer goes back there, as
+    one from ``lyra answer`` would -- and the attempt then runs again with the
+    answer waiting in ``ctx.ask`` (how lyra's durable runs carry an answer: an
+    attempt's state does not survive its process, a recorded answer does)."""
 
     def __init__(self, executor: DurableExecutor, child: ChildRef) -> None:
         self.executor = executor
@@ -57,11 +46,10 @@ class DurableRunner:
             target="lyra.detached:observed",
             options={"target": child.target, "options": child.options},
         )
-        policy = RecoveryPolicy(
-            max_retries=QUESTIONS,
-            answer_wait=ANSWER_WAIT,
-            retry_categories=frozenset({FailureCategory.MISSING_CONTEXT}),  # answers only
-        )
+        # One attempt, and another only for an answered question: that waits
+        # RecoveryPolicy.answer_wait (an hour) before the delegation fails as
+        # missing_context / input_required.
+        policy = RecoveryPolicy(max_retries=0)
         self._job = Job(child=observed, policy=policy)
 
     @classmethod
@@ -115,39 +103,15 @@ class DurableRunner:
             budget=request.budget,
             context={KEY: delegation_id},
         )
-        async with anyio.create_task_group() as questions:
-            questions.start_soon(self._relay_questions, delegation_id, ask)
-            [outcome] = await self.executor.run(
-                self._job,
-                [task],
-                max_concurrency=1,
-                call=delegation_id,
-                on_recorded=lambda _: recorded(),
-            )
-            questions.cancel_scope.cancel()
+        [outcome] = await self.executor.run(
+            self._job,
+            [task],
+            max_concurrency=1,
+            call=delegation_id,
+            on_recorded=lambda _: recorded(),
+            on_question=lambda asked: ask(asked.question),
+        )
         return outcome.result
-
-    async def _relay_questions(self, delegation_id: str, ask: Asker) -> None:
-        """While the delegation runs: a question waiting in the database goes to
-        ``ask``, and its answer back to the database."""
-        relayed: str | None = None
-        while True:
-            await anyio.sleep(_LOOK_EVERY)
-            try:
-                question = await self.executor.question(delegation_id)
-                if question is None or question == relayed:
-                    relayed = question  # (until the task clears it: not asked twice)
-                    continue
-                answer = await ask(question)
-                if answer is not None:
-                    await self.executor.answer(delegation_id, question, answer)
-                    relayed = question
-            except Exception as exc:  # noqa: BLE001 - the database hiccuped: look again
-                events.warning(
-                    "detached_question_relay_failed",
-                    delegation_id=delegation_id,
-                    error=exception_text(exc),
-                )
 
     async def cancel(self, delegation_id: str) -> None:
         await self.executor.cancel(delegation_id)

@@ -52,10 +52,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +67,7 @@ from dbos import _dbos as dbos_internals
 from lyra import events
 from lyra.delegation import Account, Budget, DelegationResult, exception_text
 from lyra.durable import _dbos_log
+from lyra.durable import _questions as questions
 from lyra.durable._database import storage_failure
 from lyra.durable._events import deliver, deliver_unsaved
 from lyra.durable._liveness import Liveness
@@ -88,12 +88,10 @@ from lyra.settings import settings
 from lyra.supervisor import Job, Task, unrun_outcome
 
 APP = "lyra"
-VERSION = "lyra-durable-5"
+VERSION = "lyra-durable-6"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"
-QUESTION_EVENT = "lyra.question"
-"""The workflow event that holds a task's question while it waits for an answer."""
 WORKFLOW = "lyra.task"
 STEP = "lyra.task_attempt"
 MAX_CRASHES = settings().max_crashes
@@ -203,10 +201,12 @@ async def task_attempt(
 # DBOS allows the first start plus max_recovery_attempts restarts.
 @DBOS.workflow(name=WORKFLOW, max_recovery_attempts=MAX_CRASHES - 1)
 async def task_workflow(spec: str, task: str) -> dict[str, Any]:
-    """A task's recovery loop, one checkpointed step per attempt -- except the
-    last attempt the policy allows: none can follow it, so the workflow's own
-    output is its checkpoint (one transaction fewer; with ``max_retries=0``,
-    every task's only attempt)."""
+    """A task's recovery loop, one checkpointed step per attempt -- except, under
+    a policy whose questions do not wait (``answer_wait=0``), the last attempt
+    it allows: none can follow it, so the workflow's own output is its
+    checkpoint (one transaction fewer; with ``max_retries=0``, every task's only
+    attempt). Where questions wait, an answer may follow any attempt, and the
+    attempt before it must never run again."""
     job, work = _job(spec), Task.model_validate_json(task)
     workflow_id = DBOS.workflow_id
     assert workflow_id is not None  # inside a workflow
@@ -219,7 +219,9 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
         plan = _plan_data(attempt.plan)
         answers = dict(attempt.answers)
         args = (spec, task, task_id, plan, attempt.number, attempt.state, left, answers)
-        if attempt.number > job.policy.max_retries:  # the last: saved with the output
+        if attempt.number > job.policy.max_retries and not job.policy.answer_wait:
+            # The last (an answered question, which is no retry, cannot follow it):
+            # saved with the output.
             recorded = await run_one_attempt(*args)
             log.hold()
         else:
@@ -232,7 +234,8 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
 
     try:
         with events.capturing(hold=True) as body:
-            replay = Replay(run_attempt, _durable_sleep, _answer_source(job.policy))
+            mailbox = _mailbox(job.policy, work.subject, lambda: log.write_body(body))
+            replay = Replay(run_attempt, _durable_sleep, mailbox)
             outcome = await job.run(work, task_id=task_id, replay=replay)
     except Exception as exc:
         why = storage_failure(exc)
@@ -305,29 +308,36 @@ async def _durable_sleep(seconds: float) -> None:
         await DBOS.sleep_async(seconds)
 
 
-def _answer_source(policy: RecoveryPolicy) -> AnswerSource | None:
+def _mailbox(
+    policy: RecoveryPolicy, subject: str | None, flush: Callable[[], None]
+) -> AnswerSource | None:
     """Where a durable task's question waits for its answer: the workflow's mailbox,
-    for up to ``policy.answer_wait`` seconds (``lyra answer`` sends one there). The
-    question is recorded as the workflow's event, so it survives a restart; so does
-    an answer sent meanwhile."""
+    for up to ``policy.answer_wait`` seconds (see :mod:`lyra.durable._questions`).
+    The question is recorded in the workflow's attributes, so it survives a restart;
+    so does an answer sent meanwhile. ``flush`` writes the task's events so far: the
+    log says at once that the task waits."""
     wait = policy.answer_wait
     if not wait:
         return None
 
     async def answer(question: str) -> str | None:
-        topic = question_topic(question)
-        await DBOS.set_event_async(QUESTION_EVENT, question)
-        events.info("question_parked", question=question, workflow_id=DBOS.workflow_id)
-        reply = await DBOS.recv_async(topic, timeout_seconds=wait)
-        await DBOS.set_event_async(QUESTION_EVENT, None)
+        workflow_id = DBOS.workflow_id
+        assert workflow_id is not None  # inside a workflow
+        marks = questions.parked(question, subject, wait)
+        await DBOS.update_workflow_attributes_async(workflow_id, marks, merge=True)
+        events.info(
+            "question_parked",
+            question=question,
+            subject=subject,
+            workflow_id=workflow_id,
+            answer_wait=wait,
+        )
+        flush()
+        reply = await DBOS.recv_async(questions.topic(question), timeout_seconds=wait)
+        await DBOS.update_workflow_attributes_async(workflow_id, questions.CLEARED, merge=True)
         return reply if isinstance(reply, str) else None
 
     return answer
-
-
-def question_topic(question: str) -> str:
-    """The mailbox topic an answer to ``question`` is sent on (stable across processes)."""
-    return "lyra.answer." + hashlib.sha256(question.encode()).hexdigest()[:32]
 
 
 def _plan_data(plan: Plan) -> dict[str, Any]:

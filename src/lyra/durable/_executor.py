@@ -27,10 +27,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +43,7 @@ import anyio
 
 from lyra import events
 from lyra.delegation import exception_text
+from lyra.durable import _questions as questions
 from lyra.durable._checkpoints import GAVE_UP
 from lyra.durable._database import (
     SQLITE_FILE,
@@ -52,6 +55,7 @@ from lyra.durable._database import (
     storage_failure,
 )
 from lyra.durable._events import Ledger, install
+from lyra.durable._questions import WaitingQuestion
 from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError, RunStopped
 from lyra.recovery import RecoveryOutcome
@@ -66,6 +70,10 @@ _REAP_EVERY = 2.0
 _CHUNK = 500
 _ENQUEUERS = 16
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+QUESTION_POLL = 0.25
+"""Seconds between two looks for the questions a running call's tasks wait on."""
+OnQuestion = Callable[[WaitingQuestion], Awaitable[str | None]]
+"""Given a question a task waits on, its answer (``None``: none from here)."""
 _COMMIT_LAG_MS = 5_000
 """How far back each look for finished children reaches before the newest one
 seen: a transaction may commit a little after the time it recorded."""
@@ -280,28 +288,29 @@ class DurableExecutor:
             await DBOS.cancel_workflows_async(ids)
         return len(ids)
 
-    async def question(self, call: str) -> str | None:
-        """The question an unfinished task of ``call`` waits on for its answer (its
-        policy's ``answer_wait``), if one does."""
+    async def questions(self, call: str | None = None) -> list[WaitingQuestion]:
+        """The questions tasks of this run (of ``call`` only, when given) wait on for
+        their answers (their policy's ``answer_wait``), after :meth:`start`."""
         from dbos import DBOS
 
-        from lyra.durable._engine import QUESTION_EVENT
+        prefix = f"{self.run_id}/" if call is None else f"{self.run_id}/{_call_name(call)}/"
+        return await questions.waiting(DBOS, prefix, postgres=self.placement == "queue")
 
-        for workflow_id in await self._unfinished(call):
-            asked = await DBOS.get_event_async(workflow_id, QUESTION_EVENT, timeout_seconds=0)
-            if isinstance(asked, str) and asked:
-                return asked
-        return None
-
-    async def answer(self, call: str, question: str, answer: str) -> None:
-        """Send ``answer`` to the unfinished tasks of ``call`` that wait on ``question``
-        (the next attempt gets it from ``ctx.ask``); recorded, so a restart keeps it."""
+    async def answer(self, asked: WaitingQuestion, answer: str) -> None:
+        """Send ``answer`` to the task that waits on ``asked`` (as ``lyra answer``
+        does); recorded, so a restart keeps it."""
         from dbos import DBOS
 
-        from lyra.durable._engine import question_topic
+        await questions.answer(DBOS, asked, answer)
 
-        for workflow_id in await self._unfinished(call):
-            await DBOS.send_async(workflow_id, answer, topic=question_topic(question))
+    def answer_command(self, asked: WaitingQuestion) -> str:
+        """The ``lyra answer`` command that answers ``asked`` (``ANSWER`` for the text;
+        the database's password left out)."""
+        task = shlex.quote(asked.subject or asked.workflow_id)
+        if self.folder is not None:
+            return f"lyra answer {shlex.quote(str(self.folder))} {task} 'ANSWER'"
+        where = f"--database-url {shlex.quote(redacted(self.url))}"
+        return f"lyra answer {where} --run-id {shlex.quote(self.run_id)} {task} 'ANSWER'"
 
     async def _unfinished(self, call: str) -> list[str]:
         from dbos import DBOS
@@ -344,6 +353,7 @@ class DurableExecutor:
         keep: bool = True,
         call: str | None = None,
         on_recorded: Callable[[Task], None] | None = None,
+        on_question: OnQuestion | None = None,
     ) -> list[RecoveryOutcome]:
         """Run every task durably; see :class:`~lyra.supervisor.Executor`.
 
@@ -356,6 +366,12 @@ class DurableExecutor:
         ``on_recorded(task)`` is called as each task's workflow is in the database
         (started, enqueued, or found from an earlier process): from then on a
         crash of this process loses it no more.
+
+        A question a task waits on (``job.policy.answer_wait``) is said as it is
+        seen (the event ``question_waiting``, with the ``lyra answer`` command that
+        answers it), and handed to ``on_question``, whose answer, when it gives
+        one, is sent to the task; it is stopped once the question is answered
+        otherwise, or its wait ends.
         """
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
@@ -371,14 +387,15 @@ class DurableExecutor:
             for i, task in enumerate(tasks)
         ]
         try:
-            if self.placement == "embedded":
-                outcomes = await self._embedded(
-                    spec, runs, max_concurrency, on_outcome, on_recorded or _ignore
-                )
-            else:
-                outcomes = await self._queued(
-                    spec, prefix, runs, max_concurrency, on_outcome, on_recorded or _ignore
-                )
+            async with self._questions_watched(job, prefix, on_question):
+                if self.placement == "embedded":
+                    outcomes = await self._embedded(
+                        spec, runs, max_concurrency, on_outcome, on_recorded or _ignore
+                    )
+                else:
+                    outcomes = await self._queued(
+                        spec, prefix, runs, max_concurrency, on_outcome, on_recorded or _ignore
+                    )
         except BaseException as exc:
             quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
             why = storage_failure(exc)
@@ -389,6 +406,92 @@ class DurableExecutor:
                 ) from None
             raise
         return outcomes if keep else []
+
+    @asynccontextmanager
+    async def _questions_watched(
+        self, job: Job, prefix: str, on_question: OnQuestion | None
+    ) -> AsyncIterator[None]:
+        """Watch the call's questions (see :meth:`run`) while the body runs, where they
+        wait; the body's own exception comes out as it was raised."""
+        if not job.policy.answer_wait:
+            yield
+            return
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch_questions, prefix, on_question)
+                try:
+                    yield
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+
+    async def _watch_questions(self, prefix: str, on_question: OnQuestion | None) -> None:
+        """Look for the call's questions every :data:`QUESTION_POLL` seconds: say each
+        new one, hand it to ``on_question``, and stop that once the question is gone."""
+        from dbos import DBOS
+
+        handed: dict[tuple[str, str], anyio.CancelScope] = {}
+        async with anyio.create_task_group() as group:
+            while True:
+                await anyio.sleep(QUESTION_POLL)
+                try:
+                    found = await questions.waiting(
+                        DBOS, prefix, postgres=self.placement == "queue"
+                    )
+                except Exception as exc:  # noqa: BLE001 - the questions stay recorded
+                    events.warning("durable_poll_failed", error=exception_text(exc))
+                    continue
+                now = {(q.workflow_id, q.question): q for q in found if not q.answered}
+                for gone in handed.keys() - now.keys():  # answered, or its wait over
+                    handed.pop(gone).cancel()
+                for key, asked in now.items():
+                    if key in handed:
+                        continue
+                    handed[key] = anyio.CancelScope()
+                    self._say_waiting(asked)
+                    if on_question is not None:
+                        group.start_soon(self._hand_over, asked, on_question, handed, key)
+
+    async def _hand_over(
+        self,
+        asked: WaitingQuestion,
+        on_question: OnQuestion,
+        handed: dict[tuple[str, str], anyio.CancelScope],
+        key: tuple[str, str],
+    ) -> None:
+        """``on_question``'s answer to ``asked``, sent to the task; on a failure the
+        next look hands the question over again."""
+        with handed[key]:
+            try:
+                reply = await on_question(asked)
+                if reply is not None:
+                    await self.answer(asked, reply)
+            except Exception as exc:  # noqa: BLE001 - a database hiccup: look again
+                handed.pop(key, None)
+                events.warning(
+                    "question_relay_failed",
+                    workflow_id=asked.workflow_id,
+                    error=exception_text(exc),
+                )
+
+    def _say_waiting(self, asked: WaitingQuestion) -> None:
+        """``question_waiting`` in the run's log (and wherever events go)."""
+        until = None
+        if asked.until is not None:
+            until = datetime.fromtimestamp(asked.until, UTC).isoformat(timespec="seconds")
+        with events.capturing(hold=True) as said:
+            events.warning(
+                "question_waiting",
+                subject=asked.subject,
+                question=asked.question,
+                workflow_id=asked.workflow_id,
+                waits_until=until,
+                answer_with=self.answer_command(asked),
+            )
+        self._ledger.write(said)
 
     async def _embedded(
         self,

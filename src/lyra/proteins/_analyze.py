@@ -120,7 +120,9 @@ async def analyze(
             _Input(ids),
             data,
             folder,
-            policy=policy or RecoveryPolicy(max_retries=asked.retries),
+            # The protein child never asks (ctx.ask): no question waits, and a
+            # durable run saves each task's last attempt with its result.
+            policy=policy or RecoveryPolicy(max_retries=asked.retries, answer_wait=0),
             executor=executor,
             on_result=on_result,
             answer_writer=answer_writer,

@@ -38,6 +38,7 @@ from lyra.recovery._strategies import (
     ContextProvider,
     LoopState,
     Plan,
+    answered,
     fallback,
     next_plan,
     redispatch,
@@ -81,7 +82,10 @@ class Replay:
     run_attempt: AttemptRunner
     sleep: Callable[[float], Awaitable[None]]
     answers: AnswerSource | None = None
-    """Where a question nobody answered waits for its answer (a durable mailbox)."""
+    """Where a question nobody answered waits for its answer (a durable mailbox). An
+    answered question runs the task again with the answer and is not a retry: it
+    does not count against ``policy.max_retries``, nor is its wait charged to
+    ``policy.total_budget`` (``policy.answer_wait`` bounds it)."""
 
 
 class AttemptRecord(BaseModel):
@@ -203,12 +207,12 @@ async def recover(
         if failure is None or (budget is not None and not budget.has_room()):
             break  # done, or nothing left to spend: no strategy can run
         ran, plan = plan, _without_retry(failure, plan, loop, policy)
+        if plan is None and answers is not None:
+            plan = await answered(failure, ran, loop, answers)
         if plan is None:
             if loop.retries >= policy.max_retries:
                 break
-            plan = await next_plan(
-                failure, ran, loop, policy, context_provider, rng=rng, answers=answers
-            )
+            plan = await next_plan(failure, ran, loop, policy, context_provider, rng=rng)
             loop.retries += plan is not None
         plan = clock.fit(plan)
         if plan is not None:

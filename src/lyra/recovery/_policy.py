@@ -38,10 +38,16 @@ class RecoveryPolicy(BaseModel):
         "next fallback child takes over (a quota or key failure moves on at once).",
     )
     answer_wait: float = Field(
-        0.0,
+        3600.0,
         ge=0,
-        description="Seconds a durable task waits for the answer to a question nobody "
-        "answered in the attempt (sent with `lyra answer`); 0: it fails as input_required.",
+        allow_inf_nan=False,
+        description="Durable runs only: seconds a task whose child asked a question nobody "
+        "answered in the attempt (`ctx.ask`) waits in the database for its answer (sent "
+        "with `lyra answer`, or by MCP's `answer_delegation`), a restart of its process "
+        "included; answered, the attempt runs again with the answer waiting in `ctx.ask` "
+        "(not counted as a retry). 0: the task ends missing_context / input_required at once, "
+        "and each attempt that cannot be followed by another is saved with the task's "
+        "result rather than as a checkpoint of its own (one write fewer per task).",
     )
     total_budget: float | None = Field(
         None, gt=0, description="Seconds for the whole loop, waits included."

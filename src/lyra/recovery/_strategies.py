@@ -22,6 +22,9 @@ attempt (a durable run's mailbox); ``None``: nowhere."""
 MAX_REDISPATCHES = 8
 """Times a task refused by a rate limit before doing any work is sent again without
 counting as a retry (the cooldown is waited out each time)."""
+MAX_ANSWERED = 5
+"""Questions a task may have answered between its attempts (each answer runs the
+attempt again, the answer waiting in ``ctx.ask``); they do not count as retries."""
 _PROVIDER_TROUBLE = frozenset(
     {ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION, ErrorType.UNKNOWN}
 )
@@ -56,6 +59,8 @@ class LoopState:
     backoffs: int = 0
     """Backoffs on the child running now (a fallback starts again at 0)."""
     redispatches: int = 0
+    answered: int = 0
+    """Questions answered between attempts (see :func:`answered`)."""
     answers: dict[str, str] = field(default_factory=dict)
     """Answers to the child's questions, carried into every later attempt."""
     passed_over: list[str] = field(default_factory=list)
@@ -70,12 +75,10 @@ async def next_plan(
     context_provider: ContextProvider | None,
     *,
     rng: random.Random | None = None,
-    answers: AnswerSource | None = None,
 ) -> Plan | None:
     """The attempt this failure calls for, or ``None`` when nothing can help.
 
-    ``rng`` draws the backoff jitter (the ``random`` module when ``None``);
-    ``answers`` is where a question nobody answered may find its answer."""
+    ``rng`` draws the backoff jitter (the ``random`` module when ``None``)."""
     if failure.category not in policy.retry_categories:
         return None
     retry = state.retries + 1
@@ -88,9 +91,6 @@ async def next_plan(
             return _after_loop(failure, previous, state)
         case FailureCategory.TIMEOUT, _:
             return await _after_timeout(failure, previous, state, policy)
-        case FailureCategory.MISSING_CONTEXT, ErrorType.INPUT_REQUIRED:
-            answered = await _answered(failure, previous, state, answers)
-            return answered or await _enrich(failure, previous, state, context_provider)
         case FailureCategory.MISSING_CONTEXT, _:
             return await _enrich(failure, previous, state, context_provider)
         case FailureCategory.INVALID_TASK, ErrorType.CONTEXT_OVERFLOW:
@@ -216,18 +216,22 @@ async def _after_overflow(
     return replace(previous, strategy="fresh_continuation", prompt=prompt, fresh=True, wait=0.0)
 
 
-async def _answered(
-    failure: ChildFailure, previous: Plan, state: LoopState, answers: AnswerSource | None
+async def answered(
+    failure: ChildFailure, previous: Plan, state: LoopState, answers: AnswerSource
 ) -> Plan | None:
-    """The question the child asked, answered: the same task again, the answer waiting
-    in ``ctx.ask`` for the same question."""
+    """The question the child asked, answered where it waits (a durable run's mailbox):
+    the same task again, the answer waiting in ``ctx.ask`` for the same question. Not a
+    retry (the child did nothing wrong), at most :data:`MAX_ANSWERED` times."""
     question = failure.question
-    if question is None or answers is None:
+    if failure.error_type is not ErrorType.INPUT_REQUIRED or question is None:
+        return None
+    if state.answered >= MAX_ANSWERED:
         return None
     answer = await answers(question)
     if answer is None:
         return None
     state.answers[question] = answer
+    state.answered += 1
     return replace(previous, strategy="answer", prompt=state.prompt, subtasks=(), wait=0.0)
 
 
