@@ -65,6 +65,9 @@ FIXTURES = {
 
 # Source ranks: lower wins.
 R_UNIPROT, R_AFDB_API, R_CIF, R_FASTA, R_PDB, R_SUMMARY, R_FACTS = range(7)
+# A model file's entry name (PDB DBREF, mmCIF _struct_ref.db_code) copies UniProt's:
+# below every UniProt file (JSON, flat file, FASTA), whatever the model's format.
+R_MODEL_NAME = R_PDB
 
 ACC = r"[A-Z0-9]+(?:-\d+)?"
 FILE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -226,6 +229,19 @@ def _cif_value(block: gemmi.cif.Block, tag: str) -> str | None:
     return gemmi.cif.as_string(value)
 
 
+def _cif_entry_name(block: gemmi.cif.Block, accession: str, name: str) -> str | None:
+    """The UniProt entry name ``_struct_ref.db_code`` gives for the model's accession."""
+    rows = block.find("_struct_ref.", ["db_name", "pdbx_db_accession", "db_code"])
+    codes = [
+        gemmi.cif.as_string(row[2])
+        for row in rows
+        if [gemmi.cif.as_string(row[0]), gemmi.cif.as_string(row[1])] == ["UNP", accession]
+    ]
+    if len(codes) > 1:
+        raise BuildError(f"{name}: several _struct_ref rows for {accession}")
+    return codes[0] if codes else None
+
+
 def _offer_model(rec: Record, name: str, version: int, rank: int, model: ModelFile) -> None:
     """Offer what every model file gives: pLDDT, coordinates, sequence, date."""
     rec.add("model_plddt", list(model.plddt), name, rank)
@@ -260,6 +276,7 @@ def read_cif_model(rec: Record, path: Path, name: str, version: int) -> None:
     rec.add("entry_id", _cif_value(block, "_entry.id"), name, R_CIF)
     rec.add("description", _cif_value(block, "_entity.pdbx_description"), name, R_CIF)
     rec.add("gene", _cif_value(block, "_ma_target_ref_db_details.gene_name"), name, R_CIF)
+    rec.add("entry_name", _cif_entry_name(block, rec.accession, name), name, R_MODEL_NAME)
     rec.add(
         "organism",
         _cif_value(block, "_ma_target_ref_db_details.organism_scientific"),
@@ -284,15 +301,15 @@ def read_pdb_model(rec: Record, path: Path, name: str, version: int) -> None:
     COMPND, SOURCE and DBREF header lines name the protein)."""
     text = path.read_text(encoding="ascii")
     header = {"COMPND": [], "SOURCE": []}  # type: dict[str, list[str]]
-    dbref = None
+    dbref = (None, None, None)  # database, accession, entry name (DBREF columns 27-54)
     for line in text.splitlines():
         record = line[:6].strip()
         if record in header:
             header[record].append(line[10:].strip())
         elif record == "DBREF":
-            dbref = line[33:42].strip()
-    if dbref != rec.accession:
-        raise BuildError(f"{name}: DBREF accession {dbref!r} does not match the file name")
+            dbref = (line[26:32].strip(), line[33:42].strip(), line[42:54].strip())
+    if dbref[:2] != ("UNP", rec.accession):
+        raise BuildError(f"{name}: DBREF {dbref[:2]!r} does not match the file name")
     compnd_text = " ".join(header["COMPND"])
     source_text = " ".join(header["SOURCE"])
     molecule = re.search(r"MOLECULE: (.*?);", compnd_text)
@@ -300,6 +317,7 @@ def read_pdb_model(rec: Record, path: Path, name: str, version: int) -> None:
     taxid = re.search(r"ORGANISM_TAXID: (\d+)", source_text)
     rec.add("entry_id", f"AF-{rec.accession}-F1", name, R_PDB)
     rec.add("description", molecule.group(1) if molecule else None, name, R_PDB)
+    rec.add("entry_name", dbref[2], name, R_MODEL_NAME)
     if organism:
         rec.add("organism_pdb", organism.group(1), name, R_PDB)
     rec.expect("taxid", taxid.group(1) if taxid else None, name)

@@ -1,10 +1,15 @@
-"""Test-wide guards: no network, no real model, no configured default child."""
+"""Test-wide guards: no network, no real model, no configured default child; and the
+protein data build script, loaded as a module for the tests that call its readers."""
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import socket
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -67,3 +72,16 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def anyio_backend() -> str:
     """Run async tests on asyncio (lyra targets anyio; asyncio is what users run)."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def build_script() -> ModuleType:
+    """``scripts/build_protein_data.py`` as a module (it is a script, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "build_protein_data.py"
+    spec = importlib.util.spec_from_file_location("build_data", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["build_data"] = module
+    spec.loader.exec_module(module)
+    return module

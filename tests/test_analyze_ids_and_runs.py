@@ -11,12 +11,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from pydantic import ValidationError
 
 from lyra.cli import main
-from lyra.proteins import AnalyzeRequest, analyze_sync
+from lyra.proteins import AnalyzeRequest, analyze_sync, resolve_protein_id
+from lyra.proteins._offline import bundled_entries
+
+RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -54,6 +58,36 @@ def test_entry_names_and_secondary_accessions_resolve_with_a_note(
     ]
     status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
     assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
+
+
+MODEL_ENTRY_NAMES = [
+    ("FER1_SPIOL", "P00221", "AF-P00221-F1-model_v4.cif"),
+    ("ZBT7C_HUMAN", "A1YPR0", "AF-A1YPR0-F1-model_v4.pdb"),
+    ("STRP1_HUMAN", "Q5VSL9", "AF-Q5VSL9-F1-model_v4.cif"),
+    ("MOTSC_HUMAN", "A0A0C5B5G6", "AF-A0A0C5B5G6-F1-model_v6.cif"),
+]
+"""Entry names that only the bundled model files give (PDB DBREF, mmCIF _struct_ref.db_code)."""
+
+
+@pytest.mark.parametrize(("name", "accession", "model_file"), MODEL_ENTRY_NAMES)
+def test_entry_names_the_model_files_give_resolve(
+    name: str, accession: str, model_file: str, build_script: ModuleType
+) -> None:
+    """'lyra analyze FER1_SPIOL is refused, though the bundled model file names it': the
+    name resolves with its note, and the build read it verbatim from that model file,
+    which the entry lists among its sources."""
+    assert resolve_protein_id(name) == (
+        accession,
+        f"{name} is the UniProt entry name of {accession} in the bundled UniProt data: "
+        f"analysed as {accession}",
+    )
+    entry = bundled_entries()[accession]
+    assert model_file in entry["sources"]
+    record = build_script.Record(accession)
+    pdb = model_file.endswith(".pdb")
+    read = build_script.read_pdb_model if pdb else build_script.read_cif_model
+    read(record, RAW / model_file, model_file, entry["alphafold"]["model_version"])
+    assert record.pick("entry_name") == (name, model_file)
 
 
 def test_a_comma_joined_argument_is_split_never_half_dropped(

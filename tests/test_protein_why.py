@@ -6,8 +6,6 @@ quote the complaint they answer.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -178,28 +176,19 @@ def test_live_mode_fetches_per_residue_confidence_and_features() -> None:
     assert summary["alphafold"]["profile"]["units"]
 
 
-def _build_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_data", REPO / "scripts" / "build_protein_data.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["build_data"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_model_files_are_read_with_gemmi(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_model_files_are_read_with_gemmi(
+    monkeypatch: pytest.MonkeyPatch, build_script: ModuleType
+) -> None:
     """'Structures are parsed by hand; a bioinformatician expects the field's library':
     the build reads model files through gemmi (and has no CIF parser of its own)."""
     import gemmi
 
-    build = _build_script()
-    assert not hasattr(build, "parse_cif")
+    assert not hasattr(build_script, "parse_cif")
     calls: list[str] = []
     real = gemmi.read_pdb_string
     monkeypatch.setattr(gemmi, "read_pdb_string", lambda text: calls.append("pdb") or real(text))
-    record = build.Record("A1YPR0")
-    build.read_pdb_model(record, REPO / "data/proteins/AF-A1YPR0-F1-model_v4.pdb", "x.pdb", 4)
+    record = build_script.Record("A1YPR0")
+    build_script.read_pdb_model(
+        record, REPO / "data/proteins/AF-A1YPR0-F1-model_v4.pdb", "x.pdb", 4
+    )
     assert calls == ["pdb"]
