@@ -125,10 +125,10 @@ def _recovered(run: Run) -> None:
 @claim("lyra analyze P53_HUMAN Q15086")
 def _aliases(run: Run) -> None:
     # "analyses P04637 once: "Note: P53_HUMAN is the UniProt entry name of P04637 in the
-    # bundled UniProt data: analysed as P04637""
+    # bundled data: analysed as P04637""
     assert run.status == 0
     assert run.out.startswith(
-        "Note: P53_HUMAN is the UniProt entry name of P04637 in the bundled UniProt data: "
+        "Note: P53_HUMAN is the UniProt entry name of P04637 in the bundled data: "
         "analysed as P04637"
     )
     assert "1 of 1 completed" in run.out

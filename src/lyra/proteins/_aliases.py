@@ -73,7 +73,7 @@ def resolve_protein_id(raw: str) -> tuple[str, str | None]:
     if alias is None:
         return normalize_protein_id(raw) or raw, None
     primary, note = alias
-    return primary, f"{note} in the bundled UniProt data: analysed as {primary}"
+    return primary, f"{note} in the bundled data: analysed as {primary}"
 
 
 def split_ids(raw: str) -> list[str]:
