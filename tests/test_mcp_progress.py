@@ -126,9 +126,11 @@ async def test_a_quiet_child_keeps_a_resetting_client_waiting(
 async def test_waiting_for_a_detached_result_sends_progress(
     errlog: IO[str], http_server: lyra_mcp.Served
 ) -> None:
-    """delegation_result waiting on a detached delegation reports its steps as progress."""
+    """delegation_result waiting on a detached delegation reports its steps as progress
+    (the child goes quiet for 2 s after its steps, so a slow machine that only asks
+    after the steps still hears of them, as keep-alives naming the last step)."""
     async with calling("http", errlog, http_server) as call:
-        started = await call("start_delegation", {"prompt": "4x0.1"}, None)  # type: ignore[arg-type]
+        started = await call("start_delegation", {"prompt": "4x0.1 quiet 2"}, None)  # type: ignore[arg-type]
         key = started.structured_content["delegation_id"]  # type: ignore[index]
         arguments = {"delegation_id": key, "wait": 10}
         result, seen = await patient_call(call, "delegation_result", arguments, patience=10)
