@@ -258,3 +258,185 @@ def test_nothing_tells_a_user_to_install_lyra_from_the_index() -> None:
     wrong = re.compile(r"""pip install ['"]?lyra(-supervisor)?(?![\w-])""", re.MULTILINE)
     stale = [str(path.relative_to(root)) for path in texts if wrong.search(path.read_text())]
     assert stale == []
+
+
+# -- events: each name spelled once, in lyra.events ---------------------------------
+
+EMITTERS = ("info", "warning", "error")
+
+
+@cache
+def event_names() -> dict[str, str]:
+    """lyra.events' name constants (every public upper-case string there): constant to name."""
+    from lyra import events
+
+    return {
+        constant: value
+        for constant, value in vars(events).items()
+        if constant.isupper() and not constant.startswith("_") and isinstance(value, str)
+    }
+
+
+def emissions(module: str, tree: ast.AST) -> Iterator[tuple[str, str | None, set[str], int]]:
+    """(level, constant or None, keyword fields, line) for each call of an emitter of
+    lyra.events in a module, and (``"indirect"``, None, …) for an emitter reached some
+    other way (taken as a value, imported by name), which would hide its event's name."""
+    inside = module == "lyra.events"
+    called = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            emitter = func.attr if func.value.id == "events" else None
+        else:
+            emitter = func.id if inside and isinstance(func, ast.Name) else None
+        if emitter not in EMITTERS:
+            continue
+        called.add(id(func))
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name):
+            constant = first.attr if first.value.id == "events" else None
+        else:
+            constant = first.id if inside and isinstance(first, ast.Name) else None
+        fields = {keyword.arg for keyword in node.keywords if keyword.arg is not None}
+        yield emitter, constant, fields, node.lineno
+    for node in ast.walk(tree):
+        taken = (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "events"
+            and node.attr in EMITTERS
+            and id(node) not in called
+        )
+        imported = isinstance(node, ast.ImportFrom) and (
+            (node.module == "lyra.events" and any(a.name in EMITTERS for a in node.names))
+            or (node.module == "lyra" and any(a.name == "events" and a.asname for a in node.names))
+        )
+        if taken or imported:
+            yield "indirect", None, set(), node.lineno
+
+
+@cache
+def emitted() -> dict[str, list[tuple[str, str | None, set[str], int]]]:
+    """Every module's emissions (see :func:`emissions`)."""
+    return {
+        module: list(emissions(module, ast.parse(path.read_text(encoding="utf-8"))))
+        for module, path in modules().items()
+    }
+
+
+def test_the_emission_checker_sees_names_and_hidden_emitters() -> None:
+    """The checker itself: a constant's call, a spelled-out name and an emitter taken as
+    a value are each seen for what they are."""
+    code = (
+        "from lyra import events\n"
+        "events.info(events.RUN_FINISHED, total=1)\n"
+        "events.warning('run_finished')\n"
+        "say = events.error\n"
+    )
+    found = list(emissions("lyra.x", ast.parse(code)))
+    assert found == [
+        ("info", "RUN_FINISHED", {"total"}, 2),
+        ("warning", None, set(), 3),
+        ("indirect", None, set(), 4),
+    ]
+
+
+def test_event_names_are_snake_case_constants() -> None:
+    """Each event name is snake or dotted lower case (structlog style), its constant is
+    the name in capitals, and no two constants share a name."""
+    names = event_names()
+    assert len(names) > 30
+    for constant, name in names.items():
+        assert re.fullmatch(r"[a-z][a-z0-9]*([._][a-z0-9]+)*", name), name
+        assert constant == name.upper().replace(".", "_"), constant
+    assert len(set(names.values())) == len(names)
+
+
+def test_every_event_is_emitted_through_its_constant() -> None:
+    """Every call of lyra.events.info/warning/error names its event by a constant of
+    lyra.events, no emitter is reached another way, and every constant is emitted."""
+    names = event_names()
+    offending = [
+        f"{module}:{line} {level}"
+        for module, found in emitted().items()
+        for level, constant, _, line in found
+        if constant not in names
+    ]
+    assert offending == []
+    used = {constant for found in emitted().values() for _, constant, _, _ in found}
+    assert sorted(set(names) - used) == []
+
+
+def test_the_logs_read_only_events_that_are_emitted() -> None:
+    """Every event lyra.logs reads back (by its constant) is emitted somewhere."""
+    names = event_names()
+    read = {
+        name
+        for module in modules()
+        if layer(module) == "logs"
+        for target, taken, _ in imports(module)
+        if target == "lyra.events"
+        for name in taken
+        if name in names
+    }
+    assert {"DELEGATION_STARTED", "DELEGATION_FAILED", "RUN_FINISHED"} <= read
+    used = {constant for found in emitted().values() for _, constant, _, _ in found}
+    assert sorted(read - used) == []
+
+
+def test_no_event_name_is_spelled_out() -> None:
+    """No string in src/lyra is an event's name but its constant in lyra.events: a
+    writer or a reader that spelled one out would miss a rename."""
+    names = set(event_names().values())
+    spelled = [
+        f"{module}:{node.lineno} {node.value}"
+        for module, path in modules().items()
+        if module != "lyra.events"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in names
+    ]
+    assert spelled == []
+
+
+def documented_events() -> tuple[list[tuple[str, set[str], set[str]]], dict[str, set[str]]]:
+    """docs/events.md's rows, (name, levels, fields), a group's fields expanded; and the
+    groups of fields it defines (``*identity*``...)."""
+    text = (SRC.parent / "docs" / "events.md").read_text(encoding="utf-8")
+    cells = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| `") or line.startswith("| *")
+    ]
+    groups = {
+        row[0].strip("*"): set(re.findall(r"`(\w+)`", row[1])) for row in cells if row[0][0] == "*"
+    }
+    rows = []
+    for row in cells:
+        if row[0][0] != "`":
+            continue
+        fields = set(re.findall(r"`(\w+)`", row[2]))
+        for group in re.findall(r"\*(\w+)\*", row[2]):
+            fields |= groups[group]
+        rows.append((row[0].strip("`"), {level.strip() for level in row[1].split(",")}, fields))
+    return rows, groups
+
+
+def test_every_event_is_documented() -> None:
+    """docs/events.md lists every event once, at the levels it is emitted at, with every
+    field its calls name (fields passed on as a dict are the page's to list)."""
+    rows, groups = documented_events()
+    assert set(groups) == {"identity", "usage"}
+    names = event_names()
+    assert sorted(name for name, _, _ in rows) == sorted(names.values())
+    levels: dict[str, set[str]] = {}
+    fields: dict[str, set[str]] = {}
+    for found in emitted().values():
+        for level, constant, named, _ in found:
+            assert constant is not None
+            levels.setdefault(names[constant], set()).add(level)
+            fields.setdefault(names[constant], set()).update(named)
+    for name, documented_levels, documented_fields in rows:
+        assert documented_levels == levels[name], name
+        assert sorted(fields[name] - documented_fields) == [], name

@@ -223,7 +223,7 @@ class Delegations:
         self._delegations[delegation.delegation_id] = delegation
         self._spawn(delegation)
         await delegation.recorded.wait()
-        events.info("detached_started", delegation_id=delegation.delegation_id)
+        events.info(events.DETACHED_STARTED, delegation_id=delegation.delegation_id)
         return self._status(delegation)
 
     def status(self, delegation_id: str) -> DelegationStatus:
@@ -249,7 +249,7 @@ class Delegations:
         delegation.move("cancelled", self._clock())
         stop(delegation_id)  # an attempt running outside its task (a durable workflow)
         delegation.scope.cancel()
-        events.info("detached_cancelled", delegation_id=delegation_id)
+        events.info(events.DETACHED_CANCELLED, delegation_id=delegation_id)
         return self._status(delegation)
 
     def answer(self, delegation_id: str, answer: str) -> DelegationStatus:
@@ -265,7 +265,7 @@ class Delegations:
         delegation.answered.set()
         delegation.answered = delegation.question = None
         delegation.move("working", self._clock())
-        events.info("detached_answered", delegation_id=delegation_id)
+        events.info(events.DETACHED_ANSWERED, delegation_id=delegation_id)
         return self._status(delegation)
 
     def list(self) -> list[DelegationStatus]:
@@ -306,7 +306,9 @@ class Delegations:
         answered = delegation.answered = anyio.Event()
         delegation.question, delegation.answer = question, None
         delegation.move("input_required", self._clock())
-        events.info("detached_question", delegation_id=delegation.delegation_id, question=question)
+        events.info(
+            events.DETACHED_QUESTION, delegation_id=delegation.delegation_id, question=question
+        )
         try:
             await answered.wait()
         finally:

@@ -326,7 +326,7 @@ def _mailbox(
         marks = questions.parked(question, subject, wait)
         await DBOS.update_workflow_attributes_async(workflow_id, marks, merge=True)
         events.info(
-            "question_parked",
+            events.QUESTION_PARKED,
             question=question,
             subject=subject,
             workflow_id=workflow_id,
@@ -374,9 +374,9 @@ def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     )
     failure, task_id = outcome.result.failure, task_id_of(workflow_id)
     assert failure is not None  # an unrun outcome is a failure
-    events.error("task_crash_loop", subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    events.error(events.TASK_CRASH_LOOP, subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
     events.info(
-        "delegation_failed",
+        events.DELEGATION_FAILED,
         category=str(failure.category),
         retryable=failure.suggested_retry,
         error_type=str(failure.error_type),
@@ -553,7 +553,7 @@ def reap(liveness: Liveness) -> int:
         recovered += len(handles)
         if handles:
             events.warning(
-                "children_recovered",
+                events.CHILDREN_RECOVERED,
                 dead_executor=owner,
                 children=len(handles),
                 executor_id=liveness.executor_id,

@@ -417,7 +417,7 @@ async def _decomposed(
         results.append(await run(sub_prompt, limits=share, context=sub_context))
     result = _aggregate(plan.subtasks, results, attempt=attempt.number, subject=subject)
     events.info(
-        "decomposition_finished",
+        events.DECOMPOSITION_FINISHED,
         task_id=parent,
         session_id=result.session_id,
         subject=subject,
@@ -475,7 +475,7 @@ def _log_recovery(
     plan: Plan, attempt: int, failure: ChildFailure, *, task_id: str, subject: str | None
 ) -> None:
     events.info(
-        "recovery_attempt",
+        events.RECOVERY_ATTEMPT,
         task_id=task_id,
         session_id=failure.session_id,
         subject=subject,

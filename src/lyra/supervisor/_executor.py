@@ -176,14 +176,14 @@ def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -
     try:
         on_outcome(task, outcome)
     except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
-        events.error("on_outcome_failed", subject=task.subject, error=exception_text(exc))
+        events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
 
 
 def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
     """The outcome of a task whose handling broke (lyra's own bug): a failure
     that says so, contained to that task."""
     text = f"Internal error in lyra: {exception_text(exc)}"
-    events.error("task_internal_error", subject=task.subject, error=text)
+    events.error(events.TASK_INTERNAL_ERROR, subject=task.subject, error=text)
     return unrun_outcome(
         task,
         message=text,

@@ -105,7 +105,7 @@ class Graceful:
             )
             self.errors.append(context)
             events.warning(
-                "supervisor_step_failed",
+                events.SUPERVISOR_STEP_FAILED,
                 step=name,
                 error_type=str(context.error_type),
                 error=context.message,

@@ -69,7 +69,7 @@ class Throttle:
     def _changed(self, before: int, reason: str) -> None:
         if self.allowed != before:
             events.info(
-                "concurrency_changed",
+                events.CONCURRENCY_CHANGED,
                 concurrency=self.allowed,
                 previous=before,
                 ceiling=self.ceiling,
