@@ -5,6 +5,7 @@ line (not even lazily), and a protein workload that uses only lyra's public API.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import subprocess
 import sys
@@ -440,3 +441,107 @@ def test_every_event_is_documented() -> None:
     for name, documented_levels, documented_fields in rows:
         assert documented_levels == levels[name], name
         assert sorted(fields[name] - documented_fields) == [], name
+
+
+# -- exceptions: one tree, as errors.py draws it ------------------------------------
+
+
+def exception_classes() -> dict[str, list[str]]:
+    """Every exception class lyra defines, by name, with the names of its bases (a base
+    imported under another name is read as its own name)."""
+    builtin = {
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    classes: dict[str, list[list[str]]] = {}
+    for path in modules().values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {
+            alias.asname: alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+            if alias.asname
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base).rpartition(".")[2] for base in node.bases]
+                classes.setdefault(node.name, []).append([aliases.get(b, b) for b in bases])
+    found: dict[str, list[str]] = {}
+    while True:
+        known = builtin | set(found)
+        more = {
+            name: bases
+            for name, definitions in classes.items()
+            for bases in definitions
+            if name not in found and set(bases) & known
+        }
+        if not more:
+            break
+        found.update(more)
+    for name in found:
+        assert len(classes[name]) == 1, f"two exception classes are called {name}"
+    return found
+
+
+def drawn_tree() -> dict[str, str | None]:
+    """The trees errors.py's docstring draws: each class by name, with its parent."""
+    from lyra import errors
+
+    assert errors.__doc__ is not None
+    parents: dict[str, str | None] = {}
+    path: list[str] = []
+    for line in errors.__doc__.splitlines():
+        root = re.fullmatch(r" {4}(\w+)", line)
+        branch = re.match(r" {4}((?:[│ ] {3})*)[├└]── (\w+)", line)
+        if root:
+            path = [root[1]]
+            parents[root[1]] = None
+        elif branch:
+            depth = len(branch[1]) // 4 + 1
+            del path[depth:]
+            assert branch[2] not in parents, f"{branch[2]} is drawn twice"
+            parents[branch[2]] = path[-1]
+            path.append(branch[2])
+    return parents
+
+
+def test_every_exception_is_drawn_where_it_stands() -> None:
+    """errors.py's docstring draws every public exception class lyra defines, each under
+    its own first base, and nothing that is not one."""
+    classes = exception_classes()
+    drawn = drawn_tree()
+    assert {"ConfigurationError", "StageFailed", "NoWorkers"} <= set(classes)
+    public = {name for name in classes if not name.startswith("_")}
+    assert sorted(public - set(drawn)) == []
+    assert sorted(set(drawn) - set(classes) - {"BaseException"}) == []
+    misplaced = [
+        f"{name} is drawn under {parent}, defined under {classes[name][0]}"
+        for name, parent in drawn.items()
+        if parent is not None and classes[name][0] != parent
+    ]
+    assert misplaced == []
+
+
+def test_every_exception_is_a_lyra_error_but_the_two_that_stop_a_run() -> None:
+    """Every exception class lyra defines descends from LyraError, except those drawn
+    under BaseException (they must stop a whole run, as KeyboardInterrupt does)."""
+    classes = exception_classes()
+    drawn = drawn_tree()
+
+    def ancestors(name: str) -> set[str]:
+        found = set(classes.get(name, []))
+        for base in classes.get(name, []):
+            found |= ancestors(base)
+        return found
+
+    stops = {name for name, parent in drawn.items() if parent == "BaseException"}
+    assert stops == {"NoWorkers", "StorageGaveOut"}
+    assert all(classes[name] == ["BaseException"] for name in stops)
+    outside = [
+        name
+        for name in classes
+        if name != "LyraError" and name not in stops and "LyraError" not in ancestors(name)
+    ]
+    assert outside == []

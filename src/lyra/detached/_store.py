@@ -30,6 +30,7 @@ from lyra import events
 from lyra.delegation import Child, DelegationResult, Usage
 from lyra.detached._models import FINISHED, DelegationRequest, DelegationStatus, State
 from lyra.detached._watch import KEY, Observed, attempt, forget, release, stop
+from lyra.errors import LyraError
 from lyra.supervisor import Supervisor, Task, lost_outcome
 
 KEEP_FOR = 3600.0
@@ -37,11 +38,11 @@ KEEP_FOR = 3600.0
 _PROMPT_SHOWN = 200
 
 
-class UnknownDelegation(LookupError):
+class UnknownDelegation(LyraError, LookupError):
     """No delegation has this id (never started here, or forgotten since it finished)."""
 
 
-class NoQuestion(LookupError):
+class NoQuestion(LyraError, LookupError):
     """The delegation waits for no answer: its child asked nothing, or not any more."""
 
 

@@ -57,7 +57,7 @@ from lyra.durable._database import (
 from lyra.durable._events import Ledger, install
 from lyra.durable._questions import WaitingQuestion
 from lyra.durable._spec import JobSpec
-from lyra.errors import ConfigurationError, RunStopped
+from lyra.errors import ConfigurationError, LyraError, RunStopped
 from lyra.recovery import RecoveryOutcome
 from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
 from lyra.supervisor import notify as notify_outcome
@@ -84,7 +84,7 @@ def new_executor_id(role: str) -> str:
     return f"lyra-{role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class DurableChildError(RuntimeError):
+class DurableChildError(LyraError, RuntimeError):
     """A task's workflow ended without a result (cancelled, or it kept taking
     its process down); that task fails, no other."""
 
