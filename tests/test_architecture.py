@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import re
 import subprocess
 import sys
@@ -155,13 +156,15 @@ def test_proteins_use_only_the_public_api() -> None:
 
 
 def public_names(module: str) -> list[str]:
-    """A public module's ``__all__``, read from its source."""
+    """A module's ``__all__``, read from its source (imported, when made by code)."""
     tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
         ):
-            return list(ast.literal_eval(node.value))
+            if isinstance(node.value, ast.List | ast.Tuple):
+                return list(ast.literal_eval(node.value))
+            return list(importlib.import_module(module).__all__)
     return []
 
 
@@ -441,6 +444,92 @@ def test_every_event_is_documented() -> None:
     for name, documented_levels, documented_fields in rows:
         assert documented_levels == levels[name], name
         assert sorted(fields[name] - documented_fields) == [], name
+
+
+# -- the public surface ----------------------------------------------------------------
+
+LYRA_PUBLIC = [
+    "Budget",
+    "ChildContext",
+    "ChildFailure",
+    "ChildRef",
+    "ConfigurationError",
+    "DelegationResult",
+    "ErrorType",
+    "FailedDelegation",
+    "FailureCategory",
+    "Limits",
+    "RecoveryPolicy",
+    "Supervisor",
+    "Task",
+    "TaskReport",
+    "Usage",
+    "adelegate_task",
+    "adelegate_with_retry",
+    "delegate_task",
+    "delegate_with_retry",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "parse_report",
+    "render_report",
+]
+
+
+def ruff_order(name: str) -> tuple[int, str]:
+    """The order ruff keeps ``__all__`` in: constants, then classes, then the rest."""
+    kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize(("package", "expected"), [("lyra", LYRA_PUBLIC)])
+def test_the_public_surface(package: str, expected: list[str]) -> None:
+    """The package exports exactly the names a user should use, sorted, none private,
+    each importable from it."""
+    module = importlib.import_module(package)
+    assert list(module.__all__) == expected
+    assert expected == sorted(expected, key=ruff_order)
+    assert [name for name in expected if name.startswith("_")] == []
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    assert sorted(name for name in namespace if name != "__builtins__") == sorted(expected)
+
+
+def test_lyra_tells_type_checkers_what_its_table_holds() -> None:
+    """lyra/__init__.py's TYPE_CHECKING imports re-export (``X as X``) exactly the names
+    of the table that its lazy imports and ``__all__`` are made from, from the same homes."""
+    import lyra
+
+    tree = ast.parse(modules()["lyra"].read_text(encoding="utf-8"))
+    [block] = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+    ]
+    told: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        assert node.module is not None
+        assert [alias.asname for alias in node.names] == [alias.name for alias in node.names]
+        told[node.module] = tuple(alias.name for alias in node.names)
+    assert told == lyra._HOMES
+
+
+@pytest.mark.slow
+def test_importing_lyra_imports_nothing_of_lyra_until_used() -> None:
+    """``import lyra`` loads no other module of lyra; a public name loads its home."""
+    code = (
+        "import sys, lyra; print(sorted(m for m in sys.modules if m.partition('.')[0] == 'lyra'));"
+        "lyra.Budget; print('lyra.delegation' in sys.modules, 'lyra.recovery' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["['lyra']", "True False"]
 
 
 # -- exceptions: one tree, as errors.py draws it ------------------------------------
