@@ -446,7 +446,7 @@ def test_every_event_is_documented() -> None:
         assert sorted(fields[name] - documented_fields) == [], name
 
 
-# -- the public surface ----------------------------------------------------------------
+# -- the public surface, and what crosses between lyra's parts ----------------------
 
 LYRA_PUBLIC = [
     "Budget",
@@ -478,6 +478,46 @@ LYRA_PUBLIC = [
     "parse_report",
     "render_report",
 ]
+DELEGATION_PUBLIC = [
+    "MAX_DEPTH",
+    "Answerer",
+    "Budget",
+    "Child",
+    "ChildAgent",
+    "ChildContext",
+    "ChildFailure",
+    "ChildFn",
+    "ChildRef",
+    "DelegationResult",
+    "ErrorType",
+    "FailedDelegation",
+    "FailureCategory",
+    "Limits",
+    "RunningAttempt",
+    "TaskReport",
+    "Usage",
+    "Verifier",
+    "concurrency",
+    "escape",
+    "escape_for_reading",
+    "exception_text",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "json_safe",
+    "observing",
+    "parse_report",
+    "parse_retry_after",
+    "render_report",
+    "running",
+    "safe_str",
+    "valid_data",
+    "valid_text",
+]
 
 
 def ruff_order(name: str) -> tuple[int, str]:
@@ -486,7 +526,9 @@ def ruff_order(name: str) -> tuple[int, str]:
     return kind, name
 
 
-@pytest.mark.parametrize(("package", "expected"), [("lyra", LYRA_PUBLIC)])
+@pytest.mark.parametrize(
+    ("package", "expected"), [("lyra", LYRA_PUBLIC), ("lyra.delegation", DELEGATION_PUBLIC)]
+)
 def test_the_public_surface(package: str, expected: list[str]) -> None:
     """The package exports exactly the names a user should use, sorted, none private,
     each importable from it."""
@@ -530,6 +572,63 @@ def test_importing_lyra_imports_nothing_of_lyra_until_used() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["['lyra']", "True False"]
+
+
+def part(module: str) -> str:
+    """The part of lyra a module belongs to: its package or module right under lyra
+    (``lyra.delegation._delegate`` is in ``lyra.delegation``, ``lyra`` is its own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def crossing(module: str, target: str, names: list[str]) -> str | None:
+    """Why importing ``names`` from ``target`` in ``module`` breaks the rule, or None.
+
+    Within its part, a module imports anything. From another part of lyra it imports
+    (1) a public module (no name in its path starts with ``_``) and the names in its
+    ``__all__``; or (2) the part's internal surface, ``lyra.<part>._internal``, and the
+    names in its ``__all__``; or (3) a private module right under lyra (``lyra._sync``,
+    ``lyra._extras``…: lyra's own shared ground); never a name that starts with ``_``
+    (a dunder such as ``__version__`` is public).
+    """
+    if not target.startswith("lyra") or part(target) == part(module):
+        return None
+    names = [name for name in names if not (name.startswith("__") and name.endswith("__"))]
+    private = [name for name in names if name.startswith("_")]
+    if private:
+        return f"private names {private}"
+    if target.count(".") == 1 and target.startswith("lyra._"):
+        return None
+    internal = target == f"{part(target)}._internal"
+    if not internal and any(piece.startswith("_") for piece in target.split(".")):
+        return "a private module"
+    hidden = [name for name in names if name not in public_names(target)]
+    return f"names not in its __all__ {hidden}" if hidden else None
+
+
+def test_the_crossing_rule_sees_what_it_forbids() -> None:
+    """The rule itself: a private module, a private name and a name outside a surface's
+    __all__ are each refused; a public name, an internal one and lyra's ground pass."""
+    assert crossing("lyra.recovery._loop", "lyra.delegation._delegate", ["run_attempt"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation", ["run_attempt"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation._internal", ["Budget"])
+    assert crossing("lyra.recovery._loop", "lyra._sync", ["_private"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation", ["Budget"]) is None
+    assert crossing("lyra.recovery._loop", "lyra.delegation._internal", ["Tree"]) is None
+    assert crossing("lyra.recovery._loop", "lyra._sync", ["blocking"]) is None
+    assert crossing("lyra.delegation._context", "lyra.delegation._live", []) is None
+    assert crossing("lyra.mcp._server", "lyra", ["__version__", "Supervisor"]) is None
+
+
+def test_parts_of_lyra_use_each_other_only_through_their_surfaces() -> None:
+    """No part of lyra imports a private module or name of another part, except that
+    part's agreed internal surface (see :func:`crossing`)."""
+    offending = [
+        f"{module}:{line} imports {target}: {why}"
+        for module in modules()
+        for target, names, line in imports(module)
+        if (why := crossing(module, target, names)) is not None
+    ]
+    assert offending == []
 
 
 # -- exceptions: one tree, as errors.py draws it ------------------------------------

@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 
-from lyra.delegation import Child, ChildContext, ChildRef, as_callable
+from lyra.delegation import Child, ChildContext, ChildRef
+from lyra.delegation._internal import as_callable
 from lyra.errors import LyraError
 
 KEY = "lyra_delegation"

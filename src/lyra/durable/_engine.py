@@ -54,18 +54,20 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import sqlalchemy as sa
-from dbos import DBOS, DBOSConfig, PortableWorkflowError, Serializer
+from dbos import DBOS, DBOSClient, DBOSConfig, PortableWorkflowError, Serializer
 from dbos import _dbos as dbos_internals
 
 from lyra import events
-from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.delegation import Budget, DelegationResult, exception_text
+from lyra.delegation._internal import Account
 from lyra.durable import _dbos_log
 from lyra.durable import _questions as questions
 from lyra.durable._database import storage_failure
@@ -428,6 +430,24 @@ def sqlite_engine(url: str) -> sa.Engine:
         dbapi_conn.execute("PRAGMA synchronous=FULL")
 
     return engine
+
+
+@contextmanager
+def dbos_client(url: str) -> Iterator[Any]:
+    """A DBOS client on a run's database, closed after use (``lyra answer``). It
+    launches no DBOS: nothing of the run runs in the process that holds it."""
+    engine = sqlite_engine(url) if url.startswith("sqlite") else None
+    client = (
+        DBOSClient(system_database_engine=engine, serializer=JsonSerializer())
+        if engine is not None
+        else DBOSClient(system_database_url=url, serializer=JsonSerializer())
+    )
+    try:
+        yield client
+    finally:
+        client.destroy()
+        if engine is not None:
+            engine.dispose()  # a client leaves an engine it was given open
 
 
 def reopen_stopped_by_storage(engine: sa.Engine) -> int:

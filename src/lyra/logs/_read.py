@@ -31,7 +31,8 @@ from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
-from lyra.delegation import REPORT_HEADER, TaskReport, find_reports, report_boundary
+from lyra.delegation import TaskReport, find_reports
+from lyra.delegation._internal import REPORT_HEADER, report_boundary
 from lyra.errors import LyraError
 from lyra.events import (
     DECOMPOSITION_FINISHED,

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 from lyra import events, tracing
 from lyra.children import default_child
 from lyra.delegation import (
-    Account,
     Answerer,
     Budget,
     Child,
@@ -23,13 +22,10 @@ from lyra.delegation import (
     DelegationResult,
     FailureCategory,
     Limits,
-    Tree,
     Usage,
     Verifier,
-    child_name,
-    new_session_id,
-    run_attempt,
 )
+from lyra.delegation._internal import Account, Tree, child_name, new_session_id, run_attempt
 from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt

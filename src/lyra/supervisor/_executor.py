@@ -19,11 +19,9 @@ from lyra.delegation import (
     DelegationResult,
     ErrorType,
     FailureCategory,
-    _live,
     exception_text,
-    foreign_cancellation,
-    new_session_id,
 )
+from lyra.delegation._internal import foreign_cancellation, new_session_id, observed_pool
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
 from lyra.supervisor._throttle import Throttle
@@ -85,7 +83,7 @@ class LocalExecutor:
 
         stop_listening = job.tree.listen(throttle)
         try:
-            with _live.pool(throttle):
+            with observed_pool(throttle):
                 if not keep:
                     await self.each(one, tasks, max_concurrency=max_concurrency, on_error=lost)
                     return []
