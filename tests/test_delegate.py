@@ -22,6 +22,7 @@ from lyra.errors import ConfigurationError
 
 pytestmark = pytest.mark.anyio
 
+
 async def echo(prompt: str, ctx: ChildContext) -> str:
     ctx.step("echoed")
     return prompt.upper()
