@@ -44,10 +44,16 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@cache
+def syntax(module: str) -> ast.Module:
+    """A module's syntax tree (parsed once for all the checks below)."""
+    return ast.parse(modules()[module].read_text(encoding="utf-8"))
+
+
 def imports(module: str) -> Iterator[tuple[str, list[str], int]]:
     """(imported module, names taken from it, line) for every import statement in the
     module -- at the top, inside functions, and under ``TYPE_CHECKING`` alike."""
-    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    tree = syntax(module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -157,7 +163,7 @@ def test_proteins_use_only_the_public_api() -> None:
 
 def public_names(module: str) -> list[str]:
     """A module's ``__all__``, read from its source (imported, when made by code)."""
-    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    tree = syntax(module)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
@@ -182,9 +188,9 @@ def test_settings_is_the_only_reader_of_the_environment() -> None:
     """No module but lyra.settings looks at os.environ or os.getenv."""
     readers = [
         f"{module}:{node.lineno}"
-        for module, path in modules().items()
+        for module in modules()
         if module != "lyra.settings"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(syntax(module))
         if isinstance(node, ast.Attribute)
         and node.attr in ("environ", "getenv", "environb")
         and isinstance(node.value, ast.Name)
@@ -324,10 +330,7 @@ def emissions(module: str, tree: ast.AST) -> Iterator[tuple[str, str | None, set
 @cache
 def emitted() -> dict[str, list[tuple[str, str | None, set[str], int]]]:
     """Every module's emissions (see :func:`emissions`)."""
-    return {
-        module: list(emissions(module, ast.parse(path.read_text(encoding="utf-8"))))
-        for module, path in modules().items()
-    }
+    return {module: list(emissions(module, syntax(module))) for module in modules()}
 
 
 def test_the_emission_checker_sees_names_and_hidden_emitters() -> None:
@@ -398,7 +401,7 @@ def test_no_event_name_is_spelled_out() -> None:
         f"{module}:{node.lineno} {node.value}"
         for module, path in modules().items()
         if module != "lyra.events"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(syntax(module))
         if isinstance(node, ast.Constant) and node.value in names
     ]
     assert spelled == []
@@ -546,7 +549,7 @@ def test_lyra_tells_type_checkers_what_its_table_holds() -> None:
     of the table that its lazy imports and ``__all__`` are made from, from the same homes."""
     import lyra
 
-    tree = ast.parse(modules()["lyra"].read_text(encoding="utf-8"))
+    tree = syntax("lyra")
     [block] = [
         node
         for node in tree.body
@@ -643,8 +646,8 @@ def exception_classes() -> dict[str, list[str]]:
         if isinstance(value, type) and issubclass(value, BaseException)
     }
     classes: dict[str, list[list[str]]] = {}
-    for path in modules().values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for module in modules():
+        tree = syntax(module)
         aliases = {
             alias.asname: alias.name
             for node in ast.walk(tree)
