@@ -5,6 +5,8 @@ line (not even lazily), and a protein workload that uses only lyra's public API.
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import re
 import subprocess
 import sys
@@ -42,10 +44,16 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@cache
+def syntax(module: str) -> ast.Module:
+    """A module's syntax tree (parsed once for all the checks below)."""
+    return ast.parse(modules()[module].read_text(encoding="utf-8"))
+
+
 def imports(module: str) -> Iterator[tuple[str, list[str], int]]:
     """(imported module, names taken from it, line) for every import statement in the
     module -- at the top, inside functions, and under ``TYPE_CHECKING`` alike."""
-    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    tree = syntax(module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -154,13 +162,15 @@ def test_proteins_use_only_the_public_api() -> None:
 
 
 def public_names(module: str) -> list[str]:
-    """A public module's ``__all__``, read from its source."""
-    tree = ast.parse(modules()[module].read_text(encoding="utf-8"))
+    """A module's ``__all__``, read from its source (imported, when made by code)."""
+    tree = syntax(module)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
         ):
-            return list(ast.literal_eval(node.value))
+            if isinstance(node.value, ast.List | ast.Tuple):
+                return list(ast.literal_eval(node.value))
+            return list(importlib.import_module(module).__all__)
     return []
 
 
@@ -178,9 +188,9 @@ def test_settings_is_the_only_reader_of_the_environment() -> None:
     """No module but lyra.settings looks at os.environ or os.getenv."""
     readers = [
         f"{module}:{node.lineno}"
-        for module, path in modules().items()
+        for module in modules()
         if module != "lyra.settings"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(syntax(module))
         if isinstance(node, ast.Attribute)
         and node.attr in ("environ", "getenv", "environb")
         and isinstance(node.value, ast.Name)
@@ -258,3 +268,471 @@ def test_nothing_tells_a_user_to_install_lyra_from_the_index() -> None:
     wrong = re.compile(r"""pip install ['"]?lyra(-supervisor)?(?![\w-])""", re.MULTILINE)
     stale = [str(path.relative_to(root)) for path in texts if wrong.search(path.read_text())]
     assert stale == []
+
+
+# -- events: each name spelled once, in lyra.events ---------------------------------
+
+EMITTERS = ("info", "warning", "error")
+
+
+@cache
+def event_names() -> dict[str, str]:
+    """lyra.events' name constants (every public upper-case string there): constant to name."""
+    from lyra import events
+
+    return {
+        constant: value
+        for constant, value in vars(events).items()
+        if constant.isupper() and not constant.startswith("_") and isinstance(value, str)
+    }
+
+
+def emissions(module: str, tree: ast.AST) -> Iterator[tuple[str, str | None, set[str], int]]:
+    """(level, constant or None, keyword fields, line) for each call of an emitter of
+    lyra.events in a module, and (``"indirect"``, None, …) for an emitter reached some
+    other way (taken as a value, imported by name), which would hide its event's name."""
+    inside = module == "lyra.events"
+    called = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            emitter = func.attr if func.value.id == "events" else None
+        else:
+            emitter = func.id if inside and isinstance(func, ast.Name) else None
+        if emitter not in EMITTERS:
+            continue
+        called.add(id(func))
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name):
+            constant = first.attr if first.value.id == "events" else None
+        else:
+            constant = first.id if inside and isinstance(first, ast.Name) else None
+        fields = {keyword.arg for keyword in node.keywords if keyword.arg is not None}
+        yield emitter, constant, fields, node.lineno
+    for node in ast.walk(tree):
+        taken = (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "events"
+            and node.attr in EMITTERS
+            and id(node) not in called
+        )
+        imported = isinstance(node, ast.ImportFrom) and (
+            (node.module == "lyra.events" and any(a.name in EMITTERS for a in node.names))
+            or (node.module == "lyra" and any(a.name == "events" and a.asname for a in node.names))
+        )
+        if taken or imported:
+            yield "indirect", None, set(), node.lineno
+
+
+@cache
+def emitted() -> dict[str, list[tuple[str, str | None, set[str], int]]]:
+    """Every module's emissions (see :func:`emissions`)."""
+    return {module: list(emissions(module, syntax(module))) for module in modules()}
+
+
+def test_the_emission_checker_sees_names_and_hidden_emitters() -> None:
+    """The checker itself: a constant's call, a spelled-out name and an emitter taken as
+    a value are each seen for what they are."""
+    code = (
+        "from lyra import events\n"
+        "events.info(events.RUN_FINISHED, total=1)\n"
+        "events.warning('run_finished')\n"
+        "say = events.error\n"
+    )
+    found = list(emissions("lyra.x", ast.parse(code)))
+    assert found == [
+        ("info", "RUN_FINISHED", {"total"}, 2),
+        ("warning", None, set(), 3),
+        ("indirect", None, set(), 4),
+    ]
+
+
+def test_event_names_are_snake_case_constants() -> None:
+    """Each event name is snake or dotted lower case (structlog style), its constant is
+    the name in capitals, and no two constants share a name."""
+    names = event_names()
+    assert len(names) > 30
+    for constant, name in names.items():
+        assert re.fullmatch(r"[a-z][a-z0-9]*([._][a-z0-9]+)*", name), name
+        assert constant == name.upper().replace(".", "_"), constant
+    assert len(set(names.values())) == len(names)
+
+
+def test_every_event_is_emitted_through_its_constant() -> None:
+    """Every call of lyra.events.info/warning/error names its event by a constant of
+    lyra.events, no emitter is reached another way, and every constant is emitted."""
+    names = event_names()
+    offending = [
+        f"{module}:{line} {level}"
+        for module, found in emitted().items()
+        for level, constant, _, line in found
+        if constant not in names
+    ]
+    assert offending == []
+    used = {constant for found in emitted().values() for _, constant, _, _ in found}
+    assert sorted(set(names) - used) == []
+
+
+def test_the_logs_read_only_events_that_are_emitted() -> None:
+    """Every event lyra.logs reads back (by its constant) is emitted somewhere."""
+    names = event_names()
+    read = {
+        name
+        for module in modules()
+        if layer(module) == "logs"
+        for target, taken, _ in imports(module)
+        if target == "lyra.events"
+        for name in taken
+        if name in names
+    }
+    assert {"DELEGATION_STARTED", "DELEGATION_FAILED", "RUN_FINISHED"} <= read
+    used = {constant for found in emitted().values() for _, constant, _, _ in found}
+    assert sorted(read - used) == []
+
+
+def test_no_event_name_is_spelled_out() -> None:
+    """No string in src/lyra is an event's name but its constant in lyra.events: a
+    writer or a reader that spelled one out would miss a rename."""
+    names = set(event_names().values())
+    spelled = [
+        f"{module}:{node.lineno} {node.value}"
+        for module, path in modules().items()
+        if module != "lyra.events"
+        for node in ast.walk(syntax(module))
+        if isinstance(node, ast.Constant) and node.value in names
+    ]
+    assert spelled == []
+
+
+def documented_events() -> tuple[list[tuple[str, set[str], set[str]]], dict[str, set[str]]]:
+    """docs/events.md's rows, (name, levels, fields), a group's fields expanded; and the
+    groups of fields it defines (``*identity*``...)."""
+    text = (SRC.parent / "docs" / "events.md").read_text(encoding="utf-8")
+    cells = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| `") or line.startswith("| *")
+    ]
+    groups = {
+        row[0].strip("*"): set(re.findall(r"`(\w+)`", row[1])) for row in cells if row[0][0] == "*"
+    }
+    rows = []
+    for row in cells:
+        if row[0][0] != "`":
+            continue
+        fields = set(re.findall(r"`(\w+)`", row[2]))
+        for group in re.findall(r"\*(\w+)\*", row[2]):
+            fields |= groups[group]
+        rows.append((row[0].strip("`"), {level.strip() for level in row[1].split(",")}, fields))
+    return rows, groups
+
+
+def test_every_event_is_documented() -> None:
+    """docs/events.md lists every event once, at the levels it is emitted at, with every
+    field its calls name (fields passed on as a dict are the page's to list)."""
+    rows, groups = documented_events()
+    assert set(groups) == {"identity", "usage"}
+    names = event_names()
+    assert sorted(name for name, _, _ in rows) == sorted(names.values())
+    levels: dict[str, set[str]] = {}
+    fields: dict[str, set[str]] = {}
+    for found in emitted().values():
+        for level, constant, named, _ in found:
+            assert constant is not None
+            levels.setdefault(names[constant], set()).add(level)
+            fields.setdefault(names[constant], set()).update(named)
+    for name, documented_levels, documented_fields in rows:
+        assert documented_levels == levels[name], name
+        assert sorted(fields[name] - documented_fields) == [], name
+
+
+# -- the public surface, and what crosses between lyra's parts ----------------------
+
+LYRA_PUBLIC = [
+    "Budget",
+    "ChildContext",
+    "ChildFailure",
+    "ChildRef",
+    "ConfigurationError",
+    "DelegationResult",
+    "ErrorType",
+    "FailedDelegation",
+    "FailureCategory",
+    "Limits",
+    "RecoveryPolicy",
+    "Supervisor",
+    "Task",
+    "TaskReport",
+    "Usage",
+    "adelegate_task",
+    "adelegate_with_retry",
+    "delegate_task",
+    "delegate_with_retry",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "parse_report",
+    "render_report",
+]
+DELEGATION_PUBLIC = [
+    "MAX_DEPTH",
+    "Answerer",
+    "Budget",
+    "Child",
+    "ChildAgent",
+    "ChildContext",
+    "ChildFailure",
+    "ChildFn",
+    "ChildRef",
+    "DelegationResult",
+    "ErrorType",
+    "FailedDelegation",
+    "FailureCategory",
+    "Limits",
+    "RunningAttempt",
+    "TaskReport",
+    "Usage",
+    "Verifier",
+    "concurrency",
+    "escape",
+    "escape_for_reading",
+    "exception_text",
+    "extract_blocker",
+    "extract_category",
+    "extract_completed_steps",
+    "extract_files_modified",
+    "extract_suggested_actions",
+    "find_reports",
+    "is_retryable",
+    "json_safe",
+    "observing",
+    "parse_report",
+    "parse_retry_after",
+    "render_report",
+    "running",
+    "safe_str",
+    "valid_data",
+    "valid_text",
+]
+
+
+def ruff_order(name: str) -> tuple[int, str]:
+    """The order ruff keeps ``__all__`` in: constants, then classes, then the rest."""
+    kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize(
+    ("package", "expected"), [("lyra", LYRA_PUBLIC), ("lyra.delegation", DELEGATION_PUBLIC)]
+)
+def test_the_public_surface(package: str, expected: list[str]) -> None:
+    """The package exports exactly the names a user should use, sorted, none private,
+    each importable from it."""
+    module = importlib.import_module(package)
+    assert list(module.__all__) == expected
+    assert expected == sorted(expected, key=ruff_order)
+    assert [name for name in expected if name.startswith("_")] == []
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    assert sorted(name for name in namespace if name != "__builtins__") == sorted(expected)
+
+
+def test_lyra_tells_type_checkers_what_its_table_holds() -> None:
+    """lyra/__init__.py's TYPE_CHECKING imports re-export (``X as X``) exactly the names
+    of the table that its lazy imports and ``__all__`` are made from, from the same homes."""
+    import lyra
+
+    tree = syntax("lyra")
+    [block] = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+    ]
+    told: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        assert node.module is not None
+        assert [alias.asname for alias in node.names] == [alias.name for alias in node.names]
+        told[node.module] = tuple(alias.name for alias in node.names)
+    assert told == lyra._HOMES
+
+
+@pytest.mark.slow
+def test_importing_lyra_imports_nothing_of_lyra_until_used() -> None:
+    """``import lyra`` loads no other module of lyra; a public name loads its home."""
+    code = (
+        "import sys, lyra; print(sorted(m for m in sys.modules if m.partition('.')[0] == 'lyra'));"
+        "lyra.Budget; print('lyra.delegation' in sys.modules, 'lyra.recovery' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["['lyra']", "True False"]
+
+
+def part(module: str) -> str:
+    """The part of lyra a module belongs to: its package or module right under lyra
+    (``lyra.delegation._delegate`` is in ``lyra.delegation``, ``lyra`` is its own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def crossing(module: str, target: str, names: list[str]) -> str | None:
+    """Why importing ``names`` from ``target`` in ``module`` breaks the rule, or None.
+
+    Within its part, a module imports anything. From another part of lyra it imports
+    (1) a public module (no name in its path starts with ``_``) and the names in its
+    ``__all__``; or (2) the part's internal surface, ``lyra.<part>._internal``, and the
+    names in its ``__all__``; or (3) a private module right under lyra (``lyra._sync``,
+    ``lyra._extras``…: lyra's own shared ground); never a name that starts with ``_``
+    (a dunder such as ``__version__`` is public).
+    """
+    if not target.startswith("lyra") or part(target) == part(module):
+        return None
+    names = [name for name in names if not (name.startswith("__") and name.endswith("__"))]
+    private = [name for name in names if name.startswith("_")]
+    if private:
+        return f"private names {private}"
+    if target.count(".") == 1 and target.startswith("lyra._"):
+        return None
+    internal = target == f"{part(target)}._internal"
+    if not internal and any(piece.startswith("_") for piece in target.split(".")):
+        return "a private module"
+    hidden = [name for name in names if name not in public_names(target)]
+    return f"names not in its __all__ {hidden}" if hidden else None
+
+
+def test_the_crossing_rule_sees_what_it_forbids() -> None:
+    """The rule itself: a private module, a private name and a name outside a surface's
+    __all__ are each refused; a public name, an internal one and lyra's ground pass."""
+    assert crossing("lyra.recovery._loop", "lyra.delegation._delegate", ["run_attempt"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation", ["run_attempt"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation._internal", ["Budget"])
+    assert crossing("lyra.recovery._loop", "lyra._sync", ["_private"])
+    assert crossing("lyra.recovery._loop", "lyra.delegation", ["Budget"]) is None
+    assert crossing("lyra.recovery._loop", "lyra.delegation._internal", ["Tree"]) is None
+    assert crossing("lyra.recovery._loop", "lyra._sync", ["blocking"]) is None
+    assert crossing("lyra.delegation._context", "lyra.delegation._live", []) is None
+    assert crossing("lyra.mcp._server", "lyra", ["__version__", "Supervisor"]) is None
+
+
+def test_parts_of_lyra_use_each_other_only_through_their_surfaces() -> None:
+    """No part of lyra imports a private module or name of another part, except that
+    part's agreed internal surface (see :func:`crossing`)."""
+    offending = [
+        f"{module}:{line} imports {target}: {why}"
+        for module in modules()
+        for target, names, line in imports(module)
+        if (why := crossing(module, target, names)) is not None
+    ]
+    assert offending == []
+
+
+# -- exceptions: one tree, as errors.py draws it ------------------------------------
+
+
+def exception_classes() -> dict[str, list[str]]:
+    """Every exception class lyra defines, by name, with the names of its bases (a base
+    imported under another name is read as its own name)."""
+    builtin = {
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    classes: dict[str, list[list[str]]] = {}
+    for module in modules():
+        tree = syntax(module)
+        aliases = {
+            alias.asname: alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+            if alias.asname
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base).rpartition(".")[2] for base in node.bases]
+                classes.setdefault(node.name, []).append([aliases.get(b, b) for b in bases])
+    found: dict[str, list[str]] = {}
+    while True:
+        known = builtin | set(found)
+        more = {
+            name: bases
+            for name, definitions in classes.items()
+            for bases in definitions
+            if name not in found and set(bases) & known
+        }
+        if not more:
+            break
+        found.update(more)
+    for name in found:
+        assert len(classes[name]) == 1, f"two exception classes are called {name}"
+    return found
+
+
+def drawn_tree() -> dict[str, str | None]:
+    """The trees errors.py's docstring draws: each class by name, with its parent."""
+    from lyra import errors
+
+    assert errors.__doc__ is not None
+    parents: dict[str, str | None] = {}
+    path: list[str] = []
+    for line in errors.__doc__.splitlines():
+        root = re.fullmatch(r" {4}(\w+)", line)
+        branch = re.match(r" {4}((?:[│ ] {3})*)[├└]── (\w+)", line)
+        if root:
+            path = [root[1]]
+            parents[root[1]] = None
+        elif branch:
+            depth = len(branch[1]) // 4 + 1
+            del path[depth:]
+            assert branch[2] not in parents, f"{branch[2]} is drawn twice"
+            parents[branch[2]] = path[-1]
+            path.append(branch[2])
+    return parents
+
+
+def test_every_exception_is_drawn_where_it_stands() -> None:
+    """errors.py's docstring draws every public exception class lyra defines, each under
+    its own first base, and nothing that is not one."""
+    classes = exception_classes()
+    drawn = drawn_tree()
+    assert {"ConfigurationError", "StageFailed", "NoWorkers"} <= set(classes)
+    public = {name for name in classes if not name.startswith("_")}
+    assert sorted(public - set(drawn)) == []
+    assert sorted(set(drawn) - set(classes) - {"BaseException"}) == []
+    misplaced = [
+        f"{name} is drawn under {parent}, defined under {classes[name][0]}"
+        for name, parent in drawn.items()
+        if parent is not None and classes[name][0] != parent
+    ]
+    assert misplaced == []
+
+
+def test_every_exception_is_a_lyra_error_but_the_two_that_stop_a_run() -> None:
+    """Every exception class lyra defines descends from LyraError, except those drawn
+    under BaseException (they must stop a whole run, as KeyboardInterrupt does)."""
+    classes = exception_classes()
+    drawn = drawn_tree()
+
+    def ancestors(name: str) -> set[str]:
+        found = set(classes.get(name, []))
+        for base in classes.get(name, []):
+            found |= ancestors(base)
+        return found
+
+    stops = {name for name, parent in drawn.items() if parent == "BaseException"}
+    assert stops == {"NoWorkers", "StorageGaveOut"}
+    assert all(classes[name] == ["BaseException"] for name in stops)
+    outside = [
+        name
+        for name in classes
+        if name != "LyraError" and name not in stops and "LyraError" not in ancestors(name)
+    ]
+    assert outside == []

@@ -45,12 +45,12 @@ from lyra import (
     parse_report,
     tracing,
 )
-from lyra.delegation import run_attempt
 from lyra.delegation._foreign import Kind, describe
 from lyra.delegation._foreign._claude_agent import (
     RESULT_SUBTYPES,
     TERMINAL_REASONS,
 )
+from lyra.delegation._internal import run_attempt
 from lyra.recovery import record_waits
 
 INSTALL = "pip install -e '.[test,claude-agent-sdk]'"

@@ -22,44 +22,6 @@ from lyra.errors import ConfigurationError
 
 pytestmark = pytest.mark.anyio
 
-PUBLIC = {
-    "Budget",
-    "ChildContext",
-    "ChildFailure",
-    "ChildRef",
-    "ConfigurationError",
-    "DelegationResult",
-    "ErrorType",
-    "FailedDelegation",
-    "FailureCategory",
-    "Limits",
-    "RecoveryPolicy",
-    "Supervisor",
-    "Task",
-    "TaskReport",
-    "Usage",
-    "adelegate_task",
-    "adelegate_with_retry",
-    "delegate_task",
-    "delegate_with_retry",
-    "extract_blocker",
-    "extract_category",
-    "extract_completed_steps",
-    "extract_files_modified",
-    "extract_suggested_actions",
-    "find_reports",
-    "is_retryable",
-    "parse_report",
-    "render_report",
-}
-
-
-def test_public_surface_is_explicit_and_sorted() -> None:
-    """lyra.__all__ is exactly the documented public names, sorted, and all importable."""
-    assert set(lyra.__all__) == PUBLIC
-    assert list(lyra.__all__) == sorted(lyra.__all__)
-    assert all(hasattr(lyra, name) for name in lyra.__all__)
-
 
 async def echo(prompt: str, ctx: ChildContext) -> str:
     ctx.step("echoed")

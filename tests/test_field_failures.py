@@ -618,12 +618,12 @@ async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency
     import io
 
     from lyra.cli._live import LiveView
-    from lyra.delegation import _live
+    from lyra.delegation._internal import observed_pool
     from lyra.supervisor._throttle import Throttle
 
     view = LiveView(10, io.StringIO())
     throttle = Throttle(8)
-    with _live.pool(throttle):
+    with observed_pool(throttle):
         assert "rate limited" not in view.counts()
         throttle.rate_limited("anthropic", 2.0)
         assert view.counts().endswith("; rate limited: 4 of 8 at once")

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import DEFAULT_MAX_REPEATS, Answerer, Budget, Child, Verifier
+from lyra.delegation import Answerer, Budget, Child, Verifier
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS
 from lyra.supervisor import Supervisor
 
 

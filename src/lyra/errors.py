@@ -2,13 +2,24 @@
 
 Failures of a *child* never raise out of ``delegate_task``: they become
 reports. The exceptions below are for the caller's mistakes, for signals a
-child sends on purpose, and for the one documented parser error::
+child sends on purpose, for what a run cannot get past, and for the one
+documented parser error. Every exception lyra defines is a ``LyraError``, here
+or in the package named beside it (where it is raised)::
 
     LyraError
     ├── ConfigurationError        no child available, bad option (caller's fault)
+    │   ├── DatabaseUnreachable   lyra.durable: the --database-url server cannot be reached
+    │   └── CheckpointsDamaged    lyra.durable: a run's checkpoints are missing or damaged
     ├── RunStopped                the run cannot go on (its storage is full);
     │                             what finished is kept, a resume completes it
     ├── ReportParseError          text holds no lyra report (also a ValueError)
+    ├── NotTextError              lyra.logs: the input is binary, not a log (also an OSError)
+    ├── UnknownDelegation         lyra.detached: no delegation has this id (also a LookupError)
+    ├── NoQuestion                lyra.detached: it waits for no answer (also a LookupError)
+    ├── Stopped                   lyra.detached (internal): an attempt its client cancelled
+    ├── DurableChildError         lyra.durable: a task's workflow ended without a result
+    │                             (also a RuntimeError)
+    ├── StageFailed               lyra.proteins (internal): a stage's soft failure
     └── ChildSignal               raised *inside* a child, classified, never escapes
         ├── ChildBlocked          ctx.block(category, reason) / report_blocker
         │   └── QuestionAsked     ctx.ask(question) and nobody answered
@@ -20,6 +31,18 @@ child sends on purpose, and for the one documented parser error::
         ├── TransientError        infrastructure hiccup worth retrying (retry_after)
         ├── IncompleteOutput      the child stopped early (model hit max_tokens)
         └── BudgetExhausted       ctx.charge went over the tree's budget
+
+Two derive from ``BaseException`` on purpose, outside the tree: like
+``KeyboardInterrupt``, each stops a whole durable run, and no ``except
+Exception`` that contains one task's failure may hold it back::
+
+    BaseException
+    ├── NoWorkers                 lyra.durable: no worker took a queued child in time;
+    │                             the children stay queued for a resume
+    └── StorageGaveOut            lyra.durable (internal): the checkpoint storage failed
+                                  under a task; DBOS would record an Exception as the
+                                  workflow's end, where this leaves it pending for a
+                                  resume; the run stops with RunStopped
 
 Third-party errors (the Anthropic SDK, httpx) are translated in exactly one
 place, :mod:`lyra.delegation._foreign`.

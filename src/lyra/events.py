@@ -20,6 +20,10 @@ outside an event loop; so a killed process never leaves half a line and loses
 at most the events of the moment it died; a write that fails (a full disk) is
 cut back to the last whole line and remembered (:func:`problems`), never
 raised.
+
+Every event's name is a constant here (``events.DELEGATION_FAILED`` is
+``"delegation_failed"``): lyra's writers and ``lyra logs`` use them, so a name is
+spelled once; docs/events.md says what each event means, its level and fields.
 """
 
 from __future__ import annotations
@@ -44,7 +48,51 @@ import orjson
 from lyra._files import open_to_append
 
 __all__ = [
+    "A2A_CANCEL_UNCONFIRMED",
+    "ANSWER_WRITER_FAILED",
+    "CHILDREN_RECOVERED",
+    "CONCURRENCY_CHANGED",
+    "DBOS_MESSAGE",
+    "DEADLINE_OVERRUN",
+    "DECOMPOSITION_FINISHED",
+    "DELEGATION_CANCELLED",
+    "DELEGATION_COMPLETED",
+    "DELEGATION_FAILED",
+    "DELEGATION_STARTED",
+    "DETACHED_ANSWERED",
+    "DETACHED_CANCELLED",
+    "DETACHED_QUESTION",
+    "DETACHED_STARTED",
+    "DURABLE_POLL_FAILED",
+    "ELICITATION_FAILED",
     "LEVELS",
+    "MODEL_DECOMPOSER_FAILED",
+    "MODEL_PLANNER_FAILED",
+    "ON_OUTCOME_FAILED",
+    "PICTURES_FAILED",
+    "PROTEIN_ID_INVALID",
+    "PROTEIN_ID_NOT_ACCESSION",
+    "PROTEIN_ID_RESOLVED",
+    "PROTEIN_INTERNAL_ERROR",
+    "PROTEIN_RESPONSE_INVALID",
+    "QUESTION_ASKED",
+    "QUESTION_PARKED",
+    "QUESTION_RELAY_FAILED",
+    "QUESTION_WAITING",
+    "QUORUM_DECISION",
+    "RATE_LIMIT_COOLDOWN",
+    "RECOVERY_ATTEMPT",
+    "RECOVERY_SWEEP_FAILED",
+    "RUN_DIR_WRITE_FAILED",
+    "RUN_FINISHED",
+    "RUN_INTERRUPTED",
+    "SUPERVISOR_STEP_FAILED",
+    "TASK_CRASH_LOOP",
+    "TASK_INTERNAL_ERROR",
+    "TORN_LINE_ENDED",
+    "TRACING_FAILED",
+    "WORKER_STARTED",
+    "WORKER_STOPPED",
     "capturing",
     "configure",
     "enabled",
@@ -55,6 +103,70 @@ __all__ = [
     "replay",
     "warning",
 ]
+
+# -- names ----------------------------------------------------------------------------
+# Every event lyra emits. Never rename one: logs on disk carry these names, and
+# `lyra logs` reads them back. docs/events.md describes each (a test holds it to
+# these constants and to the calls that emit them).
+
+# one attempt (lyra.delegation)
+DELEGATION_STARTED = "delegation_started"
+DELEGATION_COMPLETED = "delegation_completed"
+DELEGATION_FAILED = "delegation_failed"
+DELEGATION_CANCELLED = "delegation_cancelled"
+DEADLINE_OVERRUN = "deadline_overrun"
+QUESTION_ASKED = "question_asked"
+RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
+
+# recovery (lyra.recovery)
+RECOVERY_ATTEMPT = "recovery_attempt"
+DECOMPOSITION_FINISHED = "decomposition_finished"
+MODEL_DECOMPOSER_FAILED = "model_decomposer_failed"
+
+# the supervisor and its run directory (lyra.supervisor), the event log itself
+CONCURRENCY_CHANGED = "concurrency_changed"
+ON_OUTCOME_FAILED = "on_outcome_failed"
+TASK_INTERNAL_ERROR = "task_internal_error"
+SUPERVISOR_STEP_FAILED = "supervisor_step_failed"
+ANSWER_WRITER_FAILED = "answer_writer_failed"
+RUN_DIR_WRITE_FAILED = "run_dir_write_failed"
+TORN_LINE_ENDED = "torn_line_ended"
+
+# children, traces, MCP (lyra.children, lyra.tracing, lyra.mcp)
+A2A_CANCEL_UNCONFIRMED = "a2a_cancel_unconfirmed"
+TRACING_FAILED = "tracing_failed"
+ELICITATION_FAILED = "elicitation_failed"
+
+# detached delegations (lyra.detached)
+DETACHED_STARTED = "detached_started"
+DETACHED_CANCELLED = "detached_cancelled"
+DETACHED_ANSWERED = "detached_answered"
+DETACHED_QUESTION = "detached_question"
+
+# durable runs and workers (lyra.durable)
+WORKER_STARTED = "worker_started"
+WORKER_STOPPED = "worker_stopped"
+RECOVERY_SWEEP_FAILED = "recovery_sweep_failed"
+DURABLE_POLL_FAILED = "durable_poll_failed"
+QUESTION_PARKED = "question_parked"
+QUESTION_WAITING = "question_waiting"
+QUESTION_RELAY_FAILED = "question_relay_failed"
+TASK_CRASH_LOOP = "task_crash_loop"
+CHILDREN_RECOVERED = "children_recovered"
+DBOS_MESSAGE = "dbos_message"
+
+# the protein workload (lyra.proteins)
+RUN_FINISHED = "run_finished"
+RUN_INTERRUPTED = "run_interrupted"
+QUORUM_DECISION = "quorum_decision"
+PROTEIN_ID_RESOLVED = "protein_id_resolved"
+PROTEIN_INTERNAL_ERROR = "protein_internal_error"
+PROTEIN_RESPONSE_INVALID = "protein_response_invalid"
+PROTEIN_ID_INVALID = "protein_id_invalid"
+PROTEIN_ID_NOT_ACCESSION = "protein_id_not_accession"
+PICTURES_FAILED = "pictures_failed"
+MODEL_PLANNER_FAILED = "model_planner_failed"
+
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 _RANK = {name: rank for rank, name in enumerate(LEVELS)}
@@ -99,7 +211,7 @@ def configure(
     _problems.clear()
     for sink in sinks:
         if isinstance(sink, _JsonLines) and sink.lead:
-            warning("torn_line_ended", path=sink.name)
+            warning(TORN_LINE_ENDED, path=sink.name)
 
 
 def flush() -> None:

@@ -314,7 +314,7 @@ def _contained(where: str) -> Iterator[None]:
         kind = (where, type(exc).__name__)
         if kind not in _reported:
             _reported.add(kind)
-            events.warning("tracing_failed", where=where, error=f"{type(exc).__name__}: {exc}")
+            events.warning(events.TRACING_FAILED, where=where, error=f"{type(exc).__name__}: {exc}")
 
 
 async def _traced_attempt(

@@ -26,7 +26,8 @@ from lyra import __version__
 from lyra._extras import missing_extra
 from lyra.a2a._delegations import Delegations
 from lyra.children.a2a import USAGE_EXTENSION
-from lyra.delegation import Child, Limits, as_callable
+from lyra.delegation import Child, Limits
+from lyra.delegation._internal import as_callable
 from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryPolicy
 

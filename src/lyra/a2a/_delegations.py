@@ -24,15 +24,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from lyra.delegation import (
-    Child,
-    ChildContext,
-    DelegationResult,
-    Limits,
-    Usage,
-    as_callable,
-    observing,
-)
+from lyra.delegation import Child, ChildContext, DelegationResult, Limits, Usage, observing
+from lyra.delegation._internal import as_callable
 from lyra.recovery import RecoveryPolicy, recover
 
 PROGRESS_INTERVAL = 0.1

@@ -247,7 +247,7 @@ class _Conversation:
             confirmed = True
         if not confirmed:
             events.warning(
-                "a2a_cancel_unconfirmed",
+                events.A2A_CANCEL_UNCONFIRMED,
                 session_id=self.ctx.session_id,
                 url=self.url,
                 task_id=self.task_id,

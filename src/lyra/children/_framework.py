@@ -21,8 +21,8 @@ import anyio
 
 from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
-from lyra.delegation import ChildContext, foreign_cancellation
-from lyra.delegation._text import qualified_type_name
+from lyra.delegation import ChildContext
+from lyra.delegation._internal import foreign_cancellation, qualified_type_name
 from lyra.errors import ForeignCancellation
 
 T = TypeVar("T")

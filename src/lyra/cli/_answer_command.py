@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,7 +91,7 @@ class _Run:
 
 def run(args: argparse.Namespace) -> int:
     """List the questions waiting, or answer one."""
-    from lyra.durable._database import require_durable
+    from lyra.durable._internal import require_durable
 
     require_durable()
     run_dir, task, text = _words(args)
@@ -134,7 +132,7 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     """The run named; a usage error for a folder that holds none, or options that
     do not fit it."""
     from lyra.cli._run_record import load_record
-    from lyra.durable._database import (
+    from lyra.durable._internal import (
         SQLITE_FILE,
         check_reachable,
         postgres_url,
@@ -194,42 +192,20 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     )
 
 
-@contextmanager
-def _client(url: str) -> Iterator[Any]:
-    """A DBOS client on the run's database, closed after use. It launches no DBOS:
-    nothing of the run runs here."""
-    from dbos import DBOSClient
-
-    from lyra.durable._engine import JsonSerializer, sqlite_engine
-
-    engine = sqlite_engine(url) if url.startswith("sqlite") else None
-    client = (
-        DBOSClient(system_database_engine=engine, serializer=JsonSerializer())
-        if engine is not None
-        else DBOSClient(system_database_url=url, serializer=JsonSerializer())
-    )
-    try:
-        yield client
-    finally:
-        client.destroy()
-        if engine is not None:
-            engine.dispose()  # a client leaves an engine it was given open
-
-
 def _waiting(where: _Run) -> list[WaitingQuestion]:
     from lyra._sync import run_blocking
-    from lyra.durable import _questions as questions
+    from lyra.durable._internal import dbos_client, questions_waiting
 
-    with _client(where.url) as mailbox:
+    with dbos_client(where.url) as mailbox:
         return run_blocking(
             "waiting",
-            lambda: questions.waiting(mailbox, where.prefix, postgres=where.postgres),
+            lambda: questions_waiting(mailbox, where.prefix, postgres=where.postgres),
         )
 
 
 def _list(where: _Run, *, json_out: bool) -> int:
     """Print the questions waiting; 0 when one waits for an answer, else 1."""
-    from lyra.delegation import printable
+    from lyra.delegation._internal import printable
 
     found = _waiting(where)
     if json_out:
@@ -258,14 +234,14 @@ def _list(where: _Run, *, json_out: bool) -> int:
 def _answer(where: _Run, task: str, text: str, *, json_out: bool) -> int:
     """Answer the one question ``task`` waits on."""
     from lyra._sync import run_blocking
-    from lyra.durable import _questions as questions
+    from lyra.durable._internal import answer_question, dbos_client, questions_waiting
 
-    with _client(where.url) as mailbox:
+    with dbos_client(where.url) as mailbox:
         found = run_blocking(
-            "waiting", lambda: questions.waiting(mailbox, where.prefix, postgres=where.postgres)
+            "waiting", lambda: questions_waiting(mailbox, where.prefix, postgres=where.postgres)
         )
         asked = _one(where, task, found, mailbox)
-        run_blocking("answer", lambda: questions.answer(mailbox, asked, text))
+        run_blocking("answer", lambda: answer_question(mailbox, asked, text))
     if json_out:
         _stdout.write(json.dumps({**_fields(asked), "answer": text}, indent=2, ensure_ascii=False))
     else:

@@ -31,15 +31,17 @@ from urllib.parse import urlsplit
 from lyra.cli._request import Placement, differences
 from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record
 from lyra.durable import DurableExecutor
-from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_sqlite
-from lyra.durable._database import (
+from lyra.durable._internal import (
     SQLITE_FILE,
+    CheckpointsDamaged,
+    Ledger,
     check_reachable,
+    check_recorded,
+    check_sqlite,
     postgres_url,
     redacted,
     require_durable,
 )
-from lyra.durable._events import Ledger
 from lyra.errors import ConfigurationError
 from lyra.proteins import UNFINISHED, AnalysisOutput, AnalyzeRequest, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
@@ -255,7 +257,7 @@ def _start(executor: DurableExecutor) -> None:
 
 def _quiet_stop(executor: DurableExecutor) -> None:
     """Ctrl+C while DBOS starts: stop it without its own messages."""
-    from lyra.durable._executor import quiet_dbos
+    from lyra.durable._internal import quiet_dbos
 
     quiet_dbos()
     with suppress(Exception):  # stopping half-started DBOS may fail; we exit anyway

@@ -15,7 +15,8 @@ from typing import Any, TextIO
 
 import anyio
 
-from lyra.delegation import RunningAttempt, concurrency, observing, printable, running
+from lyra.delegation import RunningAttempt, concurrency, observing, running
+from lyra.delegation._internal import printable
 
 REFRESH = 0.25
 """Seconds between two redraws of the table."""

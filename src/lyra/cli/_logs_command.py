@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from lyra.cli import _stdout
 from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
+from lyra.errors import LyraError
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
     from lyra.logs import FailureStats, ReadStats, TimeoutSuggestion
@@ -126,7 +127,7 @@ def _note(text: str) -> None:
     print(f"lyra logs: {text}", file=sys.stderr)
 
 
-class _Unwritable(OSError):
+class _Unwritable(LyraError, OSError):
     """stdout could not be written (no file name: lyra's main reports it as output)."""
 
 

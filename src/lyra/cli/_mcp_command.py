@@ -255,12 +255,12 @@ def _delegations(
 
     if not (request.durable or request.database_url):
         return Delegations(child, keep_for=request.keep_results)
-    from lyra.durable._database import require_durable
+    from lyra.durable._internal import require_durable
 
     require_durable()
     ref = _child_ref(args)
     if request.database_url:
-        from lyra.durable._database import check_reachable, postgres_url
+        from lyra.durable._internal import check_reachable, postgres_url
 
         url = postgres_url(request.database_url)
         check_reachable(url)

@@ -53,7 +53,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the worker until Ctrl+C or SIGTERM."""
-    from lyra.durable._worker import run_worker
+    from lyra.durable._internal import run_worker
 
     stop = threading.Event()
 

@@ -426,7 +426,7 @@ class ChildContext:
             if reply is not None:
                 known = self.answers[question] = safe_str(reply)
         events.info(
-            "question_asked",
+            events.QUESTION_ASKED,
             session_id=self.session_id,
             subject=self.subject,
             attempt=self.attempt,

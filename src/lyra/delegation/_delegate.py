@@ -104,7 +104,7 @@ async def run_attempt(
         fresh=fresh,
     )
     fields = _fields(ctx)
-    events.info("delegation_started", **fields, **_limit_fields(limits))
+    events.info(events.DELEGATION_STARTED, **fields, **_limit_fields(limits))
     started = time.perf_counter()
     try:
         verdict, output = await _run(call, prompt, ctx, limiter, verify)
@@ -119,15 +119,15 @@ async def run_attempt(
     if overrun is not None:
         fields["overrun_s"] = overrun
         events.warning(
-            "deadline_overrun", **fields, timeout=limits.timeout, blocked_by=limiter.blocker()
+            events.DEADLINE_OVERRUN, **fields, timeout=limits.timeout, blocked_by=limiter.blocker()
         )
     if verdict is None:
-        events.info("delegation_completed", duration=duration, **fields)
+        events.info(events.DELEGATION_COMPLETED, duration=duration, **fields)
         return _result(ctx, duration, output=output, overrun=overrun)
     storm = _rate_limited(ctx, verdict)
     failure = _failure(verdict, ctx, duration, storm)
     events.info(
-        "delegation_failed",
+        events.DELEGATION_FAILED,
         category=str(failure.category),
         retryable=failure.suggested_retry,
         error_type=str(failure.error_type),
@@ -179,7 +179,7 @@ def _stopped(
     if budget:
         reason = "budget exhausted" + ("" if ctx.spent_last else " elsewhere")
     events.info(
-        "delegation_cancelled",
+        events.DELEGATION_CANCELLED,
         duration=duration,
         reason=reason,
         **fields,

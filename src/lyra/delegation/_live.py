@@ -82,7 +82,7 @@ def observing() -> Iterator[None]:
 
 
 @contextmanager
-def pool(throttle: Pool) -> Iterator[None]:
+def observed_pool(throttle: Pool) -> Iterator[None]:
     """Show ``throttle`` (a pool's concurrency) to a display while the block runs."""
     _pools.append(throttle)
     try:

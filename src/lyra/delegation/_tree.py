@@ -77,7 +77,7 @@ class Tree:
             if self.cooldown_left(provider) <= 0:
                 self._started_by[provider] = task
             self._until[provider] = until
-            events.warning("rate_limit_cooldown", provider=provider, seconds=seconds, **fields)
+            events.warning(events.RATE_LIMIT_COOLDOWN, provider=provider, seconds=seconds, **fields)
         for listener in self._listeners:
             listener.rate_limited(provider, seconds)
 

@@ -30,6 +30,7 @@ from lyra import events
 from lyra.delegation import Child, DelegationResult, Usage
 from lyra.detached._models import FINISHED, DelegationRequest, DelegationStatus, State
 from lyra.detached._watch import KEY, Observed, attempt, forget, release, stop
+from lyra.errors import LyraError
 from lyra.supervisor import Supervisor, Task, lost_outcome
 
 KEEP_FOR = 3600.0
@@ -37,11 +38,11 @@ KEEP_FOR = 3600.0
 _PROMPT_SHOWN = 200
 
 
-class UnknownDelegation(LookupError):
+class UnknownDelegation(LyraError, LookupError):
     """No delegation has this id (never started here, or forgotten since it finished)."""
 
 
-class NoQuestion(LookupError):
+class NoQuestion(LyraError, LookupError):
     """The delegation waits for no answer: its child asked nothing, or not any more."""
 
 
@@ -223,7 +224,7 @@ class Delegations:
         self._delegations[delegation.delegation_id] = delegation
         self._spawn(delegation)
         await delegation.recorded.wait()
-        events.info("detached_started", delegation_id=delegation.delegation_id)
+        events.info(events.DETACHED_STARTED, delegation_id=delegation.delegation_id)
         return self._status(delegation)
 
     def status(self, delegation_id: str) -> DelegationStatus:
@@ -249,7 +250,7 @@ class Delegations:
         delegation.move("cancelled", self._clock())
         stop(delegation_id)  # an attempt running outside its task (a durable workflow)
         delegation.scope.cancel()
-        events.info("detached_cancelled", delegation_id=delegation_id)
+        events.info(events.DETACHED_CANCELLED, delegation_id=delegation_id)
         return self._status(delegation)
 
     def answer(self, delegation_id: str, answer: str) -> DelegationStatus:
@@ -265,7 +266,7 @@ class Delegations:
         delegation.answered.set()
         delegation.answered = delegation.question = None
         delegation.move("working", self._clock())
-        events.info("detached_answered", delegation_id=delegation_id)
+        events.info(events.DETACHED_ANSWERED, delegation_id=delegation_id)
         return self._status(delegation)
 
     def list(self) -> list[DelegationStatus]:
@@ -306,7 +307,9 @@ class Delegations:
         answered = delegation.answered = anyio.Event()
         delegation.question, delegation.answer = question, None
         delegation.move("input_required", self._clock())
-        events.info("detached_question", delegation_id=delegation.delegation_id, question=question)
+        events.info(
+            events.DETACHED_QUESTION, delegation_id=delegation.delegation_id, question=question
+        )
         try:
             await answered.wait()
         finally:

@@ -15,13 +15,15 @@ from typing import Any
 
 import anyio
 
-from lyra.delegation import Child, ChildContext, ChildRef, as_callable
+from lyra.delegation import Child, ChildContext, ChildRef
+from lyra.delegation._internal import as_callable
+from lyra.errors import LyraError
 
 KEY = "lyra_delegation"
 """The key of ``ctx.context`` that names the delegation an attempt belongs to."""
 
 
-class Stopped(Exception):
+class Stopped(LyraError):
     """The attempt was stopped from outside (its delegation was cancelled)."""
 
 

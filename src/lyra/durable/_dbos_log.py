@@ -41,15 +41,19 @@ class _ToEvents(logging.Handler):
         except Exception:  # noqa: BLE001 - a record that cannot be formatted, as logging does
             self.handleError(record)
             return
-        if record.levelno >= logging.ERROR:
-            say = events.error
-        elif record.levelno >= logging.WARNING:
-            say = events.warning
-        else:
-            say = events.info
         # In a context of its own: never one of the task events a workflow holds (their
         # numbering must not depend on what DBOS happened to say during one run of it).
-        contextvars.Context().run(say, "dbos_message", **fields)
+        contextvars.Context().run(_say, record.levelno, fields)
+
+
+def _say(level: int, fields: dict[str, str]) -> None:
+    """A DBOS record as a ``dbos_message`` event at the record's level."""
+    if level >= logging.ERROR:
+        events.error(events.DBOS_MESSAGE, **fields)
+    elif level >= logging.WARNING:
+        events.warning(events.DBOS_MESSAGE, **fields)
+    else:
+        events.info(events.DBOS_MESSAGE, **fields)
 
 
 def route() -> None:

@@ -54,18 +54,20 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import sqlalchemy as sa
-from dbos import DBOS, DBOSConfig, PortableWorkflowError, Serializer
+from dbos import DBOS, DBOSClient, DBOSConfig, PortableWorkflowError, Serializer
 from dbos import _dbos as dbos_internals
 
 from lyra import events
-from lyra.delegation import Account, Budget, DelegationResult, exception_text
+from lyra.delegation import Budget, DelegationResult, exception_text
+from lyra.delegation._internal import Account
 from lyra.durable import _dbos_log
 from lyra.durable import _questions as questions
 from lyra.durable._database import storage_failure
@@ -326,7 +328,7 @@ def _mailbox(
         marks = questions.parked(question, subject, wait)
         await DBOS.update_workflow_attributes_async(workflow_id, marks, merge=True)
         events.info(
-            "question_parked",
+            events.QUESTION_PARKED,
             question=question,
             subject=subject,
             workflow_id=workflow_id,
@@ -374,9 +376,9 @@ def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     )
     failure, task_id = outcome.result.failure, task_id_of(workflow_id)
     assert failure is not None  # an unrun outcome is a failure
-    events.error("task_crash_loop", subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    events.error(events.TASK_CRASH_LOOP, subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
     events.info(
-        "delegation_failed",
+        events.DELEGATION_FAILED,
         category=str(failure.category),
         retryable=failure.suggested_retry,
         error_type=str(failure.error_type),
@@ -428,6 +430,24 @@ def sqlite_engine(url: str) -> sa.Engine:
         dbapi_conn.execute("PRAGMA synchronous=FULL")
 
     return engine
+
+
+@contextmanager
+def dbos_client(url: str) -> Iterator[Any]:
+    """A DBOS client on a run's database, closed after use (``lyra answer``). It
+    launches no DBOS: nothing of the run runs in the process that holds it."""
+    engine = sqlite_engine(url) if url.startswith("sqlite") else None
+    client = (
+        DBOSClient(system_database_engine=engine, serializer=JsonSerializer())
+        if engine is not None
+        else DBOSClient(system_database_url=url, serializer=JsonSerializer())
+    )
+    try:
+        yield client
+    finally:
+        client.destroy()
+        if engine is not None:
+            engine.dispose()  # a client leaves an engine it was given open
 
 
 def reopen_stopped_by_storage(engine: sa.Engine) -> int:
@@ -553,7 +573,7 @@ def reap(liveness: Liveness) -> int:
         recovered += len(handles)
         if handles:
             events.warning(
-                "children_recovered",
+                events.CHILDREN_RECOVERED,
                 dead_executor=owner,
                 children=len(handles),
                 executor_id=liveness.executor_id,

@@ -57,7 +57,7 @@ from lyra.durable._database import (
 from lyra.durable._events import Ledger, install
 from lyra.durable._questions import WaitingQuestion
 from lyra.durable._spec import JobSpec
-from lyra.errors import ConfigurationError, RunStopped
+from lyra.errors import ConfigurationError, LyraError, RunStopped
 from lyra.recovery import RecoveryOutcome
 from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
 from lyra.supervisor import notify as notify_outcome
@@ -84,7 +84,7 @@ def new_executor_id(role: str) -> str:
     return f"lyra-{role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class DurableChildError(RuntimeError):
+class DurableChildError(LyraError, RuntimeError):
     """A task's workflow ended without a result (cancelled, or it kept taking
     its process down); that task fails, no other."""
 
@@ -442,7 +442,7 @@ class DurableExecutor:
                         DBOS, prefix, postgres=self.placement == "queue"
                     )
                 except Exception as exc:  # noqa: BLE001 - the questions stay recorded
-                    events.warning("durable_poll_failed", error=exception_text(exc))
+                    events.warning(events.DURABLE_POLL_FAILED, error=exception_text(exc))
                     continue
                 now = {(q.workflow_id, q.question): q for q in found if not q.answered}
                 for gone in handed.keys() - now.keys():  # answered, or its wait over
@@ -472,7 +472,7 @@ class DurableExecutor:
             except Exception as exc:  # noqa: BLE001 - a database hiccup: look again
                 handed.pop(key, None)
                 events.warning(
-                    "question_relay_failed",
+                    events.QUESTION_RELAY_FAILED,
                     workflow_id=asked.workflow_id,
                     error=exception_text(exc),
                 )
@@ -484,7 +484,7 @@ class DurableExecutor:
             until = datetime.fromtimestamp(asked.until, UTC).isoformat(timespec="seconds")
         with events.capturing(hold=True) as said:
             events.warning(
-                "question_waiting",
+                events.QUESTION_WAITING,
                 subject=asked.subject,
                 question=asked.question,
                 workflow_id=asked.workflow_id,
@@ -617,7 +617,7 @@ class DurableExecutor:
         try:
             await anyio.to_thread.run_sync(lambda: _engine.reap(liveness))
         except Exception as exc:  # noqa: BLE001 - the next sweep tries again
-            events.warning("recovery_sweep_failed", error=exception_text(exc))
+            events.warning(events.RECOVERY_SWEEP_FAILED, error=exception_text(exc))
 
     def _finish(self, run: _Run, result: Any, on_outcome: OnOutcome | None) -> RecoveryOutcome:
         from lyra.durable._engine import decode
@@ -761,7 +761,7 @@ class _Watch:
                     workflow_ids=fresh[start : start + _CHUNK], load_input=False
                 )
         except Exception as exc:  # noqa: BLE001 - results stay recorded; look again soon
-            events.warning("durable_poll_failed", error=exception_text(exc))
+            events.warning(events.DURABLE_POLL_FAILED, error=exception_text(exc))
             return []
         if found:
             self.progress = time.monotonic()
@@ -783,7 +783,7 @@ class _Watch:
                 load_output=False,
             )
         except Exception as exc:  # noqa: BLE001 - a database hiccup is not a missing worker
-            events.warning("durable_poll_failed", error=exception_text(exc))
+            events.warning(events.DURABLE_POLL_FAILED, error=exception_text(exc))
             return
         if running:
             self.progress = time.monotonic()  # a worker is on a long child

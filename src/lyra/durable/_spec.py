@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.delegation import DEFAULT_MAX_REPEATS, ChildRef, Limits
+from lyra.delegation import ChildRef, Limits
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS
 from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryPolicy
 from lyra.supervisor import Job

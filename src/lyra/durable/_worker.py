@@ -54,14 +54,14 @@ def run_worker(
         _engine.launch(url, executor_id=executor_id, listen=[_engine.QUEUE])
         try:
             _engine.ensure_queue(worker_concurrency=concurrency)
-            events.info("worker_started", executor_id=executor_id, queue=_engine.QUEUE)
+            events.info(events.WORKER_STARTED, executor_id=executor_id, queue=_engine.QUEUE)
             if ready is not None:
                 ready(executor_id)
             while True:
                 _reap(liveness)
                 if stop.wait(REAP_EVERY):
                     break
-            events.info("worker_stopped", executor_id=executor_id)
+            events.info(events.WORKER_STOPPED, executor_id=executor_id)
         finally:
             quiet_dbos()  # the children still running go back to the queue, without a word each
             _engine.destroy()
@@ -76,4 +76,4 @@ def _reap(liveness: Liveness) -> None:
     try:
         _engine.reap(liveness)
     except Exception as exc:  # noqa: BLE001 - a failed sweep is retried on the next one
-        events.warning("recovery_sweep_failed", error=exception_text(exc))
+        events.warning(events.RECOVERY_SWEEP_FAILED, error=exception_text(exc))

@@ -31,19 +31,31 @@ from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
-from lyra.delegation import REPORT_HEADER, TaskReport, find_reports, report_boundary
+from lyra.delegation import TaskReport, find_reports
+from lyra.delegation._internal import REPORT_HEADER, report_boundary
 from lyra.errors import LyraError
+from lyra.events import (
+    DECOMPOSITION_FINISHED,
+    DELEGATION_CANCELLED,
+    DELEGATION_COMPLETED,
+    DELEGATION_FAILED,
+    DELEGATION_STARTED,
+    RECOVERY_ATTEMPT,
+    RUN_FINISHED,
+)
 
-STARTED = "delegation_started"
-COMPLETED = "delegation_completed"
-FAILED = "delegation_failed"
-CANCELLED = "delegation_cancelled"
-"""An attempt stopped from outside (a client that left, Ctrl+C, a cancelled parent)."""
-RECOVERY = "recovery_attempt"
-RUN_FINISHED = "run_finished"
-DECOMPOSED = "decomposition_finished"
-"""A decomposed attempt's outcome: ``status`` over its subtasks (not itself a delegation)."""
-_KNOWN = frozenset({STARTED, COMPLETED, FAILED, CANCELLED, RECOVERY, RUN_FINISHED, DECOMPOSED})
+_KNOWN = frozenset(
+    {
+        DELEGATION_STARTED,
+        DELEGATION_COMPLETED,
+        DELEGATION_FAILED,
+        DELEGATION_CANCELLED,
+        RECOVERY_ATTEMPT,
+        RUN_FINISHED,
+        DECOMPOSITION_FINISHED,
+    }
+)
+"""The events read field by field; any other keeps only its name and time."""
 
 MAX_LINE = 1 << 20
 """Longest event line read whole, in bytes; a longer line is skipped as malformed."""
@@ -119,7 +131,7 @@ class Event(NamedTuple):
         return _tuple_new(
             cls,
             (
-                FAILED if failed else COMPLETED,
+                DELEGATION_FAILED if failed else DELEGATION_COMPLETED,
                 source,
                 None,
                 fields["session_id"],

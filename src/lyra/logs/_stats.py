@@ -26,14 +26,16 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from lyra.delegation import ErrorType, FailureCategory
-from lyra.logs._read import (
-    CANCELLED,
-    COMPLETED,
-    DECOMPOSED,
-    FAILED,
-    RECOVERY,
+from lyra.events import (
+    DECOMPOSITION_FINISHED,
+    DELEGATION_CANCELLED,
+    DELEGATION_COMPLETED,
+    DELEGATION_FAILED,
+    DELEGATION_STARTED,
+    RECOVERY_ATTEMPT,
     RUN_FINISHED,
-    STARTED,
+)
+from lyra.logs._read import (
     Event,
     PathLike,
     ReadStats,
@@ -68,7 +70,7 @@ _DISPLAY_STEPS = (
 MAX_BUCKETS = 60
 """Most bars in the failures-over-time chart."""
 _MAX_PATTERNS = 10_000  # distinct blocker patterns kept; the rest count as "(other)"
-_FINISHED = frozenset({COMPLETED, FAILED})
+_FINISHED = frozenset({DELEGATION_COMPLETED, DELEGATION_FAILED})
 _MAX_TASKS = 200_000
 """Most tasks whose outcome is remembered while it may still change (the newest
 half is always kept). A recovery loop retries within a few attempts, so a task
@@ -404,23 +406,25 @@ class StatsBuilder:
         name = event.name
         if name in _FINISHED:
             fields = event._asdict()
-            self._finished(fields.get, name == FAILED, moment, event.source, event.is_report)
-        elif name == STARTED:
+            self._finished(
+                fields.get, name == DELEGATION_FAILED, moment, event.source, event.is_report
+            )
+        elif name == DELEGATION_STARTED:
             self._started(event.session_id, event.source)
-        elif name == CANCELLED:
+        elif name == DELEGATION_CANCELLED:
             self._cancelled(event.session_id, event.source)
-        elif name == RECOVERY:
+        elif name == RECOVERY_ATTEMPT:
             self._recovery(event.strategy)
         elif name == RUN_FINISHED:
             self.runs += 1
-        elif name == DECOMPOSED:
+        elif name == DECOMPOSITION_FINISHED:
             self._decomposed(event)
 
     def add_record(self, record: Record, source: str = "") -> None:
         """Count one decoded event line: ``add(Event.from_dict(record, source))``,
         reading only the fields that count, without building the event."""
         name = record["event"]
-        if name == DECOMPOSED:  # rare: the event will do
+        if name == DECOMPOSITION_FINISHED:  # rare: the event will do
             self.add(event_of(record, source))
             return
         get = record.get
@@ -428,12 +432,12 @@ class StatsBuilder:
         if not self._admit(moment):
             return
         if name in _FINISHED:
-            self._finished(get, name == FAILED, moment, source, False)
-        elif name == STARTED:
+            self._finished(get, name == DELEGATION_FAILED, moment, source, False)
+        elif name == DELEGATION_STARTED:
             self._started(_text(get("session_id")), source)
-        elif name == CANCELLED:
+        elif name == DELEGATION_CANCELLED:
             self._cancelled(_text(get("session_id")), source)
-        elif name == RECOVERY:
+        elif name == RECOVERY_ATTEMPT:
             self._recovery(_text(get("strategy")))
         elif name == RUN_FINISHED:
             self.runs += 1

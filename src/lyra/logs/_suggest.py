@@ -22,7 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from lyra.logs._read import COMPLETED, FAILED, STARTED, Event, PathLike, ReadStats, read_events
+from lyra.events import DELEGATION_COMPLETED, DELEGATION_FAILED, DELEGATION_STARTED
+from lyra.logs._read import Event, PathLike, ReadStats, read_events
 from lyra.logs._stats import Sessions, percentile
 
 OVERALL = "overall"
@@ -107,13 +108,13 @@ def suggest_timeout(
         if event.parent_task_id is not None:
             continue  # a subtask: a share of the work under a share of the time
         name = event.name
-        if name == STARTED:
+        if name == DELEGATION_STARTED:
             if sessions.first(event.session_id, False) and event.timeout is not None:
                 timeouts[event.timeout] += 1
         elif (
-            name in (COMPLETED, FAILED)
+            name in (DELEGATION_COMPLETED, DELEGATION_FAILED)
             and sessions.first(event.session_id, True)
-            and (name == COMPLETED or event.category == "timeout")
+            and (name == DELEGATION_COMPLETED or event.category == "timeout")
         ):
             _note(kinds.setdefault(subject_kind(event.subject), _Kind()), event)
     overall = _overall(kinds.values(), percentile_q, margin, min_samples)
@@ -151,7 +152,7 @@ def suggest_from_files(
 
 
 def _note(kind: _Kind, event: Event) -> None:
-    if event.name == FAILED:
+    if event.name == DELEGATION_FAILED:
         kind.timed_out += 1
         return
     if event.duration is not None and event.duration >= 0:

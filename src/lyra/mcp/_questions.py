@@ -38,7 +38,7 @@ def elicitor(mcp: Context) -> Answerer | None:
         try:
             reply = await mcp.elicit(question, Answer)
         except Exception as exc:  # noqa: BLE001 - no answer: the report carries the question
-            events.warning("elicitation_failed", question=question, error=type(exc).__name__)
+            events.warning(events.ELICITATION_FAILED, question=question, error=type(exc).__name__)
             return None
         return reply.data.answer if reply.action == "accept" else None
 

@@ -22,7 +22,7 @@ from pydantic import Field
 from lyra import Supervisor, TaskReport, __version__, parse_report
 from lyra.delegation import Child
 from lyra.detached import Delegations, Observed
-from lyra.detached._watch import KEY, release
+from lyra.detached._internal import KEY, release
 from lyra.errors import ReportParseError
 from lyra.mcp._arguments import BudgetLimits, IdleTimeout, Prompt, Timeout
 from lyra.mcp._detached import detached_tools

@@ -305,7 +305,7 @@ async def _conclude(
     )
     if folder is not None:
         folder.save(folder.output, output.model_dump_json(indent=2))
-    events.info("run_finished", **output.summary.model_dump())
+    events.info(events.RUN_FINISHED, **output.summary.model_dump())
     return output
 
 
@@ -326,7 +326,7 @@ def _save_interrupted(tally: Tally, folder: RunDir, requested: Iterable[str]) ->
         _save_unfinished(folder, _unfinished_output(tally, folder, _handed(tally), None))
     output = _stopped_output(tally, folder, requested)
     _save_unfinished(folder, output)
-    events.warning("run_interrupted", **output.summary.model_dump())
+    events.warning(events.RUN_INTERRUPTED, **output.summary.model_dump())
 
 
 def _save_unfinished(folder: RunDir, output: AnalysisOutput) -> None:
@@ -441,7 +441,7 @@ async def _quorum(
             tally.quorum_view(requested), policy, retries_left=round_ < policy.critical_retries
         )
         events.info(
-            "quorum_decision",
+            events.QUORUM_DECISION,
             action=decision.action,
             met=decision.met,
             confidence=decision.confidence,
@@ -529,7 +529,7 @@ class _Input:
                     self._pending.append(valid_text(protein_id))
                     if note is not None and len(self.notes) < NOTES_KEPT:
                         self.notes.append(note)
-                        events.info("protein_id_resolved", given=part, subject=protein_id)
+                        events.info(events.PROTEIN_ID_RESOLVED, given=part, subject=protein_id)
             protein_id = self._pending.popleft()
             if protein_id not in self._seen:
                 self._seen.add(protein_id)
@@ -666,7 +666,7 @@ def _entry(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
     try:
         return entry_for(protein_id, outcome)
     except Exception as exc:  # noqa: BLE001 - isolation: one protein, never the run
-        events.error("protein_internal_error", subject=protein_id, error=exception_text(exc))
+        events.error(events.PROTEIN_INTERNAL_ERROR, subject=protein_id, error=exception_text(exc))
         return _unfinished(protein_id, exception_text(exc))
 
 

@@ -41,7 +41,9 @@ def with_pictures(
         try:
             drawn = draw(entry.protein_id, plddt, structure, _pae(source, summary), folder)
         except Exception as exc:  # noqa: BLE001 - a picture never costs the protein its brief
-            events.warning("pictures_failed", subject=entry.protein_id, error=exception_text(exc))
+            events.warning(
+                events.PICTURES_FAILED, subject=entry.protein_id, error=exception_text(exc)
+            )
             note = f"Not drawn: {exception_text(exc)}."
         else:
             note = "\n".join(f"- [{p.title}](../figures/{p.path.name})" for p in drawn)

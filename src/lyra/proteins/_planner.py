@@ -67,7 +67,7 @@ async def plan_question(
             client=client,
         )
     except Exception as exc:  # noqa: BLE001 - the rules still plan
-        events.warning("model_planner_failed", error=exception_text(exc))
+        events.warning(events.MODEL_PLANNER_FAILED, error=exception_text(exc))
         return plan_by_rules(question)
     checked = [normalize_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
     ids = list(dict.fromkeys(value for value in checked if value is not None))

@@ -70,7 +70,7 @@ def validate_response(response: object, protein_id: str, source: str) -> dict[st
     reason = _problem(response)
     if reason is not None:
         events.warning(
-            "protein_response_invalid", uniprot_id=protein_id, source=source, reason=reason
+            events.PROTEIN_RESPONSE_INVALID, uniprot_id=protein_id, source=source, reason=reason
         )
         error = _error(reason, protein_id, source)
         if isinstance(response, dict) and isinstance(response.get("status"), int):
@@ -97,12 +97,15 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
     if not ok or value is None:
         error = _error(problem or "invalid protein ID", protein_id, source.name)
         events.warning(
-            "protein_id_invalid", uniprot_id=error["uniprot_id"], source=source.name, reason=problem
+            events.PROTEIN_ID_INVALID,
+            uniprot_id=error["uniprot_id"],
+            source=source.name,
+            reason=problem,
         )
         return error
     why = accession_problem(value) if getattr(source, "uniprot_accessions", True) else None
     if why is not None:  # it cannot exist: no source is asked (DESIGN §6)
-        events.warning("protein_id_not_accession", uniprot_id=value, source=source.name)
+        events.warning(events.PROTEIN_ID_NOT_ACCESSION, uniprot_id=value, source=source.name)
         error = _error(f"Protein {value} not found: {why}{gene_hint(value)}", value, source.name)
         return {**error, "status": 404}
     return validate_response(source.fetch(value), value, source.name)

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import DEFAULT_MAX_REPEATS, Answerer, Budget, Child, Limits, Verifier
+from lyra.delegation import Answerer, Budget, Child, Limits, Verifier
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._strategies import ContextProvider

@@ -55,7 +55,7 @@ class ModelDecomposer:
                 model=self.model,
             )
         except Exception as exc:  # noqa: BLE001 - any failure: the rules still split
-            events.warning("model_decomposer_failed", error=exception_text(exc))
+            events.warning(events.MODEL_DECOMPOSER_FAILED, error=exception_text(exc))
             return decompose(prompt)
         subtasks = [str(item).strip() for item in answer.get("subtasks") or [] if str(item).strip()]
         return subtasks[:MAX_SUBTASKS] if len(subtasks) >= 2 else decompose(prompt)

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 from lyra import events, tracing
 from lyra.children import default_child
 from lyra.delegation import (
-    Account,
     Answerer,
     Budget,
     Child,
@@ -23,13 +22,10 @@ from lyra.delegation import (
     DelegationResult,
     FailureCategory,
     Limits,
-    Tree,
     Usage,
     Verifier,
-    child_name,
-    new_session_id,
-    run_attempt,
 )
+from lyra.delegation._internal import Account, Tree, child_name, new_session_id, run_attempt
 from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt
@@ -417,7 +413,7 @@ async def _decomposed(
         results.append(await run(sub_prompt, limits=share, context=sub_context))
     result = _aggregate(plan.subtasks, results, attempt=attempt.number, subject=subject)
     events.info(
-        "decomposition_finished",
+        events.DECOMPOSITION_FINISHED,
         task_id=parent,
         session_id=result.session_id,
         subject=subject,
@@ -475,7 +471,7 @@ def _log_recovery(
     plan: Plan, attempt: int, failure: ChildFailure, *, task_id: str, subject: str | None
 ) -> None:
     events.info(
-        "recovery_attempt",
+        events.RECOVERY_ATTEMPT,
         task_id=task_id,
         session_id=failure.session_id,
         subject=subject,

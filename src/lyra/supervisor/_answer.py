@@ -121,7 +121,9 @@ async def final_answer(
         except Exception as exc:  # noqa: BLE001 - the answer must exist whatever broke
             failed = failed or f"{type(candidate).__name__} failed: {exception_text(exc)}"
             events.warning(
-                "answer_writer_failed", writer=type(candidate).__name__, error=exception_text(exc)
+                events.ANSWER_WRITER_FAILED,
+                writer=type(candidate).__name__,
+                error=exception_text(exc),
             )
             continue
         if failed is not None:  # say so: a model-written answer was asked for

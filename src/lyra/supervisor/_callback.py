@@ -50,7 +50,7 @@ async def _settle(pending: Awaitable[object], task: Task) -> None:
     try:
         await pending
     except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
-        events.error("on_outcome_failed", subject=task.subject, error=exception_text(exc))
+        events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
 
 
 def _arity(callback: object) -> int:

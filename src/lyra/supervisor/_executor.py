@@ -19,11 +19,9 @@ from lyra.delegation import (
     DelegationResult,
     ErrorType,
     FailureCategory,
-    _live,
     exception_text,
-    foreign_cancellation,
-    new_session_id,
 )
+from lyra.delegation._internal import foreign_cancellation, new_session_id, observed_pool
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
 from lyra.supervisor._throttle import Throttle
@@ -85,7 +83,7 @@ class LocalExecutor:
 
         stop_listening = job.tree.listen(throttle)
         try:
-            with _live.pool(throttle):
+            with observed_pool(throttle):
                 if not keep:
                     await self.each(one, tasks, max_concurrency=max_concurrency, on_error=lost)
                     return []
@@ -176,14 +174,14 @@ def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -
     try:
         on_outcome(task, outcome)
     except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
-        events.error("on_outcome_failed", subject=task.subject, error=exception_text(exc))
+        events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
 
 
 def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
     """The outcome of a task whose handling broke (lyra's own bug): a failure
     that says so, contained to that task."""
     text = f"Internal error in lyra: {exception_text(exc)}"
-    events.error("task_internal_error", subject=task.subject, error=text)
+    events.error(events.TASK_INTERNAL_ERROR, subject=task.subject, error=text)
     return unrun_outcome(
         task,
         message=text,

@@ -15,7 +15,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from lyra import events
-from lyra.delegation import ErrorKind, ErrorType, describe_error, exception_text
+from lyra.delegation import ErrorType, exception_text
+from lyra.delegation._internal import ErrorKind, describe_error
 from lyra.errors import ConfigurationError, RunStopped
 
 T = TypeVar("T")
@@ -105,7 +106,7 @@ class Graceful:
             )
             self.errors.append(context)
             events.warning(
-                "supervisor_step_failed",
+                events.SUPERVISOR_STEP_FAILED,
                 step=name,
                 error_type=str(context.error_type),
                 error=context.message,

@@ -8,16 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lyra.delegation import (
-    Account,
-    Answerer,
-    Budget,
-    Child,
-    ChildRef,
-    Limits,
-    Tree,
-    Verifier,
-)
+from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
+from lyra.delegation._internal import Account, Tree
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy, Replay, recover
 
 

@@ -92,7 +92,7 @@ class RunDir:
                 fd, torn = open_to_append(path)
                 self._appending[path] = fd
                 if torn:  # an earlier process was killed mid-line: end that line first
-                    events.warning("torn_line_ended", path=str(path))
+                    events.warning(events.TORN_LINE_ENDED, path=str(path))
                     data = b"\n" + data
             written = os.write(fd, data)
             if written != len(data):  # a full disk: cut back to the last whole line
@@ -111,7 +111,7 @@ class RunDir:
 
     def _failed(self, path: Path, exc: OSError) -> None:
         self.failures.append(f"{path}: {exc.strerror or exc}")
-        events.warning("run_dir_write_failed", path=str(path), error=str(exc))
+        events.warning(events.RUN_DIR_WRITE_FAILED, path=str(path), error=str(exc))
 
     @classmethod
     def new(cls, base: Path | str = "runs") -> RunDir:

@@ -9,19 +9,8 @@ from typing import Any
 import anyio
 
 from lyra.children import default_child
-from lyra.delegation import (
-    DEFAULT_MAX_REPEATS,
-    Account,
-    Answerer,
-    Budget,
-    Child,
-    ChildRef,
-    DelegationResult,
-    Limits,
-    Tree,
-    Verifier,
-    run_attempt,
-)
+from lyra.delegation import Answerer, Budget, Child, ChildRef, DelegationResult, Limits, Verifier
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, Tree, run_attempt
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
 from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor

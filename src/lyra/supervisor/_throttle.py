@@ -1,6 +1,6 @@
 """How many children a supervisor runs at once while a provider pushes back.
 
-A :class:`Throttle` listens to its delegation tree (:class:`lyra.delegation.Tree`):
+A :class:`Throttle` listens to its delegation tree (:class:`lyra.delegation._tree.Tree`):
 a rate limit halves the number of children allowed to start (never below one),
 and each answered model request gives a little of it back, one more child per
 ``limit`` answered requests (additive increase, multiplicative decrease, as TCP
@@ -69,7 +69,7 @@ class Throttle:
     def _changed(self, before: int, reason: str) -> None:
         if self.allowed != before:
             events.info(
-                "concurrency_changed",
+                events.CONCURRENCY_CHANGED,
                 concurrency=self.allowed,
                 previous=before,
                 ceiling=self.ceiling,
