@@ -49,12 +49,10 @@ def test_entry_names_and_secondary_accessions_resolve_with_a_note(
     assert status == 0
     assert _analysed(out) == ["P04637", "P05067"]
     assert json.loads(out)["notes"] == [
-        "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: "
-        "analysed as P04637",
+        "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: analysed as P04637",
         "Q15086 is a secondary accession of P04637 (P53_HUMAN) in the bundled data: "
         "analysed as P04637",
-        "A4_HUMAN is the UniProt entry name of P05067 in the bundled data: "
-        "analysed as P05067",
+        "A4_HUMAN is the UniProt entry name of P05067 in the bundled data: analysed as P05067",
     ]
     status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
     assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
