@@ -9,9 +9,11 @@ from lyra.cli import _logging
 from lyra.cli._options import (
     EXIT_INTERRUPTED,
     Subparsers,
+    add_child_option,
+    add_event_options,
     add_limit_options,
+    add_retries_option,
     budget_of,
-    child_ref,
     positive_float,
     whole_number,
 )
@@ -50,12 +52,7 @@ def register(commands: Subparsers) -> None:
         "non-loopback address)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--child",
-        type=child_ref,
-        metavar="MODULE:ATTR",
-        help="the child by importable name (a child, or a class or factory of one)",
-    )
+    add_child_option(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=whole_number(1), default=9999, help="port to bind (default 9999)")
     p.add_argument(
@@ -72,15 +69,8 @@ def register(commands: Subparsers) -> None:
         idle="seconds without progress before a task's child is stopped (default: none)",
         budget="for each task and everything it delegates",
     )
-    p.add_argument(
-        "--retries",
-        type=whole_number(0),
-        default=0,
-        metavar="N",
-        help="recover from a failure with up to N more attempts (default 0)",
-    )
-    p.add_argument("--events", metavar="FILE", help="append JSON events here")
-    p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
+    add_retries_option(p)
+    add_event_options(p)
     p.set_defaults(run=run)
 
 

@@ -11,11 +11,12 @@ from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
     Subparsers,
+    add_child_option,
+    add_event_options,
     add_limit_options,
+    add_retries_option,
     budget_of,
-    child_ref,
     positive_float,
-    whole_number,
 )
 
 
@@ -36,29 +37,17 @@ def register(commands: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", help="the task for the child")
-    p.add_argument(
-        "--child",
-        type=child_ref,
-        metavar="MODULE:ATTR",
-        help="the child by importable name (a child, or a class or factory of one)",
-    )
+    add_child_option(p)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds (default 300)")
     add_limit_options(
         p,
         idle="seconds without progress before the child is stopped (default: none)",
         budget="for the delegation and everything it delegates",
     )
-    p.add_argument(
-        "--retries",
-        type=whole_number(0),
-        default=0,
-        metavar="N",
-        help="recover from a failure with up to N more attempts (default 0)",
-    )
+    add_retries_option(p)
     p.add_argument("--subject", help="what the task is about (shown in the report)")
     p.add_argument("--json", action="store_true", help="print the parsed report as JSON")
-    p.add_argument("--events", metavar="FILE", help="append JSON events here")
-    p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
+    add_event_options(p)
     p.set_defaults(run=run)
 
 

@@ -17,7 +17,14 @@ import anyio
 import anyio.abc
 
 from lyra.cli import _logging
-from lyra.cli._options import EXIT_OK, Subparsers, child_ref, positive_float, whole_number
+from lyra.cli._options import (
+    EXIT_OK,
+    Subparsers,
+    add_child_option,
+    add_event_options,
+    positive_float,
+    whole_number,
+)
 from lyra.errors import ConfigurationError
 
 DEFAULT_STATE_DIR = Path.home() / ".lyra" / "mcp"
@@ -118,12 +125,7 @@ def register(commands: Subparsers) -> None:
         "directory another server\nholds), 130 interrupted (Ctrl+C, SIGTERM)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--child",
-        type=child_ref,
-        metavar="MODULE:ATTR",
-        help="the child by importable name (a child, or a class or factory of one)",
-    )
+    add_child_option(p)
     http = p.add_argument_group("Streamable HTTP")
     http.add_argument("--http", action="store_true", help="serve Streamable HTTP, not stdio")
     http.add_argument("--host", metavar="HOST", help="address to listen on (default 127.0.0.1)")
@@ -164,8 +166,7 @@ def register(commands: Subparsers) -> None:
         help="seconds between progress notifications at most (default 1; one goes out at "
         "least every 3 S while a child runs)",
     )
-    p.add_argument("--events", metavar="FILE", help="append JSON events here")
-    p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
+    add_event_options(p)
     p.set_defaults(run=run)
 
 

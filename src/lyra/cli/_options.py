@@ -62,6 +62,33 @@ def child_ref(text: str) -> Any:
         ) from None
 
 
+def add_child_option(p: argparse.ArgumentParser) -> None:
+    """``--child MODULE:ATTR``: the child by importable name."""
+    p.add_argument(
+        "--child",
+        type=child_ref,
+        metavar="MODULE:ATTR",
+        help="the child by importable name (a child, or a class or factory of one)",
+    )
+
+
+def add_retries_option(p: argparse.ArgumentParser) -> None:
+    """``--retries N``: recovery attempts after a failure."""
+    p.add_argument(
+        "--retries",
+        type=whole_number(0),
+        default=0,
+        metavar="N",
+        help="recover from a failure with up to N more attempts (default 0)",
+    )
+
+
+def add_event_options(p: argparse.ArgumentParser) -> None:
+    """``--events FILE`` and ``-v``: where the JSON events go."""
+    p.add_argument("--events", metavar="FILE", help="append JSON events here")
+    p.add_argument("-v", "--verbose", action="store_true", help="events to stderr")
+
+
 def add_limit_options(p: argparse.ArgumentParser, *, idle: str, budget: str) -> None:
     """``--idle-timeout`` and the budget flags (DESIGN §12)."""
     p.add_argument("--idle-timeout", type=positive_float, metavar="S", help=idle)
