@@ -477,7 +477,8 @@ def test_ctrl_c_while_the_durable_engine_starts_is_one_line(tmp_path: Path, mome
 
 @pytest.mark.slow
 def test_ctrl_c_of_a_durable_run_is_quiet(tmp_path: Path) -> None:
-    """SIGINT while many children run: two lyra lines, no DBOS warning per child."""
+    """SIGINT while many children run: two lyra lines (the second names the command
+    that finishes the run), no DBOS warning per child."""
     ids = [f"ZZ{i:04d}" for i in range(20)]
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
     args = ["analyze", *ids, "--durable", "--run-dir", str(run_dir), "--concurrency", "20"]
@@ -492,7 +493,11 @@ def test_ctrl_c_of_a_durable_run_is_quiet(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert err.splitlines() == [f"lyra: finished proteins are in {run_dir}", "lyra: interrupted"]
+    assert err.splitlines() == [
+        f"lyra: finished proteins are in {run_dir}; finish the run with: "
+        f"lyra analyze --resume {run_dir}",
+        "lyra: interrupted",
+    ]
 
 
 @pytest.fixture(autouse=True)

@@ -238,11 +238,14 @@ def _invoke(asked: _Invocation) -> int:
 
 def _refuse_a_durable_run_dir(folder: str | None) -> None:
     """A plain run may not write into the run directory of a durable one."""
-    from lyra.cli._run_record import load_record  # it reads a request: the workload loads
+    from lyra.cli._run_record import (  # it reads a request: the workload loads
+        load_record,
+        resume_command,
+    )
 
     if folder is not None and load_record(Path(folder)) is not None:
         raise ConfigurationError(
-            f"{folder} holds a durable run; resume it with: lyra analyze --resume {folder}"
+            f"{folder} holds a durable run; resume it with: {resume_command(folder)}"
         )
 
 
@@ -279,12 +282,12 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
-            print(_interrupted(run_dir, durable is not None), file=sys.stderr)
+            print(_interrupted(run_dir, durable), file=sys.stderr)
             if asked.json and durable is None and run_dir.output.is_file():
                 _stdout.write(run_dir.output.read_text(encoding="utf-8"))  # "interrupted": true
             raise
         except RunStopped as stopped:
-            print(_stopped(stopped, progress, run_dir.path), file=sys.stderr)
+            print(_stopped(stopped, progress, durable), file=sys.stderr)
             from lyra.proteins import AnalysisOutput
 
             if asked.json and isinstance(stopped.output, AnalysisOutput):  # finished, and not
@@ -300,12 +303,14 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     return _status(output)
 
 
-def _interrupted(run_dir: Any, durable: bool) -> str:
+def _interrupted(run_dir: Any, durable: Any) -> str:
     """What an interrupted run kept, and how to finish it."""
     from lyra.proteins import UNFINISHED, AnalysisOutput
 
     folder, listed = run_dir.path, run_dir.path / UNFINISHED
-    if durable or not listed.is_file():
+    if durable is not None:
+        return f"lyra: finished proteins are in {folder}; finish the run with: {durable.resume}"
+    if not listed.is_file():
         return f"lyra: finished proteins are in {folder}"
     left = AnalysisOutput.model_validate_json(run_dir.output.read_bytes()).summary.unfinished
     if not left:
@@ -316,7 +321,7 @@ def _interrupted(run_dir: Any, durable: bool) -> str:
     )
 
 
-def _stopped(stopped: RunStopped, progress: LiveView, folder: Path) -> str:
+def _stopped(stopped: RunStopped, progress: LiveView, durable: Any) -> str:
     """One message for a durable run whose checkpoints could not be written: what
     failed, what is kept, how much room to make, how to finish."""
     kept = f"{progress.done} of {progress.total} proteins finished and are kept"
@@ -329,7 +334,7 @@ def _stopped(stopped: RunStopped, progress: LiveView, folder: Path) -> str:
         room = f"; free about {_megabytes(used / progress.done * left * 2)} for the {left} left"
     return (
         f"lyra analyze: stopped: {stopped}; {kept}{room}, then finish the run with: "
-        f"lyra analyze --resume {folder}"
+        f"{durable.resume}"
     )
 
 

@@ -131,7 +131,7 @@ def _words(args: argparse.Namespace) -> tuple[str | None, str | None, str | None
 def _where(run_dir: str | None, database_url: str | None, run_id: str | None) -> _Run:
     """The run named; a usage error for a folder that holds none, or options that
     do not fit it."""
-    from lyra.cli._run_record import load_record
+    from lyra.cli._run_record import load_record, resume_command
     from lyra.durable._internal import (
         SQLITE_FILE,
         check_reachable,
@@ -167,7 +167,7 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
                 prefix=f"{run_id}/" if run_id else "",
                 postgres=False,
                 shown=run_dir,
-                resume=f"lyra analyze --resume {run_dir}"
+                resume=resume_command(run_dir)
                 if record is not None
                 else "start its run again (the same run ID resumes it)",
             )
@@ -186,8 +186,8 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
         prefix=f"{run_id}/" if run_id else "",
         postgres=True,
         shown=shown,
-        resume=f"lyra analyze --resume {run_dir} --database-url URL"
-        if record is not None
+        resume=resume_command(run_dir, postgres=True)
+        if record is not None and run_dir is not None  # a record is read from a run_dir
         else "a worker takes it (start lyra worker --database-url URL if none runs)",
     )
 

@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from lyra.cli._request import Placement, differences
-from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record
+from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record, resume_command
 from lyra.durable import DurableExecutor
 from lyra.durable._internal import (
     SQLITE_FILE,
@@ -55,6 +55,12 @@ class DurableRun:
     request: AnalyzeRequest | None
     executor: DurableExecutor | None
     finished: AnalysisOutput | None = None
+    postgres: bool = False
+
+    @property
+    def resume(self) -> str:
+        """The command that finishes this run after an interruption."""
+        return resume_command(self.run_dir, postgres=self.postgres)
 
     def close(self) -> None:
         """Stop DBOS in this process."""
@@ -83,9 +89,9 @@ def open_run(
     folder = resume or run_dir
     existing = load_record(folder)
     if not (where.durable or where.database_url or resume is not None):
-        if existing is not None:
+        if existing is not None and folder is not None:  # a record is read from a folder
             raise ConfigurationError(
-                f"{folder} holds a durable run; resume it with: lyra analyze --resume {folder}"
+                f"{folder} holds a durable run; resume it with: {resume_command(folder)}"
             )
         return None
     if resume is not None and existing is None:
@@ -123,12 +129,12 @@ def open_run(
         if not where.force:
             raise ConfigurationError(
                 f"the checkpoints of {folder} are missing or damaged: {exc}; resuming would "
-                f"run finished children again (--force to do that: lyra analyze --resume "
-                f"{folder} --force)"
+                f"run finished children again (--force to do that: {resume_command(folder)} "
+                "--force)"
             ) from None
         record = _start_over(folder, record, exc, stderr)
         executor = _open(folder, record, where, resumed=False, stderr=stderr)
-    return DurableRun(folder, request, executor)
+    return DurableRun(folder, request, executor, postgres=record.backend == "postgres")
 
 
 def _open(
@@ -301,20 +307,20 @@ def _check_same(
     if ids and requested_ids(ids) != requested_ids(recorded.ids):
         raise ConfigurationError(
             f"{folder} belongs to another run (of {' '.join(recorded.ids)}); "
-            f"resume it with: lyra analyze --resume {folder}"
+            f"resume it with: {resume_command(folder)}"
         )
     for option, was, now in differences(recorded, given):
         raise ConfigurationError(
             f"{folder} belongs to another run: its {option} is {was!r}, not {now!r}; "
-            f"resume it with: lyra analyze --resume {folder}"
+            f"resume it with: {resume_command(folder)}"
         )
 
 
 def _check_backend(record: RunRecord, database_url: str | None, folder: Path) -> None:
     if record.backend == "postgres" and not database_url:
         raise ConfigurationError(
-            f"{folder} ran on PostgreSQL workers; resume it with "
-            f"--resume {folder} --database-url URL"
+            f"{folder} ran on PostgreSQL workers; resume it with: "
+            f"{resume_command(folder, postgres=True)}"
         )
     if record.database and record.database != _database(database_url):
         raise ConfigurationError(

@@ -27,6 +27,13 @@ class RunRecord(BaseModel):
     """host:port/name of the PostgreSQL database (no user, no password)."""
 
 
+def resume_command(folder: Path | str, *, postgres: bool = False) -> str:
+    """The command that finishes the durable run in ``folder`` (its database URL stays
+    ``URL``: the user has it, and a log line must not carry a password)."""
+    queue = " --database-url URL" if postgres else ""
+    return f"lyra analyze --resume {folder}{queue}"
+
+
 def load_record(folder: Path | None) -> RunRecord | None:
     """The run record in ``folder``, or None where there is none; a usage error for
     one that cannot be read."""
