@@ -535,3 +535,31 @@ async def test_an_async_callback_that_raises_is_logged_and_loses_no_outcome() ->
     failed = [e for e in logs if e["event"] == "on_outcome_failed"]
     assert sorted(e["subject"] for e in failed) == ["t0", "t1"]
     assert all("callback bug" in e["error"] for e in failed)
+
+
+async def test_a_task_whose_handling_breaks_is_failed_in_the_log_as_in_the_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """lyra's own error while handling one task fails that task only, and the log says
+    so as for any failure (``task_internal_error``, then its ``delegation_failed``), so
+    that ``lyra logs stats`` counts the tasks the output counts."""
+    from structlog.testing import capture_logs
+
+    from lyra import Supervisor
+    from lyra.supervisor import Job
+
+    real = Job.run
+
+    async def broken(self: Job, task: Any, **kwargs: Any) -> Any:
+        if task.subject == "t1":
+            raise RuntimeError("bug in lyra")
+        return await real(self, task, **kwargs)
+
+    monkeypatch.setattr(Job, "run", broken)
+    with capture_logs() as logs:
+        outcomes = await Supervisor(_echo).run(_tasks(3))
+    assert [o.result.ok for o in outcomes] == [True, False, True]
+    about_t1 = [(e["event"], e.get("category")) for e in logs if e.get("subject") == "t1"]
+    assert about_t1 == [("task_internal_error", None), ("delegation_failed", "tool_error")]
+    ended = [e["subject"] for e in logs if e["event"].startswith("delegation_")]
+    assert sorted(s for s in ended if s) == ["t0", "t0", "t1", "t2", "t2"]  # started+ended

@@ -362,7 +362,9 @@ def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     ``delegation_failed`` of the attempt that never ended (none of its own events
     was ever written: they wait for a checkpoint), so the log counts the task as
     the output does."""
-    outcome = unrun_outcome(
+    task_id = task_id_of(workflow_id)
+    events.error(events.TASK_CRASH_LOOP, subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    return unrun_outcome(
         task,
         message=f"The process running this child ended {MAX_CRASHES} times before it "
         "finished (a crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
@@ -373,23 +375,8 @@ def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
             "Run this task again in a new run once that is fixed",
         ),
         retryable=True,
-    )
-    failure, task_id = outcome.result.failure, task_id_of(workflow_id)
-    assert failure is not None  # an unrun outcome is a failure
-    events.error(events.TASK_CRASH_LOOP, subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
-    events.info(
-        events.DELEGATION_FAILED,
-        category=str(failure.category),
-        retryable=failure.suggested_retry,
-        error_type=str(failure.error_type),
-        blocked_on=failure.blocked_on,
-        evidence=failure.evidence,
-        session_id=outcome.result.session_id,
-        subject=task.subject,
-        attempt=outcome.attempts[-1].number,
         task_id=task_id,
     )
-    return outcome
 
 
 def decode(result: Mapping[str, Any]) -> RecoveryOutcome:

@@ -9,7 +9,7 @@ them: both call :meth:`Job.run` for each task.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
@@ -197,9 +197,12 @@ def unrun_outcome(
     evidence: str,
     actions: tuple[str, ...],
     retryable: bool = False,
+    **event_fields: Any,
 ) -> RecoveryOutcome:
     """A failed outcome for a task whose attempts produced none (lyra's own error, a
-    process that kept dying): ``tool_error``, with the words given."""
+    process that kept dying): ``tool_error``, with the words given. Its
+    ``delegation_failed`` is written here (with ``event_fields``): no attempt lived to
+    write one, and the log must count the task as the output does."""
     session_id = new_session_id()
     failure = ChildFailure(
         category=FailureCategory.TOOL_ERROR,
@@ -222,5 +225,17 @@ def unrun_outcome(
     )
     record = AttemptRecord(
         number=1, strategy="initial", prompt=task.prompt, timeout=0.0, wait=0.0, result=result
+    )
+    events.info(
+        events.DELEGATION_FAILED,
+        category=str(failure.category),
+        retryable=failure.suggested_retry,
+        error_type=str(failure.error_type),
+        blocked_on=failure.blocked_on,
+        evidence=failure.evidence,
+        session_id=session_id,
+        subject=task.subject,
+        attempt=record.number,
+        **event_fields,
     )
     return RecoveryOutcome(task_id=f"lost-{session_id}", result=result, attempts=(record,))
