@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import Answerer, Budget, Child, Verifier
-from lyra.delegation._internal import DEFAULT_MAX_REPEATS
-from lyra.supervisor import Supervisor
+from lyra.children import default_child
+from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, run_attempt
 
 
 async def adelegate_task(
@@ -39,17 +39,23 @@ async def adelegate_task(
     ``ANTHROPIC_API_KEY``) raises :class:`~lyra.errors.ConfigurationError`;
     ``KeyboardInterrupt`` and ``SystemExit`` propagate at once.
     """
-    supervisor = Supervisor(
-        child, budget=budget, max_repeats=max_repeats, verify=verify, answer=answer
-    )
-    result = await supervisor.delegate(
+    # What Supervisor(child, ...).delegate(prompt, ...) does, without building a
+    # supervisor for one call: a framework run pays for every object made here.
+    limits = Limits(timeout=timeout, idle_timeout=idle_timeout, max_repeats=max_repeats)
+    account = Account.for_budget(budget)
+    if child is None:
+        child = default_child()
+    result = await run_attempt(
+        child.resolve() if isinstance(child, ChildRef) else child,
         prompt,
-        timeout=timeout,
-        idle_timeout=idle_timeout,
-        context=context,
+        limits=limits,
+        account=account,
         session_id=session_id,
         subject=subject,
         attempt=attempt,
+        context=context,
+        verify=verify,
+        answer=answer,
     )
     return result.report
 

@@ -137,27 +137,57 @@ async def contained(run: Awaitable[T]) -> T:
     own and awaits them. A ``GeneratorExit`` raised there -- by a tool's code, not by
     a coroutine being closed -- reaches the awaiting task as a thrown
     ``GeneratorExit``, which Python re-raises in every coroutine up that task, past
-    any handler: lyra's delegation could not turn it into the child's failure. Run
-    in an anyio task group of its own, the run's task ends with it, and it comes
-    back raised as :class:`~lyra.errors.ForeignCancellation` (as does Python's
-    "coroutine ignored GeneratorExit" of a framework that caught it, and a
-    ``CancelledError`` nobody made of the run, which anyio would otherwise take for
-    the run's cancellation). The delegation's own cancellation reaches the run as
-    anyio's, shielded cleanups included.
+    any handler: lyra's delegation could not turn it into the child's failure. In a
+    task of its own, the run ends with it, and it comes back raised as
+    :class:`~lyra.errors.ForeignCancellation` (as does Python's "coroutine ignored
+    GeneratorExit" of a framework that caught it, and a ``CancelledError`` nobody
+    made of the run, which anyio would otherwise take for the run's cancellation).
+    The delegation's own cancellation reaches the run as anyio's, through a cancel
+    scope around it: shielded cleanups inside the run finish first.
     """
-    results: list[T] = []
+    try:
+        asyncio.current_task()
+    except RuntimeError:  # another backend (trio): anyio's task group does it
+        return await _in_task_group(run)
+    scope = anyio.CancelScope()
+    task = asyncio.get_running_loop().create_task(_runner(run, scope))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.done():
+            raise  # the run's own foreign cancellation is turned into a failure below
+        scope.cancel()  # ours (a deadline, a limit, the caller): the run ends as anyio's
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait((task,))
+        error = None if task.cancelled() else task.exception()
+        if error is not None:  # what the run raised as it stopped (a budget's refusal)
+            raise error from error.__cause__
+        raise
+    except GeneratorExit as exc:
+        raise ForeignCancellation(_INSIDE) from exc
 
-    async def runner() -> None:
+
+async def _runner(run: Awaitable[T], scope: anyio.CancelScope) -> T:
+    """The run in its own task, ending with what it raised as an ordinary exception."""
+    with scope:
         try:
-            results.append(await run)
+            return await run
         except RuntimeError as exc:
             if str(exc) != "coroutine ignored GeneratorExit":
                 raise
             raise ForeignCancellation(_INSIDE) from GeneratorExit(str(exc))
         except asyncio.CancelledError as exc:
-            if not foreign_cancellation(exc):
+            if scope.cancel_called or not foreign_cancellation(exc):
                 raise  # the delegation's own: the run stops
             raise ForeignCancellation(_INSIDE) from exc
+    raise asyncio.CancelledError  # the scope ended the run: the caller is cancelled
+
+
+async def _in_task_group(run: Awaitable[T]) -> T:
+    results: list[T] = []
+
+    async def runner() -> None:
+        results.append(await run)
 
     try:
         async with anyio.create_task_group() as group:
@@ -166,8 +196,6 @@ async def contained(run: Awaitable[T]) -> T:
         if len(raised.exceptions) != 1:
             raise
         leaf = raised.exceptions[0]
-        if isinstance(leaf, GeneratorExit):
-            raise ForeignCancellation(_INSIDE) from leaf
         raise leaf from leaf.__cause__  # the run's own exception, its cause kept
     return results[0]
 

@@ -55,6 +55,9 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"}
 _FILE_ESCAPES = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;", "\n": "&#10;", ",": "&#44;"}
 )
+_UNSAFE = re.compile("[&<>\r]")
+"""What :func:`escape` changes (searched first: most values hold none, and a search
+is several times quicker than ``str.translate``)."""
 _ENTITY = re.compile(r"&(amp|lt|gt|#\d{1,7});")
 _NAMED = {"amp": "&", "lt": "<", "gt": ">"}
 
@@ -72,7 +75,7 @@ def escape(text: str) -> str:
     Text that spans lines inside a report's free-text field must also be
     indented, as :func:`render_report` does.
     """
-    escaped = text.translate(_ESCAPES)
+    escaped = text.translate(_ESCAPES) if _UNSAFE.search(text) else text
     return escaped.replace(HEADER, _DEFUSED_HEADER) if HEADER in escaped else escaped
 
 
