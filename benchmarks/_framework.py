@@ -238,5 +238,5 @@ def measure(fw: Framework, size: Size) -> list[Row]:
 
 def _print_judged(row: Row) -> None:
     state = "" if row.met is None else f": {'met' if row.met else 'MISSED'}"
-    value = fmt_value(row.value, row.unit)
+    value = f"{row.value:.3f}×" if row.unit == "×" else fmt_value(row.value, row.unit)
     print(f"{row.metric}: {value} (target {row.target}{state}; {row.note})")
