@@ -202,7 +202,8 @@ def _wall_row(fw: Framework, seconds: dict[str, list[float]], judge: bool) -> Ro
         "×",
         f"≤ {WALL_TARGET}×",
         value <= WALL_TARGET if judge else None,
-        f"median of {len(ratio)} per-round ratios ({spread(ratio, 3)}); bare {bare_ms:.1f} ms",
+        f"{value:.4f}×, the median of {len(ratio)} per-round ratios ({spread(ratio, 3)}); "
+        f"bare {bare_ms:.1f} ms a run",
     )
 
 
@@ -238,5 +239,5 @@ def measure(fw: Framework, size: Size) -> list[Row]:
 
 def _print_judged(row: Row) -> None:
     state = "" if row.met is None else f": {'met' if row.met else 'MISSED'}"
-    value = f"{row.value:.3f}×" if row.unit == "×" else fmt_value(row.value, row.unit)
+    value = fmt_value(row.value, row.unit)
     print(f"{row.metric}: {value} (target {row.target}{state}; {row.note})")
