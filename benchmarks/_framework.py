@@ -114,7 +114,7 @@ def _runners(sides: Sides) -> dict[str, Run]:
 
 def _block(fw: Framework, sides: Sides, run: Run, runs: int, clock: Callable[[], float]) -> float:
     """Seconds (by ``clock``) per run, ``runs`` runs one after another in a fresh
-    event loop, after a collection."""
+    event loop, after a collection (``sides.fresh``, alike on every side, is timed too)."""
 
     async def body() -> float:
         started = clock()
@@ -179,9 +179,8 @@ def _cpu_rows(fw: Framework, us: dict[str, list[float]], judge: bool) -> list[Ro
             note,
         )
     ]
-    hook_note = {"bare + hook": f"with {fw.hook}"}
     for name in SIDES:
-        note = f"{hook_note.get(name, '')}{'; ' if name in hook_note else ''}{spread(us[name])}"
+        note = f"with {fw.hook}; {spread(us[name])}" if name == "bare + hook" else spread(us[name])
         rows.append(Row(fw.bench, f"{name}, CPU µs per run", median(us[name]), "µs", note=note))
     for name, values in diffs.items():
         rows.append(
