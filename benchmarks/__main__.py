@@ -51,6 +51,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "framework_pydantic_ai": Benchmark("framework_pydantic_ai.py"),
     "framework_openai_agents": Benchmark("framework_openai_agents.py"),
     "framework_langgraph": Benchmark("framework_langgraph.py"),
+    "framework_google_adk": Benchmark("framework_google_adk.py"),
     # The real Claude Code CLI against a local fake API: ≈ 1 minute (skipped without the extra).
     "framework_claude_agent": Benchmark("framework_claude_agent.py", in_quick=False),
     # DBOS-backed executors (embedded SQLite, PostgreSQL queue): ≈ 45 s, ≈ 20 s quick.

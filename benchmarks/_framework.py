@@ -1,0 +1,242 @@
+"""The harness every framework benchmark shares: what a framework child costs per run.
+
+A framework module gives its agent's sides (:class:`Sides`, built for a model
+latency) and the harness runs them, so that every framework child is measured
+the same way:
+
+- **bare**: the framework's own run call;
+- **bare + hook**: the same with the framework's own do-nothing hook (what the
+  framework charges any run for being observed, which lyra's child must be);
+- **lyra**: ``adelegate_task(prompt, child=<Framework>Child(agent), timeout=60,
+  idle_timeout=30, budget=Budget(max_tokens=10**12, max_turns=10**9))``, lyra's
+  events written to a file as the command line writes them;
+- **plain child**: ``adelegate_task`` with the same limits around a child that
+  only awaits the bare run (the delegation's cost around the run, no hook in it).
+
+**CPU pass** (a model that answers at once, so nothing hides lyra's cost):
+interleaved rounds, each side's block in a rotated order, each block in a
+fresh event loop after a collection, CPU µs per run of this process
+(``time.process_time``: load from other processes does not count). The
+headline is **lyra's share**: lyra − bare + hook, the median of the per-round
+differences (each round's two blocks ran seconds apart, under the same load),
+against ≤ 150 µs. **Wall pass** (a model that takes 20 ms per request, as a
+fast real one does): lyra and bare alternating, wall time per run, the median
+of the per-round ratios against ≤ 1.01×.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _common import Row, Size, events_to, fmt_value, median
+
+Run = Callable[[str], Awaitable[str]]
+"""One agent run on a prompt; its output text."""
+
+SHARE_TARGET = 150.0  # µs of CPU: lyra − bare + hook
+WALL_TARGET = 1.01  # lyra / bare with a 20 ms model
+LATENCY = 0.020  # seconds per model request in the wall pass
+SIDES = ("bare", "bare + hook", "lyra", "plain child")
+
+
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One agent, built for one model latency: its bare run, the same with the
+    framework's do-nothing hook, and lyra's child around it. ``fresh`` runs before
+    every run of every side (a scripted model that needs refilling)."""
+
+    bare: Run
+    hooked: Run
+    child: Any
+    fresh: Callable[[], None] = _nothing
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Runs per block and rounds, (full, quick, smoke), for each pass."""
+
+    cpu_runs: tuple[int, int, int] = (40, 8, 1)
+    cpu_rounds: tuple[int, int, int] = (21, 3, 1)
+    wall_runs: tuple[int, int, int] = (10, 2, 1)
+    wall_rounds: tuple[int, int, int] = (15, 3, 1)
+
+
+@dataclass(frozen=True)
+class Framework:
+    """What the harness needs of a framework: ``build(latency)`` makes its sides
+    (``latency``: seconds a model request takes), every output contains ``answer``."""
+
+    bench: str
+    build: Callable[[float], Sides]
+    prompt: str
+    answer: str
+    per_run: str  # e.g. "3 model requests, 2 tool calls"
+    requests: int  # model requests per run
+    hook: str  # the do-nothing hook, e.g. "an empty capability"
+    plan: Plan = field(default_factory=Plan)
+
+
+def _runners(sides: Sides) -> dict[str, Run]:
+    """The four sides as runners: lyra's two built around the framework's own."""
+    from lyra import Budget, adelegate_task
+
+    budget = Budget(max_tokens=10**12, max_turns=10**9)
+
+    async def plain_child(prompt: str, ctx: Any) -> str:
+        return await sides.bare(prompt)
+
+    def delegating(child: Any) -> Run:
+        async def run(prompt: str) -> str:
+            return await adelegate_task(
+                prompt, child=child, timeout=60, idle_timeout=30, budget=budget
+            )
+
+        return run
+
+    return {
+        "bare": sides.bare,
+        "bare + hook": sides.hooked,
+        "lyra": delegating(sides.child),
+        "plain child": delegating(plain_child),
+    }
+
+
+def _block(fw: Framework, sides: Sides, run: Run, runs: int, clock: Callable[[], float]) -> float:
+    """Seconds (by ``clock``) per run, ``runs`` runs one after another in a fresh
+    event loop, after a collection (``sides.fresh``, alike on every side, is timed too)."""
+
+    async def body() -> float:
+        started = clock()
+        for i in range(runs):
+            sides.fresh()
+            output = await run(f"{fw.prompt} ({i})")
+            if fw.answer not in output:
+                raise RuntimeError(f"unexpected output: {output[:300]!r}")
+        return clock() - started
+
+    gc.collect()
+    return asyncio.run(body()) / runs
+
+
+def _rounds(
+    fw: Framework,
+    sides: Sides,
+    names: tuple[str, ...],
+    runs: int,
+    rounds: int,
+    clock: Callable[[], float],
+) -> dict[str, list[float]]:
+    """Seconds per run of each side, one value a round; each round in a rotated order."""
+    runners = _runners(sides)
+    for name in names:
+        _block(fw, sides, runners[name], max(1, runs // 4), clock)  # warm-up: imports, caches
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for number in range(rounds):
+        shift = number % len(names)
+        for name in names[shift:] + names[:shift]:
+            seconds[name].append(_block(fw, sides, runners[name], runs, clock))
+    return seconds
+
+
+def spread(values: list[float], digits: int = 0) -> str:
+    return f"min {min(values):.{digits}f}, max {max(values):.{digits}f}"
+
+
+def _cpu_rows(fw: Framework, us: dict[str, list[float]], judge: bool) -> list[Row]:
+    """The CPU pass's rows: lyra's share (judged), then each side and the differences."""
+    bare, hooked, lyra, plain = (us[name] for name in SIDES)
+    share = [a - b for a, b in zip(lyra, hooked, strict=True)]
+    diffs = {
+        "plain child − bare": [a - b for a, b in zip(plain, bare, strict=True)],
+        "bare + hook − bare": [a - b for a, b in zip(hooked, bare, strict=True)],
+    }
+    ratio = [a / b for a, b in zip(lyra, bare, strict=True)]
+    value = median(share)
+    rounds = len(share)
+    note = (
+        f"median of {rounds} per-round differences lyra − bare + {fw.hook} "
+        f"({spread(share)}); medians' difference {median(lyra) - median(hooked):.0f}"
+    )
+    rows = [
+        Row(
+            fw.bench,
+            "lyra's share, CPU µs per run",
+            value,
+            "µs",
+            f"≤ {SHARE_TARGET:.0f} µs",
+            value <= SHARE_TARGET if judge else None,
+            note,
+        )
+    ]
+    for name in SIDES:
+        note = f"with {fw.hook}; {spread(us[name])}" if name == "bare + hook" else spread(us[name])
+        rows.append(Row(fw.bench, f"{name}, CPU µs per run", median(us[name]), "µs", note=note))
+    for name, values in diffs.items():
+        rows.append(
+            Row(fw.bench, f"{name}, CPU µs per run", median(values), "µs", note=spread(values))
+        )
+    rows.append(Row(fw.bench, "lyra / bare, CPU", median(ratio), "×", note=spread(ratio, 3)))
+    return rows
+
+
+def _wall_row(fw: Framework, seconds: dict[str, list[float]], judge: bool) -> Row:
+    ratio = [a / b for a, b in zip(seconds["lyra"], seconds["bare"], strict=True)]
+    value = median(ratio)
+    bare_ms = median(seconds["bare"]) * 1e3
+    return Row(
+        fw.bench,
+        f"lyra / bare, wall, {LATENCY * 1e3:.0f} ms model",
+        value,
+        "×",
+        f"≤ {WALL_TARGET}×",
+        value <= WALL_TARGET if judge else None,
+        f"{value:.4f}×, the median of {len(ratio)} per-round ratios ({spread(ratio, 3)}); "
+        f"bare {bare_ms:.1f} ms a run",
+    )
+
+
+def measure(fw: Framework, size: Size) -> list[Row]:
+    """Both passes, their lines printed as they end; the rows (targets judged unless
+    ``size`` is the smoke size)."""
+    plan, judge = fw.plan, size is not Size.SMOKE
+    cpu_runs, cpu_rounds = size.pick(*plan.cpu_runs), size.pick(*plan.cpu_rounds)
+    wall_runs, wall_rounds = size.pick(*plan.wall_runs), size.pick(*plan.wall_rounds)
+    with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
+        cpu = _rounds(fw, fw.build(0.0), SIDES, cpu_runs, cpu_rounds, time.process_time)
+        us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
+        rows = _cpu_rows(fw, us, judge)
+        print(
+            f"CPU pass: {cpu_runs} runs a block ({fw.per_run}, a model answering at once), "
+            f"{cpu_rounds} interleaved rounds; CPU µs per run, median (min, max); "
+            f"bare + hook is bare with {fw.hook}:"
+        )
+        for row in rows[1:]:
+            print(f"  {row.metric:<36} {fmt_value(row.value, row.unit):>10}  ({row.note})")
+        _print_judged(rows[0])
+        wall = _rounds(
+            fw, fw.build(LATENCY), ("bare", "lyra"), wall_runs, wall_rounds, time.perf_counter
+        )
+        row = _wall_row(fw, wall, judge)
+        print(
+            f"wall pass: {wall_runs} runs a block, {fw.requests} model requests of "
+            f"{LATENCY * 1e3:.0f} ms each a run, {wall_rounds} interleaved rounds"
+        )
+        _print_judged(row)
+    return [*rows, row]
+
+
+def _print_judged(row: Row) -> None:
+    state = "" if row.met is None else f": {'met' if row.met else 'MISSED'}"
+    value = fmt_value(row.value, row.unit)
+    print(f"{row.metric}: {value} (target {row.target}{state}; {row.note})")
