@@ -99,6 +99,7 @@ class Meter:
     __slots__ = (
         "_charged",
         "_cost_charged",
+        "_figures",
         "_held",
         "child",
         "cost_limited",
@@ -119,6 +120,7 @@ class Meter:
         """True when a token budget holds: every response must report its usage."""
         self._charged = Tokens()
         self._cost_charged = 0.0
+        self._figures: tuple[Any, ...] = (0, 0, 0, 0, None)
         self._held: dict[object, list[int]] = {}
         self.provider: str | None = None
         """The provider of the last request (``"anthropic"``, ``"openai"``, …)."""
@@ -210,9 +212,25 @@ class Meter:
         if self.provider is not None:
             self.ctx.tree.succeeded(self.provider)
 
-    def total(self, tokens: Tokens, model: str | None, *, cost: float | None = None) -> bool:
-        """A running total of the run's usage (and the framework's running cost, if it
-        has one): what it added since the last call is charged. False when nothing."""
+    def total(
+        self,
+        input: Any,
+        output: Any,
+        cache_read: Any = 0,
+        cache_write: Any = 0,
+        *,
+        model: str | None,
+        cost: float | None = None,
+    ) -> bool:
+        """A running total of the run's usage, as the framework counts it (and its
+        running cost, if it has one): what it added since the last call is charged.
+        False when nothing (the same figures again cost one comparison: frameworks
+        report their totals far more often than they change)."""
+        figures = (input, output, cache_read, cache_write, cost)
+        if figures == self._figures:
+            return False
+        self._figures = figures
+        tokens = Tokens.of(input, output, cache_read, cache_write)
         new = tokens.since(self._charged)
         added = None if cost is None else max(0.0, cost - self._cost_charged)
         if not new and not added:

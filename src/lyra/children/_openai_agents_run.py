@@ -50,7 +50,7 @@ from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
 from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text, tool_done
-from lyra.children._meter import Meter, Tokens
+from lyra.children._meter import Meter
 from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
@@ -182,8 +182,8 @@ class Tap:
         if usage is None:
             self.ctx.heartbeat()
             return
-        tokens = Tokens.of(usage.input_tokens, usage.output_tokens, cache_read=_cached(usage))
-        if not self.meter.total(tokens, model or self.model):
+        tokens = usage.input_tokens, usage.output_tokens, _cached(usage)
+        if not self.meter.total(*tokens, model=model or self.model):
             self.ctx.heartbeat()
 
     # -- the conversation --------------------------------------------------------------

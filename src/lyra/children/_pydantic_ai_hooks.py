@@ -53,7 +53,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage
 
 from lyra.children._framework import tool_done
-from lyra.children._meter import Meter, Tokens
+from lyra.children._meter import Meter
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
 
@@ -142,14 +142,15 @@ class Limits(AbstractCapability[Any]):
     def charge(self) -> bool:
         """Charge what the run counted since the last charge; False when that is nothing."""
         usage = self.usage
-        tokens = Tokens.of(
+        cost = float(usage.cost) if usage.cost is not None else None
+        return self.meter.total(
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_read_tokens,
             usage.cache_write_tokens,
+            model=self._model,
+            cost=cost,
         )
-        cost = float(usage.cost) if usage.cost is not None else None
-        return self.meter.total(tokens, self._model, cost=cost)
 
     async def _reserve(self, request_context: ModelRequestContext) -> None:
         """Hold the request's worst case against the token budget, and cap what the

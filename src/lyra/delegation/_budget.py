@@ -115,6 +115,7 @@ class Account:
     """
 
     __slots__ = (
+        "_chain",
         "_lock",
         "_released",
         "_watchers",
@@ -135,6 +136,7 @@ class Account:
         limits = checked_budget(limits)
         self.limits = limits if limits is not None and not limits.unlimited else None
         self.parent = parent
+        self._chain: tuple[Account, ...] = (self, *parent._chain) if parent else (self,)
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
         self.reserved = 0
         """Tokens held for model requests in flight (their worst case), not yet charged."""
@@ -171,14 +173,9 @@ class Account:
             tool_calls=self.tool_calls,
         )
 
-    def chain(self) -> list[Account]:
+    def chain(self) -> tuple[Account, ...]:
         """This account and its ancestors, innermost first."""
-        chain: list[Account] = []
-        account: Account | None = self
-        while account is not None:
-            chain.append(account)
-            account = account.parent
-        return chain
+        return self._chain
 
     def charge(
         self,
@@ -300,24 +297,20 @@ class Account:
             return None
         ahead = more is not None
         more = more or _NOTHING
-        verb = "reached" if ahead else "exceeded"
-
-        def over(name: str, limit: int, used: int, extra: int, unit: str) -> str:
-            refused = f", {extra} more refused" if ahead else ""
-            return f"{name}={limit} {verb}: {used} {unit} used{refused}"
-
         tokens = self.input_tokens + self.output_tokens
         if limits.max_tokens is not None and tokens + more.tokens > limits.max_tokens:
-            return over("max_tokens", limits.max_tokens, tokens, more.tokens, "tokens")
+            return _passed("max_tokens", limits.max_tokens, tokens, more.tokens, "tokens", ahead)
         cost = limits.max_cost_usd
         if cost is not None and _dollars(self.cost_usd + more.cost_usd) > cost:
+            verb = "reached" if ahead else "exceeded"
             refused = f", ${more.cost_usd:.4f} more refused" if ahead else ""
             return f"max_cost_usd={cost:g} {verb}: ${self.cost_usd:.4f} used{refused}"
         if limits.max_turns is not None and self.turns + more.turns > limits.max_turns:
-            return over("max_turns", limits.max_turns, self.turns, more.turns, "turns")
+            return _passed("max_turns", limits.max_turns, self.turns, more.turns, "turns", ahead)
         calls = limits.max_tool_calls
         if calls is not None and self.tool_calls + more.tool_calls > calls:
-            return over("max_tool_calls", calls, self.tool_calls, more.tool_calls, "tool calls")
+            used = self.tool_calls
+            return _passed("max_tool_calls", calls, used, more.tool_calls, "tool calls", ahead)
         return None
 
     def left(self) -> Budget:
@@ -389,6 +382,13 @@ class _Spend:
 
 
 _NOTHING = _Spend()
+
+
+def _passed(name: str, limit: int, used: int, extra: int, unit: str, ahead: bool) -> str:
+    """A limit passed, in words: ``extra`` more refused (``ahead``), or exceeded."""
+    if ahead:
+        return f"{name}={limit} reached: {used} {unit} used, {extra} more refused"
+    return f"{name}={limit} exceeded: {used} {unit} used"
 
 
 def checked_charge(input_tokens: int, output_tokens: int, cost_usd: float, turns: int) -> None:

@@ -69,8 +69,10 @@ def _metadata(report: TaskReport, failed: bool) -> str:
     fields = report.__dict__
     for tag, field in _FAILURE_TAGS if failed else _COMMON_TAGS:
         value = fields[field]
-        if value is not None:
-            lines.append(_tag(tag, repr(value) if isinstance(value, float) else str(value)))
+        if isinstance(value, str):
+            lines.append(_tag(tag, value))
+        elif value is not None:  # a number: nothing to escape
+            lines.append(f"  <{tag}>{value!r}</{tag}>\n")
     for sub in report.failed_delegations:
         lines.append(_tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}"))
     for passed in report.fallbacks:
