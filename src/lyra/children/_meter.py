@@ -148,8 +148,9 @@ class Meter:
         if self.cost_limited and known and self.prices(model) is None:
             raise self.unpriced(model)
         if provider is not None:
-            self.provider = provider
-            await ctx.cooled(provider)
+            self.provider = ctx.provider = provider
+            if ctx.tree.cooldown_left(provider) > 0:
+                await ctx.cooled(provider)
         if turn:
             ctx.charge(turns=1, ahead=True)
 

@@ -483,14 +483,14 @@ class ChildContext:
         room, the request is refused and the attempt ends as out of budget. Returns
         the tokens held: give them back with :meth:`release_tokens` once answered."""
         account = self._metered()
-        while True:
-            self.raise_if_stopped()
-            released = anyio.Event()  # (told before trying: no release is missed)
+        self.raise_if_stopped()
+        granted = account.reserve(worst, least)  # (most requests find room at once)
+        while not granted:
+            released = anyio.Event()  # (told before trying again: no release is missed)
             account.when_released(functools.partial(self._limiter.on_loop, released.set))
             granted = account.reserve(worst, least)
             if granted:
-                self._holding += granted
-                return granted
+                break
             if not account.holds_others():
                 over = account.refuse(least)
                 if over is not None:
@@ -499,6 +499,9 @@ class ChildContext:
                 raise BudgetExhausted(f"Budget exhausted: {why}")
             with self._limiter.waiting():
                 await released.wait()
+            self.raise_if_stopped()
+        self._holding += granted
+        return granted
 
     def release_tokens(self, tokens: int) -> None:
         """Give back what :meth:`reserve_tokens` held (the request was answered, or ended)."""
