@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
 from lyra.delegation._budget import Usage
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
-from lyra.delegation._report import render_report
+from lyra.delegation._report._render import render_fields
 from lyra.delegation._report._values import DEFAULTS, built
 
 
@@ -57,7 +57,7 @@ class DelegationResult(BaseModel):
     def report(self) -> str:
         """The report text (DESIGN §4), rendered from the fields when asked for:
         most results in a large fan-out are never read as text."""
-        return render_report(self.to_report())
+        return render_fields(self._report_fields())
 
     def to_report(self) -> TaskReport:
         """Everything the report says, as a model (what ``parse_report`` gives back).
@@ -65,6 +65,11 @@ class DelegationResult(BaseModel):
         Built from this result's values, already validated, without validating
         them again (a report is made for every delegation); blank names become
         ``None``, as ``TaskReport`` validation would make them."""
+        return built(self._report_fields())
+
+    def _report_fields(self) -> dict[str, Any]:
+        """The values of :meth:`to_report`'s model, by field name (what the report
+        renders from)."""
         usage, failure = self.usage, self.failure
         values = {
             **DEFAULTS,
@@ -98,4 +103,4 @@ class DelegationResult(BaseModel):
                 retry_after=failure.retry_after,
                 question=failure.question,
             )
-        return built(values)
+        return values

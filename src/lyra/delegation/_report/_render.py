@@ -10,6 +10,10 @@ section, a tag or another report.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
 from lyra.delegation._models import TaskReport
 from lyra.delegation._report._syntax import (
     ACTION,
@@ -28,56 +32,93 @@ from lyra.delegation._report._syntax import (
     indented,
 )
 
-_FAILURE_TAGS = (FAILURE_TAGS | COMMON_TAGS | USAGE_TAGS).items()
-_COMMON_TAGS = (COMMON_TAGS | USAGE_TAGS).items()
+
+def _tags(tags: dict[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """(field, opening, closing) of each tag: written out once, not per report."""
+    return tuple((field, f"  <{tag}>", f"</{tag}>\n") for tag, field in tags.items())
+
+
+_FAILURE_TAGS = _tags(FAILURE_TAGS | COMMON_TAGS | USAGE_TAGS)
+_COMMON_TAGS = _tags(COMMON_TAGS | USAGE_TAGS)
 
 
 def render_report(report: TaskReport) -> str:
     """Render a report in the text format of DESIGN §4."""
-    failed = report.status == "failed"
-    body = _failure(report) if failed else f"{escape(report.output or '')}\n"
-    return f"{body}\n{OPEN}\n{_metadata(report, failed)}{CLOSE}"
+    return render_fields(report.__dict__)
 
 
-def _failure(report: TaskReport) -> str:
+def render_fields(fields: Mapping[str, Any]) -> str:
+    """:func:`render_report` of the report whose field values ``fields`` holds (by
+    :class:`TaskReport`'s field names): a delegation's result renders its report
+    without building the model first."""
+    failed = fields["status"] == "failed"
+    body = _failure(fields) if failed else f"{escape(fields['output'] or '')}\n"
+    return f"{body}\n{OPEN}\n{_metadata(fields, failed)}{CLOSE}"
+
+
+def _failure(fields: Mapping[str, Any]) -> str:
     """The sections above a failure's metadata block."""
-    steps = "".join(f"{STEP[1:]}{indented(step)}\n" for step in report.completed_steps)
-    actions = "".join(f"{ACTION[1:]}{indented(a)}\n" for a in report.suggested_actions)
-    blocked = "" if report.blocked_on is None else f"\nBlocked on: {indented(report.blocked_on)}\n"
     return (
-        f"{HEADER} {indented(report.message or '')}\n"
+        f"{HEADER} {indented(fields['message'] or '')}\n"
         "\n"
-        f"Category: {report.category or ''}\n"
-        f"Duration: {report.duration or 0.0:.1f}s\n"
-        f"Retryable: {'Yes' if report.retryable else 'No'}\n"
-        "\n"
-        f"Work completed before failure:\n{steps or NO_ITEMS}"
-        "\n"
-        f"Files modified: {file_list(report.files_modified)}\n"
-        f"{blocked}"
-        "\n"
-        f"Suggested recovery actions:\n{actions or NO_ITEMS}"
+        f"Category: {fields['category'] or ''}\n"
+        f"Duration: {fields['duration'] or 0.0:.1f}s\n"
+        + _sections(
+            bool(fields["retryable"]),
+            tuple(fields["completed_steps"]),  # (a tuple already: the same one)
+            tuple(fields["files_modified"]),
+            fields["blocked_on"],
+            tuple(fields["suggested_actions"]),
+        )
     )
 
 
-def _metadata(report: TaskReport, failed: bool) -> str:
-    """The metadata block's tag lines."""
-    lines = [_tag("session_id", report.session_id or ""), _tag("status", report.status)]
+@lru_cache(maxsize=64)
+def _sections(
+    retryable: bool,
+    steps: tuple[str, ...],
+    files: tuple[str, ...],
+    blocked_on: str | None,
+    actions: tuple[str, ...],
+) -> str:
+    """A failure's sections after its duration: made once for the many children that
+    fail alike together (a fan-out past one deadline)."""
+    done = "".join([f"{STEP[1:]}{indented(step)}\n" for step in steps])
+    suggested = "".join([f"{ACTION[1:]}{indented(action)}\n" for action in actions])
+    blocked = "" if blocked_on is None else f"\nBlocked on: {indented(blocked_on)}\n"
+    return (
+        f"Retryable: {'Yes' if retryable else 'No'}\n"
+        "\n"
+        f"Work completed before failure:\n{done or NO_ITEMS}"
+        "\n"
+        f"Files modified: {file_list(files)}\n"
+        f"{blocked}"
+        "\n"
+        f"Suggested recovery actions:\n{suggested or NO_ITEMS}"
+    )
+
+
+def _metadata(fields: Mapping[str, Any], failed: bool) -> str:
+    """The metadata block's tag lines (a number needs no escaping; the status, the
+    category and ``retryable`` are lyra's own words)."""
+    text = f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
     if failed:
-        lines.append(_tag("failure_category", report.category or ""))
-        lines.append(_tag("retryable", "true" if report.retryable else "false"))
-    fields = report.__dict__
-    for tag, field in _FAILURE_TAGS if failed else _COMMON_TAGS:
+        text += "  <status>failed</status>\n"
+        text += f"  <failure_category>{escape(fields['category'] or '')}</failure_category>\n"
+        text += f"  <retryable>{'true' if fields['retryable'] else 'false'}</retryable>\n"
+    else:
+        text += f"  <status>{escape(fields['status'])}</status>\n"
+    for field, opening, closing in _FAILURE_TAGS if failed else _COMMON_TAGS:
         value = fields[field]
         if isinstance(value, str):
-            lines.append(_tag(tag, value))
-        elif value is not None:  # a number: nothing to escape
-            lines.append(f"  <{tag}>{value!r}</{tag}>\n")
-    for sub in report.failed_delegations:
-        lines.append(_tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}"))
-    for passed in report.fallbacks:
-        lines.append(_tag(FALLBACK, passed))
-    return "".join(lines)
+            text += f"{opening}{escape(value)}{closing}"
+        elif value is not None:
+            text += f"{opening}{value!r}{closing}"
+    for sub in fields["failed_delegations"]:
+        text += _tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}")
+    for passed in fields["fallbacks"]:
+        text += _tag(FALLBACK, passed)
+    return text
 
 
 def _tag(tag: str, value: str) -> str:
