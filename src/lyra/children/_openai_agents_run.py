@@ -140,7 +140,6 @@ class Tap:
             self.last_response = response
 
     def tool_started(self, context: RunContextWrapper[Any], tool: Tool) -> None:
-        self.settle()
         self.running[_call_id(context, tool)] = tool.name
         self.ctx.tool_started(tool.name, getattr(context, "tool_arguments", None))
 
@@ -150,7 +149,6 @@ class Tap:
         error = self.tool_failures.pop(call_id, None)
         ctx = self.ctx
         tool_done(ctx, tool.name, error)
-        self.settle()
         if ctx.blocked is not None:
             raise ctx.blocked
         if error is not None and self.tool_errors == "raise":

@@ -194,30 +194,39 @@ class Account:
         call, taken before the call). When it would take an account over a limit,
         nothing is recorded and that account is exhausted as having reached it.
         """
-        spend = _Spend(input_tokens + output_tokens, cost_usd, turns, tool_calls)
+        chain = self._chain
         ran_out: list[Account] = []
         with self._lock:
-            chain = self.chain()
-            refusal = None
+            refused = None
             if ahead:  # the first account it would take over, and why
-                refusal = next(((a, why) for a in chain if (why := a._over(spend))), None)
-            if refusal is not None:
-                refused, why = refusal
-                if refused.exhausted is None:
-                    refused.exhausted = why
-                    ran_out.append(refused)
-            else:
+                spend = _Spend(input_tokens + output_tokens, cost_usd, turns, tool_calls)
+                for account in chain:
+                    why = account._over(spend)
+                    if why is not None:
+                        refused = account
+                        if account.exhausted is None:
+                            account.exhausted = why
+                            ran_out.append(account)
+                        break
+            if refused is None:
                 for account in chain:
                     account.input_tokens += input_tokens
                     account.output_tokens += output_tokens
-                    account.cost_usd = _dollars(account.cost_usd + cost_usd)
+                    if cost_usd:
+                        account.cost_usd = _dollars(account.cost_usd + cost_usd)
                     account.turns += turns
                     account.tool_calls += tool_calls
                     if account.limits is not None and account.exhausted is None:
                         account.exhausted = account._over()
                         if account.exhausted is not None:
                             ran_out.append(account)
-            over = next((a for a in chain if a.exhausted is not None), None)
+            over = None
+            for account in chain:
+                if account.exhausted is not None:
+                    over = account
+                    break
+            if not ran_out:
+                return over
             told = [(w, account) for account in ran_out for w in account._watchers.values()]
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
@@ -393,6 +402,17 @@ def _passed(name: str, limit: int, used: int, extra: int, unit: str, ahead: bool
 
 def checked_charge(input_tokens: int, output_tokens: int, cost_usd: float, turns: int) -> None:
     """A clear error for a caller's impossible charge (negative, NaN, not a number)."""
+    if (  # the charges of lyra's own meters, at once
+        type(input_tokens) is int
+        and type(output_tokens) is int
+        and type(turns) is int
+        and type(cost_usd) is float
+        and input_tokens >= 0
+        and output_tokens >= 0
+        and turns >= 0
+        and 0.0 <= cost_usd < math.inf
+    ):
+        return
     for name, value in (
         ("input_tokens", input_tokens),
         ("output_tokens", output_tokens),

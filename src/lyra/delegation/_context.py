@@ -350,7 +350,7 @@ class ChildContext:
                 raise self.stopped
         account = self._limiter.account
         if account is not None and account.counts_tool_calls:
-            self._charge_account(tool_calls=1, ahead=True)
+            self._after_charge(self._metered().charge(tool_calls=1, ahead=True))
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self.current_tool = name
         self._tool_started = self._limiter.now()
@@ -459,16 +459,20 @@ class ChildContext:
         recorded, and ends the attempt the same way.
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
-        self._charge_account(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost_usd,
-            turns=turns,
-            ahead=ahead,
+        account = self._meter if self._meter is not None else self._metered()
+        self._after_charge(
+            account.charge(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cost_usd=cost_usd,
+                turns=turns,
+                ahead=ahead,
+            )
         )
 
-    def _charge_account(self, *, ahead: bool = False, **amounts: Any) -> None:
-        over = self._metered().charge(ahead=ahead, **amounts)
+    def _after_charge(self, over: Account | None) -> None:
+        """A charge was made: progress, and the end of the attempt when ``over`` (the
+        account it found out of budget) is not ``None``."""
         self._limiter.touch()
         if over is not None:
             self.spent_last = True

@@ -12,7 +12,7 @@ from typing import Any
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
-from lyra.delegation._budget import Account
+from lyra.delegation._budget import Account, Usage
 from lyra.delegation._child import as_callable
 from lyra.delegation._classify import (
     MAX_DEPTH,
@@ -123,7 +123,7 @@ async def run_attempt(
         )
     if verdict is None:
         events.info(events.DELEGATION_COMPLETED, duration=duration, **fields)
-        return _result(ctx, duration, output=output, overrun=overrun)
+        return _result(ctx, duration, usage, output=output, overrun=overrun)
     storm = _rate_limited(ctx, verdict)
     failure = _failure(verdict, ctx, duration, storm)
     events.info(
@@ -136,7 +136,7 @@ async def run_attempt(
         evidence=failure.evidence,
         **fields,
     )
-    return _result(ctx, duration, failure=failure, overrun=overrun)
+    return _result(ctx, duration, usage, failure=failure, overrun=overrun)
 
 
 def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:
@@ -438,6 +438,7 @@ _RESULT = builder(  # the order of model_dump's keys (see builder)
 def _result(
     ctx: ChildContext,
     duration: float,
+    usage: Usage | None,
     *,
     output: str | None = None,
     failure: ChildFailure | None = None,
@@ -446,7 +447,7 @@ def _result(
     return _RESULT(
         ctx.attempt,
         ctx.subject,
-        ctx.charged,
+        usage,
         ctx.parent_session_id,
         tuple(ctx.failed_delegations),
         overrun,
