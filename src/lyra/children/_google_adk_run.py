@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
+import orjson
 from google.adk.agents import LlmAgent, RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
@@ -106,17 +107,28 @@ _ASK = FunctionTool(ask_question)
 async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
     """Hold the request's worst case against the token budget, and cap its
     ``max_output_tokens`` to what that leaves."""
-    sent = sum(
-        len((part.text or "").encode()) + len(str(part.function_response or "").encode())
-        for content in llm_request.contents
-        for part in content.parts or ()
-    )
+    sent = sum(_bytes(part) for content in llm_request.contents for part in content.parts or ())
     config = llm_request.config
     wanted = config.max_output_tokens if config is not None else None
     limit = wanted if wanted is not None else DEFAULT_OUTPUT
     allowed = await meter.reserve(agent, text_bytes=sent, output=limit, capped=True)
     if allowed is not None and config is not None and allowed < limit:
         config.max_output_tokens = max(1, allowed)
+
+
+def _bytes(part: types.Part) -> int:
+    """The bytes of what one part of a request sends: its text, a call's arguments, a
+    function's response (as JSON)."""
+    size = len(part.text.encode()) if part.text else 0
+    for data in (part.function_call, part.function_response):
+        if data is not None:
+            payload = getattr(data, "args", None) or getattr(data, "response", None)
+            if payload:
+                try:
+                    size += len(orjson.dumps(payload, default=str, option=orjson.OPT_NON_STR_KEYS))
+                except TypeError:  # (an integer past 64 bits)
+                    size += len(str(payload).encode())
+    return size
 
 
 class Limits(BasePlugin):

@@ -29,6 +29,7 @@ from typing import (
 
 import anyio
 import anyio.to_thread
+import orjson
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType, FailureCategory
@@ -346,7 +347,7 @@ class ChildContext:
             key = _arguments_key(args, kwargs) if arguments is None else _json_key(arguments)
             count = repeats[(name, key)] = repeats.get((name, key), 0) + 1
             if count > (self.limits.max_repeats or count):
-                self.stopped = LoopDetected(name, _shortened(key), count)
+                self.stopped = LoopDetected(name, _shortened(_readable(key)), count)
                 raise self.stopped
         account = self._limiter.account
         if account is not None and account.counts_tool_calls:
@@ -690,13 +691,28 @@ def _json_key(arguments: object) -> str:
     """A framework's tool arguments (a dict, or JSON text) as canonical text."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except ValueError:
+            arguments = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
             return safe_str(arguments)
+    try:  # (orjson: several times quicker than json, on every tool call)
+        return orjson.dumps(arguments, default=str, option=_CANONICAL).decode()
+    except TypeError:  # an integer past 64 bits, a key that is no string, …
+        pass
     try:
         return json.dumps(arguments, sort_keys=True, default=str, ensure_ascii=False)
     except (TypeError, ValueError):
         return safe_str(arguments)
+
+
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def _readable(key: str) -> str:
+    """A call's arguments as a report shows them: JSON spaced as people write it."""
+    try:
+        return json.dumps(orjson.loads(key), sort_keys=True, ensure_ascii=False)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return key
 
 
 def _shortened(text: str) -> str:
