@@ -113,10 +113,11 @@ class Meter:
         self.ctx = ctx
         self.prices = prices
         self.child = child
-        left = ctx.budget_left
-        self.cost_limited = left.max_cost_usd is not None
+        account = ctx.account
+        limited = account.limited if account is not None else frozenset()
+        self.cost_limited = "max_cost_usd" in limited
         """True when a cost budget holds: every response must be priced."""
-        self.token_limited = left.max_tokens is not None
+        self.token_limited = "max_tokens" in limited
         """True when a token budget holds: every response must report its usage."""
         self._charged = Tokens()
         self._cost_charged = 0.0

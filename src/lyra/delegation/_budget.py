@@ -23,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lyra.delegation._models import builder
+
 
 class Budget(BaseModel):
     """Limits for a delegation tree; ``None`` means no limit on that measure."""
@@ -104,6 +106,9 @@ def _dollars(amount: float) -> float:
     return round(amount, 12)
 
 
+_usage = builder(Usage, "input_tokens", "output_tokens", "cost_usd", "turns", "tool_calls")
+"""A :class:`Usage` of an account's tallies (checked as they were charged)."""
+
 Watcher = Callable[["Account"], None]
 """Called (once) with the account that ran out, by whichever thread charged it."""
 
@@ -123,6 +128,7 @@ class Account:
         "counts_tool_calls",
         "exhausted",
         "input_tokens",
+        "limited",
         "limits",
         "output_tokens",
         "parent",
@@ -149,9 +155,11 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        self.counts_tool_calls: bool = (
-            self.limits is not None and self.limits.max_tool_calls is not None
-        ) or (parent is not None and parent.counts_tool_calls)
+        mine = self.limits
+        own = frozenset(name for name, value in mine if value is not None) if mine else frozenset()
+        self.limited: frozenset[str] = own | parent.limited if parent is not None else own
+        """What this account or one above it limits (``"max_tokens"``, …)."""
+        self.counts_tool_calls = "max_tool_calls" in self.limited
         """True when this account or one above it limits tool calls (each is charged)."""
 
     @classmethod
@@ -165,12 +173,8 @@ class Account:
     @property
     def usage(self) -> Usage:
         """What this account was charged (including every account below it)."""
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
-            turns=self.turns,
-            tool_calls=self.tool_calls,
+        return _usage(
+            self.input_tokens, self.output_tokens, self.cost_usd, self.turns, self.tool_calls
         )
 
     def chain(self) -> tuple[Account, ...]:
@@ -365,7 +369,7 @@ class Account:
             and (limits.max_tool_calls is None or self.tool_calls < limits.max_tool_calls)
         )
 
-    def limited(self) -> list[Account]:
+    def limiting(self) -> list[Account]:
         """The accounts up the chain that have limits (the ones that can run out)."""
         return [account for account in self.chain() if account.limits is not None]
 

@@ -127,7 +127,7 @@ class Limiter:
         else:
             self._watch = self.deadlines.watch(self)
         if self.account is not None:
-            self._watched = self.account.limited()
+            self._watched = self.account.limiting()
             for account in self._watched:
                 account.watch(key, self.out_of_budget)
 
