@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
     )
     sizes = parser.add_mutually_exclusive_group()
-    sizes.add_argument("--quick", action="store_true", help="reduced sizes: a rough read, < 30 s")
+    sizes.add_argument(
+        "--quick", action="store_true", help="reduced sizes: a rough read, about 35 s on 2 cores"
+    )
     sizes.add_argument(
         "--smoke",
         action="store_true",
