@@ -77,6 +77,27 @@ async def test_calls_with_other_arguments_are_progress_and_max_repeats_none_turn
     assert free.status == "completed"
 
 
+async def test_framework_tool_calls_are_told_apart_by_every_argument() -> None:
+    """Arguments a framework reports (a dict, or JSON text) are the same call only when
+    they are the same JSON: NaN, infinity and None differ, and key order does not count;
+    a loop's report shows the arguments as people write JSON."""
+    seen: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        for value in (float("nan"), float("inf"), None, "null", 2**70):
+            ctx.tool_started("fetch", {"x": value, "page": 1})
+            ctx.tool_ended("fetch")
+            seen.append(str(value))
+        ctx.tool_started("fetch", '{"page": 1, "x": 2}')
+        ctx.tool_started("fetch", {"x": 2, "page": 1})
+        return "done"
+
+    report = parse_report(await adelegate_task("x", child=child, max_repeats=1, timeout=5))
+    assert len(seen) == 5
+    assert report.error_type == "loop"
+    assert 'same arguments ({"page": 1, "x": 2})' in (report.message or "")
+
+
 async def test_recovery_continues_a_loop_naming_what_it_repeated() -> None:
     """The next attempt is a continuation that tells the child which call it repeated."""
     prompts: list[str] = []

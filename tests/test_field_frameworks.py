@@ -22,9 +22,11 @@ from pydantic_ai.models.function import FunctionModel
 from fakes.langchain_models import ScriptedModel, react_graph, reply
 from fakes.openai_api import OpenAIAPI, call, message, tool_calls
 from lyra import Budget, ChildContext, Supervisor, parse_report
+from lyra.children._framework import contained
 from lyra.children.langgraph import LangGraphChild, ask_tool
 from lyra.children.openai_agents import OpenAIAgentsChild
 from lyra.children.pydantic_ai import PydanticAIChild
+from lyra.errors import ForeignCancellation
 from test_child_openai_agents import _sdk_tracing_off, agent_for, client_for
 from test_child_pydantic_ai import Script, answer, scripted_agent
 from test_child_pydantic_ai import call as pai_call
@@ -139,6 +141,58 @@ async def test_pydantic_ai_a_cancelled_error_nobody_made_is_a_failure(where: str
     assert result.failure is not None
     assert result.failure.suggested_retry
     assert "cancelled from outside the delegation" in result.failure.message
+
+
+def _agent_with_tool(tool: Any) -> Agent[ChildContext, Any]:
+    """A pydantic-ai agent whose model calls ``tool`` once, then answers."""
+
+    async def model(messages: list[Any], info: Any) -> Any:
+        return pai_call(tool.__name__) if len(messages) == 1 else answer("done")
+
+    agent: Agent[ChildContext, Any] = Agent(FunctionModel(model, model_name="scripted"))
+    agent.tool_plain(tool)
+    return agent
+
+
+async def test_a_run_stopped_twice_still_ends_before_its_delegation() -> None:
+    """The deadline stops the run, then the caller cancels too while a tool's shielded
+    cleanup still runs: the delegation ends only once the run has (nothing left running
+    behind it, nothing charged after it)."""
+    cleaned: list[str] = []
+
+    async def fetch() -> str:
+        """Fetch something slow."""
+        try:
+            await anyio.sleep(10)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.2)  # closing a session
+                cleaned.append("cleanup done")
+        return "never"
+
+    supervisor = Supervisor(PydanticAIChild(_agent_with_tool(fetch)))
+    task = asyncio.ensure_future(supervisor.delegate("x", timeout=0.05))
+    await asyncio.sleep(0.1)  # the deadline fired; the tool cleans up
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleaned == ["cleanup done"]
+
+
+async def test_a_generator_exit_raised_as_the_run_stops_is_the_runs_failure() -> None:
+    """A framework's run that raises GeneratorExit as lyra's deadline stops it: it comes
+    back as the run's own failure (ForeignCancellation), never as a GeneratorExit
+    that would pass through the delegation."""
+
+    async def run() -> str:
+        try:
+            await anyio.sleep(10)
+        except asyncio.CancelledError:
+            raise GeneratorExit("a cleanup raised it") from None
+        return "never"
+
+    with pytest.raises(ForeignCancellation), anyio.move_on_after(0.05):
+        await contained(run())
 
 
 async def test_openai_agents_a_model_raising_cancelled_error_is_a_failure() -> None:

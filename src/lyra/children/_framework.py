@@ -158,8 +158,12 @@ async def contained(run: Awaitable[T]) -> T:
             raise  # the run's own foreign cancellation is turned into a failure below
         scope.cancel()  # ours (a deadline, a limit, the caller): the run ends as anyio's
         with anyio.CancelScope(shield=True):
-            await asyncio.wait((task,))
+            while not task.done():  # a second cancellation (the caller's) waits too
+                with suppress(asyncio.CancelledError):
+                    await asyncio.wait((task,))
         error = None if task.cancelled() else task.exception()
+        if isinstance(error, GeneratorExit):
+            raise ForeignCancellation(_INSIDE) from error
         if error is not None:  # what the run raised as it stopped (a budget's refusal)
             raise error from error.__cause__
         raise
@@ -187,7 +191,12 @@ async def _in_task_group(run: Awaitable[T]) -> T:
     results: list[T] = []
 
     async def runner() -> None:
-        results.append(await run)
+        try:
+            results.append(await run)
+        except RuntimeError as exc:
+            if str(exc) != "coroutine ignored GeneratorExit":
+                raise
+            raise ForeignCancellation(_INSIDE) from GeneratorExit(str(exc))
 
     try:
         async with anyio.create_task_group() as group:
@@ -196,6 +205,8 @@ async def _in_task_group(run: Awaitable[T]) -> T:
         if len(raised.exceptions) != 1:
             raise
         leaf = raised.exceptions[0]
+        if isinstance(leaf, GeneratorExit):
+            raise ForeignCancellation(_INSIDE) from leaf
         raise leaf from leaf.__cause__  # the run's own exception, its cause kept
     return results[0]
 

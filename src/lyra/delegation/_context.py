@@ -695,8 +695,10 @@ def _json_key(arguments: object) -> str:
         except orjson.JSONDecodeError:
             return safe_str(arguments)
     try:  # (orjson: several times quicker than json, on every tool call)
-        return orjson.dumps(arguments, default=str, option=_CANONICAL).decode()
-    except TypeError:  # an integer past 64 bits, a key that is no string, …
+        key = orjson.dumps(arguments, default=str, option=_CANONICAL)
+        if b"null" not in key:  # (orjson writes NaN and infinities as null, too)
+            return key.decode()
+    except TypeError:  # an integer past 64 bits, …
         pass
     try:
         return json.dumps(arguments, sort_keys=True, default=str, ensure_ascii=False)
@@ -704,14 +706,19 @@ def _json_key(arguments: object) -> str:
         return safe_str(arguments)
 
 
-_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+_CANONICAL = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_NON_STR_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME  # (to str(), as json's default=str writes them)
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
 
 
 def _readable(key: str) -> str:
     """A call's arguments as a report shows them: JSON spaced as people write it."""
     try:
-        return json.dumps(orjson.loads(key), sort_keys=True, ensure_ascii=False)
-    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return json.dumps(json.loads(key), sort_keys=True, ensure_ascii=False)
+    except ValueError:
         return key
 
 
