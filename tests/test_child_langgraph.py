@@ -531,7 +531,7 @@ def test_streamed_tokens_are_heartbeats() -> None:
     beats: list[int] = []
 
     class Ctx:
-        budget_left = Budget()
+        account = None
 
         def heartbeat(self) -> None:
             beats.append(1)

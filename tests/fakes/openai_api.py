@@ -359,6 +359,8 @@ class OpenAIAPI(LocalServer[Reply]):
             if not _is_model_call(recorded):
                 return self._problem(404, f"no route for {where}")
             if not isinstance(body, dict):
+                if _cut_off(recorded):  # the client was cancelled while sending it
+                    return error(499, f"{self.label}: {where}: the client hung up mid-body")
                 return self._problem(400, f"{where}: body is not a JSON object")
             if body.get("stream"):
                 return self._problem(400, f"{where}: streaming is not supported")
@@ -379,6 +381,12 @@ class OpenAIAPI(LocalServer[Reply]):
     def _problem(self, status: int, what: str) -> Reply:
         self.problems.append(what)
         return error(status, f"{self.label}: {what}", headers={"x-should-retry": "false"})
+
+
+def _cut_off(request: RecordedRequest) -> bool:
+    """True when the body ended before its ``content-length``: a request abandoned by a
+    cancelled client, not a malformed one."""
+    return len(request.raw_body) < int(request.headers.get("content-length") or 0)
 
 
 def _path(request: RecordedRequest) -> str:
