@@ -460,9 +460,8 @@ class ChildContext:
         recorded, and ends the attempt the same way.
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
-        account = self._meter if self._meter is not None else self._metered()
         self._after_charge(
-            account.charge(
+            self._metered().charge(
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 cost_usd=cost_usd,

@@ -99,8 +99,7 @@ def _sections(
 
 
 def _metadata(fields: Mapping[str, Any], failed: bool) -> str:
-    """The metadata block's tag lines (a number needs no escaping; the status, the
-    category and ``retryable`` are lyra's own words)."""
+    """The metadata block's tag lines (a number needs no escaping)."""
     text = f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
     if failed:
         text += "  <status>failed</status>\n"
