@@ -155,8 +155,8 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        mine = self.limits
-        own = frozenset(name for name, value in mine if value is not None) if mine else frozenset()
+        mine = vars(self.limits).items() if self.limits is not None else ()
+        own = frozenset([name for name, value in mine if value is not None])
         self.limited: frozenset[str] = own | parent.limited if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
         self.counts_tool_calls = "max_tool_calls" in self.limited
