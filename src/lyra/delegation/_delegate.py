@@ -40,7 +40,7 @@ from lyra.delegation._text import safe_str, valid_text
 from lyra.delegation._tree import Tree
 from lyra.errors import ForeignCancellation, LoopDetected
 
-__all__ = ["check_timeout", "foreign_cancellation", "new_session_id", "run_attempt"]
+__all__ = ["check_timeout", "foreign_cancellation", "log_failure", "new_session_id", "run_attempt"]
 
 _PREFIX = os.urandom(4).hex()
 _SERIAL = count(1)
@@ -126,17 +126,22 @@ async def run_attempt(
         return _result(ctx, duration, usage, output=output, overrun=overrun)
     storm = _rate_limited(ctx, verdict)
     failure = _failure(verdict, ctx, duration, storm)
+    log_failure(failure, duration=duration, **fields)
+    return _result(ctx, duration, usage, failure=failure, overrun=overrun)
+
+
+def log_failure(failure: ChildFailure, **fields: Any) -> None:
+    """The ``delegation_failed`` event of ``failure``, with ``fields`` (who, when): the
+    one place its fields are written (``lyra logs`` reads them)."""
     events.info(
         events.DELEGATION_FAILED,
         category=str(failure.category),
         retryable=failure.suggested_retry,
         error_type=str(failure.error_type),
         blocked_on=failure.blocked_on,
-        duration=duration,
         evidence=failure.evidence,
         **fields,
     )
-    return _result(ctx, duration, usage, failure=failure, overrun=overrun)
 
 
 def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:

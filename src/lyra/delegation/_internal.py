@@ -9,7 +9,12 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable, child_name
-from lyra.delegation._delegate import foreign_cancellation, new_session_id, run_attempt
+from lyra.delegation._delegate import (
+    foreign_cancellation,
+    log_failure,
+    new_session_id,
+    run_attempt,
+)
 from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
 from lyra.delegation._limits import DEFAULT_MAX_REPEATS
@@ -29,6 +34,7 @@ __all__ = [
     "child_name",
     "describe_error",
     "foreign_cancellation",
+    "log_failure",
     "new_session_id",
     "observed_pool",
     "printable",

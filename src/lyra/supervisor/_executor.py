@@ -21,7 +21,12 @@ from lyra.delegation import (
     FailureCategory,
     exception_text,
 )
-from lyra.delegation._internal import foreign_cancellation, new_session_id, observed_pool
+from lyra.delegation._internal import (
+    foreign_cancellation,
+    log_failure,
+    new_session_id,
+    observed_pool,
+)
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
 from lyra.supervisor._throttle import Throttle
@@ -226,16 +231,7 @@ def unrun_outcome(
     record = AttemptRecord(
         number=1, strategy="initial", prompt=task.prompt, timeout=0.0, wait=0.0, result=result
     )
-    events.info(
-        events.DELEGATION_FAILED,
-        category=str(failure.category),
-        retryable=failure.suggested_retry,
-        error_type=str(failure.error_type),
-        blocked_on=failure.blocked_on,
-        evidence=failure.evidence,
-        session_id=session_id,
-        subject=task.subject,
-        attempt=record.number,
-        **event_fields,
+    log_failure(
+        failure, session_id=session_id, subject=task.subject, attempt=record.number, **event_fields
     )
     return RecoveryOutcome(task_id=f"lost-{session_id}", result=result, attempts=(record,))
