@@ -15,7 +15,6 @@ import asyncio
 import gzip
 import importlib.util
 import json
-import os
 import threading
 import time
 import uuid
@@ -27,7 +26,7 @@ import anyio
 import pytest
 
 from fakes._server import LocalServer, RequestHandler, Response
-from fakes.frameworks import cli_env
+from fakes.frameworks import child_processes, cli_env
 from fakes.messages_api import (
     MessagesAPI,
     Reply,
@@ -134,22 +133,6 @@ def user_texts(request: Mapping[str, Any]) -> list[str]:
 
 
 # -- what is left behind ----------------------------------------------------------------
-
-
-def child_processes() -> set[int]:
-    """Processes whose parent is this one (zombies included: an unreaped CLI is a leak)."""
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():
-            found.add(int(entry.name))
-    return found
 
 
 def live_threads() -> set[threading.Thread]:

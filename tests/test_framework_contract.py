@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from fakes.frameworks import (
     Framework,
     Script,
     Slow,
+    child_processes,
 )
 from lyra import (
     Budget,
@@ -76,22 +76,6 @@ async def delegate(child: Any, *, budget: Budget | None = None, **limits: Any) -
 # -- nothing is left behind by any run of the contract ------------------------------------
 
 
-def _child_processes() -> set[int]:
-    """Processes whose parent is this one (zombies too: an unreaped CLI is a leak)."""
-    found: set[int] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid():
-            found.add(int(entry.name))
-    return found
-
-
 def _threads() -> set[threading.Thread]:
     """Live threads but pools kept for reuse by design (anyio's idle workers, the event
     loop's default executor)."""
@@ -115,14 +99,14 @@ def _tasks() -> set[asyncio.Task[Any]]:
 async def nothing_left_behind() -> AsyncIterator[None]:
     """Every test here ends with no task, thread or process of the runs it made still
     alive (a cancelled framework gets one short tick to finish unwinding)."""
-    before = _tasks(), _threads(), _child_processes()
+    before = _tasks(), _threads(), child_processes()
 
     def left() -> tuple[list[str], set[threading.Thread], set[int]]:
         tasks, threads, processes = before
         return (
             [repr(t) for t in _tasks() - tasks],
             _threads() - threads,
-            _child_processes() - processes,
+            child_processes() - processes,
         )
 
     yield

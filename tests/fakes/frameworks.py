@@ -36,6 +36,7 @@ import importlib
 import importlib.util
 import itertools
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -592,6 +593,22 @@ def cli_env(api_url: str, home: str) -> dict[str, str]:
         "HTTP_PROXY": "http://127.0.0.1:9",
         "NO_PROXY": "127.0.0.1,localhost",
     }
+
+
+def child_processes() -> set[int]:
+    """Processes whose parent is this one (zombies included: an unreaped CLI is a leak)."""
+    found: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            found.add(int(entry.name))
+    return found
 
 
 _CLI_TRIES_A_400 = 6
