@@ -15,6 +15,7 @@ from lyra.proteins._confidence import FRAYING_MAX, MERGE_GAP, MIN_SEGMENT_LENGTH
 from lyra.proteins._features import map_features
 from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_UNIT_LENGTH
 from lyra.proteins._validate import process_protein
+from raw_proteins import raw_plddt
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = REPO / "data" / "proteins"
@@ -34,9 +35,7 @@ def _brief(acc: str) -> str:
 
 def _gemmi_plddt(acc: str) -> list[float]:
     """Per-residue pLDDT read from the raw model file with gemmi (CA B-factor)."""
-    name = ENTRIES[acc]["alphafold"]["model_file"]
-    structure = gemmi.read_structure(str(RAW / name))
-    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
+    return raw_plddt(ENTRIES[acc]["alphafold"]["model_file"])
 
 
 def _independent_segments(values: list[float]) -> list[tuple[int, int, str, float]]:

@@ -10,43 +10,18 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-from typing import Any
 
-import gemmi
 import pytest
-from Bio import SwissProt
 
 from lyra.proteins import AnalysisOutput, OfflineSource, analyze_sync, reason
 from lyra.proteins._pae import check_unit
-
-RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
+from raw_proteins import RAW, app_flat_file, brief_of, mean_of, raw_plddt
 
 
 @pytest.fixture(scope="module")
 def everything() -> AnalysisOutput:
     """One run over every bundled protein and APP's isoform 2."""
     return analyze_sync([*OfflineSource().ids(), "P05067-2"], timeout=30)
-
-
-def _brief(output: AnalysisOutput, protein_id: str) -> str:
-    entries = [*output.completed_analyses, *output.partial_analyses]
-    return next(e.brief for e in entries if e.protein_id == protein_id)
-
-
-def _plddt(name: str) -> list[float]:
-    """Per-residue pLDDT of a raw model file: each residue's CA B-factor, read with gemmi."""
-    structure = gemmi.read_structure(str(RAW / name))
-    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
-
-
-def _mean(values: list[float]) -> str:
-    return f"{sum(values) / len(values):.2f}"
-
-
-def _flat_file() -> Any:
-    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
-        return SwissProt.read(handle)
 
 
 def _line(brief: str, start: str) -> str:
@@ -64,7 +39,7 @@ def test_a_model_without_annotation_still_says_it_has_no_cofactors(
     """Haemoglobin's haem, ferredoxin's iron-sulphur cluster, BRCA1's RING zinc: a unit
     called fit for docking is modelled without them, and the brief says so even when no
     UniProt entry names them."""
-    caveats = _brief(everything, protein_id).split("## Caveats")[1]
+    caveats = brief_of(everything, protein_id).split("## Caveats")[1]
     assert (
         "- The model has no ligands, metals or cofactors (AlphaFold DB models the chain "
         "alone), so a site that binds one is predicted without it; which ones this protein "
@@ -78,7 +53,7 @@ def test_the_annotated_ligands_and_the_processing_are_read_from_the_flat_file(
 ) -> None:
     """APP's caveats name each ligand of the raw entry's BINDING lines at its residues,
     and its signal peptide, in one grammatical sentence."""
-    entry = _flat_file()
+    entry = app_flat_file()
     ligands: dict[str, list[str]] = {}
     for f in entry.features:
         if f.type == "BINDING":
@@ -86,7 +61,7 @@ def test_the_annotated_ligands_and_the_processing_are_read_from_the_flat_file(
             ligands.setdefault(f.qualifiers["ligand"], []).append(
                 str(start) if start == end else f"{start}–{end}"
             )
-    caveats = _brief(everything, "P05067").split("## Caveats")[1]
+    caveats = brief_of(everything, "P05067").split("## Caveats")[1]
     named = "; ".join(f"{ligand} at residues {', '.join(at)}" for ligand, at in ligands.items())
     assert (
         "- The model has no ligands, metals or cofactors (AlphaFold DB models the chain alone), "
@@ -108,10 +83,10 @@ def test_a_membrane_helix_placement_is_not_claimed_without_pae(
 ) -> None:
     """'Its placement against the rest of the protein is not [confident]' needs PAE, and
     APP has none here: the brief says the placement is not checked."""
-    plddt = _plddt("AF-P05067-F1-model_v6.pdb")
+    plddt = raw_plddt("AF-P05067-F1-model_v6.pdb")
     line = _line(
-        _brief(everything, "P05067"),
-        f"- Residues 705–723 (19 residues, mean pLDDT {_mean(plddt[704:723])}",
+        brief_of(everything, "P05067"),
+        f"- Residues 705–723 (19 residues, mean pLDDT {mean_of(plddt[704:723])}",
     )
     assert (
         "the membrane helix is predicted confidently; no membrane is modelled, and its "
@@ -167,10 +142,10 @@ def test_only_uniprots_name_of_an_imported_protein_points_to_a_transit_peptide(
     the organelle, not imported: only UniProt's ', chloroplastic' or ', mitochondrial'
     points to a possible transit peptide, as what most such proteins have. The second
     protein and its segment are built for this test."""
-    plddt = _plddt("AF-P00221-F1-model_v4.cif")
+    plddt = raw_plddt("AF-P00221-F1-model_v4.cif")
     line = _line(
-        _brief(everything, "P00221"),
-        f"- Residues 1–49 (49 residues, mean pLDDT {_mean(plddt[:49])}",
+        brief_of(everything, "P00221"),
+        f"- Residues 1–49 (49 residues, mean pLDDT {mean_of(plddt[:49])}",
     )
     assert (
         "UniProt names the protein chloroplastic, imported into the organelle: most such "
@@ -195,7 +170,7 @@ def test_a_function_sentence_is_never_a_protein_name(everything: AnalysisOutput)
     facts = json.loads((RAW / "facts_secondary_sources.json").read_text(encoding="utf-8"))
     quoted = facts["Q8I3H7"]["afdb_homepage_example"]
     sentence = quoted.removeprefix("Q8I3H7: ").split(" Mean pLDDT")[0]
-    brief = _brief(everything, "Q8I3H7")
+    brief = brief_of(everything, "Q8I3H7")
     assert brief.startswith("# Q8I3H7 (name not in this data)\n")
     assert "| Protein | name not in this data |" in brief
     assert (
@@ -206,7 +181,7 @@ def test_a_function_sentence_is_never_a_protein_name(everything: AnalysisOutput)
     assert "  • Q8I3H7, whole-model mean pLDDT" in everything.answer
     uniprot = json.loads((RAW / "uniprot_P69905_trimmed.json").read_text(encoding="utf-8"))
     function = uniprot["comments"][0]["texts"][0]["value"]
-    assert f"**Function (UniProt, uniprot_P69905_trimmed.json):** {function}" in _brief(
+    assert f"**Function (UniProt, uniprot_P69905_trimmed.json):** {function}" in brief_of(
         everything, "P69905"
     )
 
@@ -217,7 +192,7 @@ def test_a_datum_the_data_lack_is_not_called_unknown(
 ) -> None:
     """A1YPR0's gene is ZBTB7C; only its bundled model file does not give it: the brief
     says "not in this data", never "unknown"."""
-    brief = _brief(everything, protein_id)
+    brief = brief_of(everything, protein_id)
     assert f"| {row} | not in this data |" in brief
     header = brief.split("## Confidence")[0]
     assert "unknown" not in header.lower()
@@ -249,10 +224,10 @@ def test_every_measured_figure_has_two_decimals(everything: AnalysisOutput) -> N
                 continue  # thresholds, not measurements
             for value in _FIGURE.findall(line):
                 assert re.fullmatch(r"\d+\.\d\d", value), (value, line)
-    plddt = _plddt("AF-P05067-2-F1-model_v6.cif")
-    mean = _mean(plddt[231:288])
+    plddt = raw_plddt("AF-P05067-2-F1-model_v6.cif")
+    mean = mean_of(plddt[231:288])
     assert mean.endswith("0")
-    assert f"| 232–288 | 57 | {mean} | very low |" in _brief(everything, "P05067-2")
+    assert f"| 232–288 | 57 | {mean} | very low |" in brief_of(everything, "P05067-2")
 
 
 def test_the_segment_features_column_follows_its_stated_rule(
@@ -260,7 +235,7 @@ def test_the_segment_features_column_follows_its_stated_rule(
 ) -> None:
     """The features beside each segment are exactly those of the raw flat file that share
     at least half of the segment and half of themselves, and the brief says so."""
-    brief = _brief(everything, "P05067")
+    brief = brief_of(everything, "P05067")
     assert (
         "A segment's UniProt features are those that share at least 50% of the segment's "
         "residues and of their own"
@@ -271,7 +246,7 @@ def test_the_segment_features_column_follows_its_stated_rule(
     }  # fmt: skip
     features = [
         (names[f.type], int(f.location.start) + 1, int(f.location.end), f.qualifiers.get("note"))
-        for f in _flat_file().features
+        for f in app_flat_file().features
         if f.type in names
     ]
     table = brief.split("| Residues | Length | Mean pLDDT |")[1].split("\n\n")[0]

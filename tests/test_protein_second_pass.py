@@ -8,17 +8,14 @@ PAE JSON as AlphaFold DB writes it), not with lyra's code.
 
 from __future__ import annotations
 
-import json
 import statistics
-from pathlib import Path
 
 import gemmi
 import pytest
-from Bio import SwissProt
 
 from lyra.proteins import AnalysisOutput, OfflineSource, analyze_sync
+from raw_proteins import RAW, app_flat_file, brief_of, mean_of, raw_pae, raw_plddt
 
-RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
 BANDS = ("very high", "confident", "low", "very low")
 
 
@@ -26,26 +23,6 @@ BANDS = ("very high", "confident", "low", "very low")
 def everything() -> AnalysisOutput:
     """One run over every bundled protein."""
     return analyze_sync(OfflineSource().ids(), timeout=30)
-
-
-def _brief(output: AnalysisOutput, protein_id: str) -> str:
-    entries = [*output.completed_analyses, *output.partial_analyses]
-    return next(e.brief for e in entries if e.protein_id == protein_id)
-
-
-def _plddt(name: str) -> list[float]:
-    """Per-residue pLDDT of a raw model file: each residue's CA B-factor, read with gemmi."""
-    structure = gemmi.read_structure(str(RAW / name))
-    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
-
-
-def _pae(name: str) -> list[list[float]]:
-    return json.loads((RAW / name).read_text(encoding="utf-8"))[0]["predicted_aligned_error"]
-
-
-def _mean(values: list[float]) -> str:
-    """A mean as a brief prints a measured figure: two decimals."""
-    return f"{sum(values) / len(values):.2f}"
 
 
 def _band(value: float) -> str:
@@ -68,7 +45,7 @@ def _feature_band(values: list[float]) -> str:
     very_high, confident, _, very_low = _counts(values)
     if min(very_high + confident, very_low) >= 0.25 * len(values):
         return "mixed"
-    return _band(float(_mean(values)))
+    return _band(float(mean_of(values)))
 
 
 def _by_band(values: list[float]) -> str:
@@ -88,41 +65,41 @@ def test_a_unit_whose_segments_pae_does_not_join_is_not_called_rigid(
     """'Q5VSL9 unit 1 is called "very high … fit for docking" while the PAE between 66–335
     and 422–493 is 10.1 Å': the unit is "segments in contact; arrangement not confirmed
     by PAE", its figures recomputed from the raw PAE file, and its use given per segment."""
-    brief = _brief(everything, "Q5VSL9")
-    pae = _pae("AF-Q5VSL9-F1-predicted_aligned_error_v4.json")
+    brief = brief_of(everything, "Q5VSL9")
+    pae = raw_pae("AF-Q5VSL9-F1-predicted_aligned_error_v4.json")
     first, second = range(66, 336), range(422, 494)
     forward, backward = _block(pae, first, second), _block(pae, second, first)
     both = forward + backward
     share = sum(1 for v in both if v < 5) / len(both)
     row = (
-        f"| 1 | 66–335 and 422–493 | {_mean(both)} | {_mean(forward)} / {_mean(backward)} | "
+        f"| 1 | 66–335 and 422–493 | {mean_of(both)} | {mean_of(forward)} / {mean_of(backward)} | "
         f"{share * 100:.1f}% | relative placement uncertain |"
     )
     assert row in brief
-    assert (_mean(both), f"{share * 100:.0f}") == ("10.13", "10")  # the issue's 10.1 Å, 10 %
+    assert (mean_of(both), f"{share * 100:.0f}") == ("10.13", "10")  # the issue's 10.1 Å, 10 %
     assert statistics.median(both) == pytest.approx(9.0, abs=0.1)
     unit = [r for s, e in ((66, 335), (422, 493), (498, 535), (541, 784)) for r in range(s, e + 1)]
     within = [pae[i - 1][j - 1] for i in unit for j in unit if i != j]
     assert (
         "| 1 | 66–335, 422–493, 498–535, 541–784 | 624 | 92.29 | very high | segments in "
-        f"contact; arrangement not confirmed by PAE (mean PAE {_mean(within)} Å within it; "
+        f"contact; arrangement not confirmed by PAE (mean PAE {mean_of(within)} Å within it; "
         "66–335 and 422–493: 10.13 Å) |"
     ) in brief
     [line] = [h for h in brief.splitlines() if h.startswith("- Unit 1 ")]
     assert "fit for structure-based work" not in line
     assert "not on their relative placement" in line
-    plddt = _plddt("AF-Q5VSL9-F1-model_v4.cif")
+    plddt = raw_plddt("AF-Q5VSL9-F1-model_v4.cif")
     for start, end in ((66, 335), (422, 493), (498, 535), (541, 784)):
         # Each segment is judged on its own PAE, read from the raw file.
         piece = range(start, end + 1)
         own = [pae[i - 1][j - 1] for i in piece for j in piece if i != j]
-        mean_plddt = _mean(plddt[start - 1 : end])
+        mean_plddt = mean_of(plddt[start - 1 : end])
         grade = (
             "docking-grade within it" if _band(float(mean_plddt)) == "very high" else ("fold-level")
         )
-        assert float(_mean(own)) < 5
+        assert float(mean_of(own)) < 5
         assert (
-            f"{start}–{end} {_band(float(mean_plddt))} ({mean_plddt}; mean PAE {_mean(own)} Å "
+            f"{start}–{end} {_band(float(mean_plddt))} ({mean_plddt}; mean PAE {mean_of(own)} Å "
             f"within it): {grade}"
         ) in line
 
@@ -130,7 +107,7 @@ def test_a_unit_whose_segments_pae_does_not_join_is_not_called_rigid(
 def test_the_rule_its_threshold_and_its_reference_are_stated(everything: AnalysisOutput) -> None:
     """The brief states the rule that confirms a unit, its 5 Å threshold, and where the
     field groups domains by PAE (graph clustering of the matrix, pae_to_domains)."""
-    brief = _brief(everything, "P00221")
+    brief = brief_of(everything, "P00221")
     assert (
         "lyra's rule: a unit found from contacts is one rigid unit when the mean PAE within "
         "it, and between each pair of its segments, is below 5 Å. The threshold is the PAE "
@@ -145,25 +122,25 @@ def test_a_unit_is_rigid_by_pae_and_every_listed_pae_file_is_used(
 ) -> None:
     """'P00221's PAE file is listed as a source but nothing from it is reported (the
     transit peptide sits 24–29 Å from the domain; inside the domain 3.1 Å)'."""
-    brief = _brief(everything, "P00221")
+    brief = brief_of(everything, "P00221")
     assert "- PAE: AF-P00221-F1-predicted_aligned_error_v4.json" in brief
-    pae = _pae("AF-P00221-F1-predicted_aligned_error_v4.json")
+    pae = raw_pae("AF-P00221-F1-predicted_aligned_error_v4.json")
     domain, tail = range(50, 148), range(1, 50)
     within = [pae[i - 1][j - 1] for i in domain for j in domain if i != j]
-    assert _mean(within) == "3.10"
-    assert f"one rigid unit by PAE (mean PAE {_mean(within)} Å within it, below 5 Å)" in brief
+    assert mean_of(within) == "3.10"
+    assert f"one rigid unit by PAE (mean PAE {mean_of(within)} Å within it, below 5 Å)" in brief
     on_tail, on_domain = _block(pae, tail, domain), _block(pae, domain, tail)
-    assert (_mean(on_domain), _mean(on_tail)) == ("24.41", "28.86")
+    assert (mean_of(on_domain), mean_of(on_tail)) == ("24.41", "28.86")
     assert (
-        f"| 1–49 | 1 | {_mean(on_tail + on_domain)} | {_mean(on_tail)} / {_mean(on_domain)} | "
-        "relative placement not determined |"
+        f"| 1–49 | 1 | {mean_of(on_tail + on_domain)} | "
+        f"{mean_of(on_tail)} / {mean_of(on_domain)} | relative placement not determined |"
     ) in brief
 
 
 def test_without_pae_a_unit_is_not_checked(everything: AnalysisOutput) -> None:
     """'BRCA1 joins its coiled-coil helix 1392–1419 to the BRCT pair on 15 contacts with
     no PAE available': not checked, and used segment by segment."""
-    brief = _brief(everything, "P38398")
+    brief = brief_of(everything, "P38398")
     assert (
         "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | segments in contact; "
         "arrangement not checked (no PAE) |"
@@ -181,11 +158,11 @@ def test_a_short_confident_stretch_is_listed_and_matched_to_its_feature(
     """'APP 705–723 (confident, mean 81.84; the transmembrane helix) appears nowhere':
     it is listed, with its mean from the raw model, and matched to TRANSMEM 702–722 of
     the raw flat file."""
-    plddt = _plddt("AF-P05067-F1-model_v6.pdb")
-    assert _mean(plddt[704:723]) == "81.84"
+    plddt = raw_plddt("AF-P05067-F1-model_v6.pdb")
+    assert mean_of(plddt[704:723]) == "81.84"
     transmem = _features("TRANSMEM")
     assert transmem == [(702, 722, "Helical")]
-    brief = _brief(everything, "P05067")
+    brief = brief_of(everything, "P05067")
     assert "| 705–723 | 19 | 81.84 | confident | short confident stretch (no unit) | " in brief
     [line] = [h for h in brief.splitlines() if h.startswith("- Residues 705–723 ")]
     assert "Transmembrane: Helical 702–722" in line
@@ -198,11 +175,11 @@ def test_low_band_segments_are_interpreted_where_features_explain_them(
     """'Low-band segments (50–70) are never interpreted': APP's low C-terminal tail is
     its cytoplasmic domain; P00221's low N-terminus is placed by PAE and, its name being
     chloroplastic, pointed to as the likely transit peptide (no features are bundled)."""
-    brief = _brief(everything, "P05067")
+    brief = brief_of(everything, "P05067")
     [tail] = [h for h in brief.splitlines() if h.startswith("- Residues 742–770 ")]
     assert "low confidence: at most a rough backbone" in tail
     assert "Topological domain: Cytoplasmic 723–770" in tail
-    ferredoxin = _brief(everything, "P00221")
+    ferredoxin = brief_of(everything, "P00221")
     [start] = [h for h in ferredoxin.splitlines() if h.startswith("- Residues 1–49 ")]
     assert "PAE to unit 1 26.64 Å (24.41 Å aligned on the unit, 28.86 Å aligned on" in start
     assert "N-terminal transit peptide" in start
@@ -210,7 +187,7 @@ def test_low_band_segments_are_interpreted_where_features_explain_them(
 
 def test_very_low_allows_poorly_predicted(everything: AnalysisOutput) -> None:
     """The disorder sentence allows 'or poorly predicted'."""
-    brief = _brief(everything, "P38398")
+    brief = brief_of(everything, "P38398")
     assert (
         "likely disordered in isolation, ordered only with a partner, or poorly predicted" in brief
     )
@@ -220,7 +197,7 @@ def test_a_peptide_modelled_alone_is_not_fit_for_work_on_the_fold(
     everything: AnalysisOutput,
 ) -> None:
     """'A 10-residue helix of a peptide modelled alone is "fit for work on the fold"'."""
-    brief = _brief(everything, "A0A0C5B5G6")
+    brief = brief_of(everything, "A0A0C5B5G6")
     [line] = [h for h in brief.splitlines() if h.startswith("- Residues 6–15 ")]
     assert "fit for work on the fold" not in line
     assert "16 residues modelled alone: a locally confident stretch, not a fold" in line
@@ -231,8 +208,7 @@ def test_a_peptide_modelled_alone_is_not_fit_for_work_on_the_fold(
 
 def _features(*kinds: str) -> list[tuple[int, int, str]]:
     """Features of the raw P05067 flat file, read with Biopython's SwissProt parser."""
-    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
-        entry = SwissProt.read(handle)
+    entry = app_flat_file()
     return [
         (int(f.location.start) + 1, int(f.location.end), str(f.qualifiers.get("note", "")))
         for f in entry.features
@@ -256,8 +232,8 @@ def test_every_p05067_feature_figure_is_recomputed_from_the_raw_files(
     """Each domain, region, topology and transmembrane row of APP's table: residues from
     the flat file (Bio.SwissProt), mean pLDDT, band and residues per band from the model
     file (gemmi)."""
-    plddt = _plddt("AF-P05067-F1-model_v6.pdb")
-    brief = _brief(everything, "P05067")
+    plddt = raw_plddt("AF-P05067-F1-model_v6.pdb")
+    brief = brief_of(everything, "P05067")
     table = brief.split("### UniProt features and their confidence")[1].split("\n\n")[2]
     rows = [line for line in table.splitlines() if " · " in line]
     expected = []
@@ -265,7 +241,7 @@ def test_every_p05067_feature_figure_is_recomputed_from_the_raw_files(
         for start, end, note in _features(kind):
             values = plddt[start - 1 : end]
             span = f"{start}–{end}"
-            head = f"| {name}{': ' + note if note else ''} | {span} | {_mean(values)} | "
+            head = f"| {name}{': ' + note if note else ''} | {span} | {mean_of(values)} | "
             expected.append(f"{head}{_feature_band(values)} | {_by_band(values)} |")
     assert len(rows) == len(expected) == 19
     assert sorted(r.rsplit(" | ", 1)[0] + " |" for r in rows) == sorted(expected)
@@ -282,17 +258,16 @@ def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
     pLDDT, from the raw files: a chain over folded and disordered parts is "mixed", never
     the band of its mean ("Soluble APP-beta 70.26 confident" holds E1, E2 and the 90
     residues of the acidic region)."""
-    plddt = _plddt("AF-P05067-F1-model_v6.pdb")
-    brief = _brief(everything, "P05067")
+    plddt = raw_plddt("AF-P05067-F1-model_v6.pdb")
+    brief = brief_of(everything, "P05067")
     for start, end, note in _features("CHAIN", "PEPTIDE"):
         values = plddt[start - 1 : end]
         assert (
-            f"| {note} | {start}–{end} | {_mean(values)} | {_feature_band(values)} | "
+            f"| {note} | {start}–{end} | {mean_of(values)} | {_feature_band(values)} | "
             f"{_by_band(values)} |"
         ) in brief
     assert "| Soluble APP-beta | 18–671 | 70.26 | mixed |" in brief
-    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
-        entry = SwissProt.read(handle)
+    entry = app_flat_file()
     sites: dict[str, list[tuple[int, int]]] = {}
     for f in entry.features:
         if f.type == "BINDING":
@@ -301,9 +276,9 @@ def test_p05067_chains_and_sites_are_recomputed_from_the_raw_files(
     assert set(sites) == {"heparin", "Cu(2+)", "Zn(2+)"}
     for ligand, spans in sites.items():
         where = ", ".join(
-            f"{s} (pLDDT {_mean(plddt[s - 1 : e])})"
+            f"{s} (pLDDT {mean_of(plddt[s - 1 : e])})"
             if s == e
-            else f"{s}–{e} (mean pLDDT {_mean(plddt[s - 1 : e])})"
+            else f"{s}–{e} (mean pLDDT {mean_of(plddt[s - 1 : e])})"
             for s, e in spans
         )
         assert f"{ligand} at residues {where}" in brief
@@ -315,9 +290,9 @@ def test_domains_without_pae_say_so_and_p53_features_are_not_held(
     """APP's domains have no PAE between them in this data, and the brief says so; p53's
     2005 features are listed with "pLDDT not held" beside each."""
     assert "PAE between UniProt's domains: not known (no PAE file for this model; " in (
-        _brief(everything, "P05067")
+        brief_of(everything, "P05067")
     )
-    p53 = _brief(everything, "P04637")
+    p53 = brief_of(everything, "P04637")
     assert "| DNA binding | 102–292 | not held |" in p53
     assert "| Region: Oligomerization | 325–356 | not held |" in p53
     assert "Sites: Zinc at residues 176, 179, 238, 242 (pLDDT not held); " in p53
@@ -335,8 +310,8 @@ def test_the_mean_over_residues_and_the_files_mean_over_atoms_are_told_apart(
     structure = gemmi.read_structure(str(RAW / "AF-Q5VSL9-F1-model_v4.cif"))
     atoms = [atom.b_iso for residue in structure[0][0] for atom in residue]
     residues = [residue[0].b_iso for residue in structure[0][0]]
-    assert (_mean(atoms), _mean(residues)) == ("81.24", "80.82")
-    brief = _brief(everything, "Q5VSL9")
+    assert (mean_of(atoms), mean_of(residues)) == ("81.24", "80.82")
+    brief = brief_of(everything, "Q5VSL9")
     assert "Whole-model mean pLDDT: 80.82, the mean over residues" in brief
     assert (
         "The model file's own global pLDDT, 81.24, is the mean over its atoms, as AlphaFold "
@@ -349,14 +324,14 @@ def test_a_creation_date_the_data_record_is_given(
     everything: AnalysisOutput, protein_id: str
 ) -> None:
     """'"creation date not recorded" where the bundled data record 2025-08-01'."""
-    brief = _brief(everything, protein_id)
+    brief = brief_of(everything, protein_id)
     assert f"AlphaFold DB model AF-{protein_id}-F1 v6, created 2025-08-01" in brief
     assert "creation date not recorded" not in brief
 
 
 def test_p53s_header_version_is_the_version_of_its_fractions(everything: AnalysisOutput) -> None:
     """'P04637's header says v4 while its fractions are v6'."""
-    brief = _brief(everything, "P04637")
+    brief = brief_of(everything, "P04637")
     assert "Source: AlphaFold DB model AF-P04637-F1 v6, created 2025-08-01" in brief
     assert "- Residues by band (AF-P04637-F1 v6, created 2025-08-01): very high" in brief
     [entry] = [e for e in everything.completed_analyses if e.protein_id == "P04637"]

@@ -1,0 +1,44 @@
+"""The bundled protein data read straight from its raw files with the field's own
+libraries (gemmi, Biopython), independently of lyra's code: what the protein tests
+recompute a brief's figures from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gemmi
+from Bio import SwissProt
+
+from lyra.proteins import AnalysisOutput
+
+RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
+
+
+def brief_of(output: AnalysisOutput, protein_id: str) -> str:
+    """The brief of ``protein_id`` in an analysis (completed or partial)."""
+    entries = [*output.completed_analyses, *output.partial_analyses]
+    return next(e.brief for e in entries if e.protein_id == protein_id)
+
+
+def raw_plddt(name: str) -> list[float]:
+    """Per-residue pLDDT of a raw model file: each residue's CA B-factor, read with gemmi."""
+    structure = gemmi.read_structure(str(RAW / name))
+    return [round(residue["CA"][0].b_iso, 2) for residue in structure[0][0]]
+
+
+def raw_pae(name: str) -> list[list[float]]:
+    """The PAE matrix of a raw AlphaFold DB PAE file."""
+    return json.loads((RAW / name).read_text(encoding="utf-8"))[0]["predicted_aligned_error"]
+
+
+def mean_of(values: list[float]) -> str:
+    """A mean as a brief prints a measured figure: two decimals."""
+    return f"{sum(values) / len(values):.2f}"
+
+
+def app_flat_file() -> Any:
+    """P05067's UniProt flat file, read with Biopython."""
+    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="ascii") as handle:
+        return SwissProt.read(handle)
