@@ -15,14 +15,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import ExitStack
 from typing import Any
 
 import anyio
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from fakes.frameworks import (
@@ -44,13 +42,14 @@ from lyra import (
     Supervisor,
     Task,
     parse_report,
-    tracing,
 )
 from lyra._extras import install_hint, installed
 from lyra.errors import ConfigurationError
 from lyra.recovery import RecoveryPolicy, record_waits, recover
+from test_tracing import spans
 
 pytestmark = pytest.mark.anyio
+__all__ = ["spans"]  # the fixture, found by pytest here too
 
 
 def _row(row: Framework) -> Any:
@@ -116,17 +115,6 @@ async def nothing_left_behind() -> AsyncIterator[None]:
 
 
 # -- a run that completes -------------------------------------------------------------------
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.configure(tracer_provider=provider)
-    yield exporter
-    tracing.configure()
-    provider.shutdown()
 
 
 @EACH
