@@ -107,7 +107,10 @@ _ASK = FunctionTool(ask_question)
 async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
     """Hold the request's worst case against the token budget, and cap its
     ``max_output_tokens`` to what that leaves."""
-    sent = sum(_bytes(part) for content in llm_request.contents for part in content.parts or ())
+    sent = 0
+    for content in llm_request.contents:
+        for part in content.parts or ():
+            sent += _bytes(part)
     config = llm_request.config
     wanted = config.max_output_tokens if config is not None else None
     limit = wanted if wanted is not None else DEFAULT_OUTPUT

@@ -44,22 +44,12 @@ class LyraCallbacks(AsyncCallbackHandler):
         self._charged: set[UUID] = set()
 
     # Node and chain events say nothing the limits need: skip them (they are many).
-    # (Tool events come under ``ignore_agent``: kept.)
-    @property
-    def ignore_chain(self) -> bool:
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        return True
+    # (Tool events come under ``ignore_agent``: kept.) Attributes, not properties:
+    # LangChain reads them for every event of every node.
+    ignore_chain = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     # -- models -----------------------------------------------------------------------
 
@@ -74,7 +64,12 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        sent = sum(len(str(m.content).encode()) for turn in messages for m in turn)
+        sent = 0
+        for turn in messages:
+            for message in turn:
+                content = message.content
+                text = content if type(content) is str else str(content)
+                sent += len(text) if text.isascii() else len(text.encode())
         await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def on_llm_start(

@@ -23,8 +23,7 @@ still checked strictly).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
@@ -51,9 +50,11 @@ def count(value: Any) -> int:
     return max(0, value)
 
 
-@dataclass(frozen=True, slots=True)
-class Tokens:
-    """Token counts of a response (or a running total): ``input`` includes the cache's."""
+class Tokens(NamedTuple):
+    """Token counts of a response (or a running total): ``input`` includes the cache's.
+
+    (A tuple: several are made for every response of every model-backed child, and a
+    frozen dataclass costs several times more to build.)"""
 
     input: int = 0
     output: int = 0
@@ -65,19 +66,15 @@ class Tokens:
         cls, input: Any = 0, output: Any = 0, cache_read: Any = 0, cache_write: Any = 0
     ) -> Tokens:
         """Counts as a framework gave them, made whole (see :func:`count`)."""
-        return cls(count(input), count(output), count(cache_read), count(cache_write))
+        return cls(  # (count() only for what is not already a whole number ≥ 0)
+            input if type(input) is int and input >= 0 else count(input),
+            output if type(output) is int and output >= 0 else count(output),
+            cache_read if type(cache_read) is int and cache_read >= 0 else count(cache_read),
+            cache_write if type(cache_write) is int and cache_write >= 0 else count(cache_write),
+        )
 
     def __bool__(self) -> bool:
         return bool(self.input or self.output)
-
-    def since(self, before: Tokens) -> Tokens:
-        """What a running total added since ``before`` (never negative)."""
-        return Tokens(
-            max(0, self.input - before.input),
-            max(0, self.output - before.output),
-            max(0, self.cache_read - before.cache_read),
-            max(0, self.cache_write - before.cache_write),
-        )
 
     def cost(self, price: Price) -> float:
         """What these tokens cost at ``price`` (cache reads and writes at their rates)."""
@@ -119,7 +116,7 @@ class Meter:
         """True when a cost budget holds: every response must be priced."""
         self.token_limited = "max_tokens" in limited
         """True when a token budget holds: every response must report its usage."""
-        self._charged = Tokens()
+        self._charged = (0, 0, 0, 0)  # the running total charged (Tokens' fields)
         self._cost_charged = 0.0
         self._figures: tuple[Any, ...] = (0, 0, 0, 0, None)
         self._held: dict[object, list[int]] = {}
@@ -153,7 +150,7 @@ class Meter:
             if ctx.tree.cooldown_left(provider) > 0:
                 await ctx.cooled(provider)
         if turn:
-            ctx.charge(turns=1, ahead=True)
+            ctx.take_turn()
 
     async def reserve(
         self, key: object, *, text_bytes: int, output: int | None, capped: bool = False
@@ -184,12 +181,19 @@ class Meter:
     def settled(self, key: object = None) -> None:
         """The request ``key`` names was answered or ended: what it held is given back
         (every request's, with ``key=None``), before its usage is charged."""
+        holding = self._held
+        if not holding:
+            return  # (no token budget: nothing is ever held)
         if key is None:
-            held = [tokens for holds in self._held.values() for tokens in holds]
-            self._held.clear()
+            held = [tokens for holds in holding.values() for tokens in holds]
+            holding.clear()
         else:
-            holds = self._held.get(key)
-            held = [holds.pop(0)] if holds else []
+            holds = holding.get(key)
+            if not holds:
+                return
+            held = [holds.pop(0)]
+            if not holds:
+                del holding[key]
         for tokens in held:
             self.ctx.release_tokens(tokens)
 
@@ -203,11 +207,11 @@ class Meter:
         if tokens is None:
             self.unreported(model)
             return
-        self._charge(tokens, model, cost)
+        self._charge(*tokens, model, cost)
 
     def add(self, tokens: Tokens, model: str | None) -> None:
         """More usage of a response already counted (a stream's later frames)."""
-        self._charge(tokens, model, None)
+        self._charge(*tokens, model, None)
 
     def answered(self) -> None:
         """The provider answered a request: the tree's listeners hear of it."""
@@ -232,15 +236,26 @@ class Meter:
         if figures == self._figures:
             return False
         self._figures = figures
-        tokens = Tokens.of(input, output, cache_read, cache_write)
-        new = tokens.since(self._charged)
+        # Inline, not through Tokens and count(): this runs for every response of
+        # every pydantic-ai and OpenAI Agents run, and Python calls are the cost.
+        i = input if type(input) is int and input >= 0 else count(input)
+        o = output if type(output) is int and output >= 0 else count(output)
+        r = cache_read if type(cache_read) is int and cache_read >= 0 else count(cache_read)
+        w = cache_write if type(cache_write) is int and cache_write >= 0 else count(cache_write)
+        before = self._charged
+        new = (
+            max(0, i - before[0]),
+            max(0, o - before[1]),
+            max(0, r - before[2]),
+            max(0, w - before[3]),
+        )
         added = None if cost is None else max(0.0, cost - self._cost_charged)
-        if not new and not added:
+        if not (new[0] or new[1] or added):
             return False
-        self._charged = tokens
+        self._charged = (i, o, r, w)
         if cost is not None:
             self._cost_charged = cost
-        self._charge(new, model, added)
+        self._charge(*new, model, added)
         return True
 
     def unreported(self, model: str | None) -> None:
@@ -255,16 +270,24 @@ class Meter:
             )
         self.ctx.heartbeat()
 
-    def _charge(self, tokens: Tokens, model: str | None, cost: float | None) -> None:
-        if cost is None and tokens:
+    def _charge(
+        self,
+        input: int,
+        output: int,
+        cache_read: int,
+        cache_write: int,
+        model: str | None,
+        cost: float | None,
+    ) -> None:
+        """Charge a response's tokens (whole, ≥ 0), priced unless ``cost`` is given."""
+        if cost is None and (input or output):
             price = self.prices(model)
-            cost = tokens.cost(price) if price is not None else None
-        if not tokens and not cost:
+            if price is not None:
+                cost = Tokens(input, output, cache_read, cache_write).cost(price)
+        if not (input or output or cost):
             self.ctx.heartbeat()
             return
-        self.ctx.charge(
-            input_tokens=tokens.input, output_tokens=tokens.output, cost_usd=cost or 0.0
-        )
+        self.ctx.charge(input, output, cost or 0.0)
         if cost is None and self.cost_limited:
             raise self.unpriced(model)
 

@@ -160,7 +160,14 @@ class Limits(AbstractCapability[Any]):
         settings = request_context.model_settings or {}
         wanted = settings.get("max_tokens")
         limit = wanted if wanted is not None else _ANY_MODEL_WRITES
-        sent = sum(_text_size(part) for m in request_context.messages for part in m.parts)
+        sent = 0  # the bytes of text it sends: each part's content, or a call's arguments
+        for message in request_context.messages:
+            for part in message.parts:
+                content = getattr(part, "content", None)
+                if type(content) is not str:
+                    args = getattr(part, "args", None)
+                    content = str(args if args is not None else content or "")
+                sent += len(content) if content.isascii() else len(content.encode())
         allowed = await self.meter.reserve(None, text_bytes=sent, output=limit, capped=True)
         if allowed is not None and allowed < limit:
             capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
@@ -173,15 +180,3 @@ class Limits(AbstractCapability[Any]):
         self.meter.settled()
         with suppress(BudgetExhausted, ConfigurationError):
             self.charge()
-
-
-def _text_size(part: Any) -> int:
-    """The bytes of text a message part sends the model (its content, or a tool call's
-    arguments), for the estimate of a request's input."""
-    content = getattr(part, "content", None)
-    if isinstance(content, str):
-        return len(content.encode())
-    args = getattr(part, "args", None)
-    if args is not None:
-        return len(str(args).encode())
-    return len(str(content).encode()) if content is not None else 0

@@ -18,7 +18,6 @@ import math
 import reprlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -120,9 +119,12 @@ class Account:
     """
 
     __slots__ = (
+        "_caps",
         "_chain",
+        "_limiting",
         "_lock",
         "_released",
+        "_token_limits",
         "_watchers",
         "cost_usd",
         "counts_tool_calls",
@@ -138,9 +140,15 @@ class Account:
         "turns",
     )
 
+    _limiting: tuple[Account, ...]
+    _caps: tuple[float, float, float, float]
+    _token_limits: tuple[tuple[Account, int], ...]
+
     def __init__(self, limits: Budget | None = None, parent: Account | None = None) -> None:
-        limits = checked_budget(limits)
-        self.limits = limits if limits is not None and not limits.unlimited else None
+        if limits is not None and (type(limits) is not Budget or limits.unlimited):
+            limits = checked_budget(limits)
+            limits = limits if limits is not None and not limits.unlimited else None
+        self.limits = limits
         self.parent = parent
         self._chain: tuple[Account, ...] = (self, *parent._chain) if parent else (self,)
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -155,12 +163,19 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        mine = vars(self.limits).items() if self.limits is not None else ()
-        own = frozenset([name for name, value in mine if value is not None])
+        self._caps = caps = _caps(limits)
+        own = frozenset(name for name, cap in zip(_MEASURES, caps, strict=True) if cap != math.inf)
         self.limited: frozenset[str] = own | parent.limited if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
         self.counts_tool_calls = "max_tool_calls" in self.limited
         """True when this account or one above it limits tool calls (each is charged)."""
+        above = parent._limiting if parent is not None else ()
+        self._limiting = above if self.limits is None else (self, *above)
+        """The accounts up the chain that have limits, innermost first."""
+        tokens = self.limits.max_tokens if self.limits is not None else None
+        above_tokens = parent._token_limits if parent is not None else ()
+        self._token_limits = above_tokens if tokens is None else ((self, tokens), *above_tokens)
+        """The accounts up the chain that limit tokens, with their limit."""
 
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
@@ -198,34 +213,26 @@ class Account:
         call, taken before the call). When it would take an account over a limit,
         nothing is recorded and that account is exhausted as having reached it.
         """
-        chain = self._chain
+        # Every model request of every framework child passes here twice: written
+        # for the common case (no limit passed), with nothing built on the way.
         ran_out: list[Account] = []
         with self._lock:
-            refused = None
+            tokens = input_tokens + output_tokens
             if ahead:  # the first account it would take over, and why
-                spend = _Spend(input_tokens + output_tokens, cost_usd, turns, tool_calls)
-                for account in chain:
-                    why = account._over(spend)
-                    if why is not None:
-                        refused = account
+                for account in self._limiting:
+                    if account._would_pass(tokens, cost_usd, turns, tool_calls):
                         if account.exhausted is None:
-                            account.exhausted = why
+                            account.exhausted = account._over(
+                                tokens, cost_usd, turns, tool_calls, True
+                            )
                             ran_out.append(account)
                         break
-            if refused is None:
-                for account in chain:
-                    account.input_tokens += input_tokens
-                    account.output_tokens += output_tokens
-                    if cost_usd:
-                        account.cost_usd = _dollars(account.cost_usd + cost_usd)
-                    account.turns += turns
-                    account.tool_calls += tool_calls
-                    if account.limits is not None and account.exhausted is None:
-                        account.exhausted = account._over()
-                        if account.exhausted is not None:
-                            ran_out.append(account)
+                else:
+                    self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
+            else:
+                self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
             over = None
-            for account in chain:
+            for account in self._limiting:
                 if account.exhausted is not None:
                     over = account
                     break
@@ -236,24 +243,56 @@ class Account:
             watcher(account)
         return over
 
+    def take_turn(self) -> Account | None:
+        """``charge(turns=1, ahead=True)``, the turn of a model request about to be sent:
+        every request of every model-backed child takes one, so the usual case (no
+        account out, turns to spare) is quick."""
+        with self._lock:
+            for account in self._limiting:
+                if account.exhausted is not None or account.turns >= account._caps[2]:
+                    break
+            else:
+                for account in self._chain:
+                    account.turns += 1
+                return None
+        return self.charge(turns=1, ahead=True)
+
+    def _add(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float,
+        turns: int,
+        tool_calls: int,
+        ran_out: list[Account],
+    ) -> None:
+        """Record a charge up the chain (under the lock); the accounts it ran out are
+        exhausted and added to ``ran_out``."""
+        for account in self._chain:
+            account.input_tokens += input_tokens
+            account.output_tokens += output_tokens
+            if cost_usd:
+                account.cost_usd = _dollars(account.cost_usd + cost_usd)
+            account.turns += turns
+            account.tool_calls += tool_calls
+        for account in self._limiting:
+            if account.exhausted is None and account._would_pass(0, 0.0, 0, 0):
+                account.exhausted = account._over(0, 0.0, 0, 0, False)
+                ran_out.append(account)
+
     def reserve(self, worst: int, least: int) -> int:
         """Hold up to ``worst`` tokens for a request about to be sent, here and in every
         ancestor: as many as every token limit up the chain leaves beside what is
         charged and held, if that is at least ``least``; else nothing (0)."""
         with self._lock:
-            chain = self.chain()
-            room = min(
-                (
-                    a.limits.max_tokens - a.input_tokens - a.output_tokens - a.reserved
-                    for a in chain
-                    if a.limits is not None and a.limits.max_tokens is not None
-                ),
-                default=worst,
-            )
-            granted = min(worst, room)
+            granted = worst
+            for a, limit in self._token_limits:
+                room = limit - a.input_tokens - a.output_tokens - a.reserved
+                if room < granted:
+                    granted = room
             if granted < least:
                 return 0
-            for account in chain:
+            for account in self._chain:
                 account.reserved += granted
             return granted
 
@@ -261,11 +300,13 @@ class Account:
         """Give back tokens :meth:`reserve` held (their request was answered or ended);
         whoever waits for room is told."""
         with self._lock:
-            chain = self.chain()
+            chain = self._chain
             for account in chain:
                 account.reserved = max(0, account.reserved - tokens)
             root = chain[-1]
-            waiting, root._released = root._released, []
+            waiting = root._released
+            if waiting:
+                root._released = []
         for wake in waiting:
             wake()
 
@@ -273,16 +314,12 @@ class Account:
         """True while requests other than the caller's (``mine`` tokens) hold tokens of
         a token limit up the chain: waiting for them may free room."""
         with self._lock:
-            return any(
-                a.reserved > mine
-                for a in self.chain()
-                if a.limits is not None and a.limits.max_tokens is not None
-            )
+            return any(a.reserved > mine for a, _ in self._token_limits)
 
     def when_released(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (once) at the next :meth:`release` anywhere in this tree."""
         with self._lock:
-            self.chain()[-1]._released.append(wake)
+            self._chain[-1]._released.append(wake)
 
     def refuse(self, tokens: int) -> Account | None:
         """A request whose worst case (``tokens``) no token limit up the chain has room
@@ -290,8 +327,8 @@ class Account:
         as having reached its limit (its attempts end), and returned."""
         ran_out: Account | None = None
         with self._lock:
-            for account in self.chain():
-                why = account._over(_Spend(tokens=tokens))
+            for account in self._limiting:
+                why = account._over(tokens, 0.0, 0, 0, True)
                 if why is not None and why.startswith("max_tokens"):
                     if account.exhausted is None:
                         account.exhausted = why + " (the next request's worst case)"
@@ -302,28 +339,38 @@ class Account:
             watcher(ran_out)  # type: ignore[arg-type]
         return ran_out
 
-    def _over(self, more: _Spend | None = None) -> str | None:
-        """Which limit the tally exceeds, in words, or ``None``; with ``more`` given,
-        which limit charging it would exceed (it is refused)."""
+    def _would_pass(self, tokens: int, cost_usd: float, turns: int, calls: int) -> bool:
+        """True when the tally with these amounts more passes a limit (the quick test
+        before :meth:`_over` says which)."""
+        max_tokens, max_cost, max_turns, max_calls = self._caps
+        return (
+            self.input_tokens + self.output_tokens + tokens > max_tokens
+            or self.turns + turns > max_turns
+            or self.tool_calls + calls > max_calls
+            or (max_cost != math.inf and _dollars(self.cost_usd + cost_usd) > max_cost)
+        )
+
+    def _over(
+        self, tokens: int, cost_usd: float, turns: int, calls: int, ahead: bool
+    ) -> str | None:
+        """Which limit the tally exceeds, in words, or ``None``; ``ahead``: which limit
+        charging these amounts more would exceed (they are refused)."""
         limits = self.limits
         if limits is None:
             return None
-        ahead = more is not None
-        more = more or _NOTHING
-        tokens = self.input_tokens + self.output_tokens
-        if limits.max_tokens is not None and tokens + more.tokens > limits.max_tokens:
-            return _passed("max_tokens", limits.max_tokens, tokens, more.tokens, "tokens", ahead)
+        used = self.input_tokens + self.output_tokens
+        if limits.max_tokens is not None and used + tokens > limits.max_tokens:
+            return _passed("max_tokens", limits.max_tokens, used, tokens, "tokens", ahead)
         cost = limits.max_cost_usd
-        if cost is not None and _dollars(self.cost_usd + more.cost_usd) > cost:
+        if cost is not None and _dollars(self.cost_usd + cost_usd) > cost:
             verb = "reached" if ahead else "exceeded"
-            refused = f", ${more.cost_usd:.4f} more refused" if ahead else ""
+            refused = f", ${cost_usd:.4f} more refused" if ahead else ""
             return f"max_cost_usd={cost:g} {verb}: ${self.cost_usd:.4f} used{refused}"
-        if limits.max_turns is not None and self.turns + more.turns > limits.max_turns:
-            return _passed("max_turns", limits.max_turns, self.turns, more.turns, "turns", ahead)
-        calls = limits.max_tool_calls
-        if calls is not None and self.tool_calls + more.tool_calls > calls:
-            used = self.tool_calls
-            return _passed("max_tool_calls", calls, used, more.tool_calls, "tool calls", ahead)
+        if limits.max_turns is not None and self.turns + turns > limits.max_turns:
+            return _passed("max_turns", limits.max_turns, self.turns, turns, "turns", ahead)
+        limit = limits.max_tool_calls
+        if limit is not None and self.tool_calls + calls > limit:
+            return _passed("max_tool_calls", limit, self.tool_calls, calls, "tool calls", ahead)
         return None
 
     def left(self) -> Budget:
@@ -356,7 +403,7 @@ class Account:
         """True while every limit up the chain leaves something to spend (checked
         before every attempt, so it builds no :class:`Budget`)."""
         with self._lock:
-            return all(account._room() for account in self.chain() if account.limits is not None)
+            return all(account._room() for account in self._limiting)
 
     def _room(self) -> bool:
         limits = self.limits
@@ -371,7 +418,7 @@ class Account:
 
     def limiting(self) -> list[Account]:
         """The accounts up the chain that have limits (the ones that can run out)."""
-        return [account for account in self.chain() if account.limits is not None]
+        return list(self._limiting)
 
     def watch(self, key: int, watcher: Watcher) -> None:
         """Call ``watcher`` when this account runs out (until :meth:`unwatch`)."""
@@ -384,17 +431,21 @@ class Account:
             self._watchers.pop(key, None)
 
 
-@dataclass(frozen=True, slots=True)
-class _Spend:
-    """An amount about to be charged ahead (the refusal check's figures)."""
-
-    tokens: int = 0
-    cost_usd: float = 0.0
-    turns: int = 0
-    tool_calls: int = 0
+_MEASURES = ("max_tokens", "max_cost_usd", "max_turns", "max_tool_calls")
 
 
-_NOTHING = _Spend()
+def _caps(limits: Budget | None) -> tuple[float, float, float, float]:
+    """A budget's limits (tokens, cost, turns, tool calls), infinite where it has none."""
+    if limits is None:
+        return (math.inf, math.inf, math.inf, math.inf)
+    tokens, cost = limits.max_tokens, limits.max_cost_usd
+    turns, calls = limits.max_turns, limits.max_tool_calls
+    return (
+        math.inf if tokens is None else tokens,
+        math.inf if cost is None else cost,
+        math.inf if turns is None else turns,
+        math.inf if calls is None else calls,
+    )
 
 
 def _passed(name: str, limit: int, used: int, extra: int, unit: str, ahead: bool) -> str:
@@ -406,14 +457,10 @@ def _passed(name: str, limit: int, used: int, extra: int, unit: str, ahead: bool
 
 def checked_charge(input_tokens: int, output_tokens: int, cost_usd: float, turns: int) -> None:
     """A clear error for a caller's impossible charge (negative, NaN, not a number)."""
-    if (  # the charges of lyra's own meters, at once
-        type(input_tokens) is int
-        and type(output_tokens) is int
-        and type(turns) is int
+    if (  # the charges of lyra's own meters, at once (an OR of ints ≥ 0 is ≥ 0)
+        type(input_tokens) is int is type(output_tokens) is type(turns)
         and type(cost_usd) is float
-        and input_tokens >= 0
-        and output_tokens >= 0
-        and turns >= 0
+        and input_tokens | output_tokens | turns >= 0
         and 0.0 <= cost_usd < math.inf
     ):
         return

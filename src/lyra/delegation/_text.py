@@ -17,6 +17,8 @@ _JSON_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 def safe_str(value: object) -> str:
     """``str(value)``, else its ``repr``, else its type's name: never raises, always
     valid text (for exceptions and objects that cannot describe themselves)."""
+    if type(value) is str and value.isascii():
+        return value  # (every tool name, every step: no call costs more than this)
     for describe in (str, repr):
         try:
             text = describe(value)
