@@ -164,7 +164,7 @@ class Account:
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
         self._caps = caps = _caps(limits)
-        own = frozenset(name for name, cap in zip(_MEASURES, caps, strict=True) if cap != math.inf)
+        own = frozenset([name for name, cap in zip(_MEASURES, caps, strict=True) if cap < math.inf])
         self.limited: frozenset[str] = own | parent.limited if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
         self.counts_tool_calls = "max_tool_calls" in self.limited
