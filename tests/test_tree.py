@@ -25,6 +25,7 @@ from lyra import (
     adelegate_with_retry,
     parse_report,
 )
+from lyra.delegation._internal import Account
 from lyra.errors import BudgetExhausted
 from lyra.recovery import record_waits, recover
 
@@ -108,6 +109,70 @@ async def test_usage_reaches_the_result_the_report_and_the_events() -> None:
     assert (report.tokens_used, report.turns, report.cost_usd) == (1200, 3, 0.0)
     done = next(e for e in events if e["event"] == "delegation_completed")
     assert (done["tokens_used"], done["input_tokens"], done["turns"]) == (1200, 900, 3)
+
+
+_LIMIT = st.one_of(st.none(), st.integers(0, 4))
+_BUDGETS = st.one_of(
+    st.none(),
+    st.builds(
+        Budget,
+        max_tokens=st.one_of(st.none(), st.integers(0, 3000)),
+        max_cost_usd=st.one_of(st.none(), st.sampled_from([0.0, 0.01, 0.5])),
+        max_turns=_LIMIT,
+        max_tool_calls=_LIMIT,
+    ),
+)
+_CHARGES = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # which account of the chain charges
+        st.integers(0, 900),
+        st.sampled_from([0.0, 0.004, 0.3]),
+        st.integers(0, 2),
+        st.booleans(),  # ahead
+        st.one_of(st.none(), st.integers(1, 4000)),  # a token worst case refused instead
+    ),
+    max_size=6,
+)
+
+
+def _chain(budgets: list[Budget | None]) -> list[Account]:
+    accounts: list[Account] = []
+    for budget in budgets:
+        accounts.append(Account(budget, accounts[-1] if accounts else None))
+    return accounts
+
+
+def _state(accounts: list[Account]) -> list[tuple[object, ...]]:
+    return [
+        (a.input_tokens, a.output_tokens, a.cost_usd, a.turns, a.tool_calls, a.exhausted)
+        for a in accounts
+    ]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(budgets=st.lists(_BUDGETS, min_size=1, max_size=3), charges=_CHARGES)
+def test_a_requests_quick_turn_is_the_ahead_charge_of_one_turn(
+    budgets: list[Budget | None], charges: list[tuple[int, int, float, int, bool, int | None]]
+) -> None:
+    """Account.take_turn (every model request's turn, on a quick path) leaves the chain
+    exactly as charge(turns=1, ahead=True) does, whatever was charged, refused or run
+    out before: the same tallies, the same exhaustion and the same account returned."""
+    quick, general = _chain(budgets), _chain(budgets)
+    for accounts in (quick, general):
+        for at, tokens, cost, turns, ahead, refused in charges:
+            account = accounts[min(at, len(accounts) - 1)]
+            if refused is not None:
+                account.refuse(refused)
+            else:
+                account.charge(input_tokens=tokens, cost_usd=cost, turns=turns, ahead=ahead)
+    over_quick = quick[-1].take_turn()
+    over_general = general[-1].charge(turns=1, ahead=True)
+    assert _where(over_quick, quick) == _where(over_general, general)
+    assert _state(quick) == _state(general)
+
+
+def _where(account: Account | None, chain: list[Account]) -> int | None:
+    return None if account is None else chain.index(account)
 
 
 async def test_a_charge_made_ahead_is_refused_rather_than_overspent() -> None:

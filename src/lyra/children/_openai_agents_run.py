@@ -35,7 +35,6 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-import orjson
 from agents import (
     Agent,
     ItemHelpers,
@@ -105,9 +104,9 @@ class Tap:
         await meter.before_request(self.model, provider="openai")
         model_data = data.model_data
         if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
-            sent = _json_size([model_data.input, model_data.instructions])
+            sent = json.dumps([model_data.input, model_data.instructions], default=str)
             limit = data.agent.model_settings.max_tokens
-            await meter.reserve(id(data.agent), text_bytes=sent, output=limit)
+            await meter.reserve(id(data.agent), text_bytes=len(sent.encode()), output=limit)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered
@@ -321,14 +320,6 @@ def _type(item: Any) -> Any:
 def _call_id(context: RunContextWrapper[Any], tool: Tool) -> str:
     call_id = getattr(context, "tool_call_id", None)
     return call_id if isinstance(call_id, str) else tool.name
-
-
-def _json_size(data: Any) -> int:
-    """The bytes of ``data`` as JSON (orjson: every request's input is measured)."""
-    try:
-        return len(orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS))
-    except TypeError:  # (an integer past 64 bits)
-        return len(json.dumps(data, default=str).encode())
 
 
 def _cached(usage: SDKUsage) -> int:
