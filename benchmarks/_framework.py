@@ -21,13 +21,17 @@ headline is **lyra's share**: lyra − bare + hook, the median of the per-round
 differences (each round's two blocks ran seconds apart, under the same load),
 against ≤ 150 µs. **Wall pass** (a model that takes 20 ms per request, as a
 fast real one does): lyra and bare alternating, wall time per run, the median
-of the per-round ratios against ≤ 1.01×.
+of the per-round ratios against ≤ 1.01×. **Calls** (for information): lyra's
+Python calls per run (resumes of coroutines included) over the bare run with
+the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, and
+most of the share is Python calls (each costs hundreds of instructions).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -149,6 +153,46 @@ def _rounds(
     return seconds
 
 
+def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
+    """Python calls per run (coroutine and generator resumes included), counted with
+    ``sys.setprofile`` in this thread over ``runs`` runs after a warm-up: the same
+    count on every machine, where CPU time moves with the host's load."""
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    async def body() -> None:
+        for i in range(runs):
+            sides.fresh()
+            await run(f"{fw.prompt} ({i})")
+
+    asyncio.run(body())  # warm-up: first-run imports and caches count for nothing
+    sys.setprofile(count)
+    try:
+        asyncio.run(body())
+    finally:
+        sys.setprofile(None)
+    return calls / runs
+
+
+def _calls_row(fw: Framework, sides: Sides, runs: int) -> Row:
+    """lyra's Python calls per run over the bare run with the framework's hook."""
+    runners = _runners(sides)
+    lyra = _calls_per_run(fw, sides, runners["lyra"], runs)
+    hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs)
+    return Row(
+        fw.bench,
+        "lyra's Python calls per run",
+        lyra - hooked,
+        "",
+        note=f"lyra {lyra:,.0f} − bare + hook {hooked:,.0f} (counted: the same on any host, "
+        "where the share moves with its load)",
+    )
+
+
 def spread(values: list[float], digits: int = 0) -> str:
     return f"min {min(values):.{digits}f}, max {max(values):.{digits}f}"
 
@@ -224,6 +268,9 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         for row in rows[1:]:
             print(f"  {row.metric:<36} {fmt_value(row.value, row.unit):>10}  ({row.note})")
         _print_judged(rows[0])
+        calls = _calls_row(fw, fw.build(0.0), max(2, cpu_runs // 4))
+        print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
+        rows.append(calls)
         wall = _rounds(
             fw, fw.build(LATENCY), ("bare", "lyra"), wall_runs, wall_rounds, time.perf_counter
         )
