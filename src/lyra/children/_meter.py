@@ -184,15 +184,17 @@ class Meter:
         holding = self._held
         if not holding:
             return  # (no token budget: nothing is ever held)
+        held: list[int] = []
         if key is None:
-            held = [tokens for holds in holding.values() for tokens in holds]
+            for holds in holding.values():
+                held += holds
             holding.clear()
         else:
-            holds = holding.get(key)
-            if not holds:
+            waiting = holding.get(key)
+            if not waiting:
                 return
-            held = [holds.pop(0)]
-            if not holds:
+            held.append(waiting.pop(0))
+            if not waiting:
                 del holding[key]
         for tokens in held:
             self.ctx.release_tokens(tokens)

@@ -106,7 +106,7 @@ class Limits(AbstractCapability[Any]):
         if response.usage.unmeasured_requests:  # the model reported no usage
             self.meter.unreported(self._model)  # (a budget that cannot be kept stops here)
         if not self.charge():
-            self.lyra.heartbeat()
+            self.meter.ctx.heartbeat()
         if response.finish_reason == "content_filter":
             details = response.provider_details or {}
             why = details.get("refusal") or "finish_reason content_filter"
@@ -125,7 +125,7 @@ class Limits(AbstractCapability[Any]):
         args: ValidatedToolArgs,
         handler: WrapToolExecuteHandler,
     ) -> Any:
-        lyra, name = self.lyra, call.tool_name
+        lyra, name = self.meter.ctx, call.tool_name
         note = lyra.tool_started(name, call.args)
         try:
             result = await handler(args)
