@@ -461,16 +461,15 @@ class ChildContext:
         recorded, and ends the attempt the same way.
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
-        over = (self._meter or self._metered()).charge(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost_usd,
-            turns=turns,
-            ahead=ahead,
+        self._after_charge(
+            self._metered().charge(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cost_usd=cost_usd,
+                turns=turns,
+                ahead=ahead,
+            )
         )
-        self._limiter.touch()
-        if over is not None:
-            self._ran_out(over)
 
     def take_turn(self) -> None:
         """Charge the turn of a model request about to be sent (``charge(turns=1,
@@ -482,13 +481,9 @@ class ChildContext:
         account it found out of budget) is not ``None``."""
         self._limiter.touch()
         if over is not None:
-            self._ran_out(over)
-
-    def _ran_out(self, over: Account) -> NoReturn:
-        """This attempt's charge found ``over`` out of budget: the attempt ends."""
-        self.spent_last = True
-        self._limiter.out_of_budget(over)
-        raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
+            self.spent_last = True
+            self._limiter.out_of_budget(over)
+            raise BudgetExhausted(f"Budget exhausted: {over.exhausted}")
 
     async def reserve_tokens(self, worst: int, least: int) -> int:
         """Hold tokens of the tree's budget for a model request about to be sent: up to
@@ -497,7 +492,7 @@ class ChildContext:
         waits for them to be answered (not idle time); with none in flight and no
         room, the request is refused and the attempt ends as out of budget. Returns
         the tokens held: give them back with :meth:`release_tokens` once answered."""
-        account = self._meter or self._metered()
+        account = self._metered()
         self.raise_if_stopped()
         granted = account.reserve(worst, least)  # (most requests find room at once)
         while not granted:
