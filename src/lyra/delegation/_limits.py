@@ -44,8 +44,13 @@ class Limits:
             check_max_repeats(self.max_repeats)
 
     def but(self, **changes: Any) -> Limits:
-        """These limits with ``changes`` (a ``None`` leaves a field as it is)."""
-        given = {name: value for name, value in changes.items() if value is not None}
+        """These limits with ``changes`` (a ``None`` leaves a field as it is, and so
+        does the value it already has: a supervisor's every call passes its timeout)."""
+        given = {
+            name: value
+            for name, value in changes.items()
+            if value is not None and value != getattr(self, name)
+        }
         return replace(self, **given) if given else self
 
 
