@@ -180,6 +180,8 @@ class Account:
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
         """A child account when ``budget`` limits anything, else ``parent`` itself."""
+        if budget is None:
+            return parent
         budget = checked_budget(budget)
         if budget is None or budget.unlimited:
             return parent
