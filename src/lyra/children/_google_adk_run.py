@@ -145,12 +145,12 @@ class Limits(BasePlugin):
     ) -> LlmResponse | None:
         attempt: Attempt | None = current_run.get()
         if attempt is not None:
-            model = llm_request.model
-            attempt.models[callback_context.agent_name] = model
+            model, agent = llm_request.model, callback_context.agent_name  # (a property)
+            attempt.models[agent] = model
             meter = attempt.meter
             await meter.before_request(model, provider=provider_of(model))
             if meter.token_limited:
-                await _hold(meter, callback_context.agent_name, llm_request)
+                await _hold(meter, agent, llm_request)
             if attempt.ask:  # ADK runs a call from the request's own tools
                 llm_request.append_tools([_ASK])
             if attempt.limits:
@@ -166,8 +166,9 @@ class Limits(BasePlugin):
         if llm_response.partial:  # a streamed chunk; the whole response is charged
             attempt.ctx.heartbeat()
             return None
-        model = llm_response.model_version or attempt.models.get(callback_context.agent_name)
-        attempt.meter.settled(callback_context.agent_name)  # given back before it is charged
+        agent = callback_context.agent_name
+        model = llm_response.model_version or attempt.models.get(agent)
+        attempt.meter.settled(agent)  # what the request held, given back before it is charged
         attempt.meter.response(tokens_of(llm_response.usage_metadata), model)
         return None
 
