@@ -67,9 +67,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         sent = 0
         for turn in messages:
             for message in turn:
-                content = message.content
-                text = content if type(content) is str else str(content)
-                sent += len(text) if text.isascii() else len(text.encode())
+                sent += len(str(message.content).encode())
         await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def on_llm_start(

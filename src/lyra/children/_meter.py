@@ -116,7 +116,7 @@ class Meter:
         """True when a cost budget holds: every response must be priced."""
         self.token_limited = "max_tokens" in limited
         """True when a token budget holds: every response must report its usage."""
-        self._charged = (0, 0, 0, 0)  # the running total charged (Tokens' fields)
+        self._charged = Tokens()  # the running total charged so far
         self._cost_charged = 0.0
         self._figures: tuple[Any, ...] = (0, 0, 0, 0, None)
         self._held: dict[object, list[int]] = {}
@@ -238,23 +238,17 @@ class Meter:
         if figures == self._figures:
             return False
         self._figures = figures
-        # Inline, not through Tokens and count(): this runs for every response of
-        # every pydantic-ai and OpenAI Agents run, and Python calls are the cost.
-        i = input if type(input) is int and input >= 0 else count(input)
-        o = output if type(output) is int and output >= 0 else count(output)
-        r = cache_read if type(cache_read) is int and cache_read >= 0 else count(cache_read)
-        w = cache_write if type(cache_write) is int and cache_write >= 0 else count(cache_write)
-        before = self._charged
-        new = (
-            max(0, i - before[0]),
-            max(0, o - before[1]),
-            max(0, r - before[2]),
-            max(0, w - before[3]),
+        tokens, before = Tokens.of(input, output, cache_read, cache_write), self._charged
+        new = (  # what the total added (never negative), as plain ints: no Tokens built
+            max(0, tokens.input - before.input),
+            max(0, tokens.output - before.output),
+            max(0, tokens.cache_read - before.cache_read),
+            max(0, tokens.cache_write - before.cache_write),
         )
         added = None if cost is None else max(0.0, cost - self._cost_charged)
         if not (new[0] or new[1] or added):
             return False
-        self._charged = (i, o, r, w)
+        self._charged = tokens
         if cost is not None:
             self._cost_charged = cost
         self._charge(*new, model, added)

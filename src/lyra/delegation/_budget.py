@@ -124,7 +124,6 @@ class Account:
         "_limiting",
         "_lock",
         "_released",
-        "_token_limits",
         "_watchers",
         "cost_usd",
         "counts_tool_calls",
@@ -142,13 +141,11 @@ class Account:
 
     _limiting: tuple[Account, ...]
     _caps: tuple[float, float, float, float]
-    _token_limits: tuple[tuple[Account, int], ...]
 
     def __init__(self, limits: Budget | None = None, parent: Account | None = None) -> None:
-        if limits is not None and (type(limits) is not Budget or limits.unlimited):
+        if limits is not None and type(limits) is not Budget:
             limits = checked_budget(limits)
-            limits = limits if limits is not None and not limits.unlimited else None
-        self.limits = limits
+        self.limits = None if limits is None or limits.unlimited else limits
         self.parent = parent
         self._chain: tuple[Account, ...] = (self, *parent._chain) if parent else (self,)
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
@@ -163,7 +160,7 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        self._caps = caps = _caps(limits)
+        self._caps = caps = _caps(self.limits)
         own = frozenset([name for name, cap in zip(_MEASURES, caps, strict=True) if cap < math.inf])
         self.limited: frozenset[str] = own | parent.limited if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
@@ -172,16 +169,10 @@ class Account:
         above = parent._limiting if parent is not None else ()
         self._limiting = above if self.limits is None else (self, *above)
         """The accounts up the chain that have limits, innermost first."""
-        tokens = self.limits.max_tokens if self.limits is not None else None
-        above_tokens = parent._token_limits if parent is not None else ()
-        self._token_limits = above_tokens if tokens is None else ((self, tokens), *above_tokens)
-        """The accounts up the chain that limit tokens, with their limit."""
 
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
         """A child account when ``budget`` limits anything, else ``parent`` itself."""
-        if budget is None:
-            return parent
         budget = checked_budget(budget)
         if budget is None or budget.unlimited:
             return parent
@@ -288,10 +279,10 @@ class Account:
         charged and held, if that is at least ``least``; else nothing (0)."""
         with self._lock:
             granted = worst
-            for a, limit in self._token_limits:
-                room = limit - a.input_tokens - a.output_tokens - a.reserved
+            for a in self._limiting:  # (an account without a token limit: room is inf)
+                room = a._caps[0] - a.input_tokens - a.output_tokens - a.reserved
                 if room < granted:
-                    granted = room
+                    granted = int(room)
             if granted < least:
                 return 0
             for account in self._chain:
@@ -316,7 +307,7 @@ class Account:
         """True while requests other than the caller's (``mine`` tokens) hold tokens of
         a token limit up the chain: waiting for them may free room."""
         with self._lock:
-            return any(a.reserved > mine for a, _ in self._token_limits)
+            return any(a.reserved > mine for a in self._limiting if a._caps[0] < math.inf)
 
     def when_released(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (once) at the next :meth:`release` anywhere in this tree."""
@@ -408,14 +399,12 @@ class Account:
             return all(account._room() for account in self._limiting)
 
     def _room(self) -> bool:
-        limits = self.limits
-        assert limits is not None
-        tokens = self.input_tokens + self.output_tokens
+        max_tokens, max_cost, max_turns, max_calls = self._caps
         return self.exhausted is None and (  # a refused charge ran it out, too
-            (limits.max_tokens is None or tokens < limits.max_tokens)
-            and (limits.max_cost_usd is None or self.cost_usd < limits.max_cost_usd)
-            and (limits.max_turns is None or self.turns < limits.max_turns)
-            and (limits.max_tool_calls is None or self.tool_calls < limits.max_tool_calls)
+            self.input_tokens + self.output_tokens < max_tokens
+            and self.cost_usd < max_cost
+            and self.turns < max_turns
+            and self.tool_calls < max_calls
         )
 
     def limiting(self) -> list[Account]:

@@ -401,8 +401,7 @@ class ChildContext:
         framework caught, a loop, the tree's budget run out meanwhile)."""
         if self.stopped is not None:
             raise self.stopped
-        if self._limiter.stop is not None:
-            self._limiter.check_budget()
+        self._limiter.check_budget()
 
     # -- questions ------------------------------------------------------------------------
 
