@@ -146,13 +146,20 @@ async def contained(run: Awaitable[T]) -> T:
     scope around it: shielded cleanups inside the run finish first.
     """
     try:
-        asyncio.current_task()
+        loop = asyncio.get_running_loop()
     except RuntimeError:  # another backend (trio): anyio's task group does it
         return await _in_task_group(run)
     scope = anyio.CancelScope()
-    task = asyncio.get_running_loop().create_task(_runner(run, scope))
+    # The run's end is awaited, not its task: a cancellation of ours must reach the
+    # run through its scope (as anyio's), never as a bare task.cancel(). The run
+    # says it ended itself, where asyncio.shield would add a callback to its task:
+    # a framework that cancels a scope of its own has anyio format the task, its
+    # callbacks included, each time (pydantic-graph does, for every node it runs).
+    ended = loop.create_future()
+    task = loop.create_task(_runner(run, scope, ended))
     try:
-        return await asyncio.shield(task)
+        await ended
+        return task.result()
     except asyncio.CancelledError:
         if task.done():
             raise  # the run's own foreign cancellation is turned into a failure below
@@ -171,20 +178,25 @@ async def contained(run: Awaitable[T]) -> T:
         raise ForeignCancellation(_INSIDE) from exc
 
 
-async def _runner(run: Awaitable[T], scope: anyio.CancelScope) -> T:
-    """The run in its own task, ending with what it raised as an ordinary exception."""
-    with scope:
-        try:
-            return await run
-        except RuntimeError as exc:
-            if str(exc) != "coroutine ignored GeneratorExit":
-                raise
-            raise ForeignCancellation(_INSIDE) from GeneratorExit(str(exc))
-        except asyncio.CancelledError as exc:
-            if scope.cancel_called or not foreign_cancellation(exc):
-                raise  # the delegation's own: the run stops
-            raise ForeignCancellation(_INSIDE) from exc
-    raise asyncio.CancelledError  # the scope ended the run: the caller is cancelled
+async def _runner(run: Awaitable[T], scope: anyio.CancelScope, ended: asyncio.Future[None]) -> T:
+    """The run in its own task, ending with what it raised as an ordinary exception,
+    and saying so through ``ended``."""
+    try:
+        with scope:
+            try:
+                return await run
+            except RuntimeError as exc:
+                if str(exc) != "coroutine ignored GeneratorExit":
+                    raise
+                raise ForeignCancellation(_INSIDE) from GeneratorExit(str(exc))
+            except asyncio.CancelledError as exc:
+                if scope.cancel_called or not foreign_cancellation(exc):
+                    raise  # the delegation's own: the run stops
+                raise ForeignCancellation(_INSIDE) from exc
+        raise asyncio.CancelledError  # the scope ended the run: the caller is cancelled
+    finally:
+        if not ended.done():  # (cancelled when the caller was)
+            ended.set_result(None)
 
 
 async def _in_task_group(run: Awaitable[T]) -> T:
