@@ -22,7 +22,7 @@ import anyio
 from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
-from lyra.delegation._internal import foreign_cancellation, qualified_type_name
+from lyra.delegation._internal import deadlines, foreign_cancellation, qualified_type_name
 from lyra.errors import ForeignCancellation
 
 T = TypeVar("T")
@@ -145,11 +145,10 @@ async def contained(run: Awaitable[T]) -> T:
     The delegation's own cancellation reaches the run as anyio's, through a cancel
     scope around it: shielded cleanups inside the run finish first.
     """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # another backend (trio): anyio's task group does it
+    on_asyncio = deadlines()
+    if on_asyncio is None:  # another backend (trio): anyio's task group does it
         return await _in_task_group(run)
-    scope = anyio.CancelScope()
+    loop, scope = on_asyncio.loop, on_asyncio.cancel_scope()
     # The run's end is awaited, not its task: a cancellation of ours must reach the
     # run through its scope (as anyio's), never as a bare task.cancel(). The run
     # says it ended itself, where asyncio.shield would add a callback to its task:

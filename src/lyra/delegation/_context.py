@@ -351,7 +351,7 @@ class ChildContext:
                 raise self.stopped
         account = self._limiter.account
         if account is not None and account.counts_tool_calls:
-            self._after_charge(self._metered().charge(tool_calls=1, ahead=True))
+            self._after_charge((self._meter or self._metered()).charge(tool_calls=1, ahead=True))
         self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self.current_tool = name
         self._tool_started = self._limiter.now()
@@ -401,7 +401,8 @@ class ChildContext:
         framework caught, a loop, the tree's budget run out meanwhile)."""
         if self.stopped is not None:
             raise self.stopped
-        self._limiter.check_budget()
+        if self._limiter.stop is not None:  # (asked before every request: no call unless so)
+            self._limiter.check_budget()
 
     # -- questions ------------------------------------------------------------------------
 
@@ -461,7 +462,7 @@ class ChildContext:
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
         self._after_charge(
-            self._metered().charge(
+            (self._meter or self._metered()).charge(
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 cost_usd=cost_usd,
@@ -473,7 +474,7 @@ class ChildContext:
     def take_turn(self) -> None:
         """Charge the turn of a model request about to be sent (``charge(turns=1,
         ahead=True)``): a spent budget refuses it (:class:`~lyra.errors.BudgetExhausted`)."""
-        self._after_charge(self._metered().take_turn())
+        self._after_charge((self._meter or self._metered()).take_turn())
 
     def _after_charge(self, over: Account | None) -> None:
         """A charge was made: progress, and the end of the attempt when ``over`` (the
@@ -491,7 +492,7 @@ class ChildContext:
         waits for them to be answered (not idle time); with none in flight and no
         room, the request is refused and the attempt ends as out of budget. Returns
         the tokens held: give them back with :meth:`release_tokens` once answered."""
-        account = self._metered()
+        account = self._meter or self._metered()
         self.raise_if_stopped()
         granted = account.reserve(worst, least)  # (most requests find room at once)
         while not granted:
@@ -544,7 +545,8 @@ class ChildContext:
         return usage if usage else None
 
     def _metered(self) -> Account:
-        """This attempt's own meter, drawing on the tree's account (made on first use)."""
+        """This attempt's own meter, drawing on the tree's account (made on first use;
+        charges read ``self._meter or self._metered()``, a call less per model request)."""
         if self._meter is None:
             self._meter = Account(parent=self._limiter.account)
         return self._meter

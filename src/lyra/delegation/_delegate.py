@@ -248,7 +248,8 @@ async def _run(
         return classify_blank_prompt(), ""
     if ctx.depth > MAX_DEPTH:
         return classify_too_deep(), ""
-    if ctx.account is not None and not ctx.account.has_room():
+    account = ctx.account
+    if account is not None and not account.has_room():
         return classify_budget(ctx), ""  # spent before it started: never run it
     output: object = None
     error: BaseException | None = None

@@ -9,6 +9,7 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 
 from lyra.delegation._budget import Account
 from lyra.delegation._child import as_callable, child_name
+from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
     log_failure,
@@ -32,6 +33,7 @@ __all__ = [
     "Tree",
     "as_callable",
     "child_name",
+    "deadlines",
     "describe_error",
     "foreign_cancellation",
     "log_failure",
