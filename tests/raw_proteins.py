@@ -33,6 +33,21 @@ def raw_pae(name: str) -> list[list[float]]:
     return json.loads((RAW / name).read_text(encoding="utf-8"))[0]["predicted_aligned_error"]
 
 
+def by_band(name: str, *ranges: tuple[int, int]) -> str:
+    """The residues of ``ranges`` (1-based, inclusive) of a raw model in each of AlphaFold
+    DB's bands (≥ 90, 70–90, 50–70, < 50), as a brief's tables write them."""
+    plddt = raw_plddt(name)
+    values = [plddt[r - 1] for start, end in ranges for r in range(start, end + 1)]
+    counts = [
+        sum(v >= 90 for v in values),
+        sum(70 <= v < 90 for v in values),
+        sum(50 <= v < 70 for v in values),
+        sum(v < 50 for v in values),
+    ]
+    names = ("very high", "confident", "low", "very low")
+    return " · ".join(f"{name} {n}" for name, n in zip(names, counts, strict=True))
+
+
 def mean_of(values: list[float]) -> str:
     """A mean as a brief prints a measured figure: two decimals."""
     return f"{sum(values) / len(values):.2f}"

@@ -15,7 +15,9 @@ from lyra.proteins._confidence import FRAYING_MAX, MERGE_GAP, MIN_SEGMENT_LENGTH
 from lyra.proteins._features import map_features
 from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_UNIT_LENGTH
 from lyra.proteins._validate import process_protein
-from raw_proteins import raw_plddt
+from raw_proteins import by_band, raw_plddt
+
+APP = "AF-P05067-F1-model_v6.pdb"
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = REPO / "data" / "proteins"
@@ -156,9 +158,9 @@ def test_p05067_brief_shows_its_ordered_segments_and_never_calls_it_unreliable()
     """APP's three ordered domains appear with their own means; the global mean is one line."""
     brief = _brief("P05067")
     for row in (
-        "| 30–189 | 160 | 88.48 | confident | unit 1 |",
-        "| 284–343 | 60 | 89.91 | confident | unit 2 |",
-        "| 376–569 | 194 | 89.47 | confident | unit 3 |",
+        f"| 30–189 | 160 | 88.48 | confident | {by_band(APP, (30, 189))} | unit 1 |",
+        f"| 284–343 | 60 | 89.91 | confident | {by_band(APP, (284, 343))} | unit 2 |",
+        f"| 376–569 | 194 | 89.47 | confident | {by_band(APP, (376, 569))} | unit 3 |",
     ):
         assert row in brief
     lowered = brief.lower()

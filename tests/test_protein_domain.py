@@ -23,6 +23,10 @@ from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_
 from lyra.proteins._offline import OfflineSource
 from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
+from raw_proteins import by_band
+
+BRCA = "AF-P38398-F1-model_v4.pdb"
+MOTS = "AF-A0A0C5B5G6-F1-model_v6.cif"
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "lyra" / "proteins" / "data" / "proteins.json"
 ENTRIES: dict[str, dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["entries"]
@@ -477,6 +481,9 @@ def _allowed_numbers(summary: dict[str, Any], structure: dict[str, Any]) -> set[
     for part in [*(structure["segments"] or []), *(structure["units"] or [])]:
         allowed |= {str(v) for k, v in part.items() if isinstance(v, int)}
         allowed |= {f"{part['mean_plddt']:.2f}"}
+        counts = part["by_band"]  # its residues by band, and how many are below 90
+        allowed |= {str(n) for n in counts.values()}
+        allowed |= {str(sum(counts.values()) - counts["very_high"])}
         for start, end in part.get("ranges", []):
             allowed |= {str(start), str(end)}
     for feature in (summary.get("uniprot") or {}).get("features") or []:
@@ -583,8 +590,9 @@ def test_full_brief_names_everything() -> None:
         "| Length | 1863 residues |",
         "Source: AlphaFold DB model AF-P38398-F1 v4, created 2022-06-01; per-residue pLDDT "
         "from AF-P38398-F1-model_v4.pdb.",
-        "| 1649–1859 | 211 | 92.02 | very high | unit 2 |",
-        "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | segments in contact; "
+        f"| 1649–1859 | 211 | 92.02 | very high | {by_band(BRCA, (1649, 1859))} | unit 2 |",
+        f"| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | "
+        f"{by_band(BRCA, (1392, 1419), (1649, 1859))} | segments in contact; "
         "arrangement not checked (no PAE) |",
         "Terminal fraying (set apart): 1–6 (mean pLDDT 54.28), 1860–1863 (mean pLDDT 46.99).",
         "- Whole-model mean pLDDT: 41.29, the mean over residues (one number over ordered and "
@@ -638,7 +646,10 @@ def test_structure_summary() -> None:
     summary = process_protein("A0A0C5B5G6")
     text = structure_summary("A0A0C5B5G6", summary, analyze_structure(summary))
     assert "Whole-model mean pLDDT: 72.08" in text
-    assert "| 6–15 | 10 | 75.38 | confident | short confident stretch (no unit) |" in text
+    assert (
+        f"| 6–15 | 10 | 75.38 | confident | {by_band(MOTS, (6, 15))} | short confident stretch "
+        "(no unit) |"
+    ) in text
     assert "Terminal fraying (set apart): 1–5 (mean pLDDT 66.17), 16 (mean" in text  # one residue
     missing = process_protein("P0DTC2")
     text = structure_summary("P0DTC2", missing, analyze_structure(missing))

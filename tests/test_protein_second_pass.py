@@ -14,7 +14,11 @@ import gemmi
 import pytest
 
 from lyra.proteins import AnalysisOutput, OfflineSource, analyze_sync
-from raw_proteins import RAW, app_flat_file, brief_of, mean_of, raw_pae, raw_plddt
+from raw_proteins import RAW, app_flat_file, brief_of, by_band, mean_of, raw_pae, raw_plddt
+
+APP = "AF-P05067-F1-model_v6.pdb"
+BRCA = "AF-P38398-F1-model_v4.pdb"
+STRIP = "AF-Q5VSL9-F1-model_v4.cif"
 
 BANDS = ("very high", "confident", "low", "very low")
 
@@ -81,7 +85,8 @@ def test_a_unit_whose_segments_pae_does_not_join_is_not_called_rigid(
     unit = [r for s, e in ((66, 335), (422, 493), (498, 535), (541, 784)) for r in range(s, e + 1)]
     within = [pae[i - 1][j - 1] for i in unit for j in unit if i != j]
     assert (
-        "| 1 | 66–335, 422–493, 498–535, 541–784 | 624 | 92.29 | very high | segments in "
+        f"| 1 | 66–335, 422–493, 498–535, 541–784 | 624 | 92.29 | very high | "
+        f"{by_band(STRIP, (66, 335), (422, 493), (498, 535), (541, 784))} | segments in "
         f"contact; arrangement not confirmed by PAE (mean PAE {mean_of(within)} Å within it; "
         "66–335 and 422–493: 10.13 Å) |"
     ) in brief
@@ -94,9 +99,12 @@ def test_a_unit_whose_segments_pae_does_not_join_is_not_called_rigid(
         piece = range(start, end + 1)
         own = [pae[i - 1][j - 1] for i in piece for j in piece if i != j]
         mean_plddt = mean_of(plddt[start - 1 : end])
-        grade = (
-            "docking-grade within it" if _band(float(mean_plddt)) == "very high" else ("fold-level")
-        )
+        high = sum(v >= 90 for v in plddt[start - 1 : end])  # docking needs ≥ 90 residue by residue
+        grade = "fold-level"
+        if _band(float(mean_plddt)) == "very high":
+            grade = f"fold-level, docking-grade only at its {high} very high residues"
+            if high == end - start + 1:
+                grade = "docking-grade within it"
         assert float(mean_of(own)) < 5
         assert (
             f"{start}–{end} {_band(float(mean_plddt))} ({mean_plddt}; mean PAE {mean_of(own)} Å "
@@ -142,7 +150,8 @@ def test_without_pae_a_unit_is_not_checked(everything: AnalysisOutput) -> None:
     no PAE available': not checked, and used segment by segment."""
     brief = brief_of(everything, "P38398")
     assert (
-        "| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | segments in contact; "
+        f"| 2 | 1392–1419, 1649–1859 | 239 | 91.28 | very high | "
+        f"{by_band(BRCA, (1392, 1419), (1649, 1859))} | segments in contact; "
         "arrangement not checked (no PAE) |"
     ) in brief
     [line] = [h for h in brief.splitlines() if h.startswith("- Unit 2 ")]
@@ -163,7 +172,10 @@ def test_a_short_confident_stretch_is_listed_and_matched_to_its_feature(
     transmem = _features("TRANSMEM")
     assert transmem == [(702, 722, "Helical")]
     brief = brief_of(everything, "P05067")
-    assert "| 705–723 | 19 | 81.84 | confident | short confident stretch (no unit) | " in brief
+    assert (
+        f"| 705–723 | 19 | 81.84 | confident | {by_band(APP, (705, 723))} | short confident "
+        "stretch (no unit) | "
+    ) in brief
     [line] = [h for h in brief.splitlines() if h.startswith("- Residues 705–723 ")]
     assert "Transmembrane: Helical 702–722" in line
     assert "the membrane helix is predicted confidently" in line

@@ -160,8 +160,11 @@ def _site(feature: Mapping[str, Any]) -> str:
     return f"{span(start, end)} ({what} {figure(feature['mean_plddt'])})"
 
 
-def _by_band(counts: Mapping[str, int]) -> str:
-    """``very high 40 · confident 100 · low 10 · very low 12`` (residues)."""
+def _by_band(counts: Mapping[str, int] | None) -> str:
+    """``very high 40 · confident 100 · low 10 · very low 12`` (residues; ``—``: not
+    known, in a run checkpointed before they were counted)."""
+    if counts is None:
+        return "—"
     return " · ".join(f"{BAND_NAMES[band]} {n}" for band, n in counts.items())
 
 
@@ -256,12 +259,19 @@ def _structure_view(
         "model_file": s.get("model_file"),
         "pae_file": s.get("pae_file"),
         "per_residue": s.get("per_residue"),
-        "segments": segments,
+        "segments": [{**seg, "by_band": _by_band(seg.get("by_band"))} for seg in segments],
         "with_features": any(seg.get("features") is not None for seg in segments),
         "overlap_rule": _OVERLAP_RULE,
         "outside_pae": [p for seg in segments for p in seg.get("pae") or []],
         "fraying": s.get("fraying") or [],
-        "units": [{**u, "verdict": unit_verdict(u.get("pae"), len(u["ranges"]))} for u in units],
+        "units": [
+            {
+                **u,
+                "by_band": _by_band(u.get("by_band")),
+                "verdict": unit_verdict(u.get("pae"), len(u["ranges"])),
+            }
+            for u in units
+        ],
         "rule": _RULE if any(u.get("pae") for u in units) else None,
         "unit_pairs": [
             {"unit": u["number"], **pair}

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lyra.proteins._confidence import Segment, segment, span
+from lyra.proteins._features import band_counts
 from lyra.proteins._pae import Matrix, between, check_unit
 from lyra.proteins._units import MIN_UNIT_LENGTH, Unit, units
 
@@ -24,8 +25,8 @@ DOMAIN_TYPES = frozenset({"Domain", "Repeat", "Zinc finger", "DNA binding"})
 """UniProt feature types whose PAE to each other the profile gives."""
 
 
-def segment_data(seg: Segment) -> dict[str, Any]:
-    """One segment as JSON data."""
+def segment_data(seg: Segment, plddt: Sequence[float]) -> dict[str, Any]:
+    """One segment as JSON data: its band is its mean's, ``by_band`` its residues'."""
     return {
         "start": seg.start,
         "end": seg.end,
@@ -33,14 +34,16 @@ def segment_data(seg: Segment) -> dict[str, Any]:
         "kind": seg.kind,
         "band": seg.label,
         "mean_plddt": seg.mean_plddt,
+        "by_band": band_counts(plddt[seg.start - 1 : seg.end]),
     }
 
 
-def _unit_data(unit: Unit, pae: Matrix | None) -> dict[str, Any]:
+def _unit_data(unit: Unit, pae: Matrix | None, plddt: Sequence[float]) -> dict[str, Any]:
     return {
         **unit.model_dump(),
         "where": unit.where,
         "band": unit.label,
+        "by_band": band_counts([plddt[r - 1] for s, e in unit.ranges for r in range(s, e + 1)]),
         "pae": check_unit(unit.ranges, pae) if pae is not None else None,
     }
 
@@ -105,9 +108,9 @@ def model_profile(
             for u in found
         ]
     return {
-        "segments": [segment_data(s) for s in cut.segments],
-        "fraying": [segment_data(s) for s in cut.fraying],
-        "units": [_unit_data(u, pae) for u in found] if found is not None else None,
+        "segments": [segment_data(s, plddt) for s in cut.segments],
+        "fraying": [segment_data(s, plddt) for s in cut.fraying],
+        "units": [_unit_data(u, pae, plddt) for u in found] if found is not None else None,
         "unit_pae": unit_pae,
         "segment_pae": segment_pae,
         "domain_pae": _domain_pae(features, pae) if pae is not None else None,

@@ -59,6 +59,42 @@ def _head(seg: Mapping[str, Any]) -> str:
     )
 
 
+def _partly(part: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(very high residues, all residues) of a part whose mean is in the very high band
+    while some of its residues are not; ``None`` otherwise. Docking needs pLDDT ≥ 90
+    residue by residue: a very high mean promises it for none in particular."""
+    counts = part.get("by_band")
+    if counts is None or band_of(part["mean_plddt"]) != "very_high":
+        return None
+    total = sum(counts.values())
+    return None if counts["very_high"] == total else (counts["very_high"], total)
+
+
+def _use(unit: Mapping[str, Any]) -> str:
+    """What a unit that is one piece is fit for, from its band and its residues'."""
+    partly = _partly(unit)
+    if partly is None:
+        return _USE[band_of(unit["mean_plddt"])]
+    high, total = partly
+    return (
+        f"fit for work on the fold; for docking or interface design only at its {high} very "
+        f"high residues ({total - high} of {total} are below 90: check them first)"
+    )
+
+
+def _grade(seg: Mapping[str, Any]) -> str:
+    """A segment's grade, from its band and its residues'."""
+    partly = _partly(seg)
+    if partly is None:
+        return _GRADE[band_of(seg["mean_plddt"])]
+    high, total = partly
+    below = total - high
+    return (
+        f"fold-level, docking-grade only at its {high} very high residues "
+        f"({below} of {total} below 90)"
+    )
+
+
 def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]]) -> str:
     """A unit's use: from its band when it is one piece (one segment, or PAE confirms
     it rigid); segment by segment when its arrangement is not confirmed."""
@@ -67,12 +103,11 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
         f"mean pLDDT {figure(unit['mean_plddt'])}, {unit['band']})"
     )
     check = unit.get("pae")
-    band = band_of(unit["mean_plddt"])
     if check is not None and check["rigid"]:
-        return f"{head}: {_USE[band]}; {unit_verdict(check)}."
+        return f"{head}: {_use(unit)}; {unit_verdict(check)}."
     if len(unit["ranges"]) == 1:
         if check is None:
-            return f"{head}: {_USE[band]}; not checked against PAE (no PAE)."
+            return f"{head}: {_use(unit)}; not checked against PAE (no PAE)."
         return (
             f"{head}: locally {unit['band']} residue by residue, but {unit_verdict(check)}: "
             "use it locally, not as a rigid body."
@@ -90,7 +125,7 @@ def _segment_use(seg: Mapping[str, Any], within: float | None) -> str:
     and, with PAE, only where the segment is itself one rigid piece (``within``: the mean
     PAE within it)."""
     head = f"{span(seg['start'], seg['end'])} {seg['band']} ({figure(seg['mean_plddt'])}"
-    grade = _GRADE[band_of(seg["mean_plddt"])]
+    grade = _grade(seg)
     if within is None:
         return f"{head}): {grade}"
     if within < RIGID_PAE:
