@@ -331,6 +331,20 @@ def test_the_mean_over_residues_and_the_files_mean_over_atoms_are_told_apart(
     )
 
 
+def test_a_last_digit_that_differs_is_not_explained_by_a_guess(everything: AnalysisOutput) -> None:
+    """'P05067: 67.38 "computed from unrounded values" -- the exact mean of the 770
+    two-decimal values is 67.3899, and values within 0.005 of them cannot average below
+    67.385': the brief gives both figures and says they differ in the last digit, no cause."""
+    assert mean_of(raw_plddt("AF-P05067-F1-model_v6.pdb")) == "67.39"
+    brief = brief_of(everything, "P05067")
+    assert "Whole-model mean pLDDT: 67.39, the mean over residues" in brief
+    assert (
+        "The same model's mean in afdb_api_prediction_P05067.json: 67.38, the same figure "
+        "but for its last digit." in brief
+    )
+    assert "unrounded" not in brief
+
+
 @pytest.mark.parametrize("protein_id", ["P69905", "P04637"])
 def test_a_creation_date_the_data_record_is_given(
     everything: AnalysisOutput, protein_id: str

@@ -176,7 +176,7 @@ def _published(s: Mapping[str, Any], mean: str) -> str | None:
     if published["over"] == "atoms":
         how = "the mean over its atoms, as AlphaFold DB gives v4 models' global pLDDT"
     else:
-        how = "the mean over its residues from unrounded values"
+        how = "its mean over residues as the file states it"
     value = figure(published["value"])
     return f"The model file's own global pLDDT, {value}, is {how}: the same model."
 
@@ -191,8 +191,10 @@ def _other_mean(s: Mapping[str, Any], other: Mapping[str, Any]) -> str:
             "one described here."
         )
     close = abs(other["global_plddt"] - s["mean_plddt"]) < 0.015
+    # (Why a last digit differs -- rounding, truncation, unrounded inputs -- the data
+    # do not say, so the brief does not guess.)
     return f"The same model's mean in {source}: {value}" + (
-        ", computed from unrounded values." if close else "."
+        ", the same figure but for its last digit." if close else "."
     )
 
 
