@@ -789,7 +789,9 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
         used.add(model_source)
     plddt = [round(v, 2) for v in plddt] if plddt is not None else None
 
-    entry_id = take("entry_id")
+    entry_id, entry_id_source = rec.pick("entry_id")
+    if entry_id_source is not None:
+        used.add(entry_id_source)
     sets = sorted(rec.cands.get("figures", []), key=lambda c: (c[0], c[1]))
     chosen = None
     if plddt is not None:
@@ -826,6 +828,7 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
         coordinates = take("coordinates")
         entry["alphafold"] = {
             "entry_id": entry_id,
+            "entry_id_source": entry_id_source,
             "model_version": version,
             "global_plddt": global_plddt,
             "fractions": fractions,

@@ -455,7 +455,10 @@ def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to
 
     result = analyze_structure(process_protein("P0DTC2"))
     assert "missing_model" not in result
-    assert "AlphaFold DB models it (AF-0000000365840314)" in result["error"]
+    assert (  # the entry id only the lower-trust file gives is said to come from it
+        "AlphaFold DB models it (AF-0000000365840314, according to facts_secondary_sources.json: "
+        "a lower-trust secondary source, figures quoted elsewhere)" in result["error"]
+    )
     assert result["error"].endswith("run with --source live to fetch it from AlphaFold DB")
     output = analyze_sync(["P0DTC2"], timeout=10)
     assert next_steps(output.partial_analyses) == [

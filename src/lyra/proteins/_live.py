@@ -124,6 +124,7 @@ def _from_afdb(model: dict[str, Any]) -> AlphaFoldData:
     created = text_or_none(model.get("modelCreatedDate"))
     return {
         "entry_id": text_or_none(model.get("entryId")) or text_or_none(model.get("modelEntityId")),
+        "entry_id_source": None,
         "model_version": version if isinstance(version, int) and version > 0 else None,
         "global_plddt": finite_number(model.get("globalMetricValue")),
         "fractions": _fractions(model),

@@ -98,6 +98,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
     if isinstance(alphafold, dict):
         af = {
             "entry_id": alphafold.get("entry_id"),
+            "entry_id_source": alphafold.get("entry_id_source"),
             "model_version": alphafold.get("model_version"),
             "global_plddt": alphafold.get("global_plddt"),
             "fractions": alphafold.get("fractions"),

@@ -47,6 +47,7 @@ class AlphaFoldData(TypedDict):
     """AlphaFold DB model figures; any of them may be unknown."""
 
     entry_id: str | None
+    entry_id_source: str | None  # the file the entry id came from (None: the figures' source)
     model_version: int | None
     global_plddt: float | None
     fractions: Fractions | None

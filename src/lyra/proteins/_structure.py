@@ -17,7 +17,7 @@ from typing import Any
 
 from lyra.proteins._confidence import BANDS, band_of, mean
 from lyra.proteins._features import explaining, label, map_features
-from lyra.proteins._sources import finite_number
+from lyra.proteins._sources import finite_number, named_source
 
 __all__ = ["analyze_structure", "fractions_of", "per_residue"]
 
@@ -93,9 +93,11 @@ def _no_figures(
     lack (its entry is known offline: fetch it live), or none at all."""
     entry_id = alphafold.get("entry_id") if summary.get("source") != "live" else None
     if entry_id:
+        source = alphafold.get("entry_id_source")
+        said = f", according to {named_source(source)}" if source and "secondary" in source else ""
         return {
             "error": f"No structure data for {protein_id}: AlphaFold DB models it "
-            f"({entry_id}), but this data holds none of its figures; {LIVE_HINT}",
+            f"({entry_id}{said}), but this data holds none of its figures; {LIVE_HINT}",
             "model_elsewhere": True,
         }
     return {
