@@ -228,6 +228,30 @@ def _features(*kinds: str) -> list[tuple[int, int, str]]:
     ]
 
 
+def test_a_stretch_no_feature_explains_names_the_features_within_it(
+    everything: AnalysisOutput,
+) -> None:
+    """'APP 582–697: "no UniProt feature matches it", while it holds the Cu/Zn sites
+    677/681/684/685 and the start of Aβ42': the features within it or across its ends
+    are named (sites by ligand), those spanning it all are not."""
+    entry = app_flat_file()
+    sites: dict[str, list[int]] = {}
+    for f in entry.features:
+        if f.type == "BINDING" and 582 <= int(f.location.start) + 1 <= 697:
+            sites.setdefault(f.qualifiers["ligand"], []).append(int(f.location.start) + 1)
+    assert sites == {"Cu(2+)": [677, 681, 684, 685], "Zn(2+)": [677, 681, 684, 685]}
+    [line] = [
+        h
+        for h in brief_of(everything, "P05067").splitlines()
+        if h.startswith("- Residues 582–697 ")
+    ]
+    assert "no UniProt feature covers most of it (within it or across its ends: " in line
+    for ligand, where in sites.items():
+        assert f"Binding site: {ligand} {', '.join(map(str, where))}" in line
+    assert "Chain: Amyloid-beta protein 42 672–713" in line
+    assert "Amyloid-beta precursor protein 18–770" not in line  # the whole chain: no news
+
+
 _NAMES = {
     "SIGNAL": "Signal",
     "TOPO_DOM": "Topological domain",

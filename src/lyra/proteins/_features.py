@@ -29,6 +29,7 @@ __all__ = [
     "PROCESSED_TYPES",
     "SITE_TYPES",
     "band_counts",
+    "crossing",
     "explaining",
     "label",
     "map_features",
@@ -94,9 +95,30 @@ def read_features(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def label(feature: Mapping[str, Any]) -> str:
-    """``Transmembrane: Helical 702–722``."""
-    text = f": {feature['description']}" if feature.get("description") else ""
+    """``Transmembrane: Helical 702–722``; a binding site by its ligand (``Binding site:
+    Cu(2+) 677``)."""
+    what = feature.get("description") or feature.get("ligand")
+    text = f": {what}" if what else ""
     return f"{feature['type']}{text} {span(int(feature['start']), int(feature['end']))}"
+
+
+def crossing(features: Iterable[Mapping[str, Any]], start: int, end: int) -> list[str]:
+    """The features that lie within residues ``start``–``end`` or cross one of its ends
+    without explaining it (:func:`explaining`) -- a site, a short motif, where a chain
+    begins -- as labels, those of one type and description together (``Binding site:
+    Cu(2+) 677, 681``). Features that span the whole stretch are not named: they say
+    nothing of it in particular."""
+    found: dict[str, list[str]] = {}
+    explained = {id(f) for f in explaining(features, start, end)}
+    for feature in features:
+        first, last = int(feature["start"]), int(feature["end"])
+        if feature["type"] not in KEPT_TYPES or id(feature) in explained:
+            continue
+        if last < start or first > end or (first <= start and last >= end):
+            continue
+        head = label(feature).rpartition(" ")[0]
+        found.setdefault(head, []).append(span(first, last))
+    return [f"{head} {', '.join(spans)}" for head, spans in found.items()]
 
 
 def explaining(

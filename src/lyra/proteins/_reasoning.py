@@ -142,7 +142,10 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
     if features is None:
         return None
     if not features:
-        return "no UniProt feature matches it"
+        within = seg.get("crossing")
+        return "no UniProt feature covers most of it" + (
+            f" (within it or across its ends: {'; '.join(within)})" if within else ""
+        )
     notes = []
     for text in features:
         if text.startswith(("Signal", "Transit peptide", "Propeptide")):

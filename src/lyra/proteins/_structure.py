@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lyra.proteins._confidence import BANDS, band_of, mean
-from lyra.proteins._features import explaining, label, map_features
+from lyra.proteins._features import crossing, explaining, label, map_features
 from lyra.proteins._sources import finite_number, named_source
 
 __all__ = ["analyze_structure", "fractions_of", "per_residue"]
@@ -128,6 +128,7 @@ def _segments(
             "features": None
             if features is None
             else [label(f) for f in explaining(features, seg["start"], seg["end"])],
+            "crossing": None if features is None else crossing(features, seg["start"], seg["end"]),
             "pae": [p for p in pae if (p["start"], p["end"]) == (seg["start"], seg["end"])],
         }
         for seg in segments
