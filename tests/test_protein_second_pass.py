@@ -123,6 +123,13 @@ def test_the_rule_its_threshold_and_its_reference_are_stated(everything: Analysi
         "protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
         "only where their PAE is below 5 Å before it is clustered into pseudo-rigid domains."
     ) in brief
+    # How the means are taken, and the thresholds behind "What it says" (a review found
+    # neither stated): the diagonal left out, 5 and 15 Å between parts.
+    assert "leaves out each residue's PAE to itself (0 Å by definition)" in brief
+    assert (
+        "below 5 Å their relative placement is confident, above 15 Å not determined, "
+        "uncertain between (lyra's thresholds)." in brief
+    )
 
 
 def test_a_unit_is_rigid_by_pae_and_every_listed_pae_file_is_used(

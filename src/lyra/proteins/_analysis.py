@@ -27,7 +27,7 @@ from lyra.proteins._features import (
     PROCESSED_TYPES,
     SITE_TYPES,
 )
-from lyra.proteins._pae import RIGID_PAE, unit_verdict
+from lyra.proteins._pae import PAE_PLACED, PAE_UNPLACED, RIGID_PAE, unit_verdict
 from lyra.proteins._reasoning import reason
 from lyra.proteins._sources import function_source, named_source, protein_name
 from lyra.proteins._structure import LIVE_HINT, analyze_structure
@@ -59,7 +59,11 @@ _RULE: Final = (
     "the PAE cutoff of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; also "
     "in protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
     f"only where their PAE is below {num(RIGID_PAE)} Å before it is clustered into "
-    "pseudo-rigid domains."
+    "pseudo-rigid domains. A mean within a unit or a segment leaves out each residue's PAE "
+    "to itself (0 Å by definition). Between two parts, lyra reads the mean PAE as AlphaFold's "
+    f"papers do (Jumper et al. 2021; Tunyasuvunakool et al. 2021): below {num(PAE_PLACED)} Å "
+    f"their relative placement is confident, above {num(PAE_UNPLACED)} Å not determined, "
+    "uncertain between (lyra's thresholds)."
 )
 
 _OVERLAP_RULE: Final = (
