@@ -32,6 +32,7 @@ from typing import Any
 import gemmi
 from Bio import SwissProt
 
+from lyra.proteins._confidence import mean
 from lyra.proteins._modelfiles import ModelFile, read_model
 from lyra.proteins._modelfiles import read_pae as parse_pae
 
@@ -139,8 +140,8 @@ BAND_LETTER = {"very_low": "D", "low": "L", "confident": "M", "very_high": "H"}
 
 
 def mean_plddt(values: list[float]) -> float:
-    """Mean pLDDT rounded to 2 decimals."""
-    return round(sum(values) / len(values), 2)
+    """Mean pLDDT rounded to 2 decimals, as lyra rounds every mean it states."""
+    return mean(values)
 
 
 def plddt_fractions(values: list[float]) -> dict[str, float]:

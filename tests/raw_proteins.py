@@ -5,6 +5,7 @@ recompute a brief's figures from."""
 from __future__ import annotations
 
 import json
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,10 @@ def by_band(name: str, *ranges: tuple[int, int]) -> str:
 
 
 def mean_of(values: list[float]) -> str:
-    """A mean as a brief prints a measured figure: two decimals."""
-    return f"{sum(values) / len(values):.2f}"
+    """A mean as a brief prints a measured figure: the exact mean of the values as
+    written, to two decimals, half up at a tie."""
+    exact = sum(Decimal(str(v)) for v in values) / len(values)
+    return str(exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def app_flat_file() -> Any:

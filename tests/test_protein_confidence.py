@@ -15,7 +15,7 @@ from lyra.proteins._confidence import FRAYING_MAX, MERGE_GAP, MIN_SEGMENT_LENGTH
 from lyra.proteins._features import map_features
 from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_UNIT_LENGTH
 from lyra.proteins._validate import process_protein
-from raw_proteins import by_band, raw_plddt
+from raw_proteins import by_band, mean_of, raw_plddt
 
 APP = "AF-P05067-F1-model_v6.pdb"
 
@@ -70,7 +70,7 @@ def _independent_segments(values: list[float]) -> list[tuple[int, int, str, floa
         while j + 1 < n and marks[j + 1] == marks[k]:
             j += 1
         if marks[k] == "o":
-            out.append((k + 1, j + 1, "ordered", round(sum(values[k : j + 1]) / (j - k + 1), 2)))
+            out.append((k + 1, j + 1, "ordered", float(mean_of(values[k : j + 1]))))
         else:
             out.extend(_stretch(values, k, j))
         k = j + 1
@@ -98,11 +98,11 @@ def _stretch(values: list[float], start: int, end: int) -> list[tuple[int, int, 
         merged.pop(0)
     out: list[tuple[int, int, str, float]] = []
     for s, e, _ in merged:
-        mean = round(sum(values[s : e + 1]) / (e - s + 1), 2)
+        mean = float(mean_of(values[s : e + 1]))
         kind = "very_low" if mean < 50 else "low"
         if out and out[-1][2] == kind:
             s = out.pop()[0] - 1
-            mean = round(sum(values[s : e + 1]) / (e - s + 1), 2)
+            mean = float(mean_of(values[s : e + 1]))
         out.append((s + 1, e + 1, kind, mean))
     return out
 

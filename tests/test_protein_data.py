@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from raw_proteins import mean_of
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "src" / "lyra" / "proteins" / "data" / "proteins.json"
 SCRIPT = REPO / "scripts" / "build_protein_data.py"
@@ -125,7 +127,7 @@ def test_plddt_covers_every_residue(acc: str, af: dict[str, Any]) -> None:
 def test_global_plddt_is_mean_of_plddt(acc: str, af: dict[str, Any]) -> None:
     """global_plddt is the 2-decimal mean of the per-residue values."""
     plddt = af["plddt"]
-    assert af["global_plddt"] == round(sum(plddt) / len(plddt), 2)
+    assert f"{af['global_plddt']:.2f}" == mean_of(plddt)
 
 
 @pytest.mark.parametrize(("acc", "af"), WITH_PLDDT, ids=[acc for acc, _ in WITH_PLDDT])

@@ -20,7 +20,9 @@ domain nor becomes a "region":
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -70,8 +72,19 @@ def band_of(plddt: float) -> Band:
 
 
 def mean(values: Sequence[float]) -> float:
-    """Mean to 2 decimals, summed as the dataset builder sums (plain ``sum``)."""
-    return round(sum(values) / len(values), 2)
+    """Mean to 2 decimals: the exact mean of the values as written, half up at a tie
+    (values 56.35 and 56.36 average 56.36). A float mean lands on either side of a tie
+    (56.354999…), so a mean that is one is recomputed in decimal; the rest, all but a
+    handful, keep the float's rounding, which is exact away from a tie."""
+    value = sum(values) / len(values)
+    hundredths = value * 100
+    if abs(hundredths - math.floor(hundredths) - 0.5) > 1e-6:
+        return round(value, 2)
+    exact = sum(Decimal(repr(v)) for v in values) / len(values)
+    return float(exact.quantize(_HUNDREDTH, rounding=ROUND_HALF_UP))
+
+
+_HUNDREDTH: Final = Decimal("0.01")
 
 
 class Segment(BaseModel):
