@@ -23,7 +23,7 @@ from lyra.proteins._ids import find_protein_ids, normalize_protein_id, validate_
 from lyra.proteins._offline import OfflineSource
 from lyra.proteins._sources import ProteinSource
 from lyra.proteins._validate import process_protein, validate_response
-from raw_proteins import by_band
+from raw_proteins import RAW, by_band
 
 BRCA = "AF-P38398-F1-model_v4.pdb"
 MOTS = "AF-A0A0C5B5G6-F1-model_v6.cif"
@@ -444,6 +444,28 @@ def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
     result = analyze_structure(summary)
     assert result.keys() == {"error", "missing_model"}
     assert result["error"].startswith("No structure data for P0DTC2")
+
+
+def test_a_brief_without_its_critique_still_gives_what_the_entry_says_to_beware_of() -> None:
+    """'P0DTC2's partial brief says only "Critique unavailable", while its 2021 flat file
+    has SUBUNIT Homotrimer, a signal peptide 1–12 and a transmembrane helix 1214–1234':
+    the caveats the UniProt entry alone supports are given, read here from the raw file."""
+    from Bio import SwissProt
+
+    from lyra.proteins import analyze_sync
+
+    with (RAW / "uniprot_P0DTC2_flatfile_2021.txt").open(encoding="utf-8") as handle:
+        entry = SwissProt.read(handle)
+    subunit = next(c for c in entry.comments if c.startswith("SUBUNIT"))
+    assert "Homotrimer" in subunit
+    spans = {f.type: (int(f.location.start) + 1, int(f.location.end)) for f in entry.features}
+    assert (spans["SIGNAL"], spans["TRANSMEM"]) == ((1, 12), (1214, 1234))
+    [brief] = [a.brief for a in analyze_sync(["P0DTC2"], timeout=10).partial_analyses]
+    caveats = brief.split("## Caveats", 1)[1].split("## Sources", 1)[0]
+    assert "Critique unavailable. What the UniProt entry alone says to beware of:" in caveats
+    assert "Homotrimer" in caveats
+    assert "signal peptide 1–12 is removed in the mature protein" in caveats
+    assert "Membrane segments (1214–1234)" in caveats
 
 
 def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to_the_pdb() -> None:

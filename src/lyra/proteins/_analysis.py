@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from lyra.proteins._caveats import basis, critique
+from lyra.proteins._caveats import annotation_caveats, basis, critique
 from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, figure, num, span
 from lyra.proteins._features import (
     EXPLAIN_OVERLAP,
@@ -336,6 +336,7 @@ def synthesize(
         assessment=_text(r.get("drug_target_assessment")) if r else None,
         hypotheses=[str(h) for h in r.get("hypotheses") or []] if r else [],
         caveats=[str(x) for x in c.get("caveats") or []] if c else None,
+        entry_caveats=None if c else annotation_caveats(summary),
         basis=[str(x) for x in c.get("basis") or []] if c else basis(summary, structure),
         missing=list(missing_stages),
         names=BAND_NAMES,

@@ -19,7 +19,7 @@ from typing import Any, Final
 from lyra.proteins._confidence import figure, span
 from lyra.proteins._sources import named_source
 
-__all__ = ["basis", "critique"]
+__all__ = ["annotation_caveats", "basis", "critique"]
 
 _FLOOR: Final = {"very_low": 0.0, "low": 50.0, "confident": 70.0, "very_high": 90.0}
 _CEILING: Final = {"very_low": 50.0, "low": 70.0, "confident": 90.0, "very_high": 100.0}
@@ -56,7 +56,9 @@ def _ranges(features: list[Mapping[str, Any]]) -> str:
     return ", ".join(f"{f['start']}–{f['end']}" for f in features)
 
 
-def _annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
+def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
+    """What the UniProt entry alone says to beware of (partners, ligands, membranes,
+    processing, mature products): a brief gives these even when the critique is missing."""
     uniprot = summary.get("uniprot")
     if not isinstance(uniprot, Mapping):
         return [
@@ -171,7 +173,7 @@ def critique(
             "not their arrangement."
         )
     caveats.extend(_consistency_caveats(summary, s))
-    caveats.extend(_annotation_caveats(summary))
+    caveats.extend(annotation_caveats(summary))
     isoforms = summary.get("isoforms")
     if isoforms:
         caveats.append(
