@@ -259,6 +259,48 @@ def test_a_stretch_no_feature_explains_names_the_features_within_it(
     assert "Amyloid-beta precursor protein 18–770" not in line  # the whole chain: no news
 
 
+def test_an_isoform_carries_the_canonical_features_where_its_sequence_is_the_same(
+    everything: AnalysisOutput,
+) -> None:
+    """'P05067-2's brief says UniProt's features are not mapped, while its residues
+    1–289 are the canonical ones, numbering and all': read from the raw isoform model
+    and flat file, the features wholly within the shared stretch are mapped, a feature
+    reaching past it is not."""
+    from lyra.proteins import analyze_sync
+
+    structure = gemmi.read_structure(str(RAW / "AF-P05067-2-F1-model_v6.cif"))
+    isoform = gemmi.one_letter_code([r.name for r in structure[0][0]])
+    canonical = app_flat_file().sequence
+    shared = next(i for i, (a, b) in enumerate(zip(isoform, canonical, strict=False)) if a != b)
+    assert (shared, len(isoform)) == (289, 305)  # the scientist's 1–289
+    domains = _features("DOMAIN")
+    assert (28, 189, "E1") in domains
+    [brief] = [a.brief for a in analyze_sync(["P05067-2"], timeout=10).completed_analyses]
+    assert "| Domain: E1 | 28–189 |" in brief
+    assert "Cu(2+) at residues 147 " in brief  # a site within the shared stretch
+    assert "BPTI/Kunitz" not in brief  # 291–341: past it
+    assert "(1–289) are mapped here, the rest are not" in brief
+
+
+def test_features_carried_to_an_isoform_are_renumbered_after_what_it_lacks() -> None:
+    """A stretch the isoform lacks shifts the numbers of what follows it; a feature
+    across the stretch is carried nowhere. The sequences are built for this test."""
+    from lyra.proteins._features import carried_to_isoform
+
+    canonical, isoform = "MABCDEFGHIKLMN", "MABCDHIKLMN"  # EFG (6–8) spliced out
+    features = [
+        {"type": "Domain", "description": "head", "start": 2, "end": 4},
+        {"type": "Region", "description": "across", "start": 4, "end": 10},
+        {"type": "Motif", "description": "tail", "start": 10, "end": 13},
+    ]
+    carried, shared = carried_to_isoform(features, canonical, isoform)
+    assert shared == [(1, 5, 0), (6, 11, 3)]
+    assert [(f["description"], f["start"], f["end"]) for f in carried] == [
+        ("head", 2, 4),
+        ("tail", 7, 10),
+    ]
+
+
 _NAMES = {
     "SIGNAL": "Signal",
     "TOPO_DOM": "Topological domain",

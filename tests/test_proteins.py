@@ -452,15 +452,15 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
 
 def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
     """P05067-2 (bundled in P05067's entry) is analysed on its own 305 residues and
-    model, beside the canonical P05067; its brief says whose isoform it is and that
-    UniProt's features, placed on the canonical sequence, are not mapped on it."""
+    model, beside the canonical P05067; its brief says whose isoform it is (the
+    canonical features it carries are tested in test_protein_second_pass.py)."""
     output = analyze_sync(["P05067-2", "p05067"], timeout=10)
     assert counts(output) == (2, 0, 0)
     isoform, canonical = entry(output, "P05067-2"), entry(output, "P05067")
     assert isoform.figures["mean_plddt"] == 74.75 != canonical.figures["mean_plddt"]
     assert "| Length | 305 residues |" in isoform.brief
     assert "isoform P05067-2 of P05067" in isoform.brief
-    assert "a UniProt entry with features" not in isoform.brief  # none can be placed
+    assert "a UniProt entry with features" not in isoform.brief
     assert "analyse one by its accession, as P05067-2" in canonical.brief
 
 

@@ -153,6 +153,29 @@ def _secondary_caveat(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[
     return []
 
 
+def _isoform_caveat(summary: Mapping[str, Any], canonical: str) -> str:
+    """Whose features an isoform's brief maps, and where they hold."""
+    head = (
+        f"This is isoform {summary.get('uniprot_id')} of {canonical}: its own sequence and "
+        f"AlphaFold DB model, residue numbers its own. UniProt places its features on the "
+        f"canonical sequence of {canonical}"
+    )
+    uniprot = summary.get("uniprot")
+    shared = uniprot.get("shared_with_canonical") if isinstance(uniprot, Mapping) else None
+    if not shared:
+        return f"{head}, so none are mapped here."
+    stretches = ", ".join(
+        span(first, last) + ("" if not moved else f" ({span(first + moved, last + moved)} there)")
+        for first, last, moved in shared
+    )
+    return (
+        f"{head}; those wholly within what this isoform shares with it residue for residue "
+        f"({stretches}) are mapped here, the rest are not (their place in this isoform, if "
+        "any, is not in this data). Its comments (subunit, cofactors) are the entry's, for "
+        "all its isoforms unless they name one."
+    )
+
+
 def critique(
     summary: Mapping[str, Any],
     structure: Mapping[str, Any] | None,
@@ -183,11 +206,7 @@ def critique(
         )
     canonical = summary.get("isoform_of")
     if canonical:
-        caveats.append(
-            f"This is isoform {summary.get('uniprot_id')} of {canonical}: its own sequence "
-            f"and AlphaFold DB model. UniProt places its features on the canonical sequence "
-            f"of {canonical}, so none are mapped here; residue numbers are this isoform's."
-        )
+        caveats.append(_isoform_caveat(summary, canonical))
     version, date = s.get("model_version"), s.get("model_date")
     if version:
         caveats.append(

@@ -80,7 +80,7 @@ def mean(values: Sequence[float]) -> float:
     hundredths = value * 100
     if abs(hundredths - math.floor(hundredths) - 0.5) > 1e-6:
         return round(value, 2)
-    exact = sum(Decimal(repr(v)) for v in values) / len(values)
+    exact = sum((Decimal(repr(v)) for v in values), Decimal(0)) / len(values)
     return float(exact.quantize(_HUNDREDTH, rounding=ROUND_HALF_UP))
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "PROCESSED_TYPES",
     "SITE_TYPES",
     "band_counts",
+    "carried_to_isoform",
     "crossing",
     "explaining",
     "label",
@@ -211,3 +212,34 @@ def map_features(
             }
         )
     return mapped
+
+
+def carried_to_isoform(
+    features: Iterable[Mapping[str, Any]], canonical: str, isoform: str
+) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
+    """The canonical sequence's features that hold for an isoform: those wholly within
+    the stretches the two share residue for residue from either end (the isoforms of
+    one entry differ by spliced-out or replaced stretches between them), renumbered
+    for the isoform. Also those stretches, as ``(first, last, shift)`` in the isoform's
+    numbering (``shift``: canonical number − isoform number). A feature that reaches
+    into the part that differs is not carried: where it lies in the isoform, if
+    anywhere, the data do not say."""
+    shortest = min(len(canonical), len(isoform))
+    head = 0
+    while head < shortest and canonical[head] == isoform[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and canonical[-1 - tail] == isoform[-1 - tail]:
+        tail += 1
+    shift = len(canonical) - len(isoform)
+    shared = [(1, head, 0)] if head else []
+    if tail:
+        shared.append((len(isoform) - tail + 1, len(isoform), shift))
+    carried = []
+    for feature in features:
+        first, last = int(feature["start"]), int(feature["end"])
+        for start, end, moved in shared:
+            if start + moved <= first and last <= end + moved:
+                carried.append({**feature, "start": first - moved, "end": last - moved})
+                break
+    return carried, shared

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from lyra.proteins._features import carried_to_isoform
 from lyra.proteins._ids import accession_problem
 from lyra.proteins._modelfiles import read_pae
 from lyra.proteins._profile import model_profile
@@ -63,12 +64,19 @@ def _isoform_names(entry: dict[str, Any]) -> list[str]:
 @cache
 def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
     """An isoform as an entry of its own: its sequence and model, the canonical entry's
-    names. UniProt's features are placed on the canonical sequence, so it has none."""
+    names and comments, and those of its features (placed on the canonical sequence)
+    that lie where the isoform's sequence is the canonical one's."""
     entry = bundled_entries()[canonical]
     form = next((f for f in entry.get("isoforms") or [] if f.get("accession") == accession), None)
     if form is None:
         return None
     length = form.get("length")
+    uniprot = entry.get("uniprot")
+    if uniprot is not None and entry.get("sequence") and form.get("sequence"):
+        features, shared = carried_to_isoform(
+            uniprot.get("features") or (), entry["sequence"], form["sequence"]
+        )
+        uniprot = {**uniprot, "features": features, "shared_with_canonical": shared}
     return {
         **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
         "uniprot_id": accession,
@@ -76,6 +84,7 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
         "length": int(length) if length is not None else None,
         "sequence": form.get("sequence"),
         "alphafold": form.get("alphafold"),
+        "uniprot": uniprot,
         "sources": form.get("sources"),
     }
 
