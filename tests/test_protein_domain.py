@@ -446,6 +446,19 @@ def test_no_structure_data_is_a_soft_failure(summary: dict[str, Any]) -> None:
     assert result["error"].startswith("No structure data for P0DTC2")
 
 
+def test_untrusted_text_in_a_brief_is_escaped_once() -> None:
+    """A UniProt field holding ``&`` or ``<`` is escaped once in the features table that
+    has no pLDDT (a macro's text was escaped again as it was placed: ``&amp;amp;``)."""
+    import copy
+
+    summary = copy.deepcopy(process_protein("P0DTC2"))
+    summary["uniprot"]["features"][0]["description"] = "A&B <x>"
+    brief = synthesize("P0DTC2", summary, analyze_structure(summary), None, None, ["critique"])
+    assert "A&amp;B &lt;x&gt;" in brief
+    assert "&amp;amp;" not in brief
+    assert "&amp;lt;" not in brief
+
+
 def test_a_brief_without_its_critique_still_gives_what_the_entry_says_to_beware_of() -> None:
     """'P0DTC2's partial brief says only "Critique unavailable", while its 2021 flat file
     has SUBUNIT Homotrimer, a signal peptide 1–12 and a transmembrane helix 1214–1234':

@@ -450,6 +450,16 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
 # -- isoforms and how accessions are written -------------------------------------------
 
 
+def test_the_answer_escapes_untrusted_text_once() -> None:
+    """An identifier holding ``&`` or ``<`` is escaped once in the answer's lists, as in its
+    Next line (the lists' macro was escaped again as it was placed: ``&amp;amp;``)."""
+    answer = analyze_sync(["A&B", "<b>x</b>"], timeout=10).answer
+    assert "  • A&amp;B: invalid_task" in answer
+    assert "  • &lt;b&gt;x&lt;/b&gt;: invalid_task" in answer
+    assert "&amp;amp;" not in answer
+    assert "&amp;lt;" not in answer
+
+
 def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
     """P05067-2 (bundled in P05067's entry) is analysed on its own 305 residues and
     model, beside the canonical P05067; its brief says whose isoform it is (the
