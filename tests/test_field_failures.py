@@ -49,16 +49,39 @@ def spinner(calls: list[int]) -> Any:
 
 async def test_a_repeated_identical_call_ends_the_attempt_as_a_loop() -> None:
     """The call past max_repeats never runs; the attempt is timeout / loop, retryable,
-    and the report names the tool, its arguments and the count."""
+    and the report names the tool, its arguments (as JSON) and the count, and suggests
+    a continuation that names it -- not more time, which buys more of the same."""
     calls: list[int] = []
     report = await adelegate_task("Wait for job 7", child=spinner(calls), max_repeats=3, timeout=5)
     parsed = parse_report(report)
     assert (parsed.category, parsed.error_type, parsed.retryable) == ("timeout", "loop", True)
     assert calls == [7, 7, 7]
-    assert "lspin" in parsed.message
-    assert "(7,)" in parsed.message
-    assert "4 times" in parsed.message
-    assert "lspin" in (parsed.blocked_on or "")
+    assert "lspin was called 4 times with the same arguments ([7])" in parsed.message
+    assert parsed.blocked_on == "Repeating lspin([7]) ×4"
+    assert parsed.suggested_actions[0].startswith("Continue with a prompt naming the repeated")
+    assert not any("timeout=" in action for action in parsed.suggested_actions)
+
+
+async def test_a_loops_arguments_are_shown_as_json() -> None:
+    """Keyword arguments are an object, positional ones an array, both together the array
+    with the object last (a Python repr was shown: ``lookup(((), [('q', 'p53')]))``)."""
+
+    def polls(*args: object, **kwargs: object) -> Any:
+        async def child(prompt: str, ctx: ChildContext) -> str:
+            while True:
+                await ctx.tool("lookup", lambda *a, **k: "x", *args, **kwargs)
+
+        return child
+
+    for (args, kwargs), shown in [
+        (((), {"q": "p53"}), '{"q": "p53"}'),
+        ((("p53",), {}), '["p53"]'),
+        ((("p53",), {"limit": 3}), '["p53", {"limit": 3}]'),
+        (((), {}), "[]"),
+    ]:
+        child = polls(*args, **kwargs)
+        parsed = parse_report(await adelegate_task("x", child=child, max_repeats=2, timeout=5))
+        assert parsed.blocked_on == f"Repeating lookup({shown}) ×3"
 
 
 async def test_calls_with_other_arguments_are_progress_and_max_repeats_none_turns_it_off() -> None:

@@ -686,11 +686,13 @@ class ChildContext:
 
 
 def _arguments_key(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
-    """The arguments of a ``ctx.tool`` call as text that tells identical calls apart
-    (an object shown by address is never identical to another)."""
+    """The arguments of a ``ctx.tool`` call as canonical JSON that tells identical calls
+    apart, as a report shows them: the keyword arguments an object, the positional ones
+    an array (with both, the object last in it). An object JSON cannot hold is written
+    as its ``str`` (one shown by address is never identical to another)."""
     if not kwargs:
-        return safe_str(args) if args else "()"
-    return safe_str((args, sorted(kwargs.items())))
+        return _json_key(list(args))
+    return _json_key(dict(kwargs) if not args else [*args, dict(kwargs)])
 
 
 def _json_key(arguments: object) -> str:

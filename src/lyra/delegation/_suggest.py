@@ -55,6 +55,11 @@ def _timeout(error_type: ErrorType, retryable: bool, timeout: float) -> tuple[st
             "Raise the budget (max_tokens, max_cost_usd or max_turns) or narrow the task",
             "Break task into smaller subtasks",
         )
+    if error_type is ErrorType.LOOP:  # more time would buy more of the same call
+        return (
+            "Continue with a prompt naming the repeated call, so the child changes approach",
+            "Break task into smaller subtasks",
+        )
     if error_type is ErrorType.IDLE:
         return (
             "Break task into smaller subtasks",
