@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import anyio
@@ -224,6 +225,39 @@ def test_a_factory_that_fails_says_which_child_it_was_building(
     message = "cannot build the child wrapped_children:broken: no API key in the factory"
     with pytest.raises(ConfigurationError, match=message):
         lyra.ChildRef(target="wrapped_children:broken").resolve()
+
+
+def test_every_entry_point_takes_a_child_ref() -> None:
+    """delegate_task, delegate_with_retry and Supervisor.run run the child a ChildRef names
+    (delegate_with_retry refused it as 'not a child agent')."""
+    from lyra import Supervisor, Task, delegate_with_retry
+
+    ref = lyra.ChildRef(target="fakes.children:spender")
+    for report in (delegate_task("a", child=ref), delegate_with_retry("a", child=ref)):
+        assert parse_report(report).output == "spent on: a"
+    outcomes = anyio.run(Supervisor(ref).run, [Task(prompt="b")])
+    assert outcomes[0].result.output == "spent on: b"
+
+
+@pytest.mark.parametrize(
+    ("ref", "says"),
+    [
+        (lyra.ChildRef(target="no_such_module:x"), "no module named 'no_such_module'"),
+        (
+            lyra.ChildRef(target="fakes.children:spender", options={}),
+            "options= makes fakes.children:spender a factory, and a child itself takes none",
+        ),
+    ],
+)
+def test_a_child_ref_that_cannot_be_built_is_the_callers_error_before_any_task(
+    ref: lyra.ChildRef, says: str
+) -> None:
+    """A run whose ChildRef names no loadable child raises ConfigurationError before any
+    task runs (every task failed as 'Internal error in lyra: … Report the error')."""
+    from lyra import Supervisor, Task
+
+    with pytest.raises(ConfigurationError, match=re.escape(says)):
+        anyio.run(Supervisor(ref).run, [Task(prompt="a"), Task(prompt="b")])
 
 
 def test_lyra_child_names_the_default_child(monkeypatch: pytest.MonkeyPatch) -> None:

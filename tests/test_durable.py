@@ -489,6 +489,22 @@ anyio.run(main)
 
 
 @pytest.mark.anyio
+async def test_an_embedded_run_whose_child_cannot_be_built_raises_before_any_task(
+    tmp_path: Path,
+) -> None:
+    """A ChildRef to a missing module is the caller's ConfigurationError, as in a local
+    run, not each task's 'Internal error in lyra'."""
+    from lyra import ChildRef, Supervisor, Task
+    from lyra.durable import DurableExecutor
+    from lyra.errors import ConfigurationError
+
+    async with DurableExecutor.embedded(tmp_path / "run", run_id="r") as ex:
+        supervisor = Supervisor(ChildRef(target="no_such_module:x"), executor=ex)
+        with pytest.raises(ConfigurationError, match="no module named 'no_such_module'"):
+            await supervisor.run([Task(prompt="a")])
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("configured", [False, True], ids=["events off", "events on the log"])
 async def test_an_embedded_run_writes_its_event_log_once_whether_events_are_on_or_not(
     tmp_path: Path, configured: bool

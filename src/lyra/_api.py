@@ -7,8 +7,8 @@ from typing import Any
 
 from lyra._sync import blocking
 from lyra.children import default_child
-from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
-from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, run_attempt
+from lyra.delegation import Answerer, Budget, Child, Limits, Verifier
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, resolved, run_attempt
 
 
 async def adelegate_task(
@@ -46,7 +46,7 @@ async def adelegate_task(
     if child is None:
         child = default_child()
     result = await run_attempt(
-        child.resolve() if isinstance(child, ChildRef) else child,
+        resolved(child),
         prompt,
         limits=limits,
         account=account,

@@ -117,6 +117,11 @@ class ChildRef(BaseModel):
         return _resolve(self.model_dump_json())
 
 
+def resolved(child: Child | ChildRef) -> Child:
+    """``child`` itself, or the child a :class:`ChildRef` names (built once per process)."""
+    return child.resolve() if isinstance(child, ChildRef) else child
+
+
 def _is_factory(found: Any) -> bool:
     """A class, or a plain (not async) function that takes no arguments and cannot take
     a child's ``(prompt, ctx)``: it builds the child. (A ``def child(*args)`` or a
@@ -172,6 +177,9 @@ def _resolve(ref_json: str) -> Child:
         try:
             found = found(**(options or {}))
         except Exception as exc:
-            raise ConfigurationError(f"cannot build the child {target}: {safe_str(exc)}") from exc
+            why = safe_str(exc)
+            if options is not None and not _is_factory(found):  # (the README's options={})
+                why += f"; options= makes {target} a factory, and a child itself takes none"
+            raise ConfigurationError(f"cannot build the child {target}: {why}") from exc
     as_callable(found)  # a clear error now for something that is no child
     return found  # type: ignore[no-any-return]

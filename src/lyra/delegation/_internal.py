@@ -8,7 +8,7 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 """
 
 from lyra.delegation._budget import Account
-from lyra.delegation._child import as_callable, child_name
+from lyra.delegation._child import as_callable, child_name, resolved
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
@@ -42,5 +42,6 @@ __all__ = [
     "printable",
     "qualified_type_name",
     "report_boundary",
+    "resolved",
     "run_attempt",
 ]

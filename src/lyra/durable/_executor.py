@@ -375,6 +375,8 @@ class DurableExecutor:
         """
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        if self.placement == "embedded":  # (in a queued run, the workers build them)
+            job.build_children()
         tasks = list(tasks)  # each gets a workflow ID from its position
         spec = JobSpec.of(job).model_dump_json()
         if call is None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lyra._sync import blocking
-from lyra.delegation import Answerer, Budget, Child, Limits, Verifier
+from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
 from lyra.delegation._internal import DEFAULT_MAX_REPEATS
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy
@@ -16,7 +16,7 @@ from lyra.recovery._strategies import ContextProvider
 async def adelegate_with_retry(
     prompt: str,
     *,
-    child: Child | None = None,
+    child: Child | ChildRef | None = None,
     max_retries: int | None = None,
     base_timeout: float = 300.0,
     idle_timeout: float | None = None,
@@ -28,7 +28,7 @@ async def adelegate_with_retry(
     max_repeats: int | None = DEFAULT_MAX_REPEATS,
     verify: Verifier | None = None,
     answer: Answerer | None = None,
-    fallbacks: Sequence[Child] = (),
+    fallbacks: Sequence[Child | ChildRef] = (),
 ) -> str:
     """Delegate with recovery; return the last report (its ``<attempt>`` tag says which;
     its usage tags are every attempt's together).

@@ -19,13 +19,21 @@ from lyra.delegation import (
     Budget,
     Child,
     ChildFailure,
+    ChildRef,
     DelegationResult,
     FailureCategory,
     Limits,
     Usage,
     Verifier,
 )
-from lyra.delegation._internal import Account, Tree, child_name, new_session_id, run_attempt
+from lyra.delegation._internal import (
+    Account,
+    Tree,
+    child_name,
+    new_session_id,
+    resolved,
+    run_attempt,
+)
 from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt
@@ -137,7 +145,7 @@ class RecoveryOutcome(BaseModel):
 async def recover(
     prompt: str,
     *,
-    child: Child | None = None,
+    child: Child | ChildRef | None = None,
     limits: Limits | None = None,
     account: Account | None = None,
     policy: RecoveryPolicy | None = None,
@@ -147,7 +155,7 @@ async def recover(
     task_id: str | None = None,
     state: dict[str, Any] | None = None,
     replay: Replay | None = None,
-    fallbacks: Sequence[Child] = (),
+    fallbacks: Sequence[Child | ChildRef] = (),
     tree: Tree | None = None,
     verify: Verifier | None = None,
     answer: Answerer | None = None,
@@ -167,13 +175,14 @@ async def recover(
     """
     policy = policy or RecoveryPolicy()
     limits = limits or Limits()
+    first = resolved(child) if child is not None else None
     task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"
     budget = Account.for_budget(limits.budget, account)
     if budget is not None and budget is not account:
         budget.retries_included = True  # the task's cap: every attempt draws on it
     attempt: AttemptRunner
     rng: random.Random | None = None
-    children = (child, *fallbacks)
+    children = (first, *map(resolved, fallbacks))
     if replay is None:
         chain = tuple(c if c is not None else default_child() for c in children)
         local = _Local(
@@ -182,10 +191,10 @@ async def recover(
         attempt = local.run
     else:
         attempt, rng = replay.run_attempt, random.Random(task_id)
-        if policy.decomposer is None and not callable(getattr(child, "decompose", None)):
+        if policy.decomposer is None and not callable(getattr(first, "decompose", None)):
             policy = policy.model_copy(update={"decomposer": decompose})  # replayable: rules
     clock = _Clock(policy.total_budget, replay=replay)
-    loop = LoopState(prompt=prompt, child=child, children=len(children))
+    loop = LoopState(prompt=prompt, child=first, children=len(children))
     progress = state if state is not None else {}
     timeout = clock.clamp(min(limits.timeout, policy.timeout_cap))
     plan: Plan | None = Plan("initial", prompt, timeout)

@@ -73,6 +73,7 @@ class LocalExecutor:
     ) -> list[RecoveryOutcome]:
         """Run every task here; see :class:`Executor`."""
 
+        job.build_children()
         throttle = Throttle(max_concurrency)
 
         async def one(task: Task) -> RecoveryOutcome:

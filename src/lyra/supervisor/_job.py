@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
-from lyra.delegation._internal import Account, Tree
+from lyra.delegation._internal import Account, Tree, resolved
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy, Replay, recover
 
 
@@ -62,11 +62,19 @@ class Job:
 
     def resolved_child(self) -> Child:
         """The child object (a :class:`ChildRef` is built, once per process)."""
-        return _resolved(self.child)
+        return resolved(self.child)
 
     def child_at(self, index: int) -> Child:
         """The child of the chain at ``index`` (0: the child; then each fallback)."""
-        return _resolved(self.child if index == 0 else self.fallbacks[index - 1])
+        return resolved(self.child if index == 0 else self.fallbacks[index - 1])
+
+    def build_children(self) -> None:
+        """Build the child and its fallbacks now: one that cannot be built (a
+        :class:`ChildRef` to a missing module) is the caller's
+        :class:`~lyra.errors.ConfigurationError` before any task runs, not every
+        task's failure blamed on lyra."""
+        for index in range(1 + len(self.fallbacks)):
+            self.child_at(index)
 
     async def run(
         self,
@@ -92,12 +100,8 @@ class Job:
             task_id=task_id,
             state=state,
             replay=replay,
-            fallbacks=tuple(map(_resolved, self.fallbacks)),
+            fallbacks=tuple(map(resolved, self.fallbacks)),
             tree=self.tree,
             verify=self.verify,
             answer=self.answer,
         )
-
-
-def _resolved(child: Child | ChildRef) -> Child:
-    return child.resolve() if isinstance(child, ChildRef) else child

@@ -10,7 +10,7 @@ import anyio
 
 from lyra.children import default_child
 from lyra.delegation import Answerer, Budget, Child, ChildRef, DelegationResult, Limits, Verifier
-from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, Tree, run_attempt
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, Tree, resolved, run_attempt
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
 from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor
@@ -88,7 +88,7 @@ class Supervisor:
         """The child used when a delegation names none."""
         if self._child is None:
             self._child = default_child()
-        return self._child.resolve() if isinstance(self._child, ChildRef) else self._child
+        return resolved(self._child)
 
     async def delegate(
         self,
