@@ -532,6 +532,19 @@ def test_an_ids_file_saved_by_windows_tools_reads_every_accession(
     assert [e["protein_id"] for e in output["completed_analyses"]] == ["P04637", "P69905"]
 
 
+def test_every_ids_file_given_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--ids-file repeated adds each file's accessions (only the last was read); a file
+    named twice is read once."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("P04637\n", encoding="utf-8")
+    second.write_text("P69905\n", encoding="utf-8")
+    files = ["--ids-file", str(first), "--ids-file", str(second), "--ids-file", str(first)]
+    argv = ["analyze", *files, "--json", "--run-dir", str(tmp_path / "r")]
+    status, out, _ = run_cli(argv, capsys)
+    assert status == 0
+    assert [e["protein_id"] for e in json.loads(out)["completed_analyses"]] == ["P04637", "P69905"]
+
+
 def test_an_ids_file_may_be_a_list_a_line_or_a_uniprot_export(tmp_path: Path) -> None:
     """Several accessions a line (spaces, tabs or commas) are each read; of a table
     whose tab-separated header names its accession column (UniProt's exports, 'Entry')

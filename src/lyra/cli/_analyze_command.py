@@ -90,7 +90,9 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--ids-file",
         metavar="FILE",
-        help="more accessions, one or more a line (- for stdin; spaces, tabs or commas "
+        action="append",
+        help="more accessions, one or more a line (repeatable: each file's are added; - for "
+        "stdin; spaces, tabs or commas "
         "between them; of a tab- or comma-separated table headed with an Entry column, as "
         "UniProt exports, that column; blank lines, # comments and a header skipped, "
         "duplicates analysed once; a file that is not text or holds no accession is a "

@@ -109,12 +109,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 
 def file_ids(args: argparse.Namespace) -> list[str]:
-    """The accessions of ``--ids-file``, read once (standard input can be read once;
-    both the request and the options a resume checks need them)."""
+    """The accessions of every ``--ids-file``, in order, each file read once (standard
+    input can be read once; both the request and the options a resume checks need them)."""
     if not args.ids_file:
         return []
     if getattr(args, "ids_from_file", None) is None:
-        args.ids_from_file = read_ids(args.ids_file)
+        paths = dict.fromkeys(args.ids_file)  # a file named twice is read once
+        args.ids_from_file = [found for path in paths for found in read_ids(path)]
     ids: list[str] = args.ids_from_file
     return ids
 
