@@ -186,3 +186,24 @@ def test_a_command_in_the_prose_does_what_the_prose_says(
 ) -> None:
     """Each command the prose quotes behaves as the sentence around it says."""
     PROSE[command](runs[command])
+
+
+def test_every_lyra_class_or_constant_the_docs_name_exists() -> None:
+    """`lyra.X.Name` in the README and docs imports as written (the README named
+    ``lyra.InvalidInput``, which lives in ``lyra.errors``). Lower-case names such as
+    ``lyra.attempt`` are span attributes, not Python names, and are not checked."""
+    import importlib.util
+
+    texts = [README, *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md"))]
+    named = {m for text in texts for m in re.findall(r"`(lyra(?:\.\w+)+)`", text)}
+    checked = sorted(n for n in named if any(part[0].isupper() for part in n.split(".")[1:]))
+    assert "lyra.errors.InvalidInput" in checked
+    for name in checked:
+        module, _, attribute = name.rpartition(".")
+        while module and importlib.util.find_spec(module) is None:
+            module, _, head = module.rpartition(".")
+            attribute = f"{head}.{attribute}"
+        found: object = importlib.import_module(module)
+        for part in attribute.split("."):
+            assert hasattr(found, part), f"{name}: no {part} in {found!r}"
+            found = getattr(found, part)
