@@ -416,7 +416,7 @@ async def test_a_tool_call_left_unanswered_gets_an_error_answer_on_the_retry() -
     """A run ended by the idle timeout inside a tool leaves its call unanswered; the
     retry's history answers it with an error, so a provider would accept it."""
     child, model = agent(calls("stuck"), reply("gave up on it"), tools=(stuck,))
-    outcome = await recover("x", child=child, limits=Limits(timeout=5, idle_timeout=0.15))
+    outcome = await recover("x", child=child, limits=Limits(timeout=5, idle_timeout=0.5))
     assert outcome.result.output == "gave up on it"
     history = model.requests[1]
     answer = history[2]
