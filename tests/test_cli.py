@@ -947,3 +947,22 @@ def test_a_plain_analysis_loads_nothing_of_the_durable_engine(tmp_path: Path) ->
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr
+
+
+def test_every_command_and_action_explains_itself_in_its_help() -> None:
+    """Every ``lyra`` command and action has a description in its --help (``lyra report``
+    and the ``lyra logs`` actions had only their usage lines)."""
+    import argparse
+
+    from lyra.cli._main import build_parser
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, str | None]]:
+        found = [(name, parser.description)]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    found += walk(child, f"{name} {sub}")
+        return found
+
+    undescribed = [name for name, text in walk(build_parser(), "lyra") if not text]
+    assert undescribed == []

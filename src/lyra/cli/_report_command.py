@@ -30,7 +30,12 @@ REPORT_FIELDS = (
 
 def register(commands: Subparsers) -> None:
     """Add ``lyra report`` to the subcommands."""
-    p = commands.add_parser("report", help="read lyra reports back")
+    p = commands.add_parser(
+        "report",
+        help="read lyra reports back",
+        description="Read lyra reports back from any text (a report, a transcript, a log, "
+        "a run directory): 'lyra report parse FILE' prints them as JSON.",
+    )
     sub = p.add_subparsers(dest="report_command", metavar="ACTION", required=True)
     parse = sub.add_parser(
         "parse",
