@@ -558,3 +558,16 @@ def test_a_transcripts_reports_give_outputs_only_where_they_can_be_told() -> Non
         ("completed", "the answer is 42"),
     ]
     assert [r.output for r in find_reports(done)] == ["the answer is 42"]
+
+
+def test_small_numbers_are_written_out_not_in_scientific_notation() -> None:
+    """A duration of 40 µs is ``0.00004`` in the metadata (``4e-05`` was written), and
+    reads back as the same number."""
+    report = TaskReport(
+        status="completed", session_id="s", duration=4e-05, output="ok", cost_usd=1.5e-07
+    )
+    text = render_report(report)
+    assert "<duration_s>0.00004</duration_s>" in text
+    assert "<cost_usd>0.00000015</cost_usd>" in text
+    parsed = parse_report(text)
+    assert (parsed.duration, parsed.cost_usd) == (4e-05, 1.5e-07)

@@ -11,6 +11,7 @@ section, a tag or another report.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -112,7 +113,10 @@ def _metadata(fields: Mapping[str, Any], failed: bool) -> str:
         if isinstance(value, str):
             text += f"{opening}{escape(value)}{closing}"
         elif value is not None:
-            text += f"{opening}{value!r}{closing}"
+            shown = repr(value)
+            if "e" in shown:  # 4e-05 written out (0.00004), the same digits: exact
+                shown = format(Decimal(shown), "f")
+            text += f"{opening}{shown}{closing}"
     for sub in fields["failed_delegations"]:
         text += _tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}")
     for passed in fields["fallbacks"]:
