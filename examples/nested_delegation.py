@@ -76,7 +76,8 @@ def show(parent: DelegationResult) -> None:
     report = parse_report(parent.report)
     print(f"\nthe researcher's report lists {len(report.failed_delegations)} failed grandchildren:")
     for failed in report.failed_delegations:
-        print(f"  <failed_delegation>{failed.session_id} {failed.category} {failed.error_type}")
+        fields = f"{failed.session_id} {failed.category} {failed.error_type}"
+        print(f"  <failed_delegation>{fields}</failed_delegation>")
     print(f"output: {parent.output}")
 
 
