@@ -450,6 +450,20 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
 # -- isoforms and how accessions are written -------------------------------------------
 
 
+def test_an_argument_may_hold_several_ids_joined_by_commas_or_spaces() -> None:
+    """``"P04637 P69905"`` quoted as one argument is two proteins (it was one invalid ID),
+    as ``"P04637,P69905"`` is; a blank request stays one, to be reported."""
+    from lyra.proteins import requested_ids
+
+    assert requested_ids(["P04637 P69905", "p05067,\tP00533 ,", "P04637"]) == [
+        "P04637",
+        "P69905",
+        "P05067",
+        "P00533",
+    ]
+    assert len(requested_ids([" "])) == 1
+
+
 def test_the_answer_escapes_untrusted_text_once() -> None:
     """An identifier holding ``&`` or ``<`` is escaped once in the answer's lists, as in its
     Next line (the lists' macro was escaped again as it was placed: ``&amp;amp;``)."""

@@ -83,9 +83,9 @@ def register(commands: Any) -> None:
         "ids",
         nargs="*",
         metavar="ID",
-        help="UniProt accessions, e.g. P04637 (isoform: P05067-2; several joined by commas; "
-        "an entry name or secondary accession the bundled data record, e.g. P53_HUMAN, is "
-        "resolved to its accession with a note)",
+        help="UniProt accessions, e.g. P04637 (isoform: P05067-2; several in one argument "
+        "joined by commas or spaces; an entry name or secondary accession the bundled data "
+        "record, e.g. P53_HUMAN, is resolved to its accession with a note)",
     )
     p.add_argument(
         "--ids-file",

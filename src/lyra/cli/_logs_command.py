@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lyra.cli import _stdout
 from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
@@ -73,10 +73,22 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=_positive(int), default=10, help="blocker patterns (default 10)")
 
 
-_EXIT_STATUS = (
-    "exit status:\n  0  read and printed\n  1  {nothing}\n"
-    "  2  usage error (a file missing or unreadable)\n  4  the output could not be written"
-)
+def _action(
+    sub: Any, name: str, *, help: str, description: str, examples: str, nothing: str
+) -> argparse.ArgumentParser:
+    """One ``lyra logs`` action, its --help with examples and exit statuses (``nothing``:
+    what exit status 1 means for it); its FILE arguments added."""
+    action: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=f"examples:\n{examples}\n\nexit status:\n  0  read and printed\n"
+        f"  1  {nothing}\n  2  usage error (a file missing or unreadable)\n"
+        "  4  the output could not be written",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_files(action)
+    return action
 
 
 def register(commands: Subparsers) -> None:
@@ -89,34 +101,31 @@ def register(commands: Subparsers) -> None:
     )
     sub = p.add_subparsers(dest="logs_command", metavar="ACTION", required=True)
 
-    stats = sub.add_parser(
+    stats = _action(
+        sub,
         "stats",
         help="failure statistics as a table or JSON",
         description="Count delegations and tasks, their failures by category, the blockers "
         "seen most (as patterns), retries and recoveries, from event logs and from any "
         "text holding raw reports.",
-        epilog="examples:\n"
-        "  lyra logs stats runs/20261127T101500Z-ab12cd\n"
-        "  lyra logs stats events.jsonl.gz --since 2h --by subject --json\n\n"
-        + _EXIT_STATUS.format(nothing="no delegation found"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples="  lyra logs stats runs/20261127T101500Z-ab12cd\n"
+        "  lyra logs stats events.jsonl.gz --since 2h --by subject --json",
+        nothing="no delegation found",
     )
-    _add_files(stats)
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_filters(stats)
     stats.add_argument("--by", choices=GROUPS, help="add a breakdown by this field")
     stats.set_defaults(run=_stats)
 
-    report = sub.add_parser(
+    report = _action(
+        sub,
         "report",
         help="a self-contained HTML page with charts",
         description="Write the statistics of 'lyra logs stats' as one HTML page with charts "
         "(no network needed to view it).",
-        epilog="example:\n  lyra logs report runs/*/ --html failures.html\n\n"
-        + _EXIT_STATUS.format(nothing="no delegation found (the page is written all the same)"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples="  lyra logs report runs/*/ --html failures.html",
+        nothing="no delegation found (the page is written all the same)",
     )
-    _add_files(report)
     report.add_argument(
         "--html", required=True, metavar="OUT", help="the page to write (- for stdout)"
     )
@@ -124,16 +133,15 @@ def register(commands: Subparsers) -> None:
     _add_filters(report)
     report.set_defaults(run=_report)
 
-    suggest = sub.add_parser(
+    suggest = _action(
+        sub,
         "suggest-timeout",
         help="a timeout from the durations of completed delegations",
         description="Suggest a timeout per kind of subject: the durations of completed "
         "delegations at a percentile, times a margin, where a kind has enough samples.",
-        epilog="example:\n  lyra logs suggest-timeout runs/*/ --percentile 99 --margin 2\n\n"
-        + _EXIT_STATUS.format(nothing="no completed delegation to learn from"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples="  lyra logs suggest-timeout runs/*/ --percentile 99 --margin 2",
+        nothing="no completed delegation to learn from",
     )
-    _add_files(suggest)
     suggest.add_argument("--json", action="store_true", help="print JSON instead of text")
     suggest.add_argument(
         "--percentile", type=_percentile, default=95.0, help="0 < P ≤ 100 (default 95)"

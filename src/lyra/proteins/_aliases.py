@@ -77,9 +77,7 @@ def resolve_protein_id(raw: str) -> tuple[str, str | None]:
 
 
 def split_ids(raw: str) -> list[str]:
-    """A comma-joined argument as its IDs (``"P04637,P05067"``, ``"P69905,"``); one
-    without a comma, or with nothing between its commas, as itself."""
-    if _SEPARATOR not in raw:
-        return [raw]
-    parts = [part.strip() for part in raw.split(_SEPARATOR)]
-    return [part for part in parts if part] or [raw]
+    """An argument as its IDs, joined by commas or white space (``"P04637,P05067"``,
+    ``"P04637 P69905"`` quoted as one argument, ``"P69905,"``); a blank one as itself (a
+    blank request is reported, not dropped)."""
+    return raw.replace(_SEPARATOR, " ").split() or [raw]
