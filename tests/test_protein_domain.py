@@ -576,8 +576,8 @@ def test_reasoning_without_structure() -> None:
             "P04637",
             [
                 "UniProt SUBUNIT (annotated 2005-09-13): ",
-                "UniProt COFACTOR: Binds 1 zinc ion per subunit; Zinc at residues 176, 179, "
-                "238, 242.",
+                "UniProt COFACTOR (annotated 2005-09-13): Binds 1 zinc ion per subunit; Zinc "
+                "at residues 176, 179, 238, 242.",
             ],
         ),
         ("Q8I3H7", ["model version is not recorded", "secondary source"]),

@@ -87,7 +87,7 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
             sites.setdefault(str(f["ligand"]), []).append(where)
     cofactors = [str(c).rstrip(".") for c in uniprot.get("cofactors") or []]
     if sites or cofactors:
-        named = [f"UniProt COFACTOR: {' '.join(cofactors)}"] if cofactors else []
+        named = [f"UniProt COFACTOR{dated}: {' '.join(cofactors)}"] if cofactors else []
         named += [f"{ligand} at residues {', '.join(at)}" for ligand, at in sites.items()]
         caveats.append(f"{_NO_LIGANDS}. {'; '.join(named)}.")
     else:
