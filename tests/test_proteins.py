@@ -452,7 +452,8 @@ async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
 
 def test_an_argument_may_hold_several_ids_joined_by_commas_or_spaces() -> None:
     """``"P04637 P69905"`` quoted as one argument is two proteins (it was one invalid ID),
-    as ``"P04637,P69905"`` is; a blank request stays one, to be reported."""
+    as ``"P04637,P69905"`` is; words that are not all IDs stay one request, and a blank
+    request stays one, each to be reported as given."""
     from lyra.proteins import requested_ids
 
     assert requested_ids(["P04637 P69905", "p05067,\tP00533 ,", "P04637"]) == [
@@ -462,6 +463,7 @@ def test_an_argument_may_hold_several_ids_joined_by_commas_or_spaces() -> None:
         "P00533",
     ]
     assert len(requested_ids([" "])) == 1
+    assert requested_ids(["'; DROP TABLE x;--", "bad id!"]) == ["'; DROP TABLE x;--", "bad id!"]
 
 
 def test_the_answer_escapes_untrusted_text_once() -> None:

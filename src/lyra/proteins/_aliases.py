@@ -77,7 +77,13 @@ def resolve_protein_id(raw: str) -> tuple[str, str | None]:
 
 
 def split_ids(raw: str) -> list[str]:
-    """An argument as its IDs, joined by commas or white space (``"P04637,P05067"``,
-    ``"P04637 P69905"`` quoted as one argument, ``"P69905,"``); a blank one as itself (a
+    """An argument as its IDs: joined by commas (``"P04637,P05067"``, ``"P69905,"``), or
+    by white space when every word is an ID (``"P04637 P69905"`` quoted as one argument;
+    ``"bad id!"`` stays one request, reported as it was given). A blank one as itself (a
     blank request is reported, not dropped)."""
-    return raw.replace(_SEPARATOR, " ").split() or [raw]
+    parts = [part.strip() for part in raw.split(_SEPARATOR)]
+    found: list[str] = []
+    for part in parts:
+        words = part.split()
+        found += words if len(words) > 1 and all(map(normalize_protein_id, words)) else [part]
+    return [part for part in found if part] or [raw]
