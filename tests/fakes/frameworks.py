@@ -852,6 +852,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         own_limit="LlmCallsLimitExceededError",
         exceptions=_google_adk_exceptions,
         walk_finds=frozenset({"LlmCallsLimitExceededError", "ClientError", "ToolExecutionError"}),
+        patience=0.6,  # (its runner, session and plugins: 0.3 s was too little on a loaded host)
     ),
 )
 """Every framework child lyra has, as the contract suite drives it."""
