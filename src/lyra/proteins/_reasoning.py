@@ -109,7 +109,7 @@ def _unit_line(unit: Mapping[str, Any], segments: Mapping[int, Mapping[str, Any]
         if check is None:
             return f"{head}: {_use(unit)}; not checked against PAE (no PAE)."
         return (
-            f"{head}: locally {unit['band']} residue by residue, but {unit_verdict(check)}: "
+            f"{head}: {unit['band']} by its mean, but {unit_verdict(check)}: "
             "use it locally, not as a rigid body."
         )
     within = {p["where"]: p["within_pae"] for p in (check or {}).get("segments") or []}
