@@ -60,10 +60,6 @@ class Job:
     tree: Tree = field(default_factory=Tree)
     """What every task's delegations share (a provider's rate-limit cooldown)."""
 
-    def resolved_child(self) -> Child:
-        """The child object (a :class:`ChildRef` is built, once per process)."""
-        return resolved(self.child)
-
     def child_at(self, index: int) -> Child:
         """The child of the chain at ``index`` (0: the child; then each fallback)."""
         return resolved(self.child if index == 0 else self.fallbacks[index - 1])
@@ -88,7 +84,7 @@ class Job:
         """One task under its recovery loop (``account`` overrides the run's)."""
         return await recover(
             task.prompt,
-            child=self.resolved_child(),
+            child=self.child,  # (recover builds a ChildRef, once per process)
             limits=self.limits.but(
                 timeout=task.timeout, idle_timeout=task.idle_timeout, budget=task.budget
             ),
@@ -100,7 +96,7 @@ class Job:
             task_id=task_id,
             state=state,
             replay=replay,
-            fallbacks=tuple(map(resolved, self.fallbacks)),
+            fallbacks=self.fallbacks,
             tree=self.tree,
             verify=self.verify,
             answer=self.answer,
