@@ -103,17 +103,22 @@ def label(feature: Mapping[str, Any]) -> str:
     return f"{feature['type']}{text} {span(int(feature['start']), int(feature['end']))}"
 
 
-def crossing(features: Iterable[Mapping[str, Any]], start: int, end: int) -> list[str]:
+def crossing(
+    features: Iterable[Mapping[str, Any]],
+    start: int,
+    end: int,
+    explained: Iterable[Mapping[str, Any]],
+) -> list[str]:
     """The features that lie within residues ``start``–``end`` or cross one of its ends
-    without explaining it (:func:`explaining`) -- a site, a short motif, where a chain
-    begins -- as labels, those of one type and description together (``Binding site:
-    Cu(2+) 677, 681``). Features that span the whole stretch are not named: they say
-    nothing of it in particular."""
+    besides those that ``explained`` it (:func:`explaining`) -- a site, a short motif,
+    where a chain begins -- as labels, those of one type and description together
+    (``Binding site: Cu(2+) 677, 681``). Features that span the whole stretch are not
+    named: they say nothing of it in particular."""
     found: dict[str, list[str]] = {}
-    explained = {id(f) for f in explaining(features, start, end)}
+    skipped = {id(f) for f in explained}
     for feature in features:
         first, last = int(feature["start"]), int(feature["end"])
-        if feature["type"] not in KEPT_TYPES or id(feature) in explained:
+        if feature["type"] not in KEPT_TYPES or id(feature) in skipped:
             continue
         if last < start or first > end or (first <= start and last >= end):
             continue

@@ -111,9 +111,9 @@ def _segments(
     profile: Mapping[str, Any], features: Sequence[Mapping[str, Any]] | None
 ) -> list[dict[str, Any]] | None:
     """The segments, each with the unit it belongs to (``None``: outside the units --
-    a confident stretch too short to be one, a low or very low segment), the UniProt
-    features that explain it (``None``: no features known) and, outside the units,
-    its PAE to each unit (empty where the PAE is not known)."""
+    a confident stretch too short to be one, a low or very low segment), what UniProt's
+    features say of it (:func:`_features_of`) and, outside the units, its PAE to each
+    unit (empty where the PAE is not known)."""
     segments = profile.get("segments")
     if segments is None:
         return None
@@ -125,14 +125,27 @@ def _segments(
         {
             **seg,
             "unit": owner.get(seg["start"]),
-            "features": None
-            if features is None
-            else [label(f) for f in explaining(features, seg["start"], seg["end"])],
-            "crossing": None if features is None else crossing(features, seg["start"], seg["end"]),
+            **_features_of(seg, features),
             "pae": [p for p in pae if (p["start"], p["end"]) == (seg["start"], seg["end"])],
         }
         for seg in segments
     ]
+
+
+def _features_of(
+    seg: Mapping[str, Any], features: Sequence[Mapping[str, Any]] | None
+) -> dict[str, list[str] | None]:
+    """The labels of the features that explain a segment (``features``), and of those
+    within it or across its ends (``crossing``); both ``None`` when no features are
+    known."""
+    if features is None:
+        return {"features": None, "crossing": None}
+    start, end = seg["start"], seg["end"]
+    explained = explaining(features, start, end)
+    return {
+        "features": [label(f) for f in explained],
+        "crossing": crossing(features, start, end, explained),
+    }
 
 
 def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
