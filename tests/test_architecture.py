@@ -736,3 +736,17 @@ def test_every_exception_is_a_lyra_error_but_the_two_that_stop_a_run() -> None:
         if name != "LyraError" and name not in stops and "LyraError" not in ancestors(name)
     ]
     assert outside == []
+
+
+def test_every_macro_call_in_an_escaped_template_is_marked_trusted() -> None:
+    """A macro's values are escaped inside it, so its call must be marked ``| trusted``:
+    otherwise the template's escaping runs over it again (``A&amp;amp;B`` in the answer's
+    lists, before this was checked)."""
+    unmarked = []
+    for template in sorted(SRC.rglob("templates/*.j2")):
+        text = template.read_text(encoding="utf-8")
+        for macro in re.findall(r"\{%-?\s*macro\s+(\w+)\(", text):
+            for call in re.findall(rf"\{{\{{-?\s*{macro}\([^}}]*\}}\}}", text):
+                if not re.search(r"\|\s*trusted\s*-?\}\}$", call):
+                    unmarked.append(f"{template.name}: {call}")
+    assert unmarked == []
