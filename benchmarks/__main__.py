@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     sizes = parser.add_mutually_exclusive_group()
     sizes.add_argument(
-        "--quick", action="store_true", help="reduced sizes: a rough read, about 35 s on 2 cores"
+        "--quick",
+        action="store_true",
+        help="reduced sizes: a rough read, 35-60 s on 2 cores by the host",
     )
     sizes.add_argument(
         "--smoke",

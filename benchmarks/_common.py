@@ -32,7 +32,7 @@ T = TypeVar("T")
 class Size(enum.Enum):
     """How big a run is: ``FULL`` measures (the README's table); ``QUICK`` is a rough
     read in seconds (every benchmark of ``python -m benchmarks --quick`` together
-    about 35 s on 2 cores); ``SMOKE`` only runs the code (CI: every benchmark still
+    35-60 s on 2 cores, by the host); ``SMOKE`` only runs the code (CI: every benchmark still
     works; its figures mean nothing and no target is judged)."""
 
     FULL = "full"
