@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import anyio
 import pydantic
 import pytest
 from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
-from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.agents.run_config import RunConfig, StreamingMode, ToolThreadPoolConfig
 from google.adk.apps import App
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.workflow import START, Workflow
@@ -254,6 +256,50 @@ async def test_a_block_the_tool_swallows_still_ends_the_run() -> None:
     result = await delegate(GoogleADKChild(agent))
     assert result.failure.category == "invalid_task"
     assert len(model.requests) == 1
+
+
+async def test_a_sync_tool_stuck_in_blocking_code_stops_no_deadline() -> None:
+    """ADK calls a sync tool on the event loop unless its tool thread pool is on, and a
+    tool stuck in blocking code there stops every deadline: the child turns the pool on.
+    The loop goes on (a ticker beside it keeps ticking), the idle timeout ends the run
+    on time naming the tool, and a pool the user configured is kept as it is."""
+    release = threading.Event()
+
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        current_context().step("Fetch started")  # the run's context reaches the thread
+        release.wait(10)
+        return "late"
+
+    agent, _model = llm_agent("worker", reply("", ("fetch", {"url": "x"})), tools=[fetch])
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.05)
+            ticks += 1
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(ticker)
+            started = time.perf_counter()
+            result = await delegate(GoogleADKChild(agent), timeout=10, idle_timeout=0.5)
+            elapsed = time.perf_counter() - started
+            group.cancel_scope.cancel()
+    finally:
+        release.set()  # the abandoned thread ends
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.error_type) == ("timeout", "idle"), failure.evidence
+    assert "fetch" in failure.message
+    assert failure.completed_steps == ("Fetch started",)
+    assert elapsed < 5
+    assert ticks >= elapsed / 0.05 / 3  # the loop went on
+    own = RunConfig(tool_thread_pool_config=ToolThreadPoolConfig(max_workers=9))
+    assert GoogleADKChild(agent, run_config=own)._run_config is own
+    limited = GoogleADKChild(agent, run_config=RunConfig(max_llm_calls=3))._run_config
+    assert (limited.max_llm_calls, limited.tool_thread_pool_config) == (3, ToolThreadPoolConfig())
 
 
 @pytest.mark.parametrize(

@@ -77,11 +77,12 @@ async def delegate(child: Any, *, budget: Budget | None = None, **limits: Any) -
 
 def _threads() -> set[threading.Thread]:
     """Live threads but pools kept for reuse by design (anyio's idle workers, the event
-    loop's default executor)."""
+    loop's default executor, Google ADK's tool pool of the loop: each ends with its loop)."""
     return {
         t
         for t in threading.enumerate()
-        if t.name != "AnyIO worker thread" and not t.name.startswith("asyncio_")
+        if t.name != "AnyIO worker thread"
+        and not t.name.startswith(("asyncio_", "adk_tool_executor_"))
     }
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import orjson
 from google.adk.agents import LlmAgent, RunConfig
+from google.adk.agents.run_config import ToolThreadPoolConfig
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
@@ -61,7 +62,7 @@ from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ChildSignal, IncompleteOutput, TaskRejected
 
-__all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "warm"]
+__all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "tools_in_threads", "warm"]
 
 _CUT_OFF = frozenset({"MAX_TOKENS"})
 _REFUSED = frozenset(
@@ -235,6 +236,20 @@ def _rehearse() -> str:
 
 _warm = threading.Lock()
 _warmed = False
+
+
+def tools_in_threads(config: RunConfig | None) -> RunConfig:
+    """``config`` with ADK's tool thread pool on, unless it sets a pool of its own.
+
+    Without one, ADK calls a sync tool on the event loop itself: a tool stuck in
+    blocking code stops the loop, so no idle timeout or deadline can fire, for this
+    run or any other on the loop. On the pool the loop goes on, and a stopped run
+    abandons the thread as ``ctx.tool`` does (no thread can be killed)."""
+    if config is None:
+        return RunConfig(tool_thread_pool_config=ToolThreadPoolConfig())
+    if config.tool_thread_pool_config is not None:
+        return config
+    return config.model_copy(update={"tool_thread_pool_config": ToolThreadPoolConfig()})
 
 
 def warm() -> None:

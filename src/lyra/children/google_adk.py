@@ -109,15 +109,16 @@ class GoogleADKChild:
     """A Google ADK agent (any ``BaseNode``: an agent or a ``Workflow``; or an ``App``)
     as a lyra child, run by ADK's ``Runner``.
 
-    ``run_config`` is ADK's ``RunConfig`` for every run (its ``max_llm_calls`` is
-    ADK's own turn limit); ``plugins`` are added after lyra's (an ``App``'s own
-    plugins are kept); ``state`` is each session's initial state; ``output_key``
-    reads the result from the session state; ``prices`` adds to lyra's price
-    table, for the models it does not know. ``app_name`` and ``user_id`` name the
-    in-memory sessions (default: the agent's name, ``"lyra"``). ``ask_tool=True``
-    gives every model request lyra's ``ask_question`` tool (its question goes
-    through ``ctx.ask``); ``show_limits=True`` appends the time and budget the task
-    has left to each request's instructions.
+    ``run_config`` is ADK's ``RunConfig`` for every run (its ``max_llm_calls`` is ADK's
+    own turn limit; ADK's tool thread pool is turned on unless it sets one, so that a
+    sync tool stuck in blocking code cannot stop the event loop); ``plugins`` are added
+    after lyra's (an ``App``'s own plugins are kept); ``state`` is each session's
+    initial state; ``output_key`` reads the result from the session state; ``prices``
+    adds to lyra's price table, for the models it does not know. ``app_name`` and
+    ``user_id`` name the in-memory sessions (default: the agent's name, ``"lyra"``).
+    ``ask_tool=True`` gives every model request lyra's ``ask_question`` tool (its
+    question goes through ``ctx.ask``); ``show_limits=True`` appends the time and budget
+    the task has left to each request's instructions.
     """
 
     def __init__(
@@ -151,6 +152,8 @@ class GoogleADKChild:
         check_prices("GoogleADKChild", prices)
         self.agent = agent
         self.run_config = run_config
+        self._run_config = adk.tools_in_threads(run_config)
+        """What each run is given: ``run_config`` with ADK's tool thread pool on."""
         self.state = state
         self.output_key = output_key
         self.prices = prices
@@ -171,7 +174,7 @@ class GoogleADKChild:
                 ctx,
                 prices=self._price,
                 user_id=self.user_id,
-                run_config=self.run_config,
+                run_config=self._run_config,
                 state=self.state,
                 output_key=self.output_key,
                 ask=self.ask_tool,
