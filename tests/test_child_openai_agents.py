@@ -17,6 +17,7 @@ import pytest
 from agents import (
     Agent,
     GuardrailFunctionOutput,
+    ModelResponse,
     ModelSettings,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
@@ -390,6 +391,39 @@ class CountingHooks(RunHooks[Any]):
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         self.seen.append(f"tool_end {tool.name}: {result}")
+
+
+async def test_a_token_budget_over_a_model_without_usage_stops_at_its_first_answer() -> None:
+    """A model that reports no usage cannot keep max_tokens: the run stops at its first
+    response, saying so, where it was charged nothing and ran to the budget's guess."""
+    from agents.models.interface import Model
+    from agents.testing import function_call
+
+    class Silent(Model):
+        requests = 0
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            Silent.requests += 1
+            call = function_call("lookup", {"q": "p53"}, call_id=f"c{Silent.requests}")
+            return ModelResponse(output=[call], usage=agents.Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    @function_tool
+    async def lookup(q: str) -> str:
+        """Look it up."""
+        return "found"
+
+    agent = Agent(name="a", instructions="x", model=Silent(), tools=[lookup])
+    child = OpenAIAgentsChild(agent, max_turns=None)
+    result = await Supervisor(budget=Budget(max_tokens=1000)).delegate("x", child=child, timeout=5)
+    assert result.failure is not None, result.report
+    assert "reports no token usage" in result.failure.message
+    assert "max_tokens cannot be kept" in result.failure.message
+    assert Silent.requests == 1
+    unlimited = await Supervisor(max_repeats=2).delegate("x", child=child, timeout=5)
+    assert unlimited.failure.error_type == "loop"  # without a budget, no usage is no matter
 
 
 async def test_the_users_context_hooks_and_filter_still_work(client_for: Any) -> None:

@@ -135,6 +135,9 @@ class Tap:
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
         self.meter.settled(id(agent))  # what the request held, given back before its usage
         self.meter.answered()
+        usage = response.usage
+        if not (usage.input_tokens or usage.output_tokens or usage.total_tokens):
+            self.meter.unreported(model_name(agent.model))  # (a budget it cannot keep stops)
         self.settle(model_name(agent.model))
         if agent is self.agent:
             self.last_response = response
