@@ -408,3 +408,32 @@ def test_a_child_function_is_not_kept_alive_by_lyra() -> None:
     del child
     gc.collect()
     assert gone() is None
+
+
+async def test_a_function_that_is_no_child_and_a_verify_that_is_no_callable_are_refused() -> None:
+    """A function that cannot take (prompt, ctx), and a verify= or answer= that cannot be
+    called, are the caller's mistakes: said before any task runs (a child that would run
+    first is never called), not one failure report per task blamed on the child."""
+    ran: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        return "done"
+
+    def no_arguments() -> str:
+        return "done"
+
+    with pytest.raises(ConfigurationError, match=r"no_arguments is not a child agent: it must"):
+        await lyra.adelegate_task("x", child=no_arguments, timeout=5)
+    with pytest.raises(ConfigurationError, match=r"must take \(prompt, ctx\)"):
+        await Supervisor(lambda prompt: prompt).run(["a", "b"])
+    with pytest.raises(TypeError, match="verify= must be a callable or None, not 'yes'"):
+        await lyra.adelegate_task("x", child=child, timeout=5, verify="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="answer= must be a callable or None, not 3"):
+        Supervisor(child, answer=3)  # type: ignore[arg-type]
+    assert ran == []
+
+    def sync_child(prompt: str, ctx: ChildContext, *rest: Any) -> str:
+        return f"ok {prompt}"
+
+    assert (await lyra.adelegate_task("x", child=sync_child, timeout=5)).startswith("ok x")

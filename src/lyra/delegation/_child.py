@@ -44,17 +44,42 @@ def as_callable(child: Child) -> ChildFn:
     if run is not None and inspect.iscoroutinefunction(run):
         return run  # type: ignore[no-any-return]
     if inspect.iscoroutinefunction(child):
+        _check_arguments(child)
         if type(child) is FunctionType and run is None:
             _remember(child)
         return child  # an async callable: a ChildFn
     if inspect.iscoroutinefunction(type(child).__call__):
         return child  # type: ignore[return-value]
     if callable(child):
+        _check_arguments(child)
         return partial(_in_thread, child)
     raise ConfigurationError(
         f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
     )
+
+
+def _check_arguments(child: Callable[..., Any]) -> None:
+    """A function that cannot take a child's ``(prompt, ctx)`` is the caller's mistake,
+    said now, not every task's failure blamed on the child (a signature that cannot be
+    read is taken on trust)."""
+    try:
+        inspect.signature(child).bind("prompt", "ctx")
+    except ValueError:
+        return
+    except TypeError as exc:
+        name = getattr(child, "__qualname__", None) or reprlib.repr(child)
+        raise ConfigurationError(
+            f"{name} is not a child agent: it must take (prompt, ctx), as "
+            f"'async def child(prompt, ctx)' does ({exc})"
+        ) from None
+
+
+def checked_callback(name: str, value: Any) -> None:
+    """``verify=`` or ``answer=`` as given: None or a callable, else a TypeError now,
+    not a failure blamed on the child once it has run (and been paid for)."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name}= must be a callable or None, not {reprlib.repr(value)}")
 
 
 def child_name(child: object) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
 from lyra.delegation._budget import Account, Usage
-from lyra.delegation._child import as_callable
+from lyra.delegation._child import as_callable, checked_callback
 from lyra.delegation._classify import (
     MAX_DEPTH,
     Verdict,
@@ -79,6 +79,8 @@ async def run_attempt(
     the caller propagate untouched.
     """
     call = as_callable(child)
+    checked_callback("verify", verify)
+    checked_callback("answer", answer)
     limiter = Limiter(
         limits.timeout,
         idle_timeout=limits.idle_timeout,

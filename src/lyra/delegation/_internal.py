@@ -8,7 +8,7 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 """
 
 from lyra.delegation._budget import Account
-from lyra.delegation._child import as_callable, child_name, resolved
+from lyra.delegation._child import as_callable, checked_callback, child_name, resolved
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
@@ -32,6 +32,7 @@ __all__ = [
     "ErrorKind",
     "Tree",
     "as_callable",
+    "checked_callback",
     "child_name",
     "deadlines",
     "describe_error",

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
-from lyra.delegation._internal import Account, Tree, resolved
+from lyra.delegation._internal import Account, Tree, as_callable, resolved
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy, Replay, recover
 
 
@@ -68,9 +68,10 @@ class Job:
         """Build the child and its fallbacks now: one that cannot be built (a
         :class:`ChildRef` to a missing module) is the caller's
         :class:`~lyra.errors.ConfigurationError` before any task runs, not every
-        task's failure blamed on lyra."""
+        task's failure blamed on lyra; nor one that is no child at all (a function that
+        cannot take ``(prompt, ctx)``)."""
         for index in range(1 + len(self.fallbacks)):
-            self.child_at(index)
+            as_callable(self.child_at(index))
 
     async def run(
         self,

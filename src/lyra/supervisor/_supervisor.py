@@ -10,7 +10,14 @@ import anyio
 
 from lyra.children import default_child
 from lyra.delegation import Answerer, Budget, Child, ChildRef, DelegationResult, Limits, Verifier
-from lyra.delegation._internal import DEFAULT_MAX_REPEATS, Account, Tree, resolved, run_attempt
+from lyra.delegation._internal import (
+    DEFAULT_MAX_REPEATS,
+    Account,
+    Tree,
+    checked_callback,
+    resolved,
+    run_attempt,
+)
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
 from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor
@@ -67,6 +74,8 @@ class Supervisor:
         self.policy = policy or _no_retries()
         self.context_provider = context_provider
         self.executor: Executor = executor or _LOCAL
+        checked_callback("verify", verify)
+        checked_callback("answer", answer)
         self.verify = verify
         self.answer = answer
         self.fallbacks = tuple(fallbacks)
