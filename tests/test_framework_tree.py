@@ -223,6 +223,22 @@ def test_a_framework_child_refuses_what_it_cannot_run_when_it_is_built(
         build()
 
 
+def test_a_framework_limit_below_one_is_refused_when_the_child_is_built() -> None:
+    """A framework's own limit of 0 (or less) would fail every run as out of budget: a
+    ValueError at construction instead."""
+    import agents
+
+    from lyra.children.openai_agents import OpenAIAgentsChild
+
+    graph = react_graph(ScriptedModel.of(iter([])), [])
+    with pytest.raises(ValueError, match=r"LangGraphChild's recursion_limit= must be at least 1"):
+        LangGraphChild(graph, recursion_limit=0)
+    for turns in (0, -1):
+        with pytest.raises(ValueError, match=r"OpenAIAgentsChild's max_turns= must be at least"):
+            OpenAIAgentsChild(agents.Agent(name="a"), max_turns=turns)
+    assert OpenAIAgentsChild(agents.Agent(name="a"), max_turns=None)  # no SDK limit
+
+
 def any_agent() -> Agent[None, str]:
     return Agent(FunctionModel(lambda messages, info: ModelResponse([TextPart("hi")])))
 

@@ -75,6 +75,14 @@ def check_options(child: str, **options: tuple[Any, Any]) -> None:
             raise TypeError(f"{child}'s {name}= must be {what}; got {reprlib.repr(value)}")
 
 
+def check_at_least_one(child: str, **options: int | None) -> None:
+    """Raise a ValueError for the first option (already checked as a whole number) that
+    is below 1: a framework limit of 0 would fail every run as if out of budget."""
+    for name, value in options.items():
+        if value is not None and value < 1:
+            raise ValueError(f"{child}'s {name}= must be at least 1 (or None), not {value!r}")
+
+
 def check_prices(child: str, prices: Any) -> None:
     """``prices`` is None or a mapping of model-name prefixes to :class:`Price`."""
     check_options(child, prices=(prices, Mapping))

@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Any
 from lyra.children._framework import (
     ASK_DESCRIPTION,
     ASK_TOOL,
+    check_at_least_one,
     check_options,
     check_prices,
     check_wraps,
@@ -162,6 +163,7 @@ class LangGraphChild:
             config=(config, Mapping),
             recursion_limit=(recursion_limit, int),
         )
+        check_at_least_one("LangGraphChild", recursion_limit=recursion_limit)
         check_prices("LangGraphChild", prices)
         _langgraph_hooks.quiet_own_stops()
         self._hooks = _langgraph_hooks.LyraCallbacks

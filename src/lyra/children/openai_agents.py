@@ -74,6 +74,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
+    check_at_least_one,
     check_options,
     check_prices,
     check_wraps,
@@ -147,6 +148,7 @@ class OpenAIAgentsChild:
             max_turns=(max_turns, int),
             run_config=(run_config, sdk.RunConfig),
         )
+        check_at_least_one("OpenAIAgentsChild", max_turns=max_turns)
         check_prices("OpenAIAgentsChild", prices)
         from lyra.children import _openai_agents_run
 
