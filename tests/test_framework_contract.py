@@ -272,7 +272,7 @@ async def test_a_tool_call_budget_refuses_the_call_past_it(framework: Framework)
 @EACH
 async def test_a_stuck_tool_is_ended_by_the_idle_timeout(framework: Framework) -> None:
     """Tools that never return (three at once) end the run as timeout/idle when nothing
-    moves for idle_timeout, promptly and well before the deadline."""
+    moves for idle_timeout, promptly and well before the deadline, naming the tool."""
     script = Script(Call("lookup", {"q": "a"}), Call("hang", times=3))
     idle = framework.patience
     with framework.agent(script) as agent:
@@ -283,6 +283,7 @@ async def test_a_stuck_tool_is_ended_by_the_idle_timeout(framework: Framework) -
     assert failure is not None
     assert (failure.category, failure.error_type) == ("timeout", "idle"), failure.evidence
     assert failure.tool_usage == {framework.tool("lookup"): 1, framework.tool("hang"): 3}
+    assert f"while the tool '{framework.tool('hang')}' ran" in failure.message  # named
     assert elapsed < 2 * idle + framework.patience + 1.0
 
 

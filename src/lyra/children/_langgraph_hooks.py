@@ -15,6 +15,7 @@ and each model run is charged once, by its run id.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 from uuid import UUID
@@ -25,6 +26,7 @@ from langchain_core.outputs import LLMResult
 
 from lyra.children._framework import tool_done
 from lyra.children._meter import Meter, Tokens, count
+from lyra.delegation._internal import foreign_cancellation
 from lyra.errors import ChildSignal
 
 
@@ -173,8 +175,11 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         name = self._tools.pop(run_id, None)
-        if name is not None:
-            tool_done(self.ctx, name, error)
+        if name is None:
+            return
+        if isinstance(error, asyncio.CancelledError) and not foreign_cancellation(error):
+            return  # the run is being stopped: the tool did not end, and the report names it
+        tool_done(self.ctx, name, error)
 
     # -- LangGraph nodes ------------------------------------------------------------------
 
