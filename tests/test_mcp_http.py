@@ -65,6 +65,14 @@ def test_without_the_token_every_request_is_refused(
     assert response.headers["www-authenticate"] == 'Bearer realm="lyra"'
 
 
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_read_in_any_case(server: lyra_mcp.Served, scheme: str) -> None:
+    """RFC 7235: the scheme is case-insensitive (the token is not); the same check guards
+    ``lyra a2a``."""
+    assert post(server, Authorization=f"{scheme} {TOKEN}").status_code == 200
+    assert post(server, Authorization=f"{scheme} {TOKEN.upper()}x").status_code == 401
+
+
 @pytest.mark.anyio
 async def test_the_sdk_client_with_the_token_delegates(server: lyra_mcp.Served) -> None:
     """The official client sending the bearer token lists the tools and delegates."""

@@ -11,7 +11,6 @@ security scheme), and states the URL clients use, so a bind to every address
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import os
 import socket
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from lyra import __version__
+from lyra._bearer import bearer_matches
 from lyra._extras import missing_extra
 from lyra.a2a._delegations import Delegations
 from lyra.children.a2a import USAGE_EXTENSION
@@ -267,16 +267,16 @@ class _Guard:
         refusal: Any = None
         if urlsplit(f"//{headers.get('host', '')}").hostname not in self.hosts:
             refusal = PlainTextResponse("Misdirected request: unknown Host header", 421)
-        elif self.token is not None and scope["path"] != CARD_PATH:
-            scheme, _, given = headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode(), self.token
-            ):
-                refusal = JSONResponse(
-                    {"error": "a bearer token is required (Authorization: Bearer …)"},
-                    401,
-                    headers={"WWW-Authenticate": 'Bearer realm="lyra"'},
-                )
+        elif (
+            self.token is not None
+            and scope["path"] != CARD_PATH
+            and not bearer_matches(headers.get("authorization", ""), self.token)
+        ):
+            refusal = JSONResponse(
+                {"error": "a bearer token is required (Authorization: Bearer …)"},
+                401,
+                headers={"WWW-Authenticate": 'Bearer realm="lyra"'},
+            )
         if refusal is not None:
             await refusal(scope, receive, send)
             return

@@ -122,7 +122,8 @@ def register(commands: Subparsers) -> None:
         "exit status: 0 when the client hangs up (stdio; the process ends at once, even "
         "while a tool\nabandoned at its deadline still blocks a thread), 2 usage error (no "
         "child, no extra,\nno token for a non-loopback --host, a port in use, a state "
-        "directory another server\nholds), 130 interrupted (Ctrl+C, SIGTERM)",
+        "directory another server\nholds), 130 interrupted (Ctrl+C, SIGTERM; with --http the "
+        "server stops gracefully\nand exits 0)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_child_option(p)

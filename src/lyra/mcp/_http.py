@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +25,7 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from lyra._bearer import bearer_matches
 from lyra.delegation import Child
 from lyra.detached import Delegations
 from lyra.errors import ConfigurationError
@@ -72,12 +72,12 @@ class BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            if not bearer_matches(given, self._token):
                 await _unauthorized(send)
                 return
         await self.app(scope, receive, send)
