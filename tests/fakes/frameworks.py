@@ -839,7 +839,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         own_limit="error_max_turns",
         exceptions=_claude_agent_exceptions,
         walk_finds=frozenset({"ResultError", "ProcessError", "CLINotFoundError"}),
-        patience=1.5,
+        patience=2.5,  # (a CLI process: 1.5 s was too little on a loaded host)
         tool_prefix="mcp__lyra__",
         serve=_claude_api,
     ),
