@@ -288,6 +288,22 @@ async def test_an_unanswered_question_is_input_required_with_the_question_in_the
         )
 
 
+async def test_a_deadline_that_ends_the_wait_for_an_answer_names_the_question() -> None:
+    """An answer slower than the deadline: a timeout (rule 1) blocked on the question,
+    which the report carries for whoever can answer it next time."""
+
+    async def too_slow(question: str) -> str:
+        await anyio.sleep(5)
+        return "Homo sapiens"
+
+    parsed = parse_report(
+        await adelegate_task("Analyse p53", child=asks_organism, answer=too_slow, timeout=0.3)
+    )
+    assert (parsed.category, parsed.error_type) == ("timeout", "timeout")
+    assert parsed.question == "Which organism?"
+    assert parsed.blocked_on == "No answer before the deadline to: Which organism?"
+
+
 async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     """A recovery loop whose durable mailbox (here a stand-in) holds the answer retries
     with it; ctx.ask returns it without asking anyone."""

@@ -8,7 +8,7 @@ help, and the rule that decided it (``evidence``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
@@ -83,8 +83,17 @@ def classify_unclassifiable(exc: BaseException, error: BaseException | None) -> 
 
 def classify_timeout(ctx: ChildContext) -> Verdict:
     """Rule 1: our deadline passed; retryable only if the child made progress
-    (and the tree's budget has room for another try)."""
-    return _timeout(ctx.timeout, ctx.made_progress, _room(ctx))
+    (and the tree's budget has room for another try). A child that was waiting for
+    the answer to its question is blocked on that question (the report carries it)."""
+    verdict = _timeout(ctx.timeout, ctx.made_progress, _room(ctx))
+    asking = ctx.asking
+    if asking is None:
+        return verdict
+    return replace(
+        verdict,
+        evidence=f"{verdict.evidence}; it was waiting for the answer to its question (ctx.ask)",
+        blocked_on=f"No answer before the deadline to: {asking}",
+    )
 
 
 @lru_cache(maxsize=256)

@@ -117,6 +117,8 @@ class ChildContext:
     """When the attempt began (``time.monotonic()``), for a live display."""
     current_tool: str | None = None
     """The tool the child is running right now, if any."""
+    asking: str | None = None
+    """The question the child waits on an answer to right now (``ctx.ask``), if any."""
     provider: str | None = None
     """The model provider the child sent its last request to (set by the meter)."""
     spent_last = False
@@ -392,9 +394,10 @@ class ChildContext:
 
     @property
     def question(self) -> str | None:
-        """The question the child asked and nobody answered, if it did."""
+        """The question the child asked and nobody answered, if it did (or the one
+        whose answer it still waited for when the attempt ended)."""
         stopped = self.stopped
-        return stopped.question if isinstance(stopped, QuestionAsked) else None
+        return stopped.question if isinstance(stopped, QuestionAsked) else self.asking
 
     def raise_if_stopped(self) -> None:
         """Raise the stop that ends this attempt, if one came (a blocker or a question a
@@ -421,10 +424,12 @@ class ChildContext:
         self.raise_if_stopped()
         known = self.answers.get(question)
         if known is None and self._answer is not None:
+            self.asking = question
             with self._limiter.waiting():
                 reply = self._answer(question)
                 if inspect.isawaitable(reply):
                     reply = await reply
+            self.asking = None  # (left set when the wait ends otherwise: the report names it)
             if reply is not None:
                 known = self.answers[question] = safe_str(reply)
         events.info(
