@@ -176,7 +176,8 @@ async def test_a_stop_of_lyras_is_not_logged_by_adk_as_a_crash(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """ADK logs every exception a plugin raises, with its traceback: the budget lyra's
-    plugin stops the run with is no crash, and is left out (the report says it)."""
+    plugin stops the run with is no crash, nor its refusal of a cost budget over a model
+    it cannot price, and both are left out (the report says them)."""
 
     def runaway() -> Any:
         while True:
@@ -185,6 +186,9 @@ async def test_a_stop_of_lyras_is_not_logged_by_adk_as_a_crash(
     agent, _model = llm_agent("worker", runaway())
     result = await delegate(GoogleADKChild(agent), budget=Budget(max_tokens=500))
     assert result.failure.error_type == "budget"
+    agent, _model = llm_agent("worker", runaway())
+    refused = await delegate(GoogleADKChild(agent), budget=Budget(max_cost_usd=1.0))
+    assert "no price is known" in refused.failure.message
     assert [r.getMessage() for r in caplog.records if r.name.startswith("google_adk")] == []
 
 

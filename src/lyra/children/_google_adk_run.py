@@ -60,7 +60,7 @@ from lyra.children._framework import (
 from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import ChildSignal, IncompleteOutput, TaskRejected
+from lyra.errors import ChildSignal, ConfigurationError, IncompleteOutput, TaskRejected
 
 __all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "tools_in_threads", "warm"]
 
@@ -286,15 +286,16 @@ def warm() -> None:
 
 class _OwnStops(logging.Filter):
     """Drops ADK's error records (with a traceback) for an exception lyra raised on
-    purpose to stop the run -- a budget, a blocker -- which the report already says.
-    ADK logs every exception a plugin or node raises; any other still passes."""
+    purpose to stop the run -- a budget, a blocker, the meter's refusal of a budget it
+    cannot keep -- which the report already says. ADK logs every exception a plugin or
+    node raises; any other still passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         for _ in range(6):
             if exc is None:
                 return True
-            if isinstance(exc, ChildSignal):
+            if isinstance(exc, (ChildSignal, ConfigurationError)):
                 return False
             exc = exc.__cause__ or exc.__context__
         return True

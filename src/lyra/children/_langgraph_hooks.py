@@ -27,7 +27,7 @@ from langchain_core.outputs import LLMResult
 from lyra.children._framework import tool_done
 from lyra.children._meter import Meter, Tokens, count
 from lyra.delegation._internal import foreign_cancellation
-from lyra.errors import ChildSignal
+from lyra.errors import ChildSignal, ConfigurationError
 
 
 class LyraCallbacks(AsyncCallbackHandler):
@@ -242,7 +242,8 @@ class _OwnStops(logging.Filter):
     when a sync code path drives the async handler on a loop of its own, ``Error in
     callback coroutine: BudgetExhausted(...)`` (that path swallows it: lyra's own
     cancellation still ends the run). For lyra that is a budget, a block or a
-    deadline stopping the run on purpose, which the report already says. Any other
+    deadline stopping the run on purpose (or refusing a budget it cannot keep), which
+    the report already says. Any other
     handler's warnings pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -257,8 +258,9 @@ class _OwnStops(logging.Filter):
 
 
 def _signal_reprs() -> tuple[str, ...]:
-    """``BudgetExhausted(``, ``ChildBlocked(``, ...: how lyra's stops start in a repr."""
-    kinds, found = [ChildSignal], []
+    """``BudgetExhausted(``, ``ChildBlocked(``, ..., and the meter's refusal of a budget
+    it cannot keep (``ConfigurationError(``): how lyra's stops start in a repr."""
+    kinds, found = [ChildSignal, ConfigurationError], []
     while kinds:
         kind = kinds.pop()
         found.append(f"{kind.__name__}(")
