@@ -304,6 +304,33 @@ async def test_a_deadline_that_ends_the_wait_for_an_answer_names_the_question() 
     assert parsed.blocked_on == "No answer before the deadline to: Which organism?"
 
 
+async def test_a_verify_that_raises_is_the_callers_bug_and_is_not_retried() -> None:
+    """verify= raising instead of judging is no failure of the child's: tool_error /
+    verification, not retryable, naming verify=; a recovery loop does not pay for the
+    child again to meet the same bug."""
+    runs: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        runs.append(prompt)
+        ctx.step("Wrote the summary")
+        return "summary"
+
+    def broken(output: str) -> bool:
+        return 1 / 0 > 0
+
+    report = await adelegate_with_retry(
+        "Summarise p53", child=child, verify=broken, max_retries=3, base_timeout=5
+    )
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.error_type, parsed.retryable) == (
+        "tool_error",
+        "verification",
+        False,
+    )
+    assert parsed.message.startswith("verify= raised ZeroDivisionError: division by zero")
+    assert runs == ["Summarise p53"]
+
+
 async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     """A recovery loop whose durable mailbox (here a stand-in) holds the answer retries
     with it; ctx.ask returns it without asking anyone."""

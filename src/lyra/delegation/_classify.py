@@ -370,6 +370,20 @@ def classify_rejected(reason: str, ctx: ChildContext, *, source: str = "verify="
     )
 
 
+def classify_verifier_raised(error: BaseException) -> Verdict:
+    """Rule 10: the caller's ``verify=`` raised instead of judging a success: its bug,
+    not the child's, so no retry pays for the child again to meet it once more."""
+    text = f"{type_name(error)}: {safe_str(error)}" if safe_str(error) else type_name(error)
+    return Verdict(
+        category=_C.TOOL_ERROR,
+        retryable=False,
+        error_type=ErrorType.VERIFICATION,
+        evidence="rule 10: verify= raised instead of judging the child's output",
+        message=f"verify= raised {text} (the child's output was not judged)",
+        blocked_on=f"verify= raised {text}",
+    )
+
+
 def classify_foreign_cancel(error: BaseException, ctx: ChildContext) -> Verdict:
     """Rule 10 (or 5 after a completed step) for a ``CancelledError`` or
     ``GeneratorExit`` that did not come from this delegation's cancellation nor its

@@ -29,6 +29,7 @@ from lyra.delegation._classify import (
     classify_timeout,
     classify_too_deep,
     classify_unclassifiable,
+    classify_verifier_raised,
 )
 from lyra.delegation._context import Answerer, Child, ChildContext, Verifier
 from lyra.delegation._limiter import Limiter
@@ -287,15 +288,23 @@ async def _run(
 
 
 async def _verified(verify: Verifier, output: str) -> str | None:
-    """``None`` when ``verify`` accepts ``output``, else why it does not (its reason)."""
-    verdict = verify(output)
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
+    """``None`` when ``verify`` accepts ``output``, else why it does not (its reason);
+    :class:`_VerifierRaised` when ``verify`` raised instead of judging."""
+    try:
+        verdict = verify(output)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        raise _VerifierRaised from exc
     if verdict is None or verdict is True:
         return None
     if verdict is False:
         return "the output was rejected (verify= returned False)"
     return safe_str(verdict) or "the output was rejected"
+
+
+class _VerifierRaised(Exception):
+    """The caller's ``verify=`` raised (its ``__cause__``): not the child's failure."""
 
 
 def _foreign(
@@ -360,6 +369,8 @@ def _verdict(
         return classify_loop(stopped, ctx), ""
     if ctx.blocked is not None:
         return classify_blocked(ctx), ""
+    if isinstance(error, _VerifierRaised) and error.__cause__ is not None:
+        return classify_verifier_raised(error.__cause__), ""
     if error is not None:
         leaf = _leaf(error)
         if isinstance(leaf, GeneratorExit | asyncio.CancelledError | ForeignCancellation):

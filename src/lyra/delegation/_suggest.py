@@ -89,6 +89,11 @@ def _invalid(verdict: Verdict, subject: str | None) -> tuple[str, ...]:
 
 
 def _tool_error(verdict: Verdict) -> tuple[str, ...]:
+    if verdict.error_type is ErrorType.VERIFICATION:  # the caller's verify= raised
+        return (
+            "Fix the verify= function: it raised instead of judging the output",
+            "Run the task again once verify= works (the child's output was not judged)",
+        )
     kind = verdict.cause.kind if verdict.cause else None
     if kind is Kind.TRANSIENT:
         wait = verdict.retry_after
