@@ -4,6 +4,7 @@ the server guards itself (Host, bearer token, safe binds)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -338,6 +339,19 @@ async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refuse
     assert anonymous.headers["www-authenticate"].startswith("Bearer")
     assert rebound.status_code == 421
     assert states(events)[-1][0] == "COMPLETED"
+
+
+async def test_a_message_with_empty_text_is_a_rejected_task_not_an_internal_error() -> None:
+    """An empty prompt is the client's mistake: a task rejected as invalid_task (as a
+    blank prompt is over MCP), where the SDK's own helper raised an internal error."""
+    message = {"role": "ROLE_USER", "parts": [{"text": ""}], "messageId": "m1"}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    async with serving(lambda url: build_app(stepper, url=url)) as url, httpx.AsyncClient() as http:
+        answer = (await http.post(url, json=request, headers={"A2A-Version": "1.0"})).json()
+    assert "error" not in answer, answer
+    status = answer["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_REJECTED"
+    assert "<failure_category>invalid_task</failure_category>" in json.dumps(status)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 import anyio
-from a2a.helpers import get_message_text, new_data_part, new_task_from_user_message, new_text_part
+from a2a.helpers import get_message_text, new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -92,7 +92,12 @@ class DelegationExecutor(AgentExecutor):
         if context.message is None:  # the SDK calls it for a message, never without
             raise InvalidParamsError("a task starts with a message")
         if context.current_task is None:
-            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            # (not new_task_from_user_message: it raises on an empty text part, where an
+            # empty prompt is a task rejected as invalid_task, as over MCP)
+            started = new_task(
+                task_id, str(context.context_id), _S.TASK_STATE_SUBMITTED, history=[context.message]
+            )
+            await event_queue.enqueue_event(started)
             task = self._tasks[task_id] = _Task(prompt=text)
             delegation = task.delegation = self._start(task.prompt)
         else:
