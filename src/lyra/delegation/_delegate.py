@@ -39,7 +39,7 @@ from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import safe_str, valid_text
 from lyra.delegation._tree import Tree
-from lyra.errors import ForeignCancellation, LoopDetected
+from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 
 __all__ = ["check_timeout", "foreign_cancellation", "log_failure", "new_session_id", "run_attempt"]
 
@@ -303,7 +303,7 @@ async def _verified(verify: Verifier, output: str) -> str | None:
     return safe_str(verdict) or "the output was rejected"
 
 
-class _VerifierRaised(Exception):
+class _VerifierRaised(LyraError):
     """The caller's ``verify=`` raised (its ``__cause__``): not the child's failure."""
 
 
