@@ -243,8 +243,7 @@ class _OwnStops(logging.Filter):
     callback coroutine: BudgetExhausted(...)`` (that path swallows it: lyra's own
     cancellation still ends the run). For lyra that is a budget, a block or a
     deadline stopping the run on purpose (or refusing a budget it cannot keep), which
-    the report already says. Any other
-    handler's warnings pass."""
+    the report already says. Any other handler's warnings pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
