@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,16 @@ def _no_network() -> Iterator[None]:
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl+C reaches the processes the tests start, however pytest was started: a shell
+    that runs a command in the background without job control makes it ignore SIGINT,
+    which every process it starts inherits, so lyra's Ctrl+C tests would see nothing
+    happen. A handler of ours (unlike an ignored signal) is reset to the default in a
+    child, where Python turns it into KeyboardInterrupt."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
