@@ -23,7 +23,7 @@ from lyra._extras import framework_child_for, require
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 from lyra.delegation._internal import deadlines, foreign_cancellation, qualified_type_name
-from lyra.errors import ForeignCancellation
+from lyra.errors import ChildSignal, ConfigurationError, ForeignCancellation
 
 T = TypeVar("T")
 
@@ -126,9 +126,19 @@ def limits_text(ctx: ChildContext) -> str:
     )
 
 
+OWN_STOPS: tuple[type[Exception], ...] = (ChildSignal, ConfigurationError)
+"""What lyra raises inside a framework's run on purpose: a stop (a budget, a blocker, a
+question, a loop) or the meter's refusal of a budget it cannot keep. The report says
+it, so the framework's own log record of it (with a traceback) is left out."""
+
+
 def tool_done(ctx: ChildContext, name: str, error: BaseException | None = None) -> None:
     """A tool call the framework ran ended: recorded as such, and a success is a
-    completed step (``Ran <tool>``), the same for every framework child."""
+    completed step (``Ran <tool>``), the same for every framework child. The run's own
+    cancellation, which a framework may report as the tool's error, is no end: the tool
+    was stopped while it ran, and the report names it as the one running."""
+    if isinstance(error, asyncio.CancelledError) and not foreign_cancellation(error):
+        return
     ctx.tool_ended(name, error)
     if error is None:
         ctx.step(f"Ran {name}")

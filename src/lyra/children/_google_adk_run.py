@@ -52,6 +52,7 @@ from google.genai import types
 
 from lyra.children._framework import (
     ASK_DESCRIPTION,
+    OWN_STOPS,
     contained,
     limits_text,
     output_text,
@@ -60,7 +61,7 @@ from lyra.children._framework import (
 from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import ChildSignal, ConfigurationError, IncompleteOutput, TaskRejected
+from lyra.errors import IncompleteOutput, TaskRejected
 
 __all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "tools_in_threads", "warm"]
 
@@ -295,7 +296,7 @@ class _OwnStops(logging.Filter):
         for _ in range(6):
             if exc is None:
                 return True
-            if isinstance(exc, (ChildSignal, ConfigurationError)):
+            if isinstance(exc, OWN_STOPS):
                 return False
             exc = exc.__cause__ or exc.__context__
         return True

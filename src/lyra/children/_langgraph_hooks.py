@@ -15,7 +15,6 @@ and each model run is charged once, by its run id.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 from uuid import UUID
@@ -24,10 +23,8 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from lyra.children._framework import tool_done
+from lyra.children._framework import OWN_STOPS, tool_done
 from lyra.children._meter import Meter, Tokens, count
-from lyra.delegation._internal import foreign_cancellation
-from lyra.errors import ChildSignal, ConfigurationError
 
 
 class LyraCallbacks(AsyncCallbackHandler):
@@ -175,11 +172,8 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         name = self._tools.pop(run_id, None)
-        if name is None:
-            return
-        if isinstance(error, asyncio.CancelledError) and not foreign_cancellation(error):
-            return  # the run is being stopped: the tool did not end, and the report names it
-        tool_done(self.ctx, name, error)
+        if name is not None:
+            tool_done(self.ctx, name, error)
 
     # -- LangGraph nodes ------------------------------------------------------------------
 
@@ -259,7 +253,8 @@ class _OwnStops(logging.Filter):
 def _signal_reprs() -> tuple[str, ...]:
     """``BudgetExhausted(``, ``ChildBlocked(``, ..., and the meter's refusal of a budget
     it cannot keep (``ConfigurationError(``): how lyra's stops start in a repr."""
-    kinds, found = [ChildSignal, ConfigurationError], []
+    kinds: list[type[Exception]] = list(OWN_STOPS)
+    found: list[str] = []
     while kinds:
         kind = kinds.pop()
         found.append(f"{kind.__name__}(")
