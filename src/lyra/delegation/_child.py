@@ -31,9 +31,9 @@ def as_callable(child: Child) -> ChildFn:
     A plain (synchronous) function is accepted too: it runs in a worker
     thread, so its deadline still holds while it blocks.
     """
-    known = _async_functions.get(id(child))
-    if known is not None and known() is child:
-        return cast(ChildFn, child)  # an async function seen before
+    known = _functions.get(id(child))
+    if known is not None and known[0]() is child:  # a plain function seen before
+        return cast(ChildFn, child) if known[1] else partial(_in_thread, child)
     run = getattr(child, "run", None)
     wrapper = framework_child_for(child)
     if wrapper is not None:  # a framework's agent has an async run, not a child's
@@ -45,13 +45,13 @@ def as_callable(child: Child) -> ChildFn:
         return run  # type: ignore[no-any-return]
     if inspect.iscoroutinefunction(child):
         _check_arguments(child)
-        if type(child) is FunctionType and run is None:
-            _remember(child)
+        _remember(child, run, is_async=True)
         return child  # an async callable: a ChildFn
     if inspect.iscoroutinefunction(type(child).__call__):
         return child  # type: ignore[return-value]
     if callable(child):
         _check_arguments(child)
+        _remember(child, run, is_async=False)
         return partial(_in_thread, child)
     raise ConfigurationError(
         f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
@@ -75,11 +75,12 @@ def _check_arguments(child: Callable[..., Any]) -> None:
         ) from None
 
 
-def checked_callback(name: str, value: Any) -> None:
-    """``verify=`` or ``answer=`` as given: None or a callable, else a TypeError now,
+def check_callbacks(**callbacks: Any) -> None:
+    """``verify=`` and ``answer=`` as given: None or callables, else a TypeError now,
     not a failure blamed on the child once it has run (and been paid for)."""
-    if value is not None and not callable(value):
-        raise TypeError(f"{name}= must be a callable or None, not {reprlib.repr(value)}")
+    for name, value in callbacks.items():
+        if value is not None and not callable(value):
+            raise TypeError(f"{name}= must be a callable or None, not {reprlib.repr(value)}")
 
 
 def child_name(child: object) -> str:
@@ -94,17 +95,22 @@ def child_name(child: object) -> str:
     return safe_str(getattr(named, "__qualname__", None) or type_name(child))
 
 
-_async_functions: dict[int, ReferenceType[Any]] = {}
-"""Plain ``async def`` functions already checked, by id (with a reference that
-drops the entry when the function goes): the check is the same every call."""
+_functions: dict[int, tuple[ReferenceType[Any], bool]] = {}
+"""Plain functions (``async def`` or ``def``) already checked, by id, and whether they
+are async, with a reference that drops the entry when the function goes (lyra keeps no
+function alive): the check and its reading of the signature are the same every call."""
 _REMEMBERED = 4096
 
 
-def _remember(fn: FunctionType) -> None:
-    if len(_async_functions) >= _REMEMBERED:
-        _async_functions.clear()
-    key = id(fn)
-    _async_functions[key] = ref(fn, lambda _: _async_functions.pop(key, None))
+def _remember(child: Any, run: object, *, is_async: bool) -> None:
+    """Remember ``child`` as checked when it is a plain function (one given a ``run``
+    attribute is looked at again each time)."""
+    if type(child) is not FunctionType or run is not None:
+        return
+    if len(_functions) >= _REMEMBERED:
+        _functions.clear()
+    key = id(child)
+    _functions[key] = (ref(child, lambda _: _functions.pop(key, None)), is_async)
 
 
 async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: ChildContext) -> Any:

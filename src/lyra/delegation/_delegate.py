@@ -13,7 +13,7 @@ from typing import Any
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
 from lyra.delegation._budget import Account, Usage
-from lyra.delegation._child import as_callable, checked_callback
+from lyra.delegation._child import as_callable, check_callbacks
 from lyra.delegation._classify import (
     MAX_DEPTH,
     Verdict,
@@ -80,8 +80,8 @@ async def run_attempt(
     the caller propagate untouched.
     """
     call = as_callable(child)
-    checked_callback("verify", verify)
-    checked_callback("answer", answer)
+    if verify is not None or answer is not None:  # (most delegations have neither)
+        check_callbacks(verify=verify, answer=answer)
     limiter = Limiter(
         limits.timeout,
         idle_timeout=limits.idle_timeout,
@@ -369,8 +369,8 @@ def _verdict(
         return classify_loop(stopped, ctx), ""
     if ctx.blocked is not None:
         return classify_blocked(ctx), ""
-    if isinstance(error, _VerifierRaised) and error.__cause__ is not None:
-        return classify_verifier_raised(error.__cause__), ""
+    if isinstance(error, _VerifierRaised):
+        return classify_verifier_raised(error.__cause__ or error), ""
     if error is not None:
         leaf = _leaf(error)
         if isinstance(leaf, GeneratorExit | asyncio.CancelledError | ForeignCancellation):

@@ -8,7 +8,7 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 """
 
 from lyra.delegation._budget import Account
-from lyra.delegation._child import as_callable, checked_callback, child_name, resolved
+from lyra.delegation._child import as_callable, check_callbacks, child_name, resolved
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
@@ -32,7 +32,7 @@ __all__ = [
     "ErrorKind",
     "Tree",
     "as_callable",
-    "checked_callback",
+    "check_callbacks",
     "child_name",
     "deadlines",
     "describe_error",

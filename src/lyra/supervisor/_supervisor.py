@@ -14,7 +14,7 @@ from lyra.delegation._internal import (
     DEFAULT_MAX_REPEATS,
     Account,
     Tree,
-    checked_callback,
+    check_callbacks,
     resolved,
     run_attempt,
 )
@@ -74,8 +74,7 @@ class Supervisor:
         self.policy = policy or _no_retries()
         self.context_provider = context_provider
         self.executor: Executor = executor or _LOCAL
-        checked_callback("verify", verify)
-        checked_callback("answer", answer)
+        check_callbacks(verify=verify, answer=answer)
         self.verify = verify
         self.answer = answer
         self.fallbacks = tuple(fallbacks)
