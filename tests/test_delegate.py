@@ -395,7 +395,7 @@ def test_a_builder_refuses_an_order_that_would_change_model_dump() -> None:
 
 
 def test_a_child_function_is_not_kept_alive_by_lyra() -> None:
-    """lyra remembers that a function child is a coroutine function only while the
+    """lyra remembers a function child it checked (async or not) only while the
     function lives: the last reference gone, it is collected."""
     import gc
     import weakref
@@ -403,11 +403,15 @@ def test_a_child_function_is_not_kept_alive_by_lyra() -> None:
     async def child(prompt: str, ctx: ChildContext) -> str:
         return prompt
 
-    assert parse_report(delegate_task("x", child=child, timeout=5)).output == "x"
-    gone = weakref.ref(child)
-    del child
+    def sync_child(prompt: str, ctx: ChildContext) -> str:
+        return prompt
+
+    for run in (child, sync_child):
+        assert parse_report(delegate_task("x", child=run, timeout=5)).output == "x"
+    gone = [weakref.ref(child), weakref.ref(sync_child)]
+    del child, sync_child, run
     gc.collect()
-    assert gone() is None
+    assert [ref() for ref in gone] == [None, None]
 
 
 async def test_a_function_that_is_no_child_and_a_verify_that_is_no_callable_are_refused() -> None:
