@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 from lyra.delegation._budget import Usage
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
 from lyra.delegation._report._render import render_fields
-from lyra.delegation._report._values import DEFAULTS, built
+from lyra.delegation._report._values import report
 
 
 class DelegationResult(BaseModel):
@@ -65,14 +65,13 @@ class DelegationResult(BaseModel):
         Built from this result's values, already validated, without validating
         them again (a report is made for every delegation); blank names become
         ``None``, as ``TaskReport`` validation would make them."""
-        return built(self._report_fields())
+        return report(self._report_fields())
 
     def _report_fields(self) -> dict[str, Any]:
-        """The values of :meth:`to_report`'s model, by field name (what the report
-        renders from)."""
+        """The values of :meth:`to_report`'s model that this result sets, by field
+        name (what the report renders from; the others keep their defaults)."""
         usage, failure = self.usage, self.failure
         values = {
-            **DEFAULTS,
             "status": "completed" if failure is None else "failed",
             "session_id": self.session_id or None,
             "attempt": self.attempt,

@@ -100,28 +100,36 @@ def _sections(
 
 
 def _metadata(fields: Mapping[str, Any], failed: bool) -> str:
-    """The metadata block's tag lines (a number needs no escaping)."""
-    text = f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
+    """The metadata block's tag lines (a number needs no escaping); a tag whose field
+    is missing from ``fields`` or ``None`` is not written."""
     if failed:
-        text += "  <status>failed</status>\n"
-        text += f"  <failure_category>{escape(fields['category'] or '')}</failure_category>\n"
-        text += f"  <retryable>{'true' if fields['retryable'] else 'false'}</retryable>\n"
+        parts = [
+            f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
+            "  <status>failed</status>\n"
+            f"  <failure_category>{escape(fields['category'] or '')}</failure_category>\n"
+            f"  <retryable>{'true' if fields['retryable'] else 'false'}</retryable>\n"
+        ]
     else:
-        text += f"  <status>{escape(fields['status'])}</status>\n"
+        parts = [
+            f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
+            f"  <status>{escape(fields['status'])}</status>\n"
+        ]
     for field, opening, closing in _FAILURE_TAGS if failed else _COMMON_TAGS:
-        value = fields[field]
+        value = fields.get(field)
+        if value is None:  # (most are: a report writes only what happened)
+            continue
         if isinstance(value, str):
-            text += f"{opening}{escape(value)}{closing}"
-        elif value is not None:
+            parts.append(f"{opening}{escape(value)}{closing}")
+        else:
             shown = repr(value)
             if "e" in shown:  # 4e-05 written out (0.00004), the same digits: exact
                 shown = format(Decimal(shown), "f")
-            text += f"{opening}{shown}{closing}"
+            parts.append(f"{opening}{shown}{closing}")
     for sub in fields["failed_delegations"]:
-        text += _tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}")
+        parts.append(_tag(FAILED_DELEGATION, f"{sub.session_id} {sub.category} {sub.error_type}"))
     for passed in fields["fallbacks"]:
-        text += _tag(FALLBACK, passed)
-    return text
+        parts.append(_tag(FALLBACK, passed))
+    return "".join(parts)
 
 
 def _tag(tag: str, value: str) -> str:
