@@ -10,7 +10,6 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
-import socket
 import subprocess
 import sys
 import time
@@ -459,21 +458,23 @@ def test_the_module_does_not_import_the_sdk_and_a_missing_extra_is_named() -> No
 
 @pytest.fixture(scope="module")
 def lyra_a2a_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """``lyra a2a --child fakes.children:drips`` in a process of its own: its URL, and
-    the file its events go to."""
+    """``lyra a2a --child fakes.children:drips --port 0`` in a process of its own: its
+    URL (the port the system picked, as its first line says), and the file its events
+    go to."""
     events = tmp_path_factory.mktemp("a2a") / "events.jsonl"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     server = subprocess.Popen(
         [sys.executable, "-m", "lyra", "a2a", "--child", "fakes.children:drips",
-         "--port", str(port), "--events", str(events)],
+         "--port", "0", "--events", str(events)],
         env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/"
     try:
+        assert server.stderr is not None
+        said = server.stderr.readline()  # "lyra a2a: serving at URL (agent card: …)"
+        assert said.startswith("lyra a2a: serving at http://127.0.0.1:"), said
+        url = said.split()[4]
+        assert not url.endswith(":0/"), said
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -179,12 +179,16 @@ async def serve(
 
     A bind to anything but loopback needs ``token``; one to every address
     (``0.0.0.0``, ``::``) needs ``url``, the address clients reach it at.
-    ``on_listening`` is called with that URL once the port is bound. Cancelled,
+    ``port`` 0 binds any free port. ``on_listening`` is called with the URL once
+    the port is bound. Cancelled,
     it shuts down as on Ctrl+C: the running children are stopped.
     """
-    url = served_url(host, port, url=url, token=token)
-    app = build_app(child, limits=limits, retries=retries, url=url, token=token, name=name)
+    stated = served_url(host, port, url=url, token=token)  # its refusals before the bind
     listening = _listen(host, port)
+    if url is None and port == 0:  # the port the system picked
+        stated = _default_url(host, listening.getsockname()[1])
+    url = stated
+    app = build_app(child, limits=limits, retries=retries, url=url, token=token, name=name)
     if on_listening is not None:
         on_listening(url)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)

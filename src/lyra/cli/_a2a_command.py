@@ -54,7 +54,12 @@ def register(commands: Subparsers) -> None:
     )
     add_child_option(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=whole_number(1), default=9999, help="port to bind (default 9999)")
+    p.add_argument(
+        "--port",
+        type=whole_number(0),
+        default=9999,
+        help="port to bind (default 9999; 0: any free port)",
+    )
     p.add_argument(
         "--url",
         help="the URL clients reach this server at, stated in the agent card "
@@ -89,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     child = args.child.resolve() if args.child else default_child()
     secret = settings().a2a_token
     token = secret.get_secret_value() if secret is not None else None
-    url = served_url(args.host, args.port, url=args.url, token=token)  # its errors first
+    served_url(args.host, args.port, url=args.url, token=token)  # its refusals first
     limits = Limits(timeout=args.timeout, idle_timeout=args.idle_timeout, budget=budget_of(args))
     with _logging.events_to(args.events, verbose=args.verbose):
         run_blocking(
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 port=args.port,
                 limits=limits,
                 retries=args.retries,
-                url=url,
+                url=args.url,
                 token=token,
                 name=args.name,
                 on_listening=_say_listening,
