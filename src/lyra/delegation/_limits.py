@@ -21,7 +21,9 @@ class Limits:
     (seconds without progress; ``None``: none), ``budget`` (tokens, cost, turns and
     tool calls, shared by the whole tree below it; ``None``: none) and
     ``max_repeats`` (identical tool calls before the attempt ends as a loop;
-    ``None``: no limit).
+    ``None``: no limit). An ``idle_timeout`` at or past ``timeout`` never fires (the
+    deadline comes first); it is accepted, since a supervisor's idle timeout applies to
+    calls whose timeouts differ.
 
     The public functions take these as keywords (``timeout=``, ``idle_timeout=``,
     ``budget=``, ``max_repeats=``) and make one ``Limits``; it travels as one value
