@@ -180,17 +180,16 @@ async def serve(
     A bind to anything but loopback needs ``token``; one to every address
     (``0.0.0.0``, ``::``) needs ``url``, the address clients reach it at.
     ``port`` 0 binds any free port. ``on_listening`` is called with the URL once
-    the port is bound. Cancelled,
-    it shuts down as on Ctrl+C: the running children are stopped.
+    the port is bound. Cancelled, it shuts down as on Ctrl+C: the running
+    children are stopped.
     """
     stated = served_url(host, port, url=url, token=token)  # its refusals before the bind
     listening = _listen(host, port)
     if url is None and port == 0:  # the port the system picked
         stated = _default_url(host, listening.getsockname()[1])
-    url = stated
-    app = build_app(child, limits=limits, retries=retries, url=url, token=token, name=name)
+    app = build_app(child, limits=limits, retries=retries, url=stated, token=token, name=name)
     if on_listening is not None:
-        on_listening(url)
+        on_listening(stated)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
 
