@@ -131,6 +131,8 @@ async def test_a_childs_question_waits_for_an_answer(ending: str) -> None:
         with anyio.fail_after(5):
             asked = await delegations.result(started.delegation_id, wait=5)
         if ending == "answer":
+            with pytest.raises(ValueError, match="the answer is empty"):
+                delegations.answer(started.delegation_id, "")  # the question still waits
             delegations.answer(started.delegation_id, "human")
         elif ending == "cancel":
             await delegations.cancel(started.delegation_id)

@@ -99,12 +99,14 @@ async def test_a_detached_delegations_question_waits_for_answer_delegation(
 ) -> None:
     """delegation_result stops waiting when the child asks: state input_required with
     the question; answer_delegation answers it, the child goes on and finishes with
-    the answer. Answering again is a tool error that says why."""
+    the answer. A blank answer, or answering again, is a tool error that says why (the
+    blank one leaves the question waiting)."""
     async with Client(server.url) as client:
         key = fields(await client.call_tool("start_delegation", {"prompt": "Study p53"}))[
             "delegation_id"
         ]
         waiting = await client.call_tool("delegation_result", {"delegation_id": key, "wait": 20})
+        blank = await client.call_tool("answer_delegation", {"delegation_id": key, "answer": " "})
         status = fields(await client.call_tool("delegation_status", {"delegation_id": key}))
         answered = fields(
             await client.call_tool(
@@ -121,6 +123,9 @@ async def test_a_detached_delegations_question_waits_for_answer_delegation(
     )
     assert "Which organism?" in report_of(waiting)
     assert "answer_delegation" in report_of(waiting)
+    assert blank.is_error is True
+    assert "the answer is empty" in report_of(blank)
+    assert "Which organism?" in report_of(blank)
     assert (status["state"], status["question"]) == ("input_required", "Which organism?")
     assert (answered["state"], answered["question"]) == ("working", None)
     assert report_of(result).startswith("studied Mus musculus\n")

@@ -255,12 +255,18 @@ class Delegations:
 
     def answer(self, delegation_id: str, answer: str) -> DelegationStatus:
         """Answer the question the delegation's child waits on; it goes on working.
-        :class:`NoQuestion` when none waits."""
+        :class:`NoQuestion` when none waits; a ``ValueError`` for a blank answer (the
+        question still waits), as ``lyra answer`` refuses one."""
         delegation = self._find(delegation_id)
         if delegation.answered is None:
             raise NoQuestion(
                 f"{delegation_id} waits for no answer (it is {delegation.state}): its child "
                 "asked nothing, or its question was answered or ended it"
+            )
+        if not answer.strip():
+            raise ValueError(
+                f"the answer is empty: {delegation_id} still waits for an answer to: "
+                f"{delegation.question}"
             )
         delegation.answer = answer
         delegation.answered.set()

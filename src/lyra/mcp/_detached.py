@@ -110,7 +110,10 @@ def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
         answer: Annotated[str, Field(description="The answer to the child's question.")],
     ) -> DelegationStatus:
         with _known():
-            return store.answer(delegation_id, answer)
+            try:
+                return store.answer(delegation_id, answer)
+            except ValueError as blank:  # the question still waits: the model can answer it
+                raise ToolError(str(blank)) from None
 
     changes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
     reads = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -219,7 +222,7 @@ delegation is left as it is."""
 _ANSWER = """\
 Answer the question a delegation's child waits on (state "input_required"; \
 delegation_status and delegation_result show the question). The child goes on \
-with the answer."""
+with the answer. A blank answer is refused; the question still waits."""
 
 _LIST = """\
 Every delegation the server knows, newest first, with its status. Finished \
