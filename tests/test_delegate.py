@@ -280,7 +280,8 @@ def test_with_a_key_the_default_child_is_the_anthropic_child(
 
 
 async def test_context_tracks_tools_steps_and_files() -> None:
-    """ctx.tool counts usage and the last successful tool; steps and files reach the failure."""
+    """ctx.tool counts usage and the last successful tool; steps and files reach the failure,
+    and the blocker names the tool that raised."""
 
     def ok_tool(x: int) -> int:
         return x * 2
@@ -308,6 +309,8 @@ async def test_context_tracks_tools_steps_and_files() -> None:
     assert failure.last_successful_tool == "double"
     assert (failure.completed_steps, failure.files_modified) == (("did things",), ("out.txt",))
     assert "in tool 'broken'" in failure.evidence
+    assert failure.blocked_on == "RuntimeError: broken (in tool 'broken')"
+    assert "Blocked on: RuntimeError: broken (in tool 'broken')\n" in result.report
 
 
 async def test_exception_groups_are_classified_by_their_first_error() -> None:

@@ -215,6 +215,7 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
     tool = ctx.failed_tool if ctx.raised_by_tool(exc) else None
     via_tool = f" in tool '{tool}'" if tool else ""
     source = f"{cause.source}{via_tool}"
+    blocker = f"{text} (in tool '{tool}')" if tool else text  # which call a parent must mend
 
     def verdict(category: FailureCategory, retryable: bool, rule: str) -> Verdict:
         return Verdict(
@@ -223,7 +224,7 @@ def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:
             error_type=cause.error_type,
             evidence=f"{rule} ({source})",
             message=text,
-            blocked_on=text,
+            blocked_on=blocker,
             retry_after=cause.retry_after,
             cause=cause,
             failed_tool=tool,
