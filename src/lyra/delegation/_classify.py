@@ -374,7 +374,7 @@ def classify_rejected(reason: str, ctx: ChildContext, *, source: str = "verify="
 def classify_verifier_raised(error: BaseException) -> Verdict:
     """Rule 10: the caller's ``verify=`` raised instead of judging a success: its bug,
     not the child's, so no retry pays for the child again to meet it once more."""
-    text = f"{type_name(error)}: {safe_str(error)}" if safe_str(error) else type_name(error)
+    text = exception_text(error)
     return Verdict(
         category=_C.TOOL_ERROR,
         retryable=False,
