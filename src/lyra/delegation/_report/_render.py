@@ -102,18 +102,15 @@ def _sections(
 def _metadata(fields: Mapping[str, Any], failed: bool) -> str:
     """The metadata block's tag lines (a number needs no escaping); a tag whose field
     is missing from ``fields`` or ``None`` is not written."""
+    parts = [f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"]
     if failed:
-        parts = [
-            f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
+        parts.append(
             "  <status>failed</status>\n"
             f"  <failure_category>{escape(fields['category'] or '')}</failure_category>\n"
             f"  <retryable>{'true' if fields['retryable'] else 'false'}</retryable>\n"
-        ]
+        )
     else:
-        parts = [
-            f"  <session_id>{escape(fields['session_id'] or '')}</session_id>\n"
-            f"  <status>{escape(fields['status'])}</status>\n"
-        ]
+        parts.append(f"  <status>{escape(fields['status'])}</status>\n")
     for field, opening, closing in _FAILURE_TAGS if failed else _COMMON_TAGS:
         value = fields.get(field)
         if value is None:  # (most are: a report writes only what happened)
