@@ -222,6 +222,22 @@ async def test_a_question_whose_wait_ran_out_is_answered_by_running_the_task_aga
     assert "answer: Homo sapiens" in second
 
 
+async def test_a_blank_message_is_no_answer_and_the_question_waits_on() -> None:
+    """A blank message to a task whose child waits on its question is not its answer
+    (as lyra answer and MCP's answer_delegation refuse one): the task says the same
+    question again, input-required, the child still waiting in the same attempt, and
+    the next real answer is what ctx.ask returns."""
+    child = Asker()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        blank = await send(client, "  \n", **ids_of(asked))
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(blank) == [("INPUT_REQUIRED", "Which organism?")]
+    assert not child.stopped.is_set()
+    assert states(answered)[-2:] == [("WORKING", "Chose Homo sapiens"), ("COMPLETED", "")]
+    assert child.prompts == ["Summarise TP53"]
+
+
 class Asks:
     """Blocks on a question until the prompt holds an answer; counts its runs."""
 
@@ -252,6 +268,19 @@ async def test_a_blocker_on_missing_context_is_answered_by_running_the_task_agai
     assert second.startswith("Summarise TP53\n")
     assert "Which organism?" in second
     assert "answer: Homo sapiens" in second
+
+
+async def test_a_blank_message_after_a_missing_context_blocker_runs_nothing() -> None:
+    """The task that ended on missing_context does not run again on a blank message:
+    the question is said again, and the next real answer runs it."""
+    child = Asks()
+    async with lyra_a2a(child) as client:
+        asked = await send(client, "Summarise TP53")
+        blank = await send(client, "", **ids_of(asked))
+        answered = await send(client, "Homo sapiens", **ids_of(asked))
+    assert states(blank) == [("INPUT_REQUIRED", "Which organism?")]
+    assert states(answered)[-1] == ("COMPLETED", "")
+    assert len(child.prompts) == 2
 
 
 class DeniedOnce:

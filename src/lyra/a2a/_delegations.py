@@ -214,6 +214,11 @@ class Delegation:
         seen.steps, seen.progress, seen.usage = ctx.steps_done, ctx.last_progress, usage
         seen.entries, seen.last = len(steps), steps[-1] if steps else None
 
+    @property
+    def usage(self) -> Usage:
+        """What the task's attempts used so far, the running one included."""
+        return self._total()
+
     def _total(self) -> Usage:
         total = self._used
         for ctx in self._attempts:

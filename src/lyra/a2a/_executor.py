@@ -24,6 +24,9 @@ ended on ``missing_context``, or its deadline ran out while it waited) runs
 again on the next message: the prompt, enriched with the question and its
 answer (recovery's enrichment), under the same limits, the answer ready for the
 same question; after ``auth-required`` the next message runs the prompt again.
+A blank message is no answer: the task stays ``input-required`` with the same
+question (the child, if it still waits, goes on waiting), as ``lyra answer`` and
+MCP's ``answer_delegation`` refuse one.
 """
 
 from __future__ import annotations
@@ -101,6 +104,10 @@ class DelegationExecutor(AgentExecutor):
             task = self._tasks[task_id] = _Task(prompt=text)
             delegation = task.delegation = self._start(task.prompt)
         else:
+            waiting = self._asking(task_id, context.current_task)
+            if waiting is not None and not text.strip():
+                await self._ask_again(waiting, event_queue, task_id, str(context.context_id))
+                return
             task, delegation = await self._resumed(task_id, context.current_task, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
         await updater.start_work()
@@ -151,6 +158,25 @@ class DelegationExecutor(AgentExecutor):
         if task is not None and task.delegation is not None:
             await task.delegation.stop()
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
+
+    def _asking(self, task_id: str, current: Task) -> _Task | None:
+        """The task, when it is ``input-required`` on a question this server asked."""
+        task = self._tasks.get(task_id)
+        if task is None or task.question is None:
+            return None
+        return task if current.status.state == _S.TASK_STATE_INPUT_REQUIRED else None
+
+    async def _ask_again(
+        self, task: _Task, event_queue: EventQueue, task_id: str, context_id: str
+    ) -> None:
+        """A blank message to a task that asked: the question again, still waiting."""
+        assert task.question is not None
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        message = updater.new_agent_message([new_text_part(task.question)])
+        usage = task.delegation.usage if task.delegation is not None else Usage()
+        await updater.update_status(
+            _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
+        )
 
     async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
         """A task's next message: the answer its child waits for; else the answer to
