@@ -286,7 +286,7 @@ def _at(data: Any, path: str) -> Any:
 
 @pytest.fixture(scope="module")
 def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A log whose attempts were charged: completed, timed out, failed, nested."""
+    """A log whose attempts were charged: completed, timed out, failed, nested, cancelled."""
     usage = {"tokens_used": 1200, "input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.0042}
     usage["turns"] = 2
     lines = [
@@ -297,6 +297,7 @@ def spend_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         completed(4, subject="P69905", task_id="t4", parent_session_id="child-x", **usage),
         failed(5, "", subject="P69905", task_id="t4", parent_session_id="child-x"),  # no category
         completed(3700, subject="P38398", task_id="t5", **usage),
+        _cancelled(3800, subject="Q9Y6K9", task_id="t6", tokens_used=100, cost_usd=0.5, turns=1),
     ]
     return write(tmp_path_factory.mktemp("spend") / "events.jsonl", *lines)
 
@@ -345,7 +346,7 @@ def test_html_page_carries_the_json_numbers(
 def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     """Attempts, tasks, tokens and cost land where they belong: two timed-out attempts
     of one task are one failed task, a nested delegation is an attempt but no task, and
-    its spend is its parent's."""
+    its spend is its parent's, and a cancelled attempt's spend counts (its task unfinished)."""
     parser = _Page()
     parser.feed(lyra.logs.render_html(collect_stats([spend_log])))
     fields = parser.fields
@@ -353,8 +354,10 @@ def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     assert (fields["tasks_by_category.timeout"], fields["by_category.unknown"]) == (1, 1)
     assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
     assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
-    assert (fields["tokens_used"], fields["cost_usd"]) == (4850, 1.2668)
-    assert (fields["spend.timeout.turns"], fields["turns"]) == (4, 8)
+    assert (fields["cancelled"], fields["tasks_unfinished"], fields["tasks"]) == (1, 1, 4)
+    assert (fields["spend.cancelled.tokens"], fields["spend.cancelled.cost_usd"]) == (100, 0.5)
+    assert (fields["tokens_used"], fields["cost_usd"]) == (4950, 1.7668)
+    assert (fields["spend.timeout.turns"], fields["turns"]) == (4, 9)
 
 
 @pytest.mark.parametrize(
@@ -1312,6 +1315,54 @@ def test_unfinished_recovery_and_run_events_are_counted() -> None:
         {"double_timeout": 1},
         1,
     )
+
+
+def _cancelled(at: float, **fields: Any) -> str:
+    return event_line("delegation_cancelled", at, duration=1.0, reason="CancelledError", **fields)
+
+
+def test_a_cancelled_attempt_spent_and_leaves_its_task_unfinished() -> None:
+    """Ctrl+C on a run: the cancelled attempt's spend is in the totals (under
+    ``cancelled``), and its task is unfinished, not one of the tasks that ended; a task
+    cancelled and then run to its end is no longer unfinished (nor a recovery), a task
+    that failed before its retry was cancelled keeps its failure, and a cancelled
+    grandchild is its parent's, no task."""
+    usage = {"tokens_used": 900, "cost_usd": 0.25, "turns": 3}
+    stats = compute_stats(
+        _events(
+            completed(1, session_id="child-a", task_id="t1", turns=5),
+            _cancelled(2, session_id="child-b", task_id="t2", **usage),
+            _cancelled(3, session_id="child-c", task_id="t3", turns=1),
+            completed(4, session_id="child-c2", task_id="t3", attempt=2, turns=2),
+            failed(5, "timeout", session_id="child-d", task_id="t4"),
+            _cancelled(6, session_id="child-d2", task_id="t4", attempt=2),
+            _cancelled(7, session_id="child-g", parent_session_id="child-a", task_id="t1"),
+        )
+    )
+    assert (stats.cancelled, stats.delegations, stats.unfinished) == (4, 7, 0)
+    assert (stats.tasks, stats.tasks_completed, stats.tasks_failed) == (3, 2, 1)
+    assert (stats.tasks_unfinished, stats.recovered) == (1, 0)
+    cancelled = stats.spend["cancelled"]
+    assert (cancelled.delegations, cancelled.tokens, cancelled.turns) == (2, 900, 4)
+    assert (stats.tokens_used, stats.cost_usd, stats.turns) == (900, 0.25, 11)
+
+
+def test_the_table_shows_cancelled_spend_and_unfinished_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text table's tasks say how many are unfinished, and its spend has a
+    ``cancelled`` row, counted in the total."""
+    log = write(
+        tmp_path / "events.jsonl",
+        completed(1, session_id="child-a", task_id="t1", turns=5) + "\n",
+        _cancelled(2, session_id="child-b", task_id="t2", turns=2, tokens_used=40) + "\n",
+    )
+    assert run_cli(["logs", "stats", str(log)]) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"^tasks +1$", table, re.MULTILINE)
+    assert re.search(r"^unfinished +1$", table, re.MULTILINE)
+    assert re.search(r"^cancelled +1 +40 +\$0\.0000 +2$", table, re.MULTILINE)
+    assert re.search(r"^total +40 +\$0\.0000 +7$", table, re.MULTILINE)
 
 
 def test_timeline_buckets() -> None:

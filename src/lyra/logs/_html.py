@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html import escape
 
-from lyra.logs._stats import COMPLETED_KEY, FailureStats
+from lyra.logs._stats import CANCELLED_KEY, COMPLETED_KEY, FailureStats
 
 WIDTH = 760
 _CHAR_W = 7.0  # px per character of the 12px chart text: generous, so labels never touch
@@ -303,6 +303,7 @@ def _summary(stats: FailureStats) -> str:
         ("Completed", "completed", stats.completed, None),
         ("Failed", "failed", stats.failed, f"{stats.failed:,}{_rate(stats.failed, finished)}"),
         ("Retryable failures", "retryable", stats.retryable, None),
+        ("Cancelled (stopped from outside)", "cancelled", stats.cancelled, None),
         ("Unfinished (never ended)", "unfinished", stats.unfinished, None),
         ("Recovery attempts", "recovery_attempts", stats.recovery_attempts, None),
     ]
@@ -316,6 +317,7 @@ def _summary(stats: FailureStats) -> str:
             stats.tasks_failed,
             f"{stats.tasks_failed:,}{_rate(stats.tasks_failed, stats.tasks)}",
         ),
+        ("Unfinished (every attempt cancelled)", "tasks_unfinished", stats.tasks_unfinished, None),
     ]
 
     def table(rows: list[tuple[str, str, int, str | None]]) -> str:
@@ -345,6 +347,17 @@ def _outcome_table(stats: FailureStats) -> str:
     def money(value: float) -> str:
         return _money(value, stats.cost_usd)
 
+    def spend_cells(key: str) -> list[str]:
+        spent = stats.spend.get(key)
+        if spent is None:
+            return [f"<td>0</td><td>0</td><td>{money(0)}</td><td>0</td>"]
+        return [
+            _cell(f"spend.{key}.delegations", spent.delegations),
+            _cell(f"spend.{key}.tokens", spent.tokens),
+            _cell(f"spend.{key}.cost_usd", spent.cost_usd, money(spent.cost_usd)),
+            _cell(f"spend.{key}.turns", spent.turns),
+        ]
+
     for key in [COMPLETED_KEY, *stats.by_category]:
         if key == COMPLETED_KEY:
             attempts = _cell("completed", stats.completed)
@@ -352,17 +365,7 @@ def _outcome_table(stats: FailureStats) -> str:
         else:
             attempts = _cell(f"by_category.{key}", stats.by_category[key])
             tasks = _cell(f"tasks_by_category.{key}", stats.tasks_by_category.get(key, 0))
-        spent = stats.spend.get(key)
-        cost = (
-            [
-                _cell(f"spend.{key}.delegations", spent.delegations),
-                _cell(f"spend.{key}.tokens", spent.tokens),
-                _cell(f"spend.{key}.cost_usd", spent.cost_usd, money(spent.cost_usd)),
-                _cell(f"spend.{key}.turns", spent.turns),
-            ]
-            if spent is not None
-            else [f"<td>0</td><td>0</td><td>{money(0)}</td><td>0</td>"]
-        )
+        cost = spend_cells(key)
         d = stats.durations.get(key)
         times = (
             ["<td>–</td>"] * 3
@@ -373,6 +376,14 @@ def _outcome_table(stats: FailureStats) -> str:
             ]
         )
         rows.append(f"<tr><td>{escape(key)}</td>{attempts}{tasks}{''.join(cost + times)}</tr>")
+    if stats.cancelled:  # stopped from outside: no outcome, but what they spent
+        rows.append(
+            f"<tr><td>{CANCELLED_KEY}</td>{_cell('cancelled', stats.cancelled)}"
+            f"{_cell('tasks_unfinished', stats.tasks_unfinished)}"
+            + "".join(spend_cells(CANCELLED_KEY))
+            + "<td></td>" * 3
+            + "</tr>"
+        )
     if stats.unfinished:  # started, never ended: attempts without an outcome
         rows.append(
             f"<tr><td>unfinished</td>{_cell('unfinished', stats.unfinished)}"

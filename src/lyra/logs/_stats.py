@@ -53,6 +53,8 @@ GroupBy = Literal["subject", "category", "error_type"]
 GROUP_FIELDS: tuple[GroupBy, ...] = ("subject", "category", "error_type")
 COMPLETED_KEY = "completed"
 """The key of completed delegations where failures are keyed by category."""
+CANCELLED_KEY = "cancelled"
+"""The key of cancelled delegations in ``spend``: stopped from outside, they still spent."""
 NONE_KEY = "(none)"
 
 DURATION_EDGES: tuple[float, ...] = (
@@ -193,6 +195,10 @@ class FailureStats(_Model):
     """Tasks whose last attempt failed: failures that stand."""
     tasks_by_category: dict[str, int]
     """Failed tasks per category of their last failure."""
+    tasks_unfinished: int = 0
+    """Tasks whose attempts were all cancelled (Ctrl+C, a client that left): not in
+    ``tasks``, which counts tasks with a finished attempt. (A task whose attempt never
+    ended, in a killed run, shows only in the attempts' ``unfinished``.)"""
     task_failure_rate: float
     """``tasks_failed`` / ``tasks``."""
     durations: dict[str, DurationSummary]
@@ -208,7 +214,8 @@ class FailureStats(_Model):
     turns: int = 0
     """Turns charged, over every root delegation."""
     spend: dict[str, Spend]
-    """Per outcome (``completed`` and each failure category): what it cost."""
+    """Per outcome (``completed``, each failure category, and ``cancelled``): what it
+    cost. The totals above include cancelled attempts: they spent too."""
     duplicates: int
     """Finishing events of a session that had finished already, left out."""
     runs: int
@@ -383,6 +390,7 @@ class StatsBuilder:
         self.tasks: dict[tuple[str, str, str], str] = {}
         self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
         self.final_tasks: Counter[str] = Counter()  # outcomes of tasks let go as done
+        self.cancelled_tasks: dict[tuple[str, str, str], None] = {}  # none finished yet
         self.slots: defaultdict[tuple[int, bool], int] = defaultdict(int)  # (start, failed) -> n
         self.resolution_index = 0
         self.step = _RESOLUTIONS[0]  # seconds per slot now
@@ -412,7 +420,7 @@ class StatsBuilder:
         elif name == DELEGATION_STARTED:
             self._started(event.session_id, event.source)
         elif name == DELEGATION_CANCELLED:
-            self._cancelled(event.session_id, event.source)
+            self._cancelled(event._asdict().get, event.source)
         elif name == RECOVERY_ATTEMPT:
             self._recovery(event.strategy)
         elif name == RUN_FINISHED:
@@ -436,7 +444,7 @@ class StatsBuilder:
         elif name == DELEGATION_STARTED:
             self._started(_text(get("session_id")), source)
         elif name == DELEGATION_CANCELLED:
-            self._cancelled(_text(get("session_id")), source)
+            self._cancelled(get, source)
         elif name == RECOVERY_ATTEMPT:
             self._recovery(_text(get("strategy")))
         elif name == RUN_FINISHED:
@@ -464,11 +472,22 @@ class StatsBuilder:
         if self.sessions.first(session, False):
             self.started[source] += 1
 
-    def _cancelled(self, session: str | None, source: str) -> None:
-        """An attempt stopped from outside: ended, but neither completed nor failed."""
-        if self.sessions.first(session, True):
-            self.cancelled += 1
-            self.finished[source] += 1
+    def _cancelled(self, get: Callable[[str], Any], source: str) -> None:
+        """An attempt stopped from outside: ended, but neither completed nor failed. What
+        it spent counts; its task is unfinished until an attempt of it finishes."""
+        session = _text(get("session_id"))
+        if not self.sessions.first(session, True):
+            return
+        self.cancelled += 1
+        self.finished[source] += 1
+        if _text(get("parent_session_id")) is not None:  # a nested one is its parent's
+            return
+        key = _task_key(source, _text(get("task_id")), _text(get("subject")), session)
+        if key is not None and _text(get("parent_task_id")) is None and key not in self.tasks:
+            self.cancelled_tasks[key] = None
+            if len(self.cancelled_tasks) > _MAX_TASKS:
+                self.cancelled_tasks = halve(self.cancelled_tasks)[0]
+        self._spent(CANCELLED_KEY, get)
 
     def _recovery(self, strategy: str | None) -> None:
         self.recovery_attempts += 1
@@ -500,14 +519,7 @@ class StatsBuilder:
             key = _task_key(source, _text(get("task_id")), _text(get("subject")), session)
             if key is not None:
                 self._task(key, outcome, subtask=_text(get("parent_task_id")) is not None)
-            tokens, cost = _count(get("tokens_used")), _number(get("cost_usd"))
-            turns = _count(get("turns"))
-            if tokens or cost or turns:
-                spent = self.spend[outcome]
-                spent[0] += 1
-                spent[1] += tokens or 0
-                spent[2] += cost or 0.0
-                spent[3] += turns or 0
+            self._spent(outcome, get)
         duration = _number(get("duration"))
         if duration is not None and 0 <= duration < math.inf:  # NaN fails both
             self.durations[outcome].append(duration)
@@ -516,6 +528,17 @@ class StatsBuilder:
             self._slot(moment, failed=failed)
         if self.by is not None:
             self._group(get, failed, duration)
+
+    def _spent(self, outcome: str, get: Callable[[str], Any]) -> None:
+        """What a root attempt charged, under its ``outcome``."""
+        tokens, cost = _count(get("tokens_used")), _number(get("cost_usd"))
+        turns = _count(get("turns"))
+        if tokens or cost or turns:
+            spent = self.spend[outcome]
+            spent[0] += 1
+            spent[1] += tokens or 0
+            spent[2] += cost or 0.0
+            spent[3] += turns or 0
 
     def _blocker(self, text: str | None, subject: str | None) -> None:
         if not text:
@@ -530,6 +553,8 @@ class StatsBuilder:
     def _task(self, key: tuple[str, str, str], outcome: str, *, subtask: bool) -> None:
         """Note a task's latest outcome; a completion after a failure is a recovery."""
         tasks = self.subtasks if subtask else self.tasks
+        if self.cancelled_tasks and not subtask:
+            self.cancelled_tasks.pop(key, None)  # it finished after all
         previous = tasks.pop(key, None)  # set again: among the newest
         if outcome == COMPLETED_KEY and previous is not None and previous != COMPLETED_KEY:
             self.recovered += 1
@@ -621,6 +646,7 @@ class StatsBuilder:
             tasks_completed=tasks_completed,
             tasks_failed=tasks_failed,
             tasks_by_category={**dict.fromkeys(self.by_category, 0), **outcomes},
+            tasks_unfinished=len(self.cancelled_tasks),
             task_failure_rate=_rate(tasks_failed, tasks),
             durations=self._durations(),
             duration_histogram=self._histogram(),
