@@ -11,7 +11,12 @@ the same way:
   idle_timeout=30, budget=Budget(max_tokens=10**12, max_turns=10**9))``, lyra's
   events written to a file as the command line writes them;
 - **plain child**: ``adelegate_task`` with the same limits around a child that
-  only awaits the bare run (the delegation's cost around the run, no hook in it).
+  only awaits the bare run (the delegation's cost around the run, no hook in it);
+- **floor child**: the least a supervisor under deadlines does around the same
+  run, for the plain child to be read against (its floor of the same shape):
+  the run under ``anyio.move_on_after``, its exception survived, the same two
+  events as lyra's written with orjson (``_common.BareLog``), and the output
+  returned in a text with a metadata block.
 
 **CPU pass** (a model that answers at once, so nothing hides lyra's cost):
 interleaved rounds, each side's block in a rotated order, each block in a
@@ -19,9 +24,11 @@ fresh event loop after a collection, CPU µs per run of this process
 (``time.process_time``: load from other processes does not count). The
 headline is **lyra's share**: lyra − bare + hook, the median of the per-round
 differences (each round's two blocks ran seconds apart, under the same load),
-against ≤ 150 µs. **Wall pass** (a model that takes 20 ms per request, as a
-fast real one does): lyra and bare alternating, wall time per run, the median
-of the per-round ratios against ≤ 1.01×. **Calls** (for information): lyra's
+against ≤ 150 µs; for information, plain child − floor child (what lyra's
+delegation costs over the floor's, in the same place). **Wall pass** (a model
+that takes 20 ms per request, as a fast real one does): lyra and bare
+alternating, wall time per run, the median of the per-round ratios against
+≤ 1.01×. **Calls** (for information): lyra's
 Python calls per run (resumes of coroutines included) over the bare run with
 the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, but
 a lower bound on the share's work (a call costs about a thousand instructions;
@@ -40,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import Row, Size, events_to, fmt_value, median
+import anyio
+from _common import BareLog, Row, Size, events_to, fmt_value, median
 
 Run = Callable[[str], Awaitable[str]]
 """One agent run on a prompt; its output text."""
@@ -48,7 +56,7 @@ Run = Callable[[str], Awaitable[str]]
 SHARE_TARGET = 150.0  # µs of CPU: lyra − bare + hook
 WALL_TARGET = 1.01  # lyra / bare with a 20 ms model
 LATENCY = 0.020  # seconds per model request in the wall pass
-SIDES = ("bare", "bare + hook", "lyra", "plain child")
+SIDES = ("bare", "bare + hook", "lyra", "plain child", "floor child")
 
 
 def _nothing() -> None:
@@ -92,8 +100,9 @@ class Framework:
     plan: Plan = field(default_factory=Plan)
 
 
-def _runners(sides: Sides) -> dict[str, Run]:
-    """The four sides as runners: lyra's two built around the framework's own."""
+def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
+    """The five sides as runners: lyra's two and the floor built around the framework's
+    own (the floor writing its events to ``log``)."""
     from lyra import Budget, adelegate_task
 
     budget = Budget(max_tokens=10**12, max_turns=10**9)
@@ -109,11 +118,35 @@ def _runners(sides: Sides) -> dict[str, Run]:
 
         return run
 
+    async def floor_child(prompt: str) -> str:
+        session, started = log.session_id(), time.perf_counter()
+        log.write("delegation_started", session_id=session, subject=None, attempt=1, timeout=60)
+        output, error = "", None
+        with anyio.move_on_after(60) as scope:
+            try:
+                output = await sides.bare(prompt)
+            except Exception as exc:  # noqa: BLE001 - the same isolation lyra gives
+                error = f"{type(exc).__name__}: {exc}"
+        if scope.cancelled_caught:
+            error = "timed out after 60s"
+        common = {"session_id": session, "subject": None, "attempt": 1}
+        duration = round(time.perf_counter() - started, 6)
+        if error is None:
+            log.write("delegation_completed", duration=duration, **common)
+        else:
+            log.write("delegation_failed", error=error, duration=duration, **common)
+        status = "completed" if error is None else "failed"
+        return (
+            f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
+            f"<session_id>{session}</session_id>\n</task_metadata>"
+        )
+
     return {
         "bare": sides.bare,
         "bare + hook": sides.hooked,
         "lyra": delegating(sides.child),
         "plain child": delegating(plain_child),
+        "floor child": floor_child,
     }
 
 
@@ -141,9 +174,10 @@ def _rounds(
     runs: int,
     rounds: int,
     clock: Callable[[], float],
+    log: BareLog,
 ) -> dict[str, list[float]]:
     """Seconds per run of each side, one value a round; each round in a rotated order."""
-    runners = _runners(sides)
+    runners = _runners(sides, log)
     for name in names:
         _block(fw, sides, runners[name], max(1, runs // 4), clock)  # warm-up: imports, caches
     seconds: dict[str, list[float]] = {name: [] for name in names}
@@ -179,9 +213,9 @@ def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
     return calls / runs
 
 
-def _calls_row(fw: Framework, sides: Sides, runs: int) -> Row:
+def _calls_row(fw: Framework, sides: Sides, runs: int, log: BareLog) -> Row:
     """lyra's Python calls per run over the bare run with the framework's hook."""
-    runners = _runners(sides)
+    runners = _runners(sides, log)
     lyra = _calls_per_run(fw, sides, runners["lyra"], runs)
     hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs)
     return Row(
@@ -200,10 +234,12 @@ def spread(values: list[float], digits: int = 0) -> str:
 
 def _cpu_rows(fw: Framework, us: dict[str, list[float]], judge: bool) -> list[Row]:
     """The CPU pass's rows: lyra's share (judged), then each side and the differences."""
-    bare, hooked, lyra, plain = (us[name] for name in SIDES)
+    bare, hooked, lyra, plain, floor = (us[name] for name in SIDES)
     share = [a - b for a, b in zip(lyra, hooked, strict=True)]
     diffs = {
         "plain child − bare": [a - b for a, b in zip(plain, bare, strict=True)],
+        "floor child − bare": [a - b for a, b in zip(floor, bare, strict=True)],
+        "plain child − floor child": [a - b for a, b in zip(plain, floor, strict=True)],
         "bare + hook − bare": [a - b for a, b in zip(hooked, bare, strict=True)],
     }
     ratio = [a / b for a, b in zip(lyra, bare, strict=True)]
@@ -258,7 +294,8 @@ def measure(fw: Framework, size: Size) -> list[Row]:
     cpu_runs, cpu_rounds = size.pick(*plan.cpu_runs), size.pick(*plan.cpu_rounds)
     wall_runs, wall_rounds = size.pick(*plan.wall_runs), size.pick(*plan.wall_rounds)
     with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
-        cpu = _rounds(fw, fw.build(0.0), SIDES, cpu_runs, cpu_rounds, time.process_time)
+        log = BareLog(Path(folder) / "floor.jsonl")
+        cpu = _rounds(fw, fw.build(0.0), SIDES, cpu_runs, cpu_rounds, time.process_time, log)
         us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
         rows = _cpu_rows(fw, us, judge)
         print(
@@ -267,14 +304,21 @@ def measure(fw: Framework, size: Size) -> list[Row]:
             f"bare + hook is bare with {fw.hook}:"
         )
         for row in rows[1:]:
-            print(f"  {row.metric:<36} {fmt_value(row.value, row.unit):>10}  ({row.note})")
+            print(f"  {row.metric:<42} {fmt_value(row.value, row.unit):>10}  ({row.note})")
         _print_judged(rows[0])
-        calls = _calls_row(fw, fw.build(0.0), max(2, cpu_runs // 4))
+        calls = _calls_row(fw, fw.build(0.0), max(2, cpu_runs // 4), log)
         print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
         rows.append(calls)
         wall = _rounds(
-            fw, fw.build(LATENCY), ("bare", "lyra"), wall_runs, wall_rounds, time.perf_counter
+            fw,
+            fw.build(LATENCY),
+            ("bare", "lyra"),
+            wall_runs,
+            wall_rounds,
+            time.perf_counter,
+            log,
         )
+        log.close()
         row = _wall_row(fw, wall, judge)
         print(
             f"wall pass: {wall_runs} runs a block, {fw.requests} model requests of "

@@ -13,6 +13,7 @@ CLI, a process of its own. The sides (``_framework`` runs them, interleaved):
   ``SubagentStart``): the CLI waits on each, a control-protocol round trip;
 - **lyra**: ``adelegate_task(prompt, child=ClaudeAgentChild(options), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits the bare run.
+- **floor child**: the least a supervisor does around the same run (``_framework``).
 
 Measured as the other frameworks, with what differs said: the CPU is this
 process's only (the SDK, lyra, and the fake API's server threads, alike on

@@ -14,6 +14,7 @@ requests, two tool calls a run, usage metadata on each response). The sides
   limits with);
 - **lyra**: ``adelegate_task(prompt, child=GoogleADKChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits the bare run.
+- **floor child**: the least a supervisor does around the same run (``_framework``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.

@@ -15,6 +15,7 @@ interleaved):
   callbacks are lyra's only way into a model call inside a compiled graph;
 - **lyra**: ``adelegate_task(prompt, child=LangGraphChild(graph), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits the bare run.
+- **floor child**: the least a supervisor does around the same run (``_framework``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.

@@ -11,6 +11,7 @@ sides (``_framework`` runs them, interleaved):
   the SDK's extension point lyra's child observes the run with;
 - **lyra**: ``adelegate_task(prompt, child=OpenAIAgentsChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits ``Runner.run``.
+- **floor child**: the least a supervisor does around the same run (``_framework``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.

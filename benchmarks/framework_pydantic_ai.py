@@ -13,6 +13,7 @@ requests, two tool calls a run, usage on each response). The sides
   same whatever it does;
 - **lyra**: ``adelegate_task(prompt, child=PydanticAIChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits ``agent.run``.
+- **floor child**: the least a supervisor does around the same run (``_framework``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
