@@ -19,7 +19,13 @@ import anyio
 import httpx
 import pytest
 from a2a.client import Client, ClientConfig, create_client
-from a2a.helpers import get_data_parts, get_text_parts, new_text_message
+from a2a.helpers import (
+    get_data_parts,
+    get_text_parts,
+    new_data_part,
+    new_message,
+    new_text_message,
+)
 from a2a.types import (
     CancelTaskRequest,
     Role,
@@ -222,17 +228,29 @@ async def test_a_question_whose_wait_ran_out_is_answered_by_running_the_task_aga
     assert "answer: Homo sapiens" in second
 
 
+def refused(events: list[StreamResponse]) -> bool:
+    """True when the last status says an answer was refused (its metadata)."""
+    return "answer_refused" in MessageToDict(last_status(events).metadata)
+
+
 async def test_a_blank_message_is_no_answer_and_the_question_waits_on() -> None:
-    """A blank message to a task whose child waits on its question is not its answer
-    (as lyra answer and MCP's answer_delegation refuse one): the task says the same
-    question again, input-required, the child still waiting in the same attempt, and
+    """A blank message, or one of data parts only, to a task whose child waits on its
+    question is not its answer (as lyra answer and MCP's answer_delegation refuse a
+    blank one): the task says the same question again, input-required, its metadata
+    saying the answer was refused, the child still waiting in the same attempt, and
     the next real answer is what ctx.ask returns."""
     child = Asker()
     async with lyra_a2a(child) as client:
         asked = await send(client, "Summarise TP53")
         blank = await send(client, "  \n", **ids_of(asked))
+        data = new_message([new_data_part({"organism": "Homo sapiens"})], role=Role.ROLE_USER,
+                           **ids_of(asked))  # fmt: skip
+        only_data = [e async for e in client.send_message(SendMessageRequest(message=data))]
         answered = await send(client, "Homo sapiens", **ids_of(asked))
-    assert states(blank) == [("INPUT_REQUIRED", "Which organism?")]
+    assert not refused(asked)
+    for refusal in (blank, only_data):
+        assert states(refusal) == [("INPUT_REQUIRED", "Which organism?")]
+        assert refused(refusal)
     assert not child.stopped.is_set()
     assert states(answered)[-2:] == [("WORKING", "Chose Homo sapiens"), ("COMPLETED", "")]
     assert child.prompts == ["Summarise TP53"]
@@ -279,6 +297,7 @@ async def test_a_blank_message_after_a_missing_context_blocker_runs_nothing() ->
         blank = await send(client, "", **ids_of(asked))
         answered = await send(client, "Homo sapiens", **ids_of(asked))
     assert states(blank) == [("INPUT_REQUIRED", "Which organism?")]
+    assert refused(blank)
     assert states(answered)[-1] == ("COMPLETED", "")
     assert len(child.prompts) == 2
 

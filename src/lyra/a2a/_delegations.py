@@ -158,7 +158,7 @@ class Delegation:
                 return known
             pending = self._pending = _Pending(question)
             self._look_at_all()  # the steps that led to the question, said before it
-            self._say(Question(question, self._total(), pending))
+            self._say(Question(question, self.usage, pending))
             try:
                 await pending.answered.wait()
             finally:
@@ -206,20 +206,17 @@ class Delegation:
         """Say what ``ctx`` did since the last look: its new steps, else its progress."""
         steps, usage = ctx.completed_steps, ctx.usage
         if ctx.steps_done != seen.steps:
-            total = self._total()
+            total = self.usage
             for text in _new_steps(steps, seen):
                 self._say(Step(text, total))
         elif ctx.last_progress != seen.progress or usage != seen.usage:
-            self._say(Beat(self._total()))
+            self._say(Beat(self.usage))
         seen.steps, seen.progress, seen.usage = ctx.steps_done, ctx.last_progress, usage
         seen.entries, seen.last = len(steps), steps[-1] if steps else None
 
     @property
     def usage(self) -> Usage:
         """What the task's attempts used so far, the running one included."""
-        return self._total()
-
-    def _total(self) -> Usage:
         total = self._used
         for ctx in self._attempts:
             total = total + ctx.usage

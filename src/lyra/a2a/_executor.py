@@ -24,9 +24,11 @@ ended on ``missing_context``, or its deadline ran out while it waited) runs
 again on the next message: the prompt, enriched with the question and its
 answer (recovery's enrichment), under the same limits, the answer ready for the
 same question; after ``auth-required`` the next message runs the prompt again.
-A blank message is no answer: the task stays ``input-required`` with the same
-question (the child, if it still waits, goes on waiting), as ``lyra answer`` and
-MCP's ``answer_delegation`` refuse one.
+A message without text (blank, or data parts only) is no answer: the task stays
+``input-required`` with the same question, its metadata saying the answer was
+refused (``answer_refused``); the child, if it still waits, goes on waiting and
+nothing runs, as ``lyra answer`` and MCP's ``answer_delegation`` refuse a blank
+answer.
 """
 
 from __future__ import annotations
@@ -104,9 +106,9 @@ class DelegationExecutor(AgentExecutor):
             task = self._tasks[task_id] = _Task(prompt=text)
             delegation = task.delegation = self._start(task.prompt)
         else:
-            waiting = self._asking(task_id, context.current_task)
-            if waiting is not None and not text.strip():
-                await self._ask_again(waiting, event_queue, task_id, str(context.context_id))
+            current = context.current_task
+            if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and not text.strip():
+                await self._ask_again(current, event_queue)
                 return
             task, delegation = await self._resumed(task_id, context.current_task, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
@@ -159,23 +161,20 @@ class DelegationExecutor(AgentExecutor):
             await task.delegation.stop()
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
-    def _asking(self, task_id: str, current: Task) -> _Task | None:
-        """The task, when it is ``input-required`` on a question this server asked."""
-        task = self._tasks.get(task_id)
-        if task is None or task.question is None:
-            return None
-        return task if current.status.state == _S.TASK_STATE_INPUT_REQUIRED else None
-
-    async def _ask_again(
-        self, task: _Task, event_queue: EventQueue, task_id: str, context_id: str
-    ) -> None:
-        """A blank message to a task that asked: the question again, still waiting."""
-        assert task.question is not None
-        updater = TaskUpdater(event_queue, task_id, context_id)
-        message = updater.new_agent_message([new_text_part(task.question)])
-        usage = task.delegation.usage if task.delegation is not None else Usage()
+    async def _ask_again(self, current: Task, event_queue: EventQueue) -> None:
+        """A message without text to a task that asked: the question again (this server's,
+        else the one its status says), still waiting, the refusal in its metadata."""
+        task = self._tasks.get(current.id)
+        question = task.question if task is not None else None
+        if question is None:
+            question = get_message_text(current.status.message)
+        delegation = task.delegation if task is not None else None
+        usage = delegation.usage if delegation is not None else Usage()
+        updater = TaskUpdater(event_queue, current.id, current.context_id)
         await updater.update_status(
-            _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
+            _S.TASK_STATE_INPUT_REQUIRED,
+            updater.new_agent_message([new_text_part(question)]),
+            metadata={**(_metadata(usage) or {}), "answer_refused": _NO_ANSWER},
         )
 
     async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
@@ -230,6 +229,8 @@ class DelegationExecutor(AgentExecutor):
         if state not in _WAITING:  # a waiting task keeps its prompt for the next message
             self._tasks.pop(task_id, None)
 
+
+_NO_ANSWER = "the message held no text: the question still waits for an answer"
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
 
