@@ -354,7 +354,7 @@ def test_html_page_of_a_charged_log_in_numbers(spend_log: Path) -> None:
     assert (fields["tasks_by_category.timeout"], fields["by_category.unknown"]) == (1, 1)
     assert fields["tasks_by_category.unknown"] == 0  # a nested attempt: no task of its own
     assert (fields["spend.timeout.tokens"], fields["spend.timeout.cost_usd"]) == (2400, 0.0084)
-    assert (fields["cancelled"], fields["tasks_unfinished"], fields["tasks"]) == (1, 1, 4)
+    assert (fields["cancelled"], fields["tasks_cancelled"], fields["tasks"]) == (1, 1, 4)
     assert (fields["spend.cancelled.tokens"], fields["spend.cancelled.cost_usd"]) == (100, 0.5)
     assert (fields["tokens_used"], fields["cost_usd"]) == (4950, 1.7668)
     assert (fields["spend.timeout.turns"], fields["turns"]) == (4, 9)
@@ -1127,6 +1127,17 @@ def test_remembered_tasks_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def test_remembered_cancelled_tasks_are_bounded_and_still_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cancelled tasks past the bound are let go, and still counted."""
+    monkeypatch.setattr(_stats, "_MAX_TASKS", 4)
+    lines = [_cancelled(i, session_id=f"child-{i}", task_id=f"t{i}") for i in range(9)]
+    builder = _stats.StatsBuilder().add_all(_events(*lines))
+    assert len(builder.cancelled_tasks) <= 4
+    assert builder.build().tasks_cancelled == 9
+
+
 def test_remembered_sessions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions are remembered for spotting repeats only up to a bound."""
     monkeypatch.setattr(_stats, "_MAX_SESSIONS", 4)
@@ -1321,12 +1332,12 @@ def _cancelled(at: float, **fields: Any) -> str:
     return event_line("delegation_cancelled", at, duration=1.0, reason="CancelledError", **fields)
 
 
-def test_a_cancelled_attempt_spent_and_leaves_its_task_unfinished() -> None:
+def test_a_cancelled_attempt_spent_and_its_task_is_counted_apart() -> None:
     """Ctrl+C on a run: the cancelled attempt's spend is in the totals (under
-    ``cancelled``), and its task is unfinished, not one of the tasks that ended; a task
-    cancelled and then run to its end is no longer unfinished (nor a recovery), a task
-    that failed before its retry was cancelled keeps its failure, and a cancelled
-    grandchild is its parent's, no task."""
+    ``cancelled``), and its task is counted apart, not one of the tasks that ended; a
+    task cancelled and then run to its end is no longer (nor a recovery), a task that
+    failed before its retry was cancelled keeps its failure, a cancelled grandchild is
+    its parent's, no task, and a cancel line logged twice counts once (a duplicate)."""
     usage = {"tokens_used": 900, "cost_usd": 0.25, "turns": 3}
     stats = compute_stats(
         _events(
@@ -1337,11 +1348,13 @@ def test_a_cancelled_attempt_spent_and_leaves_its_task_unfinished() -> None:
             failed(5, "timeout", session_id="child-d", task_id="t4"),
             _cancelled(6, session_id="child-d2", task_id="t4", attempt=2),
             _cancelled(7, session_id="child-g", parent_session_id="child-a", task_id="t1"),
+            _cancelled(8, session_id="child-b", task_id="t2", **usage),
         )
     )
     assert (stats.cancelled, stats.delegations, stats.unfinished) == (4, 7, 0)
+    assert stats.duplicates == 1
     assert (stats.tasks, stats.tasks_completed, stats.tasks_failed) == (3, 2, 1)
-    assert (stats.tasks_unfinished, stats.recovered) == (1, 0)
+    assert (stats.tasks_cancelled, stats.recovered) == (1, 0)
     cancelled = stats.spend["cancelled"]
     assert (cancelled.delegations, cancelled.tokens, cancelled.turns) == (2, 900, 4)
     assert (stats.tokens_used, stats.cost_usd, stats.turns) == (900, 0.25, 11)
@@ -1350,7 +1363,7 @@ def test_a_cancelled_attempt_spent_and_leaves_its_task_unfinished() -> None:
 def test_the_table_shows_cancelled_spend_and_unfinished_tasks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The text table's tasks say how many are unfinished, and its spend has a
+    """The text table's tasks say how many were cancelled, and its spend has a
     ``cancelled`` row, counted in the total."""
     log = write(
         tmp_path / "events.jsonl",
@@ -1359,8 +1372,9 @@ def test_the_table_shows_cancelled_spend_and_unfinished_tasks(
     )
     assert run_cli(["logs", "stats", str(log)]) == 0
     table = capsys.readouterr().out
-    assert re.search(r"^tasks +1$", table, re.MULTILINE)
-    assert re.search(r"^unfinished +1$", table, re.MULTILINE)
+    tasks = table[table.index("tasks\n") :]
+    assert re.search(r"^tasks +1$", tasks, re.MULTILINE)
+    assert re.search(r"^cancelled +1$", tasks, re.MULTILINE)
     assert re.search(r"^cancelled +1 +40 +\$0\.0000 +2$", table, re.MULTILINE)
     assert re.search(r"^total +40 +\$0\.0000 +7$", table, re.MULTILINE)
 

@@ -291,7 +291,7 @@ def format_stats(stats: FailureStats) -> str:
                     "failed",
                     f"{stats.tasks_failed} ({stats.task_failure_rate:.1%} of {stats.tasks})",
                 ],
-                ["unfinished", stats.tasks_unfinished],
+                ["cancelled", stats.tasks_cancelled],
             ],
         ),
         "",

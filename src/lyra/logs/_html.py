@@ -317,7 +317,7 @@ def _summary(stats: FailureStats) -> str:
             stats.tasks_failed,
             f"{stats.tasks_failed:,}{_rate(stats.tasks_failed, stats.tasks)}",
         ),
-        ("Unfinished (every attempt cancelled)", "tasks_unfinished", stats.tasks_unfinished, None),
+        ("Cancelled (every attempt)", "tasks_cancelled", stats.tasks_cancelled, None),
     ]
 
     def table(rows: list[tuple[str, str, int, str | None]]) -> str:
@@ -378,8 +378,7 @@ def _outcome_table(stats: FailureStats) -> str:
         rows.append(f"<tr><td>{escape(key)}</td>{attempts}{tasks}{''.join(cost + times)}</tr>")
     if stats.cancelled:  # stopped from outside: no outcome, but what they spent
         rows.append(
-            f"<tr><td>{CANCELLED_KEY}</td>{_cell('cancelled', stats.cancelled)}"
-            f"{_cell('tasks_unfinished', stats.tasks_unfinished)}"
+            f"<tr><td>{CANCELLED_KEY}</td>{_cell('cancelled', stats.cancelled)}<td></td>"
             + "".join(spend_cells(CANCELLED_KEY))
             + "<td></td>" * 3
             + "</tr>"

@@ -195,10 +195,10 @@ class FailureStats(_Model):
     """Tasks whose last attempt failed: failures that stand."""
     tasks_by_category: dict[str, int]
     """Failed tasks per category of their last failure."""
-    tasks_unfinished: int = 0
-    """Tasks whose attempts were all cancelled (Ctrl+C, a client that left): not in
-    ``tasks``, which counts tasks with a finished attempt. (A task whose attempt never
-    ended, in a killed run, shows only in the attempts' ``unfinished``.)"""
+    tasks_cancelled: int = 0
+    """Tasks every attempt of which was cancelled (Ctrl+C, a client that left): not in
+    ``tasks``, which counts tasks with a finished attempt. (A task whose only attempt
+    never ended, in a killed run, is in neither: its attempt is ``unfinished``.)"""
     task_failure_rate: float
     """``tasks_failed`` / ``tasks``."""
     durations: dict[str, DurationSummary]
@@ -391,6 +391,7 @@ class StatsBuilder:
         self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
         self.final_tasks: Counter[str] = Counter()  # outcomes of tasks let go as done
         self.cancelled_tasks: dict[tuple[str, str, str], None] = {}  # none finished yet
+        self.cancelled_let_go = 0  # cancelled tasks past the bound (done: none finishes now)
         self.slots: defaultdict[tuple[int, bool], int] = defaultdict(int)  # (start, failed) -> n
         self.resolution_index = 0
         self.step = _RESOLUTIONS[0]  # seconds per slot now
@@ -477,16 +478,19 @@ class StatsBuilder:
         it spent counts; its task is unfinished until an attempt of it finishes."""
         session = _text(get("session_id"))
         if not self.sessions.first(session, True):
+            self.duplicates += 1
             return
         self.cancelled += 1
         self.finished[source] += 1
         if _text(get("parent_session_id")) is not None:  # a nested one is its parent's
             return
         key = _task_key(source, _text(get("task_id")), _text(get("subject")), session)
+        # (a task already let go as done, past _MAX_TASKS newer ones, is not recognised)
         if key is not None and _text(get("parent_task_id")) is None and key not in self.tasks:
             self.cancelled_tasks[key] = None
             if len(self.cancelled_tasks) > _MAX_TASKS:
-                self.cancelled_tasks = halve(self.cancelled_tasks)[0]
+                self.cancelled_tasks, gone = halve(self.cancelled_tasks)
+                self.cancelled_let_go += len(gone)
         self._spent(CANCELLED_KEY, get)
 
     def _recovery(self, strategy: str | None) -> None:
@@ -646,7 +650,7 @@ class StatsBuilder:
             tasks_completed=tasks_completed,
             tasks_failed=tasks_failed,
             tasks_by_category={**dict.fromkeys(self.by_category, 0), **outcomes},
-            tasks_unfinished=len(self.cancelled_tasks),
+            tasks_cancelled=len(self.cancelled_tasks) + self.cancelled_let_go,
             task_failure_rate=_rate(tasks_failed, tasks),
             durations=self._durations(),
             duration_histogram=self._histogram(),
