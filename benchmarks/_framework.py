@@ -14,9 +14,9 @@ the same way:
   only awaits the bare run (the delegation's cost around the run, no hook in it);
 - **floor child**: the least a supervisor under deadlines does around the same
   run, for the plain child to be read against (its floor of the same shape):
-  the run under ``anyio.move_on_after``, its exception survived, the same two
-  events as lyra's written with orjson (``_common.BareLog``), and the output
-  returned in a text with a metadata block.
+  the run under ``anyio.move_on_after``, its exception survived, two events of
+  lyra's names written with orjson (``_common.BareLog``, as the ``overhead``
+  floors write them), and the output returned in a text with a metadata block.
 
 **CPU pass** (a model that answers at once, so nothing hides lyra's cost):
 interleaved rounds, each side's block in a rotated order, each block in a
@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,8 +294,11 @@ def measure(fw: Framework, size: Size) -> list[Row]:
     plan, judge = fw.plan, size is not Size.SMOKE
     cpu_runs, cpu_rounds = size.pick(*plan.cpu_runs), size.pick(*plan.cpu_rounds)
     wall_runs, wall_rounds = size.pick(*plan.wall_runs), size.pick(*plan.wall_rounds)
-    with tempfile.TemporaryDirectory() as folder, events_to(Path(folder) / "events.jsonl"):
-        log = BareLog(Path(folder) / "floor.jsonl")
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        events_to(Path(folder) / "events.jsonl"),
+        closing(BareLog(Path(folder) / "floor.jsonl")) as log,
+    ):
         cpu = _rounds(fw, fw.build(0.0), SIDES, cpu_runs, cpu_rounds, time.process_time, log)
         us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
         rows = _cpu_rows(fw, us, judge)
@@ -318,7 +322,6 @@ def measure(fw: Framework, size: Size) -> list[Row]:
             time.perf_counter,
             log,
         )
-        log.close()
         row = _wall_row(fw, wall, judge)
         print(
             f"wall pass: {wall_runs} runs a block, {fw.requests} model requests of "
