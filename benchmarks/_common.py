@@ -146,6 +146,30 @@ class BareLog:
         self.file.close()
 
 
+def floor_started(log: BareLog | None, timeout: float) -> tuple[str, float]:
+    """A floor's delegation begins: its ``delegation_started`` event (none without a
+    ``log``); its session id and start time."""
+    session = log.session_id() if log is not None else ""
+    if log is not None:
+        log.write(
+            "delegation_started", session_id=session, subject=None, attempt=1, timeout=timeout
+        )
+    return session, time.perf_counter()
+
+
+def floor_ended(log: BareLog | None, session: str, started: float, error: str | None) -> bool:
+    """A floor's delegation ends: its closing event (``error``: failed); True when it
+    failed."""
+    if log is not None:
+        duration = round(time.perf_counter() - started, 6)
+        common = {"duration": duration, "session_id": session, "subject": None, "attempt": 1}
+        if error is None:
+            log.write("delegation_completed", **common)
+        else:
+            log.write("delegation_failed", error=error, **common)
+    return error is not None
+
+
 def silence_events() -> None:
     """Drop every lyra event (for benchmarks that time something else)."""
     from lyra import events

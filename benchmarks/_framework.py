@@ -49,7 +49,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import BareLog, Row, Size, events_to, fmt_value, median
+from _common import (
+    BareLog,
+    Row,
+    Size,
+    events_to,
+    floor_ended,
+    floor_started,
+    fmt_value,
+    median,
+)
 
 Run = Callable[[str], Awaitable[str]]
 """One agent run on a prompt; its output text."""
@@ -120,8 +129,7 @@ def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
         return run
 
     async def floor_child(prompt: str) -> str:
-        session, started = log.session_id(), time.perf_counter()
-        log.write("delegation_started", session_id=session, subject=None, attempt=1, timeout=60)
+        session, started = floor_started(log, 60)
         output, error = "", None
         with anyio.move_on_after(60) as scope:
             try:
@@ -130,13 +138,7 @@ def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
                 error = f"{type(exc).__name__}: {exc}"
         if scope.cancelled_caught:
             error = "timed out after 60s"
-        common = {"session_id": session, "subject": None, "attempt": 1}
-        duration = round(time.perf_counter() - started, 6)
-        if error is None:
-            log.write("delegation_completed", duration=duration, **common)
-        else:
-            log.write("delegation_failed", error=error, duration=duration, **common)
-        status = "completed" if error is None else "failed"
+        status = "failed" if floor_ended(log, session, started, error) else "completed"
         return (
             f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
             f"<session_id>{session}</session_id>\n</task_metadata>"

@@ -37,13 +37,22 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import BareLog, Row, Size, current_rss_mb, events_to, rss_mb, standalone
+from _common import (
+    BareLog,
+    Row,
+    Size,
+    current_rss_mb,
+    events_to,
+    floor_ended,
+    floor_started,
+    rss_mb,
+    standalone,
+)
 from overhead import noop_child, prompts
 
 from lyra import ChildContext, Supervisor
@@ -143,23 +152,14 @@ async def bare_kept(items: list[str], log: BareLog) -> list[str]:
 
     async def worker() -> None:
         for index, prompt in pending:
-            session = log.session_id()
-            log.write(
-                "delegation_started", session_id=session, subject=None, attempt=1, timeout=TIMEOUT
-            )
-            started = time.perf_counter()
+            session, started = floor_started(log, TIMEOUT)
             error = None
             with anyio.move_on_after(TIMEOUT):
                 try:
                     results[index] = await noop_child(prompt, None)
                 except Exception as exc:  # noqa: BLE001 - the same isolation lyra gives
                     results[index] = error = f"{type(exc).__name__}: {exc}"
-            duration = round(time.perf_counter() - started, 6)
-            common = {"duration": duration, "session_id": session, "subject": None, "attempt": 1}
-            if error is None:
-                log.write("delegation_completed", **common)
-            else:
-                log.write("delegation_failed", error=error, **common)
+            floor_ended(log, session, started, error)
 
     async with anyio.create_task_group() as group:
         for _ in range(min(CONCURRENCY, len(items))):

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import anyio
-from _common import BareLog, Row, Size, median, standalone
+from _common import BareLog, Row, Size, floor_ended, floor_started, median, standalone
 
 from lyra import Budget, ChildContext, Supervisor, Task, events
 from lyra.errors import TransientError
@@ -158,30 +158,9 @@ def lyra_supervisor_run(supervisor: Supervisor) -> Runner:
 # -- the floors: bare anyio and bare asyncio, the same shapes -------------------------------
 
 
-def _started(log: BareLog | None) -> tuple[str, float]:
-    session = log.session_id() if log is not None else ""
-    if log is not None:
-        log.write(
-            "delegation_started", session_id=session, subject=None, attempt=1, timeout=TIMEOUT
-        )
-    return session, time.perf_counter()
-
-
-def _ended(log: BareLog | None, session: str, started: float, error: str | None) -> bool:
-    """The closing event; True when the item failed."""
-    if log is not None:
-        duration = round(time.perf_counter() - started, 6)
-        common = {"duration": duration, "session_id": session, "subject": None, "attempt": 1}
-        if error is None:
-            log.write("delegation_completed", **common)
-        else:
-            log.write("delegation_failed", error=error, **common)
-    return error is not None
-
-
 async def anyio_item(prompt: str, log: BareLog | None) -> bool:
     """The child under ``anyio.move_on_after``, its exception survived, two events."""
-    session, started = _started(log)
+    session, started = floor_started(log, TIMEOUT)
     error = None
     with anyio.move_on_after(TIMEOUT) as scope:
         try:
@@ -190,12 +169,12 @@ async def anyio_item(prompt: str, log: BareLog | None) -> bool:
             error = f"{type(exc).__name__}: {exc}"
     if scope.cancelled_caught:
         error = f"timed out after {TIMEOUT:g}s"
-    return _ended(log, session, started, error)
+    return floor_ended(log, session, started, error)
 
 
 async def asyncio_item(prompt: str, log: BareLog | None) -> bool:
     """The child under ``asyncio.timeout``, its exception survived, two events."""
-    session, started = _started(log)
+    session, started = floor_started(log, TIMEOUT)
     error = None
     deadline = asyncio.timeout(TIMEOUT)
     try:
@@ -207,7 +186,7 @@ async def asyncio_item(prompt: str, log: BareLog | None) -> bool:
             if deadline.expired()
             else f"{type(exc).__name__}: {exc}"
         )
-    return _ended(log, session, started, error)
+    return floor_ended(log, session, started, error)
 
 
 def anyio_pool() -> Runner:
