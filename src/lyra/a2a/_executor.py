@@ -110,7 +110,7 @@ class DelegationExecutor(AgentExecutor):
             if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and not text.strip():
                 await self._ask_again(current, event_queue)
                 return
-            task, delegation = await self._resumed(task_id, context.current_task, text)
+            task, delegation = await self._resumed(task_id, current, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
         await updater.start_work()
         async with aclosing(delegation.happenings()) as happenings:
