@@ -33,6 +33,11 @@ Python calls per run (resumes of coroutines included) over the bare run with
 the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, but
 a lower bound on the share's work (a call costs about a thousand instructions;
 the garbage collector's walks over what lyra allocates show in no call).
+**Cold and hot** (for information): a trivial delegation, and the floor child
+around the same trivial run, each timed alone right after a bare run of the
+framework (cold) and again at once (hot): in a framework run each of lyra's
+steps finds its code and data evicted by the framework's, and pays for it far
+beyond its instructions.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class Plan:
     cpu_rounds: tuple[int, int, int] = (21, 3, 1)
     wall_runs: tuple[int, int, int] = (10, 2, 1)
     wall_rounds: tuple[int, int, int] = (15, 3, 1)
+    cold_runs: tuple[int, int, int] = (200, 30, 1)
 
 
 @dataclass(frozen=True)
@@ -113,27 +119,40 @@ class Framework:
 def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
     """The five sides as runners: lyra's two and the floor built around the framework's
     own (the floor writing its events to ``log``)."""
-    from lyra import Budget, adelegate_task
-
-    budget = Budget(max_tokens=10**12, max_turns=10**9)
 
     async def plain_child(prompt: str, ctx: Any) -> str:
         return await sides.bare(prompt)
 
-    def delegating(child: Any) -> Run:
-        async def run(prompt: str) -> str:
-            return await adelegate_task(
-                prompt, child=child, timeout=60, idle_timeout=30, budget=budget
-            )
+    return {
+        "bare": sides.bare,
+        "bare + hook": sides.hooked,
+        "lyra": _delegating(sides.child),
+        "plain child": _delegating(plain_child),
+        "floor child": _floor(sides.bare, log),
+    }
 
-        return run
+
+def _delegating(child: Any) -> Run:
+    """``adelegate_task`` of ``child`` with the harness's limits."""
+    from lyra import Budget, adelegate_task
+
+    budget = Budget(max_tokens=10**12, max_turns=10**9)
+
+    async def run(prompt: str) -> str:
+        return await adelegate_task(prompt, child=child, timeout=60, idle_timeout=30, budget=budget)
+
+    return run
+
+
+def _floor(inner: Run, log: BareLog) -> Run:
+    """The floor child around ``inner``: see the module docstring."""
 
     async def floor_child(prompt: str) -> str:
         session, started = floor_started(log, 60)
         output, error = "", None
         with anyio.move_on_after(60) as scope:
             try:
-                output = await sides.bare(prompt)
+                output = await inner(prompt)
             except Exception as exc:  # noqa: BLE001 - the same isolation lyra gives
                 error = f"{type(exc).__name__}: {exc}"
         if scope.cancelled_caught:
@@ -144,13 +163,7 @@ def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
             f"<session_id>{session}</session_id>\n</task_metadata>"
         )
 
-    return {
-        "bare": sides.bare,
-        "bare + hook": sides.hooked,
-        "lyra": delegating(sides.child),
-        "plain child": delegating(plain_child),
-        "floor child": floor_child,
-    }
+    return floor_child
 
 
 def _block(fw: Framework, sides: Sides, run: Run, runs: int, clock: Callable[[], float]) -> float:
@@ -229,6 +242,54 @@ def _calls_row(fw: Framework, sides: Sides, runs: int, log: BareLog) -> Row:
         note=f"lyra {lyra:,.0f} − bare + hook {hooked:,.0f} (counted: the same on any host, "
         "where the share moves with its load)",
     )
+
+
+async def _answer(prompt: str, ctx: Any = None) -> str:
+    """A run (and a child) that answers at once."""
+    return prompt
+
+
+def _cold_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row]:
+    """What the memory hierarchy adds to lyra's instructions: a trivial delegation
+    (``adelegate_task`` with the same limits, a child that answers at once) and the floor
+    child around the same, each timed alone (``time.thread_time_ns``) right after a bare
+    run of the framework (cold: its code and data evicted, as each of lyra's steps inside
+    a framework run finds them), then again at once (hot). Timing the delegation alone,
+    not a block around a run 30 times longer, leaves little of the host's noise in it."""
+    names = ("trivial delegation", "trivial floor child")
+    runners = dict(zip(names, (_delegating(_answer), _floor(_answer, log)), strict=True))
+    cold: dict[str, list[float]] = {name: [] for name in names}
+    hot: dict[str, list[float]] = {name: [] for name in names}
+
+    async def timed(run: Run) -> float:
+        started = time.thread_time_ns()
+        output = await run(fw.prompt)
+        spent = (time.thread_time_ns() - started) / 1e3
+        if not output.startswith(f"{fw.prompt}\n") or "<status>completed</status>" not in output:
+            raise RuntimeError(f"unexpected output: {output[:300]!r}")
+        return spent
+
+    async def body() -> None:
+        for i in range(runs + 2):  # the first two: imports and caches count for nothing
+            for name in names[i % 2 :] + names[: i % 2]:
+                sides.fresh()
+                await sides.bare(f"{fw.prompt} ({i})")
+                after_run, again = await timed(runners[name]), await timed(runners[name])
+                if i >= 2:
+                    cold[name].append(after_run)
+                    hot[name].append(again)
+
+    asyncio.run(body())
+    return [
+        Row(
+            fw.bench,
+            f"{name} after a bare run (cold), CPU µs",
+            median(cold[name]),
+            "µs",
+            note=f"back to back (hot): {median(hot[name]):.0f} µs; median of {runs}",
+        )
+        for name in names
+    ]
 
 
 def spread(values: list[float], digits: int = 0) -> str:
@@ -315,6 +376,9 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         calls = _calls_row(fw, fw.build(0.0), max(2, cpu_runs // 4), log)
         print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
         rows.append(calls)
+        for row in _cold_rows(fw, fw.build(0.0), size.pick(*plan.cold_runs), log):
+            print(f"{row.metric}: {fmt_value(row.value, row.unit)} ({row.note})")
+            rows.append(row)
         wall = _rounds(
             fw,
             fw.build(LATENCY),

@@ -134,6 +134,7 @@ def run(size: Size) -> list[Row]:
                 cpu_rounds=(10, 3, 1),
                 wall_runs=(1, 1, 1),
                 wall_rounds=(10, 3, 1),
+                cold_runs=(10, 3, 1),
             ),
         )
         return measure(framework, size)
