@@ -14,6 +14,7 @@ the tallies exact.
 
 from __future__ import annotations
 
+import functools
 import math
 import reprlib
 import threading
@@ -160,8 +161,8 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        self._caps = caps = _caps(self.limits)
-        own = frozenset([name for name, cap in zip(_MEASURES, caps, strict=True) if cap < math.inf])
+        self._caps = tokens, cost, turns, calls = _caps(self.limits)
+        own = _measures(tokens < math.inf, cost < math.inf, turns < math.inf, calls < math.inf)
         self.limited: frozenset[str] = own | parent.limited if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
         self.counts_tool_calls = "max_tool_calls" in self.limited
@@ -423,6 +424,13 @@ class Account:
 
 
 _MEASURES = ("max_tokens", "max_cost_usd", "max_turns", "max_tool_calls")
+
+
+@functools.cache
+def _measures(*limited: bool) -> frozenset[str]:
+    """The names of the measures (in :data:`_MEASURES`' order) that are ``limited``: one
+    of sixteen sets, made once (an account is made for every delegation)."""
+    return frozenset(name for name, on in zip(_MEASURES, limited, strict=True) if on)
 
 
 def _caps(limits: Budget | None) -> tuple[float, float, float, float]:
