@@ -133,6 +133,14 @@ def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
         delegate_task("task", child=echo, timeout=timeout)
 
 
+def test_a_blocking_calls_error_carries_no_context_of_lyras_own() -> None:
+    """What the blocking form raises reads as the caller's mistake alone: no "no running
+    event loop" chained before it (the traceback a user sees)."""
+    with pytest.raises(ValueError, match="timeout") as raised:
+        delegate_task("task", child=echo, timeout=-1)
+    assert raised.value.__context__ is None
+
+
 def test_a_non_child_is_a_configuration_error() -> None:
     """Passing something that is no child agent raises ConfigurationError."""
     with pytest.raises(ConfigurationError, match="not a child agent"):

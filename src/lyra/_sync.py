@@ -18,10 +18,13 @@ def run_blocking(async_name: str, fn: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return anyio.run(fn)
-    raise RuntimeError(
-        f"this blocking call cannot run inside an event loop; use 'await {async_name}(...)'"
-    )
+        pass  # no loop in this thread: run one (outside the handler, so that what the
+        # function raises does not carry "no running event loop" as its context)
+    else:
+        raise RuntimeError(
+            f"this blocking call cannot run inside an event loop; use 'await {async_name}(...)'"
+        )
+    return anyio.run(fn)
 
 
 def blocking(async_fn: Callable[P, Awaitable[T]], name: str, doc: str) -> Callable[P, T]:
