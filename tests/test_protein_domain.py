@@ -701,6 +701,18 @@ def test_fractions_in_structure_sum_to_about_one() -> None:
         assert math.isclose(sum(fractions.values()), 1.0, abs_tol=0.003)
 
 
+def test_the_share_at_70_or_more_is_counted_not_summed_from_rounded_fractions() -> None:
+    """``fraction_at_plddt_70_or_more`` is the residues at pLDDT ≥ 70 over all, rounded
+    once: APP's 427 of 770 is 0.555, where its rounded bands (0.288 + 0.266) sum to 0.554."""
+    for acc in WITH_PLDDT:
+        summary = process_protein(acc)
+        values = summary["alphafold"]["plddt"]
+        counted = sum(1 for value in values if value >= 70) / len(values)
+        assert analyze_structure(summary)["fraction_at_plddt_70_or_more"] == round(counted, 3)
+    app = analyze_structure(process_protein("P05067"))
+    assert app["fraction_at_plddt_70_or_more"] == 0.555
+
+
 def test_malformed_ids_get_one_line_of_advice_naming_each_even_a_blank_one() -> None:
     """IDs refused for their form are grouped in one 'Next' line that names each (a
     blank one as '(blank)'), not one garbled line each; each reason stays in its own

@@ -59,6 +59,10 @@ def _figures(values: Sequence[float]) -> dict[str, Any]:
         "min_plddt": min(values),
         "max_plddt": max(values),
         "fractions": {band: round(counts[band] / len(values), 3) for band in BANDS},
+        # counted, not the sum of two rounded fractions (0.288 + 0.266 for 427 of 770)
+        "fraction_at_plddt_70_or_more": round(
+            (counts["confident"] + counts["very_high"]) / len(values), 3
+        ),
     }
 
 
@@ -166,11 +170,13 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
             "mean_plddt": finite_number(alphafold.get("global_plddt")),
             "min_plddt": None,
             "max_plddt": None,
-            "fractions": fractions_of(alphafold.get("fractions")),
+            "fractions": (fractions := fractions_of(alphafold.get("fractions"))),
+            "fraction_at_plddt_70_or_more": (  # only the published, rounded fractions
+                round(fractions["confident"] + fractions["very_high"], 3) if fractions else None
+            ),
         }
         if figures["mean_plddt"] is None and figures["fractions"] is None:
             return _no_figures(protein_id, alphafold, summary)
-    fractions = figures["fractions"]
     profile = alphafold.get("profile") if values is not None else None
     profile = profile if isinstance(profile, Mapping) else {}
     uniprot = summary.get("uniprot")
@@ -188,9 +194,6 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
         "other_means": alphafold.get("other_means") or [],
         "per_residue": values is not None,
         **figures,
-        "fraction_at_plddt_70_or_more": (
-            round(fractions["confident"] + fractions["very_high"], 3) if fractions else None
-        ),
         "segments": _segments(profile, annotated),
         "fraying": profile.get("fraying"),
         "units": profile.get("units"),
