@@ -282,6 +282,20 @@ def test_an_isoform_carries_the_canonical_features_where_its_sequence_is_the_sam
     assert "(1–289) are mapped here, the rest are not" in brief
 
 
+@pytest.mark.parametrize("isoform", ["P05067-2", "P05067-4"])
+def test_an_isoforms_sources_name_the_file_its_features_come_from(isoform: str) -> None:
+    """'The P05067-2 brief cites uniprot_P05067_flatfile_2025.txt for its features but
+    leaves it out of its "all sources" list': every file a brief names as a source is
+    in that list."""
+    from lyra.proteins import analyze_sync
+
+    lines = brief_of(analyze_sync([isoform], timeout=10), isoform).splitlines()
+    [features] = [line for line in lines if line.startswith("- UniProt features: ")]
+    [every] = [line for line in lines if line.startswith("- all sources: ")]
+    assert "(uniprot_P05067_flatfile_2025.txt)" in features
+    assert "uniprot_P05067_flatfile_2025.txt" in every.removeprefix("- all sources: ").split(", ")
+
+
 def test_features_carried_to_an_isoform_are_renumbered_after_what_it_lacks() -> None:
     """A stretch the isoform lacks shifts the numbers of what follows it; a feature
     across the stretch is carried nowhere. The sequences are built for this test."""

@@ -72,11 +72,14 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
         return None
     length = form.get("length")
     uniprot = entry.get("uniprot")
+    sources = list(form.get("sources") or [])
     if uniprot is not None and entry.get("sequence") and form.get("sequence"):
         features, shared = carried_to_isoform(
             uniprot.get("features") or (), entry["sequence"], form["sequence"]
         )
         uniprot = {**uniprot, "features": features, "shared_with_canonical": shared}
+        # the canonical entry's UniProt file, which its source line names, is one of ours
+        sources += [f for f in entry.get("sources") or () if f in str(uniprot.get("source"))]
     return {
         **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
         "uniprot_id": accession,
@@ -85,7 +88,7 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
         "sequence": form.get("sequence"),
         "alphafold": form.get("alphafold"),
         "uniprot": uniprot,
-        "sources": form.get("sources"),
+        "sources": sorted(set(sources)),
     }
 
 
