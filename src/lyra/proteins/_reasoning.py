@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from lyra.proteins._confidence import BAND_NAMES, band_of, figure, span
+from lyra.proteins._features import EXPLAIN_OVERLAP
 from lyra.proteins._pae import RIGID_PAE, unit_verdict
 from lyra.proteins._units import MIN_UNIT_LENGTH
 
@@ -143,7 +144,8 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
         return None
     if not features:
         within = seg.get("crossing")
-        return "no UniProt feature covers most of it" + (
+        # (not "covers": a long region spanning the stretch does, and says nothing of it)
+        return f"no UniProt feature shares {EXPLAIN_OVERLAP:.0%} of its residues and of its own" + (
             f" (within it or across its ends: {'; '.join(within)})" if within else ""
         )
     notes = []
