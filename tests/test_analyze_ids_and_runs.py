@@ -52,8 +52,23 @@ def test_entry_names_and_secondary_accessions_resolve_with_a_note(
         "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: analysed as P04637",
         "Q15086 is a secondary accession of P04637 (P53_HUMAN) in the bundled data: "
         "analysed as P04637",
+        "P04637 was requested more than once: analysed once",
         "A4_HUMAN is the UniProt entry name of P05067 in the bundled data: analysed as P05067",
     ]
+
+
+def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'lyra analyze P05067 P05067 gives total_requested 1 and "1 of 1" with no note': the
+    protein appears once in the output, and a note says why there is one of it, whatever
+    the case it was given in and however often."""
+    argv = ["analyze", "P05067", "p05067", "P05067", "P04637", "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    assert sorted(_analysed(out)) == ["P04637", "P05067"]
+    assert json.loads(out)["summary"]["total_requested"] == 2  # distinct proteins
+    assert json.loads(out)["notes"] == ["P05067 was requested more than once: analysed once"]
     status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
     assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
 

@@ -511,8 +511,10 @@ class _Input:
         self._raw = iter([ids] if isinstance(ids, str) else ids)
         self._seen: set[str] = set()
         self._pending: deque[str] = deque()
+        self._repeated: set[str] = set()  # (those noted: no more than NOTES_KEPT)
         self.notes: list[str] = []
-        """One line per ID resolved to another (the first :data:`NOTES_KEPT`)."""
+        """One line per ID resolved to another or requested again (the first
+        :data:`NOTES_KEPT`)."""
 
     def __iter__(self) -> _Input:
         return self
@@ -534,6 +536,13 @@ class _Input:
             if protein_id not in self._seen:
                 self._seen.add(protein_id)
                 return protein_id
+            self._again(protein_id)
+
+    def _again(self, protein_id: str) -> None:
+        """``protein_id`` was requested again: analysed once, and said so once."""
+        if protein_id not in self._repeated and len(self.notes) < NOTES_KEPT:
+            self._repeated.add(protein_id)
+            self.notes.append(f"{protein_id} was requested more than once: analysed once")
 
 
 def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
