@@ -258,3 +258,19 @@ def test_analyze_takes_the_typed_request_or_the_ids_with_its_fields() -> None:
     assert typed.summary == spelled.summary
     with pytest.raises(ValidationError, match="timeout_s"):
         analyze_sync(["P04637"], timeout_s=30)
+
+
+def test_help_names_everything_a_run_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--help lists events.jsonl, reports, briefs and output.json; the run also wrote
+    results.jsonl and figures/': every entry of a run directory is named in --help."""
+    status, _, _ = run_cli(["analyze", "Q5VSL9", "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    with pytest.raises(SystemExit):
+        main(["analyze", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert {"figures", "results.jsonl", "output.json"} <= set(written)
+    for name in written:
+        assert (name + ("/" if (tmp_path / name).is_dir() else "")) in text, name

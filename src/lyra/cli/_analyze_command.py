@@ -39,7 +39,9 @@ protein, a slow source or a broken stage costs only that protein.
 The data source is the bundled offline dataset (real AlphaFold DB and UniProt
 entries) unless --source live is given. Results go to stdout (briefs, or the
 final output with --json); progress and logs go to stderr. Every run writes a
-run directory: events.jsonl, reports/<ID>.txt, briefs/<ID>.md, output.json.
+run directory: events.jsonl, reports/<ID>.txt, briefs/<ID>.md, figures/ (each
+protein's pLDDT track, and its PAE heatmap where PAE is held), results.jsonl
+(one line per protein, as it ends) and output.json.
 """
 
 _EPILOG = """\
