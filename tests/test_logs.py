@@ -1790,3 +1790,19 @@ def test_the_command_line_groups_by_exactly_the_fields_stats_knows() -> None:
     from lyra.logs import GroupBy
 
     assert get_args(GroupBy) == GROUPS
+
+
+def test_a_file_without_delegations_gets_a_note_not_a_table_of_zeros(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'lyra logs stats README.md prints a full all-zero table to stdout; only stderr says
+    "no delegations found"': nothing found is said once, on stderr, exit 1; --json still
+    gives scripts the (empty) figures."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an event log\n", encoding="utf-8")
+    assert run_cli(["logs", "stats", str(notes)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "no delegations found" in err
+    assert run_cli(["logs", "stats", str(notes), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["delegations"] == 0

@@ -240,7 +240,7 @@ def _stats(args: argparse.Namespace) -> int:
     stats = collect_stats(args.files, since=args.since, by=args.by, top=args.top)
     if args.json:
         _out(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
-    else:
+    elif stats.delegations:  # (else a table of zeros: the note says what was found)
         _out(format_stats(stats))
     return _read_notes(stats)
 
