@@ -137,8 +137,15 @@ def register(commands: Subparsers) -> None:
         sub,
         "suggest-timeout",
         help="a timeout from the durations of completed delegations",
-        description="Suggest a timeout per kind of subject: the durations of completed "
-        "delegations at a percentile, times a margin, where a kind has enough samples.",
+        description=(
+            "Suggest a timeout per kind of subject: the durations of completed delegations at\n"
+            "a percentile, times a margin, where a kind has enough samples.\n"
+            "\n"
+            "A subject's kind is the shape of its ID, each capital letter A, small letter a\n"
+            "and digit 9 (P04637 and Q15086 are both A99999; A0A0C5B5G6 is A9A9A9A9A9): tasks\n"
+            "on IDs of one shape tend to take alike. A kind with too few samples takes the\n"
+            "overall suggestion."
+        ),
         examples="  lyra logs suggest-timeout runs/*/ --percentile 99 --margin 2",
         nothing="no completed delegation to learn from",
     )
