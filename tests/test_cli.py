@@ -134,6 +134,18 @@ def test_bad_numbers_are_usage_errors(bad: list[str]) -> None:
     assert exit_info.value.code == 2
 
 
+def test_a_blank_prompt_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """'lyra delegate "" exits 1 with an invalid_task report suggesting "Break into
+    simpler, well-defined tasks"': no task is given, so it is the caller's mistake, as a
+    negative --timeout is, and no child runs."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["delegate", " ", "--child", "lyra.proteins:ProteinChild"])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "the prompt is empty" in err
+
+
 def test_hang_once_recovered_with_doubled_timeout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

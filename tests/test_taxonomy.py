@@ -308,6 +308,10 @@ async def test_empty_prompt_is_rule_3() -> None:
 
     parsed = parse_report(await adelegate_task("   ", child=child, timeout=1))
     assert (parsed.category, parsed.retryable, ran) == ("invalid_task", False, [])
+    # advice for a task that exists ("Break into simpler, well-defined tasks") fits none
+    assert parsed.suggested_actions == (
+        "Give the task in the prompt: it was empty or only whitespace",
+    )
 
 
 async def test_blocking_tool_returns_soon_after_the_deadline() -> None:

@@ -17,6 +17,7 @@ from lyra.cli._options import (
     add_retries_option,
     budget_of,
     positive_float,
+    task_text,
 )
 
 
@@ -36,7 +37,7 @@ def register(commands: Subparsers) -> None:
         "exit status: 0 completed, 1 failed (the report says why), 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("prompt", help="the task for the child")
+    p.add_argument("prompt", type=task_text, help="the task for the child")
     add_child_option(p)
     p.add_argument("--timeout", type=positive_float, default=300.0, help="seconds (default 300)")
     add_limit_options(

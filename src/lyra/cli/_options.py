@@ -26,6 +26,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def task_text(text: str) -> str:
+    """An argparse type: a prompt with something in it (a blank one is no task)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the prompt is empty: give the task as text")
+    return text
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``minimum``."""
 

@@ -287,6 +287,10 @@ def classify_invalid_output(output: object, ctx: ChildContext) -> Verdict:
     )
 
 
+EMPTY_PROMPT = "Empty prompt"
+"""What a blank prompt's failure is blocked on."""
+
+
 def classify_blank_prompt() -> Verdict:
     """Rule 3 before the child runs: an empty prompt is no task."""
     return Verdict(
@@ -295,7 +299,7 @@ def classify_blank_prompt() -> Verdict:
         error_type=ErrorType.DATA,
         evidence="rule 3: the prompt is empty",
         message="The prompt is empty",
-        blocked_on="Empty prompt",
+        blocked_on=EMPTY_PROMPT,
     )
 
 

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
-from lyra.delegation._classify import Verdict
+from lyra.delegation._classify import EMPTY_PROMPT, Verdict
 from lyra.delegation._foreign import Kind
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
@@ -78,6 +78,8 @@ def _invalid(verdict: Verdict, subject: str | None) -> tuple[str, ...]:
     what = f"'{subject}'" if subject else "the subject"
     if verdict.error_type is ErrorType.NOT_FOUND:
         return (f"Check the identifier: {what} was not found", "Remove it from the task")
+    if verdict.blocked_on == EMPTY_PROMPT:  # no task at all: nothing to clarify or split
+        return ("Give the task in the prompt: it was empty or only whitespace",)
     if verdict.cause is not None and verdict.cause.kind is Kind.INVALID_INPUT:
         reason = _first_line(verdict.message)
         return (f"Fix the input: {what} was rejected ({reason})", "Remove it from the task")
