@@ -274,3 +274,17 @@ def test_help_names_everything_a_run_writes(
     assert {"figures", "results.jsonl", "output.json"} <= set(written)
     for name in written:
         assert (name + ("/" if (tmp_path / name).is_dir() else "")) in text, name
+
+
+def test_a_blank_id_is_named_blank_wherever_the_run_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'lyra analyze "" prints "• : invalid_task" and "[1/1] : failed", while the Next line
+    calls it "(blank)"': one name for it everywhere, and it is still its own failure."""
+    status, out, err = run_cli(["analyze", "", "Q5VSL9", "--run-dir", str(tmp_path)], capsys)
+    assert status == 1
+    assert "• (blank): invalid_task at fetch_protein: Protein ID must be a non-empty" in out
+    assert "identifiers (each a UniProt accession, such as P04637 or P05067-2): (blank)" in out
+    assert "(blank): failed (invalid_task)" in err
+    assert "• :" not in out
+    assert "] :" not in err

@@ -50,7 +50,7 @@ class LiveView:
         if not self.streamed:
             attempts = getattr(entry, "attempts", 1)
             why = f" ({category})" if category is not None else ""
-            shown = printable(entry.protein_id)  # an ID from a file may hold escape codes
+            shown = printable(entry.shown_id)  # an ID from a file may hold escape codes
             recovery = getattr(entry, "recovery", None)
             how = f": {recovery}" if recovery else ""  # a doubled timeout, a backoff
             done = f"[{self.done}/{self.total}] {shown}: {kind}{why}, {attempts} attempt(s)"

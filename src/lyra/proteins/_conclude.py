@@ -67,7 +67,7 @@ def facts(
             partial.append(f"{_found_line(entry)}; {entry.failed_at_stage} failed: {entry.error}")
         else:
             failed.append(
-                f"{entry.protein_id}: {entry.category or 'error'} at "
+                f"{entry.shown_id}: {entry.category or 'error'} at "
                 f"{entry.failed_at_stage}: {entry.error}"
             )
     retryable = [e for e in entries if not isinstance(e, CompletedAnalysis) and e.retryable]

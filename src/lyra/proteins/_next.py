@@ -66,10 +66,9 @@ def next_steps(
     for entry in entries:
         advice = _advice(entry, unreachable)
         if advice is not None:
-            grouped.setdefault(advice, []).append(entry.protein_id)
+            grouped.setdefault(advice, []).append(entry.shown_id)
     lines = []
     for advice, ids in grouped.items():
-        ids = [i or "(blank)" for i in ids]
         if advice == _PDB:
             ids = [f"{i} ({pdb_link(i)})" for i in ids]
         names = ", ".join(ids)

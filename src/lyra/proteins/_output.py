@@ -39,7 +39,17 @@ class TaskLine(FrozenModel):
     duration_seconds: float = 0.0
 
 
-class CompletedAnalysis(FrozenModel):
+class _Named:
+    """What the run's text calls a protein: its ID, a blank one ``(blank)``."""
+
+    protein_id: str
+
+    @property
+    def shown_id(self) -> str:
+        return self.protein_id if self.protein_id.strip() else "(blank)"
+
+
+class CompletedAnalysis(_Named, FrozenModel):
     """A protein whose every planned stage succeeded."""
 
     protein_id: str
@@ -52,7 +62,7 @@ class CompletedAnalysis(FrozenModel):
     tasks: list[TaskLine] = Field(default_factory=list)
 
 
-class _Failed(FrozenModel):
+class _Failed(_Named, FrozenModel):
     protein_id: str
     failed_at_stage: str
     error: str
