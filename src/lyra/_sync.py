@@ -15,16 +15,19 @@ P = ParamSpec("P")
 
 def run_blocking(async_name: str, fn: Callable[[], Awaitable[T]]) -> T:
     """Run an async API function to completion from synchronous code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass  # no loop in this thread: run one (outside the handler, so that what the
-        # function raises does not carry "no running event loop" as its context)
-    else:
+    if _loop_running():
         raise RuntimeError(
             f"this blocking call cannot run inside an event loop; use 'await {async_name}(...)'"
         )
-    return anyio.run(fn)
+    return anyio.run(fn)  # (not in a handler: what fn raises carries no context of ours)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def blocking(async_fn: Callable[P, Awaitable[T]], name: str, doc: str) -> Callable[P, T]:

@@ -165,13 +165,14 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
     if values is not None:
         figures = _figures(values)
     else:
+        fractions = fractions_of(alphafold.get("fractions"))
         figures = {
             "residues": None,
             "mean_plddt": finite_number(alphafold.get("global_plddt")),
             "min_plddt": None,
             "max_plddt": None,
-            "fractions": (fractions := fractions_of(alphafold.get("fractions"))),
-            "fraction_at_plddt_70_or_more": (  # only the published, rounded fractions
+            "fractions": fractions,
+            "fraction_at_plddt_70_or_more": (  # from the published, rounded fractions alone
                 round(fractions["confident"] + fractions["very_high"], 3) if fractions else None
             ),
         }
