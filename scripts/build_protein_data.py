@@ -72,7 +72,7 @@ R_MODEL_NAME = R_PDB
 
 ACC = r"[A-Z0-9]+(?:-\d+)?"
 FILE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("readme", re.compile(r"^(README\.txt|PROVENANCE\.md)$")),
+    ("readme", re.compile(r"^(README\.txt|PROVENANCE\.md|provenance\.json)$")),
     ("flatfile", re.compile(rf"^uniprot_(?P<acc>{ACC})_flatfile_\d{{4}}(?:_\w+)?\.txt$")),
     (
         "pae",
@@ -916,7 +916,36 @@ def build(shared: Path) -> dict[str, Any]:
         entries[base]["isoforms"] = sorted(
             forms, key=lambda form: int(form["accession"].rpartition("-")[2])
         )
-    return {"schema_version": SCHEMA_VERSION, "source_note": SOURCE_NOTE, "entries": entries}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "source_note": SOURCE_NOTE,
+        "entries": entries,
+        "provenance": provenance(shared, entries),
+    }
+
+
+PROVENANCE_KEYS = {"repository", "path", "commit", "how", "from", "note"}
+
+
+def provenance(shared: Path, entries: dict[str, Any]) -> dict[str, Any]:
+    """Where each file an entry names comes from (``provenance.json`` of the raw folder,
+    which its README.txt and PROVENANCE.md say in words): every one must be there."""
+    records = json.loads((shared / "provenance.json").read_text(encoding="utf-8"))["files"]
+    used = set()
+    for entry in entries.values():
+        for form in [entry, *entry.get("isoforms", [])]:
+            used.update(form["sources"])
+            for other in (form["alphafold"] or {}).get("other_means") or []:
+                used.add(other["source"])
+    missing = sorted(used - set(records))
+    if missing:
+        raise BuildError(f"provenance.json says nothing of {', '.join(missing)}")
+    for name, record in records.items():
+        if not set(record) <= PROVENANCE_KEYS or (record["repository"] is None) != (
+            record["commit"] is None
+        ):
+            raise BuildError(f"provenance.json: {name}: unknown keys, or a repository alone")
+    return {name: records[name] for name in sorted(used)}
 
 
 def check_aliases(entries: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,46 @@ def test_bundled_json_has_schema_version_1() -> None:
     assert isinstance(DOCUMENT["source_note"], str)
     assert "\n" not in DOCUMENT["source_note"]
     assert "CC-BY 4.0" in DOCUMENT["source_note"]
+
+
+PROVENANCE = json.loads((RAW / "provenance.json").read_text(encoding="utf-8"))["files"]
+DOCS = " ".join(
+    (RAW / name).read_text(encoding="utf-8") for name in ("README.txt", "PROVENANCE.md")
+)
+
+
+def test_provenance_names_every_raw_file_and_nothing_else() -> None:
+    """provenance.json has a record for each data file of the raw folder, and each file
+    it says another was made from is there."""
+    docs = {"README.txt", "PROVENANCE.md", "provenance.json"}
+    files = {p.relative_to(RAW).as_posix() for p in RAW.rglob("*") if p.is_file()} - docs
+    assert set(PROVENANCE) == files
+    for name, record in PROVENANCE.items():
+        assert record.get("from") is None or record["from"] in files, name
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, r in PROVENANCE.items() if r["repository"]), ids=str
+)
+def test_provenance_says_what_the_docs_say(name: str) -> None:
+    """A file's repository, path and commit in provenance.json are those README.txt or
+    PROVENANCE.md give it in words (the commit in full or by its first 8 digits), so
+    that the machine-readable record cannot drift from the documented one."""
+    record = PROVENANCE[name]
+    assert re.fullmatch(r"[0-9a-f]{40}", record["commit"])
+    assert record["repository"] in DOCS
+    assert record["path"] in DOCS
+    assert record["commit"][:8] in DOCS
+    assert name in DOCS
+
+
+def test_the_bundle_carries_the_provenance_of_every_file_an_entry_names() -> None:
+    """Every source an entry (or isoform) names has its record in the bundle, as written
+    in provenance.json."""
+    named = {s for _, rec in RECORDS for s in rec["sources"]}
+    assert named <= set(DOCUMENT["provenance"])
+    for name in named:
+        assert DOCUMENT["provenance"][name] == PROVENANCE[name]
 
 
 def test_bundled_json_contains_every_shared_accession() -> None:
@@ -312,3 +353,17 @@ def test_recorded_fixture_is_byte_copy(fixture: str, source: str, shared_dir: Pa
 def test_recorded_fixture_is_json(fixture: str) -> None:
     """Each recorded response fixture exists and parses as JSON."""
     assert json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))
+
+
+def test_a_source_without_provenance_stops_the_build(tmp_path: Path) -> None:
+    """A file an entry names that provenance.json says nothing of stops the build with
+    its name: no brief can cite a source whose origin is unrecorded."""
+    raw = tmp_path / "raw"
+    shutil.copytree(RAW, raw)
+    document = json.loads((raw / "provenance.json").read_text(encoding="utf-8"))
+    del document["files"]["uniprot_P05067_flatfile_2025.txt"]
+    (raw / "provenance.json").write_text(json.dumps(document), encoding="utf-8")
+    command = [sys.executable, str(SCRIPT), "--raw", str(raw), "--out", str(tmp_path / "o.json")]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "provenance.json says nothing of uniprot_P05067_flatfile_2025.txt" in result.stderr

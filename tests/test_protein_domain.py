@@ -35,7 +35,7 @@ WITH_PLDDT = sorted(
 )
 SUMMARY_KEYS = {
     "uniprot_id", "description", "organism", "gene", "length", "sequence", "function",
-    "confidence", "alphafold", "uniprot", "isoforms", "source", "sources",
+    "confidence", "alphafold", "uniprot", "isoforms", "source", "sources", "provenance",
 }  # fmt: skip
 
 

@@ -8,6 +8,7 @@ PAE JSON as AlphaFold DB writes it), not with lyra's code.
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import gemmi
@@ -296,7 +297,26 @@ def test_an_isoforms_sources_name_the_file_its_features_come_from(isoform: str) 
     [features] = [line for line in lines if line.startswith("- UniProt features: ")]
     [every] = [line for line in lines if line.startswith("- all sources: ")]
     assert "(uniprot_P05067_flatfile_2025.txt)" in features
-    assert "uniprot_P05067_flatfile_2025.txt" in every.removeprefix("- all sources: ").split(", ")
+    assert (
+        "uniprot_P05067_flatfile_2025.txt (dkountour02399/ergastirio2o P05067.txt @8527bdd4a654)"
+    ) in every
+
+
+def test_every_source_of_a_brief_says_where_it_comes_from(everything: AnalysisOutput) -> None:
+    """'Repository and commit are not recorded anywhere in the output; the briefs and
+    --json name file names only': each file a brief's "all sources" names is followed by
+    its repository, path and commit, or by the file it was made from, and the figures
+    (the --json output) hold the same records."""
+    provenance = json.loads((RAW / "provenance.json").read_text(encoding="utf-8"))["files"]
+    for entry in everything.completed_analyses:
+        [every] = [line for line in entry.brief.splitlines() if line.startswith("- all sources: ")]
+        records = entry.figures["provenance"]
+        assert records, entry.protein_id
+        for name, record in records.items():
+            assert record == provenance[name]
+            assert f"{name} (" in every, (entry.protein_id, name)
+            if record["repository"]:
+                assert f"{record['repository']} {record['path']} @{record['commit'][:12]}" in every
 
 
 def test_features_carried_to_an_isoform_are_renumbered_after_what_it_lacks() -> None:

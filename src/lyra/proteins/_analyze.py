@@ -612,6 +612,7 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         }
         if structure
         else None,
+        "provenance": summary.get("provenance") or None,  # each file's repository, commit
         "mean_plddt": structure.get("mean_plddt"),
         "fraction_at_plddt_70_or_more": structure.get("fraction_at_plddt_70_or_more"),
         "per_residue": structure.get("per_residue"),

@@ -247,5 +247,21 @@ def basis(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> li
         found.append(f"UniProt features: {uniprot.get('source')}" + (f" ({when})" if when else ""))
     sources = summary.get("sources") or []
     if sources:
-        found.append("all sources: " + ", ".join(str(x) for x in sources))
+        origins = summary.get("provenance") or {}
+        named = [_origin(str(x), origins.get(x)) for x in sources]
+        found.append("all sources: " + ", ".join(named))
     return found
+
+
+def _origin(name: str, record: Mapping[str, Any] | None) -> str:
+    """A source file with where it comes from: its repository, path and commit, or
+    the file it was made from (a URL, or a file of unknown origin, as it is)."""
+    if not record:
+        return name
+    if record.get("repository"):
+        how = "" if record.get("how") == "verbatim" else f"{record['how']}, "
+        where = f"{record['repository']} {record['path']} @{str(record['commit'])[:12]}"
+        return f"{name} ({how}{where})"
+    if record.get("from"):
+        return f"{name} ({record['how']} from {record['from']})"
+    return f"{name} (repository not identified)"

@@ -30,11 +30,24 @@ def _data() -> Any:
 
 
 @cache
+def _document() -> dict[str, Any]:
+    """The bundled dataset, read once per process."""
+    document: dict[str, Any] = json.loads(
+        _data().joinpath("proteins.json").read_text(encoding="utf-8")
+    )
+    return document
+
+
 def bundled_entries() -> dict[str, Any]:
-    """The bundled dataset's entries, read once per process."""
-    document = json.loads(_data().joinpath("proteins.json").read_text(encoding="utf-8"))
-    entries: dict[str, Any] = document["entries"]
+    """The bundled dataset's entries."""
+    entries: dict[str, Any] = _document()["entries"]
     return entries
+
+
+def _provenance(sources: list[str]) -> dict[str, Any]:
+    """Where each of ``sources`` comes from (repository, path, commit; how it was made)."""
+    known: dict[str, Any] = _document().get("provenance") or {}
+    return {name: known[name] for name in sources if name in known}
 
 
 @cache
@@ -137,6 +150,7 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
         "isoforms": _isoform_names(entry),
         "source": "offline",
         "sources": list(entry.get("sources") or []),
+        "provenance": _provenance(entry.get("sources") or []),
     }
     if entry.get("isoform_of"):
         summary["isoform_of"] = entry["isoform_of"]

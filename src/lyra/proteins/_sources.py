@@ -94,6 +94,7 @@ class ProteinSummary(EntrySummary):
     isoforms: list[str]  # other isoforms AlphaFold DB models (P05067-2, …), if known
     source: Literal["offline", "live"]
     sources: list[str]  # where the values came from (files, or URLs that answered)
+    provenance: NotRequired[dict[str, Any]]  # a file's repository, path, commit and "how"
     isoform_of: NotRequired[str]  # an isoform's (P05067-2) canonical accession (P05067)
 
 
