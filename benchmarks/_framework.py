@@ -36,8 +36,8 @@ the garbage collector's walks over what lyra allocates show in no call).
 **Cold and hot** (for information): a trivial delegation, and the floor child
 around the same trivial run, each timed alone right after a bare run of the
 framework (cold) and again at once (hot): in a framework run each of lyra's
-steps finds its code and data evicted by the framework's, and pays for it far
-beyond its instructions.
+steps runs after the framework's own, and costs about three times what it costs
+back to back, as the floor's code does.
 """
 
 from __future__ import annotations
@@ -250,12 +250,12 @@ async def _answer(prompt: str, ctx: Any = None) -> str:
 
 
 def _cold_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row]:
-    """What the memory hierarchy adds to lyra's instructions: a trivial delegation
+    """What running after the framework costs lyra's code: a trivial delegation
     (``adelegate_task`` with the same limits, a child that answers at once) and the floor
     child around the same, each timed alone (``time.thread_time_ns``) right after a bare
-    run of the framework (cold: its code and data evicted, as each of lyra's steps inside
-    a framework run finds them), then again at once (hot). Timing the delegation alone,
-    not a block around a run 30 times longer, leaves little of the host's noise in it."""
+    run of the framework (cold, as each of lyra's steps inside a framework run comes),
+    then again at once (hot). Timing the delegation alone, not a block around a run 30
+    times longer, leaves little of the host's noise in it."""
     names = ("trivial delegation", "trivial floor child")
     runners = dict(zip(names, (_delegating(_answer), _floor(_answer, log)), strict=True))
     cold: dict[str, list[float]] = {name: [] for name in names}

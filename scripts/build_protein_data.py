@@ -411,6 +411,7 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
         "uniprot",
         {
             "source": f"UniProtKB/Swiss-Prot flat file {entry.entry_name} ({name})",
+            "file": name,
             "release": None if current else f"Rel. {number}",
             "date": _iso(date),
             "entry_version": number if current else None,
@@ -925,6 +926,9 @@ def build(shared: Path) -> dict[str, Any]:
 
 
 PROVENANCE_KEYS = {"repository", "path", "commit", "how", "from", "note"}
+PROVENANCE_HOW = {
+    "verbatim", "gunzipped", "re-serialised", "subset", "extracted", "derived", "assembled"
+}  # fmt: skip
 
 
 def provenance(shared: Path, entries: dict[str, Any]) -> dict[str, Any]:
@@ -941,10 +945,10 @@ def provenance(shared: Path, entries: dict[str, Any]) -> dict[str, Any]:
     if missing:
         raise BuildError(f"provenance.json says nothing of {', '.join(missing)}")
     for name, record in records.items():
-        if not set(record) <= PROVENANCE_KEYS or (record["repository"] is None) != (
-            record["commit"] is None
-        ):
-            raise BuildError(f"provenance.json: {name}: unknown keys, or a repository alone")
+        if not set(record) <= PROVENANCE_KEYS or record.get("how") not in PROVENANCE_HOW:
+            raise BuildError(f"provenance.json: {name}: an unknown key or 'how'")
+        if (record["repository"] is None) != (record["commit"] is None):
+            raise BuildError(f"provenance.json: {name}: a repository without its commit")
     return {name: records[name] for name in sorted(used)}
 
 

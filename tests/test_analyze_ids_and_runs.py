@@ -55,6 +55,8 @@ def test_entry_names_and_secondary_accessions_resolve_with_a_note(
         "P04637 was requested more than once: analysed once",
         "A4_HUMAN is the UniProt entry name of P05067 in the bundled data: analysed as P05067",
     ]
+    status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
+    assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
 
 
 def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
@@ -69,8 +71,6 @@ def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
     assert sorted(_analysed(out)) == ["P04637", "P05067"]
     assert json.loads(out)["summary"]["total_requested"] == 2  # distinct proteins
     assert json.loads(out)["notes"] == ["P05067 was requested more than once: analysed once"]
-    status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
-    assert text.startswith("Note: P53_HUMAN is the UniProt entry name of P04637")
 
 
 MODEL_ENTRY_NAMES = [

@@ -93,19 +93,44 @@ def test_provenance_names_every_raw_file_and_nothing_else() -> None:
         assert record.get("from") is None or record["from"] in files, name
 
 
+def _documented(name: str) -> str:
+    """What the docs say of ``name``: its paragraph in README.txt (a line naming it among
+    others, and the indented lines under it), else its row of PROVENANCE.md's table (with
+    the table's first row, where it says "same")."""
+    block: list[str] = []
+    for line in (RAW / "README.txt").read_text(encoding="utf-8").splitlines():
+        if line[:1].isspace() and block:
+            block.append(line)
+        elif block:
+            break
+        elif name in re.split(r"[\s,]+", line):
+            block = [line]
+    if block:
+        return "\n".join(block)
+    rows = [
+        r
+        for r in (RAW / "PROVENANCE.md").read_text(encoding="utf-8").splitlines()
+        if r[:3] == "| `"
+    ]
+    [row] = [r for r in rows if r.startswith(f"| `{name}` |")]
+    return f"{row}\n{rows[0]}" if "| same |" in row else row
+
+
 @pytest.mark.parametrize(
     "name", sorted(n for n, r in PROVENANCE.items() if r["repository"]), ids=str
 )
 def test_provenance_says_what_the_docs_say(name: str) -> None:
-    """A file's repository, path and commit in provenance.json are those README.txt or
-    PROVENANCE.md give it in words (the commit in full or by its first 8 digits), so
-    that the machine-readable record cannot drift from the documented one."""
-    record = PROVENANCE[name]
+    """A file's repository, path, commit and making in provenance.json are those the
+    docs give that very file (its paragraph or table row; the commit in full or by its
+    first 8 digits), so that no record can take another file's origin."""
+    record, said = PROVENANCE[name], _documented(name)
     assert re.fullmatch(r"[0-9a-f]{40}", record["commit"])
-    assert record["repository"] in DOCS
-    assert record["path"] in DOCS
-    assert record["commit"][:8] in DOCS
-    assert name in DOCS
+    assert record["repository"] in said
+    assert record["path"] in said
+    assert record["commit"][:8] in said
+    for how in ("gunzipped", "re-serialised", "subset"):
+        said_so = re.search(rf"\b{how}\b", said, re.IGNORECASE) is not None  # (not a name's)
+        assert (record["how"] == how) == said_so, (name, how)
 
 
 def test_the_bundle_carries_the_provenance_of_every_file_an_entry_names() -> None:

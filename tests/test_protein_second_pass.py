@@ -254,8 +254,8 @@ def test_a_stretch_no_feature_explains_names_the_features_within_it(
         if h.startswith("- Residues 582–697 ")
     ]
     assert (  # (the extracellular domain, 18–701, spans it: it is no news about it)
-        "no UniProt feature shares 50% of its residues and of its own (within it or across "
-        "its ends: "
+        "no UniProt feature other than a chain or a site shares at least 50% of its residues "
+        "and of its own (within it or across its ends: "
     ) in line
     for ligand, where in sites.items():
         assert f"Binding site: {ligand} {', '.join(map(str, where))}" in line

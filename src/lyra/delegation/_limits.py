@@ -58,6 +58,7 @@ class Limits:
 
 def check_timeout(timeout: float, what: str = "timeout") -> float:
     """The timeout as a float, or a clear error for a caller's mistake."""
+    # (a tuple, not int | float: that union would be built on every delegation)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(timeout).__name__}")
     if not math.isfinite(timeout) or timeout <= 0:

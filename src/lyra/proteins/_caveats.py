@@ -264,4 +264,6 @@ def _origin(name: str, record: Mapping[str, Any] | None) -> str:
         return f"{name} ({how}{where})"
     if record.get("from"):
         return f"{name} ({record['how']} from {record['from']})"
-    return f"{name} (repository not identified)"
+    known = "assembled here" if record.get("how") == "assembled" else "repository not identified"
+    note = record.get("note")
+    return f"{name} ({known}: {note})" if note else f"{name} ({known})"

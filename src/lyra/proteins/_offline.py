@@ -91,8 +91,8 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
             uniprot.get("features") or (), entry["sequence"], form["sequence"]
         )
         uniprot = {**uniprot, "features": features, "shared_with_canonical": shared}
-        # the canonical entry's UniProt file, which its source line names, is one of ours
-        sources += [f for f in entry.get("sources") or () if f in str(uniprot.get("source"))]
+        if uniprot.get("file"):  # the canonical entry's UniProt file is one of ours
+            sources.append(uniprot["file"])
     return {
         **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
         "uniprot_id": accession,

@@ -145,9 +145,10 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
     if not features:
         within = seg.get("crossing")
         # (not "covers": a long region spanning the stretch does, and says nothing of it)
-        return f"no UniProt feature shares {EXPLAIN_OVERLAP:.0%} of its residues and of its own" + (
-            f" (within it or across its ends: {'; '.join(within)})" if within else ""
-        )
+        return (
+            "no UniProt feature other than a chain or a site shares at least "
+            f"{EXPLAIN_OVERLAP:.0%} of its residues and of its own"
+        ) + (f" (within it or across its ends: {'; '.join(within)})" if within else "")
     notes = []
     for text in features:
         if text.startswith(("Signal", "Transit peptide", "Propeptide")):

@@ -65,6 +65,7 @@ class UniProtData(TypedDict):
     """The UniProt entry's annotation: its features and the comments caveats use."""
 
     source: str  # the file or URL, named
+    file: NotRequired[str]  # the bundled file it was read from (a name in ``sources``)
     release: str | None  # "Rel. 48" (flat file) or None
     date: str | None  # last annotation update, ISO
     entry_version: int | None
