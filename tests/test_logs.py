@@ -946,6 +946,15 @@ def test_repeats_are_per_session(lines: list[str], counts: tuple[int, ...]) -> N
         ("retry after 2.5 s, attempt 3", "retry after <n> s, attempt <n>"),
         ("Time limit insufficient", "Time limit insufficient"),
         ("  spaced \n out  ", "spaced out"),
+        (  # a format quoted in the blocker stays as it is; the values around it do not
+            "'X1' is not a UniProt accession (expected 6 or 10 letters and digits in "
+            "UniProt's format [OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}"
+            "[0-9]){1,2}, such as P04637)",
+            "'<name>' is not a UniProt accession (expected <n> or <n> letters and digits in "
+            "UniProt's format [OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}"
+            "[0-9]){1,2}, such as <id>)",
+        ),
+        ("items[17] missing", "items[<n>] missing"),
     ],
 )
 def test_blocker_patterns(text: str, pattern: str) -> None:

@@ -255,6 +255,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = tuple(
     )
 )
 _SPACE = re.compile(r"\s+")
+_FORMAT = re.compile(r"(\[[^\[\]\s]*\w-\w[^\[\]\s]*\]|(?<=[\])])\{\d+(?:,\d*)?\})")
+"""A pattern a blocker quotes (``[A-Z0-9]{3}``): a character range in brackets, or a
+count right after one; kept as it is, since it names a format, not a value."""
 
 
 @lru_cache(maxsize=4096)  # blockers repeat: a log of a million failures has few distinct ones
@@ -264,10 +267,12 @@ def normalize_blocker(text: str) -> str:
     >>> normalize_blocker("No module named 'bcrypt'")
     "No module named '<name>'"
     """
-    for gate, pattern, placeholder in _PATTERNS:
-        if gate.search(text):
-            text = pattern.sub(placeholder, text)
-    return _SPACE.sub(" ", text).strip()[:200]
+    parts = _FORMAT.split(text) if "[" in text else [text]
+    for i in range(0, len(parts), 2):  # (the odd ones are quoted formats)
+        for gate, pattern, placeholder in _PATTERNS:
+            if gate.search(parts[i]):
+                parts[i] = pattern.sub(placeholder, parts[i])
+    return _SPACE.sub(" ", "".join(parts)).strip()[:200]
 
 
 # -- small helpers ------------------------------------------------------------------
