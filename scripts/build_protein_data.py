@@ -935,12 +935,12 @@ def provenance(shared: Path, entries: dict[str, Any]) -> dict[str, Any]:
     """Where each file an entry names comes from (``provenance.json`` of the raw folder,
     which its README.txt and PROVENANCE.md say in words): every one must be there."""
     records = json.loads((shared / "provenance.json").read_text(encoding="utf-8"))["files"]
-    used = set()
-    for entry in entries.values():
-        for form in [entry, *entry.get("isoforms", [])]:
-            used.update(form["sources"])
-            for other in (form["alphafold"] or {}).get("other_means") or []:
-                used.add(other["source"])
+    used = {  # (an entry's sources include those of its other models' means)
+        name
+        for entry in entries.values()
+        for form in [entry, *entry.get("isoforms", [])]
+        for name in form["sources"]
+    }
     missing = sorted(used - set(records))
     if missing:
         raise BuildError(f"provenance.json says nothing of {', '.join(missing)}")
