@@ -81,7 +81,8 @@ def test_p69905_function_comes_from_uniprot(live: LiveSource) -> None:
 
 def test_p05067_from_afdb_alone(live: LiveSource, server: ReplayServer) -> None:
     """With UniProt 404, the AFDB record gives identity, and the files it names the
-    per-residue confidence and the coordinates (its PAE file is not there: missing)."""
+    per-residue confidence and the coordinates (its PAE file is not there: missing, and
+    the brief says which service did not serve what, never to run it live)."""
     summary = _summary(live.fetch("P05067"))
     bundled = ENTRIES["P05067"]
     assert summary["description"] == bundled["description"]
@@ -104,7 +105,13 @@ def test_p05067_from_afdb_alone(live: LiveSource, server: ReplayServer) -> None:
     structure = analyze_structure(summary)
     assert [u["where"] for u in structure["units"]] == ["30–189", "284–343", "376–569"]
     assert structure["unit_pae"] is None
-    assert any("the PAE file" in m for m in structure["missing"])
+    assert (
+        "the PAE file (checking the units and placing them needs it; AlphaFold DB did not "
+        "serve it for this entry)"
+    ) in structure["missing"]
+    brief = synthesize("P05067", summary, structure)
+    assert "--source live" not in brief  # the run is live: no advice to run it live
+    assert "UniProt did not serve it for this entry" in brief
 
 
 def test_p00221_gets_confidence_model_and_pae_files(live: LiveSource, server: ReplayServer) -> None:
@@ -437,3 +444,81 @@ def test_live_features_and_pae_explain_the_n_terminus_and_place_the_domains(
         f"| first half (built for tests) 50–100 and second half (built for tests) 101–147 | "
         f"{pair['mean_pae']:g} |"
     ) in brief
+
+
+def _p05067_entry(sequence: str, features: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """A UniProt entry of P05067 in the REST shape, built for tests: its sequence and
+    features are the test's own."""
+    return {
+        "entryType": "UniProtKB reviewed (Swiss-Prot)",
+        "primaryAccession": "P05067",
+        "organism": {"scientificName": "Homo sapiens"},
+        "proteinDescription": {"recommendedName": {"fullName": {"value": "Amyloid-beta A4"}}},
+        "sequence": {"value": sequence, "length": len(sequence)},
+        "features": [
+            {
+                "type": kind,
+                "location": {"start": {"value": start}, "end": {"value": end}},
+                "description": f"{kind} (built for tests)",
+            }
+            for kind, start, end in features
+        ],
+    }
+
+
+def _modelled_p05067() -> str:
+    """The sequence AlphaFold DB modelled for P05067, from the recorded record."""
+    records = json.loads(
+        (Path(__file__).parent / "fixtures/recorded/afdb_prediction_P05067.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    [record] = [r for r in records if r["uniprotAccession"] == "P05067"]
+    return str(record["uniprotSequence"])
+
+
+def test_features_of_a_sequence_uniprot_changed_since_the_model_are_placed_by_what_is_shared(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """UniProt numbers its features on its current sequence; the model is of the one
+    AlphaFold DB took when it was built. Here UniProt's has lost residues 290–294 since:
+    a feature before them keeps its numbers, one after them is renumbered for the model
+    (5 more), one across them is not placed, and the brief says so in the model's numbers."""
+    modelled = _modelled_p05067()
+    current = modelled[:289] + modelled[294:]  # built for tests: 290–294 removed
+    features = [("Signal", 1, 17), ("Domain", 371, 564), ("Region", 280, 300)]
+    server.script("/uniprotkb/P05067.json", json_reply(_p05067_entry(current, features)))
+    summary = _summary(live.fetch("P05067"))
+    assert summary["length"] == 765  # UniProt's own
+    structure = analyze_structure(summary)
+    mapped = {f["type"]: f for f in structure["features"]}
+    assert set(mapped) == {"Signal", "Domain"}
+    assert (mapped["Signal"]["start"], mapped["Signal"]["end"]) == (1, 17)
+    assert (mapped["Domain"]["start"], mapped["Domain"]["end"]) == (376, 569)
+    plddt = summary["alphafold"]["plddt"]
+    assert mapped["Domain"]["mean_plddt"] == round(sum(plddt[375:569]) / 194, 2) == 89.47
+    brief = synthesize("P05067", summary, structure)
+    assert summary["uniprot"]["model_sequence"]["shared"] == [(1, 289, 0), (295, 770, -5)]
+    assert (
+        "UniProt's sequence of P05067 (765 residues) is not the one AlphaFold DB modelled "
+        "(770 residues): UniProt has changed it since the model was built, and residue "
+        "numbers here are the model's. Of UniProt's 3 features, the 2 wholly within what "
+        "the two share residue for residue (1–289, 295–770 (290–765 in UniProt)) "
+        "are placed on the model"
+    ) in brief
+    assert "The model covers 770 residues but the sequence has 765" not in brief
+
+
+def test_features_of_the_modelled_sequence_are_placed_as_numbered(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """Where UniProt's sequence is the one modelled, every feature is placed as UniProt
+    numbers it, and no caveat is given about the sequence."""
+    features = [("Signal", 1, 17), ("Region", 280, 300)]
+    entry = _p05067_entry(_modelled_p05067(), features)
+    server.script("/uniprotkb/P05067.json", json_reply(entry))
+    summary = _summary(live.fetch("P05067"))
+    assert "model_sequence" not in summary["uniprot"]
+    structure = analyze_structure(summary)
+    assert [(f["start"], f["end"]) for f in structure["features"]] == [(1, 17), (280, 300)]
+    assert "not the one AlphaFold DB modelled" not in synthesize("P05067", summary, structure)

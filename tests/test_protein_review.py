@@ -44,7 +44,7 @@ def test_a_model_without_annotation_still_says_it_has_no_cofactors(
         "- The model has no ligands, metals or cofactors (AlphaFold DB models the chain "
         "alone), so a site that binds one is predicted without it; which ones this protein "
         "binds is not in this data (UniProt's COFACTOR comment and binding sites would say; "
-        "run with --source live)."
+        "run with --source live to fetch it from UniProt)."
     ) in caveats
 
 

@@ -29,8 +29,8 @@ from lyra.proteins._features import (
 )
 from lyra.proteins._pae import PAE_PLACED, PAE_UNPLACED, RIGID_PAE, unit_verdict
 from lyra.proteins._reasoning import reason
-from lyra.proteins._sources import function_source, named_source, protein_name
-from lyra.proteins._structure import LIVE_HINT, analyze_structure
+from lyra.proteins._sources import fetch_hint, function_source, named_source, protein_name
+from lyra.proteins._structure import analyze_structure
 from lyra.proteins._text import render
 
 __all__ = [
@@ -293,7 +293,7 @@ def _structure_view(
         "domain_pae": s.get("domain_pae"),
         "domains_without_pae": s.get("domain_pae") is None
         and sum(1 for f in features or [] if f["type"] == "Domain") > 1,
-        "live_hint": LIVE_HINT,
+        "live_hint": fetch_hint(summary, "AlphaFold DB"),
         "annotated": _regions(s.get("annotated") or []),
         "mature": [
             {**f, "by_band": _by_band(f["by_band"])}

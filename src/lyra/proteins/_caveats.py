@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lyra.proteins._confidence import figure, span
-from lyra.proteins._sources import named_source
+from lyra.proteins._sources import fetch_hint, named_source
 
 __all__ = ["annotation_caveats", "basis", "critique"]
 
@@ -61,14 +61,15 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     processing, mature products): a brief gives these even when the critique is missing."""
     uniprot = summary.get("uniprot")
     if not isinstance(uniprot, Mapping):
+        hint = fetch_hint(summary, "UniProt")
         return [
             "AlphaFold DB models one chain: partners and oligomers are absent from the model, "
             "and the oligomeric state is not in this data (UniProt's SUBUNIT comment would "
-            "say; run with --source live).",
+            f"say; {hint}).",
             f"{_NO_LIGANDS}; which ones this protein binds is not in this data (UniProt's "
-            "COFACTOR comment and binding sites would say; run with --source live).",
+            f"COFACTOR comment and binding sites would say; {hint}).",
         ]
-    caveats: list[str] = []
+    caveats = _model_sequence_caveat(summary)
     features = list(uniprot.get("features") or [])
     subunit = uniprot.get("subunit")
     dated = f" (annotated {uniprot['date']})" if uniprot.get("date") else ""
@@ -136,7 +137,14 @@ def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> li
                 "different models."
             )
     residues, length = s.get("residues"), summary.get("length")
-    if isinstance(residues, int) and isinstance(length, int) and residues != length:
+    uniprot = summary.get("uniprot")
+    explained = isinstance(uniprot, Mapping) and "model_sequence" in uniprot  # (said below)
+    if (
+        isinstance(residues, int)
+        and isinstance(length, int)
+        and residues != length
+        and not explained
+    ):
         caveats.append(f"The model covers {residues} residues but the sequence has {length}.")
     return caveats
 
@@ -164,16 +172,44 @@ def _isoform_caveat(summary: Mapping[str, Any], canonical: str) -> str:
     shared = uniprot.get("shared_with_canonical") if isinstance(uniprot, Mapping) else None
     if not shared:
         return f"{head}, so none are mapped here."
-    stretches = ", ".join(
-        span(first, last) + ("" if not moved else f" ({span(first + moved, last + moved)} there)")
-        for first, last, moved in shared
-    )
     return (
         f"{head}; those wholly within what this isoform shares with it residue for residue "
-        f"({stretches}) are mapped here, the rest are not (their place in this isoform, if "
-        "any, is not in this data). Its comments (subunit, cofactors) are the entry's, for "
-        "all its isoforms unless they name one."
+        f"({_stretches(shared, 'there')}) are mapped here, the rest are not (their place in "
+        "this isoform, if any, is not in this data). Its comments (subunit, cofactors) are "
+        "the entry's, for all its isoforms unless they name one."
     )
+
+
+def _stretches(shared: list[tuple[int, int, int]], there: str) -> str:
+    """Shared stretches in this brief's numbering, each with its numbers ``there`` where
+    they differ."""
+    return ", ".join(
+        span(first, last) + ("" if not moved else f" ({span(first + moved, last + moved)} {there})")
+        for first, last, moved in shared
+    )
+
+
+def _model_sequence_caveat(summary: Mapping[str, Any]) -> list[str]:
+    """Where UniProt's sequence changed after the model was built: whose numbers the
+    brief uses, and which features it could place."""
+    uniprot = summary.get("uniprot")
+    if not isinstance(uniprot, Mapping) or not isinstance(uniprot.get("model_sequence"), Mapping):
+        return []
+    modelled = uniprot["model_sequence"]
+    head = (
+        f"UniProt's sequence of {summary.get('uniprot_id')} ({summary.get('length')} residues) "
+        f"is not the one AlphaFold DB modelled ({modelled['length']} residues): UniProt has "
+        "changed it since the model was built, and residue numbers here are the model's."
+    )
+    placed, total = len(uniprot.get("features") or ()), modelled["features"]
+    if not modelled["shared"]:
+        return [f"{head} The two share no stretch, so none of UniProt's features is placed."]
+    return [
+        f"{head} Of UniProt's {total} features, the {placed} wholly within what the two "
+        f"share residue for residue ({_stretches(modelled['shared'], 'in UniProt')}) are "
+        "placed on the model; the rest are not (where they lie on the modelled sequence, "
+        "the data do not say)."
+    ]
 
 
 def critique(

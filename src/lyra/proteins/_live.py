@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
-from lyra.proteins._features import read_features
+from lyra.proteins._features import carried_to_isoform, read_features
 from lyra.proteins._modelfiles import read_confidence, read_model, read_pae
 from lyra.proteins._profile import model_profile
 from lyra.proteins._sources import (
@@ -266,6 +266,8 @@ class LiveSource:
             summary["isoform_of"] = canonical
         if uniprot is not None:
             summary["uniprot"] = _annotation(uniprot, uniprot_url)
+            modelled = text_or_none(model.get("uniprotSequence")) if model else None
+            _place_on_model(summary, text_or_none(dig(uniprot, "sequence", "value")), modelled)
         if model is not None and summary["alphafold"] is not None:
             self._model_files(accession, model, summary)
         return summary
@@ -371,6 +373,26 @@ def _malformed(service: str, accession: str, what: str) -> TransientError:
     return TransientError(
         f"{service} returned a malformed response for {accession}: {what}", status=502
     )
+
+
+def _place_on_model(summary: ProteinSummary, current: str | None, modelled: str | None) -> None:
+    """UniProt's features are numbered on its current sequence; the model is of the
+    sequence AlphaFold DB took from UniProt when it was built. Where UniProt has changed
+    the sequence since, only the features wholly within what the two share residue
+    for residue are placed on the model, renumbered for it (as an isoform's are)."""
+    annotation = summary["uniprot"]
+    if annotation is None or not current or not modelled or current == modelled:
+        return
+    features, shared = carried_to_isoform(annotation["features"], current, modelled)
+    summary["uniprot"] = {
+        **annotation,
+        "features": features,
+        "model_sequence": {
+            "length": len(modelled),
+            "shared": shared,
+            "features": len(annotation["features"]),
+        },
+    }
 
 
 def _merge(

@@ -16,6 +16,7 @@ from typing import Any, Final
 from lyra.proteins._confidence import BAND_NAMES, band_of, figure, span
 from lyra.proteins._features import EXPLAIN_OVERLAP
 from lyra.proteins._pae import RIGID_PAE, unit_verdict
+from lyra.proteins._sources import fetch_hint
 from lyra.proteins._units import MIN_UNIT_LENGTH
 
 __all__ = ["reason"]
@@ -202,8 +203,8 @@ def _below_line(seg: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
         parts.append(
             f"UniProt names the protein {targeted.group(1).lower()}, imported into the "
             "organelle: most such proteins are made with an N-terminal transit peptide, "
-            "cleaved on import, which this stretch may be (UniProt's features would say: "
-            "run with --source live)"
+            "cleaved on import, which this stretch may be (UniProt's features would say; "
+            f"{fetch_hint(summary, 'UniProt')})"
         )
     return "; ".join(p for p in parts if p) + "."
 

@@ -22,10 +22,12 @@ from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_check
 __all__ = [
     "AlphaFoldData",
     "Fractions",
+    "ModelSequence",
     "NotFound",
     "ProteinSource",
     "ProteinSummary",
     "UniProtData",
+    "fetch_hint",
     "finite_number",
     "function_source",
     "named_source",
@@ -61,6 +63,14 @@ class AlphaFoldData(TypedDict):
     other_means: list[dict[str, Any]]  # other models' means in the data: version, value, source
 
 
+class ModelSequence(TypedDict):
+    """The sequence a model was built on, where UniProt's has changed since."""
+
+    length: int  # the modelled sequence's residues
+    shared: list[tuple[int, int, int]]  # stretches shared residue for residue (first, last, shift)
+    features: int  # UniProt's features before only those within ``shared`` were kept
+
+
 class UniProtData(TypedDict):
     """The UniProt entry's annotation: its features and the comments caveats use."""
 
@@ -72,6 +82,9 @@ class UniProtData(TypedDict):
     features: list[dict[str, Any]]
     subunit: str | None
     cofactors: list[str]
+    # an isoform's: the stretches it shares with the canonical sequence (as ``shared``)
+    shared_with_canonical: NotRequired[list[tuple[int, int, int]]]
+    model_sequence: NotRequired[ModelSequence]  # when the model's sequence is not UniProt's
 
 
 class EntrySummary(TypedDict):
@@ -144,6 +157,14 @@ def named_source(name: str) -> str:
     if "secondary" in name:
         return f"{name}: a lower-trust secondary source, figures quoted elsewhere"
     return name
+
+
+def fetch_hint(summary: Mapping[str, Any], service: str) -> str:
+    """How to get what ``service`` (``"AlphaFold DB"``, ``"UniProt"``) would give: fetch it
+    live, or, on a live run, that it did not give it."""
+    if summary.get("source") == "live":
+        return f"{service} did not serve it for this entry"
+    return f"run with --source live to fetch it from {service}"
 
 
 def protein_name(summary: Mapping[str, Any]) -> str | None:

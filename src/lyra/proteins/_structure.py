@@ -17,11 +17,11 @@ from typing import Any
 
 from lyra.proteins._confidence import BANDS, band_of, mean
 from lyra.proteins._features import crossing, explaining, label, map_features
-from lyra.proteins._sources import finite_number, named_source
+from lyra.proteins._sources import fetch_hint, finite_number, named_source
+
+LIVE_HINT = fetch_hint({}, "AlphaFold DB")  # "run with --source live to fetch it …"
 
 __all__ = ["analyze_structure", "fractions_of", "per_residue"]
-
-LIVE_HINT = "run with --source live to fetch it from AlphaFold DB"
 
 
 def per_residue(value: object) -> list[float] | None:
@@ -70,22 +70,20 @@ def _missing(alphafold: Mapping[str, Any], summary: Mapping[str, Any]) -> list[s
     """What the analysis could not use, and how to get it."""
     missing: list[str] = []
     profile = alphafold.get("profile") or {}
+    hint = fetch_hint(summary, "AlphaFold DB")
     if per_residue(alphafold.get("plddt")) is None:
         missing.append(
-            "per-residue pLDDT (segments, units and features cannot be located without it; "
-            f"{LIVE_HINT})"
+            f"per-residue pLDDT (segments, units and features cannot be located without it; {hint})"
         )
     else:
         if profile.get("units") is None:
-            missing.append(f"the model's coordinates (structural units need them; {LIVE_HINT})")
+            missing.append(f"the model's coordinates (structural units need them; {hint})")
         if profile.get("unit_pae") is None:
-            missing.append(
-                f"the PAE file (checking the units and placing them needs it; {LIVE_HINT})"
-            )
+            missing.append(f"the PAE file (checking the units and placing them needs it; {hint})")
     if summary.get("uniprot") is None and not summary.get("isoform_of"):
         missing.append(
-            "a UniProt entry with features (domains, regions, sites); run with --source live "
-            "to fetch it from UniProt"
+            "a UniProt entry with features (domains, regions, sites); "
+            + fetch_hint(summary, "UniProt")
         )
     return missing
 
