@@ -52,7 +52,7 @@ def test_entry_names_and_secondary_accessions_resolve_with_a_note(
         "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: analysed as P04637",
         "Q15086 is a secondary accession of P04637 (P53_HUMAN) in the bundled data: "
         "analysed as P04637",
-        "P04637 was requested more than once: analysed once",
+        "P53_HUMAN and Q15086 name the same protein, P04637: analysed once",
         "A4_HUMAN is the UniProt entry name of P05067 in the bundled data: analysed as P05067",
     ]
     status, text, _ = run_cli(["analyze", "P53_HUMAN", "--run-dir", str(tmp_path / "t")], capsys)
@@ -71,6 +71,29 @@ def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
     assert sorted(_analysed(out)) == ["P04637", "P05067"]
     assert json.loads(out)["summary"]["total_requested"] == 2  # distinct proteins
     assert json.loads(out)["notes"] == ["P05067 was requested more than once: analysed once"]
+
+
+def test_the_note_on_a_protein_asked_for_by_several_names_names_each_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note on a protein requested again names what was typed, each spelling once (in
+    capitals, as IDs are read), and a name resolved twice is noted as resolved once."""
+    argv = ["analyze", "P53_HUMAN", "q15086", "P53_HUMAN", "P04637", "Q15086", "--json"]
+    status, out, _ = run_cli([*argv, "--structure-only", "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    assert _analysed(out) == ["P04637"]
+    assert json.loads(out)["notes"] == [
+        "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: analysed as P04637",
+        "Q15086 is a secondary accession of P04637 (P53_HUMAN) in the bundled data: "
+        "analysed as P04637",
+        "P53_HUMAN, Q15086 and P04637 name the same protein, P04637: analysed once",
+    ]
+    argv = ["analyze", "P53_HUMAN", "p53_human", "--json", "--structure-only"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path / "again")], capsys)
+    assert json.loads(out)["notes"] == [
+        "P53_HUMAN is the UniProt entry name of P04637 in the bundled data: analysed as P04637",
+        "P53_HUMAN was requested more than once: analysed once",
+    ]
 
 
 MODEL_ENTRY_NAMES = [

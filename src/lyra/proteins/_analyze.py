@@ -509,9 +509,9 @@ class _Input:
 
     def __init__(self, ids: Iterable[object]) -> None:
         self._raw = iter([ids] if isinstance(ids, str) else ids)
-        self._seen: set[str] = set()
-        self._pending: deque[str] = deque()
-        self._repeated: set[str] = set()  # (those noted: no more than NOTES_KEPT)
+        self._given: dict[str, list[str]] = {}  # each ID's spellings (in capitals), in order
+        self._pending: deque[tuple[str, str]] = deque()  # (ID, as given)
+        self._repeated: dict[str, int] = {}  # a repeated ID's note, by its place in notes
         self.notes: list[str] = []
         """One line per ID resolved to another or requested again (the first
         :data:`NOTES_KEPT`)."""
@@ -524,25 +524,38 @@ class _Input:
             while not self._pending:
                 raw = next(self._raw)
                 if not isinstance(raw, str):
-                    self._pending.append(valid_text(safe_str(raw)))
+                    text = valid_text(safe_str(raw))
+                    self._pending.append((text, text))
                     continue
                 for part in split_ids(raw):
                     protein_id, note = resolve_protein_id(part)
-                    self._pending.append(valid_text(protein_id))
-                    if note is not None and len(self.notes) < NOTES_KEPT:
+                    self._pending.append((valid_text(protein_id), part.upper()))
+                    if note is not None and note not in self.notes and len(self.notes) < NOTES_KEPT:
                         self.notes.append(note)
                         events.info(events.PROTEIN_ID_RESOLVED, given=part, subject=protein_id)
-            protein_id = self._pending.popleft()
-            if protein_id not in self._seen:
-                self._seen.add(protein_id)
+            protein_id, given = self._pending.popleft()
+            if protein_id not in self._given:
+                self._given[protein_id] = [given]
                 return protein_id
-            self._again(protein_id)
+            self._again(protein_id, given)
 
-    def _again(self, protein_id: str) -> None:
-        """``protein_id`` was requested again: analysed once, and said so once."""
-        if protein_id not in self._repeated and len(self.notes) < NOTES_KEPT:
-            self._repeated.add(protein_id)
-            self.notes.append(f"{protein_id} was requested more than once: analysed once")
+    def _again(self, protein_id: str, given: str) -> None:
+        """``protein_id`` was requested again (as ``given``): analysed once, and one note
+        says so, naming each spelling that asked for it."""
+        spellings = self._given[protein_id]
+        if given not in spellings:
+            spellings.append(given)
+        if len(spellings) == 1:
+            note = f"{spellings[0]} was requested more than once: analysed once"
+        else:
+            names = f"{', '.join(spellings[:-1])} and {spellings[-1]}"
+            note = f"{names} name the same protein, {protein_id}: analysed once"
+        at = self._repeated.get(protein_id)
+        if at is not None:
+            self.notes[at] = note
+        elif len(self.notes) < NOTES_KEPT:
+            self._repeated[protein_id] = len(self.notes)
+            self.notes.append(note)
 
 
 def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
