@@ -275,9 +275,14 @@ async def test_an_answered_question_goes_on_in_the_same_attempt_and_is_not_idle(
 
 
 async def test_an_unanswered_question_is_input_required_with_the_question_in_the_report() -> None:
-    """Without an answerer (or with one that has no answer) the attempt ends as
-    missing_context / input_required, the question in the report and its metadata."""
-    for answer in (None, lambda question: None):
+    """Without an answerer (or with one that has no answer, or a blank one) the attempt
+    ends as missing_context / input_required, the question in the report and its
+    metadata."""
+
+    async def blank(question: str) -> str:
+        return " \n"
+
+    for answer in (None, lambda question: None, lambda question: "", blank):
         parsed = parse_report(
             await adelegate_task("Analyse p53", child=asks_organism, answer=answer)
         )

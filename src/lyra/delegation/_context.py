@@ -417,7 +417,7 @@ class ChildContext:
         attempt of the task received comes back at once. Without anyone to answer
         (or when the answerer has none), the attempt ends as ``missing_context`` /
         ``input_required`` with the question in its report, and a later attempt
-        that carries the answer gets it here."""
+        that carries the answer gets it here. A blank answer is none."""
         question = safe_str(question).strip()
         if not question:
             raise ValueError("ctx.ask needs a question")
@@ -430,8 +430,9 @@ class ChildContext:
                 if inspect.isawaitable(reply):
                     reply = await reply
             self.asking = None  # (left set when the wait ends otherwise: the report names it)
-            if reply is not None:
-                known = self.answers[question] = safe_str(reply)
+            text = safe_str(reply) if reply is not None else ""
+            if text.strip():  # (a blank is no answer: the question stays open)
+                known = self.answers[question] = text
         events.info(
             events.QUESTION_ASKED,
             session_id=self.session_id,
