@@ -252,6 +252,17 @@ async def test_an_impossible_charge_is_the_childs_bug(amount: dict[str, Any]) ->
     assert "must be" in result.failure.message
 
 
+@pytest.mark.parametrize(
+    "limit",
+    [{"max_cost_usd": "2"}, {"max_tokens": "1000"}, {"max_turns": True}, {"max_tool_calls": 2.0}],
+)
+def test_a_limit_that_is_not_a_number_of_its_kind_is_refused(limit: dict[str, Any]) -> None:
+    """A budget is strict: a string, a bool, or a fraction for a count is refused with
+    the field it is in, never read as the number it might have meant."""
+    with pytest.raises(ValueError, match=next(iter(limit))):
+        Budget(**limit)
+
+
 async def test_a_spent_budget_stops_every_attempt_before_it_starts() -> None:
     """Once the tree's account is spent, a new delegation fails without running the child."""
     ran: list[str] = []

@@ -27,9 +27,11 @@ from lyra.delegation._models import builder
 
 
 class Budget(BaseModel):
-    """Limits for a delegation tree; ``None`` means no limit on that measure."""
+    """Limits for a delegation tree; ``None`` means no limit on that measure.
 
-    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
+    Strict: a limit is a number (a whole one for counts), never a string or a bool."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", strict=True)
 
     max_tokens: int | None = Field(None, ge=0, description="Input plus output tokens.")
     max_cost_usd: float | None = Field(
