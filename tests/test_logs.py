@@ -980,6 +980,37 @@ def test_a_blocker_naming_its_own_subject_masks_it_whatever_its_shape() -> None:
     assert stats.top_blockers == [("Protein <id> not found", 3)]
 
 
+def test_the_blocker_table_fits_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blocker of 200 characters is wrapped to the terminal's width (its further lines
+    indented), its count still on its first line, aligned with the others'."""
+    long = "The upstream service refused the request because " + "the quota " * 15
+    log = tmp_path / "events.jsonl"
+    log.write_text(
+        "\n".join(
+            [
+                failed(session_id="child-1", blocked_on=long),
+                failed(session_id="child-2", blocked_on=long),
+                failed(session_id="child-3", blocked_on="Disk full"),
+            ]
+        )
+        + "\n"
+    )
+    monkeypatch.setenv("COLUMNS", "60")
+    assert run_cli(["logs", "stats", str(log)]) == 0
+    out = capsys.readouterr().out
+    rows = out[out.index("top blockers") :].split("\n\n")[0].splitlines()
+    assert max(len(row) for row in rows) <= 60
+    assert rows[1].startswith("The upstream service refused")
+    assert rows[1].endswith("  2")
+    assert rows[2].startswith("  ")
+    assert rows[-1] == f"{'Disk full'.ljust(len(rows[1]) - 3)}  1"
+    counted = [row for row in rows if not row.startswith("  ")]
+    assert len({len(row) for row in counted}) == 1  # the counts aligned
+    assert " ".join(row.strip().removesuffix("  2").strip() for row in rows[1:-1]) == long.strip()
+
+
 def _events(*lines: str) -> list[Event]:
     return list(iter_events(lines, source="mem"))
 

@@ -12,7 +12,9 @@ import errno
 import json
 import math
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -310,10 +312,26 @@ def format_stats(stats: FailureStats) -> str:
     if errors:
         lines += ["", *_rows(["error type", "failed"], errors)]
     if stats.top_blockers:
-        lines += ["", *_rows(["top blockers", "failed"], stats.top_blockers)]
+        lines += ["", *_blocker_rows(stats.top_blockers, shutil.get_terminal_size().columns)]
     if stats.by is not None:
         lines += ["", *_breakdown_rows(stats)]
     return "\n".join(lines)
+
+
+def _blocker_rows(blockers: Sequence[tuple[str, int]], columns: int) -> list[str]:
+    """The blockers and their counts, each blocker wrapped to fit ``columns`` (its
+    further lines indented): a blocker may be 200 characters long."""
+    count = max(len("failed"), *(len(str(n)) for _, n in blockers))
+    room = max(24, columns - count - 2)
+    wrapped = [
+        (textwrap.wrap(text, room, subsequent_indent="  ") or [""], n) for text, n in blockers
+    ]
+    width = max(len("top blockers"), *(len(line) for lines, _ in wrapped for line in lines))
+    rows = [f"{'top blockers'.ljust(width)}  {'failed'.rjust(count)}"]
+    for lines, n in wrapped:
+        rows.append(f"{lines[0].ljust(width)}  {str(n).rjust(count)}")
+        rows += lines[1:]
+    return rows
 
 
 def _category_rows(stats: FailureStats) -> list[str]:
