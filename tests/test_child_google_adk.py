@@ -101,7 +101,7 @@ async def test_a_turn_budget_holds_across_parallel_agents() -> None:
 
 async def test_a_loop_agents_own_limit_counts_every_model_call() -> None:
     """A LoopAgent without an end keeps asking; ADK's max_llm_calls (RunConfig) stops it,
-    timeout/budget, never a success."""
+    timeout/budget, never a success; the request ADK refuses is not charged a turn."""
 
     def runaway() -> Any:
         while True:
@@ -114,7 +114,7 @@ async def test_a_loop_agents_own_limit_counts_every_model_call() -> None:
     result = await delegate(child)
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
     assert "LlmCallsLimitExceededError" in result.failure.evidence
-    assert len(model.requests) == 3
+    assert len(model.requests) == result.usage.turns == 3  # the refused one is not charged
 
 
 # -- the result ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@ inherits.
 
 - ``before_model_callback``: the shared meter's block check, unpriced refusal
   and turn charged ahead (ADK calls it before it counts the call toward
-  ``max_llm_calls``, so a refused request is neither sent nor counted);
+  ``max_llm_calls``, so a request lyra refuses is neither sent nor counted, and
+  one ADK is about to refuse for its own limit is not charged);
 - ``after_model_callback``: the response's ``usage_metadata`` charged (a
   streamed chunk is a heartbeat);
 - ``before_tool_callback`` / ``after_tool_callback`` / ``on_tool_error_callback``:
@@ -136,6 +137,19 @@ def _bytes(part: types.Part) -> int:
     return size
 
 
+def _refused_by_adk(callback_context: Any) -> bool:
+    """True when ADK will refuse this request itself, right after the callbacks: its
+    ``RunConfig.max_llm_calls`` is reached (it counts a call only then, so lyra charges
+    no turn for it). Read from ADK's private counter; where a later ADK moves it,
+    False: the refused request is charged a turn, and the test of it fails."""
+    invocation = getattr(callback_context, "_invocation_context", None)
+    made = getattr(
+        getattr(invocation, "_invocation_cost_manager", None), "_number_of_llm_calls", None
+    )
+    limit = getattr(getattr(invocation, "run_config", None), "max_llm_calls", None)
+    return type(made) is int and type(limit) is int and 0 < limit <= made
+
+
 class Limits(BasePlugin):
     """lyra's plugin: the tree's limits and progress in every run of the app."""
 
@@ -146,7 +160,9 @@ class Limits(BasePlugin):
         self, *, callback_context: Any, llm_request: LlmRequest
     ) -> LlmResponse | None:
         attempt: Attempt | None = current_run.get()
-        if attempt is not None:
+        if attempt is not None and _refused_by_adk(callback_context):
+            attempt.ctx.raise_if_stopped()  # (else ADK's refusal ends the run)
+        elif attempt is not None:
             model, agent = llm_request.model, callback_context.agent_name  # (a property)
             attempt.models[agent] = model
             meter = attempt.meter
