@@ -481,6 +481,24 @@ def test_a_brief_without_its_critique_still_gives_what_the_entry_says_to_beware_
     assert "Membrane segments (1214–1234)" in caveats
 
 
+def test_an_abridged_subunit_comment_keeps_what_it_says_of_the_oligomeric_state() -> None:
+    """APP's SUBUNIT comment (1,700 characters in the 2025 flat file) names a dozen
+    partners before "Homodimerizes; …": the caveat about oligomers keeps that sentence
+    whole, says where sentences were left out, and keeps p53's "homotetramer"."""
+    from Bio import SwissProt
+
+    with (RAW / "uniprot_P05067_flatfile_2025.txt").open(encoding="utf-8") as handle:
+        entry = SwissProt.read(handle)
+    subunit = next(c for c in entry.comments if c.startswith("SUBUNIT: Binds"))
+    [dimer] = [s for s in re.split(r"(?<=\.) ", subunit) if s.startswith("Homodimerizes")]
+    assert subunit.index(dimer) > 900
+    *_, result = _pipeline("P05067")
+    [caveat] = [c for c in result["caveats"] if "UniProt SUBUNIT" in c]
+    assert f"UniProt SUBUNIT (annotated 2025-04-09): … {dimer} … (abridged;" in caveat
+    *_, p53 = _pipeline("P04637")
+    assert any("Binds DNA as a homotetramer." in c for c in p53["caveats"])
+
+
 def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to_the_pdb() -> None:
     """P0DTC2's bundled data name its AlphaFold DB entry but hold no pLDDT: the failure
     says AlphaFold DB models it and how to fetch it, and the advice is --source live,

@@ -13,6 +13,7 @@ the annotation's date, and what is missing. ``basis`` replaces any
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -34,16 +35,39 @@ _NO_LIGANDS: Final = (
     "so a site that binds one is predicted without it"
 )
 _SUBUNIT_CHARS: Final = 300
-"""A SUBUNIT comment longer than this is cut at a sentence (the entry has the rest)."""
+"""A SUBUNIT comment longer than this is abridged to whole sentences (the entry has the rest)."""
+_SENTENCE_END: Final = re.compile(r"(?<=\.)\s+(?=[A-Z\[])")
+_OLIGOMER: Final = re.compile(
+    r"(?i)(?:mono|di|tri|tetra|penta|hexa|hepta|octa|oligo|multi|homo|hetero)-?mer|"
+    r"(?:di|tri|tetra|oligo|multi)meri[sz]"
+)
+"""A sentence that states an oligomeric state (monomer, homodimer, heterotrimer,
+oligomerizes, …)."""
 
 
 def _abridged(text: str) -> str:
-    """``text`` up to its last full sentence within :data:`_SUBUNIT_CHARS` characters."""
+    """``text`` in whole sentences within :data:`_SUBUNIT_CHARS` characters: those that
+    state the oligomeric state first (what the caveat is for: APP's "Homodimerizes"
+    comes after a dozen sentences of partners), then the others from the first while
+    they fit, shown in the entry's order with "…" where sentences were left out."""
     if len(text) <= _SUBUNIT_CHARS:
         return text
-    cut = text.rfind(". ", 0, _SUBUNIT_CHARS)
-    kept = text[: cut + 1] if cut > 0 else text[:_SUBUNIT_CHARS]
-    return f"{kept} (abridged; the entry has the rest)"
+    sentences = _SENTENCE_END.split(text)
+    ranked = sorted(range(len(sentences)), key=lambda i: (not _OLIGOMER.search(sentences[i]), i))
+    kept: set[int] = set()
+    size = 0
+    for i in ranked:
+        if size + len(sentences[i]) > _SUBUNIT_CHARS:
+            if not _OLIGOMER.search(sentences[i]):
+                break  # (the others only from the start: no scattered fragments)
+            continue
+        kept.add(i)
+        size += len(sentences[i]) + 1
+    if not kept:
+        return f"{text[:_SUBUNIT_CHARS]}… (abridged; the entry has the rest)"
+    parts = [sentences[i] if i in kept else "…" for i in range(len(sentences))]
+    shown = " ".join(p for n, p in enumerate(parts) if p != "…" or n == 0 or parts[n - 1] != "…")
+    return f"{shown} (abridged; the entry has the rest)"
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
