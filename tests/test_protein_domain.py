@@ -478,7 +478,7 @@ def test_a_brief_without_its_critique_still_gives_what_the_entry_says_to_beware_
     assert "Critique unavailable. What the UniProt entry alone says to beware of:" in caveats
     assert "Homotrimer" in caveats
     assert "signal peptide 1–12 is removed in the mature protein" in caveats
-    assert "Membrane segments (1214–1234)" in caveats
+    assert "AlphaFold DB models membrane segments (1214–1234) without a membrane" in caveats
 
 
 def test_an_abridged_subunit_comment_keeps_what_it_says_of_the_oligomeric_state() -> None:

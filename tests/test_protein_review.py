@@ -20,8 +20,8 @@ from raw_proteins import RAW, app_flat_file, brief_of, mean_of, raw_plddt
 
 @pytest.fixture(scope="module")
 def everything() -> AnalysisOutput:
-    """One run over every bundled protein and APP's isoform 2."""
-    return analyze_sync([*OfflineSource().ids(), "P05067-2"], timeout=30)
+    """One run over every bundled protein and APP's isoforms 2 and 4."""
+    return analyze_sync([*OfflineSource().ids(), "P05067-2", "P05067-4"], timeout=30)
 
 
 def _line(brief: str, start: str) -> str:
@@ -70,9 +70,32 @@ def test_the_annotated_ligands_and_the_processing_are_read_from_the_flat_file(
     [signal] = [f for f in entry.features if f.type == "SIGNAL"]
     where = f"{int(signal.location.start) + 1}–{int(signal.location.end)}"
     assert (
-        f"- Processing: the model is of the full precursor; signal peptide {where} is removed "
-        "in the mature protein, so its confidence does not describe it."
+        f"- Processing: AlphaFold DB's model is of the full precursor; signal peptide {where} is "
+        "removed in the mature protein, so its confidence does not describe it."
     ) in caveats
+
+
+def test_chains_cut_from_one_precursor_are_not_called_separate_molecules(
+    everything: AnalysisOutput,
+) -> None:
+    """APP's 15 chains and peptides overlap (the mature chain 18–770 and its pieces): they
+    are cut from the one precursor the model is of, and the brief claims nothing of how
+    they fold or associate once cut; an isoform counts those it carries, not UniProt's."""
+    chains = [  # from the raw flat file
+        f"{int(f.location.start) + 1}–{int(f.location.end)}"
+        for f in app_flat_file().features
+        if f.type in ("CHAIN", "PEPTIDE")
+    ]
+    assert len(chains) == 15
+    caveats = brief_of(everything, "P05067").split("## Caveats")[1]
+    assert (
+        f"- UniProt lists 15 chains or peptides ({', '.join(chains)}), some "
+        "overlapping (a chain and the pieces it is cut into, or alternative cuts). They are "
+        "cut from one precursor, which is what AlphaFold DB models;"
+    ) in caveats
+    assert "separate molecules" not in caveats
+    isoform = brief_of(everything, "P05067-4").split("## Caveats")[1]
+    assert "Of UniProt's chains or peptides, 12 lie wholly in the residues mapped here" in isoform
 
 
 # --------------------------------------------------------------------------- PAE claims

@@ -120,8 +120,9 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
         caveats.append(
-            f"Membrane segments ({_ranges(membrane)}) are modelled without a membrane: their "
-            "placement relative to the rest of the protein is not constrained by a bilayer."
+            f"AlphaFold DB models membrane segments ({_ranges(membrane)}) without a membrane: "
+            "their placement relative to the rest of the protein is not constrained by a "
+            "bilayer."
         )
     processed = [f for f in features if f["type"] in _PROCESSED_NAMES]
     if processed:
@@ -130,17 +131,44 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
         )
         one = len(processed) == 1
         caveats.append(
-            f"Processing: the model is of the full precursor; {kinds} {'is' if one else 'are'} "
-            f"removed in the mature protein, so {'its' if one else 'their'} confidence does not "
-            "describe it."
+            f"Processing: AlphaFold DB's model is of the full precursor; {kinds} "
+            f"{'is' if one else 'are'} removed in the mature protein, so "
+            f"{'its' if one else 'their'} confidence does not describe it."
         )
     chains = [f for f in features if f["type"] in ("Chain", "Peptide")]
     if len(chains) > 1:
-        caveats.append(
-            f"UniProt lists {len(chains)} chains or peptides ({_ranges(chains)}): the mature "
-            "products are separate molecules, modelled here as one chain."
-        )
+        caveats.append(_chains_caveat(summary, chains))
     return caveats
+
+
+def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]]) -> str:
+    """Several chains or peptides: cut from the one precursor AlphaFold DB models. Some
+    may overlap (alternative cleavages, or the whole mature chain beside its pieces),
+    and some stay associated once cut: neither is in the model."""
+    ordered = sorted(chains, key=lambda f: (int(f["start"]), int(f["end"])))
+    overlapping = any(
+        int(later["start"]) <= int(earlier["end"])
+        for n, earlier in enumerate(ordered)
+        for later in ordered[n + 1 :]
+    )
+    uniprot = summary.get("uniprot") or {}
+    carried = (uniprot.get("shared_with_canonical") or uniprot.get("model_sequence")) is not None
+    listed = (
+        f"Of UniProt's chains or peptides, {len(chains)} lie wholly in the residues mapped here"
+        if carried
+        else f"UniProt lists {len(chains)} chains or peptides"
+    )
+    return (
+        f"{listed} ({_ranges(chains)})"
+        + (
+            ", some overlapping (a chain and the pieces it is cut into, or alternative cuts)"
+            if overlapping
+            else ""
+        )
+        + ". They are cut from one precursor, which is what AlphaFold DB models; how each "
+        "product folds once cut, and whether the products stay associated, the model does "
+        "not say."
+    )
 
 
 def _consistency_caveats(summary: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
