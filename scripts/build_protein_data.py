@@ -369,6 +369,21 @@ def _comment(comments: list[str], topic: str) -> str | None:
     return text[:-1] if text.endswith("..") else text
 
 
+_DISPLAYED = re.compile(r"IsoId=([A-Z0-9]+-\d+)(?:, [A-Z0-9-]+)*; Sequence=Displayed")
+"""The isoform an ALTERNATIVE PRODUCTS comment says the entry displays (its sequence)."""
+
+
+def _displayed_isoform(comments: list[str], accession: str) -> str | None:
+    """The isoform accession (``P05067-1``) whose sequence the entry displays, its
+    canonical sequence, where the entry lists isoforms."""
+    for comment in comments:
+        if comment.startswith("ALTERNATIVE PRODUCTS:"):
+            found = _DISPLAYED.search(comment)
+            if found and found.group(1).partition("-")[0] == accession:
+                return found.group(1)
+    return None
+
+
 def read_flatfile(rec: Record, path: Path, name: str) -> None:
     """Offer the names, features and comments of a UniProtKB flat-file entry (Biopython's
     parser). UniProt changed its DT and ID lines together (release 7.0, 2006): an old
@@ -384,6 +399,7 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
     rec.add("sequence", sequence, name, R_FASTA)
     rec.add("entry_name", entry.entry_name, name, R_UNIPROT)
     rec.add("secondary_accessions", list(entry.accessions[1:]), name, R_UNIPROT)
+    rec.add("displayed_isoform", _displayed_isoform(entry.comments, rec.accession), name, R_UNIPROT)
     date, number = entry.annotation_update
     current = entry.data_class in ("Reviewed", "Unreviewed")
     features = []
@@ -779,6 +795,9 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
         ),
     }
     used.update(source for _, source, _ in rec.cands.get("secondary_accessions", []))
+    displayed = take("displayed_isoform")
+    if displayed is not None:
+        entry["displayed_isoform"] = displayed
 
     # Per-residue pLDDT: derived files win; model files must agree with them.
     plddt = take("plddt")
@@ -957,7 +976,11 @@ def check_aliases(entries: dict[str, Any]) -> None:
     own accession: the offline source resolves them to their primary accession."""
     seen: dict[str, str] = {}
     for acc, entry in entries.items():
-        for alias in [entry["entry_name"], *entry["secondary_accessions"]]:
+        for alias in [
+            entry["entry_name"],
+            *entry["secondary_accessions"],
+            entry.get("displayed_isoform"),
+        ]:
             if alias is None:
                 continue
             if alias in entries or seen.setdefault(alias, acc) != acc:

@@ -19,6 +19,7 @@ from lyra.proteins import (
 )
 from lyra.proteins import _pipeline as pipeline
 from lyra.recovery import record_waits
+from raw_proteins import RAW
 
 pytestmark = pytest.mark.anyio
 
@@ -529,9 +530,9 @@ def test_an_id_written_another_way_says_which_accession_to_give(given: str, hint
 
 
 def test_an_isoform_the_data_do_not_hold_names_what_they_do() -> None:
-    """P04637-1 (usually the canonical sequence, which AlphaFold DB files as P04637) is
-    not analysed as P04637 behind the user's back: the failure names the canonical
-    accession to give, and the isoforms that are bundled."""
+    """The offline source itself analyses no isoform as another: P04637-1 (which the
+    analysis resolves to P04637 with a note, its flat file displaying it) fails here
+    naming the canonical accession; P05067-3 names the models AlphaFold DB has."""
     from lyra.proteins import OfflineSource
 
     one = OfflineSource().fetch("p04637-1")
@@ -542,4 +543,30 @@ def test_an_isoform_the_data_do_not_hold_names_what_they_do() -> None:
     )
     three = OfflineSource().fetch("P05067-3")
     assert "error" in three
-    assert "and its isoforms P05067-2, P05067-4" in three["error"]
+    assert three["error"].startswith(  # the bundled AlphaFold DB record lists every model
+        "Protein P05067-3 not found in AlphaFold DB's record of P05067 in the bundled data: "
+        "AlphaFold DB has no model of it, only of P05067 (the canonical sequence) and its "
+        "isoforms P05067-2, P05067-4,"
+    )
+    assert "--source live" not in three["error"]
+
+
+def test_the_isoform_an_entry_displays_is_its_accession_and_one_it_lacks_has_no_model() -> None:
+    """P05067-1 is the isoform APP's flat file displays (its canonical sequence): it is
+    analysed as P05067, with a note; P05067-3, which AlphaFold DB's record does not
+    model, is sent to the PDB's page of the entry, not to a live run."""
+    from lyra.proteins import analyze_sync
+    from lyra.proteins._next import next_steps
+
+    flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="ascii")
+    assert "IsoId=P05067-1; Sequence=Displayed;" in flat
+    output = analyze_sync(["P05067-1", "P05067-3"], structure_only=True, timeout=10)
+    assert [a.protein_id for a in output.completed_analyses] == ["P05067"]
+    assert output.notes == [
+        "P05067-1 is the isoform UniProt's entry P05067 displays (its canonical sequence) "
+        "in the bundled data: analysed as P05067"
+    ]
+    assert next_steps(output.failed_analyses) == [
+        "No AlphaFold DB model: look for experimental structures in the PDB: P05067-3 "
+        "(https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/P05067)"
+    ]

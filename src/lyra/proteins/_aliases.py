@@ -1,7 +1,8 @@
 """IDs a scientist types, resolved to the primary accession the data use.
 
-UniProt entry names (``P53_HUMAN``) and secondary accessions (``Q15086``, an
-accession merged into ``P04637``) that the bundled data record are resolved to
+UniProt entry names (``P53_HUMAN``), secondary accessions (``Q15086``, an
+accession merged into ``P04637``) and the isoform an entry displays as its
+canonical sequence (``P05067-1``) that the bundled data record are resolved to
 their primary accession, with a one-line note saying so. A comma-joined
 argument (``"P04637,P05067"``) is several IDs, never one with half of it lost.
 A gene name (``TP53``) is not resolved -- one gene name belongs to many organisms'
@@ -33,6 +34,13 @@ def _aliases() -> dict[str, tuple[str, str]]:
         for secondary in entry.get("secondary_accessions") or ():
             of = f"{accession} ({name})" if name else accession
             found[secondary] = (accession, f"{secondary} is a secondary accession of {of}")
+        displayed = entry.get("displayed_isoform")
+        if displayed:
+            found[displayed] = (
+                accession,
+                f"{displayed} is the isoform UniProt's entry {accession} displays (its "
+                "canonical sequence)",
+            )
     return found
 
 

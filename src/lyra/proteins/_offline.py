@@ -169,12 +169,17 @@ class OfflineSource:
         canonical = key.partition("-")[0]
         if entry is None and "-" in key and canonical in bundled_entries():
             forms = _isoform_names(bundled_entries()[canonical])
+            if forms:  # the bundled AlphaFold DB record of the entry lists every model of it
+                return not_found(
+                    key,
+                    f"AlphaFold DB's record of {canonical} in the bundled data: AlphaFold DB "
+                    f"has no model of it, only of {canonical} (the canonical sequence) and "
+                    f"its isoforms {', '.join(forms)}",
+                )
             return not_found(
                 key,
                 f"the bundled offline dataset: it holds {canonical} (the canonical sequence, "
-                f"often isoform 1: analyse it as {canonical})"
-                + (f" and its isoforms {', '.join(forms)}" if forms else "")
-                + "; try --source live",
+                f"often isoform 1: analyse it as {canonical}); try --source live",
             )
         if entry is None:
             if accession_problem(key) is None:

@@ -383,8 +383,9 @@ def _accessions_only(source: ProteinSource) -> bool:
 
 
 def pdb_link(protein_id: str) -> str:
-    """Where experimental structures of a protein are listed (PDBe-KB, by UniProt accession)."""
-    return f"https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/{protein_id}"
+    """Where experimental structures of a protein are listed (PDBe-KB, by UniProt accession;
+    an isoform's under its entry's, as PDBe-KB lists them)."""
+    return f"https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/{protein_id.partition('-')[0]}"
 
 
 def usable_summary(raw: object, protein_id: str, source: str) -> dict[str, Any]:
