@@ -311,3 +311,27 @@ def test_a_blank_id_is_named_blank_wherever_the_run_names_it(
     assert "(blank): failed (invalid_task)" in err
     assert "• :" not in out
     assert "] :" not in err
+
+
+def test_a_question_no_model_answers_says_so_and_names_its_proteins_as_arguments_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a model to write the answer, a question is not answered in words, and a
+    note says so; the entry name it gives is analysed as its accession, as an argument
+    is, and a sequence version is refused as it is as an argument."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    question = "Is P00221 an iron-sulfur protein like HBA_HUMAN? Is P04637.2 disordered?"
+    argv = ["analyze", "--question", question, "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    output = json.loads(out)
+    assert status == 1  # P04637.2 failed
+    assert _analysed(out) == ["P00221", "P69905", "P04637.2"]
+    [failed] = output["failed_analyses"]
+    assert failed["protein_id"] == "P04637.2"
+    assert failed["error"].endswith("a sequence version: give the accession alone, P04637")
+    assert output["notes"] == [
+        "HBA_HUMAN is the UniProt entry name of P69905 in the bundled data: analysed as P69905",
+        "The question chose the proteins and the plan; it is not answered in words (no model "
+        "writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what the data say "
+        "of each protein",
+    ]

@@ -498,14 +498,18 @@ def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
         ("compare p05067 with q5vsl9, structure only", ["P05067", "Q5VSL9"]),
         ("models AF-P38398-F1 and sp|P69905|HBA_HUMAN", ["P38398", "P69905"]),
         ("the isoform's model AF-P05067-2-F1", ["P05067-2"]),
-        ("P04637.2 and P05067-2x", ["P04637", "P05067"]),
+        ("P04637.2 and P05067-2x", ["P04637.2", "P05067"]),  # a version: refused as an ID is
+        ("compare p05067-2 with P05067 and hba_human", ["P05067-2", "P05067", "HBA_HUMAN"]),
+        ("is MAX_LEN of P04637 known? EGFR_HUMAN?", ["P04637", "EGFR_HUMAN"]),
     ],
 )
 def test_a_question_names_accessions_as_written_in_either_case(
     question: str, ids: list[str]
 ) -> None:
     """Accessions in a question are found whatever their case, an isoform's suffix
-    kept; a version suffix and the parts of AlphaFold DB or FASTA IDs are not IDs."""
+    kept, a version's too (to be refused as it is as an argument, not analysed as
+    another ID unsaid); the entry names the bundled data know are found in order with
+    them; the parts of AlphaFold DB or FASTA IDs are not IDs."""
     from lyra.proteins import plan_by_rules
 
     assert plan_by_rules(question).ids == ids

@@ -62,6 +62,7 @@ from lyra.supervisor import (
     QuorumPolicy,
     RunDir,
     ServiceHealth,
+    TemplateAnswerWriter,
     decide,
     final_answer,
     probe,
@@ -241,9 +242,21 @@ async def _analyze(
         graceful=graceful,
         answer_writer=answer_writer,
         retried=policy.max_retries > 0,
-        notes=given.notes,
+        notes=[*given.notes, *_unanswered(asked.question, answer_writer)],
         unreachable=_unreachable(source, health),
     )
+
+
+def _unanswered(question: str | None, writer: AnswerWriter | None) -> list[str]:
+    """A note that the question is not answered in words, when no model writes the answer
+    (the template only lists what the data say)."""
+    if not question or not (writer is None or isinstance(writer, TemplateAnswerWriter)):
+        return []
+    return [
+        "The question chose the proteins and the plan; it is not answered in words (no "
+        "model writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what the "
+        "data say of each protein"
+    ]
 
 
 async def _conclude(

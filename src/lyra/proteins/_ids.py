@@ -27,13 +27,14 @@ _ISOFORM: Final = re.compile(_SUFFIX)
 """An isoform's suffix (``P05067-2``): UniProt numbers a protein's isoforms from 1."""
 # The official UniProt accession pattern (uniprot.org/help/accession_numbers), with an
 # isoform's suffix. In text it is found in either case and word-bounded, so not inside
-# longer tokens; an isoform's suffix is kept (another sequence, another model), a
-# version's ``.2`` is not part of it, and ``AF-P38398-F1`` names P38398's model
-# (``AF-P05067-2-F1`` the isoform's).
+# longer tokens; an isoform's suffix is kept (another sequence, another model), and so
+# is a sequence version's ``.2`` (refused as an ID is, never read as the accession
+# unsaid), and ``AF-P38398-F1`` names P38398's model (``AF-P05067-2-F1`` the isoform's).
 _CORE: Final = r"(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[0-9]){1,2})"
 _ACCESSION: Final = re.compile(rf"{_CORE}(?:{_SUFFIX})?")
 _MENTIONED: Final = re.compile(
     rf"(?<!\w)(?i:{_CORE}(?:{_SUFFIX}(?!\w|-(?!F\d)))?)(?!\w)"  # AF-P05067-2-F1 too
+    r"(?:\.[0-9]+(?![\w.]))?"  # a sequence version (P04637.2), not a sentence's end
 )
 ACCESSION_FORMAT: Final = "[OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}"
 """UniProt's documented accession format (uniprot.org/help/accession_numbers); an
@@ -92,7 +93,7 @@ def _hint(value: str) -> str:
     found = _MENTIONED.search(value)
     if found is None:
         return ""
-    accession = found.group(0).upper()
+    accession = found.group(0).upper().partition(".")[0]
     if value.upper().startswith("AF-"):
         return f"; an AlphaFold DB entry ID: give its UniProt accession, {accession}"
     if "." in value:
@@ -101,8 +102,9 @@ def _hint(value: str) -> str:
 
 
 def find_protein_ids(text: str) -> list[str]:
-    """UniProt accessions (isoforms too: ``P05067-2``) mentioned in ``text``, in either
-    case, upper-cased, in order of first appearance, once each."""
+    """UniProt accessions (isoforms too: ``P05067-2``; with a sequence version,
+    ``P04637.2``, as written, for the ID check to refuse) mentioned in ``text``, in
+    either case, upper-cased, in order of first appearance, once each."""
     return list(dict.fromkeys(match.group(0).upper() for match in _MENTIONED.finditer(text)))
 
 

@@ -1,20 +1,22 @@
 """The planner: which proteins a free-text question is about, and which plan.
 
-By rule: the UniProt accessions in the text, and "structure only" style
-wording for a structure-only plan. With an API key, a model plans first (it
+By rule: the UniProt accessions and entry names in the text, and "structure
+only" style wording for a structure-only plan. With an API key, a model plans first (it
 can read "the p53 protein" as P04637); whatever it proposes is validated, and
 the rules answer when it fails or proposes nothing valid.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
+from lyra.proteins._aliases import resolve_protein_id
 from lyra.proteins._ids import find_protein_ids, normalize_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
@@ -42,14 +44,33 @@ class QuestionPlan(BaseModel):
     planned_by: Literal["rules", "model"]
 
 
+_ENTRY_NAME: Final = re.compile(r"(?<![\w|-])[A-Za-z0-9]{1,5}_[A-Za-z0-9]{1,5}(?![\w|-])")
+"""A word shaped as a UniProt entry name (``HBA_HUMAN``: protein and species codes), not
+the end of a FASTA header's ID (``sp|P69905|HBA_HUMAN`` names P69905 once)."""
+
+
 def plan_by_rules(question: str) -> QuestionPlan:
-    """Accessions found in the text; a structure-only plan when the text asks for one."""
+    """The proteins the text names, in its order: accessions, and the entry names the
+    bundled data resolve (``HBA_HUMAN``, in any case; another word of that shape may be
+    anything, as ``MAX_LEN``); a structure-only plan when the text asks for one."""
     structure = plan_for(question) == STRUCTURE_PLAN
-    return QuestionPlan(
-        ids=find_protein_ids(question),
-        plan="structure" if structure else "full",
-        planned_by="rules",
-    )
+    plan: Literal["full", "structure"] = "structure" if structure else "full"
+    return QuestionPlan(ids=_named(question), plan=plan, planned_by="rules")
+
+
+def _named(question: str) -> list[str]:
+    upper = question.upper()
+    found = [
+        (re.search(rf"(?<!\w){re.escape(accession)}(?!\w|-[0-9])", upper), accession)
+        for accession in find_protein_ids(question)
+    ]
+    found += [
+        (match, match.group(0).upper())
+        for match in _ENTRY_NAME.finditer(question)
+        if resolve_protein_id(match.group(0))[1] is not None
+    ]
+    ordered = sorted((m.start() if m else 0, word) for m, word in found)
+    return list(dict.fromkeys(word for _, word in ordered))
 
 
 async def plan_question(
