@@ -33,6 +33,7 @@ import gemmi
 from Bio import SwissProt
 
 from lyra.proteins._confidence import mean
+from lyra.proteins._features import predicted_by
 from lyra.proteins._modelfiles import ModelFile, read_model
 from lyra.proteins._modelfiles import read_pae as parse_pae
 
@@ -384,6 +385,17 @@ def _displayed_isoform(comments: list[str], accession: str) -> str | None:
     return None
 
 
+def _flat_evidence(text: object) -> list[tuple[str, str | None]]:
+    """A flat-file feature's ``/evidence`` (``ECO:0000256|SAM:MobiDB-lite, …``) as
+    ``(code, source)`` pairs."""
+    pairs = []
+    for item in str(text or "").split(","):
+        code, _, source = item.strip().partition("|")
+        if code:
+            pairs.append((code, source or None))
+    return pairs
+
+
 def read_flatfile(rec: Record, path: Path, name: str) -> None:
     """Offer the names, features and comments of a UniProtKB flat-file entry (Biopython's
     parser). UniProt changed its DT and ID lines together (release 7.0, 2006): an old
@@ -413,15 +425,17 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
         ligand = qualifiers.get("ligand") or (
             description.rstrip(".") if kind == "Metal binding" else None
         )
-        features.append(
-            {
-                "type": kind,
-                "start": start,
-                "end": end,
-                "description": _EVIDENCE.sub("", description).strip().rstrip(".;"),
-                "ligand": str(ligand) if ligand else None,
-            }
-        )
+        found = {
+            "type": kind,
+            "start": start,
+            "end": end,
+            "description": _EVIDENCE.sub("", description).strip().rstrip(".;"),
+            "ligand": str(ligand) if ligand else None,
+        }
+        tools = predicted_by(_flat_evidence(qualifiers.get("evidence")))
+        if tools is not None:
+            found["predicted_by"] = tools
+        features.append(found)
     cofactor = _comment(entry.comments, "COFACTOR")
     rec.add(
         "uniprot",

@@ -157,6 +157,9 @@ def test_uniprot_features_are_mapped_onto_live_confidence(
                 "type": "Region",
                 "location": {"start": {"value": 582}, "end": {"value": 697}},
                 "description": "Disordered",
+                "evidences": [
+                    {"evidenceCode": "ECO:0000256", "source": "SAM", "id": "MobiDB-lite"}
+                ],
             },
             {"type": "Variant", "location": {"start": {"value": 5}, "end": {"value": 5}}},
         ],
@@ -169,7 +172,11 @@ def test_uniprot_features_are_mapped_onto_live_confidence(
     plddt = ENTRIES["P05067"]["alphafold"]["plddt"]
     assert mapped["Domain"]["mean_plddt"] == round(sum(plddt[375:569]) / 194, 2) == 89.47
     assert mapped["Domain"]["verdict"].startswith("agree")
-    assert mapped["Region"]["verdict"] == "agree: annotated disordered, predicted very low"
+    assert mapped["Region"]["predicted_by"] == "MobiDB-lite"  # (its evidences: REST's shape)
+    assert mapped["Region"]["verdict"] == (
+        "agree: predicted disordered from its sequence (MobiDB-lite), predicted very low "
+        "(two predictions, not an observation)"
+    )
     assert mapped["Signal"]["verdict"].startswith("removed in the mature protein")
     brief = synthesize("P05067", summary, structure)
     assert f"Annotation: {server.url}/uniprotkb/P05067.json (entry version 280" in brief

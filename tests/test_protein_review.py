@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,30 @@ def test_chains_cut_from_one_precursor_are_not_called_separate_molecules(
     assert "separate molecules" not in caveats
     isoform = brief_of(everything, "P05067-4").split("## Caveats")[1]
     assert "Of UniProt's chains or peptides, 12 lie wholly in the residues mapped here" in isoform
+
+
+def test_a_disordered_region_predicted_from_the_sequence_is_no_confirmation(
+    everything: AnalysisOutput,
+) -> None:
+    """APP's "Disordered" region rests on MobiDB-lite alone (ECO:0000256, its raw flat
+    file's evidence): pLDDT agreeing with it is two predictions agreeing, and the brief
+    says so where it names the region."""
+    [region] = [
+        f
+        for f in app_flat_file().features
+        if f.type == "REGION" and f.qualifiers.get("note") == "Disordered"
+    ]
+    assert region.qualifiers["evidence"] == "ECO:0000256|SAM:MobiDB-lite"
+    where = f"{int(region.location.start) + 1}–{int(region.location.end)}"
+    brief = brief_of(everything, "P05067")
+    [row] = [line for line in brief.splitlines() if line.startswith("| Region: Disordered |")]
+    assert row.startswith(f"| Region: Disordered | {where} |")
+    assert row.endswith(
+        "| agree: predicted disordered from its sequence (MobiDB-lite), predicted very low "
+        "(two predictions, not an observation) |"
+    )
+    assert f"Region: Disordered (predicted from its sequence, MobiDB-lite) {where}" in brief
+    assert "(annotated disordered)" not in brief
 
 
 # --------------------------------------------------------------------------- PAE claims
@@ -267,8 +292,18 @@ def test_the_segment_features_column_follows_its_stated_rule(
         "SIGNAL": "Signal", "TOPO_DOM": "Topological domain", "TRANSMEM": "Transmembrane",
         "DOMAIN": "Domain", "REGION": "Region", "MOTIF": "Motif",
     }  # fmt: skip
+
+    def note(f: Any) -> str | None:  # a disorder predicted from the sequence says by what
+        tool = f.qualifiers.get("evidence", "").removeprefix("ECO:0000256|SAM:")
+        predicted = f.qualifiers.get("note") == "Disordered" and tool == "MobiDB-lite"
+        return (
+            f"Disordered (predicted from its sequence, {tool})"
+            if predicted
+            else f.qualifiers.get("note")
+        )
+
     features = [
-        (names[f.type], int(f.location.start) + 1, int(f.location.end), f.qualifiers.get("note"))
+        (names[f.type], int(f.location.start) + 1, int(f.location.end), note(f))
         for f in app_flat_file().features
         if f.type in names
     ]

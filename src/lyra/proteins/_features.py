@@ -34,6 +34,7 @@ __all__ = [
     "explaining",
     "label",
     "map_features",
+    "predicted_by",
     "read_features",
 ]
 
@@ -66,6 +67,23 @@ between them), and the band of that mean would describe neither."""
 MIXED: Final = "mixed"
 
 
+SEQUENCE_MODEL_EVIDENCE: Final = frozenset({"ECO:0000255", "ECO:0000256"})
+"""UniProt's evidence codes for a match to a sequence model (manual and automatic
+assertion): a feature resting on these alone is a prediction from the sequence."""
+
+
+def predicted_by(evidence: Iterable[tuple[str, str | None]]) -> str | None:
+    """The tools or rules a feature was predicted with from the sequence (``MobiDB-lite``
+    for ``SAM:MobiDB-lite``, ``PROSITE-ProRule:PRU01217``), when its evidence (``(code,
+    source)`` pairs) is only that; ``"sequence analysis"`` when none is named; else None
+    (an observation, a curator's inference, or no evidence given)."""
+    found = list(evidence)
+    if not found or any(code not in SEQUENCE_MODEL_EVIDENCE for code, _ in found):
+        return None
+    tools = [source.removeprefix("SAM:") for _, source in found if source]
+    return ", ".join(dict.fromkeys(tools)) or "sequence analysis"
+
+
 def _position(value: object) -> int | None:
     if isinstance(value, Mapping):
         value = value.get("value")
@@ -83,22 +101,38 @@ def read_features(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
         if start is None or end is None or start > end:
             continue  # an unknown ("?") boundary cannot be mapped onto residues
         ligand = raw.get("ligand")
-        found.append(
-            {
-                "type": str(raw["type"]),
-                "start": start,
-                "end": end,
-                "description": str(raw.get("description") or ""),
-                "ligand": str(ligand.get("name")) if isinstance(ligand, Mapping) else None,
-            }
-        )
+        feature = {
+            "type": str(raw["type"]),
+            "start": start,
+            "end": end,
+            "description": str(raw.get("description") or ""),
+            "ligand": str(ligand.get("name")) if isinstance(ligand, Mapping) else None,
+        }
+        tools = predicted_by(_evidence(raw.get("evidences")))
+        if tools is not None:
+            feature["predicted_by"] = tools
+        found.append(feature)
     return found
+
+
+def _evidence(raw: object) -> list[tuple[str, str | None]]:
+    """A REST JSON feature's evidence as ``(code, "SOURCE:id")`` pairs."""
+    pairs = []
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, Mapping) and isinstance(item.get("evidenceCode"), str):
+            source, id_ = item.get("source"), item.get("id")
+            named = f"{source}:{id_}" if source and id_ else source or None
+            pairs.append((item["evidenceCode"], str(named) if named else None))
+    return pairs
 
 
 def label(feature: Mapping[str, Any]) -> str:
     """``Transmembrane: Helical 702–722``; a binding site by its ligand (``Binding site:
-    Cu(2+) 677``)."""
+    Cu(2+) 677``); a disordered region UniProt predicted from the sequence says so
+    (``Region: Disordered (predicted from its sequence, MobiDB-lite) 194–284``)."""
     what = feature.get("description") or feature.get("ligand")
+    if what and feature.get("predicted_by") and _is_disordered(feature):
+        what = f"{what} (predicted from its sequence, {feature['predicted_by']})"
     text = f": {what}" if what else ""
     return f"{feature['type']}{text} {span(int(feature['start']), int(feature['end']))}"
 
@@ -172,14 +206,19 @@ def _verdict(feature: Mapping[str, Any], value: float, mixed: bool) -> str:
     if mixed and (_is_disordered(feature) or feature["type"] in FOLDED_TYPES):
         return "partly agree: part of it is predicted ordered, part very low"
     if _is_disordered(feature):
+        tools = feature.get("predicted_by")
+        said = (
+            f"predicted disordered from its sequence ({tools})" if tools else "annotated disordered"
+        )
         if band == "very_low":
-            return "agree: annotated disordered, predicted very low"
+            both = " (two predictions, not an observation)" if tools else ""
+            return f"agree: {said}, predicted very low{both}"
         if value >= 70:
             return (
-                "disagree: annotated disordered but predicted ordered "
-                "(it may fold only with a partner, or the model is overconfident)"
+                f"disagree: {said} but predicted ordered "
+                "(it may fold only with a partner, or a prediction is wrong)"
             )
-        return "partly agree: annotated disordered, predicted low"
+        return f"partly agree: {said}, predicted low"
     if feature["type"] in FOLDED_TYPES:
         if value >= 70:
             return "agree: a structured element, predicted ordered"

@@ -154,7 +154,7 @@ def _features_note(seg: Mapping[str, Any]) -> str | None:
     for text in features:
         if text.startswith(("Signal", "Transit peptide", "Propeptide")):
             notes.append(f"{text} (removed in the mature protein)")
-        elif text.startswith("Region: Disordered"):
+        elif text.startswith("Region: Disordered") and "predicted from" not in text:
             notes.append(f"{text} (annotated disordered)")
         else:
             notes.append(text)
