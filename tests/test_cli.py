@@ -73,7 +73,8 @@ def test_analyze_text_output_explains_failures(
     assert "# Cellular tumor antigen p53 (P04637)" in out
     assert (
         "Found (1):\n  • P04637 (Cellular tumor antigen p53, AF-P04637-F1 v6), whole-model "
-        "mean pLDDT 75.06; no per-residue data" in out
+        "mean pLDDT 75.06 (facts_secondary_sources.json: a lower-trust secondary source, "
+        "figures quoted elsewhere; no per-residue data)" in out  # its source named
     )
     assert "• XXXXX: invalid_task at fetch_protein: Protein XXXXX not found" in out
     assert "Next:\n  • Check the identifiers (not UniProt accessions" in out

@@ -9,6 +9,7 @@ from lyra.proteins._compare import Comparison
 from lyra.proteins._confidence import figure
 from lyra.proteins._next import next_steps as grouped_steps
 from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry, Summary
+from lyra.proteins._sources import named_source
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
 
 
@@ -99,8 +100,9 @@ def facts(
 
 
 def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
-    """A protein in one line: its model, where its confidence is, the whole-model mean,
-    and how a failed attempt was recovered."""
+    """A protein in one line: its model, where its confidence is, the whole-model mean
+    (with its source when no per-residue data stand behind it), and how a failed attempt
+    was recovered."""
     f = entry.figures
     model = f.get("model") or {}
     named = ", ".join(
@@ -123,7 +125,15 @@ def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
     elif f.get("per_residue") and f.get("units") == 0:
         parts.append("no ordered unit of 20 or more residues")
     if f.get("mean_plddt") is not None:
-        detail = "" if f.get("per_residue") else "; no per-residue data"
-        parts.append(f"whole-model mean pLDDT {figure(f['mean_plddt'])}{detail}")
+        parts.append(f"whole-model mean pLDDT {figure(f['mean_plddt'])}{_whole_model_note(f)}")
     line = ", ".join(parts)
     return f"{line}; {entry.recovery}" if entry.recovery else line
+
+
+def _whole_model_note(f: dict[str, Any]) -> str:
+    """Where a whole-model mean comes from, when no per-residue data stand behind it."""
+    if f.get("per_residue"):
+        return ""
+    source = (f.get("model") or {}).get("source")
+    named = f"{named_source(source)}; " if source else ""
+    return f" ({named}no per-residue data)"
