@@ -122,14 +122,18 @@ def test_the_rule_its_threshold_and_its_reference_are_stated(everything: Analysi
         "it, and between each pair of its segments, is below 5 Å. The threshold is the PAE "
         "cutoff of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; also in "
         "protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
-        "only where their PAE is below 5 Å before it is clustered into pseudo-rigid domains."
+        "only where their PAE is below 5 Å before it is clustered into pseudo-rigid domains;"
     ) in brief
     # How the means are taken, and the thresholds behind "What it says" (a review found
     # neither stated): the diagonal left out, 5 and 15 Å between parts.
-    assert "leaves out each residue's PAE to itself (0 Å by definition)" in brief
     assert (
-        "below 5 Å their relative placement is confident, above 15 Å not determined, "
-        "uncertain between (lyra's thresholds)." in brief
+        "leaves out each residue's PAE to itself (the diagonal: a residue aligned on itself, "
+        "near 0 Å, says nothing of placement)"
+    ) in brief
+    assert "it links single residue pairs, where lyra tests means over whole blocks" in brief
+    assert (
+        "the cutoffs are lyra's: below 5 Å confident, above 15 Å not determined, uncertain "
+        "between." in brief
     )
 
 

@@ -13,11 +13,12 @@ otherwise its segments are in contact but their arrangement is not confirmed
 by PAE. The rule is lyra's; its threshold is the PAE cutoff of Croll's
 ``pae_to_domains`` (github.com/tristanic/pae_to_domains; also protti's
 ``predict_alphafold_domain`` and ISOLDE), whose graph links two residues only
-where their PAE is below 5 Å before it is clustered into pseudo-rigid domains. Between units,
-below :data:`PAE_PLACED` Å their relative placement is confident, above
-:data:`PAE_UNPLACED` Å it is not determined by the model (lyra's thresholds;
-AlphaFold's own papers read PAE the same way: Jumper et al. 2021,
-Tunyasuvunakool et al. 2021, Nature 596).
+where their PAE is below 5 Å before it is clustered into pseudo-rigid domains (one
+residue pair at a time, where lyra tests means over blocks). Between units, below
+:data:`PAE_PLACED` Å their relative placement is confident, above
+:data:`PAE_UNPLACED` Å it is not determined by the model: the cutoffs are lyra's, the
+reading AlphaFold's papers give (Jumper et al. 2021, Tunyasuvunakool et al. 2021,
+Nature 596).
 """
 
 from __future__ import annotations
