@@ -123,6 +123,30 @@ def test_a_disordered_region_predicted_from_the_sequence_is_no_confirmation(
     assert "(annotated disordered)" not in brief
 
 
+def test_a_unit_of_several_segments_says_how_many_contacts_join_them(
+    everything: AnalysisOutput,
+) -> None:
+    """BRCA1's unit 2 joins a helix to the BRCT region: the brief states how units are
+    found and how many residue pairs join those two segments, counted here from the
+    raw model file with gemmi (CB within 8 Å, CA for glycine, 3 or more apart)."""
+    import gemmi
+
+    structure = gemmi.read_structure(str(RAW / "AF-P38398-F1-model_v4.pdb"))
+    atoms = {
+        residue.seqid.num: residue.find_atom("CA" if residue.name == "GLY" else "CB", "*").pos
+        for residue in structure[0][0]
+    }
+    joined = sum(
+        1 for i in range(1392, 1420) for j in range(1649, 1860) if atoms[i].dist(atoms[j]) <= 8.0
+    )
+    brief = brief_of(everything, "P38398")
+    assert (
+        "How units are found: ordered segments of at least 20 residues are one unit when the "
+        "model packs them together, with at least 10 residue pairs"
+    ) in brief
+    assert f"unit 2: 1392–1419 with 1649–1859, {joined} residue pairs in contact" in brief
+
+
 # --------------------------------------------------------------------------- PAE claims
 
 

@@ -32,6 +32,7 @@ from lyra.proteins._reasoning import reason
 from lyra.proteins._sources import fetch_hint, function_source, named_source, protein_name
 from lyra.proteins._structure import analyze_structure
 from lyra.proteins._text import render
+from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_SEPARATION, MIN_UNIT_LENGTH
 
 __all__ = [
     "BANDS",
@@ -68,6 +69,14 @@ _RULE: Final = (
     "it, as AlphaFold's papers read PAE (Jumper et al. 2021; Tunyasuvunakool et al. 2021); "
     f"the cutoffs are lyra's: below {num(PAE_PLACED)} Å confident, above "
     f"{num(PAE_UNPLACED)} Å not determined, uncertain between."
+)
+
+_UNITS_RULE: Final = (
+    f"How units are found: ordered segments of at least {MIN_UNIT_LENGTH} residues are one "
+    f"unit when the model packs them together, with at least {MIN_CONTACTS} residue pairs "
+    f"(at least {MIN_SEPARATION} apart in the sequence) whose CB atoms (CA for glycine) lie "
+    f"within {num(CONTACT_DISTANCE)} Å. Contacts say the segments touch in the model, not "
+    "that it is confident of how: a unit joined by few contacts is weak evidence without PAE."
 )
 
 _OVERLAP_RULE: Final = (
@@ -283,6 +292,12 @@ def _structure_view(
             for u in units
         ],
         "rule": _RULE if any(u.get("pae") for u in units) else None,
+        "units_rule": _UNITS_RULE,
+        "joins": [
+            f"unit {u['number']}: {first} with {second}, {n} residue pairs in contact"
+            for u in units
+            for first, second, n in u.get("joins") or []
+        ],
         "unit_pairs": [
             {"unit": u["number"], **pair}
             for u in units

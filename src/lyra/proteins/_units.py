@@ -46,6 +46,10 @@ class Unit(BaseModel):
     ranges: list[tuple[int, int]]
     residues: int
     mean_plddt: float
+    joins: list[tuple[str, str, int]] = []
+    """Each pair of its segments the model packs together, with the residue pairs in
+    contact between them (``("1392–1419", "1649–1859", 15)``): how strong the
+    evidence for the grouping is."""
 
     @property
     def label(self) -> str:
@@ -111,18 +115,25 @@ def units(
     for (a, b), n in sorted(counts.items()):
         if n >= MIN_CONTACTS:
             group[max(root(a), root(b))] = min(root(a), root(b))
-    members: dict[int, list[Segment]] = {}
-    for k, seg in enumerate(big):
-        members.setdefault(root(k), []).append(seg)
+    members: dict[int, list[int]] = {}
+    for k in range(len(big)):
+        members.setdefault(root(k), []).append(k)
     found = []
-    for number, segs in enumerate(members.values(), start=1):
+    for number, keys in enumerate(members.values(), start=1):
+        segs = [big[k] for k in keys]
         values = [plddt[r - 1] for s in segs for r in range(s.start, s.end + 1)]
+        joins = [
+            (span(big[a].start, big[a].end), span(big[b].start, big[b].end), n)
+            for (a, b), n in sorted(counts.items())
+            if n >= MIN_CONTACTS and a in keys and b in keys
+        ]
         found.append(
             Unit(
                 number=number,
                 ranges=[(s.start, s.end) for s in segs],
                 residues=len(values),
                 mean_plddt=mean(values),
+                joins=joins,
             )
         )
     return found
