@@ -363,6 +363,29 @@ async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     assert asked == ["Which organism?"]
 
 
+async def test_a_context_providers_answer_to_the_question_waits_in_ctx_ask() -> None:
+    """context_provider= answering the question of an input_required failure: the next
+    attempt (enriched) gets the answer from ctx.ask at once, not only in its prompt."""
+    from lyra import adelegate_with_retry
+
+    prompts: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        prompts.append(prompt)
+        return await asks_organism(prompt, ctx)
+
+    report = await adelegate_with_retry(
+        "Analyse p53",
+        child=child,
+        base_timeout=5,
+        context_provider=lambda failure: {failure.question: "Homo sapiens"},
+    )
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
+    assert len(prompts) == 2
+    assert "Homo sapiens" in prompts[1]  # (the enriched prompt carries it as well)
+
+
 async def test_a_grandchilds_question_goes_to_the_roots_answerer() -> None:
     """ctx.delegate's grandchild asks whoever answers its parent."""
 

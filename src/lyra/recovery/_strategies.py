@@ -288,6 +288,10 @@ async def _enrich(
     context = await _maybe_await(context_provider(failure))
     if not context:
         return None
+    question = failure.question
+    answer = context.get(question) if question is not None else None
+    if question is not None and isinstance(answer, str) and answer.strip():
+        state.answers[question] = answer  # it waits in ctx.ask for the question too
     state.enriched = True
     state.prompt = enriched_prompt(state.prompt, failure, context)
     return replace(previous, strategy="enrichment", prompt=state.prompt, subtasks=(), wait=0.0)
