@@ -29,6 +29,7 @@ from lyra import (
     parse_report,
 )
 from lyra.children import AnthropicChild, Tool
+from lyra.errors import ConfigurationError
 from lyra.recovery import record_waits, recover
 
 pytestmark = pytest.mark.anyio
@@ -625,6 +626,25 @@ async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses() -
     assert prompts == ["primary", "backup"]
     assert parsed.fallbacks
     assert parsed.fallbacks[0].startswith("claude-primary: auth")
+
+
+@pytest.mark.parametrize("fallbacks", ["mod:attr", ["backup_typo"], 5, [None]])
+async def test_fallbacks_that_are_no_children_are_refused_before_anything_runs(
+    fallbacks: object,
+) -> None:
+    """A fallback that is no child (a typo, a bare "module:attr" string read one letter
+    at a time) is refused at once, not after the first child failed and was paid for."""
+    runs: list[str] = []
+
+    async def flaky(prompt: str, ctx: ChildContext) -> str:
+        runs.append(prompt)
+        raise anthropic_error(403, "permission_error", "credit balance too low")
+
+    with pytest.raises(ConfigurationError, match=r"fallbacks= is a list|is not a child agent"):
+        await adelegate_with_retry("x", child=flaky, fallbacks=fallbacks)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        Supervisor(flaky, fallbacks=fallbacks)  # type: ignore[arg-type]
+    assert runs == []
 
 
 def anthropic_error(status: int, kind: str, text: str) -> Exception:

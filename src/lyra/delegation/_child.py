@@ -9,7 +9,7 @@ import os
 import re
 import reprlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache, partial
 from types import FunctionType
 from typing import Any, cast
@@ -81,6 +81,22 @@ def check_callbacks(**callbacks: Any) -> None:
     for name, value in callbacks.items():
         if value is not None and not callable(value):
             raise TypeError(f"{name}= must be a callable or None, not {reprlib.repr(value)}")
+
+
+def checked_fallbacks(fallbacks: object) -> tuple[Child | ChildRef, ...]:
+    """``fallbacks=`` as given: a list of children (a :class:`ChildRef` as it is, resolved
+    where it runs), each checked now, not once the first child has failed (and been paid
+    for); a ConfigurationError otherwise (a string too, which names one child)."""
+    if isinstance(fallbacks, str | bytes | ChildRef) or not isinstance(fallbacks, Iterable):
+        raise ConfigurationError(
+            f"fallbacks= is a list of children, not {reprlib.repr(fallbacks)} (a child "
+            "reference goes in a list: fallbacks=[ChildRef(target='module:attr')])"
+        )
+    found = tuple(fallbacks)
+    for fallback in found:
+        if not isinstance(fallback, ChildRef):
+            as_callable(fallback)
+    return found
 
 
 def child_name(child: object) -> str:

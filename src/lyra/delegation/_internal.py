@@ -8,7 +8,13 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 """
 
 from lyra.delegation._budget import Account
-from lyra.delegation._child import as_callable, check_callbacks, child_name, resolved
+from lyra.delegation._child import (
+    as_callable,
+    check_callbacks,
+    checked_fallbacks,
+    child_name,
+    resolved,
+)
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
@@ -33,6 +39,7 @@ __all__ = [
     "Tree",
     "as_callable",
     "check_callbacks",
+    "checked_fallbacks",
     "child_name",
     "deadlines",
     "describe_error",

@@ -29,6 +29,7 @@ from lyra.delegation import (
 from lyra.delegation._internal import (
     Account,
     Tree,
+    checked_fallbacks,
     child_name,
     new_session_id,
     resolved,
@@ -182,7 +183,7 @@ async def recover(
         budget.retries_included = True  # the task's cap: every attempt draws on it
     attempt: AttemptRunner
     rng: random.Random | None = None
-    children = (first, *map(resolved, fallbacks))
+    children = (first, *map(resolved, checked_fallbacks(fallbacks)))
     if replay is None:
         chain = tuple(c if c is not None else default_child() for c in children)
         local = _Local(

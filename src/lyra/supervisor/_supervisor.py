@@ -15,6 +15,7 @@ from lyra.delegation._internal import (
     Account,
     Tree,
     check_callbacks,
+    checked_fallbacks,
     resolved,
     run_attempt,
 )
@@ -77,7 +78,7 @@ class Supervisor:
         check_callbacks(verify=verify, answer=answer)
         self.verify = verify
         self.answer = answer
-        self.fallbacks = tuple(fallbacks)
+        self.fallbacks = checked_fallbacks(fallbacks)
         self.tree = Tree()
         """What every delegation of this supervisor shares (a provider's cooldown)."""
 
