@@ -47,6 +47,23 @@ def test_an_unconfigured_library_writes_nothing() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
+@pytest.mark.parametrize("target", [None, 42, b"events.jsonl"])
+async def test_a_target_that_is_no_path_or_stream_is_refused_and_the_old_one_kept(
+    tmp_path: Path, target: object
+) -> None:
+    """configure(None) is refused at once (not by every delegation afterwards), and the
+    configuration before it still holds."""
+    log = tmp_path / "events.jsonl"
+    events.configure(log)
+    try:
+        with pytest.raises(TypeError, match="a path or a writable stream"):
+            events.configure(target)  # type: ignore[arg-type]
+        await Supervisor(echo).delegate("hi", timeout=5, session_id="child-1")
+    finally:
+        events.configure()
+    assert "delegation_started" in log.read_text()
+
+
 async def test_json_lines_to_a_file_carry_the_contract_fields(tmp_path: Path) -> None:
     """configure(path): one JSON object per line, with event, level and an ISO UTC timestamp."""
     log = tmp_path / "events.jsonl"

@@ -200,6 +200,14 @@ def configure(
     global _sinks, _floor
     if level not in _RANK:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
+    for target in targets:  # (None, a number: refused now, not by each event of a run)
+        if not isinstance(target, str | os.PathLike) and not callable(
+            getattr(target, "write", None)
+        ):
+            raise TypeError(
+                f"an event target is a path or a writable stream, not {type(target).__name__}"
+                " (configure() with no target sends events nowhere)"
+            )
     for sink in _sinks:
         sink.close()
     sinks: list[_Sink] = [_JsonLines(target) for target in targets]
