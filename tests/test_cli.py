@@ -199,6 +199,22 @@ def test_delegate_failure_exits_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(out)["category"] == "missing_context"
 
 
+@pytest.mark.parametrize("events", ["missing/events.jsonl", "/dev/full"])
+def test_delegate_says_when_its_events_cannot_be_written(
+    events: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--events to a file that cannot be opened, or a full disk: the report is still
+    printed, stderr says what was lost, and the exit status (4) says it too."""
+    if events == "/dev/full" and not Path(events).exists():
+        pytest.skip("no /dev/full on this system")
+    target = events if events.startswith("/") else str(tmp_path / events)
+    argv = ["delegate", "Analyze P04637", *PROTEIN_CHILD, "--events", target]
+    status, out, err = run_cli(argv, capsys)
+    assert status == 4
+    assert "<status>completed</status>" in out
+    assert err.startswith(f"lyra delegate: could not write events to {target}: ")
+
+
 def test_delegate_without_a_child_says_how_to_configure_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

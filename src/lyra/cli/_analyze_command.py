@@ -299,8 +299,7 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
             return EXIT_UNWRITTEN
     _stdout.write(output.model_dump_json(indent=2) if asked.json else output.text())
     unwritten += [f"could not write {failure}" for failure in run_dir.failures]
-    for problem in unwritten:
-        print(f"lyra analyze: {problem}", file=sys.stderr)
+    _logging.say_unwritten("lyra analyze", unwritten)
     print(f"run directory: {run_dir.path}", file=sys.stderr)
     if unwritten:
         return EXIT_UNWRITTEN  # the results are above; the run directory is incomplete

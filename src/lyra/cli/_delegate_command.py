@@ -10,6 +10,7 @@ from lyra.cli import _logging, _stdout
 from lyra.cli._options import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_UNWRITTEN,
     Subparsers,
     add_child_option,
     add_event_options,
@@ -34,7 +35,8 @@ def register(commands: Subparsers) -> None:
         "  lyra delegate 'Triage this bug report' --timeout 120 --idle-timeout 30 "
         "--max-tokens 50000\n"
         "  lyra delegate 'Analyze P04637' --child lyra.proteins:ProteinChild --retries 2\n\n"
-        "exit status: 0 completed, 1 failed (the report says why), 2 usage error",
+        "exit status: 0 completed, 1 failed (the report says why), 2 usage error, "
+        "4 the events could not all be written (stderr says why; the report is printed)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", type=task_text, help="the task for the child")
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return outcome.result
 
-    with _logging.events_to(args.events, verbose=args.verbose):
+    with _logging.events_to(args.events, verbose=args.verbose) as unwritten:
         result = run_blocking("recover", go)
     if args.json:
         fields = result.to_report().model_dump(mode="json")
@@ -81,4 +83,7 @@ def run(args: argparse.Namespace) -> int:
         _stdout.write(json_safe(text))
     else:
         _stdout.write(result.report)
+    _logging.say_unwritten("lyra delegate", unwritten)
+    if unwritten:
+        return EXIT_UNWRITTEN  # the report is above; the event log is not whole
     return EXIT_OK if result.ok else EXIT_FAILED

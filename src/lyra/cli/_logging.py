@@ -30,3 +30,9 @@ def events_to(path: Path | str | None, *, verbose: bool = False) -> Iterator[lis
     finally:
         problems.extend(events.problems())
         events.configure()
+
+
+def say_unwritten(command: str, problems: list[str]) -> None:
+    """Each problem writing events, one line on stderr (``lyra delegate: could not …``)."""
+    for problem in problems:
+        print(f"{command}: {problem}", file=sys.stderr)
