@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -187,6 +188,28 @@ def test_a_bad_lyra_child_is_a_configuration_error(
     monkeypatch.setenv("LYRA_CHILD", value)
     with pytest.raises(ConfigurationError, match=message):
         delegate_task("task", timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('x = 1\nraise RuntimeError("no config file")\n', r"raised RuntimeError: no config "
+         r"file \(at .*broken_child_\d\.py:2\)$"),
+        ("def f(:\n    pass\n", r"raised SyntaxError: .*line 1"),
+    ],
+)  # fmt: skip
+def test_a_child_module_whose_own_code_fails_to_import_is_a_configuration_error(
+    source: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child module that raises as it is imported (or does not parse): one line saying
+    what it raised and where, as a missing module does (the CLI's exit 2), never a
+    traceback blamed on lyra."""
+    name = f"broken_child_{len(source) % 10}"
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigurationError, match=message) as raised:
+        lyra.ChildRef(target=f"{name}:agent").resolve()
+    assert str(raised.value).startswith(f"cannot load the child {name}:agent: importing {name}")
 
 
 WRAPPED_CHILDREN = """\

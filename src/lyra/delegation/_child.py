@@ -169,6 +169,17 @@ def resolved(child: Child | ChildRef) -> Child:
     return child.resolve() if isinstance(child, ChildRef) else child
 
 
+def _raised_at(exc: BaseException) -> str:
+    """Where an import's error was raised (`` (at badmod.py:3)``), its innermost frame
+    (a SyntaxError's message names its line itself)."""
+    if isinstance(exc, SyntaxError):
+        return ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})" if tb is not None else ""
+
+
 def _is_factory(found: Any) -> bool:
     """A class, or a plain (not async) function that takes no arguments and cannot take
     a child's ``(prompt, ctx)``: it builds the child. (A ``def child(*args)`` or a
@@ -220,6 +231,12 @@ def _resolve(ref_json: str) -> Child:
         raise ConfigurationError(f"cannot load the child {target}: {why}") from None
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
+    except Exception as exc:  # the module's own code raised as it was imported
+        where = _raised_at(exc)
+        raise ConfigurationError(
+            f"cannot load the child {target}: importing {module_name} raised "
+            f"{type(exc).__name__}: {safe_str(exc)}{where}"
+        ) from exc
     if options is not None or _is_factory(found):
         try:
             found = found(**(options or {}))
