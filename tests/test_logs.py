@@ -82,8 +82,9 @@ def event_line(name: str, at: float = 0.0, **fields: Any) -> str:
 
 
 def failed(at: float = 0.0, category: str = "tool_error", **fields: Any) -> str:
-    """A ``delegation_failed`` line with sensible defaults."""
-    defaults = {"retryable": False, "error_type": "unknown", "blocked_on": "boom", "duration": 1.0}
+    """A ``delegation_failed`` line with sensible defaults (a timeout's is the deadline's)."""
+    error_type = "timeout" if category == "timeout" else "unknown"
+    defaults = {"retryable": False, "error_type": error_type, "blocked_on": "boom", "duration": 1.0}
     return event_line("delegation_failed", at, category=category, **{**defaults, **fields})
 
 
@@ -1347,6 +1348,21 @@ def test_suggest_timeout_leaves_out_subtasks() -> None:
         1,
         {"2": 1},
     )
+
+
+def test_suggest_timeout_counts_only_the_deadline_as_timing_out() -> None:
+    """Attempts a budget, the idle timeout or a loop stopped (category timeout) are no
+    sign the deadline is short: only those the deadline cut count as timed out."""
+    events = _events(
+        *(completed(n, duration=2.0 + n / 10, subject="P04637") for n in range(20)),
+        *(
+            failed(30 + n, "timeout", error_type=kind, duration=0.01, subject="P04637")
+            for n, kind in enumerate(["budget", "idle", "loop", "budget"])
+        ),
+        failed(40, "timeout", error_type="timeout", duration=300.0, subject="P04637"),
+    )
+    result = suggest_timeout(events, min_samples=1)
+    assert (result.overall.samples, result.overall.timed_out) == (20, 1)
 
 
 def test_unfinished_recovery_and_run_events_are_counted() -> None:

@@ -114,7 +114,7 @@ def suggest_timeout(
         elif (
             name in (DELEGATION_COMPLETED, DELEGATION_FAILED)
             and sessions.first(event.session_id, True)
-            and (name == DELEGATION_COMPLETED or event.category == "timeout")
+            and (name == DELEGATION_COMPLETED or _cut_by_its_deadline(event))
         ):
             _note(kinds.setdefault(subject_kind(event.subject), _Kind()), event)
     overall = _overall(kinds.values(), percentile_q, margin, min_samples)
@@ -149,6 +149,13 @@ def suggest_from_files(
         margin=margin,
         min_samples=min_samples,
     )
+
+
+def _cut_by_its_deadline(event: Event) -> bool:
+    """A failure the total deadline ended (its true duration unknown): not one a budget,
+    the idle timeout or a loop ended, whose ``timeout`` category says nothing of how
+    long the task takes (a log without ``error_type`` counts every timeout)."""
+    return event.category == "timeout" and event.error_type in (None, "timeout")
 
 
 def _note(kind: _Kind, event: Event) -> None:
