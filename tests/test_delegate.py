@@ -134,6 +134,37 @@ def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
         delegate_task("task", child=echo, timeout=timeout)
 
 
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: delegate_task(123, child=echo), TypeError, "the prompt must be a string, not int"),
+        (lambda: delegate_task(None, child=echo), TypeError, "prompt must be a string, not None"),
+        (lambda: delegate_task("x", child=echo, session_id=5), TypeError, "session_id must be"),
+        (
+            lambda: lyra.delegate_with_retry("x", child=echo, base_timeout=-5),
+            ValueError,
+            "base_timeout must be a positive number",
+        ),
+        (lambda: lyra.delegate_with_retry("x", child=echo, max_retries="2"), ValueError, "retries"),
+        (lambda: lyra.delegate_with_retry("x", child=echo, max_retries=True), ValueError, "retr"),
+        (
+            lambda: anyio.run(lambda: lyra.Supervisor(echo).run(["do this"])),
+            TypeError,
+            r"each task is a lyra.Task, not str \('do this'\): Task\(prompt=...\)",
+        ),
+        (lambda: anyio.run(lambda: lyra.Supervisor(echo).run("do this")), TypeError, "iterable of"),
+    ],
+)  # fmt: skip
+def test_an_argument_of_the_wrong_type_is_the_callers_error_named_as_given(
+    call: Any, error: type[Exception], message: str
+) -> None:
+    """A prompt that is no string is not "an empty prompt", a session id no string, a
+    retry count no whole number, tasks no Tasks: each is refused before anything runs,
+    naming the argument as the caller wrote it."""
+    with pytest.raises(error, match=message):
+        call()
+
+
 def test_a_blocking_calls_error_carries_no_context_of_lyras_own() -> None:
     """What the blocking form raises reads as the caller's mistake alone: no "no running
     event loop" chained before it (the traceback a user sees)."""
@@ -464,7 +495,7 @@ async def test_a_function_that_is_no_child_and_a_verify_that_is_no_callable_are_
     with pytest.raises(ConfigurationError, match=r"no_arguments is not a child agent: it must"):
         await lyra.adelegate_task("x", child=no_arguments, timeout=5)
     with pytest.raises(ConfigurationError, match=r"must take \(prompt, ctx\)"):
-        await Supervisor(lambda prompt: prompt).run(["a", "b"])
+        await Supervisor(lambda prompt: prompt).run([lyra.Task(prompt="a"), lyra.Task(prompt="b")])
     with pytest.raises(TypeError, match="verify= must be a callable or None, not 'yes'"):
         await lyra.adelegate_task("x", child=child, timeout=5, verify="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="answer= must be a callable or None, not 3"):

@@ -37,7 +37,7 @@ from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
-from lyra.delegation._text import safe_str, valid_text
+from lyra.delegation._text import safe_str, type_name, valid_text
 from lyra.delegation._tree import Tree
 from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 
@@ -79,6 +79,10 @@ async def run_attempt(
     the child's failure. ``KeyboardInterrupt``, ``SystemExit`` and cancellation of
     the caller propagate untouched.
     """
+    if not isinstance(prompt, str):  # the caller's bug, not a blank task: said now
+        raise TypeError(f"the prompt must be a string, not {type_name(prompt)}")
+    if session_id is not None and not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a string, not {type_name(session_id)}")
     call = as_callable(child)
     if verify is not None or answer is not None:  # (most delegations have neither)
         check_callbacks(verify=verify, answer=answer)
@@ -247,7 +251,7 @@ async def _run(
     call: Any, prompt: str, ctx: ChildContext, limiter: Limiter, verify: Verifier | None
 ) -> tuple[Verdict | None, str]:
     """Await the child under its limits; the verdict is ``None`` on success."""
-    if not isinstance(prompt, str) or not prompt.strip():
+    if not prompt.strip():
         return classify_blank_prompt(), ""
     if ctx.depth > MAX_DEPTH:
         return classify_too_deep(), ""

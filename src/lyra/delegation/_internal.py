@@ -24,7 +24,7 @@ from lyra.delegation._delegate import (
 )
 from lyra.delegation._foreign import Kind as ErrorKind
 from lyra.delegation._foreign import describe as describe_error
-from lyra.delegation._limits import DEFAULT_MAX_REPEATS
+from lyra.delegation._limits import DEFAULT_MAX_REPEATS, check_timeout
 from lyra.delegation._live import observed_pool
 from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import report_boundary
@@ -39,6 +39,7 @@ __all__ = [
     "Tree",
     "as_callable",
     "check_callbacks",
+    "check_timeout",
     "checked_fallbacks",
     "child_name",
     "deadlines",

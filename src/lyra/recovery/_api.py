@@ -7,7 +7,7 @@ from typing import Any
 
 from lyra._sync import blocking
 from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
-from lyra.delegation._internal import DEFAULT_MAX_REPEATS
+from lyra.delegation._internal import DEFAULT_MAX_REPEATS, check_timeout
 from lyra.recovery._loop import recover
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._strategies import ContextProvider
@@ -46,7 +46,10 @@ async def adelegate_with_retry(
     if max_retries is not None:
         policy = RecoveryPolicy.model_validate({**dict(policy), "max_retries": max_retries})
     limits = Limits(
-        timeout=base_timeout, idle_timeout=idle_timeout, budget=budget, max_repeats=max_repeats
+        timeout=check_timeout(base_timeout, "base_timeout"),
+        idle_timeout=idle_timeout,
+        budget=budget,
+        max_repeats=max_repeats,
     )
     outcome = await recover(
         prompt,

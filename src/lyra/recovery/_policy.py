@@ -17,10 +17,11 @@ fixer from report text: only callables the user registers run."""
 
 
 class RecoveryPolicy(BaseModel):
-    """Limits and pacing of a recovery loop."""
+    """Limits and pacing of a recovery loop (strict: a count is a whole number, never a
+    string or a bool)."""
 
     model_config = ConfigDict(
-        frozen=True, defer_build=True, extra="forbid", arbitrary_types_allowed=True
+        frozen=True, defer_build=True, extra="forbid", arbitrary_types_allowed=True, strict=True
     )
 
     max_retries: int = Field(3, ge=0, description="Retries after the first attempt.")

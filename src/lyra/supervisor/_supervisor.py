@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -46,7 +47,9 @@ class Supervisor:
     identical tool calls end an attempt as a loop (``None``: never); ``verify``
     checks each success; ``answer`` answers the children's questions;
     ``fallbacks`` are tried in order when a child's provider fails (with
-    :meth:`run`'s recovery). Every child of this supervisor waits out one
+    :meth:`run`'s recovery). ``policy`` is the recovery of each task :meth:`run` runs:
+    no retries unless it says so (``RecoveryPolicy(max_retries=3)``). Every child of
+    this supervisor waits out one
     provider's rate-limit cooldown together, and :meth:`run` lowers its
     concurrency while a provider pushes back.
     """
@@ -161,6 +164,7 @@ class Supervisor:
         and each outcome goes only to ``on_outcome`` (the list returned is
         empty): a million tasks from a file run in flat memory.
         """
+        tasks = _checked_tasks(tasks)
         if on_outcome is None:
             return await self.executor.run(
                 self.job(), tasks, max_concurrency=max_concurrency, keep=keep
@@ -180,3 +184,25 @@ class Supervisor:
                 raise group.exceptions[0] from None
             raise
         return outcomes
+
+
+def _checked_tasks(tasks: Iterable[Task]) -> Iterable[Task]:
+    """``tasks`` as given, each checked to be a :class:`Task`: a ``TypeError`` that says
+    how to make one (a list checked whole before any runs; an iterator's items as they
+    are taken, the error then raised as the executor's)."""
+    if isinstance(tasks, str | bytes) or not isinstance(tasks, Iterable):
+        raise TypeError(f"tasks is an iterable of lyra.Task, not {type(tasks).__name__}")
+    if isinstance(tasks, list | tuple):
+        for task in tasks:
+            _check_task(task)
+        return tasks
+    return (_check_task(task) for task in tasks)
+
+
+def _check_task(task: object) -> Task:
+    if not isinstance(task, Task):
+        raise TypeError(
+            f"each task is a lyra.Task, not {type(task).__name__} ({reprlib.repr(task)}): "
+            "Task(prompt=...)"
+        )
+    return task
