@@ -339,7 +339,7 @@ FLAT_TYPES = {
     "SIGNAL": "Signal", "TRANSIT": "Transit peptide", "PROPEP": "Propeptide", "CHAIN": "Chain",
     "PEPTIDE": "Peptide", "TRANSMEM": "Transmembrane", "INTRAMEM": "Intramembrane",
     "REPEAT": "Repeat", "COILED": "Coiled coil", "ACT_SITE": "Active site",
-    "TOPO_DOM": "Topological domain",
+    "TOPO_DOM": "Topological domain", "CARBOHYD": "Glycosylation",
 }  # fmt: skip
 MONTHS = {m: i for i, m in enumerate(
     ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), 1

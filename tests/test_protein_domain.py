@@ -499,6 +499,25 @@ def test_an_abridged_subunit_comment_keeps_what_it_says_of_the_oligomeric_state(
     assert any("Binds DNA as a homotetramer." in c for c in p53["caveats"])
 
 
+def test_the_glycans_a_model_lacks_are_named_from_the_entrys_sites() -> None:
+    """The spike's 2021 flat file lists its glycosylation sites (CARBOHYD): AlphaFold DB
+    models none of the sugars, and the caveats say so at each site, read here from the
+    raw file."""
+    from Bio import SwissProt
+
+    from lyra.proteins import analyze_sync
+
+    with (RAW / "uniprot_P0DTC2_flatfile_2021.txt").open(encoding="utf-8") as handle:
+        entry = SwissProt.read(handle)
+    sites = [int(f.location.end) for f in entry.features if f.type == "CARBOHYD"]
+    assert len(sites) == 24
+    [brief] = [a.brief for a in analyze_sync(["P0DTC2"], timeout=10).partial_analyses]
+    assert (
+        f"AlphaFold DB models no glycans: UniProt's 24 glycosylation site(s) "
+        f"({', '.join(map(str, sites))}) are modelled bare"
+    ) in brief
+
+
 def test_a_model_the_bundled_data_hold_no_figures_of_is_fetched_live_not_sent_to_the_pdb() -> None:
     """P0DTC2's bundled data name its AlphaFold DB entry but hold no pLDDT: the failure
     says AlphaFold DB models it and how to fetch it, and the advice is --source live,

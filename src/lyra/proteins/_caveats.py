@@ -117,6 +117,14 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
         caveats.append(f"{_NO_LIGANDS}. {'; '.join(named)}.")
     else:
         caveats.append(f"{_NO_LIGANDS}; the UniProt entry names no cofactor or ligand site.")
+    glycans = [f for f in features if f["type"] == "Glycosylation"]
+    if glycans:
+        caveats.append(
+            f"AlphaFold DB models no glycans: UniProt's {len(glycans)} glycosylation site(s) "
+            f"({', '.join(span(f['start'], f['end']) for f in glycans)}) are modelled bare, "
+            "so the sugars that cover the surface "
+            "there (and may hide it from a binder) are absent from the model."
+        )
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
         caveats.append(

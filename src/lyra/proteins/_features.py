@@ -51,7 +51,7 @@ FOLDED_TYPES: Final = frozenset(
 )
 PROCESSED_TYPES: Final = frozenset({"Signal", "Transit peptide", "Propeptide"})
 MATURE_TYPES: Final = frozenset({"Chain", "Peptide"})
-SITE_TYPES: Final = frozenset({"Binding site", "Metal binding", "Active site"})
+SITE_TYPES: Final = frozenset({"Binding site", "Metal binding", "Active site", "Glycosylation"})
 OTHER_TYPES: Final = frozenset({"Region", "Motif", "Topological domain"})
 KEPT_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | MATURE_TYPES | SITE_TYPES | OTHER_TYPES
 EXPLAINING_TYPES: Final = FOLDED_TYPES | PROCESSED_TYPES | OTHER_TYPES
