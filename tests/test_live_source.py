@@ -397,6 +397,12 @@ def test_an_isoform_is_its_own_alphafold_model_and_never_asks_uniprot(
     assert summary["confidence"] == isoform[0]["globalMetricValue"]
     assert summary["length"] == len(isoform[0]["uniprotSequence"])
     assert summary["uniprot"] is None
+    brief = synthesize("P05067-2", summary, analyze_structure(summary))
+    assert "UniProt did not serve" not in brief  # (it was never asked)
+    assert (
+        "UniProt numbers its features on the canonical sequence of P05067, so a live run "
+        "does not fetch them for an isoform"
+    ) in brief
 
 
 def test_an_isoform_alphafold_db_does_not_model_is_not_found_not_the_canonical(
@@ -509,11 +515,34 @@ def test_features_of_a_sequence_uniprot_changed_since_the_model_are_placed_by_wh
     assert (
         "UniProt's sequence of P05067 (765 residues) is not the one AlphaFold DB modelled "
         "(770 residues): UniProt has changed it since the model was built, and residue "
-        "numbers here are the model's. Of UniProt's 3 features, the 2 wholly within what "
-        "the two share residue for residue (1–289, 295–770 (290–765 in UniProt)) "
-        "are placed on the model"
+        "numbers here are the model's. Aligned, the two share 1–289, 295–770 (290–765 in "
+        "UniProt). Of UniProt's 3 features, the 2 within those stretches are placed on the "
+        "model; the rest cross an insertion or a deletion"
     ) in brief
     assert "The model covers 770 residues but the sequence has 765" not in brief
+
+
+def test_a_residue_uniprot_changed_in_place_keeps_every_feature_across_it(
+    live: LiveSource, server: ReplayServer
+) -> None:
+    """One residue substituted since the model was built (built for tests: 500 changed):
+    numbering holds, so the chain and a domain across it are still placed, and the brief
+    names the residue that differs."""
+    modelled = _modelled_p05067()
+    changed = "W" if modelled[499] != "W" else "A"
+    current = modelled[:499] + changed + modelled[500:]
+    features = [("Signal", 1, 17), ("Chain", 18, 770), ("Domain", 480, 520)]
+    server.script("/uniprotkb/P05067.json", json_reply(_p05067_entry(current, features)))
+    summary = _summary(live.fetch("P05067"))
+    structure = analyze_structure(summary)
+    placed = [(f["start"], f["end"]) for f in structure["features"]]
+    assert placed == [(1, 17), (18, 770), (480, 520)]
+    assert summary["uniprot"]["model_sequence"]["changed"] == [500]
+    brief = synthesize("P05067", summary, structure)
+    assert (
+        "Aligned, the two share 1–770; 1 residue(s) changed in place (500) keep their "
+        "features. All 3 of UniProt's features are placed on the model."
+    ) in brief
 
 
 def test_features_of_the_modelled_sequence_are_placed_as_numbered(

@@ -25,6 +25,32 @@ def everything() -> AnalysisOutput:
     return analyze_sync([*OfflineSource().ids(), "P05067-2", "P05067-4"], timeout=30)
 
 
+def test_the_glycan_caveat_counts_this_sequences_glycans_alone() -> None:
+    """A glycation (a sugar chemistry stuck on, no glycan) and a site UniProt places in
+    other isoforms only are not bare glycans of this model; a partial one is said to be
+    (a summary built for this test, in the bundled data's shape)."""
+    from lyra.proteins._caveats import annotation_caveats
+
+    def site(at: int, note: str) -> dict[str, Any]:
+        return {"type": "Glycosylation", "start": at, "end": at, "description": note}
+
+    summary = {
+        "uniprot": {
+            "features": [
+                site(10, "N-linked (GlcNAc...) asparagine"),
+                site(20, "O-linked (GalNAc...) threonine; partial"),
+                site(30, "N-linked (Glc) (glycation) lysine"),
+                site(40, "O-linked (Xyl...) (chondroitin sulfate) serine; in L-APP isoforms"),
+            ]
+        }
+    }
+    [caveat] = [c for c in annotation_caveats(summary) if "glycans" in c]
+    assert caveat.startswith(
+        "AlphaFold DB models no glycans: UniProt's 2 glycosylation site(s) (10, 20; 1 of them "
+        "occupied only in part) are modelled bare"
+    )
+
+
 def _line(brief: str, start: str) -> str:
     [line] = [h for h in brief.splitlines() if h.startswith(start)]
     return line
@@ -317,14 +343,10 @@ def test_the_segment_features_column_follows_its_stated_rule(
         "DOMAIN": "Domain", "REGION": "Region", "MOTIF": "Motif",
     }  # fmt: skip
 
-    def note(f: Any) -> str | None:  # a disorder predicted from the sequence says by what
-        tool = f.qualifiers.get("evidence", "").removeprefix("ECO:0000256|SAM:")
-        predicted = f.qualifiers.get("note") == "Disordered" and tool == "MobiDB-lite"
-        return (
-            f"Disordered (predicted from its sequence, {tool})"
-            if predicted
-            else f.qualifiers.get("note")
-        )
+    def note(f: Any) -> str | None:  # APP's one region MobiDB-lite alone predicts says so
+        if f.qualifiers.get("evidence") == "ECO:0000256|SAM:MobiDB-lite" and f.type == "REGION":
+            return "Disordered (predicted from its sequence, MobiDB-lite)"
+        return f.qualifiers.get("note")
 
     features = [
         (names[f.type], int(f.location.start) + 1, int(f.location.end), note(f))

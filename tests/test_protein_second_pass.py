@@ -130,7 +130,10 @@ def test_the_rule_its_threshold_and_its_reference_are_stated(everything: Analysi
         "leaves out each residue's PAE to itself (the diagonal: a residue aligned on itself, "
         "near 0 Å, says nothing of placement)"
     ) in brief
-    assert "it links single residue pairs, where lyra tests means over whole blocks" in brief
+    assert (
+        "it links single residue pairs and clusters the graph, where lyra tests means over "
+        "whole blocks" in brief
+    )
     assert (
         "the cutoffs are lyra's: below 5 Å confident, above 15 Å not determined, uncertain "
         "between." in brief

@@ -499,6 +499,8 @@ def test_an_isoform_is_analysed_as_its_own_sequence_and_model() -> None:
         ("models AF-P38398-F1 and sp|P69905|HBA_HUMAN", ["P38398", "P69905"]),
         ("the isoform's model AF-P05067-2-F1", ["P05067-2"]),
         ("P04637.2 and P05067-2x", ["P04637.2", "P05067"]),  # a version: refused as an ID is
+        ("Analyse P04637.2.", ["P04637.2"]),  # at a sentence's end too
+        ("P69905 and P05067-2x", ["P69905", "P05067"]),  # in the question's order
         ("compare p05067-2 with P05067 and hba_human", ["P05067-2", "P05067", "HBA_HUMAN"]),
         ("is MAX_LEN of P04637 known? EGFR_HUMAN?", ["P04637", "EGFR_HUMAN"]),
     ],

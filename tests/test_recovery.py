@@ -418,3 +418,16 @@ def test_an_invalid_max_retries_is_refused() -> None:
 
     with pytest.raises(pydantic.ValidationError):
         delegate_with_retry("task", child=Script(succeed), max_retries=-1, policy=RecoveryPolicy())
+
+
+def test_a_policy_is_strict_with_numbers_and_takes_any_sequence_of_fixers() -> None:
+    """max_retries="2" or True is refused (not read as a number); fixers may be a list."""
+    from pydantic import ValidationError
+
+    def fixer(failure: Any) -> bool:
+        return True
+
+    assert RecoveryPolicy(fixers=[fixer]).fixers == (fixer,)
+    for wrong in ({"max_retries": "2"}, {"max_retries": True}, {"timeout_cap": "60"}):
+        with pytest.raises(ValidationError):
+            RecoveryPolicy(**wrong)

@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
     token = secret.get_secret_value() if secret is not None else None
     served_url(args.host, args.port, url=args.url, token=token)  # its refusals first
     limits = Limits(timeout=args.timeout, idle_timeout=args.idle_timeout, budget=budget_of(args))
-    with _logging.events_to(args.events, verbose=args.verbose) as unwritten:
-        _logging.say_unwritten("lyra a2a", unwritten)  # at once: a server runs on
+    with _logging.serving_events("lyra a2a", args.events, verbose=args.verbose):
         run_blocking(
             "serve",
             lambda: serve(

@@ -36,3 +36,19 @@ def say_unwritten(command: str, problems: list[str]) -> None:
     """Each problem writing events, one line on stderr (``lyra delegate: could not …``)."""
     for problem in problems:
         print(f"{command}: {problem}", file=sys.stderr)
+
+
+@contextmanager
+def serving_events(
+    command: str, path: Path | str | None, *, verbose: bool = False
+) -> Iterator[None]:
+    """:func:`events_to` for a server, which runs until stopped: a file that cannot be
+    opened is said on stderr at once, what could not be written later as it stops."""
+    shown, unwritten = 0, []
+    try:
+        with events_to(path, verbose=verbose) as unwritten:
+            say_unwritten(command, unwritten)
+            shown = len(unwritten)
+            yield
+    finally:
+        say_unwritten(command, unwritten[shown:])

@@ -182,8 +182,7 @@ def run(args: argparse.Namespace) -> int:
     child = args.child.resolve() if args.child else default_child()
 
     with ExitStack() as stack:
-        unwritten = stack.enter_context(_logging.events_to(args.events, verbose=args.verbose))
-        _logging.say_unwritten("lyra mcp", unwritten)  # at once: a server runs on
+        stack.enter_context(_logging.serving_events("lyra mcp", args.events, verbose=args.verbose))
         delegations = _delegations(request, args, child, stack)
         if request.http:
             token = _token()

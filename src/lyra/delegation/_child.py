@@ -224,19 +224,21 @@ def _resolve(ref_json: str) -> Child:
     module_name, _, attribute = target.partition(":")
     try:
         found: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
     except ModuleNotFoundError as exc:
         why = _not_found(exc, module_name)
         raise ConfigurationError(f"cannot load the child {target}: {why}") from None
-    except (ImportError, AttributeError) as exc:
+    except ImportError as exc:
         raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
     except Exception as exc:  # the module's own code raised as it was imported
-        where = _raised_at(exc)
         raise ConfigurationError(
             f"cannot load the child {target}: importing {module_name} raised "
-            f"{type(exc).__name__}: {safe_str(exc)}{where}"
+            f"{type(exc).__name__}: {safe_str(exc)}{_raised_at(exc)}"
         ) from exc
+    try:
+        for part in attribute.split("."):
+            found = getattr(found, part)
+    except AttributeError as exc:
+        raise ConfigurationError(f"cannot load the child {target}: {exc}") from None
     if options is not None or _is_factory(found):
         try:
             found = found(**(options or {}))

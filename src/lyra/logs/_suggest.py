@@ -152,9 +152,11 @@ def suggest_from_files(
 
 
 def _cut_by_its_deadline(event: Event) -> bool:
-    """A failure the total deadline ended (its true duration unknown): not one a budget,
-    the idle timeout or a loop ended, whose ``timeout`` category says nothing of how
-    long the task takes (a log without ``error_type`` counts every timeout)."""
+    """A failure of error type ``timeout``: the total deadline ended it (its true
+    duration unknown), or a service it waited on timed out, which the log does not tell
+    apart; not one a budget, the idle timeout or a loop ended, whose ``timeout``
+    category says nothing of how long the task takes (a log without ``error_type``
+    counts every timeout)."""
     return event.category == "timeout" and event.error_type in (None, "timeout")
 
 

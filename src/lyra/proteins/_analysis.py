@@ -60,13 +60,14 @@ _RULE: Final = (
     "the PAE cutoff of pae_to_domains (T. Croll, github.com/tristanic/pae_to_domains; also "
     "in protti's predict_alphafold_domain and in ISOLDE), whose graph links two residues "
     f"only where their PAE is below {num(RIGID_PAE)} Å before it is clustered into "
-    "pseudo-rigid domains; it links single residue pairs, where lyra tests means over whole "
-    "blocks, a looser test. A mean within a unit or a segment leaves out each residue's PAE "
-    "to itself (the diagonal: a residue aligned on itself, near 0 Å, says nothing of "
-    "placement). AlphaFold DB's v4 PAE files give each value in whole ångströms, so a mean's "
-    "second decimal is arithmetic, not precision. Between two parts, a low mean PAE says "
-    "their relative placement is confident and a high one that the model does not determine "
-    "it, as AlphaFold's papers read PAE (Jumper et al. 2021; Tunyasuvunakool et al. 2021); "
+    "pseudo-rigid domains; it links single residue pairs and clusters the graph, where lyra "
+    "tests means over whole blocks. A mean within a unit or a segment leaves out each "
+    "residue's PAE to itself (the diagonal: a residue aligned on itself, near 0 Å, says "
+    "nothing of placement). Where a PAE file gives whole ångströms (AlphaFold DB's v4 files "
+    "do), a mean's second decimal is arithmetic, not precision. Between two parts, a low "
+    "mean PAE says their relative placement is confident and a high one that the model does "
+    "not determine it, as AlphaFold's papers read PAE (Jumper et al. 2021; "
+    "Tunyasuvunakool et al. 2021); "
     f"the cutoffs are lyra's: below {num(PAE_PLACED)} Å confident, above "
     f"{num(PAE_UNPLACED)} Å not determined, uncertain between."
 )
@@ -153,7 +154,8 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
 
 
 def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Binding and metal sites grouped by ligand, with the pLDDT at each where it is held."""
+    """Binding, metal and active sites and glycosylation sites, grouped by ligand (or
+    description), with the pLDDT at each where it is held."""
     by_ligand: dict[str, list[Mapping[str, Any]]] = {}
     for feature in features:
         if feature["type"] in SITE_TYPES:

@@ -38,11 +38,15 @@ _SUBUNIT_CHARS: Final = 300
 """A SUBUNIT comment longer than this is abridged to whole sentences (the entry has the rest)."""
 _SENTENCE_END: Final = re.compile(r"(?<=\.)\s+(?=[A-Z\[])")
 _OLIGOMER: Final = re.compile(
-    r"(?i)(?:mono|di|tri|tetra|penta|hexa|hepta|octa|oligo|multi|homo|hetero)-?mer|"
-    r"(?:di|tri|tetra|oligo|multi)meri[sz]"
+    r"(?i)\w*(?:(?:mono|di|tri|tetra|penta|hexa|hepta|octa|oligo|multi|homo|hetero)-?mer|"
+    r"(?:di|tri|tetra|oligo|multi)meri[sz])"
 )
 """A sentence that states an oligomeric state (monomer, homodimer, heterotrimer,
 oligomerizes, …)."""
+_AS_OLIGOMER: Final = re.compile(rf"(?i)\bas an? {_OLIGOMER.pattern.removeprefix('(?i)')}")
+"""What a protein binds or acts as (``as a homotetramer``)."""
+_PRODUCT: Final = re.compile(r"^\[[^\]]*\]:\s*")
+"""A comment's product prefix (``[Spike glycoprotein]: ``)."""
 
 
 def _abridged(text: str) -> str:
@@ -53,12 +57,12 @@ def _abridged(text: str) -> str:
     if len(text) <= _SUBUNIT_CHARS:
         return text
     sentences = _SENTENCE_END.split(text)
-    ranked = sorted(range(len(sentences)), key=lambda i: (not _OLIGOMER.search(sentences[i]), i))
+    ranked = sorted(range(len(sentences)), key=lambda i: (not _states_oligomer(sentences[i]), i))
     kept: set[int] = set()
     size = 0
     for i in ranked:
         if size + len(sentences[i]) > _SUBUNIT_CHARS:
-            if not _OLIGOMER.search(sentences[i]):
+            if not _states_oligomer(sentences[i]):
                 break  # (the others only from the start: no scattered fragments)
             continue
         kept.add(i)
@@ -68,6 +72,15 @@ def _abridged(text: str) -> str:
     parts = [sentences[i] if i in kept else "…" for i in range(len(sentences))]
     shown = " ".join(p for n, p in enumerate(parts) if p != "…" or n == 0 or parts[n - 1] != "…")
     return f"{shown} (abridged; the entry has the rest)"
+
+
+def _states_oligomer(sentence: str) -> bool:
+    """True when the sentence states the oligomeric state, as its first words ("Homotrimer;
+    …", "[Spike glycoprotein]: Homotrimer", "Homodimerizes"), or as what the protein
+    binds or acts as ("Binds DNA as a homotetramer"); not a mention in passing ("… spike
+    trimers at the surface")."""
+    first_words = _PRODUCT.sub("", sentence, count=1)
+    return bool(_OLIGOMER.match(first_words) or _AS_OLIGOMER.search(sentence))
 
 
 def _usable(stage: object) -> Mapping[str, Any] | None:
@@ -117,13 +130,15 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
         caveats.append(f"{_NO_LIGANDS}. {'; '.join(named)}.")
     else:
         caveats.append(f"{_NO_LIGANDS}; the UniProt entry names no cofactor or ligand site.")
-    glycans = [f for f in features if f["type"] == "Glycosylation"]
+    glycans = [f for f in features if _glycan(f)]
     if glycans:
+        partial = sum("partial" in str(f.get("description")) for f in glycans)
         caveats.append(
             f"AlphaFold DB models no glycans: UniProt's {len(glycans)} glycosylation site(s) "
-            f"({', '.join(span(f['start'], f['end']) for f in glycans)}) are modelled bare, "
-            "so the sugars that cover the surface "
-            "there (and may hide it from a binder) are absent from the model."
+            f"({', '.join(span(f['start'], f['end']) for f in glycans)}"
+            + (f"; {partial} of them occupied only in part" if partial else "")
+            + ") are modelled bare, so the sugars that cover the surface there (and may hide "
+            "it from a binder) are absent from the model."
         )
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
@@ -147,6 +162,15 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     if len(chains) > 1:
         caveats.append(_chains_caveat(summary, chains))
     return caveats
+
+
+def _glycan(feature: Mapping[str, Any]) -> bool:
+    """A glycosylation site of this sequence: not a glycation (a sugar stuck on by
+    chemistry, no glycan), nor one UniProt places in other isoforms only."""
+    if feature["type"] != "Glycosylation":
+        return False
+    note = str(feature.get("description") or "").lower()
+    return "glycation" not in note and "isoform" not in note
 
 
 def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]]) -> str:
@@ -264,11 +288,23 @@ def _model_sequence_caveat(summary: Mapping[str, Any]) -> list[str]:
     placed, total = len(uniprot.get("features") or ()), modelled["features"]
     if not modelled["shared"]:
         return [f"{head} The two share no stretch, so none of UniProt's features is placed."]
+    changed = modelled.get("changed") or []
+    aligned = (
+        f" Aligned, the two share {_stretches(modelled['shared'], 'in UniProt')}"
+        + (
+            f"; {len(changed)} residue(s) changed in place ({', '.join(map(str, changed[:10]))}"
+            f"{', …' if len(changed) > 10 else ''}) keep their features"
+            if changed
+            else ""
+        )
+        + "."
+    )
+    if placed == total:
+        return [f"{head}{aligned} All {total} of UniProt's features are placed on the model."]
     return [
-        f"{head} Of UniProt's {total} features, the {placed} wholly within what the two "
-        f"share residue for residue ({_stretches(modelled['shared'], 'in UniProt')}) are "
-        "placed on the model; the rest are not (where they lie on the modelled sequence, "
-        "the data do not say)."
+        f"{head}{aligned} Of UniProt's {total} features, the {placed} within those stretches "
+        "are placed on the model; the rest cross an insertion or a deletion (where they lie "
+        "on the modelled sequence, the data do not say)."
     ]
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "explaining",
     "label",
     "map_features",
+    "placed_on_sequence",
     "predicted_by",
     "read_features",
 ]
@@ -256,6 +257,43 @@ def map_features(
             }
         )
     return mapped
+
+
+def placed_on_sequence(
+    features: Iterable[Mapping[str, Any]], current: str, modelled: str
+) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]], list[int]]:
+    """UniProt's features (numbered on its ``current`` sequence) placed on the ``modelled``
+    one, an earlier version of it: the two aligned (difflib's matching blocks), a residue
+    changed in place (a substitution) keeps its number, and a feature is placed,
+    renumbered, when every residue of it has a place and none was inserted or deleted
+    within it. Also the stretches so placed, as ``(first, last, shift)`` in the model's
+    numbering (``shift``: UniProt's number − the model's), and the model's residues that
+    differ in place."""
+    from difflib import SequenceMatcher
+
+    to_model: dict[int, int] = {}
+    changed: list[int] = []
+    stretches: list[tuple[int, int, int]] = []
+    matcher = SequenceMatcher(None, current, modelled, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
+            to_model.update(zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1), strict=True))
+            if op == "replace":
+                changed += range(j1 + 1, j2 + 1)
+            shift = i1 - j1
+            if stretches and stretches[-1][1] == j1 and stretches[-1][2] == shift:
+                stretches[-1] = (stretches[-1][0], j2, shift)
+            else:
+                stretches.append((j1 + 1, j2, shift))
+    placed = []
+    for feature in features:
+        first, last = int(feature["start"]), int(feature["end"])
+        start, end = to_model.get(first), to_model.get(last)
+        if start is None or end is None or end - start != last - first:
+            continue
+        if all(r in to_model for r in range(first, last + 1)):
+            placed.append({**feature, "start": start, "end": end})
+    return placed, stretches, changed
 
 
 def carried_to_isoform(

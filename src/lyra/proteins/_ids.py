@@ -16,6 +16,7 @@ __all__ = [
     "MAX_ID_LENGTH",
     "accession_problem",
     "find_protein_ids",
+    "mentioned_ids",
     "normalize_protein_id",
     "validate_protein_id",
 ]
@@ -34,7 +35,7 @@ _CORE: Final = r"(?:[OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9](?:[A-Z][A-Z0-9]{2}[
 _ACCESSION: Final = re.compile(rf"{_CORE}(?:{_SUFFIX})?")
 _MENTIONED: Final = re.compile(
     rf"(?<!\w)(?i:{_CORE}(?:{_SUFFIX}(?!\w|-(?!F\d)))?)(?!\w)"  # AF-P05067-2-F1 too
-    r"(?:\.[0-9]+(?![\w.]))?"  # a sequence version (P04637.2), not a sentence's end
+    r"(?:\.[0-9]+(?!\w|\.\w))?"  # a sequence version (P04637.2, "… P04637.2.")
 )
 ACCESSION_FORMAT: Final = "[OPQ][0-9][A-Z0-9]{3}[0-9] or [A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2}"
 """UniProt's documented accession format (uniprot.org/help/accession_numbers); an
@@ -105,7 +106,13 @@ def find_protein_ids(text: str) -> list[str]:
     """UniProt accessions (isoforms too: ``P05067-2``; with a sequence version,
     ``P04637.2``, as written, for the ID check to refuse) mentioned in ``text``, in
     either case, upper-cased, in order of first appearance, once each."""
-    return list(dict.fromkeys(match.group(0).upper() for match in _MENTIONED.finditer(text)))
+    return list(dict.fromkeys(accession for _, accession in mentioned_ids(text)))
+
+
+def mentioned_ids(text: str) -> list[tuple[int, str]]:
+    """Each mention of an accession in ``text`` (as :func:`find_protein_ids` reads them)
+    with where it starts, in order."""
+    return [(match.start(), match.group(0).upper()) for match in _MENTIONED.finditer(text)]
 
 
 def accession_problem(protein_id: str) -> str | None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 from lyra.delegation import parse_retry_after
 from lyra.errors import TransientError
-from lyra.proteins._features import carried_to_isoform, read_features
+from lyra.proteins._features import placed_on_sequence, read_features
 from lyra.proteins._modelfiles import read_confidence, read_model, read_pae
 from lyra.proteins._profile import model_profile
 from lyra.proteins._sources import (
@@ -378,18 +378,20 @@ def _malformed(service: str, accession: str, what: str) -> TransientError:
 def _place_on_model(summary: ProteinSummary, current: str | None, modelled: str | None) -> None:
     """UniProt's features are numbered on its current sequence; the model is of the
     sequence AlphaFold DB took from UniProt when it was built. Where UniProt has changed
-    the sequence since, only the features wholly within what the two share residue
-    for residue are placed on the model, renumbered for it (as an isoform's are)."""
+    the sequence since, the features are placed on the model through an alignment of
+    the two (:func:`~lyra.proteins._features.placed_on_sequence`), renumbered for it;
+    one across an insertion or a deletion is not."""
     annotation = summary["uniprot"]
     if annotation is None or not current or not modelled or current == modelled:
         return
-    features, shared = carried_to_isoform(annotation["features"], current, modelled)
+    features, shared, changed = placed_on_sequence(annotation["features"], current, modelled)
     summary["uniprot"] = {
         **annotation,
         "features": features,
         "model_sequence": {
             "length": len(modelled),
             "shared": shared,
+            "changed": changed,
             "features": len(annotation["features"]),
         },
     }

@@ -17,7 +17,7 @@ from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
 from lyra.proteins._aliases import resolve_protein_id
-from lyra.proteins._ids import find_protein_ids, normalize_protein_id
+from lyra.proteins._ids import mentioned_ids, normalize_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
 
@@ -59,18 +59,13 @@ def plan_by_rules(question: str) -> QuestionPlan:
 
 
 def _named(question: str) -> list[str]:
-    upper = question.upper()
-    found = [
-        (re.search(rf"(?<!\w){re.escape(accession)}(?!\w|-[0-9])", upper), accession)
-        for accession in find_protein_ids(question)
-    ]
+    found = mentioned_ids(question)
     found += [
-        (match, match.group(0).upper())
+        (match.start(), match.group(0).upper())
         for match in _ENTRY_NAME.finditer(question)
         if resolve_protein_id(match.group(0))[1] is not None
     ]
-    ordered = sorted((m.start() if m else 0, word) for m, word in found)
-    return list(dict.fromkeys(word for _, word in ordered))
+    return list(dict.fromkeys(word for _, word in sorted(found)))
 
 
 async def plan_question(

@@ -67,8 +67,9 @@ class ModelSequence(TypedDict):
     """The sequence a model was built on, where UniProt's has changed since."""
 
     length: int  # the modelled sequence's residues
-    shared: list[tuple[int, int, int]]  # stretches shared residue for residue (first, last, shift)
-    features: int  # UniProt's features before only those within ``shared`` were kept
+    shared: list[tuple[int, int, int]]  # stretches aligned (first, last, shift): model numbers
+    changed: list[int]  # the model's residues UniProt has changed in place (substitutions)
+    features: int  # UniProt's features before those across an insertion or deletion were left
 
 
 class UniProtData(TypedDict):
@@ -163,6 +164,11 @@ def fetch_hint(summary: Mapping[str, Any], service: str) -> str:
     """How to get what ``service`` (``"AlphaFold DB"``, ``"UniProt"``) would give: fetch it
     live, or, on a live run, that it did not give it."""
     if summary.get("source") == "live":
+        if service == "UniProt" and summary.get("isoform_of"):
+            return (
+                "UniProt numbers its features on the canonical sequence of "
+                f"{summary['isoform_of']}, so a live run does not fetch them for an isoform"
+            )
         return f"{service} did not serve it for this entry"
     return f"run with --source live to fetch it from {service}"
 

@@ -17,8 +17,8 @@ fixer from report text: only callables the user registers run."""
 
 
 class RecoveryPolicy(BaseModel):
-    """Limits and pacing of a recovery loop (strict: a count is a whole number, never a
-    string or a bool)."""
+    """Limits and pacing of a recovery loop (strict: a count is a whole number and a time
+    a number, never a string or a bool; ``fixers`` any sequence)."""
 
     model_config = ConfigDict(
         frozen=True, defer_build=True, extra="forbid", arbitrary_types_allowed=True, strict=True
@@ -56,7 +56,9 @@ class RecoveryPolicy(BaseModel):
     retry_categories: frozenset[FailureCategory] = Field(
         frozenset(FailureCategory), description="Categories recovery may act on."
     )
-    fixers: tuple[Fixer, ...] = Field((), description="Allow-listed environment fixers.")
+    fixers: tuple[Fixer, ...] = Field(
+        (), strict=False, description="Allow-listed environment fixers (a list or tuple)."
+    )
     decomposer: Any = Field(
         None,
         description="Splits a task that timed out without progress (a Decomposer); "
