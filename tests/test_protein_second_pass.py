@@ -138,6 +138,22 @@ def test_the_rule_its_threshold_and_its_reference_are_stated(everything: Analysi
         "the cutoffs are lyra's: below 5 Å confident, above 15 Å not determined, uncertain "
         "between." in brief
     )
+    raw = json.loads((RAW / "AF-P00221-F1-predicted_aligned_error_v4.json").read_text())
+    assert all(v == int(v) for row in raw[0]["predicted_aligned_error"] for v in row)
+    assert "This PAE file gives each value in whole ångströms" in brief
+
+
+def test_the_pae_files_precision_is_stated_only_where_it_rounds() -> None:
+    """Whole ångströms are said of a file that gives them, not of one with decimals (a
+    matrix built for this test)."""
+    from lyra.proteins._profile import model_profile
+
+    plddt = [90.0] * 4
+    whole = [[0, 1, 2, 3], [1, 0, 1, 2], [2, 1, 0, 1], [3, 2, 1, 0]]
+    finer = [[v + 0.25 for v in row] for row in whole]
+    assert model_profile(plddt, None, whole)["pae_whole_angstroms"] is True
+    assert model_profile(plddt, None, finer)["pae_whole_angstroms"] is False
+    assert model_profile(plddt, None, None)["pae_whole_angstroms"] is None
 
 
 def test_a_unit_is_rigid_by_pae_and_every_listed_pae_file_is_used(

@@ -63,14 +63,24 @@ _RULE: Final = (
     "pseudo-rigid domains; it links single residue pairs and clusters the graph, where lyra "
     "tests means over whole blocks. A mean within a unit or a segment leaves out each "
     "residue's PAE to itself (the diagonal: a residue aligned on itself, near 0 Å, says "
-    "nothing of placement). Where a PAE file gives whole ångströms (AlphaFold DB's v4 files "
-    "do), a mean's second decimal is arithmetic, not precision. Between two parts, a low "
+    "nothing of placement). Between two parts, a low "
     "mean PAE says their relative placement is confident and a high one that the model does "
     "not determine it, as AlphaFold's papers read PAE (Jumper et al. 2021; "
     "Tunyasuvunakool et al. 2021); "
     f"the cutoffs are lyra's: below {num(PAE_PLACED)} Å confident, above "
     f"{num(PAE_UNPLACED)} Å not determined, uncertain between."
 )
+
+_WHOLE_ANGSTROMS: Final = (
+    " This PAE file gives each value in whole ångströms (as AlphaFold DB's v4 files do): a "
+    "mean's second decimal is arithmetic, not precision."
+)
+
+
+def _rule(s: Mapping[str, Any]) -> str:
+    """The PAE rule, and what the file's precision allows where it rounds to whole Å."""
+    return _RULE + (_WHOLE_ANGSTROMS if s.get("pae_whole_angstroms") else "")
+
 
 _UNITS_RULE: Final = (
     f"How units are found: ordered segments of at least {MIN_UNIT_LENGTH} residues are one "
@@ -293,7 +303,7 @@ def _structure_view(
             }
             for u in units
         ],
-        "rule": _RULE if any(u.get("pae") for u in units) else None,
+        "rule": _rule(s) if any(u.get("pae") for u in units) else None,
         "units_rule": _UNITS_RULE,
         "joins": [
             f"unit {u['number']}: {first} with {second}, {n} residue pairs in contact"

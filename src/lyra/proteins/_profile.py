@@ -114,4 +114,6 @@ def model_profile(
         "unit_pae": unit_pae,
         "segment_pae": segment_pae,
         "domain_pae": _domain_pae(features, pae) if pae is not None else None,
+        # (AlphaFold DB's v4 files round each value to a whole ångström)
+        "pae_whole_angstroms": all(v == int(v) for row in pae for v in row) if pae else None,
     }

@@ -198,6 +198,7 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
         "units": profile.get("units"),
         "unit_pae": profile.get("unit_pae"),
         "domain_pae": profile.get("domain_pae"),
+        "pae_whole_angstroms": profile.get("pae_whole_angstroms"),
         "features": features,
         "annotated": annotated if values is None else None,
         "missing": _missing(alphafold, summary),
