@@ -63,12 +63,11 @@ _RULE: Final = (
     "pseudo-rigid domains; it links single residue pairs and clusters the graph, where lyra "
     "tests means over whole blocks. A mean within a unit or a segment leaves out each "
     "residue's PAE to itself (the diagonal: a residue aligned on itself, near 0 Å, says "
-    "nothing of placement). Between two parts, a low "
-    "mean PAE says their relative placement is confident and a high one that the model does "
-    "not determine it, as AlphaFold's papers read PAE (Jumper et al. 2021; "
-    "Tunyasuvunakool et al. 2021); "
-    f"the cutoffs are lyra's: below {num(PAE_PLACED)} Å confident, above "
-    f"{num(PAE_UNPLACED)} Å not determined, uncertain between."
+    "nothing of placement). Between two parts, a low mean PAE says their relative placement "
+    "is confident and a high one that the model does not determine it, as AlphaFold's papers "
+    "read PAE (Jumper et al. 2021; Tunyasuvunakool et al. 2021); the cutoffs are lyra's: "
+    f"below {num(PAE_PLACED)} Å confident, above {num(PAE_UNPLACED)} Å not determined, "
+    "uncertain between."
 )
 
 _WHOLE_ANGSTROMS: Final = (
