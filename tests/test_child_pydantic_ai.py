@@ -448,6 +448,27 @@ async def test_a_token_budget_caps_max_tokens(
         assert value is None or value <= left - REQUEST_OVERHEAD
 
 
+async def test_a_token_budget_measures_any_text_a_tool_returns() -> None:
+    """Under a token budget each request's input is measured before it is sent: text
+    that is not ASCII counts by its UTF-8 bytes, and a lone surrogate (bytes a tool
+    decoded leniently) counts too, where encoding it would raise inside the hook."""
+    from lyra.children._meter import text_bytes
+
+    assert [text_bytes(t) for t in ("abc", "é" * 10, "\ud800", "")] == [3, 20, 3, 0]
+
+    def odd(q: str) -> str:
+        """Look something up."""
+        return "r\u00e9sum\u00e9 \udcff"
+
+    script = Script(call("odd", q="a"), answer("ok"))
+    agent: Agent[ChildContext, Any] = Agent(
+        FunctionModel(script, model_name="scripted"), deps_type=ChildContext
+    )
+    agent.tool_plain(odd)
+    result = await delegate(PydanticAIChild(agent), budget=Budget(max_tokens=10_000))
+    assert result.status == "completed", result.report
+
+
 async def test_running_out_of_tool_calls_is_never_a_success() -> None:
     """pydantic-ai's tool_calls_limit (beside its request_limit, in the contract suite)
     ends the run as timeout / budget, with evidence."""

@@ -24,7 +24,7 @@ import pydantic
 
 from lyra import tracing
 from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text
-from lyra.children._meter import Meter, Tokens, count
+from lyra.children._meter import Meter, Tokens, count, text_bytes
 from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput, TaskRejected, TransientError
@@ -278,7 +278,7 @@ class AnthropicChild:
         case is held (see :meth:`Meter.reserve`)."""
         if not meter.token_limited:
             return self.max_tokens
-        sent = len(system.encode()) + len(json.dumps([tools, messages], default=str).encode())
+        sent = text_bytes(system) + text_bytes(json.dumps([tools, messages], default=str))
         allowed = await meter.reserve(None, text_bytes=sent, output=self.max_tokens, capped=True)
         return self.max_tokens if allowed is None else max(1, min(self.max_tokens, allowed))
 

@@ -59,7 +59,7 @@ from lyra.children._framework import (
     output_text,
     tool_done,
 )
-from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens
+from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens, text_bytes
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import IncompleteOutput, TaskRejected
@@ -125,7 +125,7 @@ async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
 def _bytes(part: types.Part) -> int:
     """The bytes of what one part of a request sends: its text, a call's arguments, a
     function's response (as JSON)."""
-    size = len(part.text.encode()) if part.text else 0
+    size = text_bytes(part.text) if part.text else 0
     for data in (part.function_call, part.function_response):
         if data is not None:
             payload = getattr(data, "args", None) or getattr(data, "response", None)
@@ -133,7 +133,7 @@ def _bytes(part: types.Part) -> int:
                 try:
                     size += len(orjson.dumps(payload, default=str, option=orjson.OPT_NON_STR_KEYS))
                 except TypeError:  # (an integer past 64 bits)
-                    size += len(str(payload).encode())
+                    size += text_bytes(str(payload))
     return size
 
 

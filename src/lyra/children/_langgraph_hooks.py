@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from lyra.children._framework import OWN_STOPS, tool_done
-from lyra.children._meter import Meter, Tokens, count
+from lyra.children._meter import Meter, Tokens, count, text_bytes
 
 
 class LyraCallbacks(AsyncCallbackHandler):
@@ -66,7 +66,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         sent = 0
         for turn in messages:
             for message in turn:
-                sent += len(str(message.content).encode())
+                sent += text_bytes(str(message.content))
         await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def on_llm_start(
@@ -80,7 +80,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        sent = sum(len(prompt.encode()) for prompt in prompts)
+        sent = sum(text_bytes(prompt) for prompt in prompts)
         await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def _before_model(self, run_id: UUID, metadata: Any, params: Any, sent: int) -> None:

@@ -41,6 +41,13 @@ DEFAULT_OUTPUT = 4096
 """The output held for a request whose output limit lyra does not know."""
 
 
+def text_bytes(text: str) -> int:
+    """The UTF-8 size of ``text``, without encoding it when it is ASCII (asking costs
+    nothing in CPython: a request's whole history is measured before every request). A
+    lone surrogate (text from a tool that decoded bytes leniently) counts, never raises."""
+    return len(text) if text.isascii() else len(text.encode(errors="surrogatepass"))
+
+
 def count(value: Any) -> int:
     """A token count from a framework: whole, never negative (0 for what is no number)."""
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -50,7 +50,7 @@ from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
 from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text, tool_done
-from lyra.children._meter import Meter
+from lyra.children._meter import Meter, text_bytes
 from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
@@ -106,7 +106,7 @@ class Tap:
         if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
             sent = json.dumps([model_data.input, model_data.instructions], default=str)
             limit = data.agent.model_settings.max_tokens
-            await meter.reserve(id(data.agent), text_bytes=len(sent.encode()), output=limit)
+            await meter.reserve(id(data.agent), text_bytes=text_bytes(sent), output=limit)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered

@@ -53,7 +53,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage
 
 from lyra.children._framework import tool_done
-from lyra.children._meter import Meter
+from lyra.children._meter import Meter, text_bytes
 from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError
 
@@ -167,7 +167,7 @@ class Limits(AbstractCapability[Any]):
                 if type(content) is not str:
                     args = getattr(part, "args", None)
                     content = str(args if args is not None else content or "")
-                sent += len(content.encode())
+                sent += text_bytes(content)
         allowed = await self.meter.reserve(None, text_bytes=sent, output=limit, capped=True)
         if allowed is not None and allowed < limit:
             capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
