@@ -28,6 +28,7 @@ from a2a.helpers import (
 )
 from a2a.types import (
     CancelTaskRequest,
+    GetTaskRequest,
     Role,
     SendMessageRequest,
     StreamResponse,
@@ -326,6 +327,53 @@ async def test_after_auth_required_the_next_message_runs_the_task_again() -> Non
     assert get_text_parts(artifact.parts) == ["second try: Summarise TP53"]
 
 
+async def test_a_message_to_a_task_that_waits_for_none_is_refused_and_runs_nothing() -> None:
+    """A second message while the task works (the SDK holds it until the task's first
+    request ends, then hands over the status it had) is refused, never a second run:
+    the child runs once, the task completes once with one artifact."""
+    prompts: list[str] = []
+    release = anyio.Event()
+
+    async def working(prompt: str, ctx: ChildContext) -> str:
+        prompts.append(prompt)
+        ctx.step("Started")
+        await release.wait()
+        return f"done: {prompt}"
+
+    first: list[StreamResponse] = []
+    started = anyio.Event()
+    async with lyra_a2a(working) as client, anyio.create_task_group() as group:
+
+        async def stream() -> None:
+            message = new_text_message("Go", role=Role.ROLE_USER)
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                first.append(event)
+                if ("WORKING", "Started") in states([event]):
+                    started.set()
+
+        group.start_soon(stream)
+        with anyio.fail_after(5):
+            await started.wait()
+        refusal: list[Exception] = []
+
+        async def again() -> None:
+            try:
+                await send(client, "Again", **ids_of(first))
+            except Exception as exc:  # noqa: BLE001 - the refusal, checked below
+                refusal.append(exc)
+
+        async with anyio.create_task_group() as second:
+            second.start_soon(again)
+            await anyio.sleep(0.3)  # (the second message is held by the SDK meanwhile)
+            release.set()
+        task = await client.get_task(GetTaskRequest(id=first[0].task.id))
+    assert prompts == ["Go"]
+    assert "a message continues a task only while it waits" in str(refusal)
+    assert states(first)[-1][0] == "COMPLETED"
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [get_text_parts(a.parts) for a in task.artifacts] == [["done: Go"]]
+
+
 async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
     """tasks/cancel stops the running child (its cleanup has run when cancel returns),
     the task is canceled, and the client's stream says so; a child waiting for an
@@ -371,7 +419,7 @@ async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
 async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refused() -> None:
     """With a token, the agent card is open and declares bearer auth; the JSON-RPC
     endpoint answers 401 without the token and serves with it. A request naming
-    another host (DNS rebinding) gets 421."""
+    another host (DNS rebinding), or a Host header naming none, gets 421."""
     app = lambda url: build_app(stepper, url=url, token="s3cret")  # noqa: E731
     async with serving(app) as url, httpx.AsyncClient() as http:
         card = (await http.get(f"{url}.well-known/agent-card.json")).json()
@@ -379,6 +427,10 @@ async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refuse
         rebound = await http.get(
             f"{url}.well-known/agent-card.json", headers={"Host": "evil.example"}
         )
+        malformed = [  # (a Host that names no host at all: refused the same, never a 500)
+            (await http.get(f"{url}.well-known/agent-card.json", headers={"Host": h})).status_code
+            for h in ("[", "[::1")
+        ]
         async with httpx.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authorized:
             config = ClientConfig(httpx_client=authorized)
             async with await create_client(url, config) as client:
@@ -387,6 +439,7 @@ async def test_a_token_guards_everything_but_the_card_and_a_wrong_host_is_refuse
     assert anonymous.status_code == 401
     assert anonymous.headers["www-authenticate"].startswith("Bearer")
     assert rebound.status_code == 421
+    assert malformed == [421, 421]
     assert states(events)[-1][0] == "COMPLETED"
 
 

@@ -254,6 +254,14 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _host_named(header: str) -> str | None:
+    """The host a ``Host`` header names; ``None`` for one that names none (``[``)."""
+    try:
+        return urlsplit(f"//{header}").hostname
+    except ValueError:  # an unclosed IPv6 bracket, a port that is no number
+        return None
+
+
 class _Guard:
     """Serves only requests that name this server, with the token where one is set."""
 
@@ -268,7 +276,7 @@ class _Guard:
             return
         headers = Headers(scope=scope)
         refusal: Any = None
-        if urlsplit(f"//{headers.get('host', '')}").hostname not in self.hosts:
+        if _host_named(headers.get("host", "")) not in self.hosts:
             refusal = PlainTextResponse("Misdirected request: unknown Host header", 421)
         elif (
             self.token is not None

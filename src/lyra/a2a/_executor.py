@@ -11,6 +11,7 @@
 | ``error_type`` ``auth`` (a 401/403)         | ``auth-required``                        |
 | any other failure                           | ``failed``                               |
 | ``tasks/cancel``                            | the child stopped, ``canceled``          |
+| a message to a task that waits for none     | refused: ``UnsupportedOperationError``   |
 
 Every status update carries the task's usage so far (``metadata["usage"]``, see
 :mod:`lyra.children._a2a_wire`); a final one carries the report text and its
@@ -42,7 +43,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Part, Role, Task, TaskState
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
 from lyra.a2a._delegations import (
     Beat,
@@ -76,6 +77,8 @@ class _Task:
     delegation: Delegation | None = None
     question: str | None = None
     """What the child asked, while the task waits for the answer."""
+    waiting: bool = False
+    """True while the task waits for the client's next message (input- or auth-required)."""
 
 
 class DelegationExecutor(AgentExecutor):
@@ -107,6 +110,7 @@ class DelegationExecutor(AgentExecutor):
             delegation = task.delegation = self._start(task.prompt)
         else:
             current = context.current_task
+            self._check_waits(str(current.id), current)
             if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and not text.strip():
                 await self._ask_again(current, event_queue)
                 return
@@ -143,7 +147,7 @@ class DelegationExecutor(AgentExecutor):
                 assert task.delegation is not None
                 if not task.delegation.waits_on(happening):
                     return False  # answered meanwhile, or its wait is over
-                task.question = question
+                task.question, task.waiting = question, True
                 message = updater.new_agent_message([new_text_part(question)])
                 await updater.update_status(
                     _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
@@ -177,13 +181,28 @@ class DelegationExecutor(AgentExecutor):
             metadata={**(_metadata(usage) or {}), "answer_refused": _NO_ANSWER},
         )
 
+    def _check_waits(self, task_id: str, current: Task) -> None:
+        """Refuse a message to a task that waits for none: one still working (its child
+        runs on) or one that ended here meanwhile (the SDK held the message until the
+        task's last request returned, and hands over the status it had when it came).
+        A task this server does not know waits as its stored status says (a server
+        restarted over a persistent task store)."""
+        task = self._tasks.get(task_id)
+        waits = task.waiting if task is not None else current.status.state in _WAITING
+        if not waits:
+            state = "still working" if task is not None else "over"
+            raise UnsupportedOperationError(
+                message=f"task {task_id} is {state}: a message continues a task only while "
+                "it waits for one (input-required, auth-required); send a new task instead"
+            )
+
     async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
         """A task's next message: the answer its child waits for; else the answer to
         the question it ended on, or (after ``auth-required``) the word to try again,
         either of which runs the task again (``text`` then changes nothing)."""
         task = self._tasks.get(task_id) or _Task(prompt=_first_prompt(current))
         self._tasks[task_id] = task
-        question, task.question = task.question, None
+        question, task.question, task.waiting = task.question, None, False
         asked = current.status.state == _S.TASK_STATE_INPUT_REQUIRED and question is not None
         answers: dict[str, str] = {}
         if task.delegation is not None:
@@ -225,8 +244,9 @@ class DelegationExecutor(AgentExecutor):
         else:
             state = _state_of(failure)
             message = up.new_agent_message([new_text_part(result.report), _fields(result)])
+        task.waiting = state in _WAITING
         await up.update_status(state, message, metadata=metadata)
-        if state not in _WAITING:  # a waiting task keeps its prompt for the next message
+        if not task.waiting:  # a waiting task keeps its prompt for the next message
             self._tasks.pop(task_id, None)
 
 
