@@ -26,8 +26,8 @@ def everything() -> AnalysisOutput:
 
 
 def test_the_glycan_caveat_counts_this_sequences_glycans_alone() -> None:
-    """A glycation (a sugar chemistry stuck on, no glycan) and a site UniProt places in
-    other isoforms only are not bare glycans of this model; a partial one is said to be
+    """A glycation (a sugar chemistry stuck on, no glycan) is no glycan; a site UniProt
+    gives to named isoforms only is said apart, not counted; a partial one is said to be
     (a summary built for this test, in the bundled data's shape)."""
     from lyra.proteins._caveats import annotation_caveats
 
@@ -47,7 +47,21 @@ def test_the_glycan_caveat_counts_this_sequences_glycans_alone() -> None:
     [caveat] = [c for c in annotation_caveats(summary) if "glycans" in c]
     assert caveat.startswith(
         "AlphaFold DB models no glycans: UniProt's 2 glycosylation site(s) (10, 20; 1 of them "
-        "occupied only in part) are modelled bare"
+        "occupied only in part) and 1 more given to named isoforms only (40: in "
+        "L-APP isoforms; not counted for this canonical sequence) are modelled bare"
+    )
+    # In an isoform's brief, which isoforms "L-APP" names is not in the data: said so.
+    [caveat] = [
+        c for c in annotation_caveats({**summary, "isoform_of": "P05067"}) if "glycans" in c
+    ]
+    assert "(40: in L-APP isoforms; whether this isoform is one of them, the bundled " in caveat
+    # Only sites of named isoforms: none counted, they are still said.
+    only = {"uniprot": {"features": summary["uniprot"]["features"][3:]}}
+    [caveat] = [c for c in annotation_caveats(only) if "glycans" in c]
+    assert caveat.startswith(
+        "AlphaFold DB models no glycans: UniProt's 1 glycosylation site(s) given to named "
+        "isoforms only (40: in L-APP isoforms; not counted for this canonical sequence) are "
+        "modelled bare"
     )
 
 

@@ -354,10 +354,37 @@ def test_features_carried_to_an_isoform_are_renumbered_after_what_it_lacks() -> 
         {"type": "Motif", "description": "tail", "start": 10, "end": 13},
     ]
     carried, shared = carried_to_isoform(features, canonical, isoform)
-    assert shared == [(1, 5, 0), (6, 11, 3)]
+    assert shared == [(6, 11, 3)]  # (HIKLMN, six residues, is taken; MABCD, five, is not)
+    carried, shared = carried_to_isoform(features, "W" + canonical, "W" + isoform)
+    assert shared == [(1, 6, 0), (7, 12, 3)]
     assert [(f["description"], f["start"], f["end"]) for f in carried] == [
         ("head", 2, 4),
         ("tail", 7, 10),
+    ]
+
+
+def test_a_stretch_an_isoform_shares_between_two_that_differ_is_carried() -> None:
+    """An isoform that lacks a stretch at each end and one in the middle keeps the
+    features of what it shares between them, each renumbered by its own shift; residues
+    that match by chance where a stretch was spliced out belong to the stretch they
+    match in (APP's isoform 10, whose residues 19–20 are the canonical 75–76). The
+    sequences are built for this test."""
+    from lyra.proteins._features import carried_to_isoform
+
+    head, lost, middle, gone, tail = "MKTAYIAKEV", "PQWDFGHLYY", "EVSTNWCHPRIS", "QQQ", "GLEDAVCKMF"
+    canonical = head + lost + middle + gone + tail
+    isoform = head[:8] + middle + tail  # (its 9–10, E V, match the canonical 9–10 by chance)
+    features = [
+        {"type": "Domain", "description": "middle", "start": 23, "end": 30},
+        {"type": "Site", "description": "lost", "start": 15, "end": 15},
+        {"type": "Region", "description": "across", "start": 30, "end": 38},
+        {"type": "Motif", "description": "last", "start": 37, "end": 40},
+    ]
+    carried, shared = carried_to_isoform(features, canonical, isoform)
+    assert shared == [(1, 8, 0), (9, 20, 12), (21, 30, 15)]
+    assert [(f["description"], f["start"], f["end"]) for f in carried] == [
+        ("middle", 11, 18),
+        ("last", 22, 25),
     ]
 
 
@@ -507,3 +534,18 @@ def test_no_brief_prints_a_python_value_where_a_datum_is_missing(
             assert line.strip() not in ("None", "nan"), entry.protein_id
             assert " None" not in line, (entry.protein_id, line)
             assert "nan Å" not in line, (entry.protein_id, line)
+
+
+def test_app_isoforms_keep_the_domains_of_the_stretches_they_share_in_the_middle() -> None:
+    """The bundled APP isoforms (real sequences): P05067-7 differs from the canonical
+    sequence at its 345 (canonical 345–364) and lacks canonical 637–654, so its 346–617
+    are canonical 365–636 and carry the E2 domain; P05067-10 lacks canonical 19–74, so
+    its 19–20 are canonical 75–76, not the canonical 19–20 they happen to equal."""
+    from lyra.proteins._offline import _entry
+
+    l_app = _entry("P05067-7")["uniprot"]
+    assert l_app["shared_with_canonical"] == [(1, 344, 0), (346, 617, 19), (618, 733, 37)]
+    domains = [(f["start"], f["end"]) for f in l_app["features"] if f["type"] == "Domain"]
+    assert (355, 546) in domains  # E2, canonical 374–565
+    app639 = _entry("P05067-10")["uniprot"]
+    assert app639["shared_with_canonical"][:2] == [(1, 18, 0), (19, 232, 56)]

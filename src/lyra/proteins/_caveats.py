@@ -131,15 +131,9 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     else:
         caveats.append(f"{_NO_LIGANDS}; the UniProt entry names no cofactor or ligand site.")
     glycans = [f for f in features if _glycan(f)]
-    if glycans:
-        partial = sum("partial" in str(f.get("description")) for f in glycans)
-        caveats.append(
-            f"AlphaFold DB models no glycans: UniProt's {len(glycans)} glycosylation site(s) "
-            f"({', '.join(span(f['start'], f['end']) for f in glycans)}"
-            + (f"; {partial} of them occupied only in part" if partial else "")
-            + ") are modelled bare, so the sugars that cover the surface there (and may hide "
-            "it from a binder) are absent from the model."
-        )
+    elsewhere = [f for f in features if _glycan(f, in_named_isoforms=True)]
+    if glycans or elsewhere:
+        caveats.append(_glycans_caveat(summary, glycans, elsewhere))
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
         caveats.append(
@@ -164,13 +158,55 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     return caveats
 
 
-def _glycan(feature: Mapping[str, Any]) -> bool:
+def _glycan(feature: Mapping[str, Any], *, in_named_isoforms: bool = False) -> bool:
     """A glycosylation site of this sequence: not a glycation (a sugar stuck on by
-    chemistry, no glycan), nor one UniProt places in other isoforms only."""
+    chemistry, no glycan); with ``in_named_isoforms``, one UniProt gives to named
+    isoforms only (its note: ``in L-APP isoforms``), else one it gives to all."""
     if feature["type"] != "Glycosylation":
         return False
     note = str(feature.get("description") or "").lower()
-    return "glycation" not in note and "isoform" not in note
+    return "glycation" not in note and ("isoform" in note) == in_named_isoforms
+
+
+def _glycans_caveat(
+    summary: Mapping[str, Any],
+    glycans: list[Mapping[str, Any]],
+    elsewhere: list[Mapping[str, Any]],
+) -> str:
+    """No glycans in the model: the sites UniProt gives to every isoform, counted, and
+    those it gives to named isoforms only, said apart (which isoforms a name covers is
+    not in the bundled data, so whether they hold for this sequence is left open)."""
+    partial = sum("partial" in str(f.get("description")) for f in glycans)
+    sites = ", ".join(span(f["start"], f["end"]) for f in glycans)
+    text = (
+        f"AlphaFold DB models no glycans: UniProt's {len(glycans)} glycosylation site(s) "
+        f"({sites}" + (f"; {partial} of them occupied only in part" if partial else "") + ") "
+        if glycans
+        else "AlphaFold DB models no glycans: "
+    )
+    if elsewhere:
+        named = "; ".join(f"{span(f['start'], f['end'])}: {_isoform_note(f)}" for f in elsewhere)
+        whose = (
+            "whether this isoform is one of them, the bundled data does not say"
+            if summary.get("isoform_of")
+            else "not counted for this canonical sequence"
+        )
+        counted = (
+            f"and {len(elsewhere)} more"
+            if glycans
+            else (f"UniProt's {len(elsewhere)} glycosylation site(s)")
+        )
+        text += f"{counted} given to named isoforms only ({named}; {whose}) "
+    return text + (
+        "are modelled bare, so the sugars that cover the surface there (and may hide it "
+        "from a binder) are absent from the model."
+    )
+
+
+def _isoform_note(feature: Mapping[str, Any]) -> str:
+    """The part of a site's note that names its isoforms (``in L-APP isoforms``)."""
+    parts = str(feature.get("description") or "").split(";")
+    return next((p.strip() for p in parts if "isoform" in p.lower()), parts[-1].strip())
 
 
 def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]]) -> str:

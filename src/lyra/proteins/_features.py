@@ -296,27 +296,33 @@ def placed_on_sequence(
     return placed, stretches, changed
 
 
+SHORTEST_SHARED = 6
+"""Residues two isoforms must share in a row to be taken as the same stretch: shorter
+runs of the same residues turn up by chance between unrelated stretches (a run of six
+about once in 64 million pairs of places), and a feature is not carried on one."""
+
+
 def carried_to_isoform(
     features: Iterable[Mapping[str, Any]], canonical: str, isoform: str
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
     """The canonical sequence's features that hold for an isoform: those wholly within
-    the stretches the two share residue for residue from either end (the isoforms of
-    one entry differ by spliced-out or replaced stretches between them), renumbered
-    for the isoform. Also those stretches, as ``(first, last, shift)`` in the isoform's
-    numbering (``shift``: canonical number − isoform number). A feature that reaches
-    into the part that differs is not carried: where it lies in the isoform, if
-    anywhere, the data do not say."""
-    shortest = min(len(canonical), len(isoform))
-    head = 0
-    while head < shortest and canonical[head] == isoform[head]:
-        head += 1
-    tail = 0
-    while tail < shortest - head and canonical[-1 - tail] == isoform[-1 - tail]:
-        tail += 1
-    shift = len(canonical) - len(isoform)
-    shared = [(1, head, 0)] if head else []
-    if tail:
-        shared.append((len(isoform) - tail + 1, len(isoform), shift))
+    a stretch the two share residue for residue, renumbered for the isoform. The two
+    are aligned (difflib's matching blocks, the longest first, so a residue or two that
+    happen to match where a stretch was spliced out are given to the stretch they
+    belong to); a shared stretch may lie anywhere (an isoform lacks exons at either end
+    or between), and is one of at least :data:`SHORTEST_SHARED` residues. Also those
+    stretches, as ``(first, last, shift)`` in the isoform's numbering (``shift``:
+    canonical number − isoform number). A feature that reaches into a part that
+    differs is not carried: where it lies in the isoform, if anywhere, the data do not
+    say."""
+    from difflib import SequenceMatcher
+
+    matcher = SequenceMatcher(None, canonical, isoform, autojunk=False)
+    shared = [
+        (j + 1, j + size, i - j)
+        for i, j, size in matcher.get_matching_blocks()
+        if size >= SHORTEST_SHARED
+    ]
     carried = []
     for feature in features:
         first, last = int(feature["start"]), int(feature["end"])
