@@ -681,6 +681,30 @@ async def test_prompt_too_long_is_context_overflow_and_never_retried_as_it_is() 
     assert len(outcome.attempts) == 1  # no steps, no split: never the same prompt again
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "prompt is too long: 215000 tokens > 200000 maximum",  # Anthropic
+        "This model's maximum context length is 8192 tokens",  # OpenAI
+        "The input token count (1200000) exceeds the maximum number of tokens allowed "
+        "(1048576).",  # Gemini
+        "The request exceeds the maximum number of tokens allowed (1048576).",  # (file upload)
+    ],
+    ids=["anthropic", "openai", "gemini", "gemini-upload"],
+)
+def test_each_providers_overflow_message_is_context_overflow(message: str) -> None:
+    """Providers say a prompt is over the context window in their own words (the count
+    in the middle of Gemini's): each is context_overflow, raised as the SDK raises it or
+    as a framework passes its text on."""
+    from google.genai import errors
+
+    from lyra.delegation._foreign import describe
+
+    body = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}
+    for exc in (ValueError(message), errors.ClientError(400, body)):
+        assert describe(exc).error_type == "context_overflow", exc
+
+
 async def test_an_overflow_after_steps_continues_fresh() -> None:
     """After completed steps the retry is a fresh continuation (ctx.fresh is True)."""
     seen: list[tuple[bool, str]] = []

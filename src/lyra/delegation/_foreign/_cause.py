@@ -107,7 +107,8 @@ _OVERFLOW_PHRASES = (
     "exceed context limit",  # Anthropic: input plus max_tokens
     "exceeds the context window",
     "context window exceeded",
-    "input token count exceeds",  # Google's Gemini
+    "exceeds the maximum number of tokens allowed",  # Gemini: "The input token count (N)
+    # exceeds the maximum number of tokens allowed (M)", or without its first clause
     "too many tokens",
 )
 """How providers and their framework wrappers say a prompt is over the context window."""
