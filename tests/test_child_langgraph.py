@@ -330,6 +330,36 @@ async def test_a_blocker_declared_in_a_tool_holds_though_the_tool_node_catches_i
     assert len(model.requests) == 1
 
 
+@pytest.mark.parametrize("limit", ["max_repeats", "max_tool_calls"])
+async def test_a_sync_tools_call_past_a_limit_never_runs(limit: str) -> None:
+    """A sync tool's callbacks reach lyra on langchain-core's sync path (in the tool's
+    worker thread), which swallows what an async handler raises: lyra's refusal of the
+    call (a loop, the tool-call budget) still stops it there, and the call past the
+    limit never runs, during the run or after it."""
+    ran: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email (a side effect)."""
+        ran.append(to)
+        return "sent"
+
+    def emails() -> Iterator[AIMessage]:  # the same one again, or a new one each turn
+        for n in range(99):
+            yield reply("", ("send_email", {"to": "bob" if limit == "max_repeats" else f"u{n}"}))
+
+    model = ScriptedModel.of(emails())
+    child = LangGraphChild(react_graph(model, [send_email]))
+    if limit == "max_repeats":
+        result = await Supervisor(child, max_repeats=2).delegate("x", timeout=10)
+    else:
+        result = await Supervisor(child, budget=Budget(max_tool_calls=2)).delegate("x", timeout=10)
+    await anyio.sleep(0.3)  # (a refused call that still ran would run late)
+    assert result.failure is not None, result.report
+    assert result.failure.error_type == ("loop" if limit == "max_repeats" else "budget")
+    assert len(ran) == 2, ran
+
+
 # -- the ChildContext in the graph -------------------------------------------------------------
 
 

@@ -131,8 +131,12 @@ class LyraCallbacks(AsyncCallbackHandler):
         self.meter.response(tokens, model or started_as)
 
     # -- tools --------------------------------------------------------------------------
+    # Plain methods, not coroutines: langchain-core runs a sync tool's callbacks on its
+    # sync path, in the tool's worker thread, and there an async handler's exception is
+    # logged and swallowed whatever ``raise_error`` says (the refused call would run). A
+    # plain method raises there, and runs inline (``run_inline``) for an async tool.
 
-    async def on_tool_start(
+    def on_tool_start(  # type: ignore[override]
         self,
         serialized: dict[str, Any],
         input_str: str,
@@ -149,7 +153,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         self._tools[run_id] = name
         ctx.tool_started(name, inputs if inputs is not None else input_str)
 
-    async def on_tool_end(
+    def on_tool_end(  # type: ignore[override]
         self,
         output: Any,
         *,
@@ -162,7 +166,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         if name is not None:
             tool_done(self.ctx, name)
 
-    async def on_tool_error(
+    def on_tool_error(  # type: ignore[override]
         self,
         error: BaseException,
         *,
