@@ -771,6 +771,25 @@ async def test_a_storm_waits_out_one_shared_cooldown() -> None:
     assert lowered[0]["concurrency"] < 10
 
 
+async def test_a_lone_tasks_rate_limit_is_no_storm_and_its_policy_holds() -> None:
+    """One task under a supervisor meets a 429 (retry-after 3) that never clears: no
+    sibling ran beside it, so it is no storm's and is not sent again behind the policy's
+    back; with max_retries=0 it ends after its one attempt."""
+    with MessagesAPI([rate_limited(3)] * 10, strict=False) as api:
+        async with anthropic.AsyncAnthropic(base_url=api.url, api_key="k", max_retries=0) as client:
+            supervisor = Supervisor(
+                AnthropicChild(client=client), policy=RecoveryPolicy(max_retries=0)
+            )
+            with record_waits() as waits:
+                [outcome] = await supervisor.run([Task(prompt="task")])
+    assert [a.strategy for a in outcome.attempts] == ["initial"]
+    assert len(api.requests) == 1
+    assert waits == []
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.error_type, failure.storm) == ("rate_limit", False)
+
+
 async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency() -> None:
     """While a rate limit holds a supervisor's pool below its max_concurrency, the
     progress display's counts say how many children run at once."""

@@ -34,6 +34,13 @@ class Listener(Protocol):
     def request_succeeded(self, provider: str) -> None:
         """A model request to ``provider`` was answered."""
 
+    def crowded(self) -> bool:
+        """True while siblings run beside the child that met a rate limit."""
+
+
+def _alone() -> bool:
+    return False  # (a listener that cannot tell: no siblings known)
+
 
 class Tree:
     """The shared state of one delegation tree (see the module docstring)."""
@@ -62,9 +69,10 @@ class Tree:
         return left
 
     def storm(self, provider: str, task: str) -> bool:
-        """True when ``task``'s rate limit is part of a storm: siblings share this tree
-        (a supervisor's pool listens), or another task met the limit first."""
-        if self._listeners:
+        """True when ``task``'s rate limit is part of a storm: siblings run beside it (a
+        supervisor's pool says so), or another task met the limit first. A lone task's
+        rate limit is its own: recovery's backoff and ``max_retries`` hold for it."""
+        if any(getattr(listener, "crowded", _alone)() for listener in self._listeners):
             return True
         return self.cooldown_left(provider) > 0 and self._started_by.get(provider) != task
 

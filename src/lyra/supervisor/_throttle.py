@@ -50,6 +50,10 @@ class Throttle:
             self.running -= 1
             self._wake()
 
+    def crowded(self) -> bool:
+        """True while more than one child runs: a rate limit one meets is a storm's."""
+        return self.running > 1
+
     def rate_limited(self, provider: str, seconds: float) -> None:
         """A provider pushed back: halve the children allowed to start."""
         before = self.allowed
