@@ -189,7 +189,7 @@ async def test_prices_give_the_cost_of_each_response(client_for: Any) -> None:
         (error(404, "no such model"), "tool_error", False, "not_found"),
         (malformed(), "tool_error", True, "data"),
         (refusal(), "invalid_task", False, "data"),
-        (truncated(), "tool_error", True, "data"),
+        (truncated(), "partial", True, "data"),  # (cut at the output limit, before any text)
     ],
     ids=[
         "429",
@@ -573,6 +573,23 @@ def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
 
     request = httpx2.Request("POST", "http://127.0.0.1/v1/responses")
     assert describe(openai.APITimeoutError(request=request)).error_type == "timeout"
+
+
+def test_a_responses_api_answer_cut_off_at_its_output_limit_is_incomplete() -> None:
+    """The SDK raises ModelBehaviorError for an incomplete response (its own text, built
+    from the Response): cut off by max_output_tokens it is output cut short (partial),
+    any other incomplete response stays the model's misbehaviour (transient)."""
+    from agents.models._response_terminal import response_terminal_failure_error
+    from openai.types.responses import Response
+    from openai.types.responses.response import IncompleteDetails
+
+    def incomplete(reason: Any) -> Exception:
+        details = IncompleteDetails(reason=reason)
+        response = Response.model_construct(status="incomplete", incomplete_details=details)
+        return response_terminal_failure_error("response.incomplete", response)
+
+    assert describe(incomplete("max_output_tokens")).kind is Kind.INCOMPLETE
+    assert describe(incomplete("content_filter")).kind is Kind.TRANSIENT
 
 
 async def test_model_settings_and_adelegate_task_work_together(client_for: Any) -> None:

@@ -196,6 +196,20 @@ async def test_each_category_comes_from_what_the_framework_does(
         assert agent.requests == 1
 
 
+@EACH
+async def test_an_answer_cut_off_at_the_output_limit_is_partial_never_a_success(
+    framework: Framework,
+) -> None:
+    """The model stopped at its output limit (each framework's own way of saying so:
+    finish_reason length, stop_reason max_tokens, MAX_TOKENS, an incomplete message):
+    the text is cut off, so the run is partial and retryable, never a success."""
+    with framework.agent(Script(Call("lookup", {"q": "a"}), Answer("The dupl", cut=True))) as agent:
+        result = await delegate(agent.child)
+    failure = result.failure
+    assert failure is not None, result.report
+    assert (failure.category, failure.suggested_retry) == ("partial", True), failure.evidence
+
+
 # -- the tree's limits hold inside the run ---------------------------------------------------
 
 

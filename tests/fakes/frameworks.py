@@ -71,6 +71,8 @@ class Answer:
 
     text: str
     tokens: tuple[int, int] = (200, 20)
+    cut: bool = False
+    """The model stopped at its output limit: the text is cut off."""
 
 
 @dataclass(frozen=True)
@@ -311,7 +313,8 @@ def _pydantic_ai(
         if isinstance(turn, Call):
             calls = [ToolCallPart(turn.tool, dict(turn.args)) for _ in range(turn.times)]
             return ModelResponse(parts=calls, usage=usage)
-        return ModelResponse(parts=[TextPart(turn.text)], usage=usage)
+        cut = "length" if turn.cut else None
+        return ModelResponse(parts=[TextPart(turn.text)], usage=usage, finish_reason=cut)
 
     agent: PAIAgent[ChildContext, str] = PAIAgent(
         FunctionModel(respond, model_name=name), deps_type=ChildContext
@@ -427,7 +430,7 @@ def _openai_agents(
                     id=f"msg_{next(ids)}",
                     content=[text],
                     role="assistant",
-                    status="completed",
+                    status="incomplete" if turn.cut else "completed",
                     type="message",
                 )
                 output = [message]
@@ -529,7 +532,10 @@ def _langgraph(
                 calls = [(turn.tool, dict(turn.args))] * turn.times
                 yield reply("", *calls, tokens=turn.tokens, model=name)
             else:
-                yield reply(turn.text, tokens=turn.tokens, model=name)
+                answer = reply(turn.text, tokens=turn.tokens, model=name)
+                if turn.cut:
+                    answer.response_metadata["stop_reason"] = "max_tokens"
+                yield answer
 
     @tool
     async def lookup(q: str) -> str:
@@ -632,7 +638,8 @@ def _claude_replies(turn: Turn) -> list[Any]:
     if isinstance(turn, Call):
         calls = [tool_use(f"mcp__lyra__{turn.tool}", dict(turn.args)) for _ in range(turn.times)]
         return [message(calls, "tool_use", model=CLAUDE_MODEL, usage=usage)]
-    return [message(turn.text, model=CLAUDE_MODEL, usage=usage)]
+    stop = "max_tokens" if turn.cut else "end_turn"
+    return [message(turn.text, stop, model=CLAUDE_MODEL, usage=usage)]
 
 
 @contextlib.contextmanager
@@ -735,6 +742,7 @@ def _google_adk(
 ) -> Agent:
     from google.adk.agents import LlmAgent
     from google.adk.agents.run_config import RunConfig
+    from google.genai import types
 
     from fakes.adk_models import ScriptedLlm, http_error, reply, tool_results
     from lyra.children.google_adk import GoogleADKChild, current_context
@@ -751,7 +759,8 @@ def _google_adk(
             elif isinstance(turn, Call):
                 yield reply("", *[(turn.tool, dict(turn.args))] * turn.times, tokens=turn.tokens)
             else:
-                yield reply(turn.text, tokens=turn.tokens)
+                cut = types.FinishReason.MAX_TOKENS if turn.cut else None
+                yield reply(turn.text, tokens=turn.tokens, finish_reason=cut)
 
     def lookup(q: str) -> str:
         """Look something up."""

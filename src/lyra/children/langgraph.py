@@ -420,10 +420,29 @@ def _answer(state: Any) -> Any:
     message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if message is None:
         raise IncompleteOutput("The graph ended without an answer (no AI message)")
+    if _cut_off(message):
+        raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
     text = str(message.text)
     if text == _OUT_OF_STEPS:  # the prebuilt agent ran out of remaining_steps
         raise GraphRecursionError(f"The agent ran out of steps and answered {text!r}")
     return text
+
+
+_CUT_OFF: dict[str, tuple[str, ...]] = {
+    "stop_reason": ("max_tokens",),  # Anthropic's (ChatAnthropic, Bedrock)
+    "finish_reason": ("length", "MAX_TOKENS"),  # OpenAI's, Gemini's
+    "done_reason": ("length",),  # Ollama's
+}
+"""How chat-model integrations say, in a message's ``response_metadata``, that the
+output limit cut the answer off."""
+
+
+def _cut_off(message: Any) -> bool:
+    """True when the answer stopped at the model's output limit (its text is cut off)."""
+    meta = getattr(message, "response_metadata", None)
+    if not isinstance(meta, Mapping):
+        return False
+    return any(meta.get(key) in said for key, said in _CUT_OFF.items())
 
 
 def _asked(interrupts: Sequence[Any]) -> str:

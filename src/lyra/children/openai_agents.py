@@ -86,7 +86,7 @@ from lyra.children._framework import (
 from lyra.children._meter import Meter
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
-from lyra.errors import BudgetExhausted, ConfigurationError, TransientError
+from lyra.errors import BudgetExhausted, ConfigurationError, IncompleteOutput, TransientError
 
 if TYPE_CHECKING:
     from agents import Agent, RunConfig, RunHooks
@@ -213,6 +213,9 @@ class OpenAIAgentsChild:
             self._keep(tap, ctx, start)
             raise
         tap.settle()  # usage of a nested agent-tool run no hook has seen yet
+        if _cut_off(result):
+            self._keep(tap, ctx, start, result)
+            raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
         ctx.state.pop(STATE_KEY, None)
         return output_text(result.final_output)
 
@@ -242,6 +245,18 @@ class OpenAIAgentsChild:
         history = tap.history(start, run_data)
         if history is not None:
             ctx.state[STATE_KEY] = {"history": history}
+
+
+def _cut_off(result: Any) -> bool:
+    """True when the run's last response ended in a message the model did not finish
+    (``status="incomplete"``: its output limit cut it off)."""
+    responses = getattr(result, "raw_responses", None) or ()
+    if not responses:
+        return False
+    return any(
+        getattr(item, "type", None) == "message" and getattr(item, "status", None) == "incomplete"
+        for item in responses[-1].output
+    )
 
 
 def _model_and_client(name: str | None) -> None:

@@ -122,6 +122,11 @@ def wrapped_by_openai_agents(exc: BaseException) -> BaseException | None:
     return None
 
 
+_CUT_OFF = ("reason='max_output_tokens'", "finish_reason='length'")
+"""How the SDK's errors say the output limit cut a response off (the Responses API's
+incomplete response; a Chat Completions answer cut before its first word)."""
+
+
 def describe_openai_agents(exc: BaseException) -> Cause:
     """An exception of ``agents`` (a wrapped tool exception never reaches here)."""
     name = type(exc).__name__
@@ -129,4 +134,6 @@ def describe_openai_agents(exc: BaseException) -> Cause:
         return Cause(_K.ENVIRONMENT, _E.UNKNOWN, "agents.ExecNonZeroError (exit 127: not found)")
     if name == "ModelBehaviorError" and str(exc).startswith(_INVALID_OUTPUT):
         return Cause(_K.OUTPUT_INVALID, _E.VERIFICATION, "agents.ModelBehaviorError (output type)")
+    if name == "ModelBehaviorError" and any(said in str(exc) for said in _CUT_OFF):
+        return Cause(_K.INCOMPLETE, _E.DATA, "agents.ModelBehaviorError (the output limit)")
     return from_table(exc, OPENAI_AGENTS_ERRORS, "agents") or unmapped(exc, "agents")
