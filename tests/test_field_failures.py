@@ -294,6 +294,24 @@ async def test_an_unanswered_question_is_input_required_with_the_question_in_the
         )
 
 
+async def test_an_answerer_that_raises_leaves_the_question_open_and_is_named() -> None:
+    """The caller's answer= raising is no failure of the child's: the question stays
+    open (missing_context / input_required, the question in the report), and the
+    evidence names the answerer's error."""
+
+    async def broken(question: str) -> str:
+        raise ConnectionError("the help desk is down")
+
+    from lyra.delegation._internal import run_attempt
+
+    result = await run_attempt(asks_organism, "Analyse p53", limits=Limits(5), answer=broken)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("missing_context", "input_required")
+    assert failure.question == "Which organism?"
+    assert "answerer raised ConnectionError: the help desk is down" in failure.evidence
+
+
 async def test_a_deadline_that_ends_the_wait_for_an_answer_names_the_question() -> None:
     """An answer slower than the deadline: a timeout (rule 1) blocked on the question,
     which the report carries for whoever can answer it next time."""

@@ -115,9 +115,12 @@ class QuestionAsked(ChildBlocked):
     """The child asked a question (``ctx.ask``) that nobody could answer: the attempt
     ends as ``missing_context`` / ``input_required`` with the question in its report."""
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, *, answerer_failed: str | None = None) -> None:
         super().__init__(FailureCategory.MISSING_CONTEXT, f"Needs an answer: {question}")
         self.question = question
+        self.answerer_failed = answerer_failed
+        """Why the answerer gave none when it raised (``ValueError: …``): the caller's
+        ``answer=`` failed, not the child."""
 
 
 class LoopDetected(ChildSignal):

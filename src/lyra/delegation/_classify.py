@@ -332,7 +332,12 @@ def classify_blocked(ctx: ChildContext) -> Verdict:
             category=category,
             retryable=False,
             error_type=ErrorType.INPUT_REQUIRED,
-            evidence="rule 2: the child asked a question nobody answered (ctx.ask)",
+            evidence="rule 2: the child asked a question nobody answered (ctx.ask)"
+            + (
+                f"; the delegation's answerer raised {blocked.answerer_failed}"
+                if blocked.answerer_failed
+                else ""
+            ),
             message=blocked.reason,
             blocked_on=blocked.reason,
         )

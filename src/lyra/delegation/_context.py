@@ -38,7 +38,7 @@ from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
-from lyra.delegation._text import safe_str
+from lyra.delegation._text import safe_str, type_name
 from lyra.delegation._tree import Tree
 from lyra.errors import BudgetExhausted, ChildBlocked, ChildSignal, LoopDetected, QuestionAsked
 
@@ -417,18 +417,24 @@ class ChildContext:
         attempt of the task received comes back at once. Without anyone to answer
         (or when the answerer has none), the attempt ends as ``missing_context`` /
         ``input_required`` with the question in its report, and a later attempt
-        that carries the answer gets it here. A blank answer is none."""
+        that carries the answer gets it here. A blank answer is none; an answerer that
+        raises gives none either (its error is named in the report's evidence: the
+        caller's ``answer=`` failed, not the child)."""
         question = safe_str(question).strip()
         if not question:
             raise ValueError("ctx.ask needs a question")
         self.raise_if_stopped()
         known = self.answers.get(question)
+        failed: str | None = None
         if known is None and self._answer is not None:
             self.asking = question
-            with self._limiter.waiting():
-                reply = self._answer(question)
-                if inspect.isawaitable(reply):
-                    reply = await reply
+            try:
+                with self._limiter.waiting():
+                    reply = self._answer(question)
+                    if inspect.isawaitable(reply):
+                        reply = await reply
+            except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
+                reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
             self.asking = None  # (left set when the wait ends otherwise: the report names it)
             text = safe_str(reply) if reply is not None else ""
             if text.strip():  # (a blank is no answer: the question stays open)
@@ -442,7 +448,7 @@ class ChildContext:
             answered=known is not None,
         )
         if known is None:
-            self.stopped = QuestionAsked(question)
+            self.stopped = QuestionAsked(question, answerer_failed=failed)
             raise self.stopped
         self._limiter.touch()
         return known
