@@ -576,3 +576,18 @@ def test_the_isoform_an_entry_displays_is_its_accession_and_one_it_lacks_has_no_
         "No AlphaFold DB model: look for experimental structures in the PDB: P05067-3 "
         "(https://www.ebi.ac.uk/pdbe/pdbe-kb/proteins/P05067)"
     ]
+
+
+def test_a_canonical_brief_of_an_entry_with_isoforms_says_whose_model_it_is() -> None:
+    """P04637's flat file lists isoforms and displays P04637-1; no other isoform's model
+    is bundled, so the brief says it is of the canonical one and the others are not in
+    this data (where APP's names the isoforms AlphaFold DB models)."""
+    from lyra.proteins import analyze_sync
+
+    flat = (RAW / "uniprot_P04637_flatfile_2005_bioruby.txt").read_text(encoding="ascii")
+    assert "IsoId=P04637-1; Sequence=Displayed;" in flat
+    [p53] = analyze_sync(["P04637"], timeout=10).completed_analyses
+    assert (
+        "UniProt lists isoforms of P04637; this brief is of the canonical one (P04637-1)"
+        in p53.brief
+    )

@@ -372,6 +372,13 @@ def critique(
             f"other isoform(s) ({', '.join(isoforms)}), whose confidence may differ "
             f"(analyse one by its accession, as {isoforms[0]})."
         )
+    elif summary.get("displayed_isoform") and not summary.get("isoform_of"):
+        caveats.append(
+            f"UniProt lists isoforms of {summary.get('uniprot_id')}; this brief is of the "
+            f"canonical one ({summary['displayed_isoform']}), whose sequence AlphaFold DB "
+            "modelled and on which UniProt places its features. The other isoforms are not "
+            "in this data."
+        )
     canonical = summary.get("isoform_of")
     if canonical:
         caveats.append(_isoform_caveat(summary, canonical))

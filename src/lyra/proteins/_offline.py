@@ -154,6 +154,8 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
     }
     if entry.get("isoform_of"):
         summary["isoform_of"] = entry["isoform_of"]
+    if entry.get("displayed_isoform"):
+        summary["displayed_isoform"] = entry["displayed_isoform"]
     return summary
 
 
