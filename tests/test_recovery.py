@@ -151,6 +151,32 @@ async def test_decomposition_aggregates_a_partial_failure() -> None:
     assert failure.completed_steps == ("Subtask done: Analyze P04637",)
 
 
+async def test_a_completed_subtask_is_kept_and_never_run_again() -> None:
+    """A split task whose second subtask fails: the partial result keeps the first's
+    output, the continuation runs only the second, and the final output gives both, in
+    order; the first ran once."""
+    child = Script(hang_at_once, succeed, contradictory, succeed)
+    outcome = await recover(
+        "- Analyze P04637\n- Analyze P69905",
+        child=child,
+        policy=RecoveryPolicy(max_retries=2),
+        limits=Limits(timeout=0.2),
+    )
+    partial = outcome.attempts[1].result
+    assert partial.failure is not None
+    assert partial.failure.category == "partial"
+    assert (partial.output or "").startswith("## Analyze P04637\n\n")
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition", "continuation"]
+    assert [p.splitlines()[0] for p in child.prompts[1:]] == [
+        "Analyze P04637",
+        "Analyze P69905",
+        "Analyze P69905",
+    ]
+    output = outcome.result.output or ""
+    assert outcome.result.ok
+    assert output.index("## Analyze P04637") < output.index("## Analyze P69905")
+
+
 def test_undecomposable_timeout_without_progress_stops() -> None:
     """A no-progress timeout on a task that does not split is tried once."""
     child = Script(hang_at_once)

@@ -399,6 +399,11 @@ async def attempt_plan(
     )
 
 
+SUBTASKS_DONE = "lyra.subtasks_done"
+"""The ``ctx.state`` key under which a decomposed task keeps the outputs of the subtasks
+that completed (by subtask), so that a later attempt runs only the rest."""
+
+
 async def _decomposed(
     run: Callable[..., Awaitable[DelegationResult]],
     attempt: Attempt,
@@ -406,22 +411,32 @@ async def _decomposed(
     context: Mapping[str, Any],
     subject: str | None,
 ) -> DelegationResult:
-    """Run each subtask with its share of the time; aggregate one result.
+    """Run each subtask not completed yet with its share of the time; aggregate one result.
 
     Each subtask is a delegation of its own (task ``<task>.<n>``, its own
     state) on the same account -- once it is spent, the rest fail without
-    starting; the aggregate is logged as ``decomposition_finished`` under the
-    parent task.
+    starting. A subtask that completed keeps its output in the task's state: a
+    later attempt (a continuation after some failed) runs only the others, and
+    the result gives every completed subtask's output, in the subtasks' order. The
+    aggregate is logged as ``decomposition_finished`` under the parent task.
     """
     plan = attempt.plan
     parent = context["task_id"]
-    share = replace(limits, timeout=plan.timeout / len(plan.subtasks))
-    results = []
+    kept: dict[str, str] = attempt.state.setdefault(SUBTASKS_DONE, {})
+    left = [s for s in plan.subtasks if s not in kept]
+    share = replace(limits, timeout=plan.timeout / max(1, len(left)))
+    results: dict[str, DelegationResult] = {}
     for index, subtask in enumerate(plan.subtasks, 1):
+        if subtask in kept:
+            continue
         sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
         sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
-        results.append(await run(sub_prompt, limits=share, context=sub_context))
-    result = _aggregate(plan.subtasks, results, attempt=attempt.number, subject=subject)
+        result = results[subtask] = await run(sub_prompt, limits=share, context=sub_context)
+        if result.ok:
+            kept[subtask] = result.output or ""
+    result = _aggregate(plan.subtasks, kept, results, attempt=attempt.number, subject=subject)
+    if result.ok:
+        attempt.state.pop(SUBTASKS_DONE, None)  # (the output holds them all now)
     events.info(
         events.DECOMPOSITION_FINISHED,
         task_id=parent,
@@ -430,26 +445,30 @@ async def _decomposed(
         attempt=attempt.number,
         status=result.status,
         subtasks=len(plan.subtasks),
-        completed=sum(r.ok for r in results),
+        completed=sum(s in kept for s in plan.subtasks),
     )
     return result
 
 
 def _aggregate(
     subtasks: tuple[str, ...],
-    results: list[DelegationResult],
+    kept: Mapping[str, str],
+    results: Mapping[str, DelegationResult],
     *,
     attempt: int,
     subject: str | None,
 ) -> DelegationResult:
-    """One result for a decomposed attempt: every subtask's output, or the first
-    failure (``partial`` when some subtasks completed)."""
+    """One result for a decomposed attempt: the output of every subtask that completed
+    (in this attempt or an earlier one, ``kept``), and the first failure of this one's
+    (``partial`` when some subtasks completed), whose result still carries the outputs
+    of those that did: finished work is never dropped."""
     session_id = new_session_id()
-    duration = round(sum(r.duration for r in results), 6)
-    usage = sum((r.usage for r in results if r.usage is not None), Usage())
-    done = [(s, r) for s, r in zip(subtasks, results, strict=True) if r.ok]
-    failed = [r.failure for r in results if r.failure is not None]
-    output = "\n\n".join(f"## {s}\n\n{r.output}" for s, r in done) if not failed else None
+    ran = list(results.values())
+    duration = round(sum(r.duration for r in ran), 6)
+    usage = sum((r.usage for r in ran if r.usage is not None), Usage())
+    done = [s for s in subtasks if s in kept]
+    output = "\n\n".join(f"## {s}\n\n{kept[s]}" for s in done) or None
+    failed = [r.failure for r in ran if r.failure is not None]
     failure = None
     if failed:
         first = failed[0]
@@ -457,9 +476,10 @@ def _aggregate(
             update={
                 "category": FailureCategory.PARTIAL if done else first.category,
                 "suggested_retry": bool(done) or first.suggested_retry,
+                "suggested_actions": (_RERUN_THE_REST if done else first.suggested_actions),
                 "message": f"{len(subtasks) - len(done)} of {len(subtasks)} subtasks failed; "
                 f"first: {first.message}",
-                "completed_steps": tuple(f"Subtask done: {s}" for s, _ in done),
+                "completed_steps": tuple(f"Subtask done: {s}" for s in done),
                 "session_id": session_id,
                 "duration": duration,
                 "evidence": f"decomposition: {len(done)} of {len(subtasks)} subtasks completed",
@@ -475,6 +495,11 @@ def _aggregate(
         subject=subject,
         usage=usage if usage else None,
     )
+
+
+_RERUN_THE_REST = (
+    "Run again only the subtasks that failed: the completed ones' outputs are kept (result.output)",
+)
 
 
 def _log_recovery(

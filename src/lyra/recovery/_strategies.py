@@ -261,6 +261,8 @@ def _within_budget(failure: ChildFailure, previous: Plan, state: LoopState) -> P
 
 
 def _continuation(failure: ChildFailure, previous: Plan, state: LoopState) -> Plan:
+    if previous.subtasks:  # a split task goes on with the subtasks not completed yet
+        return replace(previous, strategy="continuation", wait=0.0)
     prompt = continuation_prompt(state.prompt, failure)
     return replace(previous, strategy="continuation", prompt=prompt, subtasks=(), wait=0.0)
 
