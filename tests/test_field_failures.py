@@ -355,6 +355,63 @@ async def test_a_verify_that_raises_is_the_callers_bug_and_is_not_retried() -> N
     assert runs == ["Summarise p53"]
 
 
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_verify_slower_than_the_deadline_is_the_callers_and_not_retried(
+    kind: str,
+) -> None:
+    """The child succeeded; the caller's verify= (a slow check, async or a plain
+    function) did not finish before the deadline: tool_error / verification, not the
+    child's timeout, and no retry pays for the child again. A plain function runs off
+    the event loop, so the deadline holds: the attempt ends on time."""
+    runs: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        runs.append(prompt)
+        return "summary"
+
+    async def slow_async(output: str) -> bool:
+        await anyio.sleep(3)
+        return True
+
+    def slow_sync(output: str) -> bool:
+        time.sleep(1.5)
+        return True
+
+    slow = slow_async if kind == "async" else slow_sync
+    started = time.monotonic()
+    report = await adelegate_with_retry(
+        "Summarise p53", child=child, verify=slow, max_retries=3, base_timeout=0.3
+    )
+    took = time.monotonic() - started
+    parsed = parse_report(report)
+    assert (parsed.category, parsed.error_type, parsed.retryable) == (
+        "tool_error",
+        "verification",
+        False,
+    )
+    assert "did not finish within the deadline" in parsed.message
+    assert runs == ["Summarise p53"]
+    assert took < 1.2
+    assert parsed.overrun_s is None
+
+
+async def test_a_plain_answerer_slower_than_the_deadline_holds_neither_loop_nor_deadline() -> None:
+    """A sync answer= (a human at input()) runs off the event loop: the deadline ends
+    the wait on time, a timeout blocked on the question, never an overrun."""
+
+    def slow_human(question: str) -> str:
+        time.sleep(1.5)
+        return "Homo sapiens"
+
+    started = time.monotonic()
+    parsed = parse_report(
+        await adelegate_task("Analyse p53", child=asks_organism, answer=slow_human, timeout=0.3)
+    )
+    assert time.monotonic() - started < 1.2
+    assert (parsed.category, parsed.question) == ("timeout", "Which organism?")
+    assert parsed.overrun_s is None
+
+
 async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     """A recovery loop whose durable mailbox (here a stand-in) holds the answer retries
     with it; ctx.ask returns it without asking anyone."""

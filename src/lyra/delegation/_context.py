@@ -35,6 +35,7 @@ from lyra import events, tracing
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
+from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
@@ -430,9 +431,7 @@ class ChildContext:
             self.asking = question
             try:
                 with self._limiter.waiting():
-                    reply = self._answer(question)
-                    if inspect.isawaitable(reply):
-                        reply = await reply
+                    reply = await call_off_the_loop(self._answer, question)
             except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
                 reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
             self.asking = None  # (left set when the wait ends otherwise: the report names it)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import time
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from typing import Any
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
 from lyra.delegation._budget import Account, Usage
+from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._child import as_callable, check_callbacks
 from lyra.delegation._classify import (
     MAX_DEPTH,
@@ -261,6 +261,7 @@ async def _run(
     output: object = None
     error: BaseException | None = None
     rejection: str | None = None
+    verifying = False  # (still True when the deadline cut the caller's verify= off)
     scope = limiter.new_scope()
     task = asyncio.current_task() if limiter.deadlines is not None else None
     try:
@@ -270,7 +271,10 @@ async def _run(
             try:
                 output = await call(prompt, ctx)
                 if verify is not None and isinstance(output, str) and ctx.stopped is None:
-                    rejection = await _verified(verify, output)
+                    verifying = True
+                    with limiter.waiting():  # (the caller's work: no idle time of the child's)
+                        rejection = await _verified(verify, output)
+                    verifying = False
             except Exception as exc:  # noqa: BLE001 - the child's failure, whatever it is
                 error = exc
             finally:
@@ -285,6 +289,9 @@ async def _run(
         ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
             raise
         error = exc  # a BaseException of the child's own: a failure all the same
+    if verifying and scope.cancel_called and ctx.stopped_by is None:
+        late = TimeoutError(f"verify= did not finish within the deadline ({ctx.timeout:g}s)")
+        return classify_verifier_raised(late), ""  # the caller's, not the child's: no retry
     try:
         return _verdict(ctx, scope, output, error, rejection)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
@@ -295,9 +302,7 @@ async def _verified(verify: Verifier, output: str) -> str | None:
     """``None`` when ``verify`` accepts ``output``, else why it does not (its reason);
     :class:`_VerifierRaised` when ``verify`` raised instead of judging."""
     try:
-        verdict = verify(output)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await call_off_the_loop(verify, output)
     except Exception as exc:
         raise _VerifierRaised from exc
     if verdict is None or verdict is True:
