@@ -703,6 +703,32 @@ async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses() -
     assert parsed.fallbacks[0].startswith("claude-primary: auth")
 
 
+@pytest.mark.parametrize("cause", ["bug", "quota"])
+async def test_a_bug_in_the_child_is_never_hidden_behind_a_fallback(cause: str) -> None:
+    """A fallback is for the provider's failures: an exception nothing classifies (a
+    bug, tool_error / unknown, not retryable) stops with its own report, where a
+    quota failure moves on to the next child."""
+    falls_back = cause == "quota"
+    raised = (
+        anthropic_error(403, "permission_error", "credit balance too low")
+        if falls_back
+        else ValueError("a bug in the child")
+    )
+    ran: list[str] = []
+
+    async def primary(prompt: str, ctx: ChildContext) -> str:
+        ran.append("primary")
+        raise raised
+
+    async def backup(prompt: str, ctx: ChildContext) -> str:
+        ran.append("backup")
+        return "answered"
+
+    parsed = parse_report(await adelegate_with_retry("x", child=primary, fallbacks=[backup]))
+    assert ran == (["primary", "backup"] if falls_back else ["primary"])
+    assert parsed.status == ("completed" if falls_back else "failed")
+
+
 @pytest.mark.parametrize("fallbacks", ["mod:attr", ["backup_typo"], 5, [None]])
 async def test_fallbacks_that_are_no_children_are_refused_before_anything_runs(
     fallbacks: object,

@@ -25,10 +25,11 @@ counting as a retry (the cooldown is waited out each time)."""
 MAX_ANSWERED = 5
 """Questions a task may have answered between its attempts (each answer runs the
 attempt again, the answer waiting in ``ctx.ask``); they do not count as retries."""
-_PROVIDER_TROUBLE = frozenset(
-    {ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION, ErrorType.UNKNOWN}
-)
-"""Fine causes of a tool_error that another model (a fallback child) may not have."""
+_PROVIDER_TROUBLE = frozenset({ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION})
+"""Fine causes of a tool_error that another model (a fallback child) may not have; and
+``unknown`` when it is transient (a provider's 5xx, an outage): an ``unknown`` that is
+not (an exception nothing classifies: a bug in the child) is no provider's, and a
+fallback would hide it behind another child's success."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,10 @@ def provider_failure(failure: ChildFailure) -> bool:
     return (
         failure.category is FailureCategory.TOOL_ERROR
         and failure.failed_tool is None
-        and failure.error_type in _PROVIDER_TROUBLE
+        and (
+            failure.error_type in _PROVIDER_TROUBLE
+            or (failure.error_type is ErrorType.UNKNOWN and failure.suggested_retry)
+        )
     )
 
 
