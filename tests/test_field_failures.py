@@ -260,6 +260,34 @@ async def asks_organism(prompt: str, ctx: ChildContext) -> str:
     return f"analysed in {organism}"
 
 
+@pytest.mark.parametrize("method", ["ask", "tool", "delegate"])
+async def test_a_plain_def_child_that_calls_an_async_method_is_told_how(method: str) -> None:
+    """ctx.ask, ctx.tool and ctx.delegate are async: from a plain def child (its worker
+    thread) a call is a clear error in the report, never a coroutine silently dropped
+    and a success; through the loop (anyio.from_thread.run) the same call works."""
+    import anyio.from_thread
+
+    calls = {
+        "ask": lambda ctx: (ctx.ask, "Which organism?"),
+        "tool": lambda ctx: (lambda: ctx.tool("lookup", str.upper, "p53"),),
+        "delegate": lambda ctx: (lambda: ctx.delegate("x", child=lambda p, c: "done"),),
+    }
+
+    def careless(prompt: str, ctx: ChildContext) -> str:
+        fn, *args = calls[method](ctx)
+        return f"got {fn(*args)!r}" if method == "ask" else f"got {fn()!r}"
+
+    def careful(prompt: str, ctx: ChildContext) -> str:
+        fn, *args = calls[method](ctx)
+        return f"got {anyio.from_thread.run(fn, *args)!r}"
+
+    parsed = parse_report(await adelegate_task("x", child=careless, answer=lambda q: "human"))
+    assert (parsed.status, parsed.category) == ("failed", "tool_error")
+    assert f"ctx.{method} is async and this child is a plain function" in parsed.message
+    parsed = parse_report(await adelegate_task("x", child=careful, answer=lambda q: "human"))
+    assert parsed.status == "completed", parsed.message
+
+
 async def test_an_answered_question_goes_on_in_the_same_attempt_and_is_not_idle() -> None:
     """The answerer's answer comes back from ctx.ask; its wait is not idle time (the
     idle timeout is shorter than the wait), the deadline still runs."""

@@ -208,6 +208,10 @@ class Limiter:
         if self.scope is not None:
             self.scope.cancel()
 
+    def on_loop_thread(self) -> bool:
+        """True in the event loop's thread (not in a worker thread: a sync child, a tool)."""
+        return threading.get_ident() == self._loop_thread
+
     def on_loop(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the event loop's thread (now, if this is it)."""
         if threading.get_ident() == self._loop_thread:
