@@ -140,6 +140,9 @@ def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
         (lambda: delegate_task(123, child=echo), TypeError, "the prompt must be a string, not int"),
         (lambda: delegate_task(None, child=echo), TypeError, "prompt must be a string, not None"),
         (lambda: delegate_task("x", child=echo, session_id=5), TypeError, "session_id must be"),
+        (lambda: delegate_task("x", child=echo, attempt=0), ValueError, "attempt .*, not 0"),
+        (lambda: delegate_task("x", child=echo, attempt="2"), TypeError, "attempt .* not str"),
+        (lambda: delegate_task("x", child=echo, context=[1, 2]), TypeError, "context must be a"),
         (
             lambda: lyra.delegate_with_retry("x", child=echo, base_timeout=-5),
             ValueError,

@@ -255,3 +255,15 @@ def test_an_unknown_level_is_refused() -> None:
     """A misspelt level is a caller's mistake, said at once."""
     with pytest.raises(ValueError, match="level must be one of"):
         events.configure(level="verbose")
+
+
+def test_a_level_is_read_as_logging_spells_it_too(tmp_path: Path) -> None:
+    """"WARNING" is "warning" (as the logging module spells levels): info is dropped."""
+    log = tmp_path / "events.jsonl"
+    try:
+        events.configure(log, level="WARNING")
+        events.info("dropped")
+        events.warning("kept")
+    finally:
+        events.configure()
+    assert [json.loads(line)["event"] for line in log.read_text().splitlines()] == ["kept"]

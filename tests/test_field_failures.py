@@ -288,6 +288,40 @@ async def test_a_plain_def_child_that_calls_an_async_method_is_told_how(method: 
     assert parsed.status == "completed", parsed.message
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (lambda ctx: ctx.ask(None), "ctx.ask needs a question (a string), not None"),
+        (lambda ctx: ctx.block("tool_error", " "), "ctx.block needs a reason"),
+    ],
+    ids=["ask-none", "block-blank"],
+)
+async def test_a_question_or_a_blocker_that_says_nothing_is_the_childs_bug(
+    body: Any, message: str
+) -> None:
+    """ctx.ask(None) would ask the question "None", ctx.block with a blank reason would
+    report a blocker that says nothing: each is an error that names the mistake."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        await body(ctx) if message.startswith("ctx.ask") else body(ctx)
+        return "never"
+
+    parsed = parse_report(await adelegate_task("x", child=child))
+    assert parsed.status == "failed"
+    assert message in parsed.message
+
+
+@pytest.mark.parametrize("verdict", [0, ["x"]])
+async def test_a_verify_that_returns_no_judgement_is_the_callers_bug(verdict: Any) -> None:
+    """verify= accepts with None or True and rejects with False or a reason (a string):
+    anything else is no judgement, named as the caller's bug, not a rejection "0"."""
+    parsed = parse_report(
+        await adelegate_task("x", child=lambda p, c: "out", verify=lambda out: verdict)
+    )
+    assert (parsed.category, parsed.error_type) == ("tool_error", "verification")
+    assert "return None or True to accept, False or a reason" in parsed.message
+
+
 async def test_an_answered_question_goes_on_in_the_same_attempt_and_is_not_idle() -> None:
     """The answerer's answer comes back from ctx.ask; its wait is not idle time (the
     idle timeout is shorter than the wait), the deadline still runs."""

@@ -198,6 +198,8 @@ def configure(
     Replaces any earlier configuration and closes the files it opened.
     """
     global _sinks, _floor
+    if isinstance(level, str):
+        level = level.lower()  # (as logging spells them: "WARNING" is "warning")
     if level not in _RANK:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
     for target in targets:  # (None, a number: refused now, not by each event of a run)

@@ -404,7 +404,10 @@ class ChildContext:
         if declared not in _BLOCKABLE:
             allowed = ", ".join(sorted(_BLOCKABLE))
             raise ValueError(f"a child can block only with one of {allowed}, not {declared}")
-        self.stopped = ChildBlocked(declared, safe_str(reason))
+        text = safe_str(reason).strip()
+        if not text:  # (the report's "Blocked on:" would say nothing)
+            raise ValueError("ctx.block needs a reason: what the task is blocked on")
+        self.stopped = ChildBlocked(declared, text)
         raise self.stopped
 
     @property
@@ -445,6 +448,8 @@ class ChildContext:
         return self._ask(question)
 
     async def _ask(self, question: str) -> str:
+        if not isinstance(question, str):
+            raise TypeError(f"ctx.ask needs a question (a string), not {type_name(question)}")
         question = safe_str(question).strip()
         if not question:
             raise ValueError("ctx.ask needs a question")

@@ -83,6 +83,12 @@ async def run_attempt(
         raise TypeError(f"the prompt must be a string, not {type_name(prompt)}")
     if session_id is not None and not isinstance(session_id, str):
         raise TypeError(f"session_id must be a string, not {type_name(session_id)}")
+    if type(attempt) is not int:  # (the report's <attempt>, counted from 1)
+        raise TypeError(f"attempt must be a whole number ≥ 1, not {type_name(attempt)}")
+    if attempt < 1:
+        raise ValueError(f"attempt must be a whole number ≥ 1, not {attempt}")
+    if context is not None and not isinstance(context, Mapping):
+        raise TypeError(f"context must be a mapping (a dict), not {type_name(context)}")
     call = as_callable(child)
     if verify is not None or answer is not None:  # (most delegations have neither)
         check_callbacks(verify=verify, answer=answer)
@@ -309,7 +315,12 @@ async def _verified(verify: Verifier, output: str) -> str | None:
         return None
     if verdict is False:
         return "the output was rejected (verify= returned False)"
-    return safe_str(verdict) or "the output was rejected"
+    if not isinstance(verdict, str):  # (0, a list: no judgement the docs define)
+        raise _VerifierRaised from TypeError(
+            f"verify= returned {type_name(verdict)} {safe_str(verdict)[:60]!r}: return None "
+            "or True to accept, False or a reason (a string) to reject"
+        )
+    return safe_str(verdict).strip() or "the output was rejected"
 
 
 class _VerifierRaised(LyraError):
