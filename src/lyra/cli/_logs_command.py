@@ -223,7 +223,7 @@ def _reading_notes(read: ReadStats | FailureStats) -> None:
         _note(f"{path} ends early (truncated or damaged): read what it holds")
 
 
-def _read_notes(stats: FailureStats) -> int:
+def _read_notes(stats: FailureStats, paths: list[str]) -> int:
     """Notes about what was skipped; the exit status for what was found."""
     _reading_notes(stats)
     if stats.duplicates:
@@ -235,6 +235,12 @@ def _read_notes(stats: FailureStats) -> int:
         _note(f"--since left out {stats.skipped_undated} record(s) without a timestamp")
     if stats.delegations == 0:
         _note("no delegations found")
+        for path in paths:
+            if Path(path).is_dir() and next(Path(path).rglob("events.jsonl"), None) is None:
+                _note(
+                    f"{path} holds no events.jsonl (a folder is read for the event logs in "
+                    "it; name other files one by one, or read reports with lyra report parse)"
+                )
         return EXIT_NOTHING
     return EXIT_OK
 
@@ -251,7 +257,7 @@ def _stats(args: argparse.Namespace) -> int:
         _out(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
     elif stats.delegations:  # (else a table of zeros: the note says what was found)
         _out(format_stats(stats))
-    return _read_notes(stats)
+    return _read_notes(stats, args.files)
 
 
 def _seconds(value: float | None) -> str:
@@ -395,7 +401,7 @@ def _report(args: argparse.Namespace) -> int:
             _note(f"cannot write {args.html}: {exc.strerror or exc}")
             return EXIT_USAGE
         _note(f"wrote {args.html}")
-    return _read_notes(stats)
+    return _read_notes(stats, args.files)
 
 
 # -- suggest-timeout -------------------------------------------------------------------
