@@ -524,6 +524,7 @@ def test_a_question_names_accessions_as_written_in_either_case(
         ("AF-P05067-2-F1", "an AlphaFold DB entry ID: give its UniProt accession, P05067-2"),
         ("P04637.2", "a sequence version: give the accession alone, P04637"),
         ("sp|P69905|HBA_HUMAN", "did you mean P69905?"),
+        ("p05067-02", "did you mean P05067-2?"),  # (isoforms have no leading zeros)
     ],
 )
 def test_an_id_written_another_way_says_which_accession_to_give(given: str, hint: str) -> None:

@@ -99,6 +99,9 @@ def _hint(value: str) -> str:
         return f"; an AlphaFold DB entry ID: give its UniProt accession, {accession}"
     if "." in value:
         return f"; a sequence version: give the accession alone, {accession}"
+    padded = re.fullmatch(r"-0+([1-9][0-9]*)", value[found.end() :])
+    if padded:  # P05067-02: UniProt numbers isoforms without leading zeros
+        return f"; did you mean {accession}-{padded.group(1)}?"
     return f"; did you mean {accession}?"
 
 
