@@ -698,6 +698,8 @@ def read_facts_afdb(rec: Record, block: dict[str, Any], name: str, version: int)
         raise BuildError(f"{name}: {rec.accession}: latestVersion disagrees with block name")
     rec.add("entry_id", block.get("entryId"), name, R_FACTS)
     rec.add("model_version", version, name, R_FACTS)
+    if "latestVersion" not in block:  # the version is only the collector's block name
+        rec.add("version_named_by", f"afdb_v{version}", name, R_FACTS)
     rec.add("description", block.get("uniprotDescription"), name, R_FACTS)
     rec.add("gene", block.get("gene"), name, R_FACTS)
     rec.add("organism", block.get("organismScientificName"), name, R_FACTS)
@@ -711,6 +713,16 @@ def read_facts_afdb(rec: Record, block: dict[str, Any], name: str, version: int)
 
 
 # --------------------------------------------------------------------------- assembly
+
+
+def _version_basis(rec: Record, version: Any) -> str | None:
+    """Where the model version comes from when no source states it: only the name the
+    collector gave a facts block (``afdb_v6``); ``None`` when a source states it."""
+    named = rec.cands.get("version_named_by") or []
+    stated = [c for c in rec.cands.get("model_version", []) if c[2] == version]
+    if version is None or not named or any(c[1] not in {n[1] for n in named} for c in stated):
+        return None
+    return f"the collector's name for its block in {named[0][1]}, {named[0][2]}"
 
 
 def gather(shared: Path) -> dict[str, Record]:
@@ -873,6 +885,7 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
             "coordinates": coordinates,
             "pae_file": take("pae_file"),
             "figures_source": figures_source,
+            "model_version_basis": _version_basis(rec, version),
             "file_global_plddt": take("file_global_plddt"),
             "other_means": list(others.values()),
         }

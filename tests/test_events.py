@@ -258,7 +258,7 @@ def test_an_unknown_level_is_refused() -> None:
 
 
 def test_a_level_is_read_as_logging_spells_it_too(tmp_path: Path) -> None:
-    """"WARNING" is "warning" (as the logging module spells levels): info is dropped."""
+    """ "WARNING" is "warning" (as the logging module spells levels): info is dropped."""
     log = tmp_path / "events.jsonl"
     try:
         events.configure(log, level="WARNING")

@@ -31,7 +31,7 @@ ENTRY_KEYS = {
 ALPHAFOLD_KEYS = {
     "entry_id", "model_version", "global_plddt", "fractions", "plddt", "model_date",
     "model_file", "coordinates", "pae_file", "figures_source", "file_global_plddt",
-    "other_means", "entry_id_source",
+    "other_means", "entry_id_source", "model_version_basis",
 }  # fmt: skip
 EXPECTED = {
     "P04637", "Q8I3H7", "P69905", "P00533", "P38398", "P01308", "P0DTC2", "P05067",

@@ -3,6 +3,7 @@ every injected fault, and isolation between proteins."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -592,3 +593,32 @@ def test_a_canonical_brief_of_an_entry_with_isoforms_says_whose_model_it_is() ->
         "UniProt lists isoforms of P04637; this brief is of the canonical one (P04637-1)"
         in p53.brief
     )
+
+
+def test_a_model_version_no_source_states_is_said_to_be_the_collectors_label() -> None:
+    """P00533's facts block gives no latestVersion (its "v6" is the name the collector
+    gave the block): the brief says so; P04637's block states its version: nothing said."""
+    from lyra.proteins import analyze_sync
+
+    facts = json.loads((RAW / "facts_secondary_sources.json").read_text(encoding="utf-8"))
+    assert "latestVersion" not in facts["P00533"]["afdb_v6"]
+    assert facts["P04637"]["afdb_v6"]["latestVersion"] == 6
+    output = analyze_sync(["P00533", "P04637"], timeout=10)
+    egfr, p53 = entry(output, "P00533"), entry(output, "P04637")
+    assert (
+        "Model version v6 (not stated by its source: only the collector's name for its block "
+        "in facts_secondary_sources.json, afdb_v6)" in egfr.brief
+    )
+    assert "not stated by its source" not in p53.brief
+
+
+def test_a_structure_only_summary_keeps_the_caveats_of_the_data() -> None:
+    """A structure-only plan has no reasoning to critique, but what the data say to
+    beware of (pLDDT is no experiment, the model version, isoforms) stays in its text."""
+    from lyra.proteins import analyze_sync
+
+    [app] = analyze_sync(["P05067"], structure_only=True, timeout=10).completed_analyses
+    caveats = app.brief.split("## Caveats", 1)[1]
+    assert "pLDDT is AlphaFold's predicted confidence, not experimental evidence" in caveats
+    assert "This is the canonical isoform's model" in caveats
+    assert "No reasoning stage result" not in caveats

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from lyra.proteins._caveats import annotation_caveats, basis, critique
+from lyra.proteins._caveats import annotation_caveats, basis, critique, data_caveats
 from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, figure, num, span
 from lyra.proteins._features import (
     EXPLAIN_OVERLAP,
@@ -383,4 +383,5 @@ def structure_summary(
         structure=_structure_view(structure, summary),
         problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
         annotation=_annotation_view(summary) if _usable(structure) is None else None,
+        caveats=data_caveats(summary, structure),
     )

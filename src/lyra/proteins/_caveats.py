@@ -350,12 +350,18 @@ def critique(
     reasoning: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """Caveats of the analysis (from the data) and ``basis`` (what it rests on)."""
+    caveats = data_caveats(summary, structure)
+    if _usable(structure) is not None and _usable(reasoning) is None:
+        caveats.append("No reasoning stage result was available to check.")
+    return {"caveats": caveats, "basis": basis(summary, _usable(structure) or structure)}
+
+
+def data_caveats(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> list[str]:
+    """What the data say to beware of (the model, the entry, the figures): the caveats
+    of a brief, and of a structure-only summary (which has no reasoning to check)."""
     s = _usable(structure)
     if s is None:
-        return {
-            "caveats": ["No structure analysis was available, so no confidence figure was used."],
-            "basis": basis(summary, structure),
-        }
+        return ["No structure analysis was available, so no confidence figure was used."]
     caveats = ["pLDDT is AlphaFold's predicted confidence, not experimental evidence of structure."]
     if s.get("per_residue") and s.get("units") and s.get("unit_pae") is None:
         caveats.append(
@@ -383,18 +389,18 @@ def critique(
     if canonical:
         caveats.append(_isoform_caveat(summary, canonical))
     version, date = s.get("model_version"), s.get("model_date")
+    named_by = (summary.get("alphafold") or {}).get("model_version_basis")
     if version:
         caveats.append(
             f"Model version v{version}"
+            + (f" (not stated by its source: only {named_by})" if named_by else "")
             + (f", created {date}" if date else ", creation date not recorded")
             + ": a later AlphaFold DB release may differ."
         )
     else:
         caveats.append("The AlphaFold model version is not recorded.")
     caveats.extend(_secondary_caveat(summary, s))
-    if _usable(reasoning) is None:
-        caveats.append("No reasoning stage result was available to check.")
-    return {"caveats": caveats, "basis": basis(summary, s)}
+    return caveats
 
 
 def basis(summary: Mapping[str, Any], structure: Mapping[str, Any] | None) -> list[str]:

@@ -136,6 +136,8 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
             "file_global_plddt": alphafold.get("file_global_plddt"),
             "other_means": list(alphafold.get("other_means") or []),
         }
+        if alphafold.get("model_version_basis"):
+            af["model_version_basis"] = alphafold["model_version_basis"]
     summary: ProteinSummary = {
         "uniprot_id": entry["uniprot_id"],
         "description": entry.get("description"),

@@ -61,6 +61,7 @@ class AlphaFoldData(TypedDict):
     figures_source: str | None  # the file or URL the whole-model figures came from
     file_global_plddt: dict[str, Any] | None  # a model file's own figure: value, over, file
     other_means: list[dict[str, Any]]  # other models' means in the data: version, value, source
+    model_version_basis: NotRequired[str]  # where the version comes from, when no source states it
 
 
 class ModelSequence(TypedDict):
