@@ -501,9 +501,11 @@ async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     assert asked == ["Which organism?"]
 
 
-async def test_a_context_providers_answer_to_the_question_waits_in_ctx_ask() -> None:
-    """context_provider= answering the question of an input_required failure: the next
-    attempt (enriched) gets the answer from ctx.ask at once, not only in its prompt."""
+@pytest.mark.parametrize("keyed", ["by the question", "as answer"])
+async def test_a_context_providers_answer_to_the_question_waits_in_ctx_ask(keyed: str) -> None:
+    """context_provider= answering the question of an input_required failure (keyed by
+    the question, or as "answer"): the next attempt (enriched) gets the answer from
+    ctx.ask at once, not only in its prompt."""
     from lyra import adelegate_with_retry
 
     prompts: list[str] = []
@@ -516,7 +518,9 @@ async def test_a_context_providers_answer_to_the_question_waits_in_ctx_ask() -> 
         "Analyse p53",
         child=child,
         base_timeout=5,
-        context_provider=lambda failure: {failure.question: "Homo sapiens"},
+        context_provider=lambda failure: {
+            failure.question if keyed == "by the question" else "answer": "Homo sapiens"
+        },
     )
     parsed = parse_report(report)
     assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")

@@ -38,7 +38,10 @@ async def adelegate_with_retry(
     delegation of the loop; ``idle_timeout`` bounds each attempt's time
     without progress; ``max_repeats`` identical tool calls end an attempt as a
     loop. ``verify`` checks each success, ``answer`` answers the child's
-    questions, and ``fallbacks`` take over in order when a child's model provider
+    questions (so does ``context_provider``: its context for a ``missing_context``
+    failure, enriching the prompt, may hold the answer to the child's question,
+    keyed by the question or as ``"answer"``; ``ctx.ask`` then returns it), and
+    ``fallbacks`` take over in order when a child's model provider
     fails (a quota, a key, or trouble that outlasts the backoff); the report says
     which child answered and why the ones before did not.
     """

@@ -294,8 +294,8 @@ async def _enrich(
     context = await _maybe_await(context_provider(failure))
     if not context:
         return None
-    question = failure.question
-    answer = context.get(question) if question is not None else None
+    question = failure.question  # its answer: keyed by the question, or as "answer"
+    answer = context.get(question, context.get("answer")) if question is not None else None
     if question is not None and isinstance(answer, str) and answer.strip():
         state.answers[question] = answer  # it waits in ctx.ask for the question too
     state.enriched = True
