@@ -260,34 +260,6 @@ async def asks_organism(prompt: str, ctx: ChildContext) -> str:
     return f"analysed in {organism}"
 
 
-@pytest.mark.parametrize("method", ["ask", "tool", "delegate"])
-async def test_a_plain_def_child_that_calls_an_async_method_is_told_how(method: str) -> None:
-    """ctx.ask, ctx.tool and ctx.delegate are async: from a plain def child (its worker
-    thread) a call is a clear error in the report, never a coroutine silently dropped
-    and a success; through the loop (anyio.from_thread.run) the same call works."""
-    import anyio.from_thread
-
-    calls = {
-        "ask": lambda ctx: (ctx.ask, "Which organism?"),
-        "tool": lambda ctx: (lambda: ctx.tool("lookup", str.upper, "p53"),),
-        "delegate": lambda ctx: (lambda: ctx.delegate("x", child=lambda p, c: "done"),),
-    }
-
-    def careless(prompt: str, ctx: ChildContext) -> str:
-        fn, *args = calls[method](ctx)
-        return f"got {fn(*args)!r}" if method == "ask" else f"got {fn()!r}"
-
-    def careful(prompt: str, ctx: ChildContext) -> str:
-        fn, *args = calls[method](ctx)
-        return f"got {anyio.from_thread.run(fn, *args)!r}"
-
-    parsed = parse_report(await adelegate_task("x", child=careless, answer=lambda q: "human"))
-    assert (parsed.status, parsed.category) == ("failed", "tool_error")
-    assert f"ctx.{method} is async and this child is a plain function" in parsed.message
-    parsed = parse_report(await adelegate_task("x", child=careful, answer=lambda q: "human"))
-    assert parsed.status == "completed", parsed.message
-
-
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -457,21 +429,18 @@ async def test_a_verify_slower_than_the_deadline_is_the_callers_and_not_retried(
     assert parsed.overrun_s is None
 
 
-async def test_a_plain_answerer_slower_than_the_deadline_holds_neither_loop_nor_deadline() -> None:
-    """A sync answer= (a human at input()) runs off the event loop: the deadline ends
-    the wait on time, a timeout blocked on the question, never an overrun."""
+async def test_a_parents_ctx_ask_as_answer_passes_a_question_up() -> None:
+    """answer=ctx.ask (a child delegating on its own supervisor) sends the grandchild's
+    question to whoever answers the child's: the human's answer comes back down."""
 
-    def slow_human(question: str) -> str:
-        time.sleep(1.5)
-        return "Homo sapiens"
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        result = await Supervisor(asks_organism, answer=ctx.ask).delegate(prompt, timeout=5)
+        return result.output or result.report
 
-    started = time.monotonic()
     parsed = parse_report(
-        await adelegate_task("Analyse p53", child=asks_organism, answer=slow_human, timeout=0.3)
+        await adelegate_task("Analyse p53", child=parent, answer=lambda q: "Homo sapiens")
     )
-    assert time.monotonic() - started < 1.2
-    assert (parsed.category, parsed.question) == ("timeout", "Which organism?")
-    assert parsed.overrun_s is None
+    assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
 
 
 async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:

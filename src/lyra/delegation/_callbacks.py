@@ -1,4 +1,4 @@
-"""The caller's callbacks (``answer=``, ``verify=``), called without holding the loop."""
+"""The caller's ``verify=``, called without holding the loop or the deadline."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import anyio.to_thread
 async def call_off_the_loop(callback: Callable[[str], Any], text: str) -> Any:
     """What the caller's ``callback`` gives for ``text``: awaited when it is async; a
     plain function runs in a worker thread (abandoned on cancellation, as ``ctx.tool``
-    abandons one), so a slow one -- a human at ``input()`` -- holds neither the event
-    loop nor the deadline."""
+    abandons one), so a slow one holds neither the event loop nor the deadline."""
     if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
         getattr(callback, "__call__", None)  # noqa: B004 - an object's async __call__
     ):

@@ -15,7 +15,7 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -35,7 +35,6 @@ from lyra import events, tracing
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
-from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
@@ -254,20 +253,15 @@ class ChildContext:
     # -- tools --------------------------------------------------------------------------
 
     @overload
-    def tool(
+    async def tool(
         self, name: str, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
-    ) -> Coroutine[Any, Any, T]: ...
+    ) -> T: ...
 
     @overload
-    def tool(
-        self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any
-    ) -> Coroutine[Any, Any, T]: ...
+    async def tool(self, name: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
 
-    def tool(
-        self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> Coroutine[Any, Any, Any]:
-        """Run a tool, counting its use (``await ctx.tool(...)``); sync tools run in a
-        worker thread.
+    async def tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run a tool, counting its use; sync tools run in a worker thread.
 
         Starting and finishing a tool both count as progress. The worker
         thread is abandoned on cancellation, so a tool stuck in blocking code
@@ -276,21 +270,6 @@ class ChildContext:
         refused (and the attempt ends) when the tree's ``max_tool_calls`` is
         spent, or when it repeats an identical call past ``max_repeats``.
         """
-        self._awaitable_here("tool")
-        return self._tool(name, fn, *args, **kwargs)
-
-    def _awaitable_here(self, method: str) -> None:
-        """A TypeError for ``ctx.<method>`` called from a plain ``def`` child (its worker
-        thread), where the coroutine would never be awaited and the call silently
-        never happen."""
-        if not self._limiter.on_loop_thread():
-            raise TypeError(
-                f"ctx.{method} is async and this child is a plain function running in a "
-                f"worker thread: make the child async (async def ... await ctx.{method}(...)), "
-                f"or call it through the loop: anyio.from_thread.run(ctx.{method}, ...)"
-            )
-
-    async def _tool(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         name = safe_str(name)
         self._begin_tool(name, args, kwargs)
         fn = tracing.tool(name, fn)
@@ -433,7 +412,7 @@ class ChildContext:
 
     # -- questions ------------------------------------------------------------------------
 
-    def ask(self, question: str) -> Coroutine[Any, Any, str]:
+    async def ask(self, question: str) -> str:
         """Ask whoever can answer (the ``answer=`` of the delegation, a parent, an MCP
         or A2A client) and return the answer.
 
@@ -444,10 +423,6 @@ class ChildContext:
         that carries the answer gets it here. A blank answer is none; an answerer that
         raises gives none either (its error is named in the report's evidence: the
         caller's ``answer=`` failed, not the child)."""
-        self._awaitable_here("ask")
-        return self._ask(question)
-
-    async def _ask(self, question: str) -> str:
         if not isinstance(question, str):
             raise TypeError(f"ctx.ask needs a question (a string), not {type_name(question)}")
         question = safe_str(question).strip()
@@ -460,7 +435,12 @@ class ChildContext:
             self.asking = question
             try:
                 with self._limiter.waiting():
-                    reply = await call_off_the_loop(self._answer, question)
+                    # (a plain function is called here, on the loop: one in a worker
+                    # thread abandoned at the deadline would read the human's late answer
+                    # from stdin and lose it, where the next attempt waits for it)
+                    reply = self._answer(question)
+                    if inspect.isawaitable(reply):
+                        reply = await reply
             except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
                 reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
             self.asking = None  # (left set when the wait ends otherwise: the report names it)
@@ -603,7 +583,7 @@ class ChildContext:
 
     # -- nesting --------------------------------------------------------------------------------
 
-    def delegate(
+    async def delegate(
         self,
         prompt: str,
         *,
@@ -614,7 +594,7 @@ class ChildContext:
         subject: str | None = None,
         context: Mapping[str, Any] | None = None,
         verify: Verifier | None = None,
-    ) -> Coroutine[Any, Any, DelegationResult]:
+    ) -> DelegationResult:
         """Run a grandchild under this attempt's limits; its failure is a result.
 
         Its deadline is the smaller of ``timeout`` and this attempt's time
@@ -622,30 +602,6 @@ class ChildContext:
         cancelling this attempt cancels it. Its questions go to whoever answers
         this attempt's; ``verify`` checks its output.
         """
-        self._awaitable_here("delegate")
-        return self._delegate(
-            prompt,
-            child=child,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            budget=budget,
-            subject=subject,
-            context=context,
-            verify=verify,
-        )
-
-    async def _delegate(
-        self,
-        prompt: str,
-        *,
-        child: Child,
-        timeout: float | None,
-        idle_timeout: float | None,
-        budget: Budget | None,
-        subject: str | None,
-        context: Mapping[str, Any] | None,
-        verify: Verifier | None,
-    ) -> DelegationResult:
         if self._runner is None:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
         # A hair before this attempt's own deadline, so that the grandchild's

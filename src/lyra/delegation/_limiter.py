@@ -208,10 +208,6 @@ class Limiter:
         if self.scope is not None:
             self.scope.cancel()
 
-    def on_loop_thread(self) -> bool:
-        """True in the event loop's thread (not in a worker thread: a sync child, a tool)."""
-        return threading.get_ident() == self._loop_thread
-
     def on_loop(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the event loop's thread (now, if this is it)."""
         if threading.get_ident() == self._loop_thread:
@@ -234,8 +230,9 @@ class Limiter:
             return "unknown (this event loop keeps anyio's own deadlines)"
         if fired is None or fired - self.deadline > OVERRUN_TOLERANCE:
             return (
-                "the event loop: synchronous code in an async child or tool kept it from "
-                "running (run blocking work through ctx.tool, or as a plain def child)"
+                "the event loop: synchronous code in an async child or tool, or a plain "
+                "answer= function, kept it from running (run blocking work through ctx.tool, "
+                "or as a plain def child; give answer= as an async function)"
             )
         return (
             "cancellation was held after the deadline: a worker thread that cannot be "
