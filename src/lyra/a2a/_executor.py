@@ -182,13 +182,15 @@ class DelegationExecutor(AgentExecutor):
         )
 
     def _check_waits(self, task_id: str, current: Task) -> None:
-        """Refuse a message to a task that waits for none: one still working (its child
-        runs on) or one that ended here meanwhile (the SDK held the message until the
-        task's last request returned, and hands over the status it had when it came).
-        A task this server does not know waits as its stored status says (a server
-        restarted over a persistent task store)."""
+        """Refuse a message to a task that waits for none: one still working, or one that
+        ended meanwhile (the SDK held the message until the task's request ended, and may
+        hand over the status it had before). A task this server does not know waits as
+        its stored status says (a server restarted over a persistent task store). (A
+        message held while the child then asked is handed over with the question's
+        status: it cannot be told from an answer here.)"""
         task = self._tasks.get(task_id)
-        waits = task.waiting if task is not None else current.status.state in _WAITING
+        asked = current.status.state in _WAITING  # (as the task stood when the message came)
+        waits = asked and (task is None or task.waiting)
         if not waits:
             state = "still working" if task is not None else "over"
             raise UnsupportedOperationError(
