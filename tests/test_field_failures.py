@@ -429,6 +429,25 @@ async def test_a_verify_slower_than_the_deadline_is_the_callers_and_not_retried(
     assert parsed.overrun_s is None
 
 
+async def test_a_child_that_used_most_of_the_deadline_keeps_its_timeout() -> None:
+    """The child took most of the deadline, and verify= (quick enough with the time a
+    child should leave it) was cut off: that is the child's timeout, as before, not the
+    caller's verify= blamed."""
+
+    async def slow_child(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.5)
+        return "summary"
+
+    async def check(output: str) -> bool:
+        await anyio.sleep(0.3)
+        return True
+
+    parsed = parse_report(
+        await adelegate_task("Summarise p53", child=slow_child, verify=check, timeout=0.6)
+    )
+    assert (parsed.category, parsed.error_type) == ("timeout", "timeout")
+
+
 async def test_a_parents_ctx_ask_as_answer_passes_a_question_up() -> None:
     """answer=ctx.ask (a child delegating on its own supervisor) sends the grandchild's
     question to whoever answers the child's: the human's answer comes back down."""

@@ -268,6 +268,7 @@ async def _run(
     error: BaseException | None = None
     rejection: str | None = None
     verifying = False  # (still True when the deadline cut the caller's verify= off)
+    left = 0.0  # seconds of the deadline left when verify= began
     scope = limiter.new_scope()
     task = asyncio.current_task() if limiter.deadlines is not None else None
     try:
@@ -277,7 +278,7 @@ async def _run(
             try:
                 output = await call(prompt, ctx)
                 if verify is not None and isinstance(output, str) and ctx.stopped is None:
-                    verifying = True
+                    verifying, left = True, limiter.remaining()
                     with limiter.waiting():  # (the caller's work: no idle time of the child's)
                         rejection = await _verified(verify, output)
                     verifying = False
@@ -295,9 +296,14 @@ async def _run(
         ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
             raise
         error = exc  # a BaseException of the child's own: a failure all the same
-    if verifying and scope.cancel_called and ctx.stopped_by is None:
-        late = TimeoutError(f"verify= did not finish within the deadline ({ctx.timeout:g}s)")
-        return classify_verifier_raised(late), ""  # the caller's, not the child's: no retry
+    if verifying and scope.cancel_called and ctx.stopped_by is None and left >= ctx.timeout / 2:
+        # verify= had half the deadline and did not finish: the caller's, not the child's
+        # (no retry pays for the child again); with less, the child took the time.
+        late = TimeoutError(
+            f"verify= did not finish within the deadline ({left:.3g}s of {ctx.timeout:g}s "
+            "were left when it began)"
+        )
+        return classify_verifier_raised(late), ""
     try:
         return _verdict(ctx, scope, output, error, rejection)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
