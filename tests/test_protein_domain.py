@@ -514,7 +514,7 @@ def test_the_glycans_a_model_lacks_are_named_from_the_entrys_sites() -> None:
     assert len(sites) == 24
     [brief] = [a.brief for a in analyze_sync(["P0DTC2"], timeout=10).partial_analyses]
     assert (
-        f"AlphaFold DB models no glycans: UniProt's 24 glycosylation site(s) "
+        f"AlphaFold DB models no glycans. UniProt's 24 glycosylation site(s) "
         f"({', '.join(map(str, sites))}) are modelled bare"
     ) in brief
 

@@ -45,23 +45,26 @@ def test_the_glycan_caveat_counts_this_sequences_glycans_alone() -> None:
         }
     }
     [caveat] = [c for c in annotation_caveats(summary) if "glycans" in c]
-    assert caveat.startswith(
-        "AlphaFold DB models no glycans: UniProt's 2 glycosylation site(s) (10, 20; 1 of them "
-        "occupied only in part) and 1 more given to named isoforms only (40: in "
-        "L-APP isoforms; not counted for this canonical sequence) are modelled bare"
+    assert caveat == (
+        "AlphaFold DB models no glycans. UniProt's 2 glycosylation site(s) (10, 20; 1 of "
+        "them occupied only in part) are modelled bare, so the sugars that cover the "
+        "surface there (and may hide it from a binder) are absent from the model. UniProt "
+        "gives 1 more site(s) to named isoforms only (40: in L-APP isoforms): not sites of "
+        "this canonical sequence, as UniProt has them."
     )
     # In an isoform's brief, which isoforms "L-APP" names is not in the data: said so.
     [caveat] = [
         c for c in annotation_caveats({**summary, "isoform_of": "P05067"}) if "glycans" in c
     ]
-    assert "(40: in L-APP isoforms; whether this isoform is one of them, the bundled " in caveat
+    assert caveat.endswith(
+        "(40: in L-APP isoforms): whether this isoform is one of them, "
+        "the bundled data does not say."
+    )
     # Only sites of named isoforms: none counted, they are still said.
     only = {"uniprot": {"features": summary["uniprot"]["features"][3:]}}
     [caveat] = [c for c in annotation_caveats(only) if "glycans" in c]
     assert caveat.startswith(
-        "AlphaFold DB models no glycans: UniProt's 1 glycosylation site(s) given to named "
-        "isoforms only (40: in L-APP isoforms; not counted for this canonical sequence) are "
-        "modelled bare"
+        "AlphaFold DB models no glycans. UniProt gives 1 site(s) to named isoforms only"
     )
 
 

@@ -159,7 +159,7 @@ class ChildContext:
         self._last_step: str | None = None
         self._step_counts: list[int] = []  # how many steps each entry stands for
         self._counted = self.completed_steps  # the list those counts are of
-        self._steps_lock = threading.Lock()
+        self._records_lock = threading.Lock()  # steps and tool counts, from threads at once
         self.files_modified: list[str] = []
         self.tool_usage: dict[str, int] = {}
         self.failed_delegations: list[FailedDelegation] = []
@@ -212,7 +212,7 @@ class ChildContext:
         one ``… N more steps`` line: a runaway's report stays readable and its
         memory bounded. ``steps_done`` counts them all."""
         text = safe_str(description)
-        with self._steps_lock:  # a sync child's threads may record steps at once
+        with self._records_lock:  # a sync child's threads may record steps at once
             self.steps_done += 1
             steps, counts = self.completed_steps, self._step_counts
             if steps is not self._counted or len(counts) != len(steps):
@@ -347,14 +347,16 @@ class ChildContext:
         repeats = self._repeats
         if repeats is not None:
             key = _arguments_key(args, kwargs) if arguments is None else _json_key(arguments)
-            count = repeats[(name, key)] = repeats.get((name, key), 0) + 1
+            with self._records_lock:  # (a framework's sync tools start in threads at once)
+                count = repeats[(name, key)] = repeats.get((name, key), 0) + 1
             if count > (self.limits.max_repeats or count):
                 self.stopped = LoopDetected(name, _shortened(_readable(key)), count)
                 raise self.stopped
         account = self._limiter.account
         if account is not None and account.counts_tool_calls:
             self._after_charge((self._meter or self._metered()).charge(tool_calls=1, ahead=True))
-        self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
+        with self._records_lock:
+            self.tool_usage[name] = self.tool_usage.get(name, 0) + 1
         self.current_tool = name
         self._tool_started = self._limiter.now()
         self._limiter.touch()

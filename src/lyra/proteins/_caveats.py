@@ -176,31 +176,29 @@ def _glycans_caveat(
     """No glycans in the model: the sites UniProt gives to every isoform, counted, and
     those it gives to named isoforms only, said apart (which isoforms a name covers is
     not in the bundled data, so whether they hold for this sequence is left open)."""
-    partial = sum("partial" in str(f.get("description")) for f in glycans)
-    sites = ", ".join(span(f["start"], f["end"]) for f in glycans)
-    text = (
-        f"AlphaFold DB models no glycans: UniProt's {len(glycans)} glycosylation site(s) "
-        f"({sites}" + (f"; {partial} of them occupied only in part" if partial else "") + ") "
-        if glycans
-        else "AlphaFold DB models no glycans: "
-    )
+    text = "AlphaFold DB models no glycans."
+    if glycans:
+        partial = sum("partial" in str(f.get("description")) for f in glycans)
+        sites = ", ".join(span(f["start"], f["end"]) for f in glycans)
+        text += (
+            f" UniProt's {len(glycans)} glycosylation site(s) ({sites}"
+            + (f"; {partial} of them occupied only in part" if partial else "")
+            + ") are modelled bare, so the sugars that cover the surface there (and may "
+            "hide it from a binder) are absent from the model."
+        )
     if elsewhere:
         named = "; ".join(f"{span(f['start'], f['end'])}: {_isoform_note(f)}" for f in elsewhere)
         whose = (
             "whether this isoform is one of them, the bundled data does not say"
             if summary.get("isoform_of")
-            else "not counted for this canonical sequence"
+            else "not sites of this canonical sequence, as UniProt has them"
         )
-        counted = (
-            f"and {len(elsewhere)} more"
-            if glycans
-            else (f"UniProt's {len(elsewhere)} glycosylation site(s)")
+        more = "more " if glycans else ""
+        text += (
+            f" UniProt gives {len(elsewhere)} {more}site(s) to named isoforms only "
+            f"({named}): {whose}."
         )
-        text += f"{counted} given to named isoforms only ({named}; {whose}) "
-    return text + (
-        "are modelled bare, so the sugars that cover the surface there (and may hide it "
-        "from a binder) are absent from the model."
-    )
+    return text
 
 
 def _isoform_note(feature: Mapping[str, Any]) -> str:

@@ -422,7 +422,7 @@ async def _decomposed(
     """
     plan = attempt.plan
     parent = context["task_id"]
-    kept: dict[str, str] = attempt.state.setdefault(SUBTASKS_DONE, {})
+    kept: dict[str, str] = dict(attempt.state.get(SUBTASKS_DONE) or {})
     left = [s for s in plan.subtasks if s not in kept]
     share = replace(limits, timeout=plan.timeout / max(1, len(left)))
     results: dict[str, DelegationResult] = {}
@@ -435,8 +435,10 @@ async def _decomposed(
         if result.ok:
             kept[subtask] = result.output or ""
     result = _aggregate(plan.subtasks, kept, results, attempt=attempt.number, subject=subject)
-    if result.ok:
-        attempt.state.pop(SUBTASKS_DONE, None)  # (the output holds them all now)
+    if result.ok or not kept:
+        attempt.state.pop(SUBTASKS_DONE, None)  # (the output holds them all now, or none)
+    else:
+        attempt.state[SUBTASKS_DONE] = kept
     events.info(
         events.DECOMPOSITION_FINISHED,
         task_id=parent,
