@@ -167,7 +167,7 @@ class Limits(AbstractCapability[Any]):
                 if type(content) is not str:
                     args = getattr(part, "args", None)
                     content = str(args if args is not None else content or "")
-                sent += text_bytes(content)
+                sent += len(content) if content.isascii() else text_bytes(content)
         allowed = await self.meter.reserve(None, text_bytes=sent, output=limit, capped=True)
         if allowed is not None and allowed < limit:
             capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
