@@ -34,6 +34,7 @@ from a2a.types import (
     StreamResponse,
     TaskState,
 )
+from anyio.abc import TaskGroup
 from google.protobuf.json_format import MessageToDict
 
 from fakes.a2a_agents import serving
@@ -84,6 +85,23 @@ def last_status(events: list[StreamResponse]) -> Any:
 def ids_of(events: list[StreamResponse]) -> dict[str, str]:
     task = events[0].task
     return {"task_id": task.id, "context_id": task.context_id}
+
+
+async def streaming(client: Client, group: TaskGroup, events: list[StreamResponse]) -> None:
+    """Stream the message "Go" into ``events`` (in ``group``); return once the child's
+    step "Started" has arrived."""
+    started = anyio.Event()
+
+    async def stream() -> None:
+        message = new_text_message("Go", role=Role.ROLE_USER)
+        async for event in client.send_message(SendMessageRequest(message=message)):
+            events.append(event)
+            if ("WORKING", "Started") in states([event]):
+                started.set()
+
+    group.start_soon(stream)
+    with anyio.fail_after(5):
+        await started.wait()
 
 
 async def stepper(prompt: str, ctx: ChildContext) -> str:
@@ -341,19 +359,8 @@ async def test_a_message_to_a_task_that_waits_for_none_is_refused_and_runs_nothi
         return f"done: {prompt}"
 
     first: list[StreamResponse] = []
-    started = anyio.Event()
     async with lyra_a2a(working) as client, anyio.create_task_group() as group:
-
-        async def stream() -> None:
-            message = new_text_message("Go", role=Role.ROLE_USER)
-            async for event in client.send_message(SendMessageRequest(message=message)):
-                first.append(event)
-                if ("WORKING", "Started") in states([event]):
-                    started.set()
-
-        group.start_soon(stream)
-        with anyio.fail_after(5):
-            await started.wait()
+        await streaming(client, group, first)
         refusal: list[Exception] = []
 
         async def again() -> None:
@@ -389,19 +396,8 @@ async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
         return "never"
 
     streamed: list[StreamResponse] = []
-    started = anyio.Event()
     async with lyra_a2a(forever) as client, anyio.create_task_group() as group:
-
-        async def stream() -> None:
-            message = new_text_message("Go", role=Role.ROLE_USER)
-            async for event in client.send_message(SendMessageRequest(message=message)):
-                streamed.append(event)
-                if ("WORKING", "Started") in states([event]):
-                    started.set()
-
-        group.start_soon(stream)
-        with anyio.fail_after(5):
-            await started.wait()
+        await streaming(client, group, streamed)
         task = await client.cancel_task(CancelTaskRequest(id=streamed[0].task.id))
         assert stopped.is_set()
     assert task.status.state == TaskState.TASK_STATE_CANCELED
