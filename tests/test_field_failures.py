@@ -460,6 +460,11 @@ async def test_a_parents_ctx_ask_as_answer_passes_a_question_up() -> None:
         await adelegate_task("Analyse p53", child=parent, answer=lambda q: "Homo sapiens")
     )
     assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
+    # With nobody above to answer, the parent's own stop passes through: its question
+    # is open, and no "answerer raised" is made of it.
+    parsed = parse_report(await adelegate_task("Analyse p53", child=parent))
+    assert (parsed.category, parsed.question) == ("missing_context", "Which organism?")
+    assert "answerer raised" not in (parsed.message or "")
 
 
 async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:

@@ -443,6 +443,8 @@ class ChildContext:
                     reply = self._answer(question)
                     if inspect.isawaitable(reply):
                         reply = await reply
+            except ChildSignal:
+                raise  # (a parent's ctx.ask as the answerer: its own stop, passed on)
             except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
                 reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
             self.asking = None  # (left set when the wait ends otherwise: the report names it)
