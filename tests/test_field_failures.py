@@ -494,6 +494,49 @@ async def test_a_later_attempt_with_the_answer_gets_it_at_once() -> None:
     assert asked == ["Which organism?"]
 
 
+async def test_an_answered_question_of_a_split_task_runs_only_the_subtask_that_asked() -> None:
+    """A split task whose second subtask asked: the mailbox's answer runs the subtasks
+    again, the completed one kept (not run again), the one that asked answered at once."""
+    from lyra.recovery import Attempt, Replay, attempt_plan
+
+    ran: list[str] = []
+
+    class Splits:
+        def decompose(self, prompt: str) -> list[str]:
+            return ["fetch P04637", "analyse it"]
+
+        async def run(self, prompt: str, ctx: ChildContext) -> str:
+            ran.append(prompt.splitlines()[0])
+            if prompt.startswith("fetch"):
+                return "fetched"
+            if prompt.startswith("analyse"):
+                return await asks_organism(prompt, ctx)
+            await anyio.sleep_forever()  # (the whole task: no progress, so it is split)
+            return "never"
+
+    async def mailbox(question: str) -> str | None:
+        return "Mus musculus"
+
+    async def run(attempt: Attempt) -> Any:
+        return await attempt_plan(
+            Splits(), attempt, subject=None, context=None, task_id="t", limits=Limits(0.3)
+        )
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    outcome = await recover(
+        "Analyse p53",
+        child=Splits(),
+        limits=Limits(0.3),
+        replay=Replay(run, no_sleep, answers=mailbox),
+    )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition", "answer"]
+    assert ran == ["Analyse p53", "fetch P04637", "analyse it", "analyse it"]
+    assert "## fetch P04637\n\nfetched" in (outcome.result.output or "")
+    assert "analysed in Mus musculus" in (outcome.result.output or "")
+
+
 @pytest.mark.parametrize("keyed", ["by the question", "as answer"])
 async def test_a_context_providers_answer_to_the_question_waits_in_ctx_ask(keyed: str) -> None:
     """context_provider= answering the question of an input_required failure (keyed by

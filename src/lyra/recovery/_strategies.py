@@ -236,6 +236,8 @@ async def answered(
         return None
     state.answers[question] = answer
     state.answered += 1
+    if previous.subtasks:  # a split task: its subtasks again (the completed ones are kept)
+        return replace(previous, strategy="answer", wait=0.0)
     return replace(previous, strategy="answer", prompt=state.prompt, subtasks=(), wait=0.0)
 
 
