@@ -375,7 +375,9 @@ async def test_a_message_to_a_task_that_waits_for_none_is_refused_and_runs_nothi
             release.set()
         task = await client.get_task(GetTaskRequest(id=first[0].task.id))
     assert prompts == ["Go"]
-    assert "a message continues a task only while it waits" in str(refusal)
+    # (refused by lyra; or by the SDK itself, should a slow host send it only after the end)
+    said = str(refusal)
+    assert "a message continues a task only while it waits" in said or "terminal state" in said
     assert states(first)[-1][0] == "COMPLETED"
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert [get_text_parts(a.parts) for a in task.artifacts] == [["done: Go"]]
