@@ -260,15 +260,21 @@ def map_features(
 
 
 def placed_on_sequence(
-    features: Iterable[Mapping[str, Any]], current: str, modelled: str
+    features: Iterable[Mapping[str, Any]],
+    current: str,
+    modelled: str,
+    *,
+    substitutions: bool = True,
+    shortest: int = 1,
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]], list[int]]:
     """UniProt's features (numbered on its ``current`` sequence) placed on the ``modelled``
-    one, an earlier version of it: the two aligned (difflib's matching blocks), a residue
-    changed in place (a substitution) keeps its number, and a feature is placed,
-    renumbered, when every residue of it has a place and none was inserted or deleted
-    within it. Also the stretches so placed, as ``(first, last, shift)`` in the model's
-    numbering (``shift``: UniProt's number − the model's), and the model's residues that
-    differ in place."""
+    one, an earlier version of it: the two aligned (difflib's matching blocks, the
+    longest first; a block shorter than ``shortest`` is no match), a residue changed in
+    place (a substitution, unless ``substitutions`` is False) keeps its number, and a
+    feature is placed, renumbered, when every residue of it has a place and none was
+    inserted or deleted within it. Also the stretches so placed, as ``(first, last,
+    shift)`` in the model's numbering (``shift``: UniProt's number − the model's), and
+    the model's residues that differ in place."""
     from difflib import SequenceMatcher
 
     to_model: dict[int, int] = {}
@@ -276,7 +282,8 @@ def placed_on_sequence(
     stretches: list[tuple[int, int, int]] = []
     matcher = SequenceMatcher(None, current, modelled, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
+        same = op == "equal" and i2 - i1 >= shortest
+        if same or (substitutions and op == "replace" and i2 - i1 == j2 - j1):
             to_model.update(zip(range(i1 + 1, i2 + 1), range(j1 + 1, j2 + 1), strict=True))
             if op == "replace":
                 changed += range(j1 + 1, j2 + 1)
@@ -306,28 +313,16 @@ def carried_to_isoform(
     features: Iterable[Mapping[str, Any]], canonical: str, isoform: str
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
     """The canonical sequence's features that hold for an isoform: those wholly within
-    a stretch the two share residue for residue, renumbered for the isoform. The two
-    are aligned (difflib's matching blocks, the longest first, so a residue or two that
-    happen to match where a stretch was spliced out are given to the stretch they
-    belong to); a shared stretch may lie anywhere (an isoform lacks exons at either end
-    or between), and is one of at least :data:`SHORTEST_SHARED` residues. Also those
-    stretches, as ``(first, last, shift)`` in the isoform's numbering (``shift``:
-    canonical number − isoform number). A feature that reaches into a part that
-    differs is not carried: where it lies in the isoform, if anywhere, the data do not
-    say."""
-    from difflib import SequenceMatcher
-
-    matcher = SequenceMatcher(None, canonical, isoform, autojunk=False)
-    shared = [
-        (j + 1, j + size, i - j)
-        for i, j, size in matcher.get_matching_blocks()
-        if size >= SHORTEST_SHARED
-    ]
-    carried = []
-    for feature in features:
-        first, last = int(feature["start"]), int(feature["end"])
-        for start, end, moved in shared:
-            if start + moved <= first and last <= end + moved:
-                carried.append({**feature, "start": first - moved, "end": last - moved})
-                break
+    a stretch the two share residue for residue, renumbered for the isoform
+    (:func:`placed_on_sequence` without substitutions: a replaced stretch is another
+    exon). A shared stretch may lie anywhere (an isoform lacks exons at either end or
+    between) and is one of at least :data:`SHORTEST_SHARED` residues; the longest are
+    matched first, so a residue or two that happen to match where a stretch was spliced
+    out are given to the stretch they belong to. Also those stretches, as ``(first,
+    last, shift)`` in the isoform's numbering (``shift``: canonical number − isoform
+    number). A feature that reaches into a part that differs is not carried: where it
+    lies in the isoform, if anywhere, the data do not say."""
+    carried, shared, _ = placed_on_sequence(
+        features, canonical, isoform, substitutions=False, shortest=SHORTEST_SHARED
+    )
     return carried, shared
