@@ -15,12 +15,11 @@ from types import FunctionType
 from typing import Any, cast
 from weakref import ReferenceType, ref
 
-import anyio
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lyra._extras import framework_child_for
-from lyra.delegation._context import Child, ChildContext, ChildFn
+from lyra.delegation._callbacks import in_worker_thread
+from lyra.delegation._context import Child, ChildFn
 from lyra.delegation._text import qualified_type_name, safe_str, type_name
 from lyra.errors import ConfigurationError
 
@@ -33,7 +32,7 @@ def as_callable(child: Child) -> ChildFn:
     """
     known = _functions.get(id(child))
     if known is not None and known[0]() is child:  # a plain function seen before
-        return cast(ChildFn, child) if known[1] else partial(_in_thread, child)
+        return cast(ChildFn, child) if known[1] else partial(in_worker_thread, child)
     run = getattr(child, "run", None)
     wrapper = framework_child_for(child)
     if wrapper is not None:  # a framework's agent has an async run, not a child's
@@ -52,7 +51,7 @@ def as_callable(child: Child) -> ChildFn:
     if callable(child):
         _check_arguments(child)
         _remember(child, run, is_async=False)
-        return partial(_in_thread, child)
+        return partial(in_worker_thread, child)
     raise ConfigurationError(
         f"{reprlib.repr(child)} is not a child agent: pass an async callable child(prompt, ctx) "
         "or an object with 'async def run(self, prompt, ctx)'"
@@ -127,11 +126,6 @@ def _remember(child: Any, run: object, *, is_async: bool) -> None:
         _functions.clear()
     key = id(child)
     _functions[key] = (ref(child, lambda _: _functions.pop(key, None)), is_async)
-
-
-async def _in_thread(fn: Callable[[str, ChildContext], Any], prompt: str, ctx: ChildContext) -> Any:
-    result = await anyio.to_thread.run_sync(fn, prompt, ctx, abandon_on_cancel=True)
-    return await result if inspect.isawaitable(result) else result
 
 
 _TARGET = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")

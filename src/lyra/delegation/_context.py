@@ -28,13 +28,13 @@ from typing import (
 )
 
 import anyio
-import anyio.to_thread
 import orjson
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
+from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
@@ -274,13 +274,7 @@ class ChildContext:
         self._begin_tool(name, args, kwargs)
         fn = tracing.tool(name, fn)
         try:
-            if inspect.iscoroutinefunction(fn):
-                result = await fn(*args, **kwargs)
-            else:
-                call = functools.partial(fn, *args, **kwargs)
-                result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-                if inspect.isawaitable(result):
-                    result = await result
+            result = await call_off_the_loop(fn, *args, **kwargs)
         except Exception as exc:
             self.current_tool = None
             self.failed_tool, self._failed_tool_error = name, exc
