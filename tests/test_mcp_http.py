@@ -4,10 +4,12 @@ protection always on -- checked with raw requests and the official SDK client.""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -152,3 +154,52 @@ def test_what_cannot_be_served_is_a_usage_error(
     assert (status, out) == (2, ""), err
     assert err.startswith(f"lyra: {message.format(busy=busy_port)}"), err
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.anyio
+async def test_a_client_that_ends_its_session_stops_the_child(tmp_path: Any) -> None:
+    """DELETE of the session mid-``delegate_task`` (a client closing it) cancels the
+    child: nobody could get its result, so nothing more is spent on it."""
+    events = tmp_path / "events.jsonl"
+    args = ("--child", "fakes.children:stalls", "--events", str(events))
+    with lyra_mcp.http(*args, log=tmp_path / "stderr.txt") as served:
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient(timeout=10) as client:
+            opened = await client.post(served.url, json=INITIALIZE, headers=headers)
+            headers |= {
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await client.post(served.url, json=initialized, headers=headers)
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "delegate_task", "arguments": {"prompt": "Go", "timeout": 60}},
+            }
+            async with anyio.create_task_group() as group:
+                group.start_soon(_drain, client, served.url, call, headers)
+                await _logged(events, "delegation_started")
+                assert (await client.delete(served.url, headers=headers)).status_code == 200
+                cancelled = await _logged(events, "delegation_cancelled")
+                group.cancel_scope.cancel()
+    assert cancelled["duration"] < 30
+
+
+async def _drain(client: httpx.AsyncClient, url: str, body: Any, headers: Any) -> None:
+    async with client.stream("POST", url, json=body, headers=headers) as response:
+        async for _ in response.aiter_bytes():
+            pass
+
+
+async def _logged(path: Any, event: str, wait: float = 20) -> dict[str, Any]:
+    """The first ``event`` in the events log, waited for."""
+    with anyio.fail_after(wait):
+        while True:
+            if path.exists():
+                for line in path.read_text("utf-8").splitlines():
+                    record = json.loads(line)
+                    if record.get("event") == event:
+                        return dict(record)
+            await anyio.sleep(0.05)
