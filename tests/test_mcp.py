@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
 
 from fakes.lyra_mcp import TESTS, report_of
@@ -200,3 +201,39 @@ def test_a_server_that_cannot_serve_says_why_and_exits_2(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(message), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+async def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on() -> None:
+    """Over stdio, a line that is not JSON, JSON Python cannot hold (a lone surrogate
+    escape) or JSON that is no JSON-RPC message gets JSON-RPC's error (``id`` null):
+    the SDK's transport dropped it, and its sender waited for a reply in vain."""
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "not json",
+        '{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": "\\ud800"}}',
+        '{"id": 3}',
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ]
+    command = [sys.executable, "-m", "lyra", "mcp", "--child", "fakes.children:spender"]
+    env = {"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"}
+    replies: list[dict[str, Any]] = []
+    with anyio.fail_after(30):
+        async with await anyio.open_process(command, env=env) as server:
+            assert server.stdin is not None
+            assert server.stdout is not None
+            await server.stdin.send("".join(f"{line}\n" for line in lines).encode())
+            received = b""
+            while not any(reply.get("id") == 4 for reply in replies):  # the last one
+                received += await server.stdout.receive()
+                *whole, received = received.split(b"\n")
+                replies += [json.loads(line) for line in whole]
+            await server.stdin.aclose()
+    errors = [(reply["id"], reply["error"]["code"]) for reply in replies if "error" in reply]
+    assert errors == [(None, -32700), (None, -32700), (None, -32600)]
+    assert [reply["id"] for reply in replies if "result" in reply] == [1, 4]

@@ -28,6 +28,7 @@ from lyra.mcp._arguments import BudgetLimits, IdleTimeout, Prompt, Timeout
 from lyra.mcp._detached import detached_tools
 from lyra.mcp._progress import report_progress
 from lyra.mcp._questions import elicitor
+from lyra.mcp._stdio import answering_stdio
 
 PROGRESS_EVERY = 1.0
 """Seconds between two progress notifications at most (see :mod:`lyra.mcp._progress`)."""
@@ -93,7 +94,10 @@ async def serve(
     store = delegations if delegations is not None else Delegations(child)
     async with store:  # entered first: a store that cannot start says so before serving
         server = server_for(child, store, progress_every, enter_store=False, quiet_stdout=True)
-        await server.run_stdio_async()
+        # MCPServer.run_stdio_async, on the transport that answers an unparsable line
+        lowlevel = server._lowlevel_server
+        async with answering_stdio() as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
 
 @asynccontextmanager
