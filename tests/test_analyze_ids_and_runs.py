@@ -73,6 +73,21 @@ def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
     assert json.loads(out)["notes"] == ["P05067 was requested more than once: analysed once"]
 
 
+def test_an_id_typed_twice_alike_is_noted_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same spelling twice, on the command line or in an --ids-file, gets the note as
+    well (the command line once dropped exact repeats before analyze could see them)."""
+    ids = tmp_path / "ids.txt"
+    ids.write_text("P00221\nP00221\n", encoding="utf-8")
+    for given in (["P00221", "P00221"], ["--ids-file", str(ids)]):
+        argv = ["analyze", *given, "--structure-only", "--json"]
+        status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path / given[0])], capsys)
+        assert status == 0
+        assert _analysed(out) == ["P00221"]
+        assert json.loads(out)["notes"] == ["P00221 was requested more than once: analysed once"]
+
+
 def test_the_note_on_a_protein_asked_for_by_several_names_names_each_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -66,7 +66,8 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     if plan and args.question:
         planned = run_blocking("plan_question", lambda: plan_question(args.question))
     from_file = file_ids(args)
-    ids = list(dict.fromkeys([*args.ids, *from_file, *(planned.ids if planned else [])]))
+    # (repeats kept: analyze runs each protein once and says which were asked twice)
+    ids = [*args.ids, *from_file, *(planned.ids if planned else [])]
     if not ids:
         where = " in the question" if args.question else ""
         raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
