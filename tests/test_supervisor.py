@@ -143,6 +143,32 @@ def test_quorum_outcomes(
     assert decision.reason
 
 
+@pytest.mark.parametrize(
+    ("children", "reason"),
+    [
+        (["completed", "failed"], "1 of 2 usable, 0 of them partial; 1 not usable (1 failed)"),
+        (["completed", "partial 0.7"], "2 of 2 usable, 1 of them partial"),
+        (
+            ["completed", "failed", "partial 0.3"],
+            "1 of 3 usable, 0 of them partial; 2 not usable (1 failed, 1 partial below 50% "
+            "complete)",
+        ),
+    ],
+)
+def test_the_degraded_reason_tells_failures_from_thin_partials(
+    children: list[str], reason: str
+) -> None:
+    """A partial result too incomplete to count is said to be one, not counted among the
+    partial ones nor called a failure (the summary said "0 of them partial" beside "1
+    partial" in the final line)."""
+    outcomes = [
+        outcome(f"P{n}", kind.split()[0], *[float(x) for x in kind.split()[1:]])
+        for n, kind in enumerate(children)
+    ]
+    decision = decide(outcomes, QuorumPolicy(partial_threshold=0.5))
+    assert decision.reason == reason
+
+
 async def test_quorum_lands_in_the_output() -> None:
     """analyze puts the decision, its action and reason in the final output."""
     output = await analyze(["P04637", "XXXXX"], timeout=5, quorum=QuorumPolicy(min_success=2))

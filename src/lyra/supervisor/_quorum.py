@@ -112,7 +112,7 @@ def decide(
             action="proceed_degraded",
             confidence=confidence,
             reason=f"{len(counted)} of {len(children)} usable, {len(partial)} of them "
-            f"partial; {len(missing)} not usable (failed, or too incomplete)",
+            f"partial" + (f"; {_unusable(children, policy)}" if missing else ""),
             **common,
         )
     return QuorumDecision(
@@ -122,6 +122,16 @@ def decide(
         reason=f"all {len(children)} succeeded",
         **common,
     )
+
+
+def _unusable(children: Sequence[ChildOutcome], policy: QuorumPolicy) -> str:
+    """What is not usable, in words: failures, and partial results below the threshold."""
+    unusable = [c for c in children if not _counts(c, policy)]
+    thin = sum(c.outcome == "partial" for c in unusable)
+    parts = [f"{len(unusable) - thin} failed"] if len(unusable) > thin else []
+    if thin:
+        parts.append(f"{thin} partial below {policy.partial_threshold:.0%} complete")
+    return f"{len(unusable)} not usable ({', '.join(parts)})"
 
 
 def _counts(child: ChildOutcome, policy: QuorumPolicy) -> bool:
