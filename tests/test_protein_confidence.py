@@ -268,6 +268,17 @@ def test_pae_between_units_matches_the_raw_pae_file() -> None:
     assert "| 1 and 2 | 25.02 | 22.61 / 27.43 | relative placement not determined |" in brief
 
 
+def test_the_outside_table_says_which_stretches_it_leaves_out() -> None:
+    """Q5VSL9's low stretches 336–350 and 785–796 (under 20 residues) are not in the
+    table of stretches outside the units, and the brief says that such are left out."""
+    brief = _brief("Q5VSL9")
+    table = brief.split("### Outside the units", 1)[1].split("\n### ", 1)[0]
+    assert "shorter low stretches are left out" in table
+    listed = [line.split(" | ")[0].strip("| ") for line in table.splitlines() if "|" in line]
+    assert "336–350" not in listed
+    assert "351–421" in listed
+
+
 @pytest.mark.parametrize(
     ("feature", "verdict"),
     [

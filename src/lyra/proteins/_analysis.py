@@ -271,6 +271,13 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+_OUTSIDE_RULE = (
+    f"Listed: the stretches in no unit that are low or very low and {MIN_UNIT_LENGTH} "
+    "residues or longer, and the confident ones too short to be a unit (shorter low "
+    "stretches are left out)."
+)
+
+
 def _structure_view(
     structure: Mapping[str, Any] | None, summary: Mapping[str, Any]
 ) -> dict[str, Any] | None:
@@ -293,6 +300,7 @@ def _structure_view(
         "with_features": any(seg.get("features") is not None for seg in segments),
         "overlap_rule": _OVERLAP_RULE,
         "outside_pae": [p for seg in segments for p in seg.get("pae") or []],
+        "outside_rule": _OUTSIDE_RULE,
         "fraying": s.get("fraying") or [],
         "units": [
             {
