@@ -597,7 +597,8 @@ def test_a_canonical_brief_of_an_entry_with_isoforms_says_whose_model_it_is() ->
 
 def test_a_model_version_no_source_states_is_said_to_be_the_collectors_label() -> None:
     """P00533's facts block gives no latestVersion (its "v6" is the name the collector
-    gave the block): the brief says so; P04637's block states its version: nothing said."""
+    gave the block): the brief says so where it names the model, and the JSON gives the
+    version's basis; P04637's block states its version: nothing said."""
     from lyra.proteins import analyze_sync
 
     facts = json.loads((RAW / "facts_secondary_sources.json").read_text(encoding="utf-8"))
@@ -610,6 +611,11 @@ def test_a_model_version_no_source_states_is_said_to_be_the_collectors_label() -
         "in facts_secondary_sources.json, afdb_v6)" in egfr.brief
     )
     assert "not stated by its source" not in p53.brief
+    # ...and wherever it names the model, it says whose label the version is
+    assert "Source: AlphaFold DB model AF-P00533-F1 labelled v6 by its collector" in egfr.brief
+    assert "labelled v" not in p53.brief
+    assert egfr.figures["model"]["version_basis"].startswith("the collector's name")
+    assert p53.figures["model"]["version_basis"] is None
 
 
 def test_a_structure_only_summary_keeps_the_caveats_of_the_data() -> None:

@@ -29,7 +29,13 @@ from lyra.proteins._features import (
 )
 from lyra.proteins._pae import PAE_PLACED, PAE_UNPLACED, RIGID_PAE, unit_verdict
 from lyra.proteins._reasoning import reason
-from lyra.proteins._sources import fetch_hint, function_source, named_source, protein_name
+from lyra.proteins._sources import (
+    fetch_hint,
+    function_source,
+    named_source,
+    protein_name,
+    version_text,
+)
 from lyra.proteins._structure import analyze_structure
 from lyra.proteins._text import render
 from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_SEPARATION, MIN_UNIT_LENGTH
@@ -119,7 +125,8 @@ def _text(value: object) -> str | None:
 
 def _model_name(s: Mapping[str, Any]) -> str:
     """``AlphaFold DB model AF-P05067-F1 v6, created 2025-08-01``."""
-    version = f" v{s['model_version']}" if s.get("model_version") else f", version {_ABSENT}"
+    version = version_text(s.get("model_version"), s.get("model_version_basis"))
+    version = f" {version}" if version else f", version {_ABSENT}"
     date = f", created {s['model_date']}" if s.get("model_date") else ""
     return f"AlphaFold DB model {s.get('entry_id') or f'(entry id {_ABSENT})'}{version}{date}"
 

@@ -634,6 +634,7 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         "model": {
             "entry_id": structure.get("entry_id"),
             "version": structure.get("model_version"),
+            "version_basis": structure.get("model_version_basis"),  # None: stated by a source
             "source": structure.get("model_file") or structure.get("figures_source"),
         }
         if structure

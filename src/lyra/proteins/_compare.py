@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from lyra.proteins._confidence import figure
-from lyra.proteins._sources import named_source
+from lyra.proteins._sources import named_source, version_text
 
 
 class ComparedProtein(BaseModel):
@@ -87,7 +87,8 @@ def _unit_text(unit: Mapping[str, Any]) -> str:
 
 def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
     model = figures.get("model") or {}
-    version = f" v{model['version']}" if model.get("version") else ", version not in this data"
+    version = version_text(model.get("version"), model.get("version_basis"))
+    version = f" {version}" if version else ", version not in this data"
     source = model.get("source")
     side = {
         "protein_id": protein_id,

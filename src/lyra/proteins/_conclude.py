@@ -9,7 +9,7 @@ from lyra.proteins._compare import Comparison
 from lyra.proteins._confidence import figure
 from lyra.proteins._next import next_steps as grouped_steps
 from lyra.proteins._output import CompletedAnalysis, PartialAnalysis, ProteinEntry, Summary
-from lyra.proteins._sources import named_source
+from lyra.proteins._sources import named_source, version_text
 from lyra.supervisor import AnswerFacts, ChildOutcome, ErrorContext, QuorumDecision, ServiceHealth
 
 
@@ -109,7 +109,7 @@ def _found_line(entry: CompletedAnalysis | PartialAnalysis) -> str:
         x
         for x in (
             f.get("name"),
-            f"{model['entry_id']} v{model['version']}"
+            f"{model['entry_id']} {version_text(model['version'], model.get('version_basis'))}"
             if model.get("entry_id") and model.get("version")
             else None,
         )

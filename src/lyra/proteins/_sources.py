@@ -162,6 +162,14 @@ def named_source(name: str) -> str:
     return name
 
 
+def version_text(version: object, basis: object = None) -> str:
+    """A model's version as a brief names it (``v6``); one no source states, only a
+    label some collector gave (``basis``), says so: it is no fact of the data."""
+    if not version:
+        return ""
+    return f"labelled v{version} by its collector" if basis else f"v{version}"
+
+
 def fetch_hint(summary: Mapping[str, Any], service: str) -> str:
     """How to get what ``service`` (``"AlphaFold DB"``, ``"UniProt"``) would give: fetch it
     live, or, on a live run, that it did not give it."""

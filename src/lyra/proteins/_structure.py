@@ -185,6 +185,7 @@ def analyze_structure(summary: Mapping[str, Any]) -> dict[str, Any]:
         "uniprot_id": protein_id,
         "entry_id": alphafold.get("entry_id"),
         "model_version": alphafold.get("model_version"),
+        "model_version_basis": alphafold.get("model_version_basis"),
         "model_date": alphafold.get("model_date"),
         "model_file": alphafold.get("model_file"),
         "pae_file": alphafold.get("pae_file"),
