@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import pytest
@@ -213,3 +214,58 @@ async def test_a_store_needs_a_child_or_a_runner_and_to_be_entered() -> None:
         Delegations(worker, keep_for=0)
     with pytest.raises(RuntimeError, match="enter the store first"):
         await Delegations(worker).start(DelegationRequest(prompt="quick"))
+
+
+# -- a cancel that meets the child's end ------------------------------------------------
+
+
+async def test_a_cancel_that_arrives_as_the_child_finishes_keeps_its_result() -> None:
+    """A child already on its way to return when the cancel comes (its wait over, not yet
+    resumed) finishes: the cancel answers "completed" with the report, as its status does
+    after; a child still waiting is cancelled, without a report. (The cancel used to say
+    "cancelled" and throw the finished child's report away.)"""
+    go: dict[str, anyio.Event] = {}
+
+    async def waits(prompt: str, ctx: ChildContext) -> str:
+        await go.setdefault(prompt, anyio.Event()).wait()
+        return f"done: {prompt}"
+
+    async with Delegations(waits) as delegations:
+        finishing = await delegations.start(DelegationRequest(prompt="finishing"))
+        waiting = await delegations.start(DelegationRequest(prompt="waiting"))
+        await anyio.sleep(0.05)  # both wait on their events
+        go["finishing"].set()  # its wait is over; it resumes at the loop's next turn
+        with anyio.fail_after(5):
+            late = await delegations.cancel(finishing.delegation_id)
+            cut = await delegations.cancel(waiting.delegation_id)
+        after = delegations.status(finishing.delegation_id)
+    assert late.state == after.state == "completed"
+    assert late.report is not None
+    assert late.report.output == "done: finishing"
+    assert (cut.state, cut.report) == ("cancelled", None)
+
+
+@pytest.mark.slow
+async def test_a_durable_cancel_tells_what_a_restart_finds(tmp_path: Path) -> None:
+    """With a durable runner, a cancel racing the child's end answers what the database
+    records: after a restart, every delegation is as its cancel said (one said
+    "cancelled" came back "completed" after a restart)."""
+    from lyra import ChildRef
+    from lyra.detached import DurableRunner
+
+    child = ChildRef(target="fakes.children:plodder")
+    answers = {}
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        for n in range(12):
+            prompt = f"1x{n % 4 / 1000}"
+            started = await delegations.start(DelegationRequest(prompt=prompt, timeout=30))
+            await anyio.sleep(n % 3 / 1000)
+            with anyio.fail_after(10):
+                answers[started.delegation_id] = await delegations.cancel(started.delegation_id)
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        with anyio.fail_after(10):
+            again = {key: await delegations.result(key, wait=5) for key in answers}
+    for key, answer in answers.items():
+        assert answer.state in ("completed", "cancelled")
+        assert (answer.report is not None) == (answer.state == "completed")
+        assert again[key].state == answer.state

@@ -113,8 +113,11 @@ class DurableRunner:
         )
         return outcome.result
 
-    async def cancel(self, delegation_id: str) -> None:
-        await self.executor.cancel(delegation_id)
+    async def cancel(self, delegation_id: str) -> bool:
+        # DBOS cancels only a workflow still unfinished, and records an outcome only for
+        # one not cancelled: whichever lands first is the delegation's, here and after
+        # a restart alike.
+        return await self.executor.cancel(delegation_id) > 0
 
     async def close(self) -> None:
         await self.executor.aclose()

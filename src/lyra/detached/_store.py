@@ -36,6 +36,9 @@ from lyra.supervisor import Supervisor, Task, lost_outcome
 KEEP_FOR = 3600.0
 """Seconds a finished delegation stays readable, by default."""
 _PROMPT_SHOWN = 200
+_CANCEL_WAIT = 5.0
+"""Seconds a cancel waits for its delegation's run to end (a cut run ends at once; one
+stuck past this is said cancelled all the same)."""
 
 
 class UnknownDelegation(LyraError, LookupError):
@@ -81,9 +84,12 @@ class Runner(Protocol):
         ``ask`` answers the child's questions, where the runner can pass it on."""
         ...
 
-    async def cancel(self, delegation_id: str) -> None:
-        """Make sure the delegation is never resumed (its running task is cancelled
-        by the store)."""
+    async def cancel(self, delegation_id: str) -> bool | None:
+        """Make sure the delegation is never resumed (its running task is cancelled by
+        the store): ``True`` when it is now recorded as cancelled (that is its outcome,
+        whatever its run still returns), ``False`` when it had finished already (its
+        recorded result stands: its run is not cut), ``None`` when nothing is recorded
+        (in process: the run is cut, and a result it returned first stands)."""
         ...
 
     async def close(self) -> None:
@@ -117,7 +123,7 @@ class InProcess:
         )
 
     async def cancel(self, delegation_id: str) -> None:
-        return None
+        return None  # nothing recorded: a child that finished before its cut stands
 
     async def close(self) -> None:
         return None
@@ -142,6 +148,8 @@ class _Delegation:
     changed: anyio.Event = field(default_factory=anyio.Event)
     recorded: anyio.Event = field(default_factory=anyio.Event)
     """Set once the runner holds it (a durable one: in its database)."""
+    cancel_recorded: bool = False
+    """The runner recorded it as cancelled: whatever its run returns, it is cancelled."""
 
     def move(self, state: State, now: float) -> None:
         """Change state and wake whoever waits for a change."""
@@ -241,16 +249,26 @@ class Delegations:
         return self._status(delegation)
 
     async def cancel(self, delegation_id: str) -> DelegationStatus:
-        """Stop the delegation (no report is made); a finished one stays as it is."""
+        """Stop the delegation (no report is made); its status once its run ended.
+
+        A finished one stays as it is -- and so does one whose child finished while the
+        cancel was on its way: its report is kept (it was paid for), and the state
+        says ``completed`` (or ``failed``), never ``cancelled`` beside a report. A
+        durable one ends as its database records it, so a restart tells the same."""
         delegation = self._find(delegation_id)
         if delegation.state in FINISHED:
             return self._status(delegation)
-        await self.runner.cancel(delegation_id)  # first: a crash now must not resume it
-        delegation.answered = delegation.question = None  # nobody may answer it now
-        delegation.move("cancelled", self._clock())
-        stop(delegation_id)  # an attempt running outside its task (a durable workflow)
-        delegation.scope.cancel()
-        events.info(events.DETACHED_CANCELLED, delegation_id=delegation_id)
+        recorded = await self.runner.cancel(delegation_id)  # first: a crash must not resume it
+        if recorded is not False:  # (False: it had finished; its run returns that result)
+            delegation.cancel_recorded = recorded is True
+            delegation.answered = delegation.question = None  # nobody may answer it now
+            stop(delegation_id)  # an attempt running outside its task (a durable workflow)
+            delegation.scope.cancel()
+        with anyio.move_on_after(_CANCEL_WAIT):
+            while delegation.state not in FINISHED:
+                await delegation.changed.wait()
+        if delegation.state not in FINISHED:  # a run that would not stop: said cancelled
+            self._cancelled(delegation)
         return self._status(delegation)
 
     def answer(self, delegation_id: str, answer: str) -> DelegationStatus:
@@ -290,22 +308,37 @@ class Delegations:
 
     async def _run(self, delegation: _Delegation) -> None:
         key = delegation.delegation_id
+        result: DelegationResult | None = None
+        broke = False
         with delegation.scope:  # cancelled by cancel() alone
             try:
                 result = await self.runner.run(
                     key, delegation.request, delegation.recorded.set, partial(self._ask, delegation)
                 )
             except Exception as exc:  # noqa: BLE001 - lyra's own error: this delegation fails, alone
-                result = lost_outcome(Task(prompt=delegation.request.prompt), exc).result
+                result, broke = (
+                    lost_outcome(Task(prompt=delegation.request.prompt), exc).result,
+                    True,
+                )
             finally:
                 delegation.recorded.set()  # (a runner that broke before it recorded it)
                 ctx = release(key)
                 if ctx is not None:
                     delegation.steps = tuple(ctx.completed_steps)
-            if delegation.state not in FINISHED:
-                delegation.result = result
-                delegation.question = None
-                delegation.move(result.status, self._clock())
+        if delegation.state in FINISHED:  # (a cancel that stopped waiting for this end)
+            return
+        cut = delegation.scope.cancel_called
+        if result is None or (cut and (broke or delegation.cancel_recorded)):
+            self._cancelled(delegation)
+            return
+        delegation.result = result  # (cut too late: the child had finished, and stands)
+        delegation.question = None
+        delegation.move(result.status, self._clock())
+
+    def _cancelled(self, delegation: _Delegation) -> None:
+        delegation.question = None
+        delegation.move("cancelled", self._clock())
+        events.info(events.DETACHED_CANCELLED, delegation_id=delegation.delegation_id)
 
     async def _ask(self, delegation: _Delegation, question: str) -> str | None:
         """The child's question waits (state ``input_required``) until :meth:`answer`;

@@ -217,7 +217,8 @@ its category and retryable fields before starting another."""
 
 _CANCEL = """\
 Stop a delegation's child. It ends "cancelled", without a report; a finished \
-delegation is left as it is."""
+delegation is left as it is, and so is one whose child finished as the cancel came: \
+the answer is the delegation's final state (then "completed" with its report)."""
 
 _ANSWER = """\
 Answer the question a delegation's child waits on (state "input_required"; \
