@@ -112,7 +112,8 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
     the restarted server lists all four; the finished one returns its recorded report
     without running again, the cancelled one stays cancelled, the interrupted one
     runs again from its start and finishes, and the question still waits (in the
-    database): answered, its attempt runs again with the answer waiting in ctx.ask.
+    database, its ended attempt's time_left 0): answered, its attempt runs again with the
+    answer waiting in ctx.ask.
     A second server on the same state directory is refused meanwhile."""
     state, log = tmp_path / "state", tmp_path / "invocations.tsv"
     args = ("--child", "fakes.children:plodder", "--durable", "--state-dir", str(state))
@@ -178,6 +179,7 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
             "input_required",
             "Which organism?",
         )
+    assert fields(asked)["time_left"] == 0  # its attempt ended: the question waits for the next
     answered = results[asks["delegation_id"]]
     assert report_of(answered).startswith("studied yeast\n")
     assert fields(answered)["report"]["attempt"] == 2

@@ -29,7 +29,7 @@ import anyio.abc
 from lyra import events
 from lyra.delegation import Child, DelegationResult, Usage
 from lyra.detached._models import FINISHED, DelegationRequest, DelegationStatus, State
-from lyra.detached._watch import KEY, Observed, attempt, forget, release, stop
+from lyra.detached._watch import KEY, Observed, attempt, forget, release, stop, time_left
 from lyra.errors import LyraError
 from lyra.supervisor import Supervisor, Task, lost_outcome
 
@@ -404,7 +404,7 @@ class Delegations:
                 **_usage(ctx.usage),
                 "steps": tuple(ctx.completed_steps),
                 "current_tool": ctx.current_tool,
-                "time_left": round(ctx.remaining(), 3),
+                "time_left": time_left(delegation.delegation_id),
             }
         )
 

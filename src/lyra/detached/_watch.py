@@ -28,11 +28,12 @@ class Stopped(LyraError):
 
 
 class _Running:
-    __slots__ = ("ctx", "scope")
+    __slots__ = ("ctx", "ended", "scope")
 
     def __init__(self, ctx: ChildContext) -> None:
         self.ctx = ctx
         self.scope = anyio.CancelScope()
+        self.ended = False
 
 
 _running: dict[str, _Running] = {}
@@ -59,8 +60,11 @@ class Observed:
         if key in _stopped:  # stopped before it began
             _stopped.discard(key)
             running.scope.cancel()
-        with running.scope:
-            return await self._call(prompt, ctx)
+        try:
+            with running.scope:
+                return await self._call(prompt, ctx)
+        finally:
+            running.ended = True
         raise Stopped("the delegation was cancelled by its client")
 
 
@@ -75,6 +79,16 @@ def attempt(delegation_id: str) -> ChildContext | None:
     """The context of the delegation's attempt running in this process, if one is."""
     running = _running.get(delegation_id)
     return running.ctx if running is not None else None
+
+
+def time_left(delegation_id: str) -> float | None:
+    """Seconds left to the deadline of the delegation's attempt in this process: 0 once
+    it ended (a durable one's question then waits for the next attempt); ``None``
+    when none ran here."""
+    running = _running.get(delegation_id)
+    if running is None:
+        return None
+    return 0.0 if running.ended else round(running.ctx.remaining(), 3)
 
 
 def release(delegation_id: str) -> ChildContext | None:
