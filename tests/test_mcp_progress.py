@@ -128,7 +128,8 @@ async def test_waiting_for_a_detached_result_sends_progress(
 ) -> None:
     """delegation_result waiting on a detached delegation reports its steps as progress
     (the child goes quiet for 2 s after its steps, so a slow machine that only asks
-    after the steps still hears of them, as keep-alives naming the last step)."""
+    after the steps still hears of them, as keep-alives naming the last step), with the
+    attempt's own progress and deadline, as delegate_task does."""
     async with calling("http", errlog, http_server) as call:
         started = await call("start_delegation", {"prompt": "4x0.1 quiet 2"}, None)  # type: ignore[arg-type]
         key = started.structured_content["delegation_id"]  # type: ignore[index]
@@ -137,3 +138,6 @@ async def test_waiting_for_a_detached_result_sends_progress(
     assert result is not None
     assert result.structured_content["state"] == "completed"  # type: ignore[index]
     assert any((message or "").startswith("step ") for _, _, message in seen)
+    # as delegate_task's: the seconds since the attempt began, of its deadline
+    assert {total for _, total, _ in seen} == {300}
+    assert [progress for progress, _, _ in seen] == sorted({p for p, _, _ in seen})

@@ -7,7 +7,10 @@ least every :data:`KEEPALIVE` ticks while the child lives, so that a client
 which resets its timeout on progress never gives up on a live child. The
 progress value is the seconds elapsed and the total the deadline (each
 notification's progress is larger than the last, as the protocol asks); the
-message is the child's latest step, or the tool it is in.
+message is the child's latest step, or the tool it is in. A wait on a detached
+delegation (``total=None``) gives its attempt's own: the seconds since it began,
+of its deadline, where the attempt runs in this process (else the seconds of the
+wait, without a total).
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ def _message(ctx: ChildContext | None) -> str:
 async def report_progress(
     mcp: Context, delegation_id: str, *, total: float | None, every: float
 ) -> None:
-    """Send progress for the delegation's attempt until cancelled; a client that
-    asked for none gets nothing (the SDK drops it), and a failure to send (the
-    client went away) only ends the notifications, never the child."""
+    """Send progress for the delegation's attempt until cancelled (``total``: its
+    deadline, counted from now; ``None``: the attempt's own, see the module docstring);
+    a client that asked for none gets nothing (the SDK drops it), and a failure to
+    send (the client went away) only ends the notifications, never the child."""
     started = anyio.current_time()
     sent = -math.inf
     last: tuple[object, ...] | None = None
@@ -60,9 +64,12 @@ async def report_progress(
         if news == last and quiet < KEEPALIVE:
             continue
         last, quiet = news, 0
-        progress = max(round(anyio.current_time() - started, 3), sent + 0.001)
+        elapsed, deadline = anyio.current_time() - started, total
+        if total is None and ctx is not None:  # the attempt's own clock
+            elapsed, deadline = ctx.timeout - ctx.remaining(), ctx.timeout
+        progress = max(round(elapsed, 3), sent + 0.001)
         try:
-            await mcp.report_progress(progress, total, _message(ctx))
+            await mcp.report_progress(progress, deadline, _message(ctx))
         except Exception:  # noqa: BLE001 - the client is gone; the child goes on
             return
         sent = progress
