@@ -36,7 +36,9 @@ def register(commands: Subparsers) -> None:
         "--max-tokens 50000\n"
         "  lyra delegate 'Analyze P04637' --child lyra.proteins:ProteinChild --retries 2\n\n"
         "exit status: 0 completed, 1 failed (the report says why), 2 usage error, "
-        "4 the events could not all be written (stderr says why; the report is printed)",
+        "4 the events could not all be written (stderr says why; the report is printed), "
+        "130 interrupted (Ctrl+C or SIGTERM: the child is stopped, and no report is printed, "
+        "--json included)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("prompt", type=task_text, help="the task for the child")
