@@ -5,6 +5,7 @@ protection always on -- checked with raw requests and the official SDK client.""
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -203,3 +204,31 @@ async def _logged(path: Any, event: str, wait: float = 20) -> dict[str, Any]:
                     if record.get("event") == event:
                         return dict(record)
             await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+async def test_a_stopping_server_answers_the_call_in_progress(tmp_path: Any) -> None:
+    """SIGINT while delegate_task runs: the child is stopped and the call ends with a
+    tool error saying why, before the server exits (0) without a traceback; the
+    client got a bare transport error, and the log ~250 lines of one."""
+    events, log = tmp_path / "events.jsonl", tmp_path / "stderr.txt"
+    args = ("--child", "fakes.children:stalls", "--events", str(events))
+    with lyra_mcp.http(*args, log=log) as served:
+        results = []
+        async with (
+            Client(streamable_http_client(served.url)) as client,
+            anyio.create_task_group() as group,
+        ):
+
+            async def call() -> None:
+                results.append(await client.call_tool("delegate_task", {"prompt": "Go"}))
+
+            group.start_soon(call)
+            await _logged(events, "delegation_started")
+            served.process.send_signal(signal.SIGINT)
+        assert served.process.wait(timeout=30) == 0
+    [result] = results
+    assert result.is_error
+    assert "lyra mcp is stopping: the child was stopped" in str(result.content)
+    assert "Traceback" not in log.read_text("utf-8")
+    assert "ASGI" not in log.read_text("utf-8")

@@ -28,6 +28,7 @@ from lyra.detached import (
 )
 from lyra.mcp._arguments import BudgetLimits, IdleTimeout, Prompt, Timeout
 from lyra.mcp._progress import report_progress
+from lyra.mcp._stopping import Calls
 
 MAX_WAIT = 600.0
 """Most seconds ``delegation_result`` waits in one call."""
@@ -54,8 +55,9 @@ class Tool:
     annotations: ToolAnnotations
 
 
-def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
-    """The tools over ``store``."""
+def detached_tools(store: Delegations, *, progress_every: float, calls: Calls) -> list[Tool]:
+    """The tools over ``store``; a wait in ``delegation_result`` ends with the status as
+    it stands when the server stops (``calls``)."""
 
     async def start_delegation(
         prompt: Prompt,
@@ -87,12 +89,17 @@ def detached_tools(store: Delegations, *, progress_every: float) -> list[Tool]:
         ] = 30.0,
     ) -> Annotated[CallToolResult, DelegationStatus]:
         with _known():
-            async with anyio.create_task_group() as progress:
-                progress.start_soon(
-                    lambda: report_progress(ctx, delegation_id, total=None, every=progress_every)
-                )
-                status = await store.result(delegation_id, wait)
-                progress.cancel_scope.cancel()
+            with calls.call() as call:
+                async with anyio.create_task_group() as progress:
+                    progress.start_soon(
+                        lambda: report_progress(
+                            ctx, delegation_id, total=None, every=progress_every
+                        )
+                    )
+                    status = await store.result(delegation_id, wait)
+                    progress.cancel_scope.cancel()
+            if call.cancelled_caught:  # the server stops: the status as it stands
+                status = store.status(delegation_id)
         return CallToolResult(
             content=[TextContent(type="text", text=_text(status))],
             structured_content=status.model_dump(mode="json"),

@@ -30,6 +30,7 @@ from lyra.delegation import Child
 from lyra.detached import Delegations
 from lyra.errors import ConfigurationError
 from lyra.mcp._server import PROGRESS_EVERY, server_for
+from lyra.mcp._stopping import Calls
 
 PATH = "/mcp"
 _WILDCARDS = frozenset({"", "0.0.0.0", "::"})
@@ -145,7 +146,8 @@ async def serve_http(
             "Authorization: Bearer <token>), or serve on 127.0.0.1"
         )
     store = delegations if delegations is not None else Delegations(child)
-    server = server_for(child, store, progress_every, enter_store=False)
+    calls = Calls()
+    server = server_for(child, store, progress_every, enter_store=False, calls=calls)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=transport_security(host, allowed_hosts)
     )
@@ -181,6 +183,7 @@ async def serve_http(
                 on_ready(f"http://{shown}:{bound_port}{PATH}")
             await stopped.wait()
         finally:
+            calls.stop()  # each call in progress answers its client before the web server stops
             web.should_exit = True
 
 

@@ -29,6 +29,7 @@ from lyra.mcp._detached import detached_tools
 from lyra.mcp._progress import report_progress
 from lyra.mcp._questions import elicitor
 from lyra.mcp._stdio import answering_stdio
+from lyra.mcp._stopping import Calls
 
 PROGRESS_EVERY = 1.0
 """Seconds between two progress notifications at most (see :mod:`lyra.mcp._progress`)."""
@@ -54,6 +55,12 @@ attempt, duration, usage). A failure is a normal result, never an error: \
 read its category and retryable fields before retrying. If the child asks a \
 question and you cannot be asked (elicitation), it ends missing_context with \
 the question in the report: delegate again with the answer in the prompt."""
+
+_STOPPED = (
+    "lyra mcp is stopping: the child was stopped before it finished, and no report was "
+    "made; delegate again once the server is back (a detached delegation with --durable "
+    "would go on after a restart)"
+)
 
 _PARSE = """\
 Read a lyra report (the text delegate_task returned, or one found in a log) \
@@ -133,9 +140,12 @@ def server_for(
     *,
     enter_store: bool,
     quiet_stdout: bool = False,
+    calls: Calls | None = None,
 ) -> MCPServer:
     """The server (see :func:`build_server`); its lifespan enters ``store`` when
-    ``enter_store``, else the caller runs it."""
+    ``enter_store``, else the caller runs it. ``calls``: the tool calls in progress,
+    for a caller that stops the server to end them with an answer."""
+    calls = calls if calls is not None else Calls()
     if not progress_every > 0:
         raise ValueError(f"progress_every must be a positive number, not {progress_every!r}")
     server: MCPServer = MCPServer(
@@ -147,7 +157,7 @@ def server_for(
     )
     observed = Observed(child)
     server.add_tool(
-        delegate_tool(observed, progress_every=progress_every),
+        delegate_tool(observed, progress_every=progress_every, calls=calls),
         name="delegate_task",
         title="Delegate a task to a child agent",
         description=_DELEGATE,
@@ -161,7 +171,7 @@ def server_for(
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     names = ["delegate_task", "parse_report"]
-    for tool in detached_tools(store, progress_every=progress_every):
+    for tool in detached_tools(store, progress_every=progress_every, calls=calls):
         server.add_tool(
             tool.fn,
             name=tool.name,
@@ -189,10 +199,14 @@ def _refuse_unknown_arguments(server: MCPServer, name: str) -> None:
     tool.parameters["additionalProperties"] = False
 
 
-def delegate_tool(child: Observed, *, progress_every: float = PROGRESS_EVERY) -> DelegateTool:
+def delegate_tool(
+    child: Observed, *, progress_every: float = PROGRESS_EVERY, calls: Calls | None = None
+) -> DelegateTool:
     """The ``delegate_task`` tool for ``child``: the report text as the content, its
     fields as the structured content, a failure included; progress notifications
-    while it runs, when the client asks for them."""
+    while it runs, when the client asks for them. A server that stops meanwhile
+    (``calls``) stops the child, and the call ends with a tool error saying so."""
+    calls = calls if calls is not None else Calls()
 
     async def delegate_task(
         ctx: Context,
@@ -202,18 +216,21 @@ def delegate_tool(child: Observed, *, progress_every: float = PROGRESS_EVERY) ->
         budget: BudgetLimits = None,
     ) -> Annotated[CallToolResult, TaskReport]:
         key = f"call-{secrets.token_hex(8)}"  # how the progress finds the attempt
-        async with anyio.create_task_group() as progress:
-            progress.start_soon(
-                lambda: report_progress(ctx, key, total=timeout, every=progress_every)
-            )
-            try:
-                supervisor = Supervisor(child, budget=budget, answer=elicitor(ctx))
-                result = await supervisor.delegate(
-                    prompt, timeout=timeout, idle_timeout=idle_timeout, context={KEY: key}
+        with calls.call() as call:
+            async with anyio.create_task_group() as progress:
+                progress.start_soon(
+                    lambda: report_progress(ctx, key, total=timeout, every=progress_every)
                 )
-            finally:
-                progress.cancel_scope.cancel()
-                release(key)
+                try:
+                    supervisor = Supervisor(child, budget=budget, answer=elicitor(ctx))
+                    result = await supervisor.delegate(
+                        prompt, timeout=timeout, idle_timeout=idle_timeout, context={KEY: key}
+                    )
+                finally:
+                    progress.cancel_scope.cancel()
+                    release(key)
+        if call.cancelled_caught:
+            raise ToolError(_STOPPED)
         return CallToolResult(
             content=[TextContent(type="text", text=result.report)],
             structured_content=result.to_report().model_dump(mode="json"),
