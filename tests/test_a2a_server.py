@@ -567,3 +567,27 @@ async def test_a_cancelled_serve_shuts_down_and_stops_the_running_children() -> 
         group.cancel_scope.cancel()
     assert stopped.is_set()
     await client.close()
+
+
+async def test_a_stopping_server_ends_each_running_task_with_its_last_status() -> None:
+    """Stopped (Ctrl+C, SIGTERM, serve() cancelled) while a task runs: the child is
+    stopped and the task ends ``failed``, saying the server stops, on the client's own
+    stream before it closes (the stream was cut off without a final status)."""
+    urls: list[str] = []
+    listening = anyio.Event()
+    events: list[StreamResponse] = []
+    with anyio.fail_after(20):
+        async with (  # the server's group ends first: the client's stream outlives it
+            anyio.create_task_group() as clients,
+            anyio.create_task_group() as server,
+        ):
+            on_listening = lambda url: (urls.append(url), listening.set())  # noqa: E731
+            server.start_soon(partial(serve, stalls, port=0, on_listening=on_listening))
+            await listening.wait()
+            client = await create_client(urls[0])
+            await streaming(client, clients, events)
+            server.cancel_scope.cancel()
+    await client.close()
+    state, text = states(events)[-1]
+    assert state == "FAILED"
+    assert text.startswith("lyra a2a is stopping: the child was stopped before it finished")

@@ -158,6 +158,7 @@ def build_app(
 
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.halt = delegations.halt_all  # (serve: before the web server's shutdown)
     hosts = frozenset({*_LOOPBACK_NAMES, urlsplit(url).hostname or ""} - {""})
     app.add_middleware(_Guard, hosts=hosts, token=token)
     return app
@@ -191,7 +192,7 @@ async def serve(
     if on_listening is not None:
         on_listening(stated)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
+    server = _Server(config, before_shutdown=app.state.halt)
 
     async def shut_down_when_cancelled() -> None:
         try:
@@ -210,6 +211,19 @@ async def serve(
         group.cancel_scope.cancel()
     if stopped is not None:
         raise stopped
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, whose shutdown first ends the running tasks, each with its last status:
+    it then waits for their streams to end, where it would cut them off."""
+
+    def __init__(self, config: uvicorn.Config, *, before_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._before_shutdown = before_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._before_shutdown()
+        await super().shutdown(sockets)
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -14,6 +14,7 @@ executor turns these into task events (another protocol could do the same).
 from __future__ import annotations
 
 import re
+import weakref
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
@@ -58,6 +59,13 @@ class Question:
 
 
 @dataclass(frozen=True, slots=True)
+class Halted:
+    """The server stops: the child was stopped before it finished, and no result will come."""
+
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The task's result (its last attempt's), and what every attempt used."""
 
@@ -65,7 +73,7 @@ class Finished:
     usage: Usage
 
 
-Happening = Step | Beat | Question | Finished
+Happening = Step | Beat | Question | Halted | Finished
 
 
 @dataclass
@@ -184,6 +192,13 @@ class Delegation:
         self._scope.cancel()
         await self._ended.wait()
 
+    def halt(self) -> None:
+        """The server stops: the child stops, and :class:`Halted` is said (the last word
+        of its happenings, where a stop by :meth:`stop` says nothing)."""
+        if not self._ended.is_set():
+            self._say(Halted(self.usage))
+            self._scope.cancel()
+
     def attempt_started(self, ctx: ChildContext) -> None:
         """An attempt of the child began: watch it."""
         self._attempts[ctx] = _Seen(progress=ctx.last_progress)
@@ -274,6 +289,7 @@ class Delegations:
 
     def __init__(self) -> None:
         self._group: TaskGroup | None = None
+        self._started: weakref.WeakSet[Delegation] = weakref.WeakSet()
 
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
@@ -293,4 +309,11 @@ class Delegations:
         if self._group is None:
             raise RuntimeError("delegations start only while the server runs (its lifespan)")
         self._group.start_soon(delegation.run)
+        self._started.add(delegation)
         return delegation
+
+    def halt_all(self) -> None:
+        """The server stops: every running delegation stops, saying so to its task
+        (before the web server waits for their requests to end)."""
+        for delegation in list(self._started):
+            delegation.halt()

@@ -11,6 +11,7 @@
 | ``error_type`` ``auth`` (a 401/403)         | ``auth-required``                        |
 | any other failure                           | ``failed``                               |
 | ``tasks/cancel``                            | the child stopped, ``canceled``          |
+| the server stops (Ctrl+C, SIGTERM)          | the child stopped, ``failed``, saying so |
 | a message to a task that waits for none     | refused: ``UnsupportedOperationError``   |
 
 Every status update carries the task's usage so far (``metadata["usage"]``, see
@@ -50,6 +51,7 @@ from lyra.a2a._delegations import (
     Delegation,
     Delegations,
     Finished,
+    Halted,
     Happening,
     Question,
     Step,
@@ -153,6 +155,13 @@ class DelegationExecutor(AgentExecutor):
                     _S.TASK_STATE_INPUT_REQUIRED, message, metadata=_metadata(usage)
                 )
                 return True
+            case Halted(usage=usage):
+                message = updater.new_agent_message([new_text_part(_HALTED)])
+                await updater.update_status(
+                    _S.TASK_STATE_FAILED, message, metadata=_metadata(usage)
+                )
+                self._tasks.pop(task_id, None)
+                return True
             case Finished(result=result, usage=usage):
                 await self._finish(task_id, task, result, usage, updater)
                 return True
@@ -253,6 +262,10 @@ class DelegationExecutor(AgentExecutor):
 
 
 _NO_ANSWER = "the message held no text: the question still waits for an answer"
+_HALTED = (
+    "lyra a2a is stopping: the child was stopped before it finished, and no report was "
+    "made; send the task again once the server is back"
+)
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
 
