@@ -53,7 +53,7 @@ try:
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from lyra.a2a._executor import DelegationExecutor
+    from lyra.a2a._executor import DelegationExecutor, quiet_refusals
 except ModuleNotFoundError as missing:
     if (missing.name or "").partition(".")[0] not in (
         "a2a",
@@ -144,6 +144,7 @@ def build_app(
     card = agent_card(url, name=name, bearer=token is not None)
     delegations = Delegations()
     executor = DelegationExecutor(child, limits or Limits(), policy, delegations)
+    quiet_refusals()
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )

@@ -35,6 +35,7 @@ answer.
 
 from __future__ import annotations
 
+import logging
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -268,6 +269,26 @@ _HALTED = (
 )
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
+
+
+class RefusalsUnlogged(logging.Filter):
+    """Drops the A2A SDK's error records (each with a traceback) of the refusals this
+    executor raises on purpose -- a message to a task that waits for none: the client
+    is answered with the error; the server's log need not say it as a crash."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, UnsupportedOperationError | InvalidParamsError)
+
+
+def quiet_refusals() -> None:
+    """Install :class:`RefusalsUnlogged` on the SDK's task logger (once)."""
+    logger = logging.getLogger(_SDK_TASK_LOGGER)
+    if not any(isinstance(known, RefusalsUnlogged) for known in logger.filters):
+        logger.addFilter(RefusalsUnlogged())
+
+
+_SDK_TASK_LOGGER = "a2a.server.agent_execution.active_task"
 
 
 def _state_of(failure: ChildFailure) -> TaskState:
