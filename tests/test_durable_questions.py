@@ -116,6 +116,25 @@ def test_a_waiting_task_is_named_by_workflow_id_call_or_subject(name: str, named
     assert asked.named(name) is named
 
 
+@pytest.mark.parametrize(
+    ("workflow_id", "subject", "shown"),
+    [
+        ("lyra-detached/d-7f3a/0-0", None, "d-7f3a"),  # lyra mcp --durable: the delegation id
+        ("run1/0/3-p53", "p53", "p53"),
+        ("run1/0/3-x", None, "run1/0/3-x"),
+    ],
+)
+def test_lyra_answer_names_a_task_as_its_user_knows_it(
+    workflow_id: str, subject: str | None, shown: str
+) -> None:
+    """A task is shown by its subject; a delegation of lyra mcp --durable, which has none,
+    by its delegation id (not lyra-detached/d-7f3a/0-0); else by its workflow ID."""
+    from lyra.cli._answer_command import _name
+    from lyra.durable import WaitingQuestion
+
+    assert _name(WaitingQuestion(workflow_id, subject, "Which?", None, answered=False)) == shown
+
+
 # -- in one process: the questions listed, the usage errors, the answers ---------------
 
 

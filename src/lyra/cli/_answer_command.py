@@ -169,7 +169,8 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
                 shown=run_dir,
                 resume=resume_command(run_dir)
                 if record is not None
-                else "start its run again (the same run ID resumes it)",
+                else "start its run again (the same run ID resumes it; a lyra mcp --durable "
+                f"server: lyra mcp --durable --state-dir {run_dir} ...)",
             )
         if record is not None and record.backend == "embedded":
             raise ConfigurationError(
@@ -305,8 +306,12 @@ def _known(where: _Run, task: str, mailbox: Any) -> bool:
 
 
 def _name(asked: WaitingQuestion) -> str:
-    """How a task is named to a user: its subject, else its workflow ID."""
-    return asked.subject or asked.workflow_id
+    """How a task is named to a user: its subject, else (a ``lyra mcp`` delegation) its
+    delegation id, else its workflow ID."""
+    from lyra.detached._internal import RUN_ID
+
+    detached = asked.run_id == RUN_ID and asked.call
+    return asked.subject or (asked.call if detached else asked.workflow_id)
 
 
 def _fields(asked: WaitingQuestion) -> dict[str, Any]:
