@@ -389,6 +389,112 @@ async def test_a_verify_that_raises_is_the_callers_bug_and_is_not_retried() -> N
     assert runs == ["Summarise p53"]
 
 
+async def _cancelled_elsewhere(*_: object) -> Any:
+    """A shared future someone else cancelled, awaited: a CancelledError nobody made of
+    the awaiting task."""
+    shared = asyncio.get_running_loop().create_future()
+    shared.cancel()
+    return await shared
+
+
+async def test_a_verify_meeting_a_cancellation_nobody_made_is_the_callers() -> None:
+    """verify= awaiting a future someone else cancelled raises CancelledError: as any
+    raise of verify=, tool_error / verification, and the child is not paid for again
+    (it was taken for the child's foreign cancellation, retried, and run four times)."""
+    runs: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        runs.append(prompt)
+        return "expensive output"
+
+    outcome = await recover(
+        "Summarise", child=child, verify=_cancelled_elsewhere, policy=RecoveryPolicy(max_retries=3)
+    )
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("tool_error", "verification")
+    assert runs == ["Summarise"]
+
+
+def _provider_raises(failure: object) -> Any:
+    return {}["db"]
+
+
+def _provider_gives_a_list(failure: object) -> Any:
+    return [("organism", "mouse")]
+
+
+@pytest.mark.parametrize(
+    ("provider", "error"),
+    [
+        (_provider_raises, "KeyError: 'db'"),
+        (_cancelled_elsewhere, "CancelledError"),
+        (_provider_gives_a_list, "TypeError: context_provider= returned list: return a mapping"),
+    ],
+    ids=["raises", "meets a cancellation nobody made", "gives no mapping"],
+)
+async def test_a_context_provider_that_fails_ends_the_loop_on_the_last_report(
+    provider: Any, error: str
+) -> None:
+    """The caller's context_provider raising (a CancelledError nobody made of the loop
+    included) or giving what is no context: the loop ends with the last attempt's report
+    (under asyncio.TaskGroup too: the task was "cancelled", its report lost), and the
+    event names the callback and its error."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.block("missing_context", "need the organism")
+
+    with capture_logs() as logs:
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(
+                recover(
+                    "Analyse", child=child, context_provider=provider,
+                    policy=RecoveryPolicy(max_retries=2),
+                )
+            )  # fmt: skip
+    outcome = task.result()
+    assert outcome.result.failure is not None
+    assert outcome.result.failure.category == "missing_context"
+    assert len(outcome.attempts) == 1
+    [logged] = [e for e in logs if e["event"] == "recovery_callback_failed"]
+    assert logged["callback"] == "context_provider"
+    assert logged["error"].startswith(error)
+
+
+async def test_a_decomposer_that_raises_ends_the_loop_and_a_real_cancel_still_passes() -> None:
+    """A decomposer's error is the caller's too (the loop ends on the timeout's report);
+    the caller's own cancellation, arriving while a callback runs, still propagates."""
+
+    async def slow(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(1)
+        return "never"
+
+    def broken(prompt: str) -> list[str]:
+        raise RuntimeError("no splitter")
+
+    policy = RecoveryPolicy(max_retries=2, decomposer=broken)
+    with capture_logs() as logs:
+        outcome = await recover(
+            "1. a\n2. b", child=slow, limits=Limits(timeout=0.05), policy=policy
+        )
+    assert outcome.result.failure is not None
+    assert outcome.result.failure.category == "timeout"
+    assert [e["callback"] for e in logs if e["event"] == "recovery_callback_failed"] == [
+        "decomposer"
+    ]
+
+    async def waits(failure: object) -> dict[str, str]:
+        await anyio.sleep(5)
+        return {}
+
+    async def blocked(prompt: str, ctx: ChildContext) -> str:
+        ctx.block("missing_context", "need the organism")
+
+    with anyio.move_on_after(0.2) as scope:
+        await recover("Analyse", child=blocked, context_provider=waits)
+    assert scope.cancelled_caught
+
+
 @pytest.mark.parametrize("kind", ["async", "sync"])
 async def test_a_verify_slower_than_the_deadline_is_the_callers_and_not_retried(
     kind: str,

@@ -20,6 +20,8 @@ or in the package named beside it (where it is raised)::
     ├── DurableChildError         lyra.durable: a task's workflow ended without a result
     │                             (also a RuntimeError)
     ├── StageFailed               lyra.proteins (internal): a stage's soft failure
+    ├── CallbackRaised            lyra.recovery (internal): a recovery callback of the
+    │                             caller's failed; the loop ends on its last report
     └── ChildSignal               raised *inside* a child, classified, never escapes
         ├── ChildBlocked          ctx.block(category, reason) / report_blocker
         │   └── QuestionAsked     ctx.ask(question) and nobody answered

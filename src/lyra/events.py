@@ -82,6 +82,7 @@ __all__ = [
     "QUORUM_DECISION",
     "RATE_LIMIT_COOLDOWN",
     "RECOVERY_ATTEMPT",
+    "RECOVERY_CALLBACK_FAILED",
     "RECOVERY_SWEEP_FAILED",
     "RUN_DIR_WRITE_FAILED",
     "RUN_FINISHED",
@@ -122,6 +123,7 @@ RATE_LIMIT_COOLDOWN = "rate_limit_cooldown"
 RECOVERY_ATTEMPT = "recovery_attempt"
 DECOMPOSITION_FINISHED = "decomposition_finished"
 MODEL_DECOMPOSER_FAILED = "model_decomposer_failed"
+RECOVERY_CALLBACK_FAILED = "recovery_callback_failed"
 
 # the supervisor and its run directory (lyra.supervisor), the event log itself
 CONCURRENCY_CHANGED = "concurrency_changed"

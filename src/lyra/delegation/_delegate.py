@@ -317,6 +317,10 @@ async def _verified(verify: Verifier, output: str) -> str | None:
         verdict = await call_off_the_loop(verify, output)
     except Exception as exc:
         raise _VerifierRaised from exc
+    except asyncio.CancelledError as exc:  # one nobody made of us (a shared future's) is verify='s
+        if not foreign_cancellation(exc):
+            raise
+        raise _VerifierRaised from exc
     if verdict is None or verdict is True:
         return None
     if verdict is False:

@@ -25,6 +25,7 @@ from lyra.delegation import (
     Limits,
     Usage,
     Verifier,
+    exception_text,
 )
 from lyra.delegation._internal import (
     Account,
@@ -40,6 +41,7 @@ from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt
 from lyra.recovery._strategies import (
     AnswerSource,
+    CallbackRaised,
     ContextProvider,
     LoopState,
     Plan,
@@ -218,7 +220,11 @@ async def recover(
         if plan is None:
             if loop.retries >= policy.max_retries:
                 break
-            plan = await next_plan(failure, ran, loop, policy, context_provider, rng=rng)
+            try:
+                plan = await next_plan(failure, ran, loop, policy, context_provider, rng=rng)
+            except CallbackRaised as raised:  # the caller's bug: the last report stands
+                _log_callback_failed(raised, task_id=task_id, subject=subject)
+                break
             loop.retries += plan is not None
         plan = clock.fit(plan)
         if plan is not None:
@@ -226,6 +232,17 @@ async def recover(
             await clock.sleep(plan.wait)
     return RecoveryOutcome(
         task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
+    )
+
+
+def _log_callback_failed(raised: CallbackRaised, *, task_id: str, subject: str | None) -> None:
+    cause = raised.__cause__ or raised
+    events.error(
+        events.RECOVERY_CALLBACK_FAILED,
+        task_id=task_id,
+        subject=subject,
+        callback=raised.callback,
+        error=exception_text(cause),
     )
 
 

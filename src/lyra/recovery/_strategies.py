@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra.delegation import ChildFailure, ErrorType, FailureCategory
+from lyra.delegation._internal import foreign_cancellation
+from lyra.errors import LyraError
 from lyra.recovery._decompose import default_decomposer
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import continuation_prompt, enriched_prompt
@@ -277,7 +280,16 @@ async def _decomposition(previous: Plan, state: LoopState, policy: RecoveryPolic
     if previous.subtasks:
         return None  # already decomposed: no strategy left
     decomposer = policy.decomposer or default_decomposer(state.child)
-    subtasks = list(await _maybe_await(decomposer(state.prompt)))
+    split = await called("decomposer", decomposer, state.prompt)
+    if isinstance(split, str) or not isinstance(split, Iterable):
+        raise CallbackRaised("decomposer") from TypeError(
+            f"the decomposer returned {type(split).__name__}: return a list of subtask prompts"
+        )
+    subtasks = list(split)
+    if not all(isinstance(subtask, str) for subtask in subtasks):
+        raise CallbackRaised("decomposer") from TypeError(
+            "the decomposer returned a subtask that is no prompt (a string)"
+        )
     if len(subtasks) < 2:
         return None  # nothing to split: no strategy left
     return replace(
@@ -293,9 +305,14 @@ async def _enrich(
 ) -> Plan | None:
     if context_provider is None or state.enriched:
         return None
-    context = await _maybe_await(context_provider(failure))
+    context = await called("context_provider", context_provider, failure)
     if not context:
         return None
+    if not isinstance(context, Mapping):
+        raise CallbackRaised("context_provider") from TypeError(
+            f"context_provider= returned {type(context).__name__}: return a mapping (a dict) of "
+            "names to the context they give, or None"
+        )
     question = failure.question  # its answer: keyed by the question, or as "answer"
     answer = context.get(question, context.get("answer")) if question is not None else None
     if question is not None and isinstance(answer, str) and answer.strip():
@@ -308,8 +325,33 @@ async def _enrich(
 async def _fixed(failure: ChildFailure, policy: RecoveryPolicy) -> bool:
     fixed = False
     for fixer in policy.fixers:
-        fixed = bool(await _maybe_await(fixer(failure))) or fixed
+        fixed = bool(await called("fixer", fixer, failure)) or fixed
     return fixed
+
+
+class CallbackRaised(LyraError):
+    """A callback of the caller's (``callback``: ``context_provider``, ``decomposer``,
+    ``fixer``) raised, or answered what it may not: its error is the ``__cause__``. The
+    loop ends on the last attempt's report (see :func:`~._loop.recover`)."""
+
+    def __init__(self, callback: str) -> None:
+        super().__init__(f"{callback} failed")
+        self.callback = callback
+
+
+async def called(callback: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, awaited if need be; what it raises is :class:`CallbackRaised` --
+    a ``CancelledError`` too, unless it is the caller's own cancellation (one nobody
+    made of this task, from a shared future someone else cancelled, is the callback's
+    failure, never a reason to lose the report)."""
+    try:
+        return await _maybe_await(fn(*args))
+    except Exception as exc:
+        raise CallbackRaised(callback) from exc
+    except asyncio.CancelledError as exc:
+        if not foreign_cancellation(exc):
+            raise
+        raise CallbackRaised(callback) from exc
 
 
 async def _maybe_await(value: Any) -> Any:
