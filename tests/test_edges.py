@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import stat
 import subprocess
 import sys
@@ -322,6 +323,19 @@ def test_backoff_never_exceeds_its_cap(retry: int, cap: float, jitter: float, ba
     policy = RecoveryPolicy(backoff_cap=cap, jitter=jitter, backoff_base=base)
     assert policy.backoff(retry) <= cap
     assert policy.backoff(retry, retry_after=cap + 1) == cap + 1
+
+
+def test_backoff_at_its_cap_is_still_spread() -> None:
+    """Siblings in a long outage keep their jitter at the cap: their waits spread over
+    the cap's top share (half of them waited exactly backoff_cap, in lockstep); below
+    the cap a wait is as before, the exponential with up to its jitter share added."""
+    policy = RecoveryPolicy(backoff_base=1, backoff_cap=4, jitter=0.5)
+    rng = random.Random(7)
+    capped = [policy.backoff(retry, rng=rng) for retry in range(3, 10) for _ in range(20)]
+    assert all(4 / 1.5 <= wait <= 4 for wait in capped)
+    assert len({round(wait, 6) for wait in capped}) == len(capped)  # no two on one beat
+    first = [policy.backoff(1, rng=rng) for _ in range(50)]
+    assert all(1 <= wait <= 1.5 for wait in first)
 
 
 # -- the command line at its edges -------------------------------------------------------

@@ -75,11 +75,14 @@ class RecoveryPolicy(BaseModel):
     ) -> float:
         """Seconds to wait before retry number ``retry`` (1-based).
 
-        Exponential with jitter, capped (jitter included), and never shorter
-        than a ``retry-after`` the failing service asked for. ``rng`` draws the
-        jitter (the ``random`` module when ``None``).
+        Exponential with jitter (a share of up to ``jitter`` added), capped (jitter
+        included) -- at the cap still spread, over its top ``jitter`` share, so that
+        siblings in a long outage never retry on one beat -- and never shorter than
+        a ``retry-after`` the failing service asked for. ``rng`` draws the jitter
+        (the ``random`` module when ``None``).
         """
         wait = self.backoff_base * 2.0 ** min(retry - 1, 1023)
         draw = rng.random() if rng is not None else random.random()  # jitter, not cryptography
-        wait = min(self.backoff_cap, wait + wait * self.jitter * draw)
+        least = min(wait, self.backoff_cap / (1 + self.jitter))
+        wait = min(self.backoff_cap, least + least * self.jitter * draw)
         return float(max(wait, retry_after or 0.0))
