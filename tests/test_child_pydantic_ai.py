@@ -25,6 +25,7 @@ from pydantic_ai import Agent, ModelRetry, RunContext, UsageLimits
 from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.exceptions import (
     ModelAPIError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     RunTimedOut,
     UnexpectedModelBehavior,
@@ -759,6 +760,12 @@ def _connection_error() -> BaseException:
         ),
         (UnexpectedModelBehavior("Received empty model response"), Kind.TRANSIENT, "data", ""),
         (RunTimedOut("the run's timeout passed"), Kind.BUDGET, "timeout", "RunTimedOut"),
+        (  # by its class, whatever the provider's words (was invalid_task / data: no recovery)
+            ModelContextWindowExceededError("m", "request exceeds the model's window"),
+            Kind.CONTEXT_OVERFLOW,
+            "context_overflow",
+            "ModelContextWindowExceededError",
+        ),
     ],
     ids=[
         "http-503",
@@ -768,6 +775,7 @@ def _connection_error() -> BaseException:
         "tool-retries",
         "output",
         "run-timeout",
+        "context-window",
     ],
 )
 def test_wrapping_errors_are_refined(

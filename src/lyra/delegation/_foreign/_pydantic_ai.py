@@ -89,7 +89,7 @@ PYDANTIC_AI_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     # A missing model or deployment: configuration, not a missing subject.
     "ModelNotFoundError": (_K.PERMANENT, _E.NOT_FOUND),
     "ModelRequestRejectedError": (_K.MALFORMED_TASK, _E.DATA),
-    "ModelContextWindowExceededError": (_K.MALFORMED_TASK, _E.DATA),
+    "ModelContextWindowExceededError": (_K.CONTEXT_OVERFLOW, _E.CONTEXT_OVERFLOW),
     "DownloadTooLargeError": (_K.MALFORMED_TASK, _E.DATA),
     # A decision model handed the step off and no language model stood behind it.
     "DecisionHandOff": (_K.PERMANENT, _E.UNKNOWN),
