@@ -253,6 +253,11 @@ async def test_a_cost_budget_needs_a_price_for_the_model(framework: Framework) -
     assert result.failure is not None, result.report
     assert "no price is known for the model 'acme-1'" in result.failure.message
     assert "pass prices={...} to" in result.failure.message
+    # lyra's own refusal, said as one: not retried, never "unrecognised"
+    assert (result.failure.category, result.failure.suggested_retry) == ("tool_error", False)
+    assert "lyra.ConfigurationError: a limit or option lyra cannot keep" in (
+        result.failure.evidence
+    )
 
 
 @EACH

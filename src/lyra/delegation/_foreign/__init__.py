@@ -38,6 +38,7 @@ from lyra.delegation._foreign._openai import describe_openai
 from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
 from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
 from lyra.errors import (
+    ConfigurationError,
     IncompleteOutput,
     InvalidInput,
     SubjectNotFound,
@@ -74,6 +75,9 @@ _WRAPS: dict[str, Callable[[BaseException], BaseException | None]] = {
 what a wrapper carries is described instead, by the top-level module of its class."""
 
 
+_CONFIGURATION = "lyra.ConfigurationError: a limit or option lyra cannot keep as configured"
+
+
 def describe(exc: BaseException) -> Cause:
     """Reduce any exception to a :class:`Cause`; a malformed request that says the
     prompt is over the model's context window is a context overflow, whoever says it."""
@@ -97,6 +101,8 @@ def _described(exc: BaseException) -> Cause:
         return Cause(Kind.MALFORMED_TASK, ErrorType.DATA, "lyra.TaskRejected")
     if isinstance(exc, TransientError):
         return _transient_error(exc)
+    if isinstance(exc, ConfigurationError):  # lyra's refusal inside the run (an unpriced model)
+        return Cause(Kind.PERMANENT, ErrorType.UNKNOWN, _CONFIGURATION)
     module = type(exc).__module__.partition(".")[0]
     sdk = _BY_MODULE.get(module)
     if sdk is not None:
