@@ -221,6 +221,27 @@ def test_spend_limits_are_not_retried_although_the_sdk_calls_them_rate_limits() 
     assert ANTHROPIC_ERRORS["EnforcedSpendLimitReachedError"][0] is Kind.PERMANENT
 
 
+@pytest.mark.parametrize(
+    ("error", "status", "error_type"),
+    [
+        (anthropic.ConflictError, 409, "unknown"),
+        (anthropic.InternalServerError, 502, "unknown"),
+        (anthropic.InternalServerError, 529, "rate_limit"),  # an overload, whatever the class
+    ],
+)
+def test_a_class_of_many_statuses_names_its_status(
+    error: type[anthropic.APIStatusError], status: int, error_type: str
+) -> None:
+    """An SDK class that stands for several statuses names the one it carries in the
+    evidence (the README's promise for 409 and the 5xx); a 529 is a rate limit."""
+    import httpx2
+
+    response = httpx2.Response(status, request=httpx2.Request("POST", "http://127.0.0.1/"))
+    cause = describe(error("m", response=response, body=None))
+    assert (cause.kind, cause.error_type) == (Kind.TRANSIENT, error_type)
+    assert cause.source == f"anthropic.{error.__name__}, HTTP {status}"
+
+
 def test_connection_errors_map_without_a_response() -> None:
     """SDK errors raised before any response (connection, timeout) translate too."""
     import httpx2

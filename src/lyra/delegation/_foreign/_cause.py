@@ -57,7 +57,16 @@ def from_table(exc: BaseException, table: Table, sdk: str) -> Cause | None:
     name = nearest(exc, table)
     if name is None:
         return None
-    return Cause(*table[name], f"{sdk}.{type(exc).__name__}", retry_after_of(exc))
+    kind, error_type = table[name]
+    source, status = f"{sdk}.{type(exc).__name__}", status_of(getattr(exc, "status_code", None))
+    if error_type is ErrorType.UNKNOWN and status is not None:
+        # A class that stands for several statuses (a 409, a 5xx) says which: the
+        # evidence names it, and a 529 (an overload) is a rate limit whatever the class.
+        overload = from_status(status, source, retry_after_of(exc))
+        if overload.error_type is ErrorType.RATE_LIMIT:
+            return overload
+        source = overload.source
+    return Cause(kind, error_type, source, retry_after_of(exc))
 
 
 def by_status(
