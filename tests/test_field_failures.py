@@ -29,7 +29,7 @@ from lyra import (
     parse_report,
 )
 from lyra.children import AnthropicChild, Tool
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, TransientError
 from lyra.recovery import record_waits, recover
 
 pytestmark = pytest.mark.anyio
@@ -1097,6 +1097,31 @@ async def test_a_lone_tasks_rate_limit_is_no_storm_and_its_policy_holds() -> Non
     failure = outcome.result.failure
     assert failure is not None
     assert (failure.error_type, failure.storm) == ("rate_limit", False)
+
+
+async def test_a_plain_childs_successes_raise_the_concurrency_again() -> None:
+    """A plain child (no framework telling of its requests) that met a rate limit: the
+    pool halves its concurrency, and the children's successes give it back (it stayed
+    at 1 for the rest of the run); the events name the child's service, not lyra."""
+    calls: dict[str, int] = {}
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        calls[prompt] = calls.get(prompt, 0) + 1
+        await anyio.sleep(0.01)
+        if calls[prompt] == 1 and prompt in ("task 0", "task 1", "task 2"):
+            raise TransientError("429", retry_after=0.05, status=429, error_type="rate_limit")
+        return "ok"
+
+    supervisor = Supervisor(child, timeout=5, policy=RecoveryPolicy(max_retries=2))
+    with capture_logs() as logs, record_waits():
+        outcomes = await supervisor.run(
+            [Task(prompt=f"task {n}") for n in range(60)], max_concurrency=8
+        )
+    assert all(o.result.ok for o in outcomes)
+    changes = [e for e in logs if e["event"] == "concurrency_changed"]
+    assert changes[0]["reason"] == "rate limited by the child's service"
+    assert changes[-1]["reason"] == "requests succeed again"
+    assert changes[-1]["concurrency"] > 1
 
 
 async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency() -> None:

@@ -43,6 +43,10 @@ from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 
 __all__ = ["check_timeout", "foreign_cancellation", "log_failure", "new_session_id", "run_attempt"]
 
+UNNAMED_PROVIDER = "the child's service"
+"""Whose rate limit a child met when neither its requests nor the error name a provider
+(a plain child raising :class:`~lyra.errors.TransientError`)."""
+
 _PREFIX = os.urandom(4).hex()
 _SERIAL = count(1)
 
@@ -136,6 +140,8 @@ async def run_attempt(
         )
     if verdict is None:
         events.info(events.DELEGATION_COMPLETED, duration=duration, **fields)
+        if ctx.provider is None:  # a child that says nothing of its requests: its success does
+            ctx.tree.succeeded(UNNAMED_PROVIDER)
         return _result(ctx, duration, usage, output=output, overrun=overrun)
     storm = _rate_limited(ctx, verdict)
     failure = _failure(verdict, ctx, duration, storm)
@@ -183,7 +189,8 @@ def _provider(ctx: ChildContext, verdict: Verdict) -> str:
     if ctx.provider is not None:
         return ctx.provider
     source = verdict.cause.source if verdict.cause is not None else ""
-    return source.partition(".")[0].partition(" ")[0] or "unknown"
+    sdk = source.partition(".")[0].partition(" ")[0]
+    return sdk if sdk and sdk != "lyra" else UNNAMED_PROVIDER  # (lyra.TransientError: the child's)
 
 
 def _stopped(
