@@ -559,6 +559,31 @@ async def test_cancelling_the_parent_cancels_the_grandchild() -> None:
     await anyio.sleep(0.35)
     assert result.failure is not None
     assert reached == []
+    assert [(f.category, f.error_type) for f in result.failed_delegations] == [
+        ("timeout", "timeout")  # stopped with its parent: listed as failed
+    ]
+
+
+async def test_a_grandchild_the_parent_stopped_itself_is_no_failure() -> None:
+    """A grandchild the parent's own code stopped (a wait it gave up on, the loser of a
+    race) failed nothing: its spend is counted, and the parent's report lists no failed
+    delegation (it said "timeout", where the log said cancelled)."""
+
+    async def sleeper(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=10)
+        await anyio.sleep(float(prompt))
+        return "slept"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        with anyio.move_on_after(0.05):
+            await ctx.delegate("1.0", child=sleeper, timeout=5)
+        return "gave up waiting"
+
+    result = await Supervisor(parent).delegate("x", timeout=5)
+    assert result.output == "gave up waiting"
+    assert result.failed_delegations == ()
+    assert result.usage is not None
+    assert result.usage.input_tokens == 10
 
 
 async def test_events_name_the_tree_position() -> None:

@@ -637,11 +637,14 @@ class ChildContext:
         return result
 
     def delegation_stopped(self, session_id: str, usage: Usage | None, budget: bool) -> None:
-        """A delegation of this attempt was stopped with it (this attempt's deadline,
-        or its tree's budget run out elsewhere): listed in this attempt's report, with
-        what it spent."""
+        """A delegation of this attempt was stopped from outside: what it spent is kept;
+        stopped with this attempt (its deadline, or its tree's budget run out elsewhere),
+        it is listed in this attempt's report as failed. One this attempt's own code
+        stopped (a race it no longer needed, a wait it gave up) failed nothing."""
         if usage:
             self.spent_by[session_id] = usage
+        if not (budget or self._limiter.ending()):
+            return
         error_type = ErrorType.BUDGET if budget else ErrorType.TIMEOUT
         self.failed_delegations.append(
             FailedDelegation(

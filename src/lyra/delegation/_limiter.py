@@ -198,6 +198,18 @@ class Limiter:
             self.stop = account
         self.on_loop(self._cancel)
 
+    def ending(self) -> bool:
+        """True once the attempt (or one it belongs to) is being ended by its limits: a
+        deadline, an idle timeout, a budget."""
+        limiter: Limiter | None = self
+        while limiter is not None:
+            if limiter.stop is not None or (
+                limiter.scope is not None and limiter.scope.cancel_called
+            ):
+                return True
+            limiter = limiter.parent
+        return False
+
     def check_budget(self) -> None:
         """End the child now if its tree ran out of budget meanwhile (the cancellation
         would only arrive at its next ``await``)."""
