@@ -3,7 +3,6 @@ through data, lone surrogates, a full disk, Ctrl+C at start-up, and usage mistak
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -124,23 +123,6 @@ async def test_interrupts_and_exits_always_propagate(exc: BaseException) -> None
 
     with pytest.raises(type(exc)):
         await Supervisor(child).delegate("x", timeout=5)
-
-
-def test_an_exit_in_a_pool_comes_out_as_itself() -> None:
-    """The pools of Supervisor.run (and on_outcome's task group) let a child's SystemExit
-    or KeyboardInterrupt out as itself, not inside their BaseExceptionGroup, which the
-    caller's ``except SystemExit`` does not catch. (On asyncio such an exception in a
-    task also leaves the event loop itself; the group is what a caller met when the
-    loop went on, and on other backends.)"""
-    from lyra.supervisor._executor import interrupts_unwrapped
-
-    nested = BaseExceptionGroup("inner", [asyncio.CancelledError(), SystemExit(3)])
-    with pytest.raises(SystemExit) as raised, interrupts_unwrapped():
-        raise BaseExceptionGroup("pool", [ValueError("a child's"), nested])
-    assert type(raised.value) is SystemExit
-    assert raised.value.code == 3
-    with pytest.raises(BaseExceptionGroup), interrupts_unwrapped():  # no interrupt: as it is
-        raise BaseExceptionGroup("pool", [ValueError("a child's")])
 
 
 async def test_a_broken_classification_is_still_a_report(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,7 @@ them: both call :meth:`Job.run` for each task.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -132,9 +131,8 @@ class LocalExecutor:
                         raise
                     on_error(item, exc)
 
-        with interrupts_unwrapped():
-            async with anyio.create_task_group() as group:
-                group.start_soon(worker)
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker)
 
     async def map(
         self,
@@ -160,37 +158,10 @@ class LocalExecutor:
                         raise
                     results[index] = on_error(item, exc)
 
-        with interrupts_unwrapped():
-            async with anyio.create_task_group() as group:
-                for _ in range(min(max_concurrency, len(items))):
-                    group.start_soon(worker)
+        async with anyio.create_task_group() as group:
+            for _ in range(min(max_concurrency, len(items))):
+                group.start_soon(worker)
         return results  # type: ignore[return-value]  # every slot is filled above
-
-
-@contextmanager
-def interrupts_unwrapped() -> Iterator[None]:
-    """A ``KeyboardInterrupt`` or ``SystemExit`` raised in a task of a task group
-    entered here comes out as itself, not inside the group's ``BaseExceptionGroup``:
-    the caller's ``except KeyboardInterrupt`` must see it (the first of them, should
-    several tasks raise one)."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        interrupt = _first_interrupt(group)
-        if interrupt is None:
-            raise
-        raise interrupt from None
-
-
-def _first_interrupt(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    for inner in group.exceptions:
-        if isinstance(inner, KeyboardInterrupt | SystemExit):
-            return inner
-        if isinstance(inner, BaseExceptionGroup):
-            found = _first_interrupt(inner)
-            if found is not None:
-                return found
-    return None
 
 
 def isolated(exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ from lyra.delegation._internal import (
 )
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
 from lyra.supervisor._callback import OutcomeCallback, adapt
-from lyra.supervisor._executor import Executor, LocalExecutor, interrupts_unwrapped
+from lyra.supervisor._executor import Executor, LocalExecutor
 from lyra.supervisor._job import Job, Task
 
 _LOCAL = LocalExecutor()
@@ -171,15 +171,14 @@ class Supervisor:
             )
         notify = adapt(on_outcome)
         try:
-            with interrupts_unwrapped():  # (an on_outcome's KeyboardInterrupt as itself)
-                async with anyio.create_task_group() as callbacks:  # async callbacks finish in it
-                    outcomes = await self.executor.run(
-                        self.job(),
-                        tasks,
-                        max_concurrency=max_concurrency,
-                        on_outcome=notify(callbacks),
-                        keep=keep,
-                    )
+            async with anyio.create_task_group() as callbacks:  # async callbacks finish in it
+                outcomes = await self.executor.run(
+                    self.job(),
+                    tasks,
+                    max_concurrency=max_concurrency,
+                    on_outcome=notify(callbacks),
+                    keep=keep,
+                )
         except BaseExceptionGroup as group:  # the executor's own error, as it raised it
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
