@@ -4,6 +4,7 @@ checked against an independent reading of the raw model files through gemmi."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,29 @@ def test_pae_between_units_matches_the_raw_pae_file() -> None:
     ]
     brief = _brief("Q5VSL9")
     assert "| 1 and 2 | 25.02 | 22.61 / 27.43 | relative placement not determined |" in brief
+
+
+def test_a_scripts_json_carries_the_pae_figures_as_numbers() -> None:
+    """The figures a script reads (output.json, --json) hold each unit's PAE check and
+    the PAE between units as numbers, the same as the brief's, and the pLDDT segments
+    end to end; a model without PAE says None, never a confirmation."""
+    from lyra.proteins import analyze_sync
+
+    output = analyze_sync(["Q5VSL9", "P05067"], timeout=10)
+    q5, app = (next(a for a in output.completed_analyses if a.protein_id == p)
+               for p in ("Q5VSL9", "P05067"))  # fmt: skip
+    first = q5.figures["unit_list"][0]
+    assert first["pae_check"]["rigid"] is False
+    assert first["pae_check"]["within_pae"] == 6.15
+    assert first["ranges"][0] == [66, 335]
+    [between] = q5.figures["unit_pae"]
+    assert (between["first"], between["second"], between["mean_pae"]) == (1, 2, 25.02)
+    assert "| 1 and 2 | 25.02 |" in q5.brief
+    segments = q5.figures["segments"]
+    assert segments[0]["start"] == 1
+    assert all(a["end"] + 1 == b["start"] for a, b in pairwise(segments))
+    assert all(u["pae_check"] is None for u in app.figures["unit_list"])
+    assert "unit_pae" not in app.figures
 
 
 def test_the_outside_table_says_which_stretches_it_leaves_out() -> None:

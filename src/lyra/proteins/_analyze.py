@@ -625,7 +625,9 @@ def _figures(state: ProteinState) -> dict[str, Any]:
     unit_list = [
         {
             **{k: u[k] for k in ("number", "where", "residues", "mean_plddt", "band")},
+            "ranges": [list(r) for r in u["ranges"]],
             "pae": unit_verdict(u.get("pae"), len(u["ranges"])),
+            "pae_check": u.get("pae"),  # its figures (rigid, within_pae, …); None: no PAE
         }
         for u in units
     ]
@@ -648,6 +650,12 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         if largest
         else None,
         "unit_list": unit_list or None,
+        "unit_pae": structure.get("unit_pae") or None,  # between each pair of units
+        "segments": [
+            {k: s[k] for k in ("start", "end", "length", "kind", "band", "mean_plddt")}
+            for s in structure.get("segments") or []
+        ]
+        or None,
         "longest_confident": {
             "where": span(longest["start"], longest["end"]),
             "length": longest["length"],
