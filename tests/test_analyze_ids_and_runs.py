@@ -88,6 +88,29 @@ def test_an_id_typed_twice_alike_is_noted_too(
         assert json.loads(out)["notes"] == ["P00221 was requested more than once: analysed once"]
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("A4_HUMAN-2", "A4_HUMAN is the UniProt entry name of P05067 in the bundled data, and "
+         "isoforms are named by the primary accession: P05067-2, if that is the one meant"),
+        ("P09000-2", "P09000 is a secondary accession of P05067 (A4_HUMAN) in the bundled "
+         "data, and isoforms are named by the primary accession: P05067-2"),
+        ("P05067_HUMAN", "a name with '_' is a UniProt entry name (such as A4_HUMAN), read "
+         "only for the bundled data's entries: give the accession"),
+    ],
+)  # fmt: skip
+def test_a_refused_id_says_what_it_may_have_meant(
+    given: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry name or a secondary accession with an isoform's -N, and an entry name
+    the bundled data do not know, are refused saying what to give instead (they said
+    only which characters are allowed, though entry names are read)."""
+    status, out, _ = run_cli(["analyze", given, "--json", "--run-dir", str(tmp_path)], capsys)
+    assert status == 1
+    [failed] = json.loads(out)["failed_analyses"]
+    assert said in failed["error"]
+
+
 def test_the_note_on_a_protein_asked_for_by_several_names_names_each_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,9 @@ their primary accession, with a one-line note saying so. A comma-joined
 argument (``"P04637,P05067"``) is several IDs, never one with half of it lost.
 A gene name (``TP53``) is not resolved -- one gene name belongs to many organisms'
 proteins -- but its refusal names the bundled entry of that gene
-(:func:`gene_hint`). Anything else is left as it is, for the ID checks to judge.
+(:func:`id_hint`, which also says what an entry name or a secondary accession
+with an isoform's ``-N`` stands for). Anything else is left as it is, for the ID
+checks to judge.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Final
 from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._offline import bundled_entries
 
-__all__ = ["gene_hint", "resolve_protein_id", "split_ids"]
+__all__ = ["gene_hint", "id_hint", "resolve_protein_id", "split_ids"]
 
 _SEPARATOR: Final = ","
 
@@ -69,6 +71,30 @@ def gene_hint(value: str) -> str:
     return (
         f"; {value.strip()} is the gene of {named} in the bundled data: a gene name is no "
         "accession (other organisms' genes share it), so give the accession"
+    )
+
+
+def id_hint(value: str) -> str:
+    """What an ID the checks refuse (or the data lack) most likely meant, from the
+    bundled data: a gene's entry (:func:`gene_hint`); for an entry name or secondary
+    accession with an isoform's ``-N`` (``A4_HUMAN-2``, ``P09000-2``), the primary
+    accession isoforms are named by; for another name with ``_``, that entry names are
+    read for the bundled entries only. Else ``""``."""
+    hint = gene_hint(value)
+    key = value.strip().upper()
+    base, dash, number = key.partition("-")
+    alias = _aliases().get(base) if dash and number.isdigit() else None
+    if hint or (alias is None and "_" not in key):
+        return hint
+    if alias is not None:
+        primary, note = alias
+        return (
+            f"; {note} in the bundled data, and isoforms are named by the primary "
+            f"accession: {primary}-{number.lstrip('0') or number}, if that is the one meant"
+        )
+    return (
+        "; a name with '_' is a UniProt entry name (such as A4_HUMAN), read only for the "
+        "bundled data's entries: give the accession"
     )
 
 

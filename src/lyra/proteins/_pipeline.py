@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import ChildContext
 from lyra.delegation import exception_text
 from lyra.errors import InvalidInput, LyraError, SubjectNotFound, TransientError
-from lyra.proteins._aliases import gene_hint
+from lyra.proteins._aliases import id_hint
 from lyra.proteins._analysis import (
     analyze_structure,
     critique,
@@ -350,10 +350,11 @@ class _Run:
         ok, problem = validate_protein_id(self.state.protein_id)
         value = normalize_protein_id(self.state.protein_id)
         if not ok or value is None:
-            raise InvalidInput(problem or "invalid protein ID")
+            shown = self.state.protein_id if isinstance(self.state.protein_id, str) else ""
+            raise InvalidInput((problem or "invalid protein ID") + id_hint(shown))
         why = accession_problem(value) if _accessions_only(self.source) else None
         if why is not None:  # it cannot exist: no source is asked
-            raise SubjectNotFound(f"Protein {value} not found: {why}{gene_hint(value)}")
+            raise SubjectNotFound(f"Protein {value} not found: {why}{id_hint(value)}")
         raw = await self.ctx.tool(FETCH, self.source_call(), value)
         return usable_summary(raw, value, self.source.name)
 
@@ -392,6 +393,8 @@ def usable_summary(raw: object, protein_id: str, source: str) -> dict[str, Any]:
     """The validated summary, or the exception its soft failure stands for."""
     summary = validate_response(raw, protein_id, source)
     if "error" in summary:
+        if summary.get("status") == 404:  # what the ID may have meant, from the bundled data
+            summary = {**summary, "error": f"{summary['error']}{id_hint(protein_id)}"}
         raise fetch_error(summary)
     return summary
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from lyra import events
 from lyra.delegation import valid_data
-from lyra.proteins._aliases import gene_hint
+from lyra.proteins._aliases import id_hint
 from lyra.proteins._ids import accession_problem, normalize_protein_id, validate_protein_id
 from lyra.proteins._offline import OfflineSource
 from lyra.proteins._sources import ProteinSource
@@ -106,6 +106,6 @@ def process_protein(protein_id: object, source: ProteinSource | None = None) -> 
     why = accession_problem(value) if getattr(source, "uniprot_accessions", True) else None
     if why is not None:  # it cannot exist: no source is asked (DESIGN §6)
         events.warning(events.PROTEIN_ID_NOT_ACCESSION, uniprot_id=value, source=source.name)
-        error = _error(f"Protein {value} not found: {why}{gene_hint(value)}", value, source.name)
+        error = _error(f"Protein {value} not found: {why}{id_hint(value)}", value, source.name)
         return {**error, "status": 404}
     return validate_response(source.fetch(value), value, source.name)
