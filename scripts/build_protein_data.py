@@ -385,6 +385,24 @@ def _displayed_isoform(comments: list[str], accession: str) -> str | None:
     return None
 
 
+_NAMED = re.compile(r"Name=([^;]+);(?:[^;]*;)*?\s*IsoId=([A-Z0-9]+-\d+)")
+"""An ALTERNATIVE PRODUCTS isoform: its name, then (after its synonyms) its first IsoId."""
+
+
+def _isoform_names(comments: list[str], accession: str) -> dict[str, str] | None:
+    """The isoforms an ALTERNATIVE PRODUCTS comment names, by accession
+    (``{"P05067-9": "L-APP752", …}``), where the entry lists them."""
+    for comment in comments:
+        if comment.startswith("ALTERNATIVE PRODUCTS:"):
+            found = {
+                iso: name.strip()
+                for name, iso in _NAMED.findall(comment)
+                if iso.partition("-")[0] == accession
+            }
+            return found or None
+    return None
+
+
 def _flat_evidence(text: object) -> list[tuple[str, str | None]]:
     """A flat-file feature's ``/evidence`` (``ECO:0000256|SAM:MobiDB-lite, …``) as
     ``(code, source)`` pairs."""
@@ -412,6 +430,7 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
     rec.add("entry_name", entry.entry_name, name, R_UNIPROT)
     rec.add("secondary_accessions", list(entry.accessions[1:]), name, R_UNIPROT)
     rec.add("displayed_isoform", _displayed_isoform(entry.comments, rec.accession), name, R_UNIPROT)
+    rec.add("isoform_names", _isoform_names(entry.comments, rec.accession), name, R_UNIPROT)
     date, number = entry.annotation_update
     current = entry.data_class in ("Reviewed", "Unreviewed")
     features = []
@@ -824,6 +843,9 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
     displayed = take("displayed_isoform")
     if displayed is not None:
         entry["displayed_isoform"] = displayed
+    names = take("isoform_names")
+    if names:
+        entry["isoform_names"] = names
 
     # Per-residue pLDDT: derived files win; model files must agree with them.
     plddt = take("plddt")

@@ -160,7 +160,7 @@ def test_entry_has_required_fields(acc: str) -> None:
     """Each entry has a valid lyra id key, the schema's fields, and a description and organism."""
     entry = ENTRIES[acc]
     assert LYRA_ID.match(acc)
-    assert set(entry) - {"isoforms", "displayed_isoform"} == ENTRY_KEYS
+    assert set(entry) - {"isoforms", "displayed_isoform", "isoform_names"} == ENTRY_KEYS
     assert entry["uniprot_id"] == acc
     assert isinstance(entry["description"], str)
     assert entry["description"].strip()

@@ -385,7 +385,9 @@ def _offline(acc: str) -> dict[str, Any]:
 def test_offline_source_returns_the_summary_schema(acc: str) -> None:
     """Every bundled entry comes back in the summary schema and passes validation."""
     summary = _offline(acc.lower())
-    displayed = {"displayed_isoform"} if ENTRIES[acc].get("displayed_isoform") else set()
+    displayed = (
+        {"displayed_isoform", "isoform_name"} if ENTRIES[acc].get("displayed_isoform") else set()
+    )
     assert summary.keys() == SUMMARY_KEYS | displayed
     assert summary["source"] == "offline"
     alphafold = ENTRIES[acc]["alphafold"]

@@ -68,6 +68,36 @@ def test_the_glycan_caveat_counts_this_sequences_glycans_alone() -> None:
     )
 
 
+def test_a_site_of_named_isoforms_is_placed_by_uniprots_isoform_names() -> None:
+    """UniProt gives O-glycan 656 to the "L-APP isoforms"; its ALTERNATIVE PRODUCTS
+    names each isoform (read here with Biopython from the flat file): L-APP752 (-9) is
+    one of them, APP770 (the canonical) and APP695 (-4) are not. Each brief says which,
+    and lists the site among its own Sites only where it holds (the canonical's listed
+    it while its caveat said it was none of its; -9's and -4's said nothing either way)."""
+    entry = app_flat_file()
+    [products] = [c for c in entry.comments if c.startswith("ALTERNATIVE PRODUCTS:")]
+    names = dict(
+        (iso, name) for name, iso in re.findall(r"Name=([^;]+);[^I]*IsoId=(P05067-\d+)", products)
+    )
+    expected = {
+        "P05067": names["P05067-1"],
+        "P05067-9": names["P05067-9"],
+        "P05067-4": names["P05067-4"],
+    }
+    assert expected == {"P05067": "APP770", "P05067-9": "L-APP752", "P05067-4": "APP695"}
+    output = analyze_sync(list(expected), timeout=30)
+    for accession, name in expected.items():
+        brief = brief_of(output, accession)
+        sites = _line(brief, "Sites")
+        one_of = name.startswith("L-APP")
+        if one_of:
+            assert f"this isoform ({name}) is one of them, as UniProt names its isoforms" in brief
+            assert "in L-APP isoforms at residue 638" in sites
+        else:
+            assert f"not sites of this sequence ({name}), as UniProt names its isoforms" in brief
+            assert "L-APP" not in sites
+
+
 def _line(brief: str, start: str) -> str:
     [line] = [h for h in brief.splitlines() if h.startswith(start)]
     return line

@@ -26,6 +26,7 @@ from lyra.proteins._features import (
     MIXED_SHARE,
     PROCESSED_TYPES,
     SITE_TYPES,
+    holds_for,
 )
 from lyra.proteins._pae import PAE_PLACED, PAE_UNPLACED, RIGID_PAE, unit_verdict
 from lyra.proteins._reasoning import reason
@@ -169,12 +170,14 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
     )
 
 
-def _site_lines(features: Sequence[Mapping[str, Any]]) -> list[str]:
+def _site_lines(features: Sequence[Mapping[str, Any]], isoform_name: str | None) -> list[str]:
     """Binding, metal and active sites and glycosylation sites, grouped by ligand (or
-    description), with the pLDDT at each where it is held."""
+    description), with the pLDDT at each where it is held; a site UniProt gives to
+    named isoforms this sequence (``isoform_name``) is not one of is left out (the
+    caveats say it apart)."""
     by_ligand: dict[str, list[Mapping[str, Any]]] = {}
     for feature in features:
-        if feature["type"] in SITE_TYPES:
+        if feature["type"] in SITE_TYPES and holds_for(feature, isoform_name) is not False:
             key = feature.get("ligand") or feature.get("description") or feature["type"]
             by_ligand.setdefault(str(key).rstrip("."), []).append(feature)
     lines = []
@@ -273,7 +276,7 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     return {
         "uniprot": _uniprot_name(uniprot),
         "annotated": _regions(uniprot["features"]),
-        "sites": _site_lines(uniprot["features"]),
+        "sites": _site_lines(uniprot["features"], summary.get("isoform_name")),
         "span": span,
     }
 
@@ -347,7 +350,7 @@ def _structure_view(
         ],
         "mixed_rule": _MIXED_RULE if any(f["band"] == MIXED for f in features or []) else None,
         "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
-        "sites": _site_lines(features or s.get("annotated") or []),
+        "sites": _site_lines(features or s.get("annotated") or [], summary.get("isoform_name")),
         "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
         "means": _mean_lines(s),
         "bands": [(_BAND_RANGE[b], _pct(fractions[b])) for b in reversed(BANDS)]

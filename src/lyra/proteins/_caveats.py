@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from lyra.proteins._confidence import figure, span
+from lyra.proteins._features import holds_for
 from lyra.proteins._sources import fetch_hint, named_source
 
 __all__ = ["annotation_caveats", "basis", "critique"]
@@ -188,11 +189,16 @@ def _glycans_caveat(
         )
     if elsewhere:
         named = "; ".join(f"{span(f['start'], f['end'])}: {_isoform_note(f)}" for f in elsewhere)
-        whose = (
-            "whether this isoform is one of them, the bundled data does not say"
-            if summary.get("isoform_of")
-            else "not sites of this canonical sequence, as UniProt has them"
-        )
+        name = summary.get("isoform_name")
+        holds = {holds_for(f, name) for f in elsewhere}
+        if holds == {True}:
+            whose = f"this isoform ({name}) is one of them, as UniProt names its isoforms"
+        elif holds == {False}:
+            whose = f"not sites of this sequence ({name}), as UniProt names its isoforms"
+        elif summary.get("isoform_of"):
+            whose = "whether this isoform is one of them, the bundled data does not say"
+        else:
+            whose = "not sites of this canonical sequence, as UniProt has them"
         more = "more " if glycans else ""
         text += (
             f" UniProt gives {len(elsewhere)} {more}site(s) to named isoforms only "

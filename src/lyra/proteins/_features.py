@@ -16,6 +16,7 @@ confidence does not bear on the mature structure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -32,6 +33,7 @@ __all__ = [
     "carried_to_isoform",
     "crossing",
     "explaining",
+    "holds_for",
     "label",
     "map_features",
     "placed_on_sequence",
@@ -326,3 +328,19 @@ def carried_to_isoform(
         features, canonical, isoform, substitutions=False, shortest=SHORTEST_SHARED
     )
     return carried, shared
+
+
+_NAMED_ISOFORMS = re.compile(r"\bin ([A-Za-z0-9][\w-]*) isoforms?\b|\bin isoform ([\w-]+)")
+"""How a UniProt feature note gives it to named isoforms only: ``in L-APP isoforms`` (a
+family of names), ``in isoform 2`` (one name)."""
+
+
+def holds_for(feature: Mapping[str, Any], isoform_name: str | None) -> bool | None:
+    """Whether a feature UniProt gives to named isoforms only holds for the sequence
+    UniProt names ``isoform_name`` (``L-APP752`` is an ``L-APP`` isoform, ``APP770`` not);
+    ``None`` when the feature names no isoform, or the sequence's name is not known."""
+    found = _NAMED_ISOFORMS.search(str(feature.get("description") or ""))
+    if found is None or not isoform_name:
+        return None
+    family, one = found.groups()
+    return isoform_name == one if one is not None else isoform_name.startswith(family)

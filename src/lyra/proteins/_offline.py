@@ -97,6 +97,7 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
         **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
         "uniprot_id": accession,
         "isoform_of": canonical,
+        "isoform_name": (entry.get("isoform_names") or {}).get(accession),
         "length": int(length) if length is not None else None,
         "sequence": form.get("sequence"),
         "alphafold": form.get("alphafold"),
@@ -158,6 +159,11 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
         summary["isoform_of"] = entry["isoform_of"]
     if entry.get("displayed_isoform"):
         summary["displayed_isoform"] = entry["displayed_isoform"]
+    name = entry.get("isoform_name") or (entry.get("isoform_names") or {}).get(
+        entry.get("displayed_isoform") or ""
+    )
+    if name:  # UniProt's name of this sequence (APP770, L-APP752)
+        summary["isoform_name"] = name
     return summary
 
 

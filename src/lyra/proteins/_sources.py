@@ -113,6 +113,7 @@ class ProteinSummary(EntrySummary):
     provenance: NotRequired[dict[str, Any]]  # a file's repository, path, commit and "how"
     isoform_of: NotRequired[str]  # an isoform's (P05067-2) canonical accession (P05067)
     displayed_isoform: NotRequired[str]  # the isoform UniProt's entry shows (P04637-1), if any
+    isoform_name: NotRequired[str]  # UniProt's name of this sequence's isoform (APP770), if any
 
 
 class NotFound(TypedDict):
