@@ -322,6 +322,34 @@ def test_feature_verdicts_on_a_very_low_stretch(feature: dict[str, Any], verdict
     assert (mapped["mean_plddt"], mapped["band"]) == (30.0, "very low")
 
 
+@pytest.mark.parametrize(
+    ("predicted_by", "verdict", "label"),
+    [
+        (None, "agree: a structured element, predicted ordered", "Domain: E1 1–10"),
+        (
+            "PROSITE-ProRule:PRU01217",
+            "agree: a structured element, predicted ordered (two predictions, not an observation)",
+            "Domain: E1 (predicted from its sequence, PROSITE-ProRule:PRU01217) 1–10",
+        ),
+    ],
+)
+def test_a_domain_a_sequence_model_predicts_is_said_to_be_one(
+    predicted_by: str | None, verdict: str, label: str
+) -> None:
+    """A domain resting on a sequence model's match alone (ECO:0000255 with PROSITE-
+    ProRule, as APP's E1, Kunitz and E2) agrees with a confident model as one prediction
+    with another, as a disordered region MobiDB-lite predicts does; one observed, as
+    plain agreement."""
+    from lyra.proteins._features import label as label_of
+
+    feature = {"type": "Domain", "description": "E1", "start": 1, "end": 10, "ligand": None}
+    if predicted_by:
+        feature["predicted_by"] = predicted_by
+    [mapped] = map_features([feature], [90.0] * 10)
+    assert mapped["verdict"] == verdict
+    assert label_of(feature) == label
+
+
 def test_features_beyond_the_model_are_left_out() -> None:
     """A feature annotated past the modelled residues is not mapped."""
     feature = {"type": "Domain", "start": 5, "end": 30, "description": "", "ligand": None}

@@ -390,10 +390,16 @@ def test_the_segment_features_column_follows_its_stated_rule(
         "DOMAIN": "Domain", "REGION": "Region", "MOTIF": "Motif",
     }  # fmt: skip
 
-    def note(f: Any) -> str | None:  # APP's one region MobiDB-lite alone predicts says so
-        if f.qualifiers.get("evidence") == "ECO:0000256|SAM:MobiDB-lite" and f.type == "REGION":
-            return "Disordered (predicted from its sequence, MobiDB-lite)"
-        return f.qualifiers.get("note")
+    def note(f: Any) -> str | None:  # a disordered region or domain a sequence model alone
+        given = f.qualifiers.get("note")  # predicts says so (MobiDB-lite, PROSITE-ProRule)
+        evidence = [e.strip().partition("|") for e in f.qualifiers.get("evidence", "").split(",")]
+        predicted = evidence[0][0] and all(
+            c in ("ECO:0000255", "ECO:0000256") for c, _, _ in evidence
+        )
+        if predicted and (f.type == "DOMAIN" or given == "Disordered"):
+            tools = ", ".join(dict.fromkeys(s.removeprefix("SAM:") for _, _, s in evidence if s))
+            return f"{given} (predicted from its sequence, {tools})"
+        return given
 
     features = [
         (names[f.type], int(f.location.start) + 1, int(f.location.end), note(f))

@@ -131,10 +131,15 @@ def _evidence(raw: object) -> list[tuple[str, str | None]]:
 
 def label(feature: Mapping[str, Any]) -> str:
     """``Transmembrane: Helical 702–722``; a binding site by its ligand (``Binding site:
-    Cu(2+) 677``); a disordered region UniProt predicted from the sequence says so
-    (``Region: Disordered (predicted from its sequence, MobiDB-lite) 194–284``)."""
+    Cu(2+) 677``); a region or domain UniProt predicted from the sequence says so
+    (``Region: Disordered (predicted from its sequence, MobiDB-lite) 194–284``, ``Domain:
+    E1 (predicted from its sequence, PROSITE-ProRule:PRU01217) 28–189``)."""
     what = feature.get("description") or feature.get("ligand")
-    if what and feature.get("predicted_by") and _is_disordered(feature):
+    if (
+        what
+        and feature.get("predicted_by")
+        and (_is_disordered(feature) or feature["type"] in FOLDED_TYPES)
+    ):
         what = f"{what} (predicted from its sequence, {feature['predicted_by']})"
     text = f": {what}" if what else ""
     return f"{feature['type']}{text} {span(int(feature['start']), int(feature['end']))}"
@@ -224,6 +229,8 @@ def _verdict(feature: Mapping[str, Any], value: float, mixed: bool) -> str:
         return f"partly agree: {said}, predicted low"
     if feature["type"] in FOLDED_TYPES:
         if value >= 70:
+            if feature.get("predicted_by"):  # a sequence model's match: no observation either
+                return "agree: a structured element, predicted ordered (two predictions, not an observation)"
             return "agree: a structured element, predicted ordered"
         if band == "very_low":
             return (
