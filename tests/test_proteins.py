@@ -557,6 +557,17 @@ def test_an_isoform_the_data_do_not_hold_names_what_they_do() -> None:
         "isoforms P05067-2, P05067-4,"
     )
     assert "--source live" not in three["error"]
+    assert "is none of them" not in three["error"]  # P05067-3 is a UniProt isoform (L-APP677)
+    # P05067-12 is none of the isoforms the flat file names (IsoId=P05067-1 to -11)
+    flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="ascii")
+    assert "Named isoforms=11;" in flat
+    assert "IsoId=P05067-11;" in flat
+    assert "IsoId=P05067-12" not in flat
+    twelve = OfflineSource().fetch("P05067-12")
+    assert twelve["error"].endswith(
+        "; the bundled UniProt entry of P05067 names 11 isoforms (P05067-1 to P05067-11), "
+        "and P05067-12 is none of them"
+    )
 
 
 def test_the_isoform_an_entry_displays_is_its_accession_and_one_it_lacks_has_no_model() -> None:

@@ -230,7 +230,10 @@ def _verdict(feature: Mapping[str, Any], value: float, mixed: bool) -> str:
     if feature["type"] in FOLDED_TYPES:
         if value >= 70:
             if feature.get("predicted_by"):  # a sequence model's match: no observation either
-                return "agree: a structured element, predicted ordered (two predictions, not an observation)"
+                return (
+                    "agree: a structured element, predicted ordered "
+                    "(two predictions, not an observation)"
+                )
             return "agree: a structured element, predicted ordered"
         if band == "very_low":
             return (

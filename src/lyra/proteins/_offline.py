@@ -167,6 +167,23 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
     return summary
 
 
+def _unnamed(canonical: str, key: str) -> str:
+    """``; UniProt's entry … names 11 isoforms …`` when it names none ``key``."""
+    named = bundled_entries()[canonical].get("isoform_names") or {}
+    if not named or key in named:
+        return ""
+    numbers = sorted(int(iso.rpartition("-")[2]) for iso in named)
+    listed = (
+        f"{canonical}-{numbers[0]} to {canonical}-{numbers[-1]}"
+        if numbers == list(range(numbers[0], numbers[-1] + 1))
+        else ", ".join(f"{canonical}-{n}" for n in numbers)
+    )
+    return (
+        f"; the bundled UniProt entry of {canonical} names {len(named)} isoforms ({listed}), "
+        f"and {key} is none of them"
+    )
+
+
 class OfflineSource:
     """The bundled dataset (real AlphaFold DB + UniProt entries); lyra's default."""
 
@@ -184,7 +201,7 @@ class OfflineSource:
                     key,
                     f"AlphaFold DB's record of {canonical} in the bundled data: AlphaFold DB "
                     f"has no model of it, only of {canonical} (the canonical sequence) and "
-                    f"its isoforms {', '.join(forms)}",
+                    f"its isoforms {', '.join(forms)}{_unnamed(canonical, key)}",
                 )
             return not_found(
                 key,
