@@ -221,6 +221,24 @@ async def test_model_outcomes_are_classified(
     ), failure.evidence
 
 
+@APIS
+async def test_an_answer_cut_off_in_its_text_is_partial_on_either_api(
+    client_for: Any, api: str
+) -> None:
+    """An answer that wrote all the output tokens its max_tokens allowed was cut there,
+    text or not: over Chat Completions the SDK keeps no finish_reason='length' for it,
+    so the count is what tells (an answer that stopped below its limit is whole)."""
+    settings = ModelSettings(max_tokens=5)
+    with OpenAIAPI([truncated("The protein is 39", output_tokens=5)]) as server:
+        agent = agent_for(client_for(server), api=api, model_settings=settings)
+        cut = await delegate(OpenAIAgentsChild(agent))
+    with OpenAIAPI([message("The protein is 393 residues long.", output_tokens=4)]) as server:
+        agent = agent_for(client_for(server), api=api, model_settings=settings)
+        whole = await delegate(OpenAIAgentsChild(agent))
+    assert (cut.failure.category, cut.failure.suggested_retry) == ("partial", True)
+    assert whole.output == "The protein is 393 residues long.", whole.report
+
+
 async def test_retry_after_of_a_429_reaches_the_failure(client_for: Any) -> None:
     """The retry-after header of a real 429 is kept for the recovery loop's backoff."""
     with OpenAIAPI([rate_limited(7)]) as server:

@@ -152,12 +152,13 @@ class Turn:
             content.append({"type": "output_text", "text": self.text, "annotations": []})
         if self.refusal is not None:
             content.append({"type": "refusal", "refusal": self.refusal})
+        incomplete = self.finish_reason == "length"
         if content:
             output.append(
                 {
                     "type": "message",
                     "id": _new_id("msg_"),
-                    "status": "completed",
+                    "status": "incomplete" if incomplete else "completed",
                     "role": "assistant",
                     "content": content,
                 }
@@ -173,7 +174,6 @@ class Turn:
             }
             for c in self.calls
         )
-        incomplete = self.finish_reason == "length"
         return {
             "id": _new_id("resp_"),
             "object": "response",
@@ -260,9 +260,10 @@ def refusal(text: str = "I can't help with that.") -> Reply:
     return _turn(Turn(refusal=text))
 
 
-def truncated() -> Reply:
-    """A response cut off by the output token limit before any text (``length``)."""
-    return _turn(Turn(finish_reason="length"))
+def truncated(text: str | None = None, *, output_tokens: int = 5) -> Reply:
+    """A response cut off by the output token limit (``length``), before any text or
+    (with ``text``) in the middle of it, having written ``output_tokens``."""
+    return _turn(Turn(text=text, finish_reason="length", output_tokens=output_tokens))
 
 
 def error(

@@ -213,7 +213,7 @@ class OpenAIAgentsChild:
             self._keep(tap, ctx, start)
             raise
         tap.settle()  # usage of a nested agent-tool run no hook has seen yet
-        if _cut_off(result):
+        if _cut_off(result, config):
             self._keep(tap, ctx, start, result)
             raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
         ctx.state.pop(STATE_KEY, None)
@@ -247,16 +247,25 @@ class OpenAIAgentsChild:
             ctx.state[STATE_KEY] = {"history": history}
 
 
-def _cut_off(result: Any) -> bool:
-    """True when the run's last response ended in a message the model did not finish
-    (``status="incomplete"``: its output limit cut it off)."""
+def _cut_off(result: Any, config: RunConfig | None) -> bool:
+    """True when the run's last response ended in a message the model did not finish:
+    ``status="incomplete"`` (the Responses API), or as many output tokens as its
+    ``max_tokens`` allowed (over Chat Completions the SDK keeps no
+    ``finish_reason='length'`` for an answer with text: the count is what tells)."""
     responses = getattr(result, "raw_responses", None) or ()
     if not responses:
         return False
-    return any(
+    last = responses[-1]
+    if any(
         getattr(item, "type", None) == "message" and getattr(item, "status", None) == "incomplete"
-        for item in responses[-1].output
-    )
+        for item in last.output
+    ):
+        return True
+    settings = result.last_agent.model_settings
+    if config is not None and config.model_settings is not None:
+        settings = settings.resolve(config.model_settings)
+    limit = settings.max_tokens
+    return limit is not None and last.usage.output_tokens >= limit
 
 
 def _model_and_client(name: str | None) -> None:
