@@ -388,6 +388,40 @@ async def test_a_message_to_a_task_that_waits_for_none_is_refused_and_runs_nothi
     assert not [r for r in caplog.records if r.exc_info and ours in str(r.exc_info[1])]
 
 
+async def test_a_message_sent_while_the_task_worked_is_no_answer_to_a_later_question() -> None:
+    """A message sent while the task works is held by the SDK until the task's request
+    ends; when the child asked meanwhile, the task's status then says it waits, but
+    the message came before the question: it is refused as an answer (the question
+    again, as for a blank one), and the child still waits for the one its question
+    gets, in the same attempt."""
+    release = anyio.Event()
+
+    async def asks_later(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Started")
+        await release.wait()
+        organism = await ctx.ask("Which organism?")
+        return f"TP53 of {organism}"
+
+    first: list[StreamResponse] = []
+    early: list[StreamResponse] = []
+    async with lyra_a2a(asks_later) as client, anyio.create_task_group() as group:
+        await streaming(client, group, first)
+
+        async def send_early() -> None:
+            early.extend(await send(client, "mouse", **ids_of(first)))
+
+        async with anyio.create_task_group() as second:
+            second.start_soon(send_early)
+            await anyio.sleep(0.3)  # (the SDK holds the message meanwhile)
+            release.set()
+        answered = await send(client, "human", **ids_of(first))
+    assert states(first)[-1] == ("INPUT_REQUIRED", "Which organism?")
+    assert set(states(early)) == {("INPUT_REQUIRED", "Which organism?")}
+    assert "before the question was asked" in str(MessageToDict(last_status(early).metadata))
+    [artifact] = [e.artifact_update.artifact for e in answered if e.HasField("artifact_update")]
+    assert get_text_parts(artifact.parts) == ["TP53 of human"]
+
+
 async def test_cancel_stops_the_child_before_the_task_is_canceled() -> None:
     """tasks/cancel stops the running child (its cleanup has run when cancel returns),
     the task is canceled, and the client's stream says so; a child waiting for an

@@ -53,7 +53,7 @@ try:
     from starlette.responses import JSONResponse, PlainTextResponse
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from lyra.a2a._executor import DelegationExecutor, quiet_refusals
+    from lyra.a2a._executor import ArrivalNoted, DelegationExecutor, quiet_refusals
 except ModuleNotFoundError as missing:
     if (missing.name or "").partition(".")[0] not in (
         "a2a",
@@ -146,7 +146,10 @@ def build_app(
     executor = DelegationExecutor(child, limits or Limits(), policy, delegations)
     quiet_refusals()
     handler = DefaultRequestHandler(
-        agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor,
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+        request_context_builder=ArrivalNoted(executor),
     )
 
     @asynccontextmanager

@@ -30,7 +30,8 @@ A message without text (blank, or data parts only) is no answer: the task stays
 ``input-required`` with the same question, its metadata saying the answer was
 refused (``answer_refused``); the child, if it still waits, goes on waiting and
 nothing runs, as ``lyra answer`` and MCP's ``answer_delegation`` refuse a blank
-answer.
+answer. So is a message sent while the task worked, which the SDK held until the
+child had asked: it came before the question, so it answers none.
 """
 
 from __future__ import annotations
@@ -41,10 +42,15 @@ from dataclasses import dataclass
 
 import anyio
 from a2a.helpers import get_message_text, new_data_part, new_task, new_text_part
-from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.agent_execution import (
+    AgentExecutor,
+    RequestContext,
+    SimpleRequestContextBuilder,
+)
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Part, Role, Task, TaskState
+from a2a.types import Part, Role, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
 from lyra.a2a._delegations import (
@@ -114,9 +120,11 @@ class DelegationExecutor(AgentExecutor):
         else:
             current = context.current_task
             self._check_waits(str(current.id), current)
-            if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and not text.strip():
-                await self._ask_again(current, event_queue)
-                return
+            if current.status.state == _S.TASK_STATE_INPUT_REQUIRED:
+                early = context.call_context.state.get(_CAME_WAITING) is False
+                if early or not text.strip():
+                    await self._ask_again(current, event_queue, _EARLY if early else _NO_ANSWER)
+                    return
             task, delegation = await self._resumed(task_id, current, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
         await updater.start_work()
@@ -175,9 +183,10 @@ class DelegationExecutor(AgentExecutor):
             await task.delegation.stop()
         await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
 
-    async def _ask_again(self, current: Task, event_queue: EventQueue) -> None:
-        """A message without text to a task that asked: the question again (this server's,
-        else the one its status says), still waiting, the refusal in its metadata."""
+    async def _ask_again(self, current: Task, event_queue: EventQueue, refusal: str) -> None:
+        """A message that is no answer to a task that asked (without text, or sent before
+        the question): the question again (this server's, else the one its status says),
+        still waiting, the ``refusal`` in its metadata."""
         task = self._tasks.get(current.id)
         question = task.question if task is not None else None
         if question is None:
@@ -188,18 +197,22 @@ class DelegationExecutor(AgentExecutor):
         await updater.update_status(
             _S.TASK_STATE_INPUT_REQUIRED,
             updater.new_agent_message([new_text_part(question)]),
-            metadata={**(_metadata(usage) or {}), "answer_refused": _NO_ANSWER},
+            metadata={**(_metadata(usage) or {}), "answer_refused": refusal},
         )
+
+    def waits(self, task_id: str) -> bool | None:
+        """True while the task waits for the client's next message; ``None`` for a task
+        this server does not know (it ended, or it ran on a server before a restart)."""
+        task = self._tasks.get(task_id)
+        return None if task is None else task.waiting
 
     def _check_waits(self, task_id: str, current: Task) -> None:
         """Refuse a message to a task that waits for none: one still working, or one that
         ended meanwhile (the SDK held the message until the task's request ended, and may
         hand over the status it had before). A task this server does not know waits as
-        its stored status says (a server restarted over a persistent task store). (A
-        message held while the child then asked is handed over with the question's
-        status: it cannot be told from an answer here.)"""
+        its stored status says (a server restarted over a persistent task store)."""
         task = self._tasks.get(task_id)
-        asked = current.status.state in _WAITING  # (as the task stood when the message came)
+        asked = current.status.state in _WAITING  # (as the task stood when it was handed over)
         waits = asked and (task is None or task.waiting)
         if not waits:
             state = "still working" if task is not None else "over"
@@ -263,10 +276,40 @@ class DelegationExecutor(AgentExecutor):
 
 
 _NO_ANSWER = "the message held no text: the question still waits for an answer"
+_EARLY = (
+    "the message was sent while the task worked, before the question was asked: it is "
+    "no answer to it, and the question still waits for one"
+)
 _HALTED = (
     "lyra a2a is stopping: the child was stopped before it finished, and no report was "
     "made; send the task again once the server is back"
 )
+
+_CAME_WAITING = "lyra.came_waiting"
+"""A message's request state: whether its task waited for a message when it came."""
+
+
+class ArrivalNoted(SimpleRequestContextBuilder):
+    """The SDK's request context, built as each message comes in: notes (in its call
+    context's state) whether the message's task then waited for one, before the SDK
+    queues it behind the task's running request."""
+
+    def __init__(self, executor: DelegationExecutor) -> None:
+        super().__init__()
+        self._executor = executor
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        if task_id:
+            context.state[_CAME_WAITING] = self._executor.waits(task_id)
+        return await super().build(context, params, task_id, context_id, task)
+
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
 
