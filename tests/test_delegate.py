@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from lyra import (
     ChildContext,
     DelegationResult,
     Supervisor,
+    Task,
     adelegate_task,
     delegate_task,
     parse_report,
@@ -104,6 +106,35 @@ def test_interrupts_propagate_at_once(interrupt: type[BaseException]) -> None:
 
     with pytest.raises(interrupt):
         delegate_task("task", child=child, timeout=5)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_in_a_run_ends_the_event_loop_even_when_caught_inside(
+    interrupt: type[BaseException],
+) -> None:
+    """Out of Supervisor.run an interrupt comes inside its exception group, and asyncio
+    re-raises it out of asyncio.run as well: catching it around the run cannot stop it
+    (as the README says); the siblings that finished first were delivered."""
+    delivered: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if prompt == "interrupt":
+            await anyio.sleep(0.05)
+            raise interrupt()
+        return prompt
+
+    async def main() -> None:
+        tasks = [Task(prompt="done"), Task(prompt="interrupt")]
+        try:
+            await Supervisor(child, timeout=5).run(
+                tasks, on_outcome=lambda o: delivered.append(o.result.output or "")
+            )
+        except* interrupt:
+            delivered.append("caught inside")
+
+    with pytest.raises(interrupt):
+        asyncio.run(main())
+    assert delivered == ["done", "caught inside"]
 
 
 async def test_cancelling_the_caller_cancels_the_child() -> None:
