@@ -765,6 +765,58 @@ async def test_a_trees_budget_failure_names_the_delegations_that_spent_it() -> N
     assert len(result.failed_delegations) == 2
 
 
+async def test_a_budget_failure_names_the_attempt_itself_beside_its_delegations() -> None:
+    """The parent spent half the budget itself, and its charge went over: it is named
+    first among the spenders, each delegation by its subject too; never only the
+    grandchildren, which would put the blame on them."""
+
+    async def helper(prompt: str, ctx: ChildContext) -> str:
+        ctx.charge(input_tokens=1500, turns=1)
+        return "helped"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(4):
+            ctx.charge(input_tokens=1000, turns=1)
+            await ctx.delegate("help", child=helper, subject="P04637")
+        return "done"
+
+    report = await adelegate_task("go", child=parent, timeout=5, budget=Budget(max_tokens=5000))
+    assert "spent by the attempt itself (3000 tokens, 3 turns), child-" in report
+    assert report.count("[P04637] (1500 tokens, 1 turn)") == 2
+
+
+async def test_a_shared_budget_failure_says_each_tasks_share_of_it() -> None:
+    """Tasks drawing on one Supervisor budget all stop when it runs out; each report
+    says how much of it that task spent, so the one that spent most can be told from
+    the ones that merely ran beside it."""
+
+    others_spent = anyio.Semaphore(0)
+
+    async def spends(prompt: str, ctx: ChildContext) -> str:
+        if prompt != "hog":
+            ctx.charge(input_tokens=1000, turns=1)
+            others_spent.release()
+            await anyio.sleep_forever()
+        for _ in range(2):
+            await others_spent.acquire()
+        for _ in range(2):
+            ctx.charge(input_tokens=3000, turns=1)
+        return "ok"
+
+    tasks = [Task(prompt=p, subject=p) for p in ("hog", "a", "b")]
+    outcomes = await Supervisor(spends, timeout=5, budget=Budget(max_tokens=5000)).run(tasks)
+    shares = {
+        o.result.subject: o.result.failure.message.split("this attempt's share: ")[1].split(";")[0]
+        for o in outcomes
+        if o.result.failure is not None
+    }
+    assert shares == {
+        "hog": "6000 tokens, 2 turns",
+        "a": "1000 tokens, 1 turn",
+        "b": "1000 tokens, 1 turn",
+    }
+
+
 # -- cancellations nobody made --------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
-from lyra.delegation._budget import Budget, Usage
+from lyra.delegation._budget import Account, Budget, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
 from lyra.delegation._text import safe_str, type_name
@@ -153,7 +153,7 @@ def classify_budget(ctx: ChildContext) -> Verdict:
             and account.parent is not None
             and account.parent.has_room()
         )
-    spenders = _spenders(ctx.spent_by)
+    spenders = _spenders(ctx.usage, ctx.spent_by) + _shared(ctx.usage, account)
     return Verdict(
         category=_C.TIMEOUT,
         retryable=room,
@@ -167,14 +167,44 @@ def classify_budget(ctx: ChildContext) -> Verdict:
 _NAMED_SPENDERS = 5
 
 
-def _spenders(spent_by: dict[str, Usage]) -> str:
-    """The delegations below an attempt that spent most, with their spend."""
+def _spenders(total: Usage, spent_by: dict[str, Usage]) -> str:
+    """Who spent what an attempt was charged (``total``), most first: the delegations it
+    made and, beside them, the attempt itself (its own model calls and tools)."""
     if not spent_by:
         return ""
-    ranked = sorted(spent_by.items(), key=lambda item: (-item[1].tokens, -item[1].cost_usd))
-    named = [f"{session} ({_spend(usage)})" for session, usage in ranked[:_NAMED_SPENDERS]]
+    below = sum(spent_by.values(), Usage())
+    itself = Usage(
+        input_tokens=max(0, total.input_tokens - below.input_tokens),
+        output_tokens=max(0, total.output_tokens - below.output_tokens),
+        cost_usd=max(0.0, round(total.cost_usd - below.cost_usd, 12)),
+        turns=max(0, total.turns - below.turns),
+        tool_calls=max(0, total.tool_calls - below.tool_calls),
+    )
+    spenders = {"the attempt itself": itself, **spent_by} if itself else spent_by
+    ranked = sorted(spenders.items(), key=lambda item: (-item[1].tokens, -item[1].cost_usd))
+    named = [f"{name} ({_spend(usage)})" for name, usage in ranked[:_NAMED_SPENDERS]]
     more = len(ranked) - len(named)
     return "; spent by " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+
+def _shared(total: Usage, account: Account | None) -> str:
+    """When the budget that ran out is shared (sibling tasks, the parent, earlier
+    attempts draw on it too): how much of it this attempt spent."""
+    if account is None:
+        return ""
+    used = account.usage
+    if (used.tokens, used.cost_usd, used.turns, used.tool_calls) == (
+        total.tokens,
+        total.cost_usd,
+        total.turns,
+        total.tool_calls,
+    ):
+        return ""
+    mine = _spend(total) if total else "nothing"
+    return (
+        f"; this attempt's share: {mine}; the rest was spent by others drawing on the "
+        "same budget (other tasks, its parent, earlier attempts)"
+    )
 
 
 def _spend(usage: Usage) -> str:
@@ -182,9 +212,9 @@ def _spend(usage: Usage) -> str:
     if usage.cost_usd:
         parts.append(f"${usage.cost_usd:.4f}")
     if usage.turns:
-        parts.append(f"{usage.turns} turns")
+        parts.append(f"{usage.turns} turn{'' if usage.turns == 1 else 's'}")
     if usage.tool_calls:
-        parts.append(f"{usage.tool_calls} tool calls")
+        parts.append(f"{usage.tool_calls} tool call{'' if usage.tool_calls == 1 else 's'}")
     return ", ".join(parts)
 
 

@@ -165,7 +165,7 @@ class ChildContext:
         self.failed_delegations: list[FailedDelegation] = []
         self.spent_by: dict[str, Usage] = {}
         """What each delegation this attempt made (``ctx.delegate``) was charged, by
-        session id: the names a budget failure gives."""
+        session id and subject (:func:`spender`): the names a budget failure gives."""
         self.answers: dict[str, str] = dict(answers) if answers else {}
         """Answers to questions (``ctx.ask``), carried from earlier attempts or given
         in this one, by question."""
@@ -622,7 +622,7 @@ class ChildContext:
             verify=verify,
         )
         if result.usage is not None:
-            self.spent_by[result.session_id] = result.usage
+            self.spent_by[spender(result.session_id, subject)] = result.usage
         if result.failure is not None:
             failure = result.failure
             self.failed_delegations.append(
@@ -636,13 +636,15 @@ class ChildContext:
         self._limiter.touch()
         return result
 
-    def delegation_stopped(self, session_id: str, usage: Usage | None, budget: bool) -> None:
+    def delegation_stopped(
+        self, session_id: str, subject: str | None, usage: Usage | None, budget: bool
+    ) -> None:
         """A delegation of this attempt was stopped from outside: what it spent is kept;
         stopped with this attempt (its deadline, or its tree's budget run out elsewhere),
         it is listed in this attempt's report as failed. One this attempt's own code
         stopped (a race it no longer needed, a wait it gave up) failed nothing."""
         if usage:
-            self.spent_by[session_id] = usage
+            self.spent_by[spender(session_id, subject)] = usage
         if not (budget or self._limiter.ending()):
             return
         error_type = ErrorType.BUDGET if budget else ErrorType.TIMEOUT
@@ -753,6 +755,12 @@ def _readable(key: str) -> str:
 
 def _shortened(text: str) -> str:
     return text if len(text) <= SHOWN_ARGUMENTS else text[: SHOWN_ARGUMENTS - 1] + "…"
+
+
+def spender(session_id: str, subject: str | None) -> str:
+    """A delegation as a budget failure names it: its session id, and its subject when
+    it has one (what a reader knows it by: the session id alone is in the logs only)."""
+    return f"{session_id} [{_shortened(subject)}]" if subject else session_id
 
 
 @runtime_checkable

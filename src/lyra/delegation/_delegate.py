@@ -212,7 +212,7 @@ def _stopped(
     )
     parent = ctx.parent
     if parent is not None:
-        parent.delegation_stopped(ctx.session_id, usage, budget=budget)
+        parent.delegation_stopped(ctx.session_id, ctx.subject, usage, budget=budget)
 
 
 async def _nested(
