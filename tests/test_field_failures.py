@@ -1132,6 +1132,73 @@ async def test_a_storm_waits_out_one_shared_cooldown() -> None:
     assert lowered[0]["concurrency"] < 10
 
 
+@pytest.mark.parametrize("keep", [True, False])
+async def test_a_storm_met_at_once_is_a_storm_for_the_pools_first_child(keep: bool) -> None:
+    """Every child is refused before it awaits anything (a client-side limiter, say):
+    the pool's first child meets the 429 before its siblings have started, and it is a
+    storm's all the same: sent again, never failed for it under max_retries=0 (the
+    pool lazily pulling its tasks or keeping them)."""
+    refused: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if len(refused) < 4:
+            refused.append(prompt)
+            raise TransientError("429", retry_after=0.01, status=429, error_type="rate_limit")
+        return f"ok {prompt}"
+
+    supervisor = Supervisor(child, timeout=5, policy=RecoveryPolicy(max_retries=0))
+    delivered: list[str] = []
+    with record_waits():
+        await supervisor.run(
+            [Task(prompt=f"t{n}") for n in range(4)],
+            max_concurrency=4,
+            keep=keep,
+            on_outcome=lambda o: delivered.append(o.result.output or o.result.report),
+        )
+    assert refused[0] == "t0"
+    assert sorted(delivered) == ["ok t0", "ok t1", "ok t2", "ok t3"]
+
+
+async def test_a_child_alone_in_a_pool_the_storm_halved_is_no_lone_child() -> None:
+    """The storm halved a pool of two to one place: t0, sent again, meets the 429 once
+    more while it runs alone, its own cooldown over, t2 waiting for a place (t1 ended
+    on an error of its own). Its rate limit is the storm's (t2 will meet it too), never
+    a lone task's failure under max_retries=0."""
+    calls: dict[str, int] = {}
+    t0_refused, t1_done = anyio.Event(), anyio.Event()
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        calls[prompt] = tries = calls.get(prompt, 0) + 1
+        if prompt == "t1":
+            await t0_refused.wait()
+            raise ValueError("t1's own bug")
+        if prompt == "t0" and tries <= 2:
+            if tries == 2:
+                await t1_done.wait()  # t1 left its place, t2 waits for one: t0 runs alone
+                await anyio.sleep(0.02)  # (the cooldown it asked for is over)
+            t0_refused.set()
+            raise TransientError("429", retry_after=0.001, status=429, error_type="rate_limit")
+        return f"ok {prompt}"
+
+    def delivered(task: Task, outcome: Any) -> None:
+        outputs[task.prompt] = outcome.result.output or outcome.result.report
+        if task.prompt == "t1":
+            t1_done.set()
+
+    outputs: dict[str, str] = {}
+    supervisor = Supervisor(child, timeout=5, policy=RecoveryPolicy(max_retries=0))
+    await supervisor.run(
+        [Task(prompt=f"t{n}") for n in range(4)], max_concurrency=2, on_outcome=delivered
+    )
+    assert calls["t0"] == 3
+    assert {name: output[:10] for name, output in outputs.items()} == {
+        "t0": "ok t0",
+        "t1": "Child agen",
+        "t2": "ok t2",
+        "t3": "ok t3",
+    }
+
+
 async def test_a_lone_tasks_rate_limit_is_no_storm_and_its_policy_holds() -> None:
     """One task under a supervisor meets a 429 (retry-after 3) that never clears: no
     sibling ran beside it, so it is no storm's and is not sent again behind the policy's

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.lowlevel
 
 from lyra import events
 
@@ -22,7 +23,7 @@ from lyra import events
 class Throttle:
     """The number of children a pool may run at once (see the module docstring)."""
 
-    __slots__ = ("_freed", "ceiling", "limit", "running")
+    __slots__ = ("_first", "_freed", "ceiling", "limit", "running", "waiting")
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
@@ -30,7 +31,10 @@ class Throttle:
         self.limit = float(ceiling)
         """Children allowed at once now (fractional while it climbs back)."""
         self.running = 0
+        self.waiting = 0
+        """Children held back until a place is free (siblings all the same)."""
         self._freed = anyio.Event()
+        self._first = ceiling  # the pool's first children, each to let its siblings in
 
     @property
     def allowed(self) -> int:
@@ -40,19 +44,27 @@ class Throttle:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the allowed places while a child runs (wait for one first)."""
-        while self.running >= self.allowed:
-            freed = self._freed
-            await freed.wait()
+        if self.running >= self.allowed:
+            self.waiting += 1
+            try:
+                while self.running >= self.allowed:
+                    await self._freed.wait()
+            finally:
+                self.waiting -= 1
         self.running += 1
         try:
+            if self._first:  # siblings take their places before the first children run,
+                self._first -= 1  # so a rate limit met at once is seen as a storm's
+                await anyio.lowlevel.checkpoint()
             yield
         finally:
             self.running -= 1
             self._wake()
 
     def crowded(self) -> bool:
-        """True while more than one child runs: a rate limit one meets is a storm's."""
-        return self.running > 1
+        """True while more than one child runs or waits to: a rate limit one meets is a
+        storm's (a child alone in the pool because the storm halved it is no lone one)."""
+        return self.running + self.waiting > 1
 
     def rate_limited(self, provider: str, seconds: float) -> None:
         """A provider pushed back: halve the children allowed to start."""
