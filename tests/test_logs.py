@@ -891,7 +891,34 @@ def test_an_attempt_logged_twice_counts_once(
     assert again.model_dump(exclude=same) == once.model_dump(exclude=same)
     assert (again.duplicates, again.unfinished) == (once.completed + once.failed, 0)
     assert run_cli(["logs", "stats", str(twice)]) == 0
-    assert "counted 8 repeated finishing event(s) once" in capsys.readouterr().err
+    assert "counted 8 repeated finishing or recovery event(s) once" in capsys.readouterr().err
+
+
+def test_a_recovery_attempt_read_twice_counts_once(tmp_path: Path) -> None:
+    """Two overlapping inputs (a folder and its events.jsonl) hold each recovery attempt
+    twice: it counts once, as the attempts it followed do."""
+    from lyra.errors import TransientError
+    from lyra.recovery import RecoveryPolicy, record_waits, recover
+
+    tries: list[int] = []
+
+    async def flaky(prompt: str, ctx: ChildContext) -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise TransientError("reset")
+        return "ok"
+
+    async def scenario() -> None:
+        with record_waits():
+            await recover("x", child=flaky, policy=RecoveryPolicy(max_retries=3))
+
+    log = tmp_path / "events.jsonl"
+    with events_to(log):
+        anyio.run(scenario)
+    once, twice = collect_stats([log]), collect_stats([log, log])
+    assert (once.recovery_attempts, once.by_strategy) == (2, {"backoff": 2})
+    assert (twice.recovery_attempts, twice.by_strategy) == (2, {"backoff": 2})
+    assert twice.duplicates == once.duplicates + 3 + 2  # (three finishes, two recoveries)
 
 
 @pytest.mark.parametrize(

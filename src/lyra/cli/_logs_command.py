@@ -228,7 +228,7 @@ def _read_notes(stats: FailureStats, paths: list[str]) -> int:
     _reading_notes(stats)
     if stats.duplicates:
         _note(
-            f"counted {stats.duplicates} repeated finishing event(s) once "
+            f"counted {stats.duplicates} repeated finishing or recovery event(s) once "
             "(a session logged twice, as a resumed run may)"
         )
     if stats.skipped_undated:

@@ -428,8 +428,8 @@ def _notes(stats: FailureStats) -> str:
               stats.truncated_files]  # fmt: skip
     if stats.duplicates:
         notes.append(
-            f"{stats.duplicates:,} repeated finishing event(s) (a session logged twice, as "
-            "a resumed run may) counted once."
+            f"{stats.duplicates:,} repeated finishing or recovery event(s) (a session logged "
+            "twice, as a resumed run may) counted once."
         )
     if stats.skipped_before_since or stats.skipped_undated:
         notes.append(

@@ -217,7 +217,8 @@ class FailureStats(_Model):
     """Per outcome (``completed``, each failure category, and ``cancelled``): what it
     cost. The totals above include cancelled attempts: they spent too."""
     duplicates: int
-    """Finishing events of a session that had finished already, left out."""
+    """Finishing events of a session that had finished already, and recovery attempts
+    after a failed attempt already recovered from (the same line read twice), left out."""
     runs: int
     files: int
     events: int
@@ -391,6 +392,7 @@ class StatsBuilder:
         self.started: defaultdict[str, int] = defaultdict(int)  # per file: unfinished =
         self.finished: defaultdict[str, int] = defaultdict(int)  # started - finished
         self.sessions = Sessions()
+        self.recovered_from = Sessions()  # the failed attempts a recovery attempt followed
         # task -> the outcome of its last attempt (``completed`` or a category); oldest first
         self.tasks: dict[tuple[str, str, str], str] = {}
         self.subtasks: dict[tuple[str, str, str], str] = {}  # they recover, but are no tasks
@@ -428,7 +430,7 @@ class StatsBuilder:
         elif name == DELEGATION_CANCELLED:
             self._cancelled(event._asdict().get, event.source)
         elif name == RECOVERY_ATTEMPT:
-            self._recovery(event.strategy)
+            self._recovery(event.strategy, event.session_id)
         elif name == RUN_FINISHED:
             self.runs += 1
         elif name == DECOMPOSITION_FINISHED:
@@ -452,7 +454,7 @@ class StatsBuilder:
         elif name == DELEGATION_CANCELLED:
             self._cancelled(get, source)
         elif name == RECOVERY_ATTEMPT:
-            self._recovery(_text(get("strategy")))
+            self._recovery(_text(get("strategy")), _text(get("session_id")))
         elif name == RUN_FINISHED:
             self.runs += 1
 
@@ -498,7 +500,12 @@ class StatsBuilder:
                 self.cancelled_let_go += len(gone)
         self._spent(CANCELLED_KEY, get)
 
-    def _recovery(self, strategy: str | None) -> None:
+    def _recovery(self, strategy: str | None, failed_session: str | None) -> None:
+        """A recovery attempt after the failed attempt ``failed_session``: one of each
+        (the same line twice, from overlapping logs, counts once, as a repeat)."""
+        if not self.recovered_from.first(failed_session, True):
+            self.duplicates += 1
+            return
         self.recovery_attempts += 1
         self.by_strategy[strategy or "unknown"] += 1
 
