@@ -53,7 +53,12 @@ def register(commands: Subparsers) -> None:
     parse.add_argument(
         "files", nargs="+", metavar="FILE", help="files or folders to read; - for stdin"
     )
-    parse.add_argument("--all-fields", action="store_true", help="include every parsed field")
+    parse.add_argument(
+        "--all-fields",
+        action="store_true",
+        help=f"include every parsed field; without it each object holds {', '.join(REPORT_FIELDS)} "
+        "(not error_type, retry_after, question, duration, usage, failed_delegations, …)",
+    )
     parse.set_defaults(run=_report_parse)
 
 
