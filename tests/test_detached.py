@@ -269,3 +269,31 @@ async def test_a_durable_cancel_tells_what_a_restart_finds(tmp_path: Path) -> No
         assert answer.state in ("completed", "cancelled")
         assert (answer.report is not None) == (answer.state == "completed")
         assert again[key].state == answer.state
+
+
+async def test_a_durable_cancel_that_lands_after_the_childs_end_cancels_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's task was listed unfinished, then finished before the cancel reached
+    the database (which leaves a finished task as it is): the cancel says it cancelled
+    nothing, so the delegation keeps its outcome (it answered "cancelled" while a
+    restart found "completed")."""
+    from dbos import DBOS
+
+    from lyra import ChildRef
+    from lyra.detached import DurableRunner
+    from lyra.durable import DurableExecutor
+
+    async def listed_before_it_finished(self: DurableExecutor, call: str) -> list[str]:
+        found = await DBOS.list_workflows_async(
+            workflow_id_prefix=f"{self.run_id}/", load_input=False, load_output=False
+        )
+        return [status.workflow_id for status in found]
+
+    runner = DurableRunner.embedded(tmp_path, ChildRef(target="fakes.children:plodder"))
+    async with Delegations(runner=runner) as delegations:
+        started = await delegations.start(DelegationRequest(prompt="1x0", timeout=30))
+        finished = await delegations.result(started.delegation_id, wait=10)
+        monkeypatch.setattr(DurableExecutor, "_unfinished", listed_before_it_finished)
+        assert await runner.cancel(started.delegation_id) is False
+    assert finished.state == "completed"

@@ -264,7 +264,8 @@ class Delegations:
             delegation.answered = delegation.question = None  # nobody may answer it now
             stop(delegation_id)  # an attempt running outside its task (a durable workflow)
             delegation.scope.cancel()
-        with anyio.move_on_after(_CANCEL_WAIT):
+        # (a run recorded finished returns that result, however long its return takes)
+        with anyio.move_on_after(None if recorded is False else _CANCEL_WAIT):
             while delegation.state not in FINISHED:
                 await delegation.changed.wait()
         if delegation.state not in FINISHED:  # a run that would not stop: said cancelled

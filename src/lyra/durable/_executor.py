@@ -280,13 +280,19 @@ class DurableExecutor:
     async def cancel(self, call: str) -> int:
         """Record the unfinished tasks of ``call`` as cancelled, so that no process
         resumes them (a child running in this process is the caller's to stop).
-        Returns how many were cancelled."""
+        Returns how many the database records as cancelled: one that finished between
+        the listing and the cancel keeps its outcome (DBOS leaves a finished task as it
+        is) and is not counted."""
         from dbos import DBOS
 
         ids = await self._unfinished(call)
-        if ids:
-            await DBOS.cancel_workflows_async(ids)
-        return len(ids)
+        if not ids:
+            return 0
+        await DBOS.cancel_workflows_async(ids)
+        cancelled = await DBOS.list_workflows_async(
+            workflow_ids=ids, status="CANCELLED", load_input=False, load_output=False
+        )
+        return len(cancelled)
 
     async def questions(self, call: str | None = None) -> list[WaitingQuestion]:
         """The questions tasks of this run (of ``call`` only, when given) wait on for
