@@ -56,11 +56,22 @@ def run(args: argparse.Namespace) -> int:
     from lyra.durable._internal import run_worker
 
     stop = threading.Event()
+    interrupted = False
 
     def on_term(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        # Ctrl+C stops the worker as SIGTERM does, between two of its steps: raised
+        # wherever the main thread is (a database call of DBOS's), it could leave a
+        # lock held that the shutdown then waits on. A second Ctrl+C stops at once.
+        nonlocal interrupted
+        interrupted = True
+        signal.signal(signal.SIGINT, previous_interrupt)
+        stop.set()
+
     previous = signal.signal(signal.SIGTERM, on_term)
+    previous_interrupt = signal.signal(signal.SIGINT, on_interrupt)
     problems: list[str] = []  # what could not be written, each told once on stderr
     told = 0
 
@@ -80,5 +91,8 @@ def run(args: argparse.Namespace) -> int:
             run_worker(args.database_url, concurrency=args.concurrency, stop=stop, ready=ready)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_interrupt)
         tell()  # on Ctrl+C too: events that were lost are never lost quietly
+    if interrupted:
+        raise KeyboardInterrupt  # (exit status 130, as for any interrupted command)
     return EXIT_UNWRITTEN if problems else EXIT_OK
