@@ -16,7 +16,7 @@ import httpx2
 import langchain_core
 import langgraph
 import pytest
-from langchain_core.exceptions import ModelError
+from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
@@ -555,6 +555,11 @@ def test_wrapped_and_status_bearing_framework_errors_are_refined() -> None:
     assert describe(status_error).error_type == "rate_limit"
     idle = NodeTimeoutError("n", 1.0, kind="idle", idle_timeout=0.5)
     assert (describe(idle).kind, describe(idle).error_type) == (Kind.BUDGET, "idle")
+    overflow = ContextOverflowError("rejected")  # by its class, whatever its words
+    assert (describe(overflow).kind, describe(overflow).error_type) == (
+        Kind.CONTEXT_OVERFLOW,
+        "context_overflow",
+    )
 
 
 def test_streamed_tokens_are_heartbeats() -> None:

@@ -68,7 +68,7 @@ LANGGRAPH_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "ModelPermissionDeniedError": (_K.PERMANENT, _E.AUTH),
     "ModelNotFoundError": (_K.PERMANENT, _E.NOT_FOUND),  # a missing model, not subject
     "ModelInvalidRequestError": (_K.MALFORMED_TASK, _E.DATA),
-    "ContextOverflowError": (_K.MALFORMED_TASK, _E.DATA),
+    "ContextOverflowError": (_K.CONTEXT_OVERFLOW, _E.CONTEXT_OVERFLOW),
     "ModelRefusalError": (_K.MALFORMED_TASK, _E.DATA),
     "ModelRateLimitError": (_K.TRANSIENT, _E.RATE_LIMIT),
     "ModelAPIError": (_K.TRANSIENT, _E.UNKNOWN),
