@@ -596,7 +596,9 @@ def test_framework_limits_and_wrapped_tool_errors_are_described() -> None:
 def test_a_responses_api_answer_cut_off_at_its_output_limit_is_incomplete() -> None:
     """The SDK raises ModelBehaviorError for an incomplete response (its own text, built
     from the Response): cut off by max_output_tokens it is output cut short (partial),
-    any other incomplete response stays the model's misbehaviour (transient)."""
+    withheld by the content filter it is the task refused (invalid_task: it was sent
+    again three times), any other incomplete response stays the model's misbehaviour
+    (transient)."""
     from agents.models._response_terminal import response_terminal_failure_error
     from openai.types.responses import Response
     from openai.types.responses.response import IncompleteDetails
@@ -607,7 +609,9 @@ def test_a_responses_api_answer_cut_off_at_its_output_limit_is_incomplete() -> N
         return response_terminal_failure_error("response.incomplete", response)
 
     assert describe(incomplete("max_output_tokens")).kind is Kind.INCOMPLETE
-    assert describe(incomplete("content_filter")).kind is Kind.TRANSIENT
+    # (withheld by the content filter: the task is refused, never sent again as it is)
+    assert describe(incomplete("content_filter")).kind is Kind.MALFORMED_TASK
+    assert describe(incomplete("max_messages")).kind is Kind.TRANSIENT
 
 
 async def test_model_settings_and_adelegate_task_work_together(client_for: Any) -> None:

@@ -127,6 +127,10 @@ _CUT_OFF = ("reason='max_output_tokens'", "finish_reason='length'")
 incomplete response; a Chat Completions answer cut before its first word)."""
 
 
+_FILTERED = "reason='content_filter'"
+"""How the SDK's error says the Responses API withheld a response (its content filter)."""
+
+
 def describe_openai_agents(exc: BaseException) -> Cause:
     """An exception of ``agents`` (a wrapped tool exception never reaches here)."""
     name = type(exc).__name__
@@ -136,4 +140,6 @@ def describe_openai_agents(exc: BaseException) -> Cause:
         return Cause(_K.OUTPUT_INVALID, _E.VERIFICATION, "agents.ModelBehaviorError (output type)")
     if name == "ModelBehaviorError" and any(said in str(exc) for said in _CUT_OFF):
         return Cause(_K.INCOMPLETE, _E.DATA, "agents.ModelBehaviorError (the output limit)")
+    if name == "ModelBehaviorError" and _FILTERED in str(exc):  # the task, not a fluke
+        return Cause(_K.MALFORMED_TASK, _E.DATA, "agents.ModelBehaviorError (content filter)")
     return from_table(exc, OPENAI_AGENTS_ERRORS, "agents") or unmapped(exc, "agents")
