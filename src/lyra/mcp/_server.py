@@ -216,7 +216,8 @@ def delegate_tool(
         budget: BudgetLimits = None,
     ) -> Annotated[CallToolResult, TaskReport]:
         key = f"call-{secrets.token_hex(8)}"  # how the progress finds the attempt
-        with calls.call() as call:
+        result = None
+        with calls.call():
             async with anyio.create_task_group() as progress:
                 progress.start_soon(
                     lambda: report_progress(ctx, key, total=timeout, every=progress_every)
@@ -229,7 +230,7 @@ def delegate_tool(
                 finally:
                     progress.cancel_scope.cancel()
                     release(key)
-        if call.cancelled_caught:
+        if result is None:  # the stop came first (one after the child finished loses nothing)
             raise ToolError(_STOPPED)
         return CallToolResult(
             content=[TextContent(type="text", text=result.report)],
