@@ -107,7 +107,7 @@ class DelegationExecutor(AgentExecutor):
         """Start the task (or resume it with the answer) and report until it ends or asks."""
         task_id, text = str(context.task_id), context.get_user_input()
         if context.message is None:  # the SDK calls it for a message, never without
-            raise InvalidParamsError("a task starts with a message")
+            raise _refusal(InvalidParamsError("a task starts with a message"))
         if context.current_task is None:
             # (not new_task_from_user_message: it raises on an empty text part, where an
             # empty prompt is a task rejected as invalid_task, as over MCP)
@@ -216,9 +216,12 @@ class DelegationExecutor(AgentExecutor):
         waits = asked and (task is None or task.waiting)
         if not waits:
             state = "still working" if task is not None else "over"
-            raise UnsupportedOperationError(
-                message=f"task {task_id} is {state}: a message continues a task only while "
-                "it waits for one (input-required, auth-required); send a new task instead"
+            raise _refusal(
+                UnsupportedOperationError(
+                    message=f"task {task_id} is {state}: a message continues a task only "
+                    "while it waits for one (input-required, auth-required); send a new task "
+                    "instead"
+                )
             )
 
     async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
@@ -321,7 +324,16 @@ class RefusalsUnlogged(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, UnsupportedOperationError | InvalidParamsError)
+        return not getattr(error, _REFUSAL, False)  # (the SDK's own errors are logged)
+
+
+_REFUSAL = "lyra_refusal"
+
+
+def _refusal(error: Exception) -> Exception:
+    """``error``, marked as one of this executor's deliberate refusals."""
+    setattr(error, _REFUSAL, True)
+    return error
 
 
 def quiet_refusals() -> None:
