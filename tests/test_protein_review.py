@@ -434,3 +434,31 @@ def test_a_gene_name_is_refused_naming_the_bundled_entry_of_that_gene() -> None:
         f"{raw['organism']['scientificName']}) in the bundled data: a gene name is no "
         "accession"
     ) in failed.error
+
+
+@pytest.mark.parametrize(
+    ("note", "name", "holds"),
+    [
+        ("O-linked (Xyl...) serine; in L-APP isoforms", "L-APP752", True),
+        ("O-linked (Xyl...) serine; in L-APP isoforms", "APP770", False),
+        ("Phosphoserine; in isoform APP695 and isoform APP751", "APP751", True),
+        ("Phosphoserine; in isoform APP695 and isoform APP751", "APP770", False),
+        ("Phosphoserine; in isoforms 2, 3 and 4", "3", True),
+        ("Phosphoserine; in isoforms 2, 3 and 4", "5", False),
+        ("Phosphoserine; in isoform 2; alternate", "2", True),
+        ("Phosphoserine; in isoform 2", "12", False),
+        ("Phosphoserine; in all isoforms", "2", True),
+        ("Phosphoserine; in some isoforms", "2", None),
+        ("Phosphoserine", "2", None),
+    ],
+)
+def test_a_site_given_to_named_isoforms_is_read_for_each_name(
+    note: str, name: str, holds: bool | None
+) -> None:
+    """UniProt names the isoforms a site holds for as a family ("in L-APP isoforms"), one
+    name, or a list ("in isoform APP695 and isoform APP751", "in isoforms 2, 3 and 4"):
+    every name of a list counts (only the first did, so APP751 lost its site), "all
+    isoforms" holds for each, and "some isoforms" says nothing of a given one."""
+    from lyra.proteins._features import holds_for
+
+    assert holds_for({"description": note}, name) is holds

@@ -340,17 +340,27 @@ def carried_to_isoform(
     return carried, shared
 
 
-_NAMED_ISOFORMS = re.compile(r"\bin ([A-Za-z0-9][\w-]*) isoforms?\b|\bin isoform ([\w-]+)")
+_NAMED_ISOFORMS = re.compile(r"\bin (isoforms? [^;.()]+?|[A-Za-z0-9][\w-]* isoforms)(?=[;.()]|$)")
 """How a UniProt feature note gives it to named isoforms only: ``in L-APP isoforms`` (a
-family of names), ``in isoform 2`` (one name)."""
+family of names), ``in isoform 2``, ``in isoform APP695 and isoform APP751``,
+``in isoforms 2, 3 and 4`` (names); also ``in all isoforms``, ``in some isoforms``."""
+_NAME_BREAKS = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+_UNSAID = frozenset({"some", "several", "many", "most", "other", "certain"})
 
 
 def holds_for(feature: Mapping[str, Any], isoform_name: str | None) -> bool | None:
     """Whether a feature UniProt gives to named isoforms only holds for the sequence
-    UniProt names ``isoform_name`` (``L-APP752`` is an ``L-APP`` isoform, ``APP770`` not);
-    ``None`` when the feature names no isoform, or the sequence's name is not known."""
+    UniProt names ``isoform_name`` (``L-APP752`` is an ``L-APP`` isoform, ``APP770`` not;
+    ``APP751`` is one of "isoform APP695 and isoform APP751"); ``None`` when the feature
+    names no isoform, says only "some isoforms", or the sequence's name is not known."""
     found = _NAMED_ISOFORMS.search(str(feature.get("description") or ""))
     if found is None or not isoform_name:
         return None
-    family, one = found.groups()
-    return isoform_name == one if one is not None else isoform_name.startswith(family)
+    said = found.group(1).strip()
+    first, _, rest = said.partition(" ")
+    if first not in ("isoform", "isoforms"):  # a family: "L-APP isoforms", "all isoforms"
+        if first.lower() in _UNSAID:
+            return None
+        return True if first.lower() == "all" else isoform_name.startswith(first)
+    names = {name.removeprefix("isoform ").strip() for name in _NAME_BREAKS.split(rest)}
+    return isoform_name in names
