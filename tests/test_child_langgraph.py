@@ -42,6 +42,7 @@ from lyra import (
 )
 from lyra.children.langgraph import LangGraphChild, child_context
 from lyra.delegation._foreign import Kind, describe
+from lyra.errors import IncompleteOutput, TaskRejected
 from lyra.recovery import record_waits, recover
 
 pytestmark = pytest.mark.anyio
@@ -579,3 +580,32 @@ def test_streamed_tokens_are_heartbeats() -> None:
     hooks = LyraCallbacks(Meter(Ctx(), PriceList(), child="LangGraphChild"))  # type: ignore[arg-type]
     anyio.run(lambda: hooks.on_llm_new_token("tok", chunk=None, run_id=None))  # type: ignore[arg-type]
     assert beats == [1]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "raised"),
+    [
+        ({"finish_reason": "content_filter"}, TaskRejected),
+        ({"stop_reason": "refusal"}, TaskRejected),
+        ({"finish_reason": "SAFETY"}, TaskRejected),
+        ({"finish_reason": "length"}, IncompleteOutput),
+        ({"stop_reason": "max_tokens"}, IncompleteOutput),
+        ({"finish_reason": "stop"}, None),
+    ],
+)
+def test_an_answer_the_provider_withheld_is_a_refusal_never_a_success(
+    metadata: dict[str, str], raised: type[Exception] | None
+) -> None:
+    """The graph's last answer says in its response_metadata that the provider withheld
+    it (a content filter, a refusal, a safety block): the task was refused (invalid_task),
+    never a success with the filtered text; cut off at the output limit it is partial."""
+    from langchain_core.messages import AIMessage
+
+    from lyra.children.langgraph import _answer
+
+    state = {"messages": [AIMessage("Sure, here is how", response_metadata=metadata)]}
+    if raised is None:
+        assert _answer(state) == "Sure, here is how"
+        return
+    with pytest.raises(raised):
+        _answer(state)

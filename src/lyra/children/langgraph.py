@@ -99,7 +99,7 @@ from lyra.children._framework import (
 from lyra.children._meter import Meter
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import ConfigurationError, IncompleteOutput
+from lyra.errors import ConfigurationError, IncompleteOutput, TaskRejected
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -420,7 +420,10 @@ def _answer(state: Any) -> Any:
     message = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     if message is None:
         raise IncompleteOutput("The graph ended without an answer (no AI message)")
-    if _cut_off(message):
+    refused = _said(message, _REFUSED)
+    if refused is not None:
+        raise TaskRejected(f"The model refused the request ({refused})")
+    if _said(message, _CUT_OFF) is not None:
         raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
     text = str(message.text)
     if text == _OUT_OF_STEPS:  # the prebuilt agent ran out of remaining_steps
@@ -437,12 +440,31 @@ _CUT_OFF: dict[str, tuple[str, ...]] = {
 output limit cut the answer off."""
 
 
-def _cut_off(message: Any) -> bool:
-    """True when the answer stopped at the model's output limit (its text is cut off)."""
+_REFUSED: dict[str, tuple[str, ...]] = {
+    "stop_reason": ("refusal",),  # Anthropic's
+    "finish_reason": (  # OpenAI's (and Azure's) content filter; Gemini's blocks
+        "content_filter",
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+    ),
+}
+"""How they say that the provider withheld the answer (a refusal, a content filter)."""
+
+
+def _said(message: Any, reasons: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The stop reason of ``message``'s ``response_metadata`` among ``reasons``, if any
+    (``"finish_reason content_filter"``)."""
     meta = getattr(message, "response_metadata", None)
     if not isinstance(meta, Mapping):
-        return False
-    return any(meta.get(key) in said for key, said in _CUT_OFF.items())
+        return None
+    for key, said in reasons.items():
+        if meta.get(key) in said:
+            return f"{key} {meta[key]}"
+    return None
 
 
 def _asked(interrupts: Sequence[Any]) -> str:
