@@ -109,6 +109,11 @@ def test_a_refused_id_says_what_it_may_have_meant(
     assert status == 1
     [failed] = json.loads(out)["failed_analyses"]
     assert said in failed["error"]
+    # ... and the advice at the end says the same, never --source live for it
+    _, out, err = run_cli(["analyze", given, "--run-dir", str(tmp_path / "text")], capsys)
+    if given.endswith("-2"):
+        assert f"run P05067-2 instead of {given}" in out + err
+        assert "--source live: " not in out + err
 
 
 def test_the_note_on_a_protein_asked_for_by_several_names_names_each_once(

@@ -9,6 +9,7 @@ AlphaFold DB has no model for; otherwise the report's first suggested action.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from lyra.proteins._output import CompletedAnalysis, ProteinEntry
@@ -23,6 +24,7 @@ _NOT_BUNDLED = "try --source live"
 _MALFORMED = ("Invalid protein ID format", "Protein ID must be")
 _NO_MODEL = "AlphaFold DB has no model"
 _PDB = "No AlphaFold DB model: look for experimental structures in the PDB"
+_PRIMARY = re.compile(r"isoforms are named by the primary accession: (\S+), if that is")
 
 
 def _unreachable(health: ServiceHealth) -> str:
@@ -41,6 +43,9 @@ def _advice(entry: ProteinEntry, unreachable: ServiceHealth | None = None) -> st
     if unreachable is not None and entry.error_type == "connection":
         return _unreachable(unreachable)
     error = entry.error
+    meant = _PRIMARY.search(error)
+    if meant is not None:  # (an isoform of a bundled entry by another of its names)
+        return f"Isoforms are named by the primary accession: run {meant[1]} instead of {{ids}}"
     if error.startswith(_MALFORMED):  # the reason for each is in its own line above
         return "Fix the identifiers (each a UniProt accession, such as P04637 or P05067-2)"
     if _NOT_ACCESSION in error:
