@@ -141,3 +141,38 @@ async def test_waiting_for_a_detached_result_sends_progress(
     # as delegate_task's: the seconds since the attempt began, of its deadline
     assert {total for _, total, _ in seen} == {300}
     assert [progress for progress, _, _ in seen] == sorted({p for p, _, _ in seen})
+
+
+async def test_an_ended_attempts_keep_alives_never_pass_their_total(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A wait on a detached delegation whose attempt has ended (a durable question
+    waits; its time is up) keeps sending keep-alives, each larger than the last as the
+    protocol asks: past the attempt's deadline they go without a total, never a progress
+    above its total."""
+    from types import SimpleNamespace
+
+    from lyra.mcp import _progress
+
+    ended = SimpleNamespace(
+        timeout=1.0,
+        remaining=lambda: 0.0,
+        steps_done=1,
+        tool_executions=0,
+        current_tool=None,
+        last_progress=0.0,
+        completed_steps=["Fetched"],
+    )
+    monkeypatch.setattr(_progress, "attempt", lambda key: ended)
+    sent: list[tuple[float, float | None]] = []
+
+    class Client:
+        async def report_progress(self, progress: float, total: float | None, _: str) -> None:
+            sent.append((progress, total))
+
+    with anyio.move_on_after(0.1):
+        await _progress.report_progress(Client(), "d-1", total=None, every=0.001)  # type: ignore[arg-type]
+    assert len(sent) >= 3
+    assert sent[0] == (1.0, 1.0)
+    assert all(total is None or progress <= total for progress, total in sent)
+    assert [p for p, _ in sent] == sorted({p for p, _ in sent})

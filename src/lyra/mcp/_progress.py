@@ -67,7 +67,9 @@ async def report_progress(
         elapsed, deadline = anyio.current_time() - started, total
         if total is None and ctx is not None:  # the attempt's own clock
             elapsed, deadline = ctx.timeout - ctx.remaining(), ctx.timeout
-        progress = max(round(elapsed, 3), sent + 0.001)
+        progress = max(round(elapsed, 3), sent + 0.001)  # (it must only grow)
+        if deadline is not None and progress > deadline:  # an ended attempt's keep-alives,
+            deadline = None  # or a later one's shorter deadline: no total it would pass
         try:
             await mcp.report_progress(progress, deadline, _message(ctx))
         except Exception:  # noqa: BLE001 - the client is gone; the child goes on
