@@ -123,6 +123,7 @@ class Delegation:
         self._used = Usage()  # by the attempts that ended
         self._scope = anyio.CancelScope()
         self._ended = anyio.Event()
+        self._finished = False  # recover returned: a result to say, whatever comes now
 
     async def run(self) -> None:
         """Run the task to its result (or until :meth:`stop`); the happenings end after."""
@@ -137,6 +138,7 @@ class Delegation:
                         policy=self.policy,
                         answer=self.ask,
                     )
+                    self._finished = True
                     watching.cancel_scope.cancel()
                 self._say(Finished(outcome.result, outcome.usage))
         finally:
@@ -194,8 +196,9 @@ class Delegation:
 
     def halt(self) -> None:
         """The server stops: the child stops, and :class:`Halted` is said (the last word
-        of its happenings, where a stop by :meth:`stop` says nothing)."""
-        if not self._ended.is_set():
+        of its happenings, where a stop by :meth:`stop` says nothing); a child that
+        had finished keeps its result (said as it ends)."""
+        if not (self._ended.is_set() or self._finished):
             self._say(Halted(self.usage))
             self._scope.cancel()
 
