@@ -88,6 +88,16 @@ class Usage(BaseModel):
             tool_calls=self.tool_calls + other.tool_calls,
         )
 
+    def less(self, other: Usage) -> Usage:
+        """This usage without ``other``'s (a part of it), never below nothing."""
+        return Usage(
+            input_tokens=max(0, self.input_tokens - other.input_tokens),
+            output_tokens=max(0, self.output_tokens - other.output_tokens),
+            cost_usd=max(0.0, _dollars(self.cost_usd - other.cost_usd)),
+            turns=max(0, self.turns - other.turns),
+            tool_calls=max(0, self.tool_calls - other.tool_calls),
+        )
+
     def fields(self) -> dict[str, Any]:
         """Flat event fields (``tokens_used``, …)."""
         fields: dict[str, Any] = {

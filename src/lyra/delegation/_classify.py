@@ -172,14 +172,7 @@ def _spenders(total: Usage, spent_by: dict[str, Usage]) -> str:
     made and, beside them, the attempt itself (its own model calls and tools)."""
     if not spent_by:
         return ""
-    below = sum(spent_by.values(), Usage())
-    itself = Usage(
-        input_tokens=max(0, total.input_tokens - below.input_tokens),
-        output_tokens=max(0, total.output_tokens - below.output_tokens),
-        cost_usd=max(0.0, round(total.cost_usd - below.cost_usd, 12)),
-        turns=max(0, total.turns - below.turns),
-        tool_calls=max(0, total.tool_calls - below.tool_calls),
-    )
+    itself = total.less(sum(spent_by.values(), Usage()))
     spenders = {"the attempt itself": itself, **spent_by} if itself else spent_by
     ranked = sorted(spenders.items(), key=lambda item: (-item[1].tokens, -item[1].cost_usd))
     named = [f"{name} ({_spend(usage)})" for name, usage in ranked[:_NAMED_SPENDERS]]
@@ -190,15 +183,7 @@ def _spenders(total: Usage, spent_by: dict[str, Usage]) -> str:
 def _shared(total: Usage, account: Account | None) -> str:
     """When the budget that ran out is shared (sibling tasks, the parent, earlier
     attempts draw on it too): how much of it this attempt spent."""
-    if account is None:
-        return ""
-    used = account.usage
-    if (used.tokens, used.cost_usd, used.turns, used.tool_calls) == (
-        total.tokens,
-        total.cost_usd,
-        total.turns,
-        total.tool_calls,
-    ):
+    if account is None or account.usage == total:
         return ""
     mine = _spend(total) if total else "nothing"
     return (
