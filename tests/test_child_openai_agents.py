@@ -502,6 +502,32 @@ async def test_parallel_agent_tools_never_overshoot_a_turn_budget(client_for: An
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
 
 
+@APIS
+async def test_answers_cut_off_by_the_sdk_are_charged_and_a_token_budget_holds(
+    client_for: Any, api: str
+) -> None:
+    """An answer cut off at its output limit with no text (and, over the Responses API,
+    any answer cut off) ends in the SDK's ModelBehaviorError before any hook sees its
+    usage: lyra charges its estimate (the input as held, the output limit written), so
+    the recovery loop's continuations stop at the token budget where they went on
+    unmetered (3,640 tokens billed under max_tokens=2000, usage 0)."""
+    settings = ModelSettings(max_tokens=400)
+    cut = truncated(output_tokens=400) if api == "chat" else truncated("The pro", output_tokens=400)
+    with OpenAIAPI([cut] * 8) as server, record_waits():
+        agent = agent_for(client_for(server), api=api, model_settings=settings)
+        outcome = await recover(
+            "How long is P04637?",
+            child=OpenAIAgentsChild(agent),
+            policy=RecoveryPolicy(max_retries=7),
+            limits=Limits(timeout=5, budget=Budget(max_tokens=2000)),
+        )
+    billed = len(server.requests) * (10 + 400)  # what the fake server said each one used
+    assert 1 < len(server.requests) < 8
+    assert billed <= 2000
+    assert billed <= outcome.usage.tokens <= 2000
+    assert outcome.result.failure.error_type == "budget", outcome.result.report
+
+
 # -- recovery ----------------------------------------------------------------------------
 
 

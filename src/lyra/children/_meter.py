@@ -93,6 +93,15 @@ class Tokens(NamedTuple):
         )
 
 
+def worst_case(text_bytes: int, output: int | None) -> Tokens:
+    """The most a request may use, estimated before it is sent: its input from the
+    ``text_bytes`` it carries (one token per :data:`BYTES_PER_TOKEN` bytes, plus
+    :data:`REQUEST_OVERHEAD`) and its output limit (``output``, else
+    :data:`DEFAULT_OUTPUT`)."""
+    inputs = -(-text_bytes // BYTES_PER_TOKEN) + REQUEST_OVERHEAD
+    return Tokens(inputs, output if output is not None and output > 0 else DEFAULT_OUTPUT)
+
+
 class Meter:
     """lyra's accounting of one run of a model-backed child (one per attempt).
 
@@ -164,10 +173,9 @@ class Meter:
     ) -> int | None:
         """Hold the worst case of the request ``key`` names against a token budget, so
         that requests in flight together never take the tree past ``max_tokens``: its
-        input, estimated from the ``text_bytes`` it sends (one token per
-        :data:`BYTES_PER_TOKEN` bytes, plus :data:`REQUEST_OVERHEAD`), and its output
-        limit (``output``, else :data:`DEFAULT_OUTPUT`). Waits while requests in flight
-        hold the room it needs (not idle time).
+        input estimated from the ``text_bytes`` it sends, and its output limit
+        (:func:`worst_case`). Waits while requests in flight hold the room it needs
+        (not idle time).
 
         With ``capped`` (the framework lets lyra set the request's ``max_tokens``), the
         request may go with less than its output limit: the output it may write is
@@ -177,9 +185,8 @@ class Meter:
         without a token budget. :meth:`settled` gives the tokens back."""
         if not self.token_limited:
             return None
-        inputs = -(-text_bytes // BYTES_PER_TOKEN) + REQUEST_OVERHEAD
+        inputs, wanted, _, _ = worst_case(text_bytes, output)
         known = output is not None and output > 0
-        wanted = output if known and output is not None else DEFAULT_OUTPUT
         least = inputs + 1 if capped or not known else inputs + wanted
         held = await self.ctx.reserve_tokens(inputs + wanted, least)
         self._held.setdefault(key, []).append(held)
@@ -205,6 +212,14 @@ class Meter:
                 del holding[key]
         for tokens in held:
             self.ctx.release_tokens(tokens)
+
+    def dropped(self, key: object, tokens: Tokens, model: str | None) -> None:
+        """The request ``key`` names was answered, but the framework raised on the answer
+        and kept no usage of it (an answer cut off at its output limit): what it held is
+        given back and ``tokens``, its estimate (:func:`worst_case`), charged in place
+        of the usage, so that a budget still counts it."""
+        self.settled(key)
+        self._charge(*tokens, model, None)
 
     def response(
         self, tokens: Tokens | None, model: str | None, *, cost: float | None = None

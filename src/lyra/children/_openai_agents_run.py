@@ -38,6 +38,7 @@ from typing import Any, Literal
 from agents import (
     Agent,
     ItemHelpers,
+    ModelSettings,
     RunConfig,
     RunContextWrapper,
     RunHooks,
@@ -50,7 +51,7 @@ from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
 from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text, tool_done
-from lyra.children._meter import Meter, text_bytes
+from lyra.children._meter import Meter, text_bytes, worst_case
 from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
@@ -67,9 +68,12 @@ class Tap:
         tool_errors: ToolErrors,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
+        settings: ModelSettings | None = None,
         show_limits: bool = False,
     ) -> None:
         self.meter = meter
+        self.settings = settings
+        """The RunConfig's model settings (over every agent's own)."""
         self.show_limits = show_limits
         self.ctx = meter.ctx
         self.tool_errors = tool_errors
@@ -89,6 +93,9 @@ class Tap:
         self.last_input: list[Any] = []
         self.last_response: ModelResponse | None = None
         """The answer to ``last_input`` (turned into input items only when needed)."""
+        self.asked: dict[int, tuple[ModelInputData, int | None, str | None]] = {}
+        """Requests sent and not answered, by agent: what each sent, its output limit
+        and its model."""
 
     # -- the seams ---------------------------------------------------------------------
 
@@ -103,10 +110,9 @@ class Tap:
         meter = self.meter
         await meter.before_request(self.model, provider="openai")
         model_data = data.model_data
+        limit = output_limit(data.agent, self.settings)
         if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
-            sent = json.dumps([model_data.input, model_data.instructions], default=str)
-            limit = data.agent.model_settings.max_tokens
-            await meter.reserve(id(data.agent), text_bytes=text_bytes(sent), output=limit)
+            await meter.reserve(id(data.agent), text_bytes=sent_bytes(model_data), output=limit)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered
@@ -116,6 +122,7 @@ class Tap:
             model_data = dataclasses.replace(
                 model_data, instructions=f"{given}\n\n{told}" if given else told
             )
+        self.asked[id(data.agent)] = (model_data, limit, self.model)
         return model_data
 
     async def format_tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
@@ -133,6 +140,7 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
+        self.asked.pop(id(agent), None)
         self.meter.settled(id(agent))  # what the request held, given back before its usage
         self.meter.answered()
         usage = response.usage
@@ -175,6 +183,15 @@ class Tap:
         return None
 
     # -- usage -------------------------------------------------------------------------
+
+    def dropped(self) -> None:
+        """The SDK raised on the answer to the request sent last, keeping no usage of it
+        (an answer cut off at its output limit): its estimate is charged instead -- the
+        input it sent and the whole output limit, which it reached."""
+        if not self.asked:
+            return
+        key, (sent, limit, model) = self.asked.popitem()
+        self.meter.dropped(key, worst_case(sent_bytes(sent), limit), model)
 
     def settle(self, model: str | None = None) -> None:
         """Charge the usage the SDK counted since the last charge (nothing twice), at the
@@ -293,6 +310,17 @@ def run_config(tap: Tap, user: RunConfig | None) -> RunConfig | dict[str, Any]:
     if user is None:
         return seams
     return dataclasses.replace(user, **seams)
+
+
+def output_limit(agent: Agent[Any], settings: ModelSettings | None) -> int | None:
+    """The ``max_tokens`` an agent's requests go with: its own, or the RunConfig's."""
+    own = agent.model_settings
+    return (own.resolve(settings) if settings is not None else own).max_tokens
+
+
+def sent_bytes(model_data: ModelInputData) -> int:
+    """The size of what a model request carries (its input and instructions, as JSON)."""
+    return text_bytes(json.dumps([model_data.input, model_data.instructions], default=str))
 
 
 def model_name(model: Any) -> str | None:

@@ -182,6 +182,7 @@ class OpenAIAgentsChild:
             tool_errors=self.tool_errors,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,
+            settings=config.model_settings if config is not None else None,
             show_limits=self.show_limits,
         )
         agent = sdk.with_ask_tool(self.agent, ctx) if self.ask_tool else self.agent
@@ -200,6 +201,9 @@ class OpenAIAgentsChild:
                 )
             )
         except Exception as exc:
+            if _cut_off_unread(exc):
+                with suppress(BudgetExhausted):  # recorded; the attempt is ending anyway
+                    tap.dropped()
             self._keep(tap, ctx, start, getattr(exc, "run_data", None))
             cause = tap.tool_raised(exc)
             if cause is not None:  # the tool's own exception, not the SDK's wrapper
@@ -213,7 +217,7 @@ class OpenAIAgentsChild:
             self._keep(tap, ctx, start)
             raise
         tap.settle()  # usage of a nested agent-tool run no hook has seen yet
-        if _cut_off(result, config):
+        if _cut_off(result, sdk.output_limit(result.last_agent, tap.settings)):
             self._keep(tap, ctx, start, result)
             raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
         ctx.state.pop(STATE_KEY, None)
@@ -247,10 +251,21 @@ class OpenAIAgentsChild:
             ctx.state[STATE_KEY] = {"history": history}
 
 
-def _cut_off(result: Any, config: RunConfig | None) -> bool:
+def _cut_off_unread(exc: Exception) -> bool:
+    """True for the SDK's error on an answer cut off at its output limit, raised before
+    any hook saw the answer's usage: any cut-off answer of the Responses API, one of
+    Chat Completions with no text (``lyra.delegation._foreign._openai_agents`` reads
+    the same words to call it partial)."""
+    said = str(exc)
+    return type(exc).__name__ == "ModelBehaviorError" and (
+        "reason='max_output_tokens'" in said or "finish_reason='length'" in said
+    )
+
+
+def _cut_off(result: Any, limit: int | None) -> bool:
     """True when the run's last response ended in a message the model did not finish:
     ``status="incomplete"`` (the Responses API), or as many output tokens as its
-    ``max_tokens`` allowed (over Chat Completions the SDK keeps no
+    ``max_tokens`` (``limit``) allowed (over Chat Completions the SDK keeps no
     ``finish_reason='length'`` for an answer with text: the count is what tells)."""
     responses = getattr(result, "raw_responses", None) or ()
     if not responses:
@@ -261,10 +276,6 @@ def _cut_off(result: Any, config: RunConfig | None) -> bool:
         for item in last.output
     ):
         return True
-    settings = result.last_agent.model_settings
-    if config is not None and config.model_settings is not None:
-        settings = settings.resolve(config.model_settings)
-    limit = settings.max_tokens
     return limit is not None and last.usage.output_tokens >= limit
 
 
