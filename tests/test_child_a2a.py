@@ -555,3 +555,10 @@ def test_a_run_imports_nothing_the_child_did_not_load_when_built(
         [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.stdout == "True []\n", done.stderr
+
+
+def test_a_report_names_the_remote_by_its_address_without_its_secrets() -> None:
+    """<child> and <fallback> name an A2AChild by its address; credentials, a query
+    (a token in the URL) and a fragment never reach a report."""
+    child = A2AChild("https://user:s3cret@agents.example:8443/a2a/?token=abc#x")
+    assert child.name == "A2AChild(https://agents.example:8443/a2a/)"

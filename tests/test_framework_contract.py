@@ -210,6 +210,28 @@ async def test_an_answer_cut_off_at_the_output_limit_is_partial_never_a_success(
     assert (failure.category, failure.suggested_retry) == ("partial", True), failure.evidence
 
 
+@EACH
+async def test_a_fallback_report_names_each_child_by_what_it_wraps(framework: Framework) -> None:
+    """A provider's refusal (401) moves to the fallback, and <child> and <fallback> name
+    each child by its class and what it wraps (its agent, model, graph or address):
+    two children of one framework in a chain are told apart (both read
+    "PydanticAIChild", whatever their models)."""
+    with (
+        framework.agent(Script(Fail(401))) as primary,
+        framework.agent(Script(Answer("Fixed by #7"))) as backup,
+    ):
+        outcome = await recover(
+            "Triage issue 42",
+            child=primary.child,
+            fallbacks=[backup.child],
+            limits=Limits(timeout=30),
+        )
+    parsed = parse_report(outcome.report)
+    assert (parsed.status, parsed.child) == ("completed", backup.child.name), outcome.report
+    assert parsed.fallbacks[0].startswith(f"{primary.child.name}: auth"), parsed.fallbacks
+    assert re.fullmatch(rf"{type(primary.child).__name__}\(.+\)", primary.child.name)
+
+
 # -- the tree's limits hold inside the run ---------------------------------------------------
 
 

@@ -498,7 +498,11 @@ def _anthropic_status_error(status: int) -> BaseException:
     request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
     headers = {"retry-after": "7"} if status == 429 else {}
     response = httpx2.Response(status, headers=headers, request=request)
-    kinds = {400: anthropic.BadRequestError, 429: anthropic.RateLimitError}
+    kinds = {
+        400: anthropic.BadRequestError,
+        401: anthropic.AuthenticationError,
+        429: anthropic.RateLimitError,
+    }
     kind = kinds.get(status, anthropic.InternalServerError)
     return kind(f"HTTP {status}", response=response, body=None)
 

@@ -50,6 +50,26 @@ def check_wraps(
     raise TypeError(f"{child} wraps {what}; got {got}{remedy or hint}")
 
 
+def labelled(child: str, *parts: object) -> str:
+    """A framework child as a report names it (``<child>``, ``<fallback>``): its class
+    with what it has of its agent's name and its model, ``PydanticAIChild(researcher,
+    openai:gpt-4o)``, so that two children of one framework can be told apart."""
+    said = [part for part in parts if isinstance(part, str) and part]
+    return f"{child}({', '.join(said)})" if said else child
+
+
+def model_named(model: object) -> str | None:
+    """The name of a framework's model: a string as it is, else the model object's
+    ``model_name`` or ``model`` (pydantic-ai's, the OpenAI Agents SDK's, ADK's)."""
+    if isinstance(model, str):
+        return model
+    for attribute in ("model_name", "model"):
+        name = getattr(model, attribute, None)
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def warm(make: Callable[[], object]) -> None:
     """Build what a framework would otherwise build (and import) at its first run --
     a model named by a string, its provider's SDK and HTTP stack -- now, when the

@@ -50,7 +50,13 @@ from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterA
 from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
 
-from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text, tool_done
+from lyra.children._framework import (
+    ASK_DESCRIPTION,
+    ASK_TOOL,
+    limits_text,
+    model_named,
+    tool_done,
+)
 from lyra.children._meter import Meter, text_bytes, worst_case
 from lyra.delegation import ChildContext
 
@@ -104,7 +110,7 @@ class Tap:
         self.settle()
         if data.agent is self.agent:  # not a nested agent-tool run
             self.last_input, self.last_response = list(data.model_data.input), None
-        self.model = model_name(data.agent.model)
+        self.model = model_named(data.agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
         meter = self.meter
@@ -145,8 +151,8 @@ class Tap:
         self.meter.answered()
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens or usage.total_tokens):
-            self.meter.unreported(model_name(agent.model))  # (a budget it cannot keep stops)
-        self.settle(model_name(agent.model))
+            self.meter.unreported(model_named(agent.model))  # (a budget it cannot keep stops)
+        self.settle(model_named(agent.model))
         if agent is self.agent:
             self.last_response = response
 
@@ -321,14 +327,6 @@ def output_limit(agent: Agent[Any], settings: ModelSettings | None) -> int | Non
 def sent_bytes(model_data: ModelInputData) -> int:
     """The size of what a model request carries (its input and instructions, as JSON)."""
     return text_bytes(json.dumps([model_data.input, model_data.instructions], default=str))
-
-
-def model_name(model: Any) -> str | None:
-    """The model name of an agent's ``model`` (a name, or a Model instance)."""
-    if isinstance(model, str):
-        return model
-    name = getattr(model, "model", None)
-    return name if isinstance(name, str) else None
 
 
 def paired(items: list[Any]) -> list[Any]:

@@ -54,10 +54,10 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from lyra.children._a2a_wire import USAGE_EXTENSION, usage_metadata
-from lyra.children._framework import check_options, framework
+from lyra.children._framework import check_options, framework, labelled
 from lyra.delegation import ChildContext
 
 __all__ = ["EXTRA", "USAGE_EXTENSION", "A2AChild", "usage_metadata"]
@@ -87,9 +87,21 @@ class A2AChild:
         self.url = url
         self._remote = Remote(url, dict(headers or {}))
 
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its address, without credentials or query)."""
+        return labelled("A2AChild", _address(self.url))
+
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Send ``prompt`` to the remote agent and follow its task to the end."""
         return await self._remote.run(prompt, ctx)
 
     def __repr__(self) -> str:
         return f"A2AChild({self.url!r})"
+
+
+def _address(url: str) -> str:
+    """``url`` as a report may show it: no user, password, query or fragment."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -106,7 +106,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from lyra.children._framework import check_prices, check_wraps, contained, framework
+from lyra.children._framework import check_prices, check_wraps, contained, framework, labelled
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 
@@ -164,6 +164,11 @@ class ClaudeAgentChild:
         self.prices = prices
         self.ask_tool = ask_tool
         self.show_limits = show_limits
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its model)."""
+        return labelled("ClaudeAgentChild", self.options.model)
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` in a Claude Code CLI process of its own."""

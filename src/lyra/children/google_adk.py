@@ -78,7 +78,14 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from lyra.children._framework import check_options, check_prices, check_wraps, framework
+from lyra.children._framework import (
+    check_options,
+    check_prices,
+    check_wraps,
+    framework,
+    labelled,
+    model_named,
+)
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import ChildContext
 
@@ -164,6 +171,12 @@ class GoogleADKChild:
         self._run = adk.Run(agent, plugins=plugins, app_name=app_name)
         """ADK's runner over the agent, with lyra's plugin (made once)."""
         adk.warm()
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its agent's (or App's) name and model)."""
+        model = getattr(getattr(self.agent, "root_agent", self.agent), "model", None)
+        return labelled("GoogleADKChild", self.agent.name, model_named(model))
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent once on ``prompt`` under ``ctx``'s limits; its result as text."""

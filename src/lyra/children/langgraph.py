@@ -93,6 +93,7 @@ from lyra.children._framework import (
     check_wraps,
     contained,
     framework,
+    labelled,
     limits_text,
     output_text,
 )
@@ -182,6 +183,11 @@ class LangGraphChild:
 
         self.checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
         """True when the graph keeps its state in a checkpointer (a thread to resume)."""
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its graph's name)."""
+        return labelled("LangGraphChild", getattr(self.graph, "name", None))
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the graph once under ``ctx``'s limits and return its result text."""

@@ -80,6 +80,8 @@ from lyra.children._framework import (
     check_wraps,
     contained,
     framework,
+    labelled,
+    model_named,
     output_text,
     warm,
 )
@@ -169,6 +171,11 @@ class OpenAIAgentsChild:
         self.prices = prices
         self.tool_errors: ToolErrors = tool_errors
         self._price = PriceList(prices)
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its agent's name and model)."""
+        return labelled("OpenAIAgentsChild", self.agent.name, model_named(self.agent.model))
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` (or continue its saved conversation) under ``ctx``."""

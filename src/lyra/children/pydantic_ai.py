@@ -78,7 +78,9 @@ from lyra.children._framework import (
     check_wraps,
     contained,
     framework,
+    labelled,
     limits_text,
+    model_named,
     output_text,
     warm,
 )
@@ -197,6 +199,15 @@ class PydanticAIChild:
         # pydantic-ai's; without it (a later release), the test of it fails.
         self._abandoning: Callable[[], AbstractContextManager[None]] = getattr(
             self._pai._utils, "abandon_threads_on_cancel", nullcontext
+        )
+
+    @property
+    def name(self) -> str:
+        """The child as a report names it (its agent's name and model)."""
+        return labelled(
+            "PydanticAIChild",
+            self.agent.name,
+            model_named(self.options["model"] or getattr(self.agent, "model", None)),
         )
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
