@@ -381,7 +381,8 @@ async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
     client_for: Any,
 ) -> None:
     """A request whose worst case (its estimated input and a token to answer) the budget
-    has no room for is never sent: the child ends before it, out of budget."""
+    has no room for is never sent: the child ends before it, out of budget, and its
+    turn is not counted (turns counts the requests sent)."""
     ran: list[str] = []
 
     def lookup(protein_id: str) -> str:
@@ -401,3 +402,5 @@ async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
     assert result.failure is not None
     assert "max_tokens=1000 reached: 605 tokens used" in result.failure.evidence
     assert "the next request's worst case" in result.failure.evidence
+    assert result.usage.turns == 1
+    assert parse_report(result.report).turns == 1

@@ -114,6 +114,7 @@ class Meter:
         "_cost_charged",
         "_figures",
         "_held",
+        "_unsent",
         "child",
         "cost_limited",
         "ctx",
@@ -136,6 +137,7 @@ class Meter:
         self._cost_charged = 0.0
         self._figures: tuple[Any, ...] = (0, 0, 0, 0, None)
         self._held: dict[object, list[int]] = {}
+        self._unsent = False  # a turn taken ahead for a request not yet sent
         self.provider: str | None = None
         """The provider of the last request (``"anthropic"``, ``"openai"``, …)."""
 
@@ -165,8 +167,10 @@ class Meter:
             self.provider = ctx.provider = provider
             if ctx.tree.cooldown_left(provider) > 0:
                 await ctx.cooled(provider)
+        self._unsent = False
         if turn:
             ctx.take_turn()
+            self._unsent = True
 
     async def reserve(
         self, key: object, *, text_bytes: int, output: int | None, capped: bool = False
@@ -182,13 +186,21 @@ class Meter:
         returned, to cap it with. Otherwise it waits until its whole output limit fits
         -- except when that limit is not known, where it goes with what is left and
         can pass the budget by its output beyond that (README, "Budgets"). ``None``
-        without a token budget. :meth:`settled` gives the tokens back."""
+        without a token budget. :meth:`settled` gives the tokens back. A request it
+        refuses, or that the attempt ends while it waits, was never sent: the turn
+        :meth:`before_request` charged for it is given back."""
         if not self.token_limited:
             return None
         inputs, wanted, _, _ = worst_case(text_bytes, output)
         known = output is not None and output > 0
         least = inputs + 1 if capped or not known else inputs + wanted
-        held = await self.ctx.reserve_tokens(inputs + wanted, least)
+        unsent, self._unsent = self._unsent, False
+        try:
+            held = await self.ctx.reserve_tokens(inputs + wanted, least)
+        except BaseException:  # never sent: refused, or the attempt ended as it waited
+            if unsent:
+                self.ctx.give_back_turn()
+            raise
         self._held.setdefault(key, []).append(held)
         return held - inputs
 

@@ -263,6 +263,12 @@ class Account:
                 return None
         return self.charge(turns=1, ahead=True)
 
+    def give_back_turn(self) -> None:
+        """The turn :meth:`take_turn` charged for a request that was never sent."""
+        with self._lock:
+            for account in self._chain:
+                account.turns = max(0, account.turns - 1)
+
     def _add(
         self,
         input_tokens: int,

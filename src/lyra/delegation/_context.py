@@ -494,6 +494,13 @@ class ChildContext:
         ahead=True)``): a spent budget refuses it (:class:`~lyra.errors.BudgetExhausted`)."""
         self._after_charge((self._meter or self._metered()).take_turn())
 
+    def give_back_turn(self) -> None:
+        """The request :meth:`take_turn` charged was never sent (the token budget had no
+        room for it, or the attempt ended while it waited): its turn is given back, so
+        ``turns`` counts the requests sent."""
+        if self._meter is not None:
+            self._meter.give_back_turn()
+
     def _after_charge(self, over: Account | None) -> None:
         """A charge was made: progress, and the end of the attempt when ``over`` (the
         account it found out of budget) is not ``None``."""
