@@ -528,6 +528,59 @@ async def test_answers_cut_off_by_the_sdk_are_charged_and_a_token_budget_holds(
     assert outcome.result.failure.error_type == "budget", outcome.result.report
 
 
+async def test_an_agent_run_as_a_tool_gives_back_what_its_requests_held(client_for: Any) -> None:
+    """No hook of lyra's sees a nested agent's answers: what its requests held against the
+    token budget is given back at its next request and when the agent tool ends. They
+    stayed held until the attempt ended, so a second call of the agent waited for its
+    own first reservation (3,000 + its input, under max_tokens=5000) until the deadline."""
+    script = [
+        tool_calls(call("researcher", {"input": "a"})),
+        message("a: 393 residues"),
+        tool_calls(call("researcher", {"input": "b"})),
+        message("b: 393 residues"),
+        message("both have 393 residues"),
+    ]
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        settings = ModelSettings(max_tokens=3000)
+        inner = agent_for(client, name="researcher", model_settings=settings)
+        outer = agent_for(client, inner.as_tool("researcher", "Researches a protein."))
+        result = await delegate(OpenAIAgentsChild(outer), budget=Budget(max_tokens=5000), timeout=3)
+    assert result.output == "both have 393 residues", result.report
+    assert len(server.requests) == 5
+
+
+async def test_a_nested_answer_cut_off_is_charged_as_the_request_that_asked_for_it(
+    client_for: Any,
+) -> None:
+    """A nested agent's answer cut off at its limit, raised through the agent tool
+    (failure_error_function=None), is charged as that request's estimate (its output
+    limit, 3,000), not as the last agent's to start asking (50)."""
+    script = [
+        tool_calls(call("writer", {"input": "x"})),
+        message("short"),
+        tool_calls(call("summariser", {"input": "y"})),
+        message("short"),
+        tool_calls(call("writer", {"input": "z"})),
+        truncated(output_tokens=3000),
+    ]
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        writer = agent_for(client, name="writer", model_settings=ModelSettings(max_tokens=3000))
+        summariser = agent_for(
+            client, name="summariser", model_settings=ModelSettings(max_tokens=50)
+        )
+        tools = [
+            writer.as_tool("writer", "Writes.", failure_error_function=None),
+            summariser.as_tool("summariser", "Summarises.", failure_error_function=None),
+        ]
+        result = await delegate(
+            OpenAIAgentsChild(agent_for(client, *tools)), budget=Budget(max_tokens=100_000)
+        )
+    assert result.failure.category == "partial", result.report
+    assert 3000 < result.usage.output_tokens < 3100  # (5 answers of 5 tokens, and the estimate)
+
+
 # -- recovery ----------------------------------------------------------------------------
 
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agents import (
     Agent,
@@ -61,6 +62,19 @@ from lyra.children._meter import Meter, text_bytes, worst_case
 from lyra.delegation import ChildContext
 
 ToolErrors = Literal["model", "raise"]
+
+
+class Request(NamedTuple):
+    """A model request sent and not yet answered."""
+
+    agent: int
+    """The ``id`` of the agent that sent it."""
+    nested: bool
+    """Sent by an agent run as a tool: no hook of lyra's sees its answer."""
+    data: ModelInputData
+    limit: int | None
+    """Its output limit (``max_tokens``)."""
+    model: str | None
 
 
 class Tap:
@@ -99,26 +113,33 @@ class Tap:
         self.last_input: list[Any] = []
         self.last_response: ModelResponse | None = None
         """The answer to ``last_input`` (turned into input items only when needed)."""
-        self.asked: dict[int, tuple[ModelInputData, int | None, str | None]] = {}
-        """Requests sent and not answered, by agent: what each sent, its output limit
-        and its model."""
+        self.asked: dict[int, Request] = {}
+        """Requests sent and not answered, by number, oldest first (each holds its worst
+        case under a token budget, by the same number)."""
+        self._numbers = itertools.count()
 
     # -- the seams ---------------------------------------------------------------------
 
     async def before_model_call(self, data: CallModelData[Any]) -> ModelInputData:
         """``call_model_input_filter``: charge what is owed, then a turn ahead."""
         self.settle()
-        if data.agent is self.agent:  # not a nested agent-tool run
+        agent = data.agent
+        nested = agent is not self.agent  # a nested agent-tool run's
+        if nested:  # its run's last request was answered: a run asks one at a time
+            self.answered(lambda request: request.nested and request.agent == id(agent))
+        else:
             self.last_input, self.last_response = list(data.model_data.input), None
-        self.model = model_named(data.agent.model)
+        self.model = model_named(agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
         meter = self.meter
         await meter.before_request(self.model, provider="openai")
         model_data = data.model_data
-        limit = output_limit(data.agent, self.settings)
+        limit = output_limit(agent, self.settings)
+        number = next(self._numbers)
         if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
-            await meter.reserve(id(data.agent), text_bytes=sent_bytes(model_data), output=limit)
+            await meter.reserve(number, text_bytes=sent_bytes(model_data), output=limit)
+        self.asked[number] = Request(id(agent), nested, model_data, limit, self.model)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered
@@ -128,7 +149,6 @@ class Tap:
             model_data = dataclasses.replace(
                 model_data, instructions=f"{given}\n\n{told}" if given else told
             )
-        self.asked[id(data.agent)] = (model_data, limit, self.model)
         return model_data
 
     async def format_tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str | None:
@@ -146,8 +166,8 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
-        self.asked.pop(id(agent), None)
-        self.meter.settled(id(agent))  # what the request held, given back before its usage
+        # (what the request held is given back before its usage is charged)
+        self.answered(lambda request: request.agent == id(agent) and not request.nested, 1)
         self.meter.answered()
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens or usage.total_tokens):
@@ -163,6 +183,8 @@ class Tap:
     def tool_ended(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         call_id = _call_id(context, tool)
         self.running.pop(call_id, None)
+        if not self.running:  # no agent run as a tool is still asking
+            self.answered(lambda request: request.nested)
         error = self.tool_failures.pop(call_id, None)
         ctx = self.ctx
         tool_done(ctx, tool.name, error)
@@ -190,14 +212,23 @@ class Tap:
 
     # -- usage -------------------------------------------------------------------------
 
+    def answered(self, which: Callable[[Request], bool], most: int | None = None) -> None:
+        """The requests ``which`` picks (the oldest ``most`` of them) were answered: what
+        they held is given back."""
+        done = [number for number, request in self.asked.items() if which(request)]
+        for number in done[:most]:
+            del self.asked[number]
+            self.meter.settled(number)
+
     def dropped(self) -> None:
-        """The SDK raised on the answer to the request sent last, keeping no usage of it
-        (an answer cut off at its output limit): its estimate is charged instead -- the
-        input it sent and the whole output limit, which it reached."""
-        if not self.asked:
-            return
-        key, (sent, limit, model) = self.asked.popitem()
-        self.meter.dropped(key, worst_case(sent_bytes(sent), limit), model)
+        """The SDK raised on an answer cut off at its output limit, keeping no usage of
+        it: each request still unanswered (the one cut off; in flight beside it, requests
+        its error cancels) is charged its estimate instead -- the input it sent and the
+        whole output limit."""
+        for number, request in list(self.asked.items()):
+            del self.asked[number]
+            estimate = worst_case(sent_bytes(request.data), request.limit)
+            self.meter.dropped(number, estimate, request.model)
 
     def settle(self, model: str | None = None) -> None:
         """Charge the usage the SDK counted since the last charge (nothing twice), at the
