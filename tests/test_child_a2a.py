@@ -562,3 +562,8 @@ def test_a_report_names_the_remote_by_its_address_without_its_secrets() -> None:
     (a token in the URL) and a fragment never reach a report."""
     child = A2AChild("https://user:s3cret@agents.example:8443/a2a/?token=abc#x")
     assert child.name == "A2AChild(https://agents.example:8443/a2a/)"
+    for unescaped in (
+        "https://bob:pa/ss@agents.example/a2a",
+        "https://bob:pa#ss@agents.example/a2a",
+    ):
+        assert A2AChild(unescaped).name == "A2AChild(https://agents.example/a2a)"

@@ -217,7 +217,7 @@ async def test_a_fallback_report_names_each_child_by_what_it_wraps(framework: Fr
     two children of one framework in a chain are told apart (both read
     "PydanticAIChild", whatever their models)."""
     with (
-        framework.agent(Script(Fail(401))) as primary,
+        framework.agent(Script(Fail(401)), model="primary-model") as primary,
         framework.agent(Script(Answer("Fixed by #7"))) as backup,
     ):
         outcome = await recover(
@@ -230,6 +230,9 @@ async def test_a_fallback_report_names_each_child_by_what_it_wraps(framework: Fr
     assert (parsed.status, parsed.child) == ("completed", backup.child.name), outcome.report
     assert parsed.fallbacks[0].startswith(f"{primary.child.name}: auth"), parsed.fallbacks
     assert re.fullmatch(rf"{type(primary.child).__name__}\(.+\)", primary.child.name)
+    if framework.name != "langgraph":  # (a graph is named by its own name= alone)
+        assert "primary-model" in primary.child.name
+        assert "primary-model" not in backup.child.name
 
 
 # -- the tree's limits hold inside the run ---------------------------------------------------

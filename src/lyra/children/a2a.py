@@ -101,7 +101,8 @@ class A2AChild:
 
 
 def _address(url: str) -> str:
-    """``url`` as a report may show it: no user, password, query or fragment."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    """``url`` as a report may show it: no user, password, query or fragment (a password
+    that holds a ``/`` or ``#`` unescaped included: all up to the last ``@`` goes)."""
+    scheme, _, rest = url.partition("://")
+    parts = urlsplit(f"{scheme}://{rest.rpartition('@')[2]}")
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
