@@ -16,6 +16,7 @@ import pytest
 
 from lyra.cli import main
 from lyra.cli._analyze_command import STREAM_ABOVE
+from raw_proteins import RAW
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -597,6 +598,25 @@ def test_an_ids_file_may_be_a_list_a_line_or_a_uniprot_export(tmp_path: Path) ->
     row = tmp_path / "row.txt"  # a spreadsheet row pasted: every cell an accession
     row.write_text("P04637\tP69905\tQ8I3H7\n", encoding="utf-8")
     assert read_ids(str(row)) == ["P04637", "P69905", "Q8I3H7"]
+
+
+def test_an_ids_file_that_is_fasta_gives_the_accessions_its_headers_name(
+    tmp_path: Path,
+) -> None:
+    """A FASTA file (UniProt's download, or the bundle's own) gives one accession a
+    header; its sequence lines are never read as IDs (they were: 26 of 27 "proteins"
+    failed, a sequence line and the header's words among them)."""
+    from lyra.cli._request import read_ids
+
+    uniprot = tmp_path / "uniprotkb.fasta"
+    uniprot.write_text(
+        ">sp|P04637|P53_HUMAN Cellular tumor antigen p53 OS=Homo sapiens\nMEEPQSDPSV\n"
+        ">tr|Q8I3H7|Q8I3H7_PLAF7 Uncharacterized protein\nMKLLV\nGSTAA\n",
+        encoding="utf-8",
+    )
+    assert read_ids(str(uniprot)) == ["P04637", "Q8I3H7"]
+    bundled = read_ids(str(RAW / "P05067.fasta"))
+    assert bundled == ["P05067"]
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "accession\n"])

@@ -96,7 +96,8 @@ def register(commands: Any) -> None:
         help="more accessions, one or more a line (repeatable: each file's are added; - for "
         "stdin; spaces, tabs or commas "
         "between them; of a tab- or comma-separated table headed with an Entry column, as "
-        "UniProt exports, that column; blank lines, # comments and a header skipped, "
+        "UniProt exports, that column; of a FASTA file, the accession each header names; "
+        "blank lines, # comments and a header skipped, "
         "duplicates analysed once; a file that is not text or holds no accession is a "
         "usage error); a run of more than 100 proteins streams its results to results.jsonl",
     )

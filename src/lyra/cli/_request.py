@@ -123,10 +123,11 @@ def file_ids(args: argparse.Namespace) -> list[str]:
 
 def read_ids(path: str) -> list[str]:
     """Accessions from a file (``-``: stdin): one or more a line, separated by spaces,
-    tabs or commas. A table whose header (tab- or comma-separated) names its accession
-    column (``Entry``, as UniProt exports them) gives that column alone, each row read by
-    the header's delimiter; a first line that is only such a name is skipped. Blank
-    lines and ``#`` comments (whole lines, or after an accession) are skipped too.
+    tabs or commas; from a FASTA file, those its headers name. A table whose header (tab-
+    or comma-separated) names its accession column (``Entry``, as UniProt exports them)
+    gives that column alone, each row read by the header's delimiter; a first line that
+    is only such a name is skipped. Blank lines and ``#`` comments (whole lines, or after
+    an accession) are skipped too.
     Duplicates are kept here: the analysis runs each once. ConfigurationError (exit 2)
     for a file that is not text, or that holds no accession."""
     where = "standard input" if path == "-" else path
@@ -138,6 +139,10 @@ def read_ids(path: str) -> list[str]:
             f"{'not UTF-8' if bad.group() == chr(0xFFFD) else 'a control character'}); "
             "--ids-file reads UniProt accessions such as P04637, one or more a line"
         )
+    if text.lstrip().startswith(">"):
+        named = _fasta_ids(text)
+        _refuse_words(named, where)
+        return named
     ids: list[str] = []
     table: tuple[str, int] | None = None  # the header's delimiter and accession column
     headed = False  # the first line with a name has been read
@@ -156,6 +161,18 @@ def read_ids(path: str) -> list[str]:
         ids += names
     _refuse_words(ids, where)
     return ids
+
+
+def _fasta_ids(text: str) -> list[str]:
+    """The accessions of a FASTA file's headers, its sequences skipped: UniProt's
+    (``>sp|P05067|A4_HUMAN …``, ``>tr|…``) or a header's first word (``>P05067 …``)."""
+    ids: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(">"):
+            first = (line[1:].split() or [""])[0]
+            fields = first.split("|")
+            ids.append(fields[1] if len(fields) > 2 and fields[1] else first)
+    return [found for found in ids if found]
 
 
 def _names(text: str) -> list[str]:
