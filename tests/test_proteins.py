@@ -526,6 +526,9 @@ def test_a_question_names_accessions_as_written_in_either_case(
         ("P04637.2", "a sequence version: give the accession alone, P04637"),
         ("sp|P69905|HBA_HUMAN", "did you mean P69905?"),
         ("p05067-02", "did you mean P05067-2?"),  # (isoforms have no leading zeros)
+        ("P05067\u20132", "did you mean P05067-2?"),  # an en dash, copied from a paper
+        ("P05067\u22123", "did you mean P05067-3?"),  # a minus sign
+        ("P05067;P04637", "give each accession apart: P05067 P04637"),
     ],
 )
 def test_an_id_written_another_way_says_which_accession_to_give(given: str, hint: str) -> None:

@@ -99,10 +99,18 @@ def _hint(value: str) -> str:
         return f"; an AlphaFold DB entry ID: give its UniProt accession, {accession}"
     if "." in value:
         return f"; a sequence version: give the accession alone, {accession}"
-    padded = re.fullmatch(r"-0+([1-9][0-9]*)", value[found.end() :])
-    if padded:  # P05067-02: UniProt numbers isoforms without leading zeros
-        return f"; did you mean {accession}-{padded.group(1)}?"
+    isoform = _DASHED.fullmatch(value[found.end() :])
+    if isoform:  # P05067-02 (UniProt numbers isoforms without zeros), P05067–2 (a dash)
+        return f"; did you mean {accession}-{isoform.group(1)}?"
+    several = [m.group(0).upper() for m in _MENTIONED.finditer(value)]
+    if len(several) > 1:  # P05067;P04637
+        return f"; give each accession apart: {' '.join(several)}"
     return f"; did you mean {accession}?"
+
+
+_DASHED: Final = re.compile("[-\u2010-\u2015\u2212\ufe63\uff0d]0*([1-9][0-9]*)")
+"""An isoform's number after a dash of any kind, as a paper or a word processor writes
+it (en dash, minus sign, …), or with leading zeros."""
 
 
 def find_protein_ids(text: str) -> list[str]:
