@@ -238,6 +238,15 @@ async def test_comparison_sets_units_side_by_side_and_names_the_missing() -> Non
     )
 
 
+async def test_a_comparison_with_one_known_version_claims_no_difference() -> None:
+    """v6 beside a model whose version the data do not hold: that the versions differ is
+    not known, so it is not said (it was: "of different AlphaFold DB versions")."""
+    output = await analyze(["P69905", "Q8I3H7"], timeout=5)
+    assert output.comparison is not None
+    said = output.comparison.lines()[-1]
+    assert said.startswith("The models are not all of a known version (v6: P69905; version ")
+
+
 async def test_no_protein_without_an_ordered_unit_is_compared() -> None:
     """'A 16-residue peptide with no ordered unit is crowned over BRCA1': MOTS-c is named
     with its longest confident stretch and not compared; BRCA1 keeps its units."""

@@ -128,15 +128,20 @@ def _versions(proteins: Sequence[ComparedProtein]) -> str | None:
     """The sentence for models of different AlphaFold DB versions, if they differ."""
     by_version: dict[str, list[str]] = {}
     for protein in proteins:
-        version = f"v{protein.version}" if protein.version else "version not in this data"
+        version = f"v{protein.version}" if protein.version else _UNKNOWN
         by_version.setdefault(version, []).append(protein.protein_id)
     if len(by_version) < 2:
         return None
     groups = "; ".join(f"{v}: {', '.join(ids)}" for v, ids in sorted(by_version.items()))
+    known = len(by_version) - (_UNKNOWN in by_version)
+    said = "of different AlphaFold DB versions" if known > 1 else "not all of a known version"
     return (
-        f"The models are of different AlphaFold DB versions ({groups}): each figure is its "
-        "own model's, and a later release may differ."
+        f"The models are {said} ({groups}): each figure is its own model's, and a later "
+        "release may differ."
     )
+
+
+_UNKNOWN = "version not in this data"
 
 
 def compare(
