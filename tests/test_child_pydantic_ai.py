@@ -265,6 +265,17 @@ async def test_pydantic_ais_own_endings_are_classified(case: str) -> None:
     assert (failure.category, failure.error_type, failure.suggested_retry) == expected
 
 
+async def test_a_refusal_is_told_by_its_message_not_the_response_body() -> None:
+    """pydantic-ai's errors append the response's whole JSON body to their text: the
+    report tells a refusal by its message (the body was 3,300 characters a refusal)."""
+    script = Script(answer("I can't help", finish_reason="content_filter"))
+    failure = (await delegate(PydanticAIChild(scripted_agent(script)))).failure
+    assert failure.message == (
+        "ContentFilterError: The model refused the request (finish_reason content_filter)"
+    )
+    assert "body" not in failure.evidence
+
+
 async def test_output_cut_off_at_max_tokens_is_partial() -> None:
     """Text output ending at the token limit, a result to pydantic-ai, is partial here."""
     script = Script(answer("The root cause is", finish_reason="length"))

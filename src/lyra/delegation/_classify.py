@@ -60,10 +60,24 @@ def exception_text(exc: BaseException) -> str:
     """``Type: message`` as Python prints it, for reports; lyra's own signals
     carry a message written for the report, so it stands alone. Never raises,
     whatever the exception's ``__str__`` does."""
-    text = safe_str(exc)
+    text = _told(exc)
     if text and isinstance(exc, ChildSignal):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _told(exc: BaseException) -> str:
+    """``str(exc)``, or its ``message`` alone when it also carries a response ``body``
+    (pydantic-ai's errors append the whole body to their text: a refusal's report
+    carried 3,300 characters of JSON). Instance attributes only: nothing is run."""
+    try:
+        own = vars(exc)
+    except TypeError:  # (no __dict__)
+        return safe_str(exc)
+    message = own.get("message")
+    if isinstance(message, str) and message.strip() and own.get("body"):
+        return safe_str(message)
+    return safe_str(exc)
 
 
 def classify_unclassifiable(exc: BaseException, error: BaseException | None) -> Verdict:
