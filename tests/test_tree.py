@@ -171,6 +171,18 @@ def test_a_requests_quick_turn_is_the_ahead_charge_of_one_turn(
     assert _state(quick) == _state(general)
 
 
+def test_an_account_out_already_records_no_charge_ahead() -> None:
+    """Out of budget already (the token budget refused a request's worst case), an
+    account records no turn paid ahead: the request it was for is never sent (it was
+    counted, so <turns> read one more than the requests sent)."""
+    account = Account(Budget(max_tokens=1000, max_turns=10))
+    account.charge(input_tokens=900, turns=1)
+    assert account.refuse(500) is account
+    assert account.take_turn() is account
+    assert account.charge(turns=1, ahead=True) is account
+    assert account.usage.turns == 1
+
+
 def _where(account: Account | None, chain: list[Account]) -> int | None:
     return None if account is None else chain.index(account)
 

@@ -217,7 +217,8 @@ class Account:
 
         ``ahead``: the charge pays for use not made yet (a model call's turn, a tool
         call, taken before the call). When it would take an account over a limit,
-        nothing is recorded and that account is exhausted as having reached it.
+        nothing is recorded and that account is exhausted as having reached it; on an
+        account out already, nothing is recorded either.
         """
         # Every model request of every framework child passes here twice: written
         # for the common case (no limit passed), with nothing built on the way.
@@ -226,6 +227,8 @@ class Account:
             tokens = input_tokens + output_tokens
             if ahead:  # the first account it would take over, and why
                 for account in self._limiting:
+                    if account.exhausted is not None:
+                        break  # out already: nothing is paid ahead (the use never comes)
                     if account._would_pass(tokens, cost_usd, turns, tool_calls):
                         if account.exhausted is None:
                             account.exhausted = account._over(
