@@ -581,6 +581,77 @@ async def test_a_nested_answer_cut_off_is_charged_as_the_request_that_asked_for_
     assert 3000 < result.usage.output_tokens < 3100  # (5 answers of 5 tokens, and the estimate)
 
 
+async def test_an_agent_tool_inside_an_agent_tool_completes_under_a_token_budget(
+    client_for: Any,
+) -> None:
+    """outer → b (as a tool) → c (as a tool): c's answer, which no hook sees, is counted
+    by the SDK's running total, so b's next request finds what c's held given back (it
+    waited for it until the deadline)."""
+    script = [
+        tool_calls(call("b", {"input": "x"})),
+        tool_calls(call("c", {"input": "y"})),
+        message("c done"),
+        message("b done"),
+        message("all done"),
+    ]
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        settings = ModelSettings(max_tokens=3000)
+        c = agent_for(client, name="c", model_settings=settings)
+        b = agent_for(client, c.as_tool("c", "C."), name="b", model_settings=settings)
+        outer = agent_for(client, b.as_tool("b", "B."))
+        result = await delegate(OpenAIAgentsChild(outer), budget=Budget(max_tokens=5000), timeout=3)
+    assert result.output == "all done", result.report
+
+
+async def test_parallel_calls_of_one_agent_tool_never_hold_past_the_budget(
+    client_for: Any,
+) -> None:
+    """Two calls of one agent at once, each request's worst case 3,000 and its input,
+    under max_tokens=5000: the second is sent once the first is answered, 0.3 s on (the
+    second call's request gave back what the first's held while it was in flight, and
+    both went together)."""
+    script = [
+        tool_calls(call("r", {"input": "a"}), call("r", {"input": "b"})),
+        slow(message("a"), 0.3),
+        slow(message("b"), 0.3),
+        message("both"),
+    ]
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        r = agent_for(client, name="r", model_settings=ModelSettings(max_tokens=3000))
+        outer = agent_for(client, r.as_tool("r", "R."))
+        result = await delegate(OpenAIAgentsChild(outer), budget=Budget(max_tokens=5000))
+    assert result.output == "both", result.report
+    assert result.duration >= 0.6  # one after the other
+
+
+async def test_a_cut_off_answer_beside_an_answered_one_is_charged_once(client_for: Any) -> None:
+    """Two agents run as tools at once; one answers (its usage counted by the SDK), the
+    other is cut off at 3,000: the cut one's estimate is charged, and the answered one's
+    usage once (its 2,000 estimate was charged on top)."""
+    script = [
+        tool_calls(call("writer", {"input": "x"}), call("summariser", {"input": "y"})),
+        slow(truncated(output_tokens=3000), 0.3),
+        message("short"),
+    ]
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        writer = agent_for(client, name="writer", model_settings=ModelSettings(max_tokens=3000))
+        summariser = agent_for(
+            client, name="summariser", model_settings=ModelSettings(max_tokens=2000)
+        )
+        tools = [
+            writer.as_tool("writer", "Writes.", failure_error_function=None),
+            summariser.as_tool("summariser", "Summarises.", failure_error_function=None),
+        ]
+        result = await delegate(
+            OpenAIAgentsChild(agent_for(client, *tools)), budget=Budget(max_tokens=100_000)
+        )
+    assert result.failure.category == "partial", result.report
+    assert 3000 < result.usage.output_tokens < 3100
+
+
 # -- recovery ----------------------------------------------------------------------------
 
 

@@ -67,10 +67,6 @@ ToolErrors = Literal["model", "raise"]
 class Request(NamedTuple):
     """A model request sent and not yet answered."""
 
-    agent: int
-    """The ``id`` of the agent that sent it."""
-    nested: bool
-    """Sent by an agent run as a tool: no hook of lyra's sees its answer."""
     data: ModelInputData
     limit: int | None
     """Its output limit (``max_tokens``)."""
@@ -117,17 +113,20 @@ class Tap:
         """Requests sent and not answered, by number, oldest first (each holds its worst
         case under a token budget, by the same number)."""
         self._numbers = itertools.count()
+        self._counted: tuple[int, int, int] = (0, 0, 0)
+        """The SDK's running requests and tokens when answers were last counted."""
+        self._counted_answered: dict[int, Request] = {}
+        """Requests taken as answered by that count since no tool ran: answers in flight
+        together are counted, not told apart, so one of these may be the one cut off."""
 
     # -- the seams ---------------------------------------------------------------------
 
     async def before_model_call(self, data: CallModelData[Any]) -> ModelInputData:
         """``call_model_input_filter``: charge what is owed, then a turn ahead."""
+        self.answered()
         self.settle()
         agent = data.agent
-        nested = agent is not self.agent  # a nested agent-tool run's
-        if nested:  # its run's last request was answered: a run asks one at a time
-            self.answered(lambda request: request.nested and request.agent == id(agent))
-        else:
+        if agent is self.agent:  # not a nested agent-tool run
             self.last_input, self.last_response = list(data.model_data.input), None
         self.model = model_named(agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
@@ -139,7 +138,7 @@ class Tap:
         number = next(self._numbers)
         if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
             await meter.reserve(number, text_bytes=sent_bytes(model_data), output=limit)
-        self.asked[number] = Request(id(agent), nested, model_data, limit, self.model)
+        self.asked[number] = Request(model_data, limit, self.model)
         if self.user_filter is not None:
             filtered = self.user_filter(data)
             model_data = await filtered if inspect.isawaitable(filtered) else filtered
@@ -166,8 +165,8 @@ class Tap:
         self.ctx.heartbeat()
 
     def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
-        # (what the request held is given back before its usage is charged)
-        self.answered(lambda request: request.agent == id(agent) and not request.nested, 1)
+        self.answered(at_least=1)  # (what it held given back before its usage is charged)
+        self._counted_answered.clear()  # (its own answer, told by its hook)
         self.meter.answered()
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens or usage.total_tokens):
@@ -183,8 +182,7 @@ class Tap:
     def tool_ended(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         call_id = _call_id(context, tool)
         self.running.pop(call_id, None)
-        if not self.running:  # no agent run as a tool is still asking
-            self.answered(lambda request: request.nested)
+        self.answered(every=not self.running)  # (no agent run as a tool is asking now)
         error = self.tool_failures.pop(call_id, None)
         ctx = self.ctx
         tool_done(ctx, tool.name, error)
@@ -212,23 +210,43 @@ class Tap:
 
     # -- usage -------------------------------------------------------------------------
 
-    def answered(self, which: Callable[[Request], bool], most: int | None = None) -> None:
-        """The requests ``which`` picks (the oldest ``most`` of them) were answered: what
-        they held is given back."""
-        done = [number for number, request in self.asked.items() if which(request)]
-        for number in done[:most]:
-            del self.asked[number]
+    def answered(self, *, at_least: int = 0, every: bool = False) -> None:
+        """Give back what the requests answered since the last look held, oldest first
+        (``every``: all requests sent). No hook of lyra's sees the answers of an agent
+        run as a tool; the SDK's running total, which those runs add to, counts them:
+        its requests (or, from a model that counts none, its tokens growing, one answer;
+        ``at_least``: a hook saw that many)."""
+        count = at_least
+        usage = self.usage
+        if usage is not None:
+            now = (usage.requests, usage.input_tokens, usage.output_tokens)
+            grew = now[0] - self._counted[0] or int(now[1:] != self._counted[1:])
+            self._counted = now
+            count = max(count, grew)
+        if every:
+            count = len(self.asked)
+            self._counted_answered.clear()
+        for number in list(self.asked)[:count]:
+            request = self.asked.pop(number)
+            if not every:
+                self._counted_answered[number] = request
             self.meter.settled(number)
 
     def dropped(self) -> None:
         """The SDK raised on an answer cut off at its output limit, keeping no usage of
-        it: each request still unanswered (the one cut off; in flight beside it, requests
-        its error cancels) is charged its estimate instead -- the input it sent and the
-        whole output limit."""
-        for number, request in list(self.asked.items()):
-            del self.asked[number]
-            estimate = worst_case(sent_bytes(request.data), request.limit)
-            self.meter.dropped(number, estimate, request.model)
+        it: one request is charged its estimate instead -- the input it sent and the
+        whole output limit -- the largest of those that may be it, where several were
+        in flight together (which of them was cut off cannot be told; the others were
+        answered, their usage counted, or cancelled)."""
+        candidates = {**self._counted_answered, **self.asked}
+        estimates = {
+            number: worst_case(sent_bytes(request.data), request.limit)
+            for number, request in candidates.items()
+        }
+        if estimates:
+            cut = max(estimates, key=lambda number: sum(estimates[number]))
+            self.meter.dropped(cut, estimates[cut], candidates[cut].model)
+        self.answered(every=True)
 
     def settle(self, model: str | None = None) -> None:
         """Charge the usage the SDK counted since the last charge (nothing twice), at the
