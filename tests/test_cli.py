@@ -617,6 +617,9 @@ def test_an_ids_file_that_is_fasta_gives_the_accessions_its_headers_name(
     assert read_ids(str(uniprot)) == ["P04637", "Q8I3H7"]
     bundled = read_ids(str(RAW / "P05067.fasta"))
     assert bundled == ["P05067"]
+    commented = tmp_path / "commented.fasta"  # a comment first, headers indented
+    commented.write_text("# from UniProt\n\n  >P04637|P53_HUMAN\nMEEPQ\n", encoding="utf-8")
+    assert read_ids(str(commented)) == ["P04637"]
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "accession\n"])

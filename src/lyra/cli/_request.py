@@ -139,7 +139,7 @@ def read_ids(path: str) -> list[str]:
             f"{'not UTF-8' if bad.group() == chr(0xFFFD) else 'a control character'}); "
             "--ids-file reads UniProt accessions such as P04637, one or more a line"
         )
-    if text.lstrip().startswith(">"):
+    if _is_fasta(text):
         named = _fasta_ids(text)
         _refuse_words(named, where)
         return named
@@ -163,15 +163,26 @@ def read_ids(path: str) -> list[str]:
     return ids
 
 
+def _is_fasta(text: str) -> bool:
+    """True when the first line that is neither blank nor a ``#`` comment is a header."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line.startswith(">")
+    return False
+
+
 def _fasta_ids(text: str) -> list[str]:
     """The accessions of a FASTA file's headers, its sequences skipped: UniProt's
-    (``>sp|P05067|A4_HUMAN …``, ``>tr|…``) or a header's first word (``>P05067 …``)."""
+    (``>sp|P05067|A4_HUMAN …``, ``>tr|…``) or a header's first word (``>P05067 …``,
+    ``>P05067|A4_HUMAN``)."""
     ids: list[str] = []
     for line in text.splitlines():
+        line = line.strip()
         if line.startswith(">"):
-            first = (line[1:].split() or [""])[0]
-            fields = first.split("|")
-            ids.append(fields[1] if len(fields) > 2 and fields[1] else first)
+            fields = (line[1:].split() or [""])[0].split("|")
+            uniprot = len(fields) > 2 and fields[0] in ("sp", "tr") and fields[1]
+            ids.append(fields[1] if uniprot else fields[0])
     return [found for found in ids if found]
 
 

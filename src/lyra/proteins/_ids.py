@@ -94,7 +94,10 @@ def _hint(value: str) -> str:
     found = _MENTIONED.search(value)
     if found is None:
         return ""
-    accession = found.group(0).upper().partition(".")[0]
+    several = [m.group(0).upper().partition(".")[0] for m in _MENTIONED.finditer(value)]
+    if len(several) > 1:  # P05067;P04637
+        return f"; give each accession apart: {' '.join(several)}"
+    accession = several[0]
     if value.upper().startswith("AF-"):
         return f"; an AlphaFold DB entry ID: give its UniProt accession, {accession}"
     if "." in value:
@@ -102,13 +105,10 @@ def _hint(value: str) -> str:
     isoform = _DASHED.fullmatch(value[found.end() :])
     if isoform:  # P05067-02 (UniProt numbers isoforms without zeros), P05067–2 (a dash)
         return f"; did you mean {accession}-{isoform.group(1)}?"
-    several = [m.group(0).upper() for m in _MENTIONED.finditer(value)]
-    if len(several) > 1:  # P05067;P04637
-        return f"; give each accession apart: {' '.join(several)}"
     return f"; did you mean {accession}?"
 
 
-_DASHED: Final = re.compile("[-\u2010-\u2015\u2212\ufe63\uff0d]0*([1-9][0-9]*)")
+_DASHED: Final = re.compile("[-\u2010-\u2015\u2212\ufe63\uff0d]0*([1-9][0-9]{0,2})")
 """An isoform's number after a dash of any kind, as a paper or a word processor writes
 it (en dash, minus sign, …), or with leading zeros."""
 
