@@ -467,6 +467,24 @@ async def test_the_users_context_hooks_and_filter_still_work(client_for: Any) ->
     assert server.requests[0]["messages"][0] == {"role": "system", "content": "FILTERED"}
 
 
+async def test_a_users_filter_that_raises_sends_nothing_and_charges_no_turn(
+    client_for: Any,
+) -> None:
+    """The user's call_model_input_filter raising ends the run before the request is
+    sent: its turn is not counted (it was), and the error is the run's failure."""
+
+    def broken(data: CallModelData[Any]) -> ModelInputData:
+        raise ValueError("the filter is broken")
+
+    with OpenAIAPI([message("done")]) as server:
+        config = RunConfig(call_model_input_filter=broken)
+        child = OpenAIAgentsChild(agent_for(client_for(server)), run_config=config)
+        result = await delegate(child, budget=Budget(max_tokens=10_000))
+    assert server.requests == []
+    assert "the filter is broken" in result.failure.message, result.report
+    assert not result.usage  # (nothing charged at all)
+
+
 async def test_budget_and_turns_hold_inside_an_agent_used_as_a_tool(client_for: Any) -> None:
     """openai-agents-js #444: the SDK's max_turns does not reach an agent run as a tool,
     lyra's budget does: the nested agent's requests are charged ahead (the fourth is

@@ -140,8 +140,14 @@ class Tap:
             await meter.reserve(number, text_bytes=sent_bytes(model_data), output=limit)
         self.asked[number] = Request(model_data, limit, self.model)
         if self.user_filter is not None:
-            filtered = self.user_filter(data)
-            model_data = await filtered if inspect.isawaitable(filtered) else filtered
+            try:
+                filtered = self.user_filter(data)
+                model_data = await filtered if inspect.isawaitable(filtered) else filtered
+            except BaseException:  # the request is never sent: nothing of it is owed
+                del self.asked[number]
+                meter.settled(number)
+                self.ctx.give_back_turn()
+                raise
         if self.show_limits:
             given = model_data.instructions
             told = limits_text(self.ctx)
