@@ -259,6 +259,13 @@ class Delegations:
         if delegation.state in FINISHED:
             return self._status(delegation)
         recorded = await self.runner.cancel(delegation_id)  # first: a crash must not resume it
+        if recorded is True and delegation.state in FINISHED:
+            # Its run ended while the cancel was recorded (ended by it, or with a result
+            # the database did not take): cancelled, as a restart will find it, and no
+            # report beside that state.
+            delegation.result = None
+            self._cancelled(delegation)
+            return self._status(delegation)
         if recorded is not False:  # (False: it had finished; its run returns that result)
             delegation.cancel_recorded = recorded is True
             delegation.answered = delegation.question = None  # nobody may answer it now
