@@ -520,6 +520,25 @@ async def test_parallel_agent_tools_never_overshoot_a_turn_budget(client_for: An
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
 
 
+async def writer_and_summariser(
+    client_for: Any, script: list[Reply], *, summariser_limit: int
+) -> Any:
+    """An agent with two agents as tools whose errors end the run (a writer limited to
+    3,000 output tokens, a summariser to ``summariser_limit``), on ``script``, under a
+    token budget of 100,000."""
+    with OpenAIAPI(script) as server:
+        client = client_for(server)
+        writer = agent_for(client, name="writer", model_settings=ModelSettings(max_tokens=3000))
+        limit = ModelSettings(max_tokens=summariser_limit)
+        summariser = agent_for(client, name="summariser", model_settings=limit)
+        tools = [
+            writer.as_tool("writer", "Writes.", failure_error_function=None),
+            summariser.as_tool("summariser", "Summarises.", failure_error_function=None),
+        ]
+        child = OpenAIAgentsChild(agent_for(client, *tools))
+        return await delegate(child, budget=Budget(max_tokens=100_000))
+
+
 @APIS
 async def test_answers_cut_off_by_the_sdk_are_charged_and_a_token_budget_holds(
     client_for: Any, api: str
@@ -548,7 +567,7 @@ async def test_answers_cut_off_by_the_sdk_are_charged_and_a_token_budget_holds(
 
 async def test_an_agent_run_as_a_tool_gives_back_what_its_requests_held(client_for: Any) -> None:
     """No hook of lyra's sees a nested agent's answers: what its requests held against the
-    token budget is given back at its next request and when the agent tool ends. They
+    token budget is given back once the SDK's running total counts their answers. They
     stayed held until the attempt ended, so a second call of the agent waited for its
     own first reservation (3,000 + its input, under max_tokens=5000) until the deadline."""
     script = [
@@ -582,19 +601,7 @@ async def test_a_nested_answer_cut_off_is_charged_as_the_request_that_asked_for_
         tool_calls(call("writer", {"input": "z"})),
         truncated(output_tokens=3000),
     ]
-    with OpenAIAPI(script) as server:
-        client = client_for(server)
-        writer = agent_for(client, name="writer", model_settings=ModelSettings(max_tokens=3000))
-        summariser = agent_for(
-            client, name="summariser", model_settings=ModelSettings(max_tokens=50)
-        )
-        tools = [
-            writer.as_tool("writer", "Writes.", failure_error_function=None),
-            summariser.as_tool("summariser", "Summarises.", failure_error_function=None),
-        ]
-        result = await delegate(
-            OpenAIAgentsChild(agent_for(client, *tools)), budget=Budget(max_tokens=100_000)
-        )
+    result = await writer_and_summariser(client_for, script, summariser_limit=50)
     assert result.failure.category == "partial", result.report
     assert 3000 < result.usage.output_tokens < 3100  # (5 answers of 5 tokens, and the estimate)
 
@@ -653,19 +660,7 @@ async def test_a_cut_off_answer_beside_an_answered_one_is_charged_once(client_fo
         slow(truncated(output_tokens=3000), 0.3),
         message("short"),
     ]
-    with OpenAIAPI(script) as server:
-        client = client_for(server)
-        writer = agent_for(client, name="writer", model_settings=ModelSettings(max_tokens=3000))
-        summariser = agent_for(
-            client, name="summariser", model_settings=ModelSettings(max_tokens=2000)
-        )
-        tools = [
-            writer.as_tool("writer", "Writes.", failure_error_function=None),
-            summariser.as_tool("summariser", "Summarises.", failure_error_function=None),
-        ]
-        result = await delegate(
-            OpenAIAgentsChild(agent_for(client, *tools)), budget=Budget(max_tokens=100_000)
-        )
+    result = await writer_and_summariser(client_for, script, summariser_limit=2000)
     assert result.failure.category == "partial", result.report
     assert 3000 < result.usage.output_tokens < 3100
 
