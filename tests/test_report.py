@@ -13,6 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lyra import (
+    ChildFailure,
+    DelegationResult,
     ErrorType,
     FailureCategory,
     TaskReport,
@@ -26,7 +28,7 @@ from lyra import (
     parse_report,
     render_report,
 )
-from lyra.delegation import escape
+from lyra.delegation import FailedDelegation, Usage, escape
 from lyra.errors import ReportParseError
 
 GUIDE = Path(__file__).parents[2] / "shared" / "seeds" / "004_9e80f864910cd499.txt"
@@ -127,6 +129,68 @@ def completed_reports() -> st.SearchStrategy[TaskReport]:
 def test_round_trip_is_exact(report: TaskReport) -> None:
     """Parsing a rendered report gives back every field exactly, whatever the strings hold."""
     assert parse_report(render_report(report)) == report
+
+
+def results() -> st.SearchStrategy[DelegationResult]:
+    """Results of every shape a delegation returns, with arbitrary strings."""
+    failures = st.builds(
+        ChildFailure,
+        category=st.sampled_from(FailureCategory),
+        message=text,
+        session_id=text,
+        duration=st.floats(0, 1e6, allow_nan=False),
+        completed_steps=st.lists(text, max_size=3).map(tuple),
+        files_modified=st.lists(text, max_size=3).map(tuple),
+        blocked_on=st.one_of(st.none(), text.filter(bool)),
+        suggested_retry=st.booleans(),
+        suggested_actions=st.lists(text, max_size=3).map(tuple),
+        error_type=st.sampled_from(ErrorType),
+        retry_after=st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)),
+        question=st.one_of(st.none(), text.filter(bool)),
+    )
+    usage = st.builds(
+        Usage,
+        input_tokens=st.integers(0, 10**6),
+        output_tokens=st.integers(0, 10**6),
+        cost_usd=st.sampled_from([0.0, 4e-05, 0.25, 12.5]),
+        turns=st.integers(0, 50),
+        tool_calls=st.integers(0, 50),
+    )
+    sub = st.builds(
+        FailedDelegation,
+        session_id=text.filter(bool),
+        category=st.sampled_from(FailureCategory),
+        error_type=st.sampled_from(ErrorType),
+    )
+    return st.one_of(
+        failures.map(lambda f: ("failed", None, f)), text.map(lambda o: ("completed", o, None))
+    ).flatmap(
+        lambda outcome: st.builds(
+            DelegationResult,
+            status=st.just(outcome[0]),
+            output=st.just(outcome[1]),
+            failure=st.just(outcome[2]),
+            session_id=text,
+            duration=st.floats(0, 1e6, allow_nan=False),
+            attempt=st.integers(1, 50),
+            subject=st.one_of(st.none(), text),
+            usage=st.one_of(st.none(), usage),
+            parent_session_id=st.one_of(st.none(), text),
+            failed_delegations=st.lists(sub, max_size=2).map(tuple),
+            overrun_s=st.one_of(st.none(), st.floats(0, 1e3, allow_nan=False)),
+            child=st.one_of(st.none(), text.filter(bool)),
+            fallbacks=st.lists(text.filter(bool), max_size=2).map(tuple),
+        )
+    )
+
+
+@settings(max_examples=300)
+@given(results())
+def test_a_results_report_is_the_report_of_its_values(result: DelegationResult) -> None:
+    """A result renders its report straight from its own fields (the quick way a fan-out
+    needs): the very text its report model renders, and it reads back as that model."""
+    assert result.report == render_report(result.to_report())
+    assert parse_report(result.report) == result.to_report()
 
 
 @settings(max_examples=200)

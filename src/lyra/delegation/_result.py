@@ -8,8 +8,17 @@ from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
 from lyra.delegation._budget import Usage
 from lyra.delegation._models import ChildFailure, FailedDelegation, TaskReport
-from lyra.delegation._report._render import render_fields
+from lyra.delegation._report._render import (
+    NO_USAGE,
+    compose,
+    failure_sections,
+    failure_tags,
+    status_tag,
+    success_body,
+)
 from lyra.delegation._report._values import report
+
+_COMPLETED = status_tag("completed")
 
 
 class DelegationResult(BaseModel):
@@ -57,7 +66,56 @@ class DelegationResult(BaseModel):
     def report(self) -> str:
         """The report text (DESIGN §4), rendered from the fields when asked for:
         most results in a large fan-out are never read as text."""
-        return render_fields(self._report_fields())
+        # What render_report(self.to_report()) writes, without the model or its dict
+        # (adelegate_task renders one per delegation, as its deadline passes).
+        failure = self.failure
+        if failure is None:
+            body, status = success_body(self.output or ""), _COMPLETED
+        else:
+            body = failure_sections(
+                failure.message,
+                failure.category,
+                self.duration,
+                failure.suggested_retry,
+                failure.completed_steps,
+                failure.files_modified,
+                failure.blocked_on,
+                failure.suggested_actions,
+            )
+            status = failure_tags(
+                failure.category,
+                failure.suggested_retry,
+                (failure.error_type, failure.retry_after, failure.question),
+            )
+        return compose(
+            body,
+            self.session_id,
+            status,
+            self.attempt,
+            self.duration,
+            self.subject or None,
+            self._usage_values(),
+            self.failed_delegations,
+            self.fallbacks,
+        )
+
+    def _usage_values(self) -> tuple[Any, ...]:
+        """The values of the report's usage tags, in their order."""
+        usage, parent = self.usage, self.parent_session_id or None
+        if not usage and parent is None and self.overrun_s is None and self.child is None:
+            return NO_USAGE
+        if not usage:
+            return (None, None, None, None, parent, self.overrun_s, self.child)
+        tool_calls = usage.tool_calls or None
+        return (
+            usage.tokens,
+            usage.cost_usd,
+            usage.turns,
+            tool_calls,
+            parent,
+            self.overrun_s,
+            self.child,
+        )
 
     def to_report(self) -> TaskReport:
         """Everything the report says, as a model (what ``parse_report`` gives back).
