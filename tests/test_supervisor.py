@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 from fakes.messages_api import MessagesAPI, error, message
+from lyra import Budget, Limits
 from lyra.errors import TransientError
 from lyra.proteins import AnalysisOutput, OfflineSource, analyze
 from lyra.proteins._synthetic import SyntheticSource
@@ -598,3 +599,21 @@ async def test_a_task_whose_handling_breaks_is_failed_in_the_log_as_in_the_outpu
     assert about_t1 == [("task_internal_error", None), ("delegation_failed", "tool_error")]
     ended = [e["subject"] for e in logs if e["event"].startswith("delegation_")]
     assert sorted(s for s in ended if s) == ["t0", "t0", "t1", "t2", "t2"]  # started+ended
+
+
+def test_a_supervisors_limits_change_only_where_a_call_says_so() -> None:
+    """A call's limits are the supervisor's with what the call changes, checked as any
+    limits are; a call that changes nothing shares the supervisor's own."""
+    limits = Limits(timeout=60, idle_timeout=5, budget=Budget(max_turns=3), max_repeats=4)
+    assert limits.but() is limits
+    assert limits.but(timeout=60.0, idle_timeout=None) is limits
+    changed = limits.but(timeout=30, budget=Budget(max_turns=1))
+    assert changed == Limits(
+        timeout=30.0, idle_timeout=5, budget=Budget(max_turns=1), max_repeats=4
+    )
+    assert isinstance(changed.timeout, float)
+    assert limits.but(max_repeats=2).max_repeats == 2
+    with pytest.raises(ValueError, match="timeout must be a positive"):
+        limits.but(timeout=-1)
+    with pytest.raises(TypeError, match="idle_timeout must be a number"):
+        limits.but(idle_timeout="5")  # type: ignore[arg-type]
