@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from lyra.cli import main
 from lyra.proteins import AnalyzeRequest, analyze_sync, resolve_protein_id
 from lyra.proteins._offline import bundled_entries
+from lyra.proteins._planner import RULES_NOTE
 
 RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
 
@@ -374,7 +375,34 @@ def test_a_question_no_model_answers_says_so_and_names_its_proteins_as_arguments
     assert failed["error"].endswith("a sequence version: give the accession alone, P04637")
     assert output["notes"] == [
         "HBA_HUMAN is the UniProt entry name of P69905 in the bundled data: analysed as P69905",
+        RULES_NOTE,
         "The question chose the proteins and the plan; it is not answered in words (no model "
         "writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what the data say "
         "of each protein",
     ]
+
+
+def test_a_gene_name_in_a_question_is_named_as_not_analysed_never_dropped_unsaid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules read accessions and entry names only: a gene name the bundled data know
+    (TP53) is not analysed, and the notes say so with the accession to give; a gene
+    whose protein the run analyses (APP, of P05067) needs no note. With no protein read
+    at all, the usage error says the same."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    question = "Compare TP53 with P05067 (APP), structure only"
+    argv = ["analyze", "--question", question, "--json", "--run-dir", str(tmp_path / "a")]
+    status, out, _ = run_cli(argv, capsys)
+    output = json.loads(out)
+    assert (status, _analysed(out)) == (0, ["P05067"])
+    [gene] = [note for note in output["notes"] if "TP53" in note]
+    assert gene.startswith("Not analysed: TP53 is the gene of P04637 (Cellular tumor antigen")
+    assert not [note for note in output["notes"] if "APP is" in note]
+    assert RULES_NOTE in output["notes"]
+
+    status, out, err = run_cli(["analyze", "--question", "Is TP53 like APP?"], capsys)
+    assert (status, out) == (2, "")
+    assert "no protein IDs found in the question" in err
+    assert "\n  Not analysed: TP53 is the gene of P04637" in err
+    assert "\n  Not analysed: APP is the gene of P05067" in err
+    assert RULES_NOTE in err

@@ -112,7 +112,7 @@ def test_question_with_structure_only(tmp_path: Path, capsys: pytest.CaptureFixt
     ("args", "message"),
     [
         (["analyze"], "no protein IDs given"),
-        (["analyze", "--question", "what about p53?"], "no protein IDs given in the question"),
+        (["analyze", "--question", "what about p53?"], "no protein IDs found in the question"),
         (["analyze", "P04637", "--inject", "P04637:explode"], "unknown fault 'explode'"),
         (["analyze", "P04637", "--inject", "P04637:slow"], "needs SECONDS"),
         (["analyze", "P04637", "--inject", "nonsense"], "is not ID:FAULT"),

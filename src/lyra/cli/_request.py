@@ -18,7 +18,7 @@ from lyra.cli._options import budget_of, read_text
 from lyra.errors import ConfigurationError
 
 if TYPE_CHECKING:  # the protein workload loads for `lyra analyze` only, when it runs
-    from lyra.proteins import AnalyzeRequest
+    from lyra.proteins import AnalyzeRequest, QuestionPlan
 
 IDENTITY_EXEMPT = frozenset({"concurrency", "ids"})
 """Request fields that may change on ``--resume`` (they do not change the result),
@@ -69,8 +69,7 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
     # (repeats kept: analyze runs each protein once and says which were asked twice)
     ids = [*args.ids, *from_file, *(planned.ids if planned else [])]
     if not ids:
-        where = " in the question" if args.question else ""
-        raise ConfigurationError(f"no protein IDs given{where} (try: lyra analyze P04637)")
+        raise ConfigurationError(_no_ids(args.question, planned))
     faults, critical = _faults(args.inject), _critical(args.critical)
     requested = requested_ids(ids)
     if args.min_success > len(requested):
@@ -98,6 +97,15 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
         quorum=QuorumPolicy(min_success=args.min_success, critical=frozenset(critical)),
         concurrency=args.concurrency,
     )
+
+
+def _no_ids(question: str | None, planned: QuestionPlan | None) -> str:
+    """Why no protein is requested: none given, or none read in the question (and what
+    the plan says it did not read)."""
+    if not question:
+        return "no protein IDs given (try: lyra analyze P04637)"
+    why = "".join(f"\n  {note}" for note in planned.notes) if planned is not None else ""
+    return f"no protein IDs found in the question (try: lyra analyze P04637){why}"
 
 
 _HEADERS = frozenset({"entry", "accession", "accessions", "id", "ids", "uniprot", "uniprot_id"})

@@ -20,7 +20,7 @@ from typing import Final
 from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._offline import bundled_entries
 
-__all__ = ["gene_hint", "id_hint", "resolve_protein_id", "split_ids"]
+__all__ = ["gene_entries", "gene_hint", "id_hint", "resolve_protein_id", "split_ids"]
 
 _SEPARATOR: Final = ","
 
@@ -55,6 +55,11 @@ def _genes() -> dict[str, list[str]]:
         if isinstance(gene, str) and gene.strip():
             found.setdefault(gene.strip().upper(), []).append(accession)
     return found
+
+
+def gene_entries(value: str) -> list[str]:
+    """The bundled entries whose gene ``value`` names (any case; ``[]``: none)."""
+    return list(_genes().get(value.strip().upper(), ()))
 
 
 def gene_hint(value: str) -> str:

@@ -47,6 +47,7 @@ from lyra.proteins._output import (
 )
 from lyra.proteins._pae import unit_verdict
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
+from lyra.proteins._planner import RULES_NOTE, unread_genes
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
 from lyra.proteins._sources import ProteinSource, protein_name
@@ -242,21 +243,29 @@ async def _analyze(
         graceful=graceful,
         answer_writer=answer_writer,
         retried=policy.max_retries > 0,
-        notes=[*given.notes, *_unanswered(asked.question, answer_writer)],
+        notes=[*given.notes, *_question_notes(asked.question, answer_writer, listed)],
         unreachable=_unreachable(source, health),
     )
 
 
-def _unanswered(question: str | None, writer: AnswerWriter | None) -> list[str]:
-    """A note that the question is not answered in words, when no model writes the answer
-    (the template only lists what the data say)."""
-    if not question or not (writer is None or isinstance(writer, TemplateAnswerWriter)):
+def _question_notes(
+    question: str | None, writer: AnswerWriter | None, requested: Sequence[str] | None
+) -> list[str]:
+    """What the notes say of a question: each gene name it gives that no protein of the
+    run stands for (never read as one); without a model, that its proteins were read by
+    rule, and that it is not answered in words (the template lists what the data say)."""
+    if not question:
         return []
-    return [
-        "The question chose the proteins and the plan; it is not answered in words (no "
-        "model writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what the "
-        "data say of each protein"
-    ]
+    notes = unread_genes(question, list(requested or ()))
+    if not settings().model_configured:
+        notes.append(RULES_NOTE)
+    if writer is None or isinstance(writer, TemplateAnswerWriter):
+        notes.append(
+            "The question chose the proteins and the plan; it is not answered in words (no "
+            "model writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what "
+            "the data say of each protein"
+        )
+    return notes
 
 
 async def _conclude(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
-from lyra.proteins._aliases import resolve_protein_id
+from lyra.proteins._aliases import gene_entries, gene_hint, resolve_protein_id
 from lyra.proteins._ids import mentioned_ids, normalize_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
@@ -42,6 +42,9 @@ class QuestionPlan(BaseModel):
     ids: list[str]
     plan: Literal["full", "structure"]
     planned_by: Literal["rules", "model"]
+    notes: tuple[str, ...] = ()
+    """What the plan did not read: how the rules read a question, and each gene name
+    it gives that none of ``ids`` stands for."""
 
 
 _ENTRY_NAME: Final = re.compile(r"(?<![\w|-])[A-Za-z0-9]{1,5}_[A-Za-z0-9]{1,5}(?![\w|-])")
@@ -55,7 +58,33 @@ def plan_by_rules(question: str) -> QuestionPlan:
     anything, as ``MAX_LEN``); a structure-only plan when the text asks for one."""
     structure = plan_for(question) == STRUCTURE_PLAN
     plan: Literal["full", "structure"] = "structure" if structure else "full"
-    return QuestionPlan(ids=_named(question), plan=plan, planned_by="rules")
+    ids = _named(question)
+    notes = (RULES_NOTE, *unread_genes(question, ids))
+    return QuestionPlan(ids=ids, plan=plan, planned_by="rules", notes=notes)
+
+
+_UPPER_WORD: Final = re.compile(r"(?<![\w-])[A-Z][A-Z0-9-]{1,11}(?![\w-])")
+"""A word written in capitals, as a gene name is (``TP53``, ``APP``)."""
+
+RULES_NOTE: Final = (
+    "The question was read by rule: without a model, a question's proteins are the "
+    "UniProt accessions and entry names it gives (a protein named another way, as a gene "
+    "or common name, is not read: give its accession, or set ANTHROPIC_API_KEY for a "
+    "model to plan)"
+)
+"""What the rules read of a question, for the notes and errors that say so."""
+
+
+def unread_genes(question: str, ids: list[str]) -> list[str]:
+    """For each gene name of a bundled entry that ``question`` writes (``TP53``) and
+    whose entries none of ``ids`` is, a sentence saying what to give instead: the rules
+    never read a gene name (other organisms' genes share it)."""
+    hints = []
+    for word in dict.fromkeys(_UPPER_WORD.findall(question)):
+        entries = gene_entries(word)
+        if entries and not set(entries) & set(ids):
+            hints.append("Not analysed: " + gene_hint(word).removeprefix("; "))
+    return hints
 
 
 def _named(question: str) -> list[str]:
@@ -90,4 +119,9 @@ async def plan_question(
     if not ids:
         return plan_by_rules(question)
     full = answer.get("requires_full_pipeline", True) is not False
-    return QuestionPlan(ids=ids, plan="full" if full else "structure", planned_by="model")
+    return QuestionPlan(
+        ids=ids,
+        plan="full" if full else "structure",
+        planned_by="model",
+        notes=tuple(unread_genes(question, ids)),
+    )
