@@ -622,6 +622,18 @@ def test_an_ids_file_that_is_fasta_gives_the_accessions_its_headers_name(
     assert read_ids(str(commented)) == ["P04637"]
 
 
+def test_a_list_of_accessions_then_fasta_is_a_usage_error_not_sequences_read_as_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that lists accessions and then holds FASTA is refused at the first header:
+    its sequence lines were read as IDs, each a failed "protein"."""
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("P04637\nP69905\n>sp|P05067|A4_HUMAN APP\nMLPGLALLLL\n", encoding="utf-8")
+    status, out, err = run_cli(["analyze", "--ids-file", str(mixed)], capsys)
+    assert (status, out) == (2, "")
+    assert f"{mixed}, line 3, is a FASTA header after a list of accessions" in err
+
+
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "accession\n"])
 def test_an_ids_file_without_accessions_is_a_usage_error_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str

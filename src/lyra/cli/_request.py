@@ -154,8 +154,13 @@ def read_ids(path: str) -> list[str]:
     ids: list[str] = []
     table: tuple[str, int] | None = None  # the header's delimiter and accession column
     headed = False  # the first line with a name has been read
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.partition("#")[0]
+        if line.lstrip().startswith(">"):  # (its sequence would be read as IDs)
+            raise ConfigurationError(
+                f"{where}, line {number}, is a FASTA header after a list of accessions: "
+                "give a list of accessions or a FASTA file, not both in one"
+            )
         if table is not None:
             cells = next(csv.reader([line], delimiter=table[0]), [])
             ids += _names(cells[table[1]]) if len(cells) > table[1] else []
