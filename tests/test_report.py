@@ -178,7 +178,7 @@ def results() -> st.SearchStrategy[DelegationResult]:
             parent_session_id=st.one_of(st.none(), text),
             failed_delegations=st.lists(sub, max_size=2).map(tuple),
             overrun_s=st.one_of(st.none(), st.floats(0, 1e3, allow_nan=False)),
-            child=st.one_of(st.none(), text.filter(bool)),
+            child=st.one_of(st.none(), text),  # ("": no child named, as None)
             fallbacks=st.lists(text.filter(bool), max_size=2).map(tuple),
         )
     )
@@ -191,6 +191,19 @@ def test_a_results_report_is_the_report_of_its_values(result: DelegationResult) 
     needs): the very text its report model renders, and it reads back as that model."""
     assert result.report == render_report(result.to_report())
     assert parse_report(result.report) == result.to_report()
+
+
+def test_a_report_model_made_without_validation_still_renders() -> None:
+    """Lists where tuples belong (``model_construct``, ``model_copy(update=...)``) and a
+    missing attempt render as validated values would, not as an error or a "None"."""
+    built = TaskReport.model_construct(status="failed", message="m", completed_steps=["a"])
+    assert "✓ a" in render_report(built)
+    copied = TaskReport(status="failed", message="m").model_copy(
+        update={"suggested_actions": ["retry"], "attempt": None}
+    )
+    text = render_report(copied)
+    assert "• retry" in text
+    assert "<attempt>" not in text
 
 
 @settings(max_examples=200)

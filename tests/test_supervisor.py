@@ -613,6 +613,9 @@ def test_a_supervisors_limits_change_only_where_a_call_says_so() -> None:
     )
     assert isinstance(changed.timeout, float)
     assert limits.but(max_repeats=2).max_repeats == 2
+    # a value equal to the one held is no change, whatever its type (True == 1)
+    assert limits.but(timeout=60, max_repeats=2.0 * 2) is limits
+    assert limits.but(timeout=30, idle_timeout=5.0).idle_timeout == 5
     with pytest.raises(ValueError, match="timeout must be a positive"):
         limits.but(timeout=-1)
     with pytest.raises(TypeError, match="idle_timeout must be a number"):

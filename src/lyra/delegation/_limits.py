@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from lyra.delegation._budget import Budget, checked_budget
 
@@ -56,19 +57,20 @@ class Limits:
         does the value it already has: a supervisor's every call passes its timeout)."""
         # (not dataclasses.replace: a supervisor makes one per delegation, and replace
         # looks its fields up each time, a tenth of a trivial delegation)
-        if (
-            (timeout is None or timeout == self.timeout)
-            and (idle_timeout is None or idle_timeout == self.idle_timeout)
-            and (budget is None or budget == self.budget)
-            and (max_repeats is None or max_repeats == self.max_repeats)
-        ):
-            return self
-        return Limits(
-            self.timeout if timeout is None else timeout,
-            self.idle_timeout if idle_timeout is None else idle_timeout,
-            self.budget if budget is None else budget,
-            self.max_repeats if max_repeats is None else max_repeats,
+        new = (
+            _changed(self.timeout, timeout),
+            _changed(self.idle_timeout, idle_timeout),
+            _changed(self.budget, budget),
+            _changed(self.max_repeats, max_repeats),
         )
+        if new == (self.timeout, self.idle_timeout, self.budget, self.max_repeats):
+            return self
+        return Limits(*new)
+
+
+def _changed(old: Any, new: Any) -> Any:
+    """A field's value after a change (``None``, or the value it has: no change)."""
+    return old if new is None or new == old else new
 
 
 def check_timeout(timeout: float, what: str = "timeout") -> float:

@@ -15,6 +15,7 @@ from lyra.delegation._report._render import (
     failure_tags,
     status_tag,
     success_body,
+    tenths,
 )
 from lyra.delegation._report._values import report
 
@@ -75,7 +76,7 @@ class DelegationResult(BaseModel):
             body = failure_sections(
                 failure.message,
                 failure.category,
-                self.duration,
+                tenths(self.duration),
                 failure.suggested_retry,
                 failure.completed_steps,
                 failure.files_modified,
@@ -101,11 +102,11 @@ class DelegationResult(BaseModel):
 
     def _usage_values(self) -> tuple[Any, ...]:
         """The values of the report's usage tags, in their order."""
-        usage, parent = self.usage, self.parent_session_id or None
-        if not usage and parent is None and self.overrun_s is None and self.child is None:
+        usage, parent, child = self.usage, self.parent_session_id or None, self.child or None
+        if not usage and parent is None and self.overrun_s is None and child is None:
             return NO_USAGE
         if not usage:
-            return (None, None, None, None, parent, self.overrun_s, self.child)
+            return (None, None, None, None, parent, self.overrun_s, child)
         tool_calls = usage.tool_calls or None
         return (
             usage.tokens,
@@ -114,7 +115,7 @@ class DelegationResult(BaseModel):
             tool_calls,
             parent,
             self.overrun_s,
-            self.child,
+            child,
         )
 
     def to_report(self) -> TaskReport:
@@ -138,7 +139,7 @@ class DelegationResult(BaseModel):
             "parent_session_id": self.parent_session_id or None,
             "failed_delegations": self.failed_delegations,
             "overrun_s": self.overrun_s,
-            "child": self.child,
+            "child": self.child or None,
             "fallbacks": self.fallbacks,
         }
         if usage:

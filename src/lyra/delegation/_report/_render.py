@@ -58,12 +58,12 @@ def render_report(report: TaskReport) -> str:
         body = failure_sections(
             report.message or "",
             category,
-            report.duration,
+            tenths(report.duration),
             retryable,
-            report.completed_steps,
-            report.files_modified,
+            tuple(report.completed_steps),  # (a tuple already, unless made unvalidated)
+            tuple(report.files_modified),
             report.blocked_on,
-            report.suggested_actions,
+            tuple(report.suggested_actions),
         )
         status = failure_tags(category, retryable, _values(report, _FAILURE_FIELDS))
     else:
@@ -95,31 +95,13 @@ def status_tag(status: str) -> str:
     return f"  <status>{escape(status)}</status>\n"
 
 
-def failure_sections(
-    message: str,
-    category: str,
-    duration: float | None,
-    retryable: bool,
-    steps: tuple[str, ...],
-    files: tuple[str, ...],
-    blocked_on: str | None,
-    actions: tuple[str, ...],
-) -> str:
-    """A failure's text above its metadata block."""
-    return _failure_sections(
-        message,
-        category,
-        f"{duration or 0.0:.1f}",
-        retryable,
-        steps,
-        files,
-        blocked_on,
-        actions,
-    )
+def tenths(duration: float | None) -> str:
+    """A failure's ``Duration:``, to a tenth of a second."""
+    return f"{duration or 0.0:.1f}"
 
 
 @lru_cache(maxsize=256)
-def _failure_sections(
+def failure_sections(
     message: str,
     category: str,
     duration: str,
@@ -129,8 +111,9 @@ def _failure_sections(
     blocked_on: str | None,
     actions: tuple[str, ...],
 ) -> str:
-    """Made once for the many children that fail alike together (a fan-out past one
-    deadline: the same message, the same duration to a tenth of a second)."""
+    """A failure's text above its metadata block (``duration``: :func:`tenths`), made
+    once for the many children that fail alike together (a fan-out past one deadline:
+    the same message, the same duration to a tenth of a second)."""
     done = "".join([f"{STEP[1:]}{indented(step)}\n" for step in steps])
     suggested = "".join([f"{ACTION[1:]}{indented(action)}\n" for action in actions])
     blocked = "" if blocked_on is None else f"\nBlocked on: {indented(blocked_on)}\n"
@@ -173,7 +156,7 @@ def compose(
     body: str,
     session_id: str | None,
     status: str,
-    attempt: int,
+    attempt: int | None,
     duration: float | None,
     subject: str | None,
     usage: tuple[Any, ...],
@@ -182,7 +165,7 @@ def compose(
 ) -> str:
     """The report: ``body``, then its metadata block (``status``: the lines after the
     session's; ``usage``: the values of ``USAGE_TAGS``, in order)."""
-    tags = f"{_ATTEMPT[0]}{attempt}{_ATTEMPT[1]}"  # (always written)
+    tags = "" if attempt is None else f"{_ATTEMPT[0]}{_shown(attempt)}{_ATTEMPT[1]}"
     if duration is not None:
         tags += f"{_DURATION[0]}{_number(duration)}{_DURATION[1]}"
     if subject is not None:
@@ -207,11 +190,13 @@ def _tag_lines(tags: tuple[tuple[str, str], ...], values: Sequence[Any]) -> str:
     for (opening, closing), value in zip(tags, values, strict=True):
         if value is None:  # (most are: a report writes only what happened)
             continue
-        if isinstance(value, str):
-            lines.append(f"{opening}{escape(value)}{closing}")
-        else:
-            lines.append(f"{opening}{_number(value)}{closing}")
+        lines.append(f"{opening}{_shown(value)}{closing}")
     return "".join(lines)
+
+
+def _shown(value: Any) -> str:
+    """A tag's value: text escaped, a number as :func:`_number` writes it."""
+    return escape(value) if isinstance(value, str) else _number(value)
 
 
 def _number(value: float) -> str:
