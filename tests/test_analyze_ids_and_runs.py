@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from lyra.cli import main
 from lyra.proteins import AnalyzeRequest, analyze_sync, resolve_protein_id
 from lyra.proteins._offline import bundled_entries
-from lyra.proteins._planner import RULES_NOTE
+from lyra.proteins._planner import RULES_NOTE, plan_by_rules, rules_note
 
 RAW = Path(__file__).resolve().parents[1] / "data" / "proteins"
 
@@ -375,7 +375,7 @@ def test_a_question_no_model_answers_says_so_and_names_its_proteins_as_arguments
     assert failed["error"].endswith("a sequence version: give the accession alone, P04637")
     assert output["notes"] == [
         "HBA_HUMAN is the UniProt entry name of P69905 in the bundled data: analysed as P69905",
-        RULES_NOTE,
+        rules_note(model=False),
         "The question chose the proteins and the plan; it is not answered in words (no model "
         "writes the answer: set ANTHROPIC_API_KEY for one): the briefs give what the data say "
         "of each protein",
@@ -396,13 +396,42 @@ def test_a_gene_name_in_a_question_is_named_as_not_analysed_never_dropped_unsaid
     output = json.loads(out)
     assert (status, _analysed(out)) == (0, ["P05067"])
     [gene] = [note for note in output["notes"] if "TP53" in note]
-    assert gene.startswith("Not analysed: TP53 is the gene of P04637 (Cellular tumor antigen")
-    assert not [note for note in output["notes"] if "APP is" in note]
-    assert RULES_NOTE in output["notes"]
+    assert gene.startswith("Not analysed: TP53 in the question is the gene of P04637 (Cellular")
+    assert not [note for note in output["notes"] if "APP in the question" in note]
+    assert rules_note(model=False) in output["notes"]
 
     status, out, err = run_cli(["analyze", "--question", "Is TP53 like APP?"], capsys)
     assert (status, out) == (2, "")
     assert "no protein IDs found in the question" in err
-    assert "\n  Not analysed: TP53 is the gene of P04637" in err
-    assert "\n  Not analysed: APP is the gene of P05067" in err
-    assert RULES_NOTE in err
+    assert "\n  Not analysed: TP53 in the question is the gene of P04637" in err
+    assert "\n  Not analysed: APP in the question is the gene of P05067" in err
+    assert rules_note(model=False) in err
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Compare tp53 with P05067", ["tp53 in the question is the gene of P04637"]),
+        ("Is EGFR-TKI resistance linked to P05067?", ["EGFR in the question is the gene of"]),
+        ("TP53-MDM2 binding in P05067", ["TP53 in the question is the gene of P04637"]),
+        ("Compare HBA_HUMAN with insulin", ["insulin in the question is the name of P01308"]),
+        ("THE INS AND OUTS OF P05067", []),  # capitals throughout: INS is a word here
+        ("the app store and S proteins of P05067", []),  # a word, a letter, no gene
+        ("P05067 (APP) and its isoforms", []),  # the gene of a protein analysed
+    ],
+)
+def test_the_rules_name_the_genes_and_proteins_they_do_not_read(
+    question: str, named: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gene is found as genes are written (capitals, or a digit in any case, alone or
+    joined by hyphens) and a bundled protein by its name; each is named as not analysed
+    unless a protein of the plan is its entry. The rules note says how to have a model
+    plan only when none is configured."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    notes = plan_by_rules(question).notes
+    assert notes[0] == rules_note(model=False)
+    assert len(notes[1:]) == len(named)
+    for note, start in zip(notes[1:], named, strict=True):
+        assert note.startswith(f"Not analysed: {start}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert plan_by_rules(question).notes[0] == RULES_NOTE

@@ -15,12 +15,20 @@ checks to judge.
 from __future__ import annotations
 
 from functools import cache
-from typing import Final
+from typing import Final, Literal
 
 from lyra.proteins._ids import normalize_protein_id
 from lyra.proteins._offline import bundled_entries
 
-__all__ = ["gene_entries", "gene_hint", "id_hint", "resolve_protein_id", "split_ids"]
+__all__ = [
+    "gene_entries",
+    "gene_hint",
+    "id_hint",
+    "named_hint",
+    "protein_names",
+    "resolve_protein_id",
+    "split_ids",
+]
 
 _SEPARATOR: Final = ","
 
@@ -67,16 +75,36 @@ def gene_hint(value: str) -> str:
     (``"; TP53 is the gene of P04637 (Cellular tumor antigen p53, Homo sapiens) in the
     bundled data: …"``); else ``""``."""
     accessions = _genes().get(value.strip().upper())
-    if not accessions:
-        return ""
+    return f"; {value.strip()} {named_hint('gene', accessions)}" if accessions else ""
+
+
+def named_hint(kind: Literal["gene", "name"], accessions: list[str]) -> str:
+    """What a gene name or a protein name of bundled entries stands for, and what to give
+    instead (``"is the gene of P04637 (Cellular tumor antigen p53, Homo sapiens) in the
+    bundled data: …"``)."""
     entries = bundled_entries()
     named = ", ".join(
         f"{a} ({entries[a].get('description')}, {entries[a].get('organism')})" for a in accessions
     )
+    what = "a gene name" if kind == "gene" else "a protein's name"
+    whose = "genes" if kind == "gene" else "proteins"
     return (
-        f"; {value.strip()} is the gene of {named} in the bundled data: a gene name is no "
-        "accession (other organisms' genes share it), so give the accession"
+        f"is the {kind} of {named} in the bundled data: {what} is no accession (other "
+        f"organisms' {whose} share it), so give the accession"
     )
+
+
+@cache
+def protein_names() -> dict[str, str]:
+    """Accession → the bundled entry's name, where it is a name (a few words), not a
+    sentence (a fragment's description may be one)."""
+    return {
+        accession: name
+        for accession, entry in bundled_entries().items()
+        if isinstance(name := entry.get("description"), str)
+        and 0 < len(name.split()) <= 6
+        and not name.rstrip().endswith(".")
+    }
 
 
 def id_hint(value: str) -> str:

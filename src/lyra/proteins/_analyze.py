@@ -47,7 +47,7 @@ from lyra.proteins._output import (
 )
 from lyra.proteins._pae import unit_verdict
 from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
-from lyra.proteins._planner import RULES_NOTE, unread_genes
+from lyra.proteins._planner import rules_note, unread_names
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
 from lyra.proteins._sources import ProteinSource, protein_name
@@ -256,9 +256,9 @@ def _question_notes(
     rule, and that it is not answered in words (the template lists what the data say)."""
     if not question:
         return []
-    notes = unread_genes(question, list(requested or ()))
-    if not settings().model_configured:
-        notes.append(RULES_NOTE)
+    notes = unread_names(question, list(requested or ()))
+    if not settings().model_configured:  # (with a model, the run cannot tell who planned)
+        notes.append(rules_note(model=False))
     if writer is None or isinstance(writer, TemplateAnswerWriter):
         notes.append(
             "The question chose the proteins and the plan; it is not answered in words (no "

@@ -9,6 +9,7 @@ the rules answer when it fails or proposes nothing valid.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from lyra import events
 from lyra.children import ask_structured, model_configured
 from lyra.delegation import exception_text
-from lyra.proteins._aliases import gene_entries, gene_hint, resolve_protein_id
+from lyra.proteins._aliases import gene_entries, named_hint, protein_names, resolve_protein_id
 from lyra.proteins._ids import mentioned_ids, normalize_protein_id
 from lyra.proteins._pipeline import STRUCTURE_PLAN, plan_for
 from lyra.proteins._text import render
@@ -59,32 +60,65 @@ def plan_by_rules(question: str) -> QuestionPlan:
     structure = plan_for(question) == STRUCTURE_PLAN
     plan: Literal["full", "structure"] = "structure" if structure else "full"
     ids = _named(question)
-    notes = (RULES_NOTE, *unread_genes(question, ids))
+    notes = (rules_note(model_configured()), *unread_names(question, ids))
     return QuestionPlan(ids=ids, plan=plan, planned_by="rules", notes=notes)
 
 
-_UPPER_WORD: Final = re.compile(r"(?<![\w-])[A-Z][A-Z0-9-]{1,11}(?![\w-])")
-"""A word written in capitals, as a gene name is (``TP53``, ``APP``)."""
+_WORD: Final = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+"""A word, or words joined by hyphens (``TP53-mutant``, ``MT-RNR1``)."""
 
 RULES_NOTE: Final = (
-    "The question was read by rule: without a model, a question's proteins are the "
-    "UniProt accessions and entry names it gives (a protein named another way, as a gene "
-    "or common name, is not read: give its accession, or set ANTHROPIC_API_KEY for a "
-    "model to plan)"
+    "The question was read by rule: its proteins are the UniProt accessions and entry "
+    "names it gives (a protein named another way, as a gene or common name, is not "
+    "read: give its accession)"
 )
 """What the rules read of a question, for the notes and errors that say so."""
+NO_MODEL: Final = "; set ANTHROPIC_API_KEY for a model to plan"
+"""What :data:`RULES_NOTE` adds when no model is configured."""
 
 
-def unread_genes(question: str, ids: list[str]) -> list[str]:
-    """For each gene name of a bundled entry that ``question`` writes (``TP53``) and
-    whose entries none of ``ids`` is, a sentence saying what to give instead: the rules
-    never read a gene name (other organisms' genes share it)."""
+def rules_note(model: bool) -> str:
+    """:data:`RULES_NOTE`, and how to have a model plan when none is configured."""
+    return RULES_NOTE if model else RULES_NOTE + NO_MODEL
+
+
+def unread_names(question: str, ids: list[str]) -> list[str]:
+    """For each gene name (``TP53``) or protein name (``insulin``) of a bundled entry
+    that ``question`` gives and that none of ``ids`` stands for, a sentence saying what
+    to give instead: the rules read neither (other organisms' proteins share them)."""
     hints = []
-    for word in dict.fromkeys(_UPPER_WORD.findall(question)):
-        entries = gene_entries(word)
-        if entries and not set(entries) & set(ids):
-            hints.append("Not analysed: " + gene_hint(word).removeprefix("; "))
-    return hints
+    found: list[tuple[str, Literal["gene", "name"], list[str]]] = [
+        *((word, "gene", entries) for word, entries in _genes_in(question)),
+        *((word, "name", entries) for word, entries in _names_in(question)),
+    ]
+    for word, kind, entries in found:
+        if not set(entries) & set(ids):
+            hints.append(f"Not analysed: {word} in the question {named_hint(kind, entries)}")
+    return list(dict.fromkeys(hints))
+
+
+def _genes_in(question: str) -> Iterator[tuple[str, list[str]]]:
+    """The gene names of bundled entries in the text, as a gene is written: in
+    capitals (not in a text written all in capitals, where ``INS`` is a word), or with
+    a digit in any case (``tp53``); alone or joined by hyphens (``TP53-mutant``)."""
+    capitals = any(char.islower() for char in question)
+    for match in _WORD.finditer(question):
+        whole = match.group(0)
+        for word in dict.fromkeys([whole, *whole.split("-")]):
+            digit = any(char.isdigit() for char in word) and not word.isdigit()
+            if len(word) < 2:  # (the spike's gene is S: a letter is no name)
+                continue
+            if (digit or (capitals and word.isupper())) and (entries := gene_entries(word)):
+                yield word, entries
+
+
+def _names_in(question: str) -> Iterator[tuple[str, list[str]]]:
+    """The names of bundled entries (UniProt's recommended name, a short one) that the
+    text gives whole, in any case (``insulin``, ``spike glycoprotein``)."""
+    for accession, name in protein_names().items():
+        found = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", question, re.IGNORECASE)
+        if found:
+            yield found.group(0), [accession]
 
 
 def _named(question: str) -> list[str]:
@@ -123,5 +157,5 @@ async def plan_question(
         ids=ids,
         plan="full" if full else "structure",
         planned_by="model",
-        notes=tuple(unread_genes(question, ids)),
+        notes=tuple(unread_names(question, ids)),
     )
