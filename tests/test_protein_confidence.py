@@ -4,6 +4,7 @@ checked against an independent reading of the raw model files through gemmi."""
 from __future__ import annotations
 
 import json
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -290,6 +291,14 @@ def test_a_scripts_json_carries_the_pae_figures_as_numbers() -> None:
     assert all(a["end"] + 1 == b["start"] for a, b in pairwise(segments))
     assert all(u["pae_check"] is None for u in app.figures["unit_list"])
     assert "unit_pae" not in app.figures
+    # the domains by residue, as UniProt's flat file gives them (read here on its own)
+    flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="utf-8")
+    given = [(int(a), int(b)) for a, b in re.findall(r"^FT   DOMAIN +(\d+)\.\.(\d+)$", flat, re.M)]
+    domains = app.figures["domains"]
+    assert [(d["start"], d["end"]) for d in domains] == given
+    assert all(
+        d["type"] == "Domain" and d["label"].endswith(f"{d['start']}–{d['end']}") for d in domains
+    )
 
 
 def test_the_outside_table_says_which_stretches_it_leaves_out() -> None:

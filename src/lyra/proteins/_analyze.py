@@ -675,6 +675,9 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         "domains": [
             {
                 "label": f"{f['description'] or f['type']} {span(f['start'], f['end'])}",
+                "type": f["type"],  # (UniProt's feature key, and its residues: for scripts)
+                "start": f["start"],
+                "end": f["end"],
                 "mean_plddt": f["mean_plddt"],
                 "band": f["band"],
             }
