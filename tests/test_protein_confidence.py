@@ -376,3 +376,17 @@ def test_p04637_brief_labels_its_2005_annotation_and_says_what_is_missing() -> N
     assert "| DNA binding | 102–292 | not held |" in brief
     assert "| Region: Oligomerization | 325–356 | not held |" in brief
     assert "run with --source live" in brief
+
+
+def test_a_scripts_json_marks_figures_of_the_lower_trust_secondary_source() -> None:
+    """A protein whose figures come from the file of figures quoted elsewhere (P04637:
+    no model file bundled) is marked so in its model's JSON, where a script can test
+    it; one read from its model file is not."""
+    from lyra.proteins import analyze_sync
+
+    output = analyze_sync(["P04637", "P05067"], timeout=10)
+    models = {a.protein_id: a.figures["model"] for a in output.completed_analyses}
+    assert models["P04637"]["source"] == "facts_secondary_sources.json"
+    assert models["P04637"]["lower_trust"] is True
+    assert models["P05067"]["source"] == "AF-P05067-F1-model_v6.pdb"
+    assert models["P05067"]["lower_trust"] is False

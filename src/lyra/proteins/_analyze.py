@@ -50,7 +50,7 @@ from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
 from lyra.proteins._planner import rules_note, unread_names
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
-from lyra.proteins._sources import ProteinSource, protein_name
+from lyra.proteins._sources import ProteinSource, lower_trust, protein_name
 from lyra.proteins._tally import Tally
 from lyra.recovery import RecoveryOutcome, RecoveryPolicy
 from lyra.settings import settings
@@ -646,7 +646,8 @@ def _figures(state: ProteinState) -> dict[str, Any]:
             "entry_id": structure.get("entry_id"),
             "version": structure.get("model_version"),
             "version_basis": structure.get("model_version_basis"),  # None: stated by a source
-            "source": structure.get("model_file") or structure.get("figures_source"),
+            "source": (source := structure.get("model_file") or structure.get("figures_source")),
+            "lower_trust": lower_trust(source),  # (its figures quoted elsewhere: see provenance)
         }
         if structure
         else None,

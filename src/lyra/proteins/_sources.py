@@ -30,6 +30,7 @@ __all__ = [
     "fetch_hint",
     "finite_number",
     "function_source",
+    "lower_trust",
     "named_source",
     "not_found",
     "protein_name",
@@ -158,9 +159,15 @@ def finite_number(value: object) -> float | None:
 def named_source(name: str) -> str:
     """A file or URL as a brief names it; the lower-trust file of figures quoted
     elsewhere (``facts_secondary_sources.json``) says so."""
-    if "secondary" in name:
+    if lower_trust(name):
         return f"{name}: a lower-trust secondary source, figures quoted elsewhere"
     return name
+
+
+def lower_trust(name: str | None) -> bool:
+    """True for the file of figures quoted elsewhere (``facts_secondary_sources.json``),
+    which is no model file nor any source's own answer."""
+    return name is not None and "secondary" in name
 
 
 def version_text(version: object, basis: object = None) -> str:
