@@ -390,3 +390,20 @@ def test_a_scripts_json_marks_figures_of_the_lower_trust_secondary_source() -> N
     assert models["P04637"]["lower_trust"] is True
     assert models["P05067"]["source"] == "AF-P05067-F1-model_v6.pdb"
     assert models["P05067"]["lower_trust"] is False
+
+
+def test_the_feature_table_says_which_kinds_it_reads_and_holds_only_those() -> None:
+    """The table of UniProt features names the kinds it reads, every row is of one of
+    them, and it says that the other kinds, as the disulfide bonds APP's entry gives,
+    are not in it (it claimed "all features")."""
+    brief = _brief("P05067")
+    table = brief.split("### UniProt features and their confidence", 1)[1].split("\n### ", 1)[0]
+    kinds = table.split("Kinds read: ", 1)[1].split(". ", 1)[0].split(", ")
+    rows = table.split("| Feature | Residues |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    types = {row[2:].split(" | ", 1)[0].split(":", 1)[0] for row in rows}
+    assert types
+    assert types <= set(kinds)
+    flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="utf-8")
+    assert "\nFT   DISULFID " in flat
+    assert "Disulfide bond" not in kinds
+    assert "disulfide bonds, cleavage sites, modified residues, …) are not in this table" in table

@@ -22,6 +22,7 @@ from lyra.proteins._caveats import annotation_caveats, basis, critique, data_cav
 from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, figure, num, span
 from lyra.proteins._features import (
     EXPLAIN_OVERLAP,
+    KEPT_TYPES,
     MIXED,
     MIXED_SHARE,
     PROCESSED_TYPES,
@@ -99,8 +100,8 @@ _UNITS_RULE: Final = (
 _OVERLAP_RULE: Final = (
     f"A segment's UniProt features are those that share at least {EXPLAIN_OVERLAP:.0%} of "
     "the segment's residues and of their own: a long region is not listed against a short "
-    "stretch inside it, nor a short motif against a long segment (all features, with their "
-    "confidence, are in the table of UniProt features)."
+    "stretch inside it, nor a short motif against a long segment (every feature read, with its "
+    "confidence, is in the table of UniProt features)."
 )
 _MIXED_RULE: Final = (
     f"A feature is mixed when at least {MIXED_SHARE:.0%} of its residues are ordered (pLDDT "
@@ -281,6 +282,9 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+_KINDS_READ: Final = ", ".join(sorted(KEPT_TYPES))
+"""The kinds of UniProt feature the brief reads (its table says which)."""
+
 _OUTSIDE_RULE = (
     f"Listed: the stretches in no unit that are low or very low and {MIN_UNIT_LENGTH} "
     "residues or longer, and the confident ones too short to be a unit (shorter low "
@@ -352,6 +356,7 @@ def _structure_view(
         "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
         "sites": _site_lines(features or s.get("annotated") or [], summary.get("isoform_name")),
         "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
+        "kinds_read": _KINDS_READ,
         "means": _mean_lines(s),
         "bands": [(_BAND_RANGE[b], _pct(fractions[b])) for b in reversed(BANDS)]
         if fractions
