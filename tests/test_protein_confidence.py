@@ -395,10 +395,10 @@ def test_a_scripts_json_marks_figures_of_the_lower_trust_secondary_source() -> N
 def test_the_feature_table_says_which_kinds_it_reads_and_holds_only_those() -> None:
     """The table of UniProt features names the kinds it reads, every row is of one of
     them, and it says that the other kinds, as the disulfide bonds APP's entry gives,
-    are not in it (it claimed "all features")."""
+    are not read (a rule said "all features")."""
     brief = _brief("P05067")
     table = brief.split("### UniProt features and their confidence", 1)[1].split("\n### ", 1)[0]
-    kinds = table.split("Kinds read: ", 1)[1].split(". ", 1)[0].split(", ")
+    kinds = table.split("Kinds read: ", 1)[1].split(" (", 1)[0].split(", ")
     rows = table.split("| Feature | Residues |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
     types = {row[2:].split(" | ", 1)[0].split(":", 1)[0] for row in rows}
     assert types
@@ -406,4 +406,4 @@ def test_the_feature_table_says_which_kinds_it_reads_and_holds_only_those() -> N
     flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="utf-8")
     assert "\nFT   DISULFID " in flat
     assert "Disulfide bond" not in kinds
-    assert "disulfide bonds, cleavage sites, modified residues, …) are not in this table" in table
+    assert "other kinds (disulfide bonds, cleavage sites, modified residues, …) are not read" in table
