@@ -406,4 +406,4 @@ def test_the_feature_table_says_which_kinds_it_reads_and_holds_only_those() -> N
     flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="utf-8")
     assert "\nFT   DISULFID " in flat
     assert "Disulfide bond" not in kinds
-    assert "other kinds (disulfide bonds, cleavage sites, modified residues, …) are not read" in table
+    assert "(disulfide bonds, cleavage sites, modified residues, …) are not read" in table
