@@ -416,7 +416,9 @@ def test_a_gene_name_in_a_question_is_named_as_not_analysed_never_dropped_unsaid
         ("TP53-MDM2 binding in P05067", ["TP53 in the question is the gene of P04637"]),
         ("Compare HBA_HUMAN with insulin", ["insulin in the question is the name of P01308"]),
         ("THE INS AND OUTS OF P05067", []),  # capitals throughout: INS is a word here
-        ("the app store and S proteins of P05067", []),  # a word, a letter, no gene
+        ("the app store and S proteins", []),  # a word, a letter: no gene
+        ("Is the APP isoform P05067-2 disordered?", []),  # its isoform is analysed
+        ("TP53 and tp53 mutants, INS (insulin), P05067", ["TP53", "INS"]),  # a note a protein
         ("P05067 (APP) and its isoforms", []),  # the gene of a protein analysed
     ],
 )

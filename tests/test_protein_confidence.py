@@ -403,7 +403,22 @@ def test_the_feature_table_says_which_kinds_it_reads_and_holds_only_those() -> N
     types = {row[2:].split(" | ", 1)[0].split(":", 1)[0] for row in rows}
     assert types
     assert types <= set(kinds)
+    # the kinds read beside the table are where it says: the chains and the sites
+    assert "Chain" in kinds
+    assert "| Amyloid-beta protein 42 | 672–713 |" in brief
+    assert "Glycosylation" in kinds
+    sites = brief.split("Sites (", 1)[1].split("\n", 1)[0]
+    assert "N-linked (GlcNAc...) asparagine at residues 542" in sites  # a glycosylation
     flat = (RAW / "uniprot_P05067_flatfile_2025.txt").read_text(encoding="utf-8")
     assert "\nFT   DISULFID " in flat
     assert "Disulfide bond" not in kinds
     assert "(disulfide bonds, cleavage sites, modified residues, …) are not read" in table
+
+
+def test_a_brief_without_per_residue_plddt_says_which_kinds_it_reads_too() -> None:
+    """The table of features whose pLDDT is not held (the spike: no model file) names the
+    kinds read as well; the spike's disulfide bonds and cleavage sites are not read."""
+    brief = _brief("P0DTC2")
+    held = brief.split("### UniProt features (pLDDT not held)", 1)[1].split("\n### ", 1)[0]
+    assert "Kinds read: " in held
+    assert "(disulfide bonds, cleavage sites, modified residues, …) are not read" in held

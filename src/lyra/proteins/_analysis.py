@@ -100,8 +100,8 @@ _UNITS_RULE: Final = (
 _OVERLAP_RULE: Final = (
     f"A segment's UniProt features are those that share at least {EXPLAIN_OVERLAP:.0%} of "
     "the segment's residues and of their own: a long region is not listed against a short "
-    "stretch inside it, nor a short motif against a long segment (every feature read, with its "
-    "confidence, is in the table of UniProt features)."
+    "stretch inside it, nor a short motif against a long segment (the table of UniProt "
+    "features, the chains and the sites give every feature read)."
 )
 _MIXED_RULE: Final = (
     f"A feature is mixed when at least {MIXED_SHARE:.0%} of its residues are ordered (pLDDT "
@@ -278,6 +278,7 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
         "uniprot": _uniprot_name(uniprot),
         "annotated": _regions(uniprot["features"]),
         "sites": _site_lines(uniprot["features"], summary.get("isoform_name")),
+        "kinds_read": _KINDS_READ,
         "span": span,
     }
 

@@ -647,7 +647,7 @@ def _figures(state: ProteinState) -> dict[str, Any]:
             "version": structure.get("model_version"),
             "version_basis": structure.get("model_version_basis"),  # None: stated by a source
             "source": (source := structure.get("model_file") or structure.get("figures_source")),
-            "lower_trust": lower_trust(source),  # (its figures quoted elsewhere: see provenance)
+            "lower_trust": lower_trust(source),  # (figures quoted elsewhere: see provenance)
         }
         if structure
         else None,
@@ -676,7 +676,7 @@ def _figures(state: ProteinState) -> dict[str, Any]:
         "domains": [
             {
                 "label": f"{f['description'] or f['type']} {span(f['start'], f['end'])}",
-                "type": f["type"],  # (UniProt's feature key, and its residues: for scripts)
+                "type": f["type"],  # (UniProt's feature type, and its residues: for scripts)
                 "start": f["start"],
                 "end": f["end"],
                 "mean_plddt": f["mean_plddt"],

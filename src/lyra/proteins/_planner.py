@@ -91,10 +91,13 @@ def unread_names(question: str, ids: list[str]) -> list[str]:
         *((word, "gene", entries) for word, entries in _genes_in(question)),
         *((word, "name", entries) for word, entries in _names_in(question)),
     ]
+    analysed = {protein_id.partition("-")[0] for protein_id in ids}  # (an isoform's too)
+    said: set[frozenset[str]] = set()
     for word, kind, entries in found:
-        if not set(entries) & set(ids):
+        if not set(entries) & analysed and frozenset(entries) not in said:
+            said.add(frozenset(entries))  # (one note a protein: TP53 and tp53, INS and insulin)
             hints.append(f"Not analysed: {word} in the question {named_hint(kind, entries)}")
-    return list(dict.fromkeys(hints))
+    return hints
 
 
 def _genes_in(question: str) -> Iterator[tuple[str, list[str]]]:

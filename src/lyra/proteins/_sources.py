@@ -164,10 +164,10 @@ def named_source(name: str) -> str:
     return name
 
 
-def lower_trust(name: str | None) -> bool:
+def lower_trust(name: str | None) -> bool | None:
     """True for the file of figures quoted elsewhere (``facts_secondary_sources.json``),
-    which is no model file nor any source's own answer."""
-    return name is not None and "secondary" in name
+    which is no model file nor any source's own answer; ``None`` for no file named."""
+    return None if name is None else "secondary" in name
 
 
 def version_text(version: object, basis: object = None) -> str:
