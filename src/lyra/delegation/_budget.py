@@ -230,11 +230,8 @@ class Account:
                     if account.exhausted is not None:
                         break  # out already: nothing is paid ahead (the use never comes)
                     if account._would_pass(tokens, cost_usd, turns, tool_calls):
-                        if account.exhausted is None:
-                            account.exhausted = account._over(
-                                tokens, cost_usd, turns, tool_calls, True
-                            )
-                            ran_out.append(account)
+                        account.exhausted = account._over(tokens, cost_usd, turns, tool_calls, True)
+                        ran_out.append(account)
                         break
                 else:
                     self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)

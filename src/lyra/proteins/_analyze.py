@@ -251,9 +251,10 @@ async def _analyze(
 def _question_notes(
     question: str | None, writer: AnswerWriter | None, requested: Sequence[str] | None
 ) -> list[str]:
-    """What the notes say of a question: each gene name it gives that no protein of the
-    run stands for (never read as one); without a model, that its proteins were read by
-    rule, and that it is not answered in words (the template lists what the data say)."""
+    """What the notes say of a question: each gene or protein name it gives that no
+    protein of the run stands for (never read as one); without a model, that its proteins
+    were read by rule, and that it is not answered in words (the template lists what the
+    data say)."""
     if not question:
         return []
     notes = unread_names(question, list(requested or ()))

@@ -44,8 +44,8 @@ class QuestionPlan(BaseModel):
     plan: Literal["full", "structure"]
     planned_by: Literal["rules", "model"]
     notes: tuple[str, ...] = ()
-    """What the plan did not read: how the rules read a question, and each gene name
-    it gives that none of ``ids`` stands for."""
+    """What the plan did not read: how the rules read a question, and each gene or
+    protein name of a bundled entry it gives that none of ``ids`` stands for."""
 
 
 _ENTRY_NAME: Final = re.compile(r"(?<![\w|-])[A-Za-z0-9]{1,5}_[A-Za-z0-9]{1,5}(?![\w|-])")
@@ -104,14 +104,14 @@ def _genes_in(question: str) -> Iterator[tuple[str, list[str]]]:
     """The gene names of bundled entries in the text, as a gene is written: in
     capitals (not in a text written all in capitals, where ``INS`` is a word), or with
     a digit in any case (``tp53``); alone or joined by hyphens (``TP53-mutant``)."""
-    capitals = any(char.islower() for char in question)
+    mixed_case = any(char.islower() for char in question)
     for match in _WORD.finditer(question):
         whole = match.group(0)
         for word in dict.fromkeys([whole, *whole.split("-")]):
-            digit = any(char.isdigit() for char in word) and not word.isdigit()
             if len(word) < 2:  # (the spike's gene is S: a letter is no name)
                 continue
-            if (digit or (capitals and word.isupper())) and (entries := gene_entries(word)):
+            digit = any(char.isdigit() for char in word) and not word.isdigit()
+            if (digit or (mixed_case and word.isupper())) and (entries := gene_entries(word)):
                 yield word, entries
 
 

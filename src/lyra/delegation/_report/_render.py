@@ -40,8 +40,8 @@ def _tags(tags: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 _FAILURE_TAGS = _tags(FAILURE_TAGS)
-_NO_REST = (None,) * (len(_FAILURE_TAGS) - 1)  # no value after the error type
 _FAILURE_REST = _FAILURE_TAGS[1:]  # (after the error type)
+_NO_REST = (None,) * len(_FAILURE_REST)
 (_ATTEMPT, _DURATION, _SUBJECT) = _tags(COMMON_TAGS)  # (in this order)
 _USAGE_TAGS = _tags(USAGE_TAGS)
 _FAILURE_FIELDS = tuple(FAILURE_TAGS.values())
