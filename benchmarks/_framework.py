@@ -16,7 +16,12 @@ the same way:
   run, for the plain child to be read against (its floor of the same shape):
   the run under ``anyio.move_on_after``, its exception survived, two events of
   lyra's names written with orjson (``_common.BareLog``, as the ``overhead``
-  floors write them), and the output returned in a text with a metadata block.
+  floors write them), and the output returned in a text with a metadata block;
+- **floor + hook** (where the framework gives it): the floor of lyra's child, for
+  lyra's share to be read against: the floor child around the run with the
+  framework's hook doing the least that holds the same limits (:class:`FloorMeter`:
+  turns counted and capped, each request's worst case of tokens held and given back,
+  the usage charged, every sign of life pushing an idle deadline).
 
 **CPU pass** (a model that answers at once, so nothing hides lyra's cost):
 interleaved rounds, each side's block in a rotated order, each block in a
@@ -25,14 +30,16 @@ fresh event loop after a collection, CPU µs per run of this process
 headline is **lyra's share**: lyra − bare + hook, the median of the per-round
 differences (each round's two blocks ran seconds apart, under the same load),
 against ≤ 150 µs; for information, plain child − floor child (what lyra's
-delegation costs over the floor's, in the same place). **Wall pass** (a model
+delegation costs over the floor's, in the same place), and the share's own floor
+(floor + hook − bare + hook) with lyra over it (lyra − floor + hook). **Wall pass** (a model
 that takes 20 ms per request, as a fast real one does): lyra and bare
 alternating, wall time per run, the median of the per-round ratios against
 ≤ 1.01×. **Calls** (for information): lyra's
 Python calls per run (resumes of coroutines included) over the bare run with
 the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, but
 a lower bound on the share's work (a call costs about a thousand instructions;
-the garbage collector's walks over what lyra allocates show in no call).
+the garbage collector's walks over what lyra allocates show in no call); the
+floor's too, where there is one.
 **Cold and hot** (for information): a trivial delegation, and the floor child
 around the same trivial run, each timed alone right after a bare run of the
 framework (cold) and again at once (hot): in a framework run each of lyra's
@@ -67,27 +74,71 @@ from _common import (
 
 Run = Callable[[str], Awaitable[str]]
 """One agent run on a prompt; its output text."""
+MeteredRun = Callable[[str, "FloorMeter"], Awaitable[str]]
+"""One agent run on a prompt with the framework's hook holding ``FloorMeter``'s limits."""
 
 SHARE_TARGET = 150.0  # µs of CPU: lyra − bare + hook
 WALL_TARGET = 1.01  # lyra / bare with a 20 ms model
 LATENCY = 0.020  # seconds per model request in the wall pass
 SIDES = ("bare", "bare + hook", "lyra", "plain child", "floor child")
+FLOOR_HOOK = "floor + hook"
+"""The sixth side, for a framework that gives one (``Sides.floor_hooked``)."""
 
 
 def _nothing() -> None:
     pass
 
 
+class FloorMeter:
+    """The least a hook does to hold the limits lyra's child holds in the harness
+    (``Budget(max_tokens=10**12, max_turns=10**9)``, an idle timeout), in plain Python
+    and for one run only: a turn counted and capped before each model request, the
+    request's worst case of tokens held (its text's bytes / 4 + 16, and its output
+    limit) and given back when it is answered, the run's running usage charged against
+    the token limit, and every sign of life pushing the idle deadline (``progress``,
+    set by the floor's delegation). Nothing else: no tree of accounts, no prices, no
+    repeats counted, no report of the run's steps."""
+
+    __slots__ = ("held", "max_tokens", "max_turns", "progress", "tokens", "turns")
+
+    def __init__(self, progress: Callable[[], None]) -> None:
+        self.progress = progress
+        self.max_tokens, self.max_turns = 10**12, 10**9
+        self.tokens = self.turns = self.held = 0
+
+    def before(self, text_bytes: int, output: int) -> None:
+        """A model request is about to be sent."""
+        if self.turns >= self.max_turns:
+            raise RuntimeError("max_turns reached")
+        worst = text_bytes // 4 + 16 + output
+        if self.tokens + self.held + worst > self.max_tokens:
+            raise RuntimeError("max_tokens reached")
+        self.turns += 1
+        self.held += worst
+        self.progress()
+
+    def after(self, text_bytes: int, output: int, tokens: int) -> None:
+        """The request was answered; ``tokens``: the run's usage so far."""
+        self.held -= text_bytes // 4 + 16 + output
+        self.tokens = tokens
+        if tokens > self.max_tokens:
+            raise RuntimeError("max_tokens exceeded")
+        self.progress()
+
+
 @dataclass(frozen=True)
 class Sides:
     """One agent, built for one model latency: its bare run, the same with the
     framework's do-nothing hook, and lyra's child around it. ``fresh`` runs before
-    every run of every side (a scripted model that needs refilling)."""
+    every run of every side (a scripted model that needs refilling). ``floor_hooked``,
+    where a framework gives it: the run with the framework's hook doing what
+    :class:`FloorMeter` says, the floor of lyra's child (run inside the floor child)."""
 
     bare: Run
     hooked: Run
     child: Any
     fresh: Callable[[], None] = _nothing
+    floor_hooked: MeteredRun | None = None
 
 
 @dataclass(frozen=True)
@@ -123,13 +174,16 @@ def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
     async def plain_child(prompt: str, ctx: Any) -> str:
         return await sides.bare(prompt)
 
-    return {
+    runners = {
         "bare": sides.bare,
         "bare + hook": sides.hooked,
         "lyra": _delegating(sides.child),
         "plain child": _delegating(plain_child),
         "floor child": _floor(sides.bare, log),
     }
+    if sides.floor_hooked is not None:
+        runners[FLOOR_HOOK] = _floor_hooked(sides.floor_hooked, log)
+    return runners
 
 
 def _delegating(child: Any) -> Run:
@@ -157,6 +211,38 @@ def _floor(inner: Run, log: BareLog) -> Run:
                 error = f"{type(exc).__name__}: {exc}"
         if scope.cancelled_caught:
             error = "timed out after 60s"
+        status = "failed" if floor_ended(log, session, started, error) else "completed"
+        return (
+            f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
+            f"<session_id>{session}</session_id>\n</task_metadata>"
+        )
+
+    return floor_child
+
+
+def _floor_hooked(inner: MeteredRun, log: BareLog, idle: float = 30.0) -> Run:
+    """The floor child around ``inner`` run with the floor's hook, under the harness's
+    idle timeout too: a sign of life past the scope's deadline less the idle time pushes
+    it (as far as the total one) to a second beyond the idle time, so that the timer is
+    moved once a second at most (as lyra re-arms its idle deadline)."""
+
+    async def floor_child(prompt: str) -> str:
+        session, started = floor_started(log, 60)
+        output, error = "", None
+        total = anyio.current_time() + 60
+        with anyio.CancelScope(deadline=min(total, anyio.current_time() + idle)) as scope:
+
+            def progress() -> None:
+                now = time.monotonic()  # (asyncio's clock)
+                if now + idle > scope.deadline and scope.deadline < total:
+                    scope.deadline = min(total, now + idle + 1.0)
+
+            try:
+                output = await inner(prompt, FloorMeter(progress))
+            except Exception as exc:  # noqa: BLE001 - the same isolation lyra gives
+                error = f"{type(exc).__name__}: {exc}"
+        if scope.cancelled_caught:
+            error = "timed out"
         status = "failed" if floor_ended(log, session, started, error) else "completed"
         return (
             f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
@@ -229,19 +315,26 @@ def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
     return calls / runs
 
 
-def _calls_row(fw: Framework, sides: Sides, runs: int, log: BareLog) -> Row:
-    """lyra's Python calls per run over the bare run with the framework's hook."""
+def _calls_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row]:
+    """lyra's Python calls per run over the bare run with the framework's hook, and the
+    floor's (where the framework gives one)."""
     runners = _runners(sides, log)
-    lyra = _calls_per_run(fw, sides, runners["lyra"], runs)
     hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs)
-    return Row(
-        fw.bench,
-        "lyra's Python calls per run",
-        lyra - hooked,
-        "",
-        note=f"lyra {lyra:,.0f} − bare + hook {hooked:,.0f} (counted: the same on any host, "
-        "where the share moves with its load)",
-    )
+    rows = []
+    for name, side in (("lyra", "lyra"), ("the floor", FLOOR_HOOK)):
+        if side in runners:
+            calls = _calls_per_run(fw, sides, runners[side], runs)
+            rows.append(
+                Row(
+                    fw.bench,
+                    f"{name}'s Python calls per run",
+                    calls - hooked,
+                    "",
+                    note=f"{side} {calls:,.0f} − bare + hook {hooked:,.0f} (counted: the same "
+                    "on any host, where the share moves with its load)",
+                )
+            )
+    return rows
 
 
 async def _answer(prompt: str, ctx: Any = None) -> str:
@@ -324,7 +417,13 @@ def _cpu_rows(fw: Framework, us: dict[str, list[float]], judge: bool) -> list[Ro
             note,
         )
     ]
-    for name in SIDES:
+    if FLOOR_HOOK in us:  # the share's own floor, and lyra over it
+        floor_hook = us[FLOOR_HOOK]
+        diffs["floor + hook − bare + hook (the share's floor)"] = [
+            a - b for a, b in zip(floor_hook, hooked, strict=True)
+        ]
+        diffs["lyra − floor + hook"] = [a - b for a, b in zip(lyra, floor_hook, strict=True)]
+    for name in us:
         note = f"with {fw.hook}; {spread(us[name])}" if name == "bare + hook" else spread(us[name])
         rows.append(Row(fw.bench, f"{name}, CPU µs per run", median(us[name]), "µs", note=note))
     for name, values in diffs.items():
@@ -335,17 +434,20 @@ def _cpu_rows(fw: Framework, us: dict[str, list[float]], judge: bool) -> list[Ro
     return rows
 
 
-def _wall_row(fw: Framework, seconds: dict[str, list[float]], judge: bool) -> Row:
-    ratio = [a / b for a, b in zip(seconds["lyra"], seconds["bare"], strict=True)]
+def _wall_row(
+    fw: Framework, seconds: dict[str, list[float]], judge: bool, side: str = "lyra"
+) -> Row:
+    """``side`` / bare in wall time (judged against the target for lyra only)."""
+    ratio = [a / b for a, b in zip(seconds[side], seconds["bare"], strict=True)]
     value = median(ratio)
     bare_ms = median(seconds["bare"]) * 1e3
     return Row(
         fw.bench,
-        f"lyra / bare, wall, {LATENCY * 1e3:.0f} ms model",
+        f"{side} / bare, wall, {LATENCY * 1e3:.0f} ms model",
         value,
         "×",
-        f"≤ {WALL_TARGET}×",
-        value <= WALL_TARGET if judge else None,
+        f"≤ {WALL_TARGET}×" if side == "lyra" else "",
+        value <= WALL_TARGET if judge and side == "lyra" else None,
         f"{value:.4f}×, the median of {len(ratio)} per-round ratios ({spread(ratio, 3)}); "
         f"bare {bare_ms:.1f} ms a run",
     )
@@ -362,7 +464,9 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         events_to(Path(folder) / "events.jsonl"),
         closing(BareLog(Path(folder) / "floor.jsonl")) as log,
     ):
-        cpu = _rounds(fw, fw.build(0.0), SIDES, cpu_runs, cpu_rounds, time.process_time, log)
+        sides = fw.build(0.0)
+        names = SIDES if sides.floor_hooked is None else (*SIDES, FLOOR_HOOK)
+        cpu = _rounds(fw, sides, names, cpu_runs, cpu_rounds, time.process_time, log)
         us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
         rows = _cpu_rows(fw, us, judge)
         print(
@@ -371,30 +475,30 @@ def measure(fw: Framework, size: Size) -> list[Row]:
             f"bare + hook is bare with {fw.hook}:"
         )
         for row in rows[1:]:
-            print(f"  {row.metric:<42} {fmt_value(row.value, row.unit):>10}  ({row.note})")
+            print(f"  {row.metric:<58} {fmt_value(row.value, row.unit):>10}  ({row.note})")
         _print_judged(rows[0])
-        calls = _calls_row(fw, fw.build(0.0), max(2, cpu_runs // 4), log)
-        print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
-        rows.append(calls)
+        for calls in _calls_rows(fw, fw.build(0.0), max(2, cpu_runs // 4), log):
+            print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
+            rows.append(calls)
         for row in _cold_rows(fw, fw.build(0.0), size.pick(*plan.cold_runs), log):
             print(f"{row.metric}: {fmt_value(row.value, row.unit)} ({row.note})")
             rows.append(row)
-        wall = _rounds(
-            fw,
-            fw.build(LATENCY),
-            ("bare", "lyra"),
-            wall_runs,
-            wall_rounds,
-            time.perf_counter,
-            log,
-        )
+        sides = fw.build(LATENCY)
+        paired: tuple[str, ...] = ("bare", "lyra")
+        if sides.floor_hooked is not None:
+            paired = (*paired, FLOOR_HOOK)
+        wall = _rounds(fw, sides, paired, wall_runs, wall_rounds, time.perf_counter, log)
         row = _wall_row(fw, wall, judge)
         print(
             f"wall pass: {wall_runs} runs a block, {fw.requests} model requests of "
             f"{LATENCY * 1e3:.0f} ms each a run, {wall_rounds} interleaved rounds"
         )
         _print_judged(row)
-    return [*rows, row]
+        rows.append(row)
+        if FLOOR_HOOK in wall:
+            rows.append(_wall_row(fw, wall, False, FLOOR_HOOK))
+            print(f"{rows[-1].metric}: {fmt_value(rows[-1].value, '×')} ({rows[-1].note})")
+    return rows
 
 
 def _print_judged(row: Row) -> None:

@@ -15,6 +15,8 @@ requests, two tool calls a run, usage metadata on each response). The sides
 - **lyra**: ``adelegate_task(prompt, child=GoogleADKChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits the bare run.
 - **floor child**: the least a supervisor does around the same run (``_framework``).
+- **floor + hook**: the floor of lyra's child: the floor child around the run with
+  a plugin holding the same limits in the least code (``_framework.FloorMeter``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
@@ -31,10 +33,11 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from _common import Row, Size, standalone
-from _framework import Framework, Run, Sides, measure
+from _framework import FloorMeter, Framework, Run, Sides, measure
 
 ANSWER = "Duplicate of #7"
 USER = "lyra"
+OUTPUT = 4096  # the output lyra's child holds for a request without max_tokens (ADK's default)
 
 
 def build_agent(latency: float) -> Any:
@@ -112,7 +115,52 @@ def build(latency: float) -> Sides:
 
     agent = build_agent(latency)
     nothing = BasePlugin(name="nothing")  # every callback of its own returns None
-    return Sides(runner(agent, []), runner(agent, [nothing]), GoogleADKChild(agent))
+
+    class FloorPlugin(BasePlugin):
+        """The floor's hook: :class:`FloorMeter`'s limits in a plugin (the meter of the
+        run under way: the harness runs one at a time), the request's size measured as
+        lyra's child measures it (each part's text, a call's arguments)."""
+
+        meter: FloorMeter
+        sent = tokens = 0
+
+        async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+            sent = 0
+            for content in llm_request.contents:
+                for part in content.parts or ():
+                    if part.text:
+                        sent += len(part.text)
+                    for payload in (part.function_call, part.function_response):
+                        if payload is not None:
+                            sent += len(str(payload))
+            self.sent = sent
+            self.meter.before(sent, OUTPUT)
+
+        async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+            usage = llm_response.usage_metadata
+            if usage is not None:
+                self.tokens += (usage.prompt_token_count or 0) + (usage.candidates_token_count or 0)
+            self.meter.after(self.sent, OUTPUT, self.tokens)
+
+        async def before_tool_callback(self, **kwargs: Any) -> None:
+            self.meter.progress()
+
+        async def after_tool_callback(self, **kwargs: Any) -> None:
+            self.meter.progress()
+
+    floor = FloorPlugin(name="floor")
+    floor_run = runner(agent, [floor])
+
+    async def floor_hooked(prompt: str, meter: FloorMeter) -> str:
+        floor.meter, floor.tokens = meter, 0
+        return await floor_run(prompt)
+
+    return Sides(
+        runner(agent, []),
+        runner(agent, [nothing]),
+        GoogleADKChild(agent),
+        floor_hooked=floor_hooked,
+    )
 
 
 FRAMEWORK = Framework(

@@ -16,6 +16,8 @@ interleaved):
 - **lyra**: ``adelegate_task(prompt, child=LangGraphChild(graph), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits the bare run.
 - **floor child**: the least a supervisor does around the same run (``_framework``).
+- **floor + hook**: the floor of lyra's child: the floor child around the run with
+  a callback handler holding the same limits in the least code (``_framework.FloorMeter``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
@@ -33,9 +35,10 @@ from typing import Any
 
 import anyio
 from _common import Row, Size, standalone
-from _framework import Framework, Sides, measure
+from _framework import FloorMeter, Framework, Sides, measure
 
 TIMEOUT = 60.0
+OUTPUT = 4096  # the output lyra's child holds for a request without max_tokens
 
 
 def build_graph(latency: float) -> Any:
@@ -99,12 +102,11 @@ def build(latency: float) -> Sides:
     graph = build_graph(latency)
 
     class Nothing(AsyncCallbackHandler):
+        # What lyra's handler skips, skipped (class attributes, as lyra's: LangChain
+        # reads them for every event of every node, and a property is a call each time)
         raise_error = True
         run_inline = True
-
-        @property
-        def ignore_chain(self) -> bool:
-            return True
+        ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True
 
     async def invoke(prompt: str, config: Any = None) -> str:
         with anyio.fail_after(TIMEOUT):
@@ -114,7 +116,36 @@ def build(latency: float) -> Sides:
     async def hooked(prompt: str) -> str:
         return await invoke(prompt, {"callbacks": [Nothing()]})
 
-    return Sides(invoke, hooked, LangGraphChild(graph))
+    class FloorHandler(AsyncCallbackHandler):
+        """The floor's hook: :class:`FloorMeter`'s limits in a callback handler, the
+        request's size measured as lyra's child measures it (each message's text)."""
+
+        raise_error = True
+        run_inline = True
+        ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True
+
+        def __init__(self, meter: FloorMeter) -> None:
+            self.meter, self.sent, self.tokens = meter, 0, 0
+
+        async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            self.sent = sum(len(str(m.content)) for batch in messages for m in batch)
+            self.meter.before(self.sent, OUTPUT)
+
+        async def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            usage = response.generations[0][0].message.usage_metadata or {}
+            self.tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+            self.meter.after(self.sent, OUTPUT, self.tokens)
+
+        async def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+            self.meter.progress()
+
+        async def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            self.meter.progress()
+
+    async def floor_hooked(prompt: str, meter: FloorMeter) -> str:
+        return await invoke(prompt, {"callbacks": [FloorHandler(meter)]})
+
+    return Sides(invoke, hooked, LangGraphChild(graph), floor_hooked=floor_hooked)
 
 
 FRAMEWORK = Framework(

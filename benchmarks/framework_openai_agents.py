@@ -12,6 +12,8 @@ sides (``_framework`` runs them, interleaved):
 - **lyra**: ``adelegate_task(prompt, child=OpenAIAgentsChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits ``Runner.run``.
 - **floor child**: the least a supervisor does around the same run (``_framework``).
+- **floor + hook**: the floor of lyra's child: the floor child around the run with
+  ``RunHooks`` holding the same limits in the least code (``_framework.FloorMeter``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
@@ -22,13 +24,15 @@ taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from typing import Any
 
 from _common import Row, Size, standalone
-from _framework import Framework, Sides, measure
+from _framework import FloorMeter, Framework, Sides, measure
 
 ANSWER = "P04637 has 393 residues."
+OUTPUT = 4096  # the output lyra's child holds for a request without max_tokens
 
 
 def build(latency: float) -> Sides:
@@ -71,7 +75,35 @@ def build(latency: float) -> Sides:
     async def hooked(prompt: str) -> str:
         return str((await Runner.run(agent, prompt, hooks=hooks)).final_output)
 
-    return Sides(bare, hooked, OpenAIAgentsChild(agent), fresh=refill)
+    class FloorHooks(RunHooks[Any]):
+        """The floor's hook: :class:`FloorMeter`'s limits in the SDK's ``RunHooks``, the
+        request's size measured as lyra's child measures it (its input and instructions
+        as JSON)."""
+
+        def __init__(self, meter: FloorMeter) -> None:
+            self.meter, self.sent = meter, 0
+
+        async def on_llm_start(
+            self, context: Any, agent: Any, system_prompt: Any, input_items: Any
+        ) -> None:
+            self.sent = len(json.dumps([input_items, system_prompt], default=str))
+            self.meter.before(self.sent, OUTPUT)
+
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            usage = context.usage
+            self.meter.after(self.sent, OUTPUT, usage.input_tokens + usage.output_tokens)
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            self.meter.progress()
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            self.meter.progress()
+
+    async def floor_hooked(prompt: str, meter: FloorMeter) -> str:
+        run = Runner.run(agent, prompt, hooks=FloorHooks(meter))
+        return str((await run).final_output)
+
+    return Sides(bare, hooked, OpenAIAgentsChild(agent), fresh=refill, floor_hooked=floor_hooked)
 
 
 FRAMEWORK = Framework(

@@ -14,6 +14,8 @@ requests, two tool calls a run, usage on each response). The sides
 - **lyra**: ``adelegate_task(prompt, child=PydanticAIChild(agent), ...)``;
 - **plain child**: ``adelegate_task`` around a child that awaits ``agent.run``.
 - **floor child**: the least a supervisor does around the same run (``_framework``).
+- **floor + hook**: the floor of lyra's child: the floor child around the run with
+  a capability holding the same limits in the least code (``_framework.FloorMeter``).
 
 Targets: lyra's share (lyra − bare + hook) ≤ 150 µs CPU per run; with a model
 taking 20 ms per request, lyra ≤ 1.01× bare in wall time.
@@ -28,7 +30,7 @@ import sys
 from typing import Any
 
 from _common import Row, Size, standalone
-from _framework import Framework, Sides, measure
+from _framework import FloorMeter, Framework, Sides, measure
 
 
 def build_agent(latency: float) -> Any:
@@ -57,8 +59,12 @@ def build_agent(latency: float) -> Any:
     return agent
 
 
+_ANY_MODEL_WRITES = 4096  # the output lyra's child holds for a request without max_tokens
+
+
 def build(latency: float) -> Sides:
     from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.usage import RunUsage
 
     from lyra.children.pydantic_ai import PydanticAIChild
 
@@ -73,7 +79,47 @@ def build(latency: float) -> Sides:
     async def hooked(prompt: str) -> str:
         return str((await agent.run(prompt, capabilities=[Nothing()])).output)
 
-    return Sides(bare, hooked, PydanticAIChild(agent))
+    class FloorLimits(AbstractCapability[Any]):
+        """The floor's hook: :class:`FloorMeter`'s limits in a capability, as lyra's
+        ``Limits`` capability holds lyra's (the request's text measured the same way)."""
+
+        def __init__(self, meter: FloorMeter, usage: Any) -> None:
+            self.meter, self.usage, self.sent = meter, usage, 0
+
+        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+            sent = 0
+            for message in request_context.messages:
+                for part in message.parts:
+                    content = getattr(part, "content", None)
+                    if type(content) is not str:
+                        args = getattr(part, "args", None)
+                        content = str(args if args is not None else content or "")
+                    sent += len(content) if content.isascii() else len(content.encode())
+            self.sent = sent
+            self.meter.before(sent, _ANY_MODEL_WRITES)
+            return request_context
+
+        async def after_model_request(
+            self, ctx: Any, *, request_context: Any, response: Any
+        ) -> Any:
+            usage = self.usage
+            self.meter.after(self.sent, _ANY_MODEL_WRITES, usage.input_tokens + usage.output_tokens)
+            return response
+
+        async def wrap_tool_execute(
+            self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
+        ) -> Any:
+            self.meter.progress()
+            result = await handler(args)
+            self.meter.progress()
+            return result
+
+    async def floor_hooked(prompt: str, meter: FloorMeter) -> str:
+        usage = RunUsage()
+        run = agent.run(prompt, capabilities=[FloorLimits(meter, usage)], usage=usage)
+        return str((await run).output)
+
+    return Sides(bare, hooked, PydanticAIChild(agent), floor_hooked=floor_hooked)
 
 
 FRAMEWORK = Framework(
