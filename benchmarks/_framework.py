@@ -33,8 +33,8 @@ against ≤ 150 µs; for information, plain child − floor child (what lyra's
 delegation costs over the floor's, in the same place), and the share's own floor
 (floor + hook − bare + hook) with lyra over it (lyra − floor + hook). **Wall pass** (a model
 that takes 20 ms per request, as a fast real one does): lyra and bare
-alternating, wall time per run, the median of the per-round ratios against
-≤ 1.01×. **Calls** (for information): lyra's
+alternating (and floor + hook, for information), wall time per run, the median
+of the per-round ratios against ≤ 1.01×. **Calls** (for information): lyra's
 Python calls per run (resumes of coroutines included) over the bare run with
 the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, but
 a lower bound on the share's work (a call costs about a thousand instructions;
@@ -87,6 +87,11 @@ FLOOR_HOOK = "floor + hook"
 
 def _nothing() -> None:
     pass
+
+
+def text_size(text: str) -> int:
+    """The UTF-8 size of ``text`` (as lyra's children measure a request's text)."""
+    return len(text) if text.isascii() else len(text.encode(errors="surrogatepass"))
 
 
 class FloorMeter:
@@ -168,7 +173,7 @@ class Framework:
 
 
 def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
-    """The five sides as runners: lyra's two and the floor built around the framework's
+    """The sides as runners: lyra's two and the floors built around the framework's
     own (the floor writing its events to ``log``)."""
 
     async def plain_child(prompt: str, ctx: Any) -> str:

@@ -32,8 +32,9 @@ import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import orjson
 from _common import Row, Size, standalone
-from _framework import FloorMeter, Framework, Run, Sides, measure
+from _framework import FloorMeter, Framework, Run, Sides, measure, text_size
 
 ANSWER = "Duplicate of #7"
 USER = "lyra"
@@ -119,7 +120,8 @@ def build(latency: float) -> Sides:
     class FloorPlugin(BasePlugin):
         """The floor's hook: :class:`FloorMeter`'s limits in a plugin (the meter of the
         run under way: the harness runs one at a time), the request's size measured as
-        lyra's child measures it (each part's text, a call's arguments)."""
+        lyra's child measures it (each part's text, a call's arguments or a function's
+        response as JSON)."""
 
         meter: FloorMeter
         sent = tokens = 0
@@ -129,10 +131,12 @@ def build(latency: float) -> Sides:
             for content in llm_request.contents:
                 for part in content.parts or ():
                     if part.text:
-                        sent += len(part.text)
-                    for payload in (part.function_call, part.function_response):
-                        if payload is not None:
-                            sent += len(str(payload))
+                        sent += text_size(part.text)
+                    for data in (part.function_call, part.function_response):
+                        if data is not None:
+                            payload = getattr(data, "args", None) or getattr(data, "response", None)
+                            if payload:
+                                sent += len(orjson.dumps(payload, default=str))
             self.sent = sent
             self.meter.before(sent, OUTPUT)
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import anyio
 from _common import Row, Size, standalone
-from _framework import FloorMeter, Framework, Sides, measure
+from _framework import FloorMeter, Framework, Sides, measure, text_size
 
 TIMEOUT = 60.0
 OUTPUT = 4096  # the output lyra's child holds for a request without max_tokens
@@ -128,7 +128,7 @@ def build(latency: float) -> Sides:
             self.meter, self.sent, self.tokens = meter, 0, 0
 
         async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-            self.sent = sum(len(str(m.content)) for batch in messages for m in batch)
+            self.sent = sum(text_size(str(m.content)) for batch in messages for m in batch)
             self.meter.before(self.sent, OUTPUT)
 
         async def on_llm_end(self, response: Any, **kwargs: Any) -> None:

@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from _common import Row, Size, standalone
-from _framework import FloorMeter, Framework, Sides, measure
+from _framework import FloorMeter, Framework, Sides, measure, text_size
 
 
 def build_agent(latency: float) -> Any:
@@ -94,7 +94,7 @@ def build(latency: float) -> Sides:
                     if type(content) is not str:
                         args = getattr(part, "args", None)
                         content = str(args if args is not None else content or "")
-                    sent += len(content) if content.isascii() else len(content.encode())
+                    sent += text_size(content)
             self.sent = sent
             self.meter.before(sent, _ANY_MODEL_WRITES)
             return request_context
