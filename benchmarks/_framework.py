@@ -203,6 +203,16 @@ def _delegating(child: Any) -> Run:
     return run
 
 
+def _floor_ended(log: BareLog, session: str, started: float, output: str, error: str | None) -> str:
+    """A floor child's end: its closing event, and the output (or the error) in a text
+    with a metadata block."""
+    status = "failed" if floor_ended(log, session, started, error) else "completed"
+    return (
+        f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
+        f"<session_id>{session}</session_id>\n</task_metadata>"
+    )
+
+
 def _floor(inner: Run, log: BareLog) -> Run:
     """The floor child around ``inner``: see the module docstring."""
 
@@ -216,11 +226,7 @@ def _floor(inner: Run, log: BareLog) -> Run:
                 error = f"{type(exc).__name__}: {exc}"
         if scope.cancelled_caught:
             error = "timed out after 60s"
-        status = "failed" if floor_ended(log, session, started, error) else "completed"
-        return (
-            f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
-            f"<session_id>{session}</session_id>\n</task_metadata>"
-        )
+        return _floor_ended(log, session, started, output, error)
 
     return floor_child
 
@@ -248,11 +254,7 @@ def _floor_hooked(inner: MeteredRun, log: BareLog, idle: float = 30.0) -> Run:
                 error = f"{type(exc).__name__}: {exc}"
         if scope.cancelled_caught:
             error = "timed out"
-        status = "failed" if floor_ended(log, session, started, error) else "completed"
-        return (
-            f"{output or error}\n\n<task_metadata>\n<status>{status}</status>\n"
-            f"<session_id>{session}</session_id>\n</task_metadata>"
-        )
+        return _floor_ended(log, session, started, output, error)
 
     return floor_child
 
