@@ -104,15 +104,15 @@ class FloorMeter:
     set by the floor's delegation). Nothing else: no tree of accounts, no prices, no
     repeats counted, no report of the run's steps."""
 
-    __slots__ = ("held", "max_tokens", "max_turns", "progress", "tokens", "turns")
+    __slots__ = ("asked", "held", "max_tokens", "max_turns", "progress", "tokens", "turns")
 
     def __init__(self, progress: Callable[[], None]) -> None:
         self.progress = progress
         self.max_tokens, self.max_turns = 10**12, 10**9
-        self.tokens = self.turns = self.held = 0
+        self.tokens = self.turns = self.held = self.asked = 0
 
     def before(self, text_bytes: int, output: int) -> None:
-        """A model request is about to be sent."""
+        """A model request is about to be sent (the run's requests go one at a time)."""
         if self.turns >= self.max_turns:
             raise RuntimeError("max_turns reached")
         worst = text_bytes // 4 + 16 + output
@@ -120,11 +120,12 @@ class FloorMeter:
             raise RuntimeError("max_tokens reached")
         self.turns += 1
         self.held += worst
+        self.asked = worst
         self.progress()
 
-    def after(self, text_bytes: int, output: int, tokens: int) -> None:
+    def after(self, tokens: int) -> None:
         """The request was answered; ``tokens``: the run's usage so far."""
-        self.held -= text_bytes // 4 + 16 + output
+        self.held -= self.asked
         self.tokens = tokens
         if tokens > self.max_tokens:
             raise RuntimeError("max_tokens exceeded")
@@ -170,6 +171,11 @@ class Framework:
     requests: int  # model requests per run
     hook: str  # the do-nothing hook, e.g. "an empty capability"
     plan: Plan = field(default_factory=Plan)
+
+
+def _with_floor(sides: Sides, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names``, and the floor + hook side where the framework gives one."""
+    return names if sides.floor_hooked is None else (*names, FLOOR_HOOK)
 
 
 def _runners(sides: Sides, log: BareLog) -> dict[str, Run]:
@@ -472,8 +478,9 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         closing(BareLog(Path(folder) / "floor.jsonl")) as log,
     ):
         sides = fw.build(0.0)
-        names = SIDES if sides.floor_hooked is None else (*SIDES, FLOOR_HOOK)
-        cpu = _rounds(fw, sides, names, cpu_runs, cpu_rounds, time.process_time, log)
+        cpu = _rounds(
+            fw, sides, _with_floor(sides, SIDES), cpu_runs, cpu_rounds, time.process_time, log
+        )
         us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
         rows = _cpu_rows(fw, us, judge)
         print(
@@ -491,9 +498,7 @@ def measure(fw: Framework, size: Size) -> list[Row]:
             print(f"{row.metric}: {fmt_value(row.value, row.unit)} ({row.note})")
             rows.append(row)
         sides = fw.build(LATENCY)
-        paired: tuple[str, ...] = ("bare", "lyra")
-        if sides.floor_hooked is not None:
-            paired = (*paired, FLOOR_HOOK)
+        paired = _with_floor(sides, ("bare", "lyra"))
         wall = _rounds(fw, sides, paired, wall_runs, wall_rounds, time.perf_counter, log)
         row = _wall_row(fw, wall, judge)
         print(

@@ -124,7 +124,7 @@ def build(latency: float) -> Sides:
         response as JSON)."""
 
         meter: FloorMeter
-        sent = tokens = 0
+        tokens = 0
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
             sent = 0
@@ -137,14 +137,13 @@ def build(latency: float) -> Sides:
                             payload = getattr(data, "args", None) or getattr(data, "response", None)
                             if payload:
                                 sent += len(orjson.dumps(payload, default=str))
-            self.sent = sent
             self.meter.before(sent, OUTPUT)
 
         async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
             usage = llm_response.usage_metadata
             if usage is not None:
                 self.tokens += (usage.prompt_token_count or 0) + (usage.candidates_token_count or 0)
-            self.meter.after(self.sent, OUTPUT, self.tokens)
+            self.meter.after(self.tokens)
 
         async def before_tool_callback(self, **kwargs: Any) -> None:
             self.meter.progress()

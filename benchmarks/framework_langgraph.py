@@ -125,16 +125,16 @@ def build(latency: float) -> Sides:
         ignore_chain = ignore_retriever = ignore_retry = ignore_custom_event = True
 
         def __init__(self, meter: FloorMeter) -> None:
-            self.meter, self.sent, self.tokens = meter, 0, 0
+            self.meter, self.tokens = meter, 0
 
         async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-            self.sent = sum(text_size(str(m.content)) for batch in messages for m in batch)
-            self.meter.before(self.sent, OUTPUT)
+            sent = sum(text_size(str(m.content)) for batch in messages for m in batch)
+            self.meter.before(sent, OUTPUT)
 
         async def on_llm_end(self, response: Any, **kwargs: Any) -> None:
             usage = response.generations[0][0].message.usage_metadata or {}
             self.tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
-            self.meter.after(self.sent, OUTPUT, self.tokens)
+            self.meter.after(self.tokens)
 
         async def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
             self.meter.progress()

@@ -81,17 +81,16 @@ def build(latency: float) -> Sides:
         as JSON)."""
 
         def __init__(self, meter: FloorMeter) -> None:
-            self.meter, self.sent = meter, 0
+            self.meter = meter
 
         async def on_llm_start(
             self, context: Any, agent: Any, system_prompt: Any, input_items: Any
         ) -> None:
-            self.sent = len(json.dumps([input_items, system_prompt], default=str))
-            self.meter.before(self.sent, OUTPUT)
+            self.meter.before(len(json.dumps([input_items, system_prompt], default=str)), OUTPUT)
 
         async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
             usage = context.usage
-            self.meter.after(self.sent, OUTPUT, usage.input_tokens + usage.output_tokens)
+            self.meter.after(usage.input_tokens + usage.output_tokens)
 
         async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
             self.meter.progress()

@@ -84,7 +84,7 @@ def build(latency: float) -> Sides:
         ``Limits`` capability holds lyra's (the request's text measured the same way)."""
 
         def __init__(self, meter: FloorMeter, usage: Any) -> None:
-            self.meter, self.usage, self.sent = meter, usage, 0
+            self.meter, self.usage = meter, usage
 
         async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
             sent = 0
@@ -95,7 +95,6 @@ def build(latency: float) -> Sides:
                         args = getattr(part, "args", None)
                         content = str(args if args is not None else content or "")
                     sent += text_size(content)
-            self.sent = sent
             self.meter.before(sent, _ANY_MODEL_WRITES)
             return request_context
 
@@ -103,7 +102,7 @@ def build(latency: float) -> Sides:
             self, ctx: Any, *, request_context: Any, response: Any
         ) -> Any:
             usage = self.usage
-            self.meter.after(self.sent, _ANY_MODEL_WRITES, usage.input_tokens + usage.output_tokens)
+            self.meter.after(usage.input_tokens + usage.output_tokens)
             return response
 
         async def wrap_tool_execute(
