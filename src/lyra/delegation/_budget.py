@@ -164,7 +164,7 @@ class Account:
         self.input_tokens = self.output_tokens = self.turns = self.tool_calls = 0
         self.reserved = 0
         """Tokens held for model requests in flight (their worst case), not yet charged."""
-        self._released: list[Callable[[], None]] = []
+        self._released: list[Callable[[], None]] | None = None  # (a list once one waits)
         self.cost_usd = 0.0
         self.exhausted: str | None = None
         """Why the account ran out (the limit and the amount used), once it has."""
@@ -175,7 +175,7 @@ class Account:
         failure for want of it is not retryable, whatever the accounts above hold."""
         self._caps = tokens, cost, turns, calls = _caps(self.limits)
         own = _measures(tokens < math.inf, cost < math.inf, turns < math.inf, calls < math.inf)
-        self.limited: frozenset[str] = own | parent.limited if parent is not None else own
+        self.limited: frozenset[str] = _union(own, parent.limited) if parent is not None else own
         """What this account or one above it limits (``"max_tokens"``, …)."""
         self.counts_tool_calls = "max_tool_calls" in self.limited
         """True when this account or one above it limits tool calls (each is charged)."""
@@ -316,10 +316,8 @@ class Account:
             for account in chain:
                 account.reserved = max(0, account.reserved - tokens)
             root = chain[-1]
-            waiting = root._released
-            if waiting:
-                root._released = []
-        for wake in waiting:
+            waiting, root._released = root._released, None
+        for wake in waiting or ():
             wake()
 
     def holds_others(self, mine: int = 0) -> bool:
@@ -331,7 +329,10 @@ class Account:
     def when_released(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` (once) at the next :meth:`release` anywhere in this tree."""
         with self._lock:
-            self._chain[-1]._released.append(wake)
+            root = self._chain[-1]
+            if root._released is None:
+                root._released = []
+            root._released.append(wake)
 
     def refuse(self, tokens: int) -> Account | None:
         """A request whose worst case (``tokens``) no token limit up the chain has room
@@ -426,9 +427,9 @@ class Account:
             and self.tool_calls < max_calls
         )
 
-    def limiting(self) -> list[Account]:
+    def limiting(self) -> tuple[Account, ...]:
         """The accounts up the chain that have limits (the ones that can run out)."""
-        return list(self._limiting)
+        return self._limiting
 
     def watch(self, key: int, watcher: Watcher) -> None:
         """Call ``watcher`` when this account runs out (until :meth:`unwatch`)."""
@@ -451,10 +452,19 @@ def _measures(*limited: bool) -> frozenset[str]:
     return frozenset(name for name, on in zip(_MEASURES, limited, strict=True) if on)
 
 
+_NO_CAPS = (math.inf, math.inf, math.inf, math.inf)
+
+
+@functools.cache
+def _union(own: frozenset[str], above: frozenset[str]) -> frozenset[str]:
+    """What an account and the ones above it limit: made once for each pair of sets."""
+    return own | above
+
+
 def _caps(limits: Budget | None) -> tuple[float, float, float, float]:
     """A budget's limits (tokens, cost, turns, tool calls), infinite where it has none."""
     if limits is None:
-        return (math.inf, math.inf, math.inf, math.inf)
+        return _NO_CAPS  # (one tuple for every account that only meters)
     tokens, cost = limits.max_tokens, limits.max_cost_usd
     turns, calls = limits.max_turns, limits.max_tool_calls
     return (

@@ -85,7 +85,7 @@ class Limiter:
         """The account whose exhaustion ended the attempt."""
         self.observed = False
         self._watch: Watch | None = None
-        self._watched: list[Account] = []
+        self._watched: tuple[Account, ...] = ()
         self._waiting = 0
         self._token: Any = None
         self._loop_thread = threading.get_ident()

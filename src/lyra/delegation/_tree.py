@@ -50,12 +50,18 @@ class Tree:
     def __init__(self) -> None:
         self._until: dict[str, float] = {}
         self._started_by: dict[str, str] = {}
-        self._listeners: list[Listener] = []
+        self._listeners: tuple[Listener, ...] = ()  # (replaced, not changed: rarely any)
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Tell ``listener`` of every signal from now on; returns how to stop."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        self._listeners = (*self._listeners, listener)
+
+        def stop() -> None:
+            listeners = list(self._listeners)
+            listeners.remove(listener)
+            self._listeners = tuple(listeners)
+
+        return stop
 
     def cooldown_left(self, provider: str) -> float:
         """Seconds before requests to ``provider`` may be sent again (0: now)."""
