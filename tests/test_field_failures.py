@@ -101,6 +101,27 @@ async def test_calls_with_other_arguments_are_progress_and_max_repeats_none_turn
     assert free.status == "completed"
 
 
+async def test_an_argument_that_cannot_describe_itself_never_fails_the_call() -> None:
+    """An argument whose ``str`` and ``repr`` raise (a lazy proxy not bound yet): the
+    tool runs, and the same object again is still counted as the same call."""
+
+    class Unbound:
+        def __repr__(self) -> str:
+            raise RuntimeError("not bound yet")
+
+    handle, ran = Unbound(), []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(3):
+            await ctx.tool("lookup", lambda h, key: ran.append(key) or "value", handle, "k1")
+        return "done"
+
+    assert parse_report(await adelegate_task("x", child=child, timeout=5)).status == "completed"
+    assert ran == ["k1"] * 3
+    looped = parse_report(await adelegate_task("x", child=child, max_repeats=2, timeout=5))
+    assert (looped.error_type, len(ran)) == ("loop", 5)
+
+
 async def test_framework_tool_calls_are_told_apart_by_every_argument() -> None:
     """Arguments a framework reports (a dict, or JSON text) are the same call only when
     they are the same JSON: NaN, infinity and None differ, and key order does not count;
@@ -927,6 +948,53 @@ async def test_generator_exit_raised_by_a_child_is_its_failure() -> None:
     parsed = parse_report(await adelegate_task("x", child=closes))
     assert parsed.status == "failed"
     assert "cancelled from outside" in parsed.message
+
+
+async def test_a_task_group_of_the_childs_with_an_error_beside_its_closing_is_its_failure() -> None:
+    """Tools run in a task group of the child's own: one fails, another raises a
+    GeneratorExit (or meets a future someone else cancelled). The group is the child's
+    failure, and a pool's other tasks keep their outcomes."""
+
+    async def grouped(prompt: str, ctx: ChildContext) -> str:
+        if prompt != "bad":
+            return f"fine {prompt}"
+
+        async def fails() -> None:
+            raise ValueError("tool a broke")
+
+        async def closes() -> None:
+            raise GeneratorExit
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(fails)
+            group.start_soon(closes)
+        return "never"
+
+    parsed = parse_report(await adelegate_task("bad", child=grouped))
+    assert (parsed.status, parsed.category) == ("failed", "tool_error")
+    outcomes = await Supervisor(grouped, timeout=5).run(
+        [Task(prompt="one"), Task(prompt="bad"), Task(prompt="two")]
+    )
+    assert [o.result.status for o in outcomes] == ["completed", "failed", "completed"]
+
+
+async def test_a_group_holding_the_callers_cancellation_still_propagates() -> None:
+    """An error beside a real cancellation of the caller in one group (a cleanup that
+    broke as the child was cancelled): the group passes through, nothing swallowed."""
+
+    async def breaks_as_it_is_cancelled(prompt: str, ctx: ChildContext) -> str:
+        try:
+            await anyio.sleep_forever()
+        except asyncio.CancelledError as exc:
+            raise BaseExceptionGroup("cleanup", [ValueError("cleanup broke"), exc]) from None
+        return "never"
+
+    task = asyncio.ensure_future(adelegate_task("x", child=breaks_as_it_is_cancelled))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(BaseExceptionGroup) as raised:
+        await task
+    assert raised.group_contains(asyncio.CancelledError)
 
 
 # -- fallbacks -----------------------------------------------------------------------------------

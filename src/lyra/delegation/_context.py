@@ -733,15 +733,25 @@ def _json_key(arguments: object) -> str:
         except orjson.JSONDecodeError:
             return safe_str(arguments)
     try:  # (orjson: several times quicker than json, on every tool call)
-        key = orjson.dumps(arguments, default=str, option=_CANONICAL)
+        key = orjson.dumps(arguments, default=_unjsonable, option=_CANONICAL)
         if b"null" not in key:  # (orjson writes NaN and infinities as null, too)
             return key.decode()
     except TypeError:  # an integer past 64 bits, …
         pass
     try:
-        return json.dumps(arguments, sort_keys=True, default=str, ensure_ascii=False)
+        return json.dumps(arguments, sort_keys=True, default=_unjsonable, ensure_ascii=False)
     except (TypeError, ValueError):
         return safe_str(arguments)
+
+
+def _unjsonable(value: object) -> str:
+    """An argument JSON cannot hold, as its ``str``; one that cannot describe itself (a
+    lazy proxy not bound yet), by its address: never identical to another, and never a
+    reason for the tool call to fail."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a hostile __str__/__repr__
+        return f"<{type_name(value)} at {id(value):#x}>"
 
 
 _CANONICAL = (

@@ -369,8 +369,9 @@ def foreign_cancellation(exc: BaseException) -> bool:
         return False
     if task is None:
         return False
-    if isinstance(exc, BaseExceptionGroup):  # (a framework's task group: every one of them)
-        return all(foreign_cancellation(inner) for inner in exc.exceptions)
+    if isinstance(exc, BaseExceptionGroup):  # (a task group's: ordinary errors beside them)
+        inner = exc.exceptions
+        return all(isinstance(one, Exception) or foreign_cancellation(one) for one in inner)
     if isinstance(exc, GeneratorExit):
         return True
     return isinstance(exc, asyncio.CancelledError) and task.cancelling() == 0
