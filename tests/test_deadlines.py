@@ -99,3 +99,23 @@ async def test_finished_attempts_are_let_go() -> None:
     assert watcher is not None
     assert len(watcher._heap) <= 2 * _deadlines._PURGE_AT
     assert all(entry[2].ctx is None for entry in watcher._heap)  # none kept alive
+
+
+@pytest.mark.parametrize("idle", [None, 0.1])
+async def test_a_child_that_catches_the_deadline_and_returns_timed_out(idle: float | None) -> None:
+    """A child that catches the deadline's cancellation and returns what it has is not a
+    success: the deadline (or the idle timeout) passed, and the result says so."""
+
+    async def catches(prompt: str, ctx: ChildContext) -> str:
+        try:
+            await anyio.sleep(10)
+            return "full answer"
+        except anyio.get_cancelled_exc_class():
+            return "half-finished answer"
+
+    result = await Supervisor(catches).delegate("x", timeout=0.2, idle_timeout=idle)
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == (
+        "timeout",
+        "timeout" if idle is None else "idle",
+    )

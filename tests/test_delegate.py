@@ -171,6 +171,7 @@ def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
         (lambda: delegate_task(123, child=echo), TypeError, "the prompt must be a string, not int"),
         (lambda: delegate_task(None, child=echo), TypeError, "prompt must be a string, not None"),
         (lambda: delegate_task("x", child=echo, session_id=5), TypeError, "session_id must be"),
+        (lambda: delegate_task("x", child=echo, subject=5), TypeError, "subject must be a string"),
         (lambda: delegate_task("x", child=echo, attempt=0), ValueError, "attempt .*, not 0"),
         (lambda: delegate_task("x", child=echo, attempt="2"), TypeError, "attempt .* not str"),
         (lambda: delegate_task("x", child=echo, context=[1, 2]), TypeError, "context must be a"),
@@ -187,6 +188,11 @@ def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
             r"each task is a lyra.Task, not str \('do this'\): Task\(prompt=...\)",
         ),
         (lambda: anyio.run(lambda: lyra.Supervisor(echo).run("do this")), TypeError, "iterable of"),
+        *(
+            (lambda n=n: anyio.run(lambda: lyra.Supervisor(echo).run([], max_concurrency=n)),
+             TypeError, "max_concurrency must be a whole number")
+            for n in (1.5, "8", None, True)
+        ),
     ],
 )  # fmt: skip
 def test_an_argument_of_the_wrong_type_is_the_callers_error_named_as_given(

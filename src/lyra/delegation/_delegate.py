@@ -87,6 +87,8 @@ async def run_attempt(
         raise TypeError(f"the prompt must be a string, not {type_name(prompt)}")
     if session_id is not None and not isinstance(session_id, str):
         raise TypeError(f"session_id must be a string, not {type_name(session_id)}")
+    if subject is not None and not isinstance(subject, str):
+        raise TypeError(f"subject must be a string, not {type_name(subject)}")
     if type(attempt) is not int:  # (the report's <attempt>, counted from 1)
         raise TypeError(f"attempt must be a whole number ≥ 1, not {type_name(attempt)}")
     if attempt < 1:
@@ -276,6 +278,7 @@ async def _run(
     rejection: str | None = None
     verifying = False  # (still True when the deadline cut the caller's verify= off)
     left = 0.0  # seconds of the deadline left when verify= began
+    cut_off = False
     scope = limiter.new_scope()
     task = asyncio.current_task() if limiter.deadlines is not None else None
     try:
@@ -284,6 +287,9 @@ async def _run(
             ctx.observe()
             try:
                 output = await call(prompt, ctx)
+                # Our deadline's cancellation reached the child, which caught it and
+                # returned: what it returned is what it had when the deadline passed.
+                cut_off = scope.cancel_called and task is not None and task.cancelling() > 0
                 if verify is not None and isinstance(output, str) and ctx.stopped is None:
                     verifying, left = True, limiter.remaining()
                     with limiter.waiting():  # (the caller's work: no idle time of the child's)
@@ -312,7 +318,7 @@ async def _run(
         )
         return classify_verifier_raised(late), ""
     try:
-        return _verdict(ctx, scope, output, error, rejection)
+        return _verdict(ctx, scope, output, error, rejection, cut_off)
     except Exception as exc:  # noqa: BLE001 - "a child's failure never raises", held here
         return classify_unclassifiable(exc, error), ""
 
@@ -392,13 +398,15 @@ def _verdict(
     output: object,
     error: BaseException | None,
     rejection: str | None,
+    cut_off: bool = False,
 ) -> tuple[Verdict | None, str]:
-    """What happened to the attempt, by the rule table; ``None`` on success."""
+    """What happened to the attempt, by the rule table; ``None`` on success.
+    ``cut_off``: the child returned after catching our deadline's cancellation."""
     if ctx.stopped_by is not None:  # the budget ran out: whatever the child did after
         return classify_budget(ctx), ""
     # Only our limits cancel this scope, so cancel_called tells them apart from
     # a TimeoutError raised inside the child.
-    if scope.cancel_called and (error is not None or scope.cancelled_caught):
+    if scope.cancel_called and (error is not None or scope.cancelled_caught or cut_off):
         if ctx.idle_timeout is not None and ctx.remaining() > 0:
             return classify_idle(ctx), ""
         return classify_timeout(ctx), ""

@@ -74,7 +74,7 @@ class LocalExecutor:
         """Run every task here; see :class:`Executor`."""
 
         job.build_children()
-        throttle = Throttle(max_concurrency)
+        throttle = Throttle(checked_concurrency(max_concurrency))
 
         async def one(task: Task) -> RecoveryOutcome:
             async with throttle.slot():
@@ -113,8 +113,7 @@ class LocalExecutor:
         The pool grows as items are taken: a worker that takes an item starts the
         next worker, up to ``max_concurrency``, so a huge limit over a few items
         starts a few workers, not the limit's worth."""
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        checked_concurrency(max_concurrency)
         pending = iter(items)
         started = 1
 
@@ -144,8 +143,7 @@ class LocalExecutor:
     ) -> list[R]:
         """``work`` over ``items`` in a pool, results in order; an item whose work
         raises gets ``on_error(item, exc)`` and never disturbs the others."""
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+        checked_concurrency(max_concurrency)
         results: list[R | None] = [None] * len(items)
         pending = iter(enumerate(items))
 
@@ -162,6 +160,15 @@ class LocalExecutor:
             for _ in range(min(max_concurrency, len(items))):
                 group.start_soon(worker)
         return results  # type: ignore[return-value]  # every slot is filled above
+
+
+def checked_concurrency(max_concurrency: object) -> int:
+    """``max_concurrency`` itself, or a clear error (not a bool, a float, a string)."""
+    if type(max_concurrency) is not int:
+        raise TypeError(f"max_concurrency must be a whole number ≥ 1, not {max_concurrency!r}")
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+    return max_concurrency
 
 
 def isolated(exc: BaseException) -> bool:
