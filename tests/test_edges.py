@@ -107,6 +107,25 @@ async def test_an_exception_that_cannot_describe_itself_becomes_a_report(
 
 
 @pytest.mark.parametrize(
+    "exc", [StrRaises(), StrNotText(), NothingWorks()], ids=lambda exc: type(exc).__name__
+)
+async def test_an_exception_that_cannot_describe_itself_is_classified_by_the_rules(
+    exc: BaseException,
+) -> None:
+    """Its hostile ``__str__`` does not make it unclassifiable: after a completed step,
+    it is partial and retryable (rule 5), as any unknown error is."""
+
+    async def child(prompt: str, ctx: Any) -> str:
+        ctx.step("fetched the data")
+        raise exc
+
+    failure = (await Supervisor(child).delegate("x", timeout=5)).failure
+    assert failure is not None
+    assert (failure.category, failure.retryable) == ("partial", True), failure.evidence
+    assert failure.evidence.startswith("rule 5")
+
+
+@pytest.mark.parametrize(
     "exc",
     [
         KeyboardInterrupt(),

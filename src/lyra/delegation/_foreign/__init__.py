@@ -37,6 +37,7 @@ from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
 from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
 from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
+from lyra.delegation._text import safe_str
 from lyra.errors import (
     ConfigurationError,
     IncompleteOutput,
@@ -183,6 +184,6 @@ def _builtin(exc: BaseException) -> Cause:
         return Cause(Kind.ENVIRONMENT, error_type, name)
     if isinstance(exc, subprocess.CalledProcessError) and exc.returncode == 127:
         return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, "command exited 127 (not found)")
-    if "command not found" in str(exc).lower():
+    if "command not found" in safe_str(exc).lower():  # (any exception: its str may raise)
         return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, f"{name}: command not found")
     return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, name)
