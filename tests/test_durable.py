@@ -467,6 +467,20 @@ def test_run_directory_of_another_run_is_a_usage_error(
     assert json.loads(out)["summary"]["successful"] == 1
 
 
+def test_a_new_durable_run_in_a_plain_runs_folder_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain run's folder is no place for a new durable one: the two runs' reports,
+    results and logs would mix. Refused before anything is written there."""
+    run = tmp_path / "run"
+    assert main(["analyze", "P04637", "--run-dir", str(run)]) == 0
+    before = sorted(path.name for path in run.iterdir())
+    capsys.readouterr()
+    assert main(["analyze", "P01308", "--durable", "--run-dir", str(run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert sorted(path.name for path in run.iterdir()) == before
+
+
 # -- (4) a user's own child: any delegation work, not only proteins --------------------
 
 OWN_RUN = """

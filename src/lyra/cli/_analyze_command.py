@@ -357,11 +357,10 @@ def _run_dir(folder: str | None, durable: Any) -> Any:
         where = folder or "runs/"
         why = "it is a file" if folder and os.path.isfile(folder) else exc.strerror or exc
         raise ConfigurationError(f"cannot use run directory {where}: {why}") from None
-    if durable is None and run_dir.holds_a_run():
-        raise ConfigurationError(
-            f"{run_dir.path} already holds a run; choose another --run-dir "
-            "(or leave it out for a new folder under runs/)"
-        )
+    if durable is None and run_dir.holds_a_run():  # (a durable run checked it when new)
+        from lyra.cli._run_record import another_run
+
+        raise another_run(run_dir.path)
     return run_dir
 
 

@@ -29,7 +29,14 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from lyra.cli._request import Placement, differences
-from lyra.cli._run_record import RUN_FILE, RunRecord, first_line, load_record, resume_command
+from lyra.cli._run_record import (
+    RUN_FILE,
+    RunRecord,
+    another_run,
+    first_line,
+    load_record,
+    resume_command,
+)
 from lyra.durable import DurableExecutor
 from lyra.durable._internal import (
     SQLITE_FILE,
@@ -115,6 +122,8 @@ def open_run(
             return DurableRun(folder, request, None, finished)
     else:
         assert request is not None  # a new run always has one
+        if folder is not None and folder.is_dir() and RunDir(folder).holds_a_run():
+            raise another_run(folder)
         folder = folder or RunDir.new().path
         record = RunRecord(
             run_id=_new_run_id(),

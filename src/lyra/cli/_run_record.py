@@ -48,6 +48,15 @@ def load_record(folder: Path | None) -> RunRecord | None:
         ) from None
 
 
+def another_run(folder: Path | str) -> ConfigurationError:
+    """The refusal of a new run in a folder that holds another one's files (the two
+    would mix: reports, results and the logs' counts of both)."""
+    return ConfigurationError(
+        f"{folder} already holds a run; choose another --run-dir "
+        "(or leave it out for a new folder under runs/)"
+    )
+
+
 def first_line(exc: Exception) -> str:
     """The gist of an error reading a state file, in one line of at most 200 characters."""
     if isinstance(exc, ValidationError):
