@@ -136,6 +136,18 @@ def test_bad_numbers_are_usage_errors(bad: list[str]) -> None:
     assert exit_info.value.code == 2
 
 
+@pytest.mark.parametrize("command", [["mcp", "--http"], ["a2a"]])
+@pytest.mark.parametrize("port", ["65536", "99999", "-1"])
+def test_a_port_past_65535_is_a_usage_error(
+    command: list[str], port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port no socket can have is refused, not wrapped to another (99999 bound 34463)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--port", port])
+    assert exit_info.value.code == 2
+    assert "must be a port, 0 to 65535" in capsys.readouterr().err
+
+
 def test_a_blank_prompt_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """'lyra delegate "" exits 1 with an invalid_task report suggesting "Break into
     simpler, well-defined tasks"': no task is given, so it is the caller's mistake, as a
@@ -690,6 +702,8 @@ def test_more_than_a_hundred_proteins_stream_to_results_jsonl_once_each(
     assert "1 of 111 completed, 0 partial, 110 failed." in out
     assert "invalid_task     110" in out
     assert "# Cellular tumor antigen p53" not in out
+    # The Next lines name the failures listed (20), and say the rest are elsewhere.
+    assert "90 more not completed are in results.jsonl" in out
     saved = json.loads((tmp_path / "r" / "output.json").read_text())
     assert (saved["streamed"], saved["completed_analyses"]) == (True, [])
     ids.write_text("\n".join(["P04637", *(f"X{n:04d}" for n in range(STREAM_ABOVE - 1))]))

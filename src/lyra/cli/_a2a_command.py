@@ -14,8 +14,8 @@ from lyra.cli._options import (
     add_limit_options,
     add_retries_option,
     budget_of,
+    port_number,
     positive_float,
-    whole_number,
 )
 
 _DESCRIPTION = """\
@@ -56,7 +56,7 @@ def register(commands: Subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
         "--port",
-        type=whole_number(0),
+        type=port_number,
         default=9999,
         help="port to bind (default 9999; 0: any free port)",
     )
@@ -86,11 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from lyra.a2a import serve, served_url  # first: without the extra, nothing helps
     from lyra.children import default_child
     from lyra.delegation import Limits
-    from lyra.errors import ConfigurationError
     from lyra.settings import settings
 
-    if args.port > 65535:
-        raise ConfigurationError(f"--port must be at most 65535: {args.port}")
     child = args.child.resolve() if args.child else default_child()
     secret = settings().a2a_token
     token = secret.get_secret_value() if secret is not None else None

@@ -22,8 +22,8 @@ from lyra.cli._options import (
     Subparsers,
     add_child_option,
     add_event_options,
+    port_number,
     positive_float,
-    whole_number,
 )
 from lyra.errors import ConfigurationError
 
@@ -131,7 +131,7 @@ def register(commands: Subparsers) -> None:
     http.add_argument("--http", action="store_true", help="serve Streamable HTTP, not stdio")
     http.add_argument("--host", metavar="HOST", help="address to listen on (default 127.0.0.1)")
     http.add_argument(
-        "--port", type=whole_number(0), metavar="PORT", help="default 8000; 0: any free port"
+        "--port", type=port_number, metavar="PORT", help="default 8000; 0: any free port"
     )
     http.add_argument(
         "--allow-host",

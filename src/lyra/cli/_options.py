@@ -44,6 +44,13 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return convert
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port to bind, 0 (any free port) to 65535."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port, 0 to 65535: {text!r}")
+    return int(text)
+
+
 def non_negative_float(text: str) -> float:
     """An argparse type: a finite number ≥ 0 (dollars)."""
     try:

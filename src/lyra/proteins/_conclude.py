@@ -85,6 +85,12 @@ def facts(
         ):
             if total > len(lines):
                 more[key] = total - len(lines)
+    unlisted = more.get("partial", 0) + more.get("failed", 0)
+    if unlisted:  # (a streamed run: the lines above name the sample only)
+        next_steps.append(
+            f"The lines above name only the proteins listed; {unlisted} more not completed "
+            "are in results.jsonl, each with its error and suggested actions"
+        )
     return AnswerFacts(
         question=question,
         found=found,
