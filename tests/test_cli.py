@@ -337,6 +337,19 @@ def test_a_page_for_a_folder_that_does_not_exist_is_refused(
     assert not page.parent.exists()
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_page_that_cannot_be_written_is_exit_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk is no usage error: the page was asked for right and not written."""
+    run_cli(["analyze", "P04637", "--run-dir", str(tmp_path / "run")], capsys)
+    status, _, err = run_cli(
+        ["logs", "report", str(tmp_path / "run"), "--html", "/dev/full"], capsys
+    )
+    assert status == 4
+    assert "cannot write /dev/full" in err
+
+
 def test_a_run_dir_that_is_a_file_is_named_as_such(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

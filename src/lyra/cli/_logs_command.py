@@ -8,7 +8,6 @@ written (a full disk).
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import math
 import os
@@ -21,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lyra.cli import _stdout
-from lyra.cli._options import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Subparsers, cannot_read
+from lyra.cli._options import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNWRITTEN,
+    EXIT_USAGE,
+    Subparsers,
+    cannot_read,
+)
 from lyra.errors import LyraError
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
@@ -393,13 +399,14 @@ def _report(args: argparse.Namespace) -> int:
     if args.html in ("-", "/dev/stdout"):  # descriptor 1 is stderr while lyra runs
         _out(page, end="")
     else:
-        try:
-            if not Path(args.html).parent.is_dir():  # a typo'd folder is not made silently
-                raise FileNotFoundError(errno.ENOENT, "no such folder")
-            write_atomic(Path(args.html), page)
-        except OSError as exc:
-            _note(f"cannot write {args.html}: {exc.strerror or exc}")
+        if not Path(args.html).parent.is_dir():  # a typo'd folder is not made silently
+            _note(f"cannot write {args.html}: no such folder")
             return EXIT_USAGE
+        try:
+            write_atomic(Path(args.html), page)
+        except OSError as exc:  # a full disk, no permission: the page is not written
+            _note(f"cannot write {args.html}: {exc.strerror or exc}")
+            return EXIT_UNWRITTEN
         _note(f"wrote {args.html}")
     return _read_notes(stats, args.files)
 
