@@ -120,6 +120,19 @@ async def test_a_result_that_comes_after_its_deadline_says_how_late(
     assert finished[-1]["overrun_s"] == result.overrun_s
 
 
+async def test_an_idle_deadline_passed_in_a_blocked_loop_is_an_overrun_too() -> None:
+    """No progress past the idle timeout while synchronous code holds the loop: the
+    result keeps its status, as past the total deadline, and says how late it is, with
+    the warning naming the idle timeout it passed."""
+    with capture_logs() as logs:
+        result = await Supervisor(_blocks_the_loop).delegate("x", timeout=30, idle_timeout=0.2)
+    assert result.status == "completed"
+    assert result.overrun_s is not None and result.overrun_s >= 0.3
+    warned = [e for e in logs if e["event"] == "deadline_overrun"]
+    assert [e.get("idle_timeout") for e in warned] == [0.2]
+    assert "the event loop" in warned[0]["blocked_by"]
+
+
 async def test_a_result_on_time_carries_no_overrun() -> None:
     """An attempt that ends within its deadline has no overrun anywhere."""
 

@@ -137,8 +137,13 @@ async def run_attempt(
     overrun = limiter.overrun()
     if overrun is not None:
         fields["overrun_s"] = overrun
+        passed = {"idle_timeout": limits.idle_timeout} if limiter.idle_passed else {}
         events.warning(
-            events.DEADLINE_OVERRUN, **fields, timeout=limits.timeout, blocked_by=limiter.blocker()
+            events.DEADLINE_OVERRUN,
+            **fields,
+            timeout=limits.timeout,
+            **passed,
+            blocked_by=limiter.blocker(),
         )
     if verdict is None:
         events.info(events.DELEGATION_COMPLETED, duration=duration, **fields)

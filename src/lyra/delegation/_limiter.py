@@ -231,16 +231,23 @@ class Limiter:
     # -- after the attempt ------------------------------------------------------------------
 
     def overrun(self) -> float | None:
-        """Seconds the attempt ended after its total deadline, beyond the tolerance."""
-        late = self.now() - self.deadline
+        """Seconds the attempt ended after its deadline, beyond the tolerance: the total
+        one, or the idle one when no progress moved it (``armed``: the earlier of the two;
+        a loop held by synchronous code passes the idle one as silently as the total)."""
+        late = self.now() - self.armed
         return round(late, 3) if late > OVERRUN_TOLERANCE else None
+
+    @property
+    def idle_passed(self) -> bool:
+        """True when the deadline :meth:`overrun` measures from is the idle one."""
+        return self.armed < self.deadline
 
     def blocker(self) -> str:
         """What held an attempt past its deadline, as far as lyra can tell."""
         fired = self.fired
         if self.deadlines is None:
             return "unknown (this event loop keeps anyio's own deadlines)"
-        if fired is None or fired - self.deadline > OVERRUN_TOLERANCE:
+        if fired is None or fired - self.armed > OVERRUN_TOLERANCE:
             return (
                 "the event loop: synchronous code in an async child or tool, or a plain "
                 "answer= function, kept it from running (run blocking work through ctx.tool, "
