@@ -532,6 +532,37 @@ async def test_an_async_callback_is_awaited_before_run_returns() -> None:
     assert sorted(finished) == ["t0", "t1", "t2"]
 
 
+@pytest.mark.parametrize("bad", ["raises", "not a task"])
+@pytest.mark.parametrize("with_callback", [True, False], ids=["with callback", "without"])
+async def test_a_stream_that_breaks_lets_the_running_tasks_finish_then_raises(
+    bad: str, with_callback: bool
+) -> None:
+    """keep=False over a generator that raises, or yields something not a Task: the
+    tasks taken before it finish and reach on_outcome, then its error is raised as it
+    is (not wrapped in a group)."""
+    from lyra import Supervisor, Task
+
+    async def slow(prompt: str, ctx: Any) -> str:
+        await anyio.sleep(0.1)
+        return prompt
+
+    def stream() -> Any:
+        yield from (Task(prompt=f"t{i}") for i in range(3))
+        if bad == "raises":
+            raise ValueError("the source broke")
+        yield {"prompt": "not a task"}
+
+    seen: list[str] = []
+    expected = (ValueError, "the source broke") if bad == "raises" else (TypeError, "lyra.Task")
+    with pytest.raises(expected[0], match=expected[1]):
+        await Supervisor(slow).run(
+            stream(),
+            keep=False,
+            on_outcome=(lambda o: seen.append(o.result.output)) if with_callback else None,
+        )
+    assert sorted(seen) == (["t0", "t1", "t2"] if with_callback else [])
+
+
 @pytest.mark.parametrize(
     "callback",
     [lambda: None, lambda a, b, c: None, "not callable"],

@@ -8,7 +8,7 @@ them: both call :meth:`Job.run` for each task.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -112,9 +112,19 @@ class LocalExecutor:
 
         The pool grows as items are taken: a worker that takes an item starts the
         next worker, up to ``max_concurrency``, so a huge limit over a few items
-        starts a few workers, not the limit's worth."""
+        starts a few workers, not the limit's worth. A stream that raises (a bad item,
+        its own error) is pulled no further: the items running finish, then its error
+        is raised."""
         checked_concurrency(max_concurrency)
-        pending = iter(items)
+        broken: list[Exception] = []
+
+        def pulled() -> Iterator[T]:
+            try:
+                yield from items
+            except Exception as exc:  # noqa: BLE001 - the caller's stream broke, whatever it raised
+                broken.append(exc)  # the items running finish first, their outcomes kept
+
+        pending = pulled()
         started = 1
 
         async def worker() -> None:
@@ -132,6 +142,8 @@ class LocalExecutor:
 
         async with anyio.create_task_group() as group:
             group.start_soon(worker)
+        if broken:
+            raise broken[0]
 
     async def map(
         self,
