@@ -131,6 +131,19 @@ def test_round_trip_is_exact(report: TaskReport) -> None:
     assert parse_report(render_report(report)) == report
 
 
+def test_a_failure_of_no_known_category_renders_a_report_that_parses_back() -> None:
+    """A failure read from a header alone (another tool's report) has no category; lyra's
+    rendering of it parses back as such, where it was refused as malformed."""
+    headerless = parse_report("Child agent failed: the API returned 500\n")
+    assert headerless.category is None
+    again = parse_report(render_report(headerless))
+    assert (again.status, again.category, again.message) == (
+        "failed",
+        None,
+        "the API returned 500",
+    )
+
+
 def results() -> st.SearchStrategy[DelegationResult]:
     """Results of every shape a delegation returns, with arbitrary strings."""
     failures = st.builds(

@@ -245,7 +245,7 @@ def _failure_report(failure: re.Match[str]) -> TaskReport:
             values["attempt"] = int(attempt)
         values["duration"] = float(duration if duration_s is None else duration_s)
         values["subject"] = subject or None
-        values["category"] = CATEGORIES[category]
+        values["category"] = CATEGORIES[category] if category else None  # (none known)
         values["retryable"] = retryable == "true"
         if error_type is not None:
             values["error_type"] = ERROR_TYPES[error_type]

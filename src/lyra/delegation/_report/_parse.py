@@ -192,8 +192,8 @@ def _failure_tags(fields: dict[str, Any], meta: dict[str, Any]) -> None:
         fields["retry_after"] = to_float(meta["retry_after_s"], "retry_after_s")
     if get("question"):
         fields["question"] = meta["question"]
-    category = fields.get("category")
-    if category is not None:
+    category = fields.pop("category", None)
+    if category:  # (an empty one: a failure of no known category, as rendered)
         fields["category"] = member(CATEGORIES, category, "category")
 
 
