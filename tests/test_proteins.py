@@ -426,6 +426,23 @@ def test_the_protein_child_splits_tasks_by_accession(prompt: str, expected: list
     assert default_decomposer(ProteinChild())(prompt) == expected
 
 
+async def test_a_prompt_naming_several_proteins_is_refused_not_half_done() -> None:
+    """One protein per child: a prompt naming two (and no subject) is an invalid task
+    that names both and how to run them, not an analysis of the first alone; the same
+    prompt with a subject analyses that one."""
+    from lyra import adelegate_task
+    from lyra.proteins import ProteinChild
+
+    prompt = "Analyze P04637 and P01308"
+    refused = parse_report(await adelegate_task(prompt, child=ProteinChild()))
+    assert (refused.status, refused.category) == ("failed", "invalid_task")
+    assert "P04637, P01308" in refused.message
+    assert "lyra analyze P04637 P01308" in refused.message
+    chosen = parse_report(await adelegate_task(prompt, child=ProteinChild(), subject="P01308"))
+    assert chosen.status == "completed"
+    assert "Insulin" in (chosen.output or "")
+
+
 async def test_a_stuck_multi_protein_task_is_split_per_protein() -> None:
     """A task about two proteins that times out with no progress is retried as one
     subtask per protein, by the protein child's own rule."""

@@ -50,7 +50,11 @@ def register(commands: Subparsers) -> None:
         budget="for the delegation and everything it delegates",
     )
     add_retries_option(p)
-    p.add_argument("--subject", help="what the task is about (shown in the report)")
+    p.add_argument(
+        "--subject",
+        help="what the task is about: shown in the report, and the child's ctx.subject "
+        "(lyra.proteins:ProteinChild analyses the protein it names)",
+    )
     p.add_argument("--json", action="store_true", help="print the parsed report as JSON")
     add_event_options(p)
     p.set_defaults(run=run)

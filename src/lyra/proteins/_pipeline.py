@@ -171,8 +171,9 @@ def plan_for(prompt: str, plan: str | None = None) -> tuple[str, ...]:
 class ProteinChild:
     """The offline protein child: one protein's pipeline under the child contract.
 
-    The protein comes from ``ctx.subject`` or the first UniProt accession in
-    the prompt. Its progress is kept in ``ctx.state``, so a retry of the same
+    The protein comes from ``ctx.subject``, else the UniProt accession the prompt's
+    first line names (else the first in the prompt); a first line naming several is an
+    invalid task: one protein per child. Its progress is kept in ``ctx.state``, so a retry of the same
     task continues from the stage that failed. Each stage it runs is one turn,
     charged to the delegation tree's budget (``max_turns``). Injected faults come from
     ``faults`` and from the task's ``ctx.context["faults"]`` (specs such as
@@ -230,9 +231,19 @@ def protein_child(
 
 
 def _first_accession(prompt: str, ctx: ChildContext) -> str:
-    found = find_protein_ids(prompt)
+    task = next((line for line in prompt.splitlines() if line.strip()), "")
+    # The task's own line names the protein; what follows may quote a larger task (a
+    # decomposed one names its part first, then the whole).
+    found = list(dict.fromkeys(find_protein_ids(task))) or find_protein_ids(prompt)[:1]
     if not found:
         ctx.block("missing_context", "No UniProt accession found in the prompt")
+    if len(found) > 1:  # one would be analysed and the others never said: refused
+        ctx.block(
+            "invalid_task",
+            f"The prompt names {len(found)} proteins ({', '.join(found)}); a protein child "
+            f"analyses one: give each its own task (lyra analyze {' '.join(found)}), or name "
+            "the one meant as the task's subject",
+        )
     return found[0]
 
 
