@@ -173,8 +173,8 @@ class ProteinChild:
 
     The protein comes from ``ctx.subject``, else the UniProt accession the prompt's
     first line names (else the first in the prompt); a first line naming several is an
-    invalid task: one protein per child. Its progress is kept in ``ctx.state``, so a retry of the same
-    task continues from the stage that failed. Each stage it runs is one turn,
+    invalid task: one protein per child. Its progress is kept in ``ctx.state``, so a
+    retry of the same task continues from the stage that failed. Each stage it runs is one turn,
     charged to the delegation tree's budget (``max_turns``). Injected faults come from
     ``faults`` and from the task's ``ctx.context["faults"]`` (specs such as
     ``"P04637:hang@1"``).
