@@ -117,6 +117,8 @@ def test_question_with_structure_only(tmp_path: Path, capsys: pytest.CaptureFixt
         (["analyze", "P04637", "--inject", "P04637:slow"], "needs SECONDS"),
         (["analyze", "P04637", "--inject", "nonsense"], "is not ID:FAULT"),
         (["analyze", "P04637", "--inject", "Q8I3H7:hang"], "names Q8I3H7, which is not requested"),
+        (["analyze", "P04637", "--force"], "--force needs --resume"),
+        (["analyze", "P04637", "--worker-wait", "5"], "--worker-wait needs --database-url"),
     ],
 )
 def test_usage_errors_exit_2_with_a_clear_message(

@@ -175,7 +175,6 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--worker-wait",
         type=non_negative_float,
-        default=120.0,
         metavar="S",
         help="with --database-url: stop (exit 3) when no worker took a child for S seconds; "
         "0 waits forever (default 120)",
@@ -187,6 +186,10 @@ def register(commands: Any) -> None:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print events to stderr")
     p.set_defaults(run=run)
+
+
+_WORKER_WAIT = 120.0
+"""Seconds a queued run waits for a worker to take a child, unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,11 @@ class _Invocation:
     def of(cls, args: argparse.Namespace) -> _Invocation:
         from lyra.cli._request import given_options, request_from
 
+        if args.force and not args.resume:  # (an option that does nothing is refused)
+            raise ConfigurationError("--force needs --resume: lyra analyze --resume DIR --force")
+        if args.worker_wait is not None and not args.database_url:
+            raise ConfigurationError("--worker-wait needs --database-url (workers take children)")
+        wait = _WORKER_WAIT if args.worker_wait is None else args.worker_wait
         return cls(
             request=None if args.resume else request_from(args),
             where=Placement(
@@ -212,7 +220,7 @@ class _Invocation:
                 args.resume,
                 args.durable,
                 args.database_url,
-                worker_wait=args.worker_wait or None,
+                worker_wait=wait or None,
                 force=args.force,
             ),
             given=given_options(args, _defaults()),
