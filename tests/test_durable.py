@@ -451,7 +451,15 @@ def test_run_directory_of_another_run_is_a_usage_error(
     capsys.readouterr()
     cases = {
         "another run (of P04637)": ["analyze", "Q8I3H7", "--resume", run],
-        "its --timeout is 300.0, not 5.0": ["analyze", "--resume", run, "--timeout", "5"],
+        "its --timeout is 300, not 5;": ["analyze", "--resume", run, "--timeout", "5"],
+        "its --inject is none, not P04637:hang;": [
+            "analyze",
+            "--resume",
+            run,
+            "--inject",
+            "P04637:hang",
+        ],
+        "its --structure-only is off, not on;": ["analyze", "--resume", run, "--structure-only"],
         "holds a durable run": ["analyze", "P04637", "--run-dir", run],
         "ran embedded": ["analyze", "--resume", run, "--database-url", "postgresql://x/y"],
         "no run directory": ["analyze", "--resume", str(tmp_path / "nothing")],

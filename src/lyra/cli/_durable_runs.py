@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from lyra.cli._request import Placement, differences
+from lyra.cli._request import Placement, as_given, differences
 from lyra.cli._run_record import (
     RUN_FILE,
     RunRecord,
@@ -320,7 +320,8 @@ def _check_same(
         )
     for option, was, now in differences(recorded, given):
         raise ConfigurationError(
-            f"{folder} belongs to another run: its {option} is {was!r}, not {now!r}; "
+            f"{folder} belongs to another run: its {option} is {as_given(option, was)}, "
+            f"not {as_given(option, now)}; "
             f"resume it with: {resume_command(folder)}"
         )
 

@@ -48,8 +48,32 @@ def differences(recorded: AnalyzeRequest, given: dict[str, Any]) -> list[tuple[s
     ]
 
 
-_OPTION = {"plan": "--structure-only", "quorum": "--min-success/--critical", "faults": "--inject"}
+_OPTION = {
+    "plan": "--structure-only",
+    "quorum": "--min-success/--critical",
+    "faults": "--inject",
+    "budget": "--max-tokens/--max-cost/--max-turns",
+}
 """The command line's name of a request field it names otherwise."""
+
+
+def as_given(option: str, value: Any) -> str:
+    """A request field's value as the command line writes it (not as Python does)."""
+    if option == "--structure-only":
+        return "on" if value == "structure" else "off"
+    if option == _OPTION["quorum"]:
+        return f"{value.min_success}/{' '.join(sorted(value.critical)) or 'none'}"
+    if option == _OPTION["budget"] and value is not None:
+        limits = (("--max-tokens", value.max_tokens), ("--max-cost", value.max_cost_usd))
+        limits += (("--max-turns", value.max_turns),)
+        return " ".join(f"{flag} {limit:g}" for flag, limit in limits if limit is not None)
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, tuple | list | frozenset):
+        return " ".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeRequest:
