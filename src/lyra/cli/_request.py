@@ -64,9 +64,12 @@ def as_given(option: str, value: Any) -> str:
     if option == _OPTION["quorum"]:
         return f"{value.min_success}/{' '.join(sorted(value.critical)) or 'none'}"
     if option == _OPTION["budget"] and value is not None:
-        limits = (("--max-tokens", value.max_tokens), ("--max-cost", value.max_cost_usd))
-        limits += (("--max-turns", value.max_turns),)
-        return " ".join(f"{flag} {limit:g}" for flag, limit in limits if limit is not None)
+        limits = {
+            "--max-tokens": value.max_tokens,
+            "--max-cost": value.max_cost_usd,
+            "--max-turns": value.max_turns,
+        }
+        return " ".join(f"{flag} {limit:g}" for flag, limit in limits.items() if limit is not None)
     if value is None or value == ():
         return "none"
     if isinstance(value, tuple | list | frozenset):
