@@ -303,6 +303,18 @@ def test_a_question_survives_a_killed_run_and_its_answer_resumes_it(
     assert pid != first.pid  # the answered attempt ran in the resumed run
 
 
+def test_a_database_no_run_has_used_is_a_usage_error(
+    database_url: str,  # noqa: F811 - the fixture
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """lyra answer --database-url of a database without lyra's runs (a wrong URL) says
+    so in one line, exit 2, where it printed a traceback of a missing table."""
+    status, out, err = answer_cli(["--database-url", database_url, "--run-id", "qrun"], capsys)
+    assert (status, out) == (2, "")
+    assert "holds no durable run" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.slow
 def test_a_question_survives_a_killed_worker_and_another_worker_resumes_it(
     tmp_path: Path,
@@ -342,6 +354,8 @@ def test_a_question_survives_a_killed_worker_and_another_worker_resumes_it(
         listing = ["--database-url", database_url, "--run-id", "qrun", "--json"]
         status, out, _ = answer_cli(listing, capsys)
         assert status == 0
+        status, _, err = answer_cli(["--database-url", database_url, "--run-id", "nope"], capsys)
+        assert (status, "no run nope in --run-id nope" in err) == (2, True), err
         assert [(q["task"], q["answered"]) for q in json.loads(out)] == [("asks", False)]
         [waiting] = logged(events, "question_waiting")
         assert waiting["answer_with"] == (

@@ -135,6 +135,7 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     from lyra.durable._internal import (
         SQLITE_FILE,
         check_reachable,
+        holds_runs,
         postgres_url,
         redacted,
         sqlite_url,
@@ -182,6 +183,11 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     check_reachable(url)
     named = run_dir if run_dir is not None else f"--run-id {run_id}" if run_id else ""
     shown = f"{named} --database-url {redacted(url)}".strip()
+    if not holds_runs(url):
+        raise ConfigurationError(
+            f"the database at {redacted(url)} holds no durable run (no run has used it): "
+            "is it the --database-url the run was started with?"
+        )
     return _Run(
         url=url,
         prefix=f"{run_id}/" if run_id else "",
@@ -193,22 +199,31 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     )
 
 
-def _waiting(where: _Run) -> list[WaitingQuestion]:
+def _waiting(where: _Run, mailbox: Any) -> list[WaitingQuestion]:
+    """The questions waiting in the run; a usage error (exit 2) when the database knows
+    no run of the --run-id given."""
     from lyra._sync import run_blocking
-    from lyra.durable._internal import dbos_client, questions_waiting
+    from lyra.durable._internal import known_run, questions_waiting
 
-    with dbos_client(where.url) as mailbox:
-        return run_blocking(
-            "waiting",
-            lambda: questions_waiting(mailbox, where.prefix, postgres=where.postgres),
-        )
+    found = run_blocking(
+        "waiting", lambda: questions_waiting(mailbox, where.prefix, postgres=where.postgres)
+    )
+    if (
+        not found
+        and where.prefix
+        and not run_blocking("known", lambda: known_run(mailbox, where.prefix))
+    ):
+        raise ConfigurationError(f"no run {where.prefix[:-1]} in {where.shown}")
+    return found
 
 
 def _list(where: _Run, *, json_out: bool) -> int:
     """Print the questions waiting; 0 when one waits for an answer, else 1."""
     from lyra.delegation._internal import printable
+    from lyra.durable._internal import dbos_client
 
-    found = _waiting(where)
+    with dbos_client(where.url) as mailbox:
+        found = _waiting(where, mailbox)
     if json_out:
         _stdout.write(json.dumps([_fields(asked) for asked in found], indent=2, ensure_ascii=False))
     elif found:
@@ -235,13 +250,10 @@ def _list(where: _Run, *, json_out: bool) -> int:
 def _answer(where: _Run, task: str, text: str, *, json_out: bool) -> int:
     """Answer the one question ``task`` waits on."""
     from lyra._sync import run_blocking
-    from lyra.durable._internal import answer_question, dbos_client, questions_waiting
+    from lyra.durable._internal import answer_question, dbos_client
 
     with dbos_client(where.url) as mailbox:
-        found = run_blocking(
-            "waiting", lambda: questions_waiting(mailbox, where.prefix, postgres=where.postgres)
-        )
-        asked = _one(where, task, found, mailbox)
+        asked = _one(where, task, _waiting(where, mailbox), mailbox)
         run_blocking("answer", lambda: answer_question(mailbox, asked, text))
     if json_out:
         _stdout.write(json.dumps({**_fields(asked), "answer": text}, indent=2, ensure_ascii=False))

@@ -72,6 +72,19 @@ def check_reachable(url: str, *, timeout: float = 5.0) -> None:
         ) from None
 
 
+def holds_runs(url: str, *, timeout: float = 5.0) -> bool:
+    """True when the PostgreSQL database at ``url`` has DBOS's tables (a durable run
+    used it); False for a database no run has used, or one that does not exist."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, connect_timeout=max(1, round(timeout)), autocommit=True) as db:
+            row = db.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()
+    except psycopg.Error:  # (unreachable: check_reachable said so already)
+        return False
+    return row is not None and row[0] is not None
+
+
 def _first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0].removeprefix("connection failed: ") if lines else type(exc).__name__

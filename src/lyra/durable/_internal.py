@@ -14,6 +14,7 @@ from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded, check_
 from lyra.durable._database import (
     SQLITE_FILE,
     check_reachable,
+    holds_runs,
     postgres_url,
     redacted,
     require_durable,
@@ -22,6 +23,7 @@ from lyra.durable._database import (
 from lyra.durable._events import Ledger
 from lyra.durable._executor import quiet_dbos
 from lyra.durable._questions import answer as answer_question
+from lyra.durable._questions import known_run
 from lyra.durable._questions import waiting as questions_waiting
 from lyra.durable._worker import run_worker
 
@@ -34,6 +36,8 @@ __all__ = [
     "check_recorded",
     "check_sqlite",
     "dbos_client",
+    "holds_runs",
+    "known_run",
     "postgres_url",
     "questions_waiting",
     "quiet_dbos",

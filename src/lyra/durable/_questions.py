@@ -47,11 +47,12 @@ class Mailbox(Protocol):
     async def list_workflows_async(
         self,
         *,
-        status: list[str],
+        status: list[str] | None = None,
         workflow_id_prefix: str,
         load_input: bool,
         load_output: bool,
-        attributes: dict[str, Any] | None,
+        attributes: dict[str, Any] | None = None,
+        limit: int | None = None,
     ) -> list[Any]: ...
 
     async def send_async(self, destination_id: str, message: Any, topic: str | None) -> None: ...
@@ -128,6 +129,15 @@ async def waiting(mailbox: Mailbox, prefix: str, *, postgres: bool) -> list[Wait
                 )
             )
     return questions
+
+
+async def known_run(mailbox: Mailbox, prefix: str) -> bool:
+    """True when some task's workflow ID starts with ``prefix`` (a run the database
+    knows, whatever its tasks' state)."""
+    found = await mailbox.list_workflows_async(
+        workflow_id_prefix=prefix, limit=1, load_input=False, load_output=False
+    )
+    return bool(found)
 
 
 async def answer(mailbox: Mailbox, asked: WaitingQuestion, text: str) -> None:
