@@ -832,3 +832,34 @@ async def test_a_durable_run_continues_from_the_checkpointed_history(tmp_path: A
     script = resolved.agent.model.function  # type: ignore[union-attr]
     resumed = script.requests[2]
     assert returned(resumed) == ["found logs"]
+
+
+# -- a cleanup that never ends ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", ["timeout", "idle_timeout"])
+async def test_a_tool_whose_cleanup_hangs_never_holds_the_deadline(limit: str) -> None:
+    """pydantic-ai waits for its tool tasks to end after a cancellation; a tool whose
+    ``finally`` awaits for ever (a close against a dead server) is left to it: the
+    attempt ends at its deadline (within lyra's cleanup grace), a timeout."""
+    released = anyio.Event()
+    agent = scripted_agent(Script(call("hangs"), then=answer("never")))
+
+    @agent.tool_plain
+    async def hangs() -> str:
+        """Hang, then hang in cleanup."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await released.wait()  # never set while the attempt runs
+        return "never"
+
+    limits = {"timeout": 0.3} if limit == "timeout" else {"timeout": 30, "idle_timeout": 0.3}
+    started = time.perf_counter()
+    result = await delegate(PydanticAIChild(agent), **limits)
+    elapsed = time.perf_counter() - started
+    released.set()
+    assert result.failure is not None
+    assert result.failure.category == "timeout"
+    assert elapsed < 0.3 + 0.5 + 0.5, elapsed  # (the deadline, the grace, slack)

@@ -201,10 +201,8 @@ async def contained(run: Awaitable[T]) -> T:
         if task.done():
             raise  # the run's own foreign cancellation is turned into a failure below
         scope.cancel()  # ours (a deadline, a limit, the caller): the run ends as anyio's
-        with anyio.CancelScope(shield=True):
-            while not task.done():  # a second cancellation (the caller's) waits too
-                with suppress(asyncio.CancelledError):
-                    await asyncio.wait((task,))
+        if not await _ended(task, loop):
+            raise  # its cleanups still run: left to finish on their own (_CLEANUP_GRACE)
         error = None if task.cancelled() else task.exception()
         if isinstance(error, GeneratorExit):
             raise ForeignCancellation(_INSIDE) from error
@@ -213,6 +211,35 @@ async def contained(run: Awaitable[T]) -> T:
         raise
     except GeneratorExit as exc:
         raise ForeignCancellation(_INSIDE) from exc
+
+
+_CLEANUP_GRACE = 0.5
+"""Seconds a cancelled run is waited for, for the cleanups inside it (a tool's
+``finally`` closing a session, the framework's own wait for its tool tasks) to
+finish, as long as A2A's cancel is given: a cleanup that takes longer, or hangs,
+holds the attempt (an overrun its result reports) and the caller's cancellation
+no longer than that."""
+
+
+async def _ended(task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> bool:
+    """Wait (shielded: a second cancellation, the caller's, waits too) until the
+    cancelled run's ``task`` ends, for :data:`_CLEANUP_GRACE` at most; False when it
+    has not: it is left to end on its own, what it raises then read and dropped."""
+    until = loop.time() + _CLEANUP_GRACE
+    with anyio.CancelScope(shield=True):
+        while not task.done() and (left := until - loop.time()) > 0:
+            with suppress(asyncio.CancelledError):
+                await asyncio.wait((task,), timeout=left)
+    if not task.done():
+        task.add_done_callback(_read)
+        return False
+    return True
+
+
+def _read(task: asyncio.Task[Any]) -> None:
+    """An abandoned run's end, read so that asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _runner(run: Awaitable[T], scope: anyio.CancelScope, ended: asyncio.Future[None]) -> T:
