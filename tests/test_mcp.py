@@ -138,6 +138,21 @@ async def test_stdout_carries_only_the_protocol(errlog: IO[str]) -> None:
     assert "chatty on stderr: hello" in written
 
 
+async def test_a_child_module_that_prints_as_it_loads_never_reaches_the_protocol(
+    errlog: IO[str],
+) -> None:
+    """What the --child module prints at import (or its child as it is built) lands on
+    stderr: it came before the server claimed stdout, onto the protocol stream."""
+    unbuffered = {"PYTHONUNBUFFERED": "1"}  # each print written at once, not when flushed
+    async with lyra_mcp("--child", "fakes.loud:child", errlog=errlog, env=unbuffered) as session:
+        result = await session.call_tool("delegate_task", {"prompt": "hello"})
+    assert report_of(result).startswith("heard: hello\n")
+    errlog.seek(0)
+    written = errlog.read()
+    assert "loud module: printed at import" in written
+    assert "loud child: printed when built" in written
+
+
 async def test_the_anthropic_child_answers_through_the_server(errlog: IO[str]) -> None:
     """With ANTHROPIC_API_KEY (and no --child), delegate_task runs the Anthropic child,
     here against the local Messages API fake, and returns its report."""

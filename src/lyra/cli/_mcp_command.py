@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from lyra.cli import _logging
+from lyra.cli import _logging, _stdout
 from lyra.cli._options import (
     EXIT_OK,
     Subparsers,
@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
     from lyra.mcp import serve, serve_http  # first: without the extra, nothing else can help
 
     request = McpRequest.of(args)
-    child = args.child.resolve() if args.child else default_child()
+    with _stdout.data_stdout():  # a child module that prints as it loads: onto stderr
+        child = args.child.resolve() if args.child else default_child()
 
     with ExitStack() as stack:
         stack.enter_context(_logging.serving_events("lyra mcp", args.events, verbose=args.verbose))
