@@ -133,6 +133,27 @@ async def test_steps_are_working_updates_and_the_output_an_artifact() -> None:
     assert MessageToDict(final.metadata)["usage"] == {
         "input_tokens": 600, "output_tokens": 200, "cost_usd": 0.0, "turns": 2
     }  # fmt: skip
+    # Both steps, read as the attempt ended, carry the usage so far (the last one, none).
+    steps = [e.status_update for e in events if e.HasField("status_update")][1:3]
+    assert [MessageToDict(s.metadata)["usage"]["input_tokens"] for s in steps] == [600, 600]
+
+
+async def test_a_quiet_child_keeps_its_stream_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that says nothing for longer than the keep-alive (a slow model call)
+    still sends `working` updates, so a client's read timeout never ends the stream."""
+    from lyra.a2a import _delegations
+
+    monkeypatch.setattr(_delegations, "KEEPALIVE", 0.2)
+
+    async def quiet(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.7)
+        return "spoke at last"
+
+    async with lyra_a2a(quiet) as client:
+        events = await send(client, "Go")
+    said = states(events)
+    assert said[-1] == ("COMPLETED", "")
+    assert said[:-1].count(("WORKING", "")) >= 3  # the start, then a keep-alive a 0.2 s
 
 
 @pytest.mark.parametrize(

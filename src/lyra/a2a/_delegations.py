@@ -31,6 +31,10 @@ from lyra.recovery import RecoveryPolicy, recover
 
 PROGRESS_INTERVAL = 0.1
 """Seconds between two looks at a running attempt's progress."""
+KEEPALIVE = 2.0
+"""Seconds of silence after which a running child's task says it still works (a
+``Beat``): a client's read timeout (httpx's default, 5 s, in the A2A SDK's client)
+never takes a quiet child for a dead server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +128,11 @@ class Delegation:
         self._scope = anyio.CancelScope()
         self._ended = anyio.Event()
         self._finished = False  # recover returned: a result to say, whatever comes now
+        self._last_said = 0.0  # (anyio's clock; set as it starts)
 
     async def run(self) -> None:
         """Run the task to its result (or until :meth:`stop`); the happenings end after."""
+        self._last_said = anyio.current_time()
         try:
             with self._scope:
                 async with anyio.create_task_group() as watching:
@@ -158,6 +164,7 @@ class Delegation:
     def _say(self, happening: Happening) -> None:
         self._said.append(happening)
         self._news.set()
+        self._last_said = anyio.current_time()
 
     async def ask(self, question: str) -> str:
         """The child's question (its ``answer=``): said, then waited on until
@@ -207,14 +214,18 @@ class Delegation:
         self._attempts[ctx] = _Seen(progress=ctx.last_progress)
 
     def attempt_ended(self, ctx: ChildContext) -> None:
-        """An attempt ended: say what it did last, and keep what it used."""
-        self._look(ctx, self._attempts.pop(ctx))
+        """An attempt ended: keep what it used, and say what it did last (with it)."""
+        seen = self._attempts.pop(ctx)
         self._used += ctx.usage
+        self._look(ctx, seen)
 
     async def _watch(self) -> None:
         while True:
             await anyio.sleep(PROGRESS_INTERVAL)
             self._look_at_all()
+            quiet = anyio.current_time() - self._last_said
+            if quiet >= KEEPALIVE and self._pending is None and self._attempts:
+                self._say(Beat(self.usage))  # a sign of life a client's read timeout sees
 
     def _look_at_all(self) -> None:
         for ctx, seen in list(self._attempts.items()):
