@@ -5,8 +5,10 @@ Anthropic child on the local Messages API fake."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -252,3 +254,41 @@ async def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on() -
     errors = [(reply["id"], reply["error"]["code"]) for reply in replies if "error" in reply]
     assert errors == [(None, -32700), (None, -32700), (None, -32600)]
     assert [reply["id"] for reply in replies if "result" in reply] == [1, 4]
+
+
+@pytest.mark.parametrize("calling", [False, True], ids=["idle", "a call in flight"])
+def test_ctrl_c_stops_the_stdio_server_at_once(calling: bool) -> None:
+    """SIGINT ends the stdio server with 130 at once, idle or mid-call, as SIGTERM does
+    (it waited on the thread reading stdin until the client closed it)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    if calling:
+        arguments = {"prompt": "x", "timeout": 60}
+        messages.append(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "delegate_task", "arguments": arguments}}
+        )  # fmt: skip
+    with subprocess.Popen(
+        [sys.executable, "-m", "lyra", "mcp", "--child", "fakes.children:stalls"],
+        env={"PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as server:
+        try:
+            assert server.stdin is not None
+            assert server.stdout is not None
+            for message in messages:
+                server.stdin.write((json.dumps(message) + "\n").encode())
+                server.stdin.flush()
+            assert json.loads(server.stdout.readline())["id"] == 1  # it serves
+            time.sleep(0.5)
+            server.send_signal(signal.SIGINT)
+            assert server.wait(timeout=10) == 130
+        finally:
+            if server.poll() is None:
+                server.kill()

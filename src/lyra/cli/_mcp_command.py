@@ -7,10 +7,12 @@ import argparse
 import fcntl
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -209,15 +211,35 @@ def run(args: argparse.Namespace) -> int:
             )
             return EXIT_OK
         try:
-            run_blocking(
-                "serve",
-                lambda: serve(
-                    child, delegations=delegations, progress_every=request.progress_every
-                ),
-            )
+            with _ctrl_c_stops():
+                run_blocking(
+                    "serve",
+                    lambda: serve(
+                        child, delegations=delegations, progress_every=request.progress_every
+                    ),
+                )
         except* BrokenPipeError:  # the client closed its end of our stdout
             print("lyra mcp: the client closed the connection; stopping", file=sys.stderr)
     return EXIT_OK
+
+
+@contextmanager
+def _ctrl_c_stops() -> Iterator[None]:
+    """Ctrl+C stops the stdio server at once, as SIGTERM does: asyncio's own Ctrl+C
+    only cancels the server, which then waits on the thread reading stdin, until the
+    client closes it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 async def _until_signalled(serving: Awaitable[None]) -> None:
