@@ -30,8 +30,8 @@ A message without text (blank, or data parts only) is no answer: the task stays
 ``input-required`` with the same question, its metadata saying the answer was
 refused (``answer_refused``); the child, if it still waits, goes on waiting and
 nothing runs, as ``lyra answer`` and MCP's ``answer_delegation`` refuse a blank
-answer. So is a message sent while the task worked, which the SDK held until the
-child had asked: it came before the question, so it answers none.
+answer. A message sent while the task works is refused as it comes (the SDK would
+hold it until the task's request ended): it answers no question asked later.
 """
 
 from __future__ import annotations
@@ -120,11 +120,9 @@ class DelegationExecutor(AgentExecutor):
         else:
             current = context.current_task
             self._check_waits(str(current.id), current)
-            if current.status.state == _S.TASK_STATE_INPUT_REQUIRED:
-                early = context.call_context.state.get(_CAME_WAITING) is False
-                if early or not text.strip():
-                    await self._ask_again(current, event_queue, _EARLY if early else _NO_ANSWER)
-                    return
+            if current.status.state == _S.TASK_STATE_INPUT_REQUIRED and not text.strip():
+                await self._ask_again(current, event_queue, _NO_ANSWER)
+                return
             task, delegation = await self._resumed(task_id, current, text)
         updater = TaskUpdater(event_queue, task_id, str(context.context_id))
         await updater.start_work()
@@ -215,14 +213,7 @@ class DelegationExecutor(AgentExecutor):
         asked = current.status.state in _WAITING  # (as the task stood when it was handed over)
         waits = asked and (task is None or task.waiting)
         if not waits:
-            state = "still working" if task is not None else "over"
-            raise _refusal(
-                UnsupportedOperationError(
-                    message=f"task {task_id} is {state}: a message continues a task only "
-                    "while it waits for one (input-required, auth-required); send a new task "
-                    "instead"
-                )
-            )
+            raise _not_waiting(task_id, "still working" if task is not None else "over")
 
     async def _resumed(self, task_id: str, current: Task, text: str) -> tuple[_Task, Delegation]:
         """A task's next message: the answer its child waits for; else the answer to
@@ -279,23 +270,16 @@ class DelegationExecutor(AgentExecutor):
 
 
 _NO_ANSWER = "the message held no text: the question still waits for an answer"
-_EARLY = (
-    "the message was sent while the task worked, before the question was asked: it is "
-    "no answer to it, and the question still waits for one"
-)
 _HALTED = (
     "lyra a2a is stopping: the child was stopped before it finished, and no report was "
     "made; send the task again once the server is back"
 )
 
-_CAME_WAITING = "lyra.came_waiting"
-"""A message's request state: whether its task waited for a message when it came."""
-
 
 class ArrivalNoted(SimpleRequestContextBuilder):
-    """The SDK's request context, built as each message comes in: notes (in its call
-    context's state) whether the message's task then waited for one, before the SDK
-    queues it behind the task's running request."""
+    """The SDK's request context, built as each message comes in: a message to a task
+    this server runs that waits for none is refused here, before the SDK queues it
+    behind the task's running request (a client would wait for the task's end)."""
 
     def __init__(self, executor: DelegationExecutor) -> None:
         super().__init__()
@@ -309,9 +293,19 @@ class ArrivalNoted(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: Task | None = None,
     ) -> RequestContext:
-        if task_id:
-            context.state[_CAME_WAITING] = self._executor.waits(task_id)
+        if task_id and self._executor.waits(task_id) is False:
+            raise _not_waiting(task_id, "still working")
         return await super().build(context, params, task_id, context_id, task)
+
+
+def _not_waiting(task_id: str, state: str) -> Exception:
+    """The refusal of a message to a task that waits for none (``state``: how it is)."""
+    return _refusal(
+        UnsupportedOperationError(
+            message=f"task {task_id} is {state}: a message continues a task only while it "
+            "waits for one (input-required, auth-required); send a new task instead"
+        )
+    )
 
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
