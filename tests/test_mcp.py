@@ -116,11 +116,14 @@ async def test_bad_arguments_and_non_reports_are_tool_errors(errlog: IO[str]) ->
     serving."""
     async with lyra_mcp("--child", "fakes.children:spender", errlog=errlog) as session:
         negative = await session.call_tool("delegate_task", {"prompt": "Go", "timeout": -1})
+        text = await session.call_tool("delegate_task", {"prompt": "Go", "timeout": "5"})
+        true = await session.call_tool("delegate_task", {"prompt": "Go", "idle_timeout": True})
         unknown = await session.call_tool("delegate_task", {"prompt": "Go", "idle_timout": 5})
         nothing = await session.call_tool("parse_report", {"text": "no report here"})
         after = await session.call_tool("delegate_task", {"prompt": "Go"})
     assert negative.is_error is True
     assert "timeout" in report_of(negative)
+    assert (text.is_error, true.is_error) == (True, True)  # no number read from "5" or true
     assert "Traceback" not in Path(errlog.name).read_text()
     assert unknown.is_error is True  # a misspelt limit is refused, never silently dropped
     assert "idle_timout" in report_of(unknown)

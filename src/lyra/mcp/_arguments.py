@@ -10,14 +10,17 @@ from pydantic import Field
 from lyra.delegation import Budget
 
 Prompt = Annotated[str, Field(description="The task, complete in itself.")]
+# strict: a number as its schema says, never "5" or true read as one
 Timeout = Annotated[
-    float, Field(gt=0, allow_inf_nan=False, description="Seconds the child may take in all.")
+    float,
+    Field(gt=0, allow_inf_nan=False, strict=True, description="Seconds the child may take in all."),
 ]
 IdleTimeout = Annotated[
     float | None,
     Field(
         gt=0,
         allow_inf_nan=False,
+        strict=True,
         description="Seconds without progress before the child is stopped.",
     ),
 ]
