@@ -609,3 +609,26 @@ def test_an_answer_the_provider_withheld_is_a_refusal_never_a_success(
         return
     with pytest.raises(raised):
         _answer(state)
+
+
+async def test_a_cancellation_a_node_raised_is_a_foreign_one_as_on_every_framework() -> None:
+    """A node that awaits a future someone else cancelled: LangGraph's NodeCancelledError
+    is the cancellation nobody made of the run, the child's own failure (tool_error,
+    retryable), as pydantic-ai's child gives it; it was rule 10's unrecognised error,
+    never retried."""
+
+    async def awaits_a_cancelled_future(state: MessagesState) -> dict[str, Any]:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        await future
+        return {}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("fetch", awaits_a_cancelled_future)
+    graph.add_edge(START, "fetch")
+    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.retryable) == ("tool_error", True)
+    assert "cancelled from outside the delegation" in failure.evidence
+    assert "'fetch'" in failure.message

@@ -100,7 +100,7 @@ from lyra.children._framework import (
 from lyra.children._meter import Meter
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import ConfigurationError, IncompleteOutput, TaskRejected
+from lyra.errors import ConfigurationError, ForeignCancellation, IncompleteOutput, TaskRejected
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -208,8 +208,14 @@ class LangGraphChild:
                 seen["state"] = part["data"]
                 seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
 
+        from langgraph.errors import NodeCancelledError
+
         try:
-            await contained(stream())
+            try:
+                await contained(stream())
+            except NodeCancelledError as exc:  # a CancelledError a node raised, nobody's
+                where = f"raised inside the graph's run, by its node {getattr(exc, 'node', '?')!r}"
+                raise ForeignCancellation(where) from exc.__cause__ or exc
             state = seen["state"]
             if seen["interrupts"]:
                 ctx.block(FailureCategory.MISSING_CONTEXT, _asked(seen["interrupts"]))
