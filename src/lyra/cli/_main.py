@@ -12,7 +12,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from lyra import events
 from lyra.cli import (
@@ -32,6 +31,7 @@ from lyra.cli._options import (
     EXIT_UNWRITTEN,
     EXIT_USAGE,
 )
+from lyra.cli._signals import interrupt
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
@@ -82,7 +82,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _import_from_the_current_directory()
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, interrupt) if main_thread else None
     try:
         return _run(args)
     finally:
@@ -123,11 +123,6 @@ def _import_from_the_current_directory() -> None:
     here = os.getcwd()
     if here not in sys.path and "" not in sys.path:
         sys.path.insert(0, here)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM stops a run the way Ctrl+C does."""
-    raise KeyboardInterrupt
 
 
 def _version() -> str:

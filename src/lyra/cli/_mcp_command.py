@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import anyio
@@ -231,15 +230,13 @@ def _ctrl_c_stops() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _interrupted)
+    from lyra.cli._signals import interrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 async def _until_signalled(serving: Awaitable[None]) -> None:

@@ -14,13 +14,19 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Awaitable, Callable
+from types import FrameType
 from typing import TypeVar
 
 import anyio
 
-__all__ = ["until_sigterm"]
+__all__ = ["interrupt", "until_sigterm"]
 
 T = TypeVar("T")
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """A signal handler: the signal stops the command the way Ctrl+C does."""
+    raise KeyboardInterrupt
 
 
 async def until_sigterm(work: Callable[[], Awaitable[T]]) -> T:
