@@ -134,7 +134,6 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
     from lyra.cli._run_record import load_record, resume_command
     from lyra.durable._internal import (
         SQLITE_FILE,
-        check_reachable,
         holds_runs,
         postgres_url,
         redacted,
@@ -180,10 +179,9 @@ def _where(run_dir: str | None, database_url: str | None, run_id: str | None) ->
             )
     assert database_url is not None  # _words asked for a run directory otherwise
     url = postgres_url(database_url)
-    check_reachable(url)
     named = run_dir if run_dir is not None else f"--run-id {run_id}" if run_id else ""
     shown = f"{named} --database-url {redacted(url)}".strip()
-    if not holds_runs(url):
+    if not holds_runs(url):  # (and a server that does not answer: DatabaseUnreachable)
         raise ConfigurationError(
             f"the database at {redacted(url)} holds no durable run (no run has used it): "
             "is it the --database-url the run was started with?"

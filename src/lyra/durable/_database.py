@@ -7,7 +7,9 @@ one line before the (slow) engine starts.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from lyra._extras import installed, missing_extra
@@ -53,36 +55,42 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+T = TypeVar("T")
+
+
 def check_reachable(url: str, *, timeout: float = 5.0) -> None:
     """Connect once; DatabaseUnreachable (one line, no traceback) if the server does not answer.
 
     A database that does not exist yet is fine: DBOS creates it.
     """
-    import psycopg
-
-    try:
-        with psycopg.connect(url, connect_timeout=max(1, round(timeout)), autocommit=True):
-            pass
-    except psycopg.Error as exc:
-        reason = _first_line(exc)
-        if "does not exist" in reason and "database" in reason:
-            return
-        raise DatabaseUnreachable(
-            f"cannot reach the database at {redacted(url)}: {reason}"
-        ) from None
+    _on_connection(url, timeout, lambda db: None)
 
 
 def holds_runs(url: str, *, timeout: float = 5.0) -> bool:
     """True when the PostgreSQL database at ``url`` has DBOS's tables (a durable run
-    used it); False for a database no run has used, or one that does not exist."""
+    used it); False for a database no run has used, or one that does not exist;
+    DatabaseUnreachable as :func:`check_reachable` raises it."""
+    row = _on_connection(
+        url, timeout, lambda db: db.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()
+    )
+    return row is not None and row[0] is not None
+
+
+def _on_connection(url: str, timeout: float, work: Callable[[Any], T]) -> T | None:
+    """``work`` on one connection to ``url``; None for a database that does not exist
+    yet; DatabaseUnreachable (one line, no traceback) when the server does not answer."""
     import psycopg
 
     try:
         with psycopg.connect(url, connect_timeout=max(1, round(timeout)), autocommit=True) as db:
-            row = db.execute("SELECT to_regclass('dbos.workflow_status')").fetchone()
-    except psycopg.Error:  # (unreachable: check_reachable said so already)
-        return False
-    return row is not None and row[0] is not None
+            return work(db)
+    except psycopg.Error as exc:
+        reason = _first_line(exc)
+        if "does not exist" in reason and "database" in reason:
+            return None
+        raise DatabaseUnreachable(
+            f"cannot reach the database at {redacted(url)}: {reason}"
+        ) from None
 
 
 def _first_line(exc: BaseException) -> str:
