@@ -234,7 +234,7 @@ def _first_accession(prompt: str, ctx: ChildContext) -> str:
     task = next((line for line in prompt.splitlines() if line.strip()), "")
     # The task's own line names the protein; what follows may quote a larger task (a
     # decomposed one names its part first, then the whole).
-    found = list(dict.fromkeys(find_protein_ids(task))) or find_protein_ids(prompt)[:1]
+    found = find_protein_ids(task) or find_protein_ids(prompt)[:1]  # (each once)
     if not found:
         ctx.block("missing_context", "No UniProt accession found in the prompt")
     if len(found) > 1:  # one would be analysed and the others never said: refused
