@@ -26,6 +26,7 @@ from lyra.cli._options import (
     port_number,
     positive_float,
 )
+from lyra.cli._signals import interrupt
 from lyra.errors import ConfigurationError
 
 DEFAULT_STATE_DIR = Path.home() / ".lyra" / "mcp"
@@ -230,8 +231,6 @@ def _ctrl_c_stops() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from lyra.cli._signals import interrupt
-
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
         yield
