@@ -4,6 +4,8 @@ each still ends at its own deadline, progress moves an idle one, finished ones a
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import time
 
 import anyio
@@ -119,3 +121,37 @@ async def test_a_child_that_catches_the_deadline_and_returns_timed_out(idle: flo
         "timeout",
         "timeout" if idle is None else "idle",
     )
+
+
+_SLOW_BACKEND_IMPORT = """
+import asyncio, importlib.abc, sys, time
+
+class Slow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "anyio._backends._asyncio":
+            time.sleep(0.5)  # a cold disk
+        return None
+
+sys.meta_path.insert(0, Slow())
+from lyra import adelegate_task
+
+left = []
+
+async def child(prompt, ctx):
+    left.append(ctx.time_left)
+    return "ok"
+
+asyncio.run(adelegate_task("x", child=child, timeout=2.0))
+print(left[0])
+"""
+
+
+def test_the_first_attempt_in_a_process_keeps_its_whole_deadline() -> None:
+    """anyio's asyncio backend, imported by the first cancel scope of a process run by
+    ``asyncio.run``, is imported before the first deadline starts: however slowly it
+    loads, the child begins with its whole time (here 0.5 s of import, out of 2 s)."""
+    run = subprocess.run(
+        [sys.executable, "-c", _SLOW_BACKEND_IMPORT], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout) > 1.8

@@ -27,6 +27,7 @@ import heapq
 import math
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from itertools import count
 from typing import Any, Protocol
 
@@ -75,6 +76,10 @@ class Deadlines:
         self._when = math.inf
         self._scope: Callable[[], anyio.CancelScope] | None = None
         self._cancelled: type[BaseException] | None = None
+        with suppress(RuntimeError):  # (outside a task: asked later, in one)
+            # Now, before any deadline runs: the first ask imports anyio's backend,
+            # which would take the first attempt's time (tens of ms on a cold disk).
+            self._scope = type(anyio.CancelScope())
 
     def cancel_scope(self) -> anyio.CancelScope:
         """A new cancel scope, as ``anyio.CancelScope()`` makes one on this loop (in a
