@@ -271,6 +271,69 @@ async def test_partial_failure_continues_with_what_was_done() -> None:
     assert "Files already modified: src/auth.py" in continuation
 
 
+async def test_a_continuation_lists_the_work_of_every_attempt_before_it() -> None:
+    """The third attempt is told what the first did as well as the second: the second,
+    told not to redo the first's work, did not list it again."""
+
+    async def writes_a_section(prompt: str, ctx: ChildContext) -> str:
+        ctx.step(f"Wrote section {ctx.attempt}")
+        ctx.file_modified(f"sec{ctx.attempt}.md")
+        if ctx.attempt < 3:
+            raise ConnectionError("dropped")
+        return "all written"
+
+    child = Script(writes_a_section)
+    policy = RecoveryPolicy(max_retries=3, jitter=0)
+    report = await adelegate_with_retry("Write 3 sections", child=child, policy=policy)
+    assert parse_report(report).status == "completed"
+    third = child.prompts[2]
+    assert "✓ Wrote section 1\n✓ Wrote section 2" in third
+    assert "Files already modified: sec1.md, sec2.md" in third
+
+
+async def rate_limited_after_a_step(prompt: str, ctx: ChildContext) -> str:
+    ctx.step(f"Fetched page {ctx.attempt}")
+    raise TransientError("429 Too Many Requests", retry_after=7.0, status=429)
+
+
+async def test_a_rate_limit_after_a_step_backs_off_before_continuing(
+    no_real_sleeps: list[float],
+) -> None:
+    """A rate limit after a completed step is partial (the work done is kept), and the
+    continuation still waits as a rate limit asks: backoff, never under retry-after."""
+    child = Script(rate_limited_after_a_step, rate_limited_after_a_step, succeed)
+    policy = RecoveryPolicy(max_retries=3, backoff_base=10, jitter=0)
+    outcome = await recover("task", child=child, policy=policy)
+    assert [(a.strategy, a.wait) for a in outcome.attempts] == [
+        ("initial", 0.0),
+        ("continuation", 10.0),
+        ("continuation", 20.0),
+    ]
+    assert outcome.attempts[0].result.failure.category == "partial"
+    assert no_real_sleeps == [10.0, 20.0]
+    assert "✓ Fetched page 1" in child.prompts[2]
+
+
+async def test_a_provider_failing_after_a_step_moves_on_to_the_fallback() -> None:
+    """A provider's rate limit that outlasts the backoffs moves to the next child, after
+    a step as before one; the fallback continues from the work done."""
+    backup = Script(succeed)
+    outcome = await recover(
+        "task",
+        child=Script(rate_limited_after_a_step),
+        fallbacks=[backup],
+        policy=RecoveryPolicy(max_retries=5, fallback_after=2, jitter=0),
+    )
+    assert [a.strategy for a in outcome.attempts] == [
+        "initial",
+        "continuation",
+        "continuation",
+        "fallback",
+    ]
+    assert outcome.result.ok
+    assert "✓ Fetched page 1\n✓ Fetched page 2\n✓ Fetched page 3" in backup.prompts[0]
+
+
 @pytest.mark.parametrize("behaviour", [contradictory, lacks_context])
 async def test_non_retryable_failures_are_tried_exactly_once(behaviour: Any) -> None:
     """invalid_task (and missing_context without a provider) never get a second attempt."""

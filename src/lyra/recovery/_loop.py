@@ -214,14 +214,15 @@ async def recover(
         failure = result.failure
         if failure is None or (budget is not None and not budget.has_room()):
             break  # done, or nothing left to spend: no strategy can run
-        ran, plan = plan, _without_retry(failure, plan, loop, policy)
+        so_far = loop.remember(failure)  # the work of every attempt, for a continuation
+        ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy)
         if plan is None and answers is not None:
             plan = await answered(failure, ran, loop, answers)
         if plan is None:
             if loop.retries >= policy.max_retries:
                 break
             try:
-                plan = await next_plan(failure, ran, loop, policy, context_provider, rng=rng)
+                plan = await next_plan(so_far, ran, loop, policy, context_provider, rng=rng)
             except CallbackRaised as raised:  # the caller's bug: the last report stands
                 _log_callback_failed(raised, task_id=task_id, subject=subject)
                 break
@@ -247,11 +248,16 @@ def _log_callback_failed(raised: CallbackRaised, *, task_id: str, subject: str |
 
 
 def _without_retry(
-    failure: ChildFailure, plan: Plan, loop: LoopState, policy: RecoveryPolicy
+    failure: ChildFailure,
+    so_far: ChildFailure,
+    plan: Plan,
+    loop: LoopState,
+    policy: RecoveryPolicy,
 ) -> Plan | None:
-    """An attempt that does not count as a retry: the next fallback child, or the same
-    attempt again for a task a rate limit turned away before it did any work."""
-    moved = fallback(failure, plan, loop, policy)
+    """An attempt that does not count as a retry: the next fallback child (continuing
+    the work ``so_far``), or the same attempt again for a task a rate limit turned away
+    before it did any work."""
+    moved = fallback(so_far, plan, loop, policy)
     if moved is not None:
         return moved
     if refused_before_work(failure):

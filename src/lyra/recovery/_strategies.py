@@ -34,6 +34,10 @@ _PROVIDER_TROUBLE = frozenset({ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.C
 not (an exception nothing classifies: a bug in the child) is no provider's, and a
 fallback would hide it behind another child's success."""
 
+_PASSING = frozenset({ErrorType.RATE_LIMIT, ErrorType.CONNECTION, ErrorType.TIMEOUT})
+"""Fine causes that pass with time (see :func:`transient`)."""
+_PARTIAL = FailureCategory.PARTIAL
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -69,6 +73,24 @@ class LoopState:
     """Answers to the child's questions, carried into every later attempt."""
     passed_over: list[str] = field(default_factory=list)
     """Each child the chain moved past, and why."""
+    steps: dict[str, None] = field(default_factory=dict)
+    """The steps every attempt so far completed, in order (a continuation lists them all:
+    the attempt before the last was told not to redo them, so it did not list them)."""
+    files: dict[str, None] = field(default_factory=dict)
+    """The files every attempt so far modified, in order."""
+
+    def remember(self, failure: ChildFailure) -> ChildFailure:
+        """``failure`` with the work of every attempt so far (its own last): what the
+        next attempt is planned from."""
+        self.steps.update(dict.fromkeys(failure.completed_steps))
+        self.files.update(dict.fromkeys(failure.files_modified))
+        if len(self.steps) == len(failure.completed_steps) and len(self.files) == len(
+            failure.files_modified
+        ):
+            return failure  # nothing earlier that it did not list itself
+        return failure.model_copy(
+            update={"completed_steps": tuple(self.steps), "files_modified": tuple(self.files)}
+        )
 
 
 async def next_plan(
@@ -106,14 +128,32 @@ async def next_plan(
                 if fixed
                 else policy.backoff(retry, failure.retry_after, rng=rng)
             )
-            if wait > policy.max_wait:
-                return None  # the service asked for longer than we are allowed to wait
-            state.backoffs += 1
-            return replace(previous, strategy="backoff", prompt=state.prompt, wait=wait)
+            return _backing_off(
+                replace(previous, strategy="backoff", prompt=state.prompt), wait, state, policy
+            )
+        case FailureCategory.PARTIAL, _ if transient(failure):  # (a rate limit after a step)
+            wait = policy.backoff(retry, failure.retry_after, rng=rng)
+            return _backing_off(_continuation(failure, previous, state), wait, state, policy)
         case FailureCategory.PARTIAL, _:
             return _continuation(failure, previous, state)
         case _:
             return None
+
+
+def _backing_off(plan: Plan, wait: float, state: LoopState, policy: RecoveryPolicy) -> Plan | None:
+    """``plan`` after a backoff of ``wait`` s; ``None`` when the service asked for longer
+    than the policy lets the loop wait."""
+    if wait > policy.max_wait:
+        return None
+    state.backoffs += 1
+    return replace(plan, wait=wait)
+
+
+def transient(failure: ChildFailure) -> bool:
+    """True when the failure's cause is a service's passing trouble (a rate limit, a
+    dropped connection, a service's time-out, or a ``retry-after``), whatever the
+    category: after a completed step it is ``partial``, and still wants a backoff."""
+    return failure.retry_after is not None or failure.error_type in _PASSING
 
 
 def redispatch(failure: ChildFailure, previous: Plan, state: LoopState, wait: float) -> Plan | None:
@@ -145,7 +185,8 @@ def fallback(
     and a next child exists; the reason is kept for the report."""
     if previous.child + 1 >= state.children or not provider_failure(failure):
         return None
-    if failure.suggested_retry and state.backoffs < policy.fallback_after:
+    backs_off = failure.suggested_retry if failure.category is not _PARTIAL else transient(failure)
+    if backs_off and state.backoffs < policy.fallback_after:
         return None  # back off on this child first
     state.passed_over.append(f"{failure.error_type}: {failure.message}")
     state.backoffs = 0
@@ -161,14 +202,16 @@ def fallback(
 
 
 def provider_failure(failure: ChildFailure) -> bool:
-    """True for a tool_error that came from the model provider, not from a tool."""
-    return (
-        failure.category is FailureCategory.TOOL_ERROR
-        and failure.failed_tool is None
-        and (
-            failure.error_type in _PROVIDER_TROUBLE
-            or (failure.error_type is ErrorType.UNKNOWN and failure.suggested_retry)
-        )
+    """True for a failure that came from the model provider, not from a tool: a
+    tool_error, or (after a completed step, ``partial``) a rate limit, a refused key or
+    a dropped connection."""
+    if failure.failed_tool is not None:
+        return False
+    if failure.category is _PARTIAL:
+        return failure.error_type in _PROVIDER_TROUBLE
+    return failure.category is FailureCategory.TOOL_ERROR and (
+        failure.error_type in _PROVIDER_TROUBLE
+        or (failure.error_type is ErrorType.UNKNOWN and failure.suggested_retry)
     )
 
 
