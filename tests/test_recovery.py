@@ -334,6 +334,33 @@ async def test_a_provider_failing_after_a_step_moves_on_to_the_fallback() -> Non
     assert "✓ Fetched page 1\n✓ Fetched page 2\n✓ Fetched page 3" in backup.prompts[0]
 
 
+@pytest.mark.parametrize(
+    "missing",
+    [ModuleNotFoundError("No module named 'bcrypt'"), PermissionError(13, "Permission denied")],
+)
+async def test_what_the_machine_lacks_is_backed_off_on_the_same_child_never_a_fallback(
+    missing: Exception,
+) -> None:
+    """A missing module or a refused file is the machine's (``environment``, rule 7), not
+    the model provider's: it is backed off (for a fixer, or someone, to mend), and never
+    passed to a fallback child, which runs on the same machine."""
+
+    async def lacks(prompt: str, ctx: ChildContext) -> str:
+        raise missing
+
+    backup = Script(succeed)
+    outcome = await recover(
+        "task",
+        child=Script(lacks, lacks, succeed),
+        fallbacks=[backup],
+        policy=RecoveryPolicy(max_retries=3, fallback_after=1, jitter=0),
+    )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "backoff", "backoff"]
+    assert outcome.attempts[0].result.failure.error_type == "environment"
+    assert outcome.result.ok
+    assert backup.prompts == []
+
+
 @pytest.mark.parametrize("behaviour", [contradictory, lacks_context])
 async def test_non_retryable_failures_are_tried_exactly_once(behaviour: Any) -> None:
     """invalid_task (and missing_context without a provider) never get a second attempt."""

@@ -38,4 +38,7 @@ class ErrorType(StrEnum):
     """The caller's ``verify=`` rejected the output the child called done."""
     INPUT_REQUIRED = "input_required"
     """The child asked a question (``ctx.ask``) that nobody answered."""
+    ENVIRONMENT = "environment"
+    """Something the child needs is missing where it runs (rule 7): a module, a file, a
+    permission, a command."""
     UNKNOWN = "unknown"

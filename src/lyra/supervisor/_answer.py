@@ -40,6 +40,8 @@ LAST_RESORT: dict[ErrorType, str] = {
     ErrorType.AUTH: "Access to a service was refused. Check credentials, then try again.",
     ErrorType.DATA: "A service returned unusable data, so no answer could be written. "
     "Results that finished are in the run directory.",
+    ErrorType.ENVIRONMENT: "Something the run needs is missing on this machine (a module, "
+    "a file, a permission). Results that finished are in the run directory; see events.jsonl.",
     ErrorType.UNKNOWN: "Something unexpected stopped the answer from being written. "
     "Results that finished are in the run directory (see output.json and events.jsonl).",
 }

@@ -30,6 +30,7 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.NOT_FOUND: "Something requested does not exist; check the identifiers.",
     ErrorType.AUTH: "Access was refused; check credentials and billing.",
     ErrorType.DATA: "A service returned data that could not be used.",
+    ErrorType.ENVIRONMENT: "Something needed is missing here (a module, a file, a permission).",
     ErrorType.UNKNOWN: "An unexpected error; the run directory's events.jsonl has details.",
 }
 

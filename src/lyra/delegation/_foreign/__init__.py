@@ -180,10 +180,9 @@ def _builtin(exc: BaseException) -> Cause:
     if isinstance(exc, TimeoutError):
         return Cause(Kind.TRANSIENT, ErrorType.TIMEOUT, f"{name} raised inside the child")
     if isinstance(exc, ImportError | PermissionError | FileNotFoundError):
-        error_type = ErrorType.AUTH if isinstance(exc, PermissionError) else ErrorType.UNKNOWN
-        return Cause(Kind.ENVIRONMENT, error_type, name)
+        return Cause(Kind.ENVIRONMENT, ErrorType.ENVIRONMENT, name)
     if isinstance(exc, subprocess.CalledProcessError) and exc.returncode == 127:
-        return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, "command exited 127 (not found)")
+        return Cause(Kind.ENVIRONMENT, ErrorType.ENVIRONMENT, "command exited 127 (not found)")
     if "command not found" in safe_str(exc).lower():  # (any exception: its str may raise)
-        return Cause(Kind.ENVIRONMENT, ErrorType.UNKNOWN, f"{name}: command not found")
+        return Cause(Kind.ENVIRONMENT, ErrorType.ENVIRONMENT, f"{name}: command not found")
     return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, name)
