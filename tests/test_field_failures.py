@@ -838,6 +838,27 @@ async def test_a_shared_budget_failure_says_each_tasks_share_of_it() -> None:
     }
 
 
+async def test_shared_budget_reports_add_up_to_what_the_budget_was_charged() -> None:
+    """Siblings whose work was already under way when the budget ran out are charged for
+    it too (the tokens were spent): each report says its share and what the budget was
+    charged in all, so the shares add up to the total, never to the figure of the moment
+    the limit was passed."""
+
+    async def spender(prompt: str, ctx: ChildContext) -> str:
+        for _ in range(10):
+            ctx.charge(input_tokens=400)
+            await anyio.sleep(0.01)
+        return "done"
+
+    tasks = [Task(prompt=f"t{i}", subject=f"t{i}") for i in range(4)]
+    outcomes = await Supervisor(spender, timeout=5, budget=Budget(max_tokens=5000)).run(tasks)
+    messages = [o.result.failure.message for o in outcomes if o.result.failure is not None]
+    assert len(messages) == 4
+    shares = [int(m.split("this attempt's share: ")[1].split(" tokens")[0]) for m in messages]
+    in_all = [int(m.split("in all so far: ")[1].split(" tokens")[0]) for m in messages]
+    assert max(in_all) == sum(shares) == sum(o.result.usage.tokens for o in outcomes)
+
+
 # -- cancellations nobody made --------------------------------------------------------------------
 
 

@@ -200,9 +200,10 @@ def _shared(total: Usage, account: Account | None) -> str:
     if account is None or account.usage == total:
         return ""
     mine = _spend(total) if total else "nothing"
-    return (
-        f"; this attempt's share: {mine}; the rest was spent by others drawing on the "
-        "same budget (other tasks, its parent, earlier attempts)"
+    return (  # (in all: what work already under way charged after the limit counts too)
+        f"; this attempt's share: {mine}; charged to the budget in all so far: "
+        f"{_spend(account.usage)}; the rest was spent by others drawing on the same budget "
+        "(other tasks, its parent, earlier attempts)"
     )
 
 
