@@ -359,11 +359,12 @@ _WRAPPED = re.compile(r"(?<=\w)- (?=[a-z])")
 with a space."""
 
 
-def _comment(comments: list[str], topic: str) -> str | None:
+def _comment(comments: list[str], topic: str, *, whole_only: bool = False) -> str | None:
     """The first comment on ``topic``, one about the whole protein if there is one (not
-    ``[C99]: …``, about one of its products), without evidence tags or wrapping."""
+    ``[C99]: …``, about one of its products; with ``whole_only``, never one of those),
+    without evidence tags or wrapping."""
     texts = [c.partition(": ")[2] for c in comments if c.partition(": ")[0] == topic]
-    whole = [t for t in texts if not t.startswith("[")] or texts
+    whole = [t for t in texts if not t.startswith("[")] or ([] if whole_only else texts)
     if not whole:
         return None
     text = _WRAPPED.sub("-", _EVIDENCE.sub("", whole[0])).strip()
@@ -431,6 +432,8 @@ def read_flatfile(rec: Record, path: Path, name: str) -> None:
     rec.add("secondary_accessions", list(entry.accessions[1:]), name, R_UNIPROT)
     rec.add("displayed_isoform", _displayed_isoform(entry.comments, rec.accession), name, R_UNIPROT)
     rec.add("isoform_names", _isoform_names(entry.comments, rec.accession), name, R_UNIPROT)
+    # (the protein's own function, as from a JSON entry: not one of a cleaved product's)
+    rec.add("function", _comment(entry.comments, "FUNCTION", whole_only=True), name, R_UNIPROT)
     date, number = entry.annotation_update
     current = entry.data_class in ("Reviewed", "Unreviewed")
     features = []

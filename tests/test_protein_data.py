@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from Bio import SwissProt
 
 from raw_proteins import mean_of
 
@@ -306,6 +307,28 @@ def test_the_2005_flat_file_gives_p04637_its_features() -> None:
     kinds = {(f["type"], f["start"], f["end"]) for f in uniprot["features"]}
     assert {("DNA binding", 102, 292), ("Metal binding", 176, 176)} <= kinds
     assert uniprot["cofactors"] == ["Binds 1 zinc ion per subunit."]
+
+
+@pytest.mark.parametrize(
+    ("acc", "flat_file"),
+    [
+        ("P04637", "uniprot_P04637_flatfile_2005_bioruby.txt"),
+        ("P05067", "uniprot_P05067_flatfile_2025.txt"),
+    ],
+)
+def test_a_flat_files_function_comment_is_the_entrys_function(
+    acc: str, flat_file: str, shared_dir: Path
+) -> None:
+    """An entry read from a flat file carries its FUNCTION comment (the protein's own, as
+    from a JSON entry), read back here with Biopython, evidence tags aside; a protein whose
+    only FUNCTION comments are its cleaved products' (P0DTC2's chains) has none."""
+    with (shared_dir / flat_file).open(encoding="ascii") as handle:
+        comments = SwissProt.read(handle).comments
+    own = next(c for c in comments if c.startswith("FUNCTION: ") and "FUNCTION: [" not in c)
+    first_sentence = own.removeprefix("FUNCTION: ").split(". ")[0]
+    assert ENTRIES[acc]["function"].startswith(first_sentence)
+    assert "ECO:" not in ENTRIES[acc]["function"]
+    assert ENTRIES["P0DTC2"]["function"] is None
 
 
 def test_pae_files_are_bundled_verbatim() -> None:
