@@ -270,6 +270,23 @@ def test_pae_between_units_matches_the_raw_pae_file() -> None:
     assert "| 1 and 2 | 25.02 | 22.61 / 27.43 | relative placement not determined |" in brief
 
 
+def test_a_units_pae_check_leaves_out_each_residues_pae_to_itself() -> None:
+    """Within each of Q5VSL9's units, the mean PAE and the share of pairs under 5 Å are
+    both over the pairs of different residues (recomputed from the raw PAE file): a
+    residue's PAE to itself says nothing of how the unit holds together."""
+    structure = analyze_structure(process_protein("Q5VSL9"))
+    document = json.loads((RAW / "AF-Q5VSL9-F1-predicted_aligned_error_v4.json").read_text())
+    pae = document[0]["predicted_aligned_error"]
+    for unit in structure["units"]:
+        residues = [r - 1 for s, e in unit["ranges"] for r in range(s, e + 1)]
+        pairs = [pae[i][j] for i in residues for j in residues if i != j]
+        check = unit["pae"]
+        assert check["within_pae"] == round(sum(pairs) / len(pairs), 2)
+        assert check["within_share_under_5"] == round(
+            sum(1 for v in pairs if v < 5) / len(pairs), 3
+        )
+
+
 def test_a_scripts_json_carries_the_pae_figures_as_numbers() -> None:
     """The figures a script reads (output.json, --json) hold each unit's PAE check and
     the PAE between units as numbers, the same as the brief's, and the pLDDT segments

@@ -62,8 +62,11 @@ def _block(pae: Matrix, rows: Ranges, cols: Ranges, *, skip_diagonal: bool = Fal
     return total / count if count else 0.0
 
 
-def _under(pae: Matrix, rows: Ranges, cols: Ranges, limit: float) -> float:
-    """Share of residue pairs (rows × columns) whose PAE is below ``limit``."""
+def _under(
+    pae: Matrix, rows: Ranges, cols: Ranges, limit: float, *, skip_diagonal: bool = False
+) -> float:
+    """Share of residue pairs (rows × columns) whose PAE is below ``limit``
+    (``skip_diagonal``: each residue's to itself left out, as :func:`_block` does)."""
     under = count = 0
     for r0, r1 in rows:
         for i in range(r0 - 1, r1):
@@ -71,6 +74,9 @@ def _under(pae: Matrix, rows: Ranges, cols: Ranges, limit: float) -> float:
             for c0, c1 in cols:
                 under += sum(1 for value in row[c0 - 1 : c1] if value < limit)
                 count += c1 - c0 + 1
+            if skip_diagonal and any(c0 <= i + 1 <= c1 for c0, c1 in cols):
+                under -= row[i] < limit
+                count -= 1
     return under / count if count else 0.0
 
 
@@ -117,7 +123,9 @@ def check_unit(ranges: Ranges, pae: Matrix) -> dict[str, Any]:
     return {
         "rigid": rigid,
         "within_pae": within,
-        "within_share_under_5": round(_under(pae, ranges, ranges, RIGID_PAE), 3),
+        "within_share_under_5": round(
+            _under(pae, ranges, ranges, RIGID_PAE, skip_diagonal=True), 3
+        ),
         "segments": segments if len(ranges) > 1 else [],
         "segment_pairs": pairs,
     }
