@@ -117,6 +117,27 @@ def test_a_refused_id_says_what_it_may_have_meant(
         assert "--source live: " not in out + err
 
 
+def test_a_structure_only_brief_names_every_source_with_its_commit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A structure-only brief ends with the sources of its figures, as a full brief does:
+    each file's repository, path and commit, as the bundle's provenance records them."""
+    argv = ["analyze", "Q5VSL9", "--structure-only", "--run-dir", str(tmp_path)]
+    status, _, _ = run_cli(argv, capsys)
+    assert status == 0
+    brief = (tmp_path / "briefs" / "Q5VSL9.md").read_text(encoding="utf-8")
+    sources = brief.split("## Sources\n", 1)[1]
+    assert "- PAE: AF-Q5VSL9-F1-predicted_aligned_error_v4.json" in sources
+    provenance = json.loads((tmp_path / "output.json").read_text())["completed_analyses"][0][
+        "figures"
+    ]["provenance"]
+    assert provenance
+    for name, record in provenance.items():
+        assert (
+            f"{name} ({record['repository']} {record['path']} @{record['commit'][:12]})" in sources
+        )
+
+
 def test_the_note_on_a_protein_asked_for_by_several_names_names_each_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -408,4 +408,5 @@ def structure_summary(
         problem=_text(structure.get("error")) if isinstance(structure, Mapping) else None,
         annotation=_annotation_view(summary) if _usable(structure) is None else None,
         caveats=data_caveats(summary, structure),
+        basis=basis(summary, structure),
     )
