@@ -475,6 +475,37 @@ def test_run_directory_of_another_run_is_a_usage_error(
     assert json.loads(out)["summary"]["successful"] == 1
 
 
+def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second resume of a durable run that a process still runs (its lock held, as
+    here) is refused with exit 2, naming the folder, and starts no child: both would
+    run every child not finished yet. Once the other lets go, the resume runs."""
+    from lyra.cli._claims import claim
+    from lyra.cli._durable_runs import RUN_LOCK
+
+    run = tmp_path / "run"
+    log = tmp_path / "invocations.log"
+    done = subprocess.run(
+        lyra_cmd("analyze", "P04637", "Q8I3H7", "--durable", "--run-dir", str(run)),
+        env=env_with(log),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    (run / "output.json").unlink()  # (not finished, as far as a resume can tell)
+    started = invocations(log)
+    other = claim(run, RUN_LOCK, what="the run directory", busy="held")
+    try:
+        assert main(["analyze", "--resume", str(run)]) == 2
+        assert f"another lyra process is running {run} now" in capsys.readouterr().err
+    finally:
+        other.close()
+    assert invocations(log) == started
+    assert main(["analyze", "--resume", str(run)]) == 0
+
+
 def test_a_new_durable_run_in_a_plain_runs_folder_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -405,6 +405,7 @@ def test_a_resume_keeps_the_recorded_concurrency_unless_given(finished_run: Path
         assert run is not None
         assert run.request is not None
         assert run.request.concurrency == expected
+        run.close()
 
 
 def test_a_slow_inf_fault_survives_a_durable_run(

@@ -265,21 +265,20 @@ def _refuse_a_durable_run_dir(folder: str | None) -> None:
 def _invoke_durable(asked: _Invocation) -> int:
     from lyra.cli._durable_runs import open_run
 
-    request = asked.request
-    durable = open_run(request, asked.where, asked.given)
-    if durable is not None and durable.finished is not None:
-        done = durable.finished
-        _stdout.write(done.model_dump_json(indent=2) if asked.json else done.text())
-        print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
-        return _status(done)
-    if durable is not None:
-        request = durable.request
-    assert request is not None  # a resume without a record ended above
+    durable = open_run(asked.request, asked.where, asked.given)
+    if durable is None:
+        assert asked.request is not None  # a resume without a record ended above
+        return _analyze(asked.request, asked, None)
     try:
-        return _analyze(request, asked, durable)
+        if durable.finished is not None:
+            done = durable.finished
+            _stdout.write(done.model_dump_json(indent=2) if asked.json else done.text())
+            print(f"run directory: {durable.run_dir} (already finished)", file=sys.stderr)
+            return _status(done)
+        assert durable.request is not None
+        return _analyze(durable.request, asked, durable)
     finally:
-        if durable is not None:
-            durable.close()
+        durable.close()
 
 
 def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:

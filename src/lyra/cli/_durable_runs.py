@@ -25,9 +25,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 from urllib.parse import urlsplit
 
+from lyra.cli._claims import claim
 from lyra.cli._request import Placement, as_given, differences
 from lyra.cli._run_record import (
     RUN_FILE,
@@ -53,6 +54,9 @@ from lyra.errors import ConfigurationError
 from lyra.proteins import UNFINISHED, AnalysisOutput, AnalyzeRequest, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
 
+RUN_LOCK = "lyra-run.lock"
+"""The file a process running a durable run holds (see ``_claims``)."""
+
 
 @dataclass
 class DurableRun:
@@ -63,6 +67,8 @@ class DurableRun:
     executor: DurableExecutor | None
     finished: AnalysisOutput | None = None
     postgres: bool = False
+    hold: IO[str] | None = None
+    """This process's claim on the run directory (see ``_claims``), let go by :meth:`close`."""
 
     @property
     def resume(self) -> str:
@@ -70,9 +76,11 @@ class DurableRun:
         return resume_command(self.run_dir, postgres=self.postgres)
 
     def close(self) -> None:
-        """Stop DBOS in this process."""
+        """Stop DBOS in this process, and let the run directory go."""
         if self.executor is not None:
             self.executor.close()
+        if self.hold is not None:
+            self.hold.close()
 
 
 def open_run(
@@ -114,12 +122,17 @@ def open_run(
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)
         _check_writable(folder)
+        hold = _claim(folder)
         concurrency = given.get("concurrency", existing.request.concurrency)
         request = existing.request.model_copy(update={"concurrency": concurrency})
         record = existing
-        finished = _finished(folder, stderr)
+        try:
+            finished = _finished(folder, stderr)
+        except BaseException:
+            hold.close()
+            raise
         if finished is not None:
-            return DurableRun(folder, request, None, finished)
+            return DurableRun(folder, request, None, finished, hold=hold)
     else:
         assert request is not None  # a new run always has one
         if folder is not None and folder.is_dir() and RunDir(folder).holds_a_run():
@@ -132,8 +145,34 @@ def open_run(
             database=_database(where.database_url),
         )
         _write_record(folder, record)
+        hold = _claim(folder)
     try:
-        executor = _open(folder, record, where, resumed=existing is not None, stderr=stderr)
+        executor = _opened(folder, record, where, resumed=existing is not None, stderr=stderr)
+    except BaseException:
+        hold.close()
+        raise
+    postgres = record.backend == "postgres"
+    return DurableRun(folder, request, executor, postgres=postgres, hold=hold)
+
+
+def _claim(folder: Path) -> IO[str]:
+    """This process's claim on the run directory while it runs: a second process
+    resuming the same run (by mistake, or from cron) would run every child not finished
+    yet a second time."""
+    busy = (
+        f"another lyra process is running {folder} now; let it finish (or stop it), "
+        f"then, if it did not finish: {resume_command(folder)}"
+    )
+    return claim(folder, RUN_LOCK, what="the run directory", busy=busy)
+
+
+def _opened(
+    folder: Path, record: RunRecord, where: Placement, *, resumed: bool, stderr: TextIO
+) -> DurableExecutor:
+    """The run's executor, started; checkpoints found damaged start over with
+    ``--force``, else are refused."""
+    try:
+        return _open(folder, record, where, resumed=resumed, stderr=stderr)
     except CheckpointsDamaged as exc:
         if not where.force:
             raise ConfigurationError(
@@ -142,8 +181,7 @@ def open_run(
                 "--force)"
             ) from None
         record = _start_over(folder, record, exc, stderr)
-        executor = _open(folder, record, where, resumed=False, stderr=stderr)
-    return DurableRun(folder, request, executor, postgres=record.backend == "postgres")
+        return _open(folder, record, where, resumed=False, stderr=stderr)
 
 
 def _open(

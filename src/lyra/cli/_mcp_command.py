@@ -4,7 +4,6 @@ or Streamable HTTP."""
 from __future__ import annotations
 
 import argparse
-import fcntl
 import signal
 import sys
 import threading
@@ -18,6 +17,7 @@ import anyio
 import anyio.abc
 
 from lyra.cli import _logging, _stdout
+from lyra.cli._claims import claim
 from lyra.cli._options import (
     EXIT_OK,
     Subparsers,
@@ -307,21 +307,9 @@ def _child_ref(args: argparse.Namespace) -> Any:
 
 @contextmanager
 def _hold(folder: Path) -> Iterator[None]:
-    """This process's claim on a state directory, while it serves: two servers
-    recovering the same checkpoints would run the same children twice."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = (folder / "lyra-mcp.lock").open("a+")
-    except OSError as exc:
-        raise ConfigurationError(
-            f"cannot use the state directory {folder}: {exc.strerror}"
-        ) from None
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigurationError(
-                f"another lyra mcp serves the state directory {folder}; give this one its "
-                "own --state-dir"
-            ) from None
+    """This process's claim on a state directory, while it serves (see ``_claims``)."""
+    busy = (
+        f"another lyra mcp serves the state directory {folder}; give this one its own --state-dir"
+    )
+    with claim(folder, "lyra-mcp.lock", what="the state directory", busy=busy):
         yield
