@@ -66,6 +66,17 @@ def check_reachable(url: str, *, timeout: float = 5.0) -> None:
     _on_connection(url, timeout, lambda db: None)
 
 
+def require_database(url: str, *, timeout: float = 5.0) -> None:
+    """Connect once; DatabaseUnreachable (one line) when the server does not answer, or
+    when the database does not exist: a worker serves the queue of a database a run made
+    (``lyra analyze --database-url`` creates it)."""
+    if _on_connection(url, timeout, lambda db: True) is None:
+        raise DatabaseUnreachable(
+            f"the database at {redacted(url)} does not exist: a run creates it (lyra analyze "
+            "--database-url URL); start the run first, or create it (createdb NAME)"
+        )
+
+
 def holds_runs(url: str, *, timeout: float = 5.0) -> bool:
     """True when the PostgreSQL database at ``url`` has DBOS's tables (a durable run
     used it); False for a database no run has used, or one that does not exist;
