@@ -390,6 +390,44 @@ def test_a_full_disk_still_prints_the_results(
     assert "Traceback" not in err
 
 
+def test_a_picture_the_full_disk_cut_off_is_named_and_leaves_nothing_half_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A picture whose write the disk cut off mid-file is named on stderr with the run's
+    other unwritten files (exit 4), and leaves no partial file in figures/."""
+    pytest.importorskip("matplotlib")
+    import io
+
+    from lyra.supervisor import _rundir
+
+    real_fdopen = _rundir.os.fdopen
+
+    class Full(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            raise OSError(28, "No space left on device")
+
+    def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_fdopen(fd, mode, *args, **kwargs)
+        if not mode.startswith("w") or ".png." not in os.readlink(f"/proc/self/fd/{fd}"):
+            return handle
+        handle.write(b"\x89PNG")  # part of it reaches the disk, then the disk is full
+        handle.flush()
+        handle.write = Full().write
+        return handle
+
+    monkeypatch.setattr(_rundir.os, "fdopen", fdopen)
+    run_dir = tmp_path / "run"
+    status, _, err = run_cli(["analyze", "Q5VSL9", "--run-dir", str(run_dir)], capsys)
+    assert status == 4
+    figures = run_dir / "figures"
+    plddt = figures / "Q5VSL9-plddt.png"  # (the first: no other is drawn after it)
+    assert f"could not write {plddt}: No space left on device" in err
+    assert sorted(path.name for path in figures.iterdir()) == []
+
+
 def test_an_unwritable_output_is_not_called_an_unreadable_input(tmp_path: Path) -> None:
     """lyra logs stats with stdout on a full disk says the output could not be written
     (exit 4), not that its input could not be read."""

@@ -193,7 +193,7 @@ async def _analyze(
         if folder is not None and pictures and not stream:
             # Drawing takes a while: in a worker thread, so no other child waits on it.
             entry = await anyio.to_thread.run_sync(
-                with_pictures, entry, outcome.state, source, folder.path / "figures"
+                with_pictures, entry, outcome.state, source, folder
             )
         tally.add(entry, outcome.report)
         if on_result is not None:

@@ -14,6 +14,7 @@ from lyra.proteins._pictures import PLOTS_HINT, draw, plots_installed
 from lyra.proteins._pipeline import ProteinState
 from lyra.proteins._sources import ProteinSource
 from lyra.proteins._structure import per_residue
+from lyra.supervisor import RunDir
 
 __all__ = ["with_pictures"]
 
@@ -24,9 +25,11 @@ def _pae(source: ProteinSource, summary: Mapping[str, Any]) -> Any:
 
 
 def with_pictures(
-    entry: ProteinEntry, state: Mapping[str, Any], source: ProteinSource, folder: Path
+    entry: ProteinEntry, state: Mapping[str, Any], source: ProteinSource, run_dir: RunDir
 ) -> ProteinEntry:
-    """``entry`` with its brief linking the pictures drawn for it (or saying why none were)."""
+    """``entry`` with its brief linking the pictures drawn for it into ``run_dir``'s
+    figures (or saying why none were; one that cannot be written is among the run's
+    unwritten files)."""
     if not isinstance(entry, CompletedAnalysis | PartialAnalysis):
         return entry
     progress = ProteinState.of(state, entry.protein_id)
@@ -38,9 +41,12 @@ def with_pictures(
     if not plots_installed():
         note = f"Not drawn: {PLOTS_HINT}."
     else:
+        folder = run_dir.path / "figures"
         try:
             drawn = draw(entry.protein_id, plddt, structure, _pae(source, summary), folder)
         except Exception as exc:  # noqa: BLE001 - a picture never costs the protein its brief
+            if isinstance(exc, OSError):  # (a full disk)
+                run_dir.failed(Path(exc.filename or folder), exc)
             events.warning(
                 events.PICTURES_FAILED, subject=entry.protein_id, error=exception_text(exc)
             )

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from lyra.proteins._confidence import band_of, span
 from lyra.proteins._profile import DOMAIN_TYPES
-from lyra.supervisor import file_stem
+from lyra.supervisor import file_stem, write_atomic
 
 __all__ = ["BAND_COLOURS", "PLOTS_HINT", "Picture", "draw", "plots_installed"]
 
@@ -113,10 +113,10 @@ def _save(figure: Any, path: Path) -> None:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=_DPI)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".png.part")
-    partial.write_bytes(buffer.getvalue())
-    partial.replace(path)
+    try:
+        write_atomic(path, buffer.getvalue(), sync=False)  # (nothing half-written is left)
+    except OSError as exc:  # named by the picture it is, not by the temporary file
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def _heading(protein_id: str, structure: Mapping[str, Any], what: str, file: str | None) -> str:

@@ -20,24 +20,26 @@ from lyra._files import open_to_append
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
+def write_atomic(path: Path, text: str | bytes, *, sync: bool = True) -> None:
+    """Write ``text`` (or bytes) to ``path`` so readers see the old file or the new one,
+    never half; a write that fails leaves no partial file behind.
 
     ``sync`` also waits for the disk (it survives a power cut, not only a crash):
     for the files a run is resumed from, not for each of a million small ones.
     A ``path`` that is no regular file of its own (a pipe, a device, a link such
     as ``/dev/stdout``) is written into, never replaced.
     """
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
     if path.is_symlink() or (path.exists() and not path.is_file()):
-        with path.open("w", encoding="utf-8", errors="replace") as stream:
-            stream.write(text)
+        with path.open("wb") as stream:
+            stream.write(data)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; these files are meant to be read
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             if sync:
                 os.fsync(handle.fileno())
@@ -77,7 +79,7 @@ class RunDir:
         try:
             write_atomic(path, text, sync=sync)
         except OSError as exc:
-            self._failed(path, exc)
+            self.failed(path, exc)
 
     def append(self, path: Path, line: str) -> None:
         """Add one line to a file of the run, whole, in one system call (a kill never
@@ -100,7 +102,7 @@ class RunDir:
                 raise OSError(28, os.strerror(28))
         except OSError as exc:
             self._appending[path] = None
-            self._failed(path, exc)
+            self.failed(path, exc)
 
     def close(self) -> None:
         """Close the files :meth:`append` keeps open."""
@@ -109,7 +111,9 @@ class RunDir:
                 os.close(fd)
         self._appending = {path: None for path in self._appending}
 
-    def _failed(self, path: Path, exc: OSError) -> None:
+    def failed(self, path: Path, exc: OSError) -> None:
+        """A file of the run that could not be written (a full disk): logged, and named
+        in ``failures`` for the caller to tell."""
         self.failures.append(f"{path}: {exc.strerror or exc}")
         events.warning(events.RUN_DIR_WRITE_FAILED, path=str(path), error=str(exc))
 
