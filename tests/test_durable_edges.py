@@ -340,9 +340,13 @@ def test_a_queue_with_no_worker_stops_with_exit_3_and_resumes_later(
         lyra_cmd(*args, "--worker-wait", "1"), capture_output=True, text=True, timeout=60
     )
     assert stalled.returncode == 3, stalled.stderr
-    last = stalled.stderr.strip().splitlines()[-1]
-    assert last.startswith("lyra: no worker took a child in 1 s (1 waiting")
-    assert "lyra worker --database-url" in last
+    said, cure = stalled.stderr.strip().splitlines()[-2:]
+    assert said.startswith("lyra: no worker took a child in 1 s (1 waiting")
+    assert "lyra worker --database-url" in said
+    assert cure == (
+        f"lyra: once workers run, finish the run with: lyra analyze --resume {run_dir} "
+        "--database-url URL"
+    )
     assert not (tmp_path / "run" / "output.json").exists()
 
     errors = (tmp_path / "worker.err").open("w")

@@ -240,13 +240,7 @@ def _invoke(asked: _Invocation) -> int:
         _refuse_a_durable_run_dir(where.run_dir)
         assert asked.request is not None  # only a resume has none
         return _analyze(asked.request, asked, None)
-    from lyra.durable import NoWorkers  # the durable engine loads for durable runs only
-
-    try:
-        return _invoke_durable(asked)
-    except NoWorkers as exc:  # the children stay queued: --resume once workers run
-        print(f"lyra: {exc}", file=sys.stderr)
-        return EXIT_NO_WORKERS
+    return _invoke_durable(asked)
 
 
 def _refuse_a_durable_run_dir(folder: str | None) -> None:
@@ -263,7 +257,8 @@ def _refuse_a_durable_run_dir(folder: str | None) -> None:
 
 
 def _invoke_durable(asked: _Invocation) -> int:
-    from lyra.cli._durable_runs import open_run
+    from lyra.cli._durable_runs import open_run  # the durable engine loads for durable runs only
+    from lyra.durable import NoWorkers
 
     durable = open_run(asked.request, asked.where, asked.given)
     if durable is None:
@@ -277,6 +272,10 @@ def _invoke_durable(asked: _Invocation) -> int:
             return _status(done)
         assert durable.request is not None
         return _analyze(durable.request, asked, durable)
+    except NoWorkers as exc:  # the children stay queued: --resume once workers run
+        print(f"lyra: {exc}", file=sys.stderr)
+        print(f"lyra: once workers run, finish the run with: {durable.resume}", file=sys.stderr)
+        return EXIT_NO_WORKERS
     finally:
         durable.close()
 
