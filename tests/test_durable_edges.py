@@ -29,6 +29,7 @@ from lyra.cli import main
 from lyra.cli._durable_runs import open_run
 from lyra.cli._request import Placement
 from lyra.durable._events import Ledger
+from lyra.logs import collect_stats
 from lyra.proteins import analyze
 from test_durable import (
     attempts,
@@ -185,6 +186,13 @@ def test_a_resume_refuses_lost_checkpoints_unless_forced(
         json.loads((run_dir / "run.json").read_text())["run_id"]
         != json.loads((killed_run / "run.json").read_text())["run_id"]
     )
+    # the first run's log and results are set aside: the run's own count what output.json does
+    assert "events.jsonl, results.jsonl (.before-force-" in err
+    assert len([p for p in run_dir.iterdir() if p.name.startswith("events.jsonl.before-")]) == 1
+    stats = collect_stats([run_dir])
+    assert stats.tasks == len(PROTEINS)
+    results = (run_dir / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["protein_id"] for line in results) == sorted(PROTEINS)
 
 
 @pytest.mark.slow

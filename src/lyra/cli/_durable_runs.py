@@ -230,15 +230,20 @@ def _evidence(folder: Path, record: RunRecord) -> tuple[set[str], set[str]]:
 
 
 def _start_over(folder: Path, record: RunRecord, why: Exception, stderr: TextIO) -> RunRecord:
-    """--force: set the damaged checkpoints aside and give the run a new ID."""
+    """--force: set the damaged checkpoints aside, and the log and results of the run
+    they held (the children run again: ``lyra logs stats`` would count them twice), and
+    give the run a new ID."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    moved = []
-    for suffix in ("", "-wal", "-shm"):
-        path = folder / f"{SQLITE_FILE}{suffix}"
-        if path.exists():
-            path.rename(path.with_name(f"{path.name}.damaged-{stamp}"))
-            moved.append(path.name)
-    aside = f"; set aside: {', '.join(moved)} (.damaged-{stamp})" if moved else ""
+    damaged = _set_aside(
+        folder, [f"{SQLITE_FILE}{s}" for s in ("", "-wal", "-shm")], "damaged", stamp
+    )
+    files = RunDir(folder)
+    before = _set_aside(folder, [files.events.name, files.results.name], "before-force", stamp)
+    aside = "".join(
+        f"; set aside: {', '.join(names)} (.{why}-{stamp})"
+        for names, why in ((damaged, "damaged"), (before, "before-force"))
+        if names
+    )
     print(
         f"lyra analyze: WARNING: the checkpoints of {folder} are missing or damaged ({why}); "
         f"--force: every child runs again{aside}",
@@ -247,6 +252,18 @@ def _start_over(folder: Path, record: RunRecord, why: Exception, stderr: TextIO)
     fresh = record.model_copy(update={"run_id": _new_run_id()})
     _write_record(folder, fresh)
     return fresh
+
+
+def _set_aside(folder: Path, names: list[str], why: str, stamp: str) -> list[str]:
+    """Rename each of ``names`` in ``folder`` that exists to ``NAME.WHY-STAMP``; the
+    names moved."""
+    moved = []
+    for name in names:
+        path = folder / name
+        if path.exists():
+            path.rename(path.with_name(f"{name}.{why}-{stamp}"))
+            moved.append(name)
+    return moved
 
 
 def _new_run_id() -> str:
