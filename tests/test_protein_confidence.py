@@ -270,6 +270,18 @@ def test_pae_between_units_matches_the_raw_pae_file() -> None:
     assert "| 1 and 2 | 25.02 | 22.61 / 27.43 | relative placement not determined |" in brief
 
 
+@pytest.mark.parametrize("acc", ["Q5VSL9", "P05067"])
+def test_a_brief_states_the_thresholds_its_segments_were_cut_by(acc: str) -> None:
+    """The three thresholds that shape the segments (merged gaps, the shortest segment,
+    terminal fraying) are stated in the brief beside its table, with the values the
+    segmentation used."""
+    brief = _brief(acc)
+    rule = brief.split("How segments are cut: ", 1)[1].split("\n", 1)[0]
+    assert f"broken by at most {MERGE_GAP} residues below 70" in rule
+    assert f"fewer than {MIN_SEGMENT_LENGTH} residues is no segment" in rule
+    assert f"at most {FRAYING_MAX} residues at either end" in rule
+
+
 def test_a_units_pae_check_leaves_out_each_residues_pae_to_itself() -> None:
     """Within each of Q5VSL9's units, the mean PAE and the share of pairs under 5 Å are
     both over the pairs of different residues (recomputed from the raw PAE file): a

@@ -19,7 +19,17 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lyra.proteins._caveats import annotation_caveats, basis, critique, data_caveats
-from lyra.proteins._confidence import BAND_NAMES, BANDS, band_of, figure, num, span
+from lyra.proteins._confidence import (
+    BAND_NAMES,
+    BANDS,
+    FRAYING_MAX,
+    MERGE_GAP,
+    MIN_SEGMENT_LENGTH,
+    band_of,
+    figure,
+    num,
+    span,
+)
 from lyra.proteins._features import (
     EXPLAIN_OVERLAP,
     KEPT_TYPES,
@@ -88,6 +98,14 @@ def _rule(s: Mapping[str, Any]) -> str:
     """The PAE rule, and what the file's precision allows where it rounds to whole Å."""
     return _RULE + (_WHOLE_ANGSTROMS if s.get("pae_whole_angstroms") else "")
 
+
+_SEGMENTS_RULE: Final = (
+    "How segments are cut: ordered stretches (pLDDT ≥ 70) and the low or very low "
+    f"stretches between them; an ordered stretch broken by at most {MERGE_GAP} residues "
+    f"below 70 stays one segment; a run of fewer than {MIN_SEGMENT_LENGTH} residues is no "
+    "segment of its own (it joins a neighbouring one); a low or very low segment of at "
+    f"most {FRAYING_MAX} residues at either end of the chain is terminal fraying, set apart."
+)
 
 _UNITS_RULE: Final = (
     f"How units are found: ordered segments of at least {MIN_UNIT_LENGTH} residues are one "
@@ -327,6 +345,7 @@ def _structure_view(
         ],
         "rule": _rule(s) if any(u.get("pae") for u in units) else None,
         "units_rule": _UNITS_RULE,
+        "segments_rule": _SEGMENTS_RULE,
         "joins": [
             f"unit {u['number']}: {first} with {second}, {n} residue pairs in contact"
             for u in units
