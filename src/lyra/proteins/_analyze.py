@@ -34,6 +34,7 @@ from lyra.proteins._compare import Comparison, compare
 from lyra.proteins._confidence import num, span
 from lyra.proteins._faults import Fault, faults_by_protein
 from lyra.proteins._figures import with_pictures
+from lyra.proteins._ids import validate_protein_id
 from lyra.proteins._live import LiveSource
 from lyra.proteins._offline import OfflineSource
 from lyra.proteins._output import (
@@ -46,7 +47,7 @@ from lyra.proteins._output import (
     TaskLine,
 )
 from lyra.proteins._pae import unit_verdict
-from lyra.proteins._pipeline import Plan, ProteinChild, ProteinState, TaskResult
+from lyra.proteins._pipeline import NOT_TEXT, Plan, ProteinChild, ProteinState, TaskResult
 from lyra.proteins._planner import rules_note, unread_names
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
@@ -202,7 +203,8 @@ async def _analyze(
     def tasks(targets: Iterable[str]) -> Iterator[Task]:
         for protein_id in targets:
             tally.start(protein_id)
-            yield _task(protein_id, asked.plan, by_protein.get(protein_id, ()))
+            faults = by_protein.get(protein_id, ())
+            yield _task(protein_id, asked.plan, faults, given.not_text.get(protein_id))
 
     async def fan_out(targets: Iterable[str]) -> None:
         await supervisor.run(
@@ -409,11 +411,16 @@ def _child(source: ProteinSource, *, durable: bool) -> ProteinChild | ChildRef:
     )
 
 
-def _task(protein_id: str, plan: Plan, faults: Sequence[Fault]) -> Task:
-    """One protein as a task; only its own injected faults travel with it."""
+def _task(
+    protein_id: str, plan: Plan, faults: Sequence[Fault], not_text: str | None = None
+) -> Task:
+    """One protein as a task; only its own injected faults travel with it, and why the
+    item it was made from is no ID at all (``not_text``: ``None``, a number)."""
     context: dict[str, object] = {"plan": plan}
     if faults:
         context["faults"] = [fault.spec for fault in faults]
+    if not_text is not None:
+        context[NOT_TEXT] = not_text
     return Task(prompt=f"Analyze {protein_id}", subject=protein_id, context=context)
 
 
@@ -538,6 +545,9 @@ class _Input:
         self.notes: list[str] = []
         """One line per ID resolved to another or requested again (the first
         :data:`NOTES_KEPT`)."""
+        self.not_text: dict[str, str] = {}
+        """Items that were no text (``None``, a number), by the text they are analysed
+        as: why each is no protein ID (its task fails saying so, rule 3)."""
 
     def __iter__(self) -> _Input:
         return self
@@ -546,8 +556,9 @@ class _Input:
         while True:
             while not self._pending:
                 raw = next(self._raw)
-                if not isinstance(raw, str):
+                if not isinstance(raw, str):  # still one entry of the output, failed
                     text = valid_text(safe_str(raw))
+                    self.not_text.setdefault(text, validate_protein_id(raw)[1] or "no text")
                     self._pending.append((text, text))
                     continue
                 for part in split_ids(raw):

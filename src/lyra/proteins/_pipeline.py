@@ -58,6 +58,9 @@ _MIDDLE = (STRUCTURE, REASON, CRITIQUE)
 _STRUCTURE_ONLY = re.compile(r"\bstructure[- ]only\b|\bonly (?:the )?structure\b", re.I)
 
 Plan = Literal["full", "structure"]
+NOT_TEXT = "not_text"
+"""A task's context key: why the request's item it was made from is no ID at all (it
+was ``None``, a number): the task fails saying so, as an invalid task (rule 3)."""
 TaskStatus = Literal["success", "failed", "skipped", "partial"]
 
 
@@ -358,6 +361,9 @@ class _Run:
 
     async def fetch(self) -> dict[str, Any]:
         """Validate the ID, fetch through the source (a tool), validate the answer."""
+        not_text = self.ctx.context.get(NOT_TEXT)
+        if not_text is not None:  # the request's item was None, a number: no ID at all
+            raise InvalidInput(str(not_text))
         ok, problem = validate_protein_id(self.state.protein_id)
         value = normalize_protein_id(self.state.protein_id)
         if not ok or value is None:
