@@ -117,6 +117,18 @@ def test_a_refused_id_says_what_it_may_have_meant(
         assert "--source live: " not in out + err
 
 
+def test_an_id_that_is_no_accession_given_twice_in_two_cases_is_one_request() -> None:
+    """An ID given twice in any case is one request with a note, an invalid one too
+    (P05067.3, reported as first typed), as a valid one is."""
+    output = analyze_sync(["P05067.3", "p05067.3", "bad id!", "BAD ID!"], plan="structure")
+    assert output.summary.total_requested == 2
+    assert [f.protein_id for f in output.failed_analyses] == ["P05067.3", "bad id!"]
+    assert output.notes == [
+        "P05067.3 was requested more than once: analysed once",
+        "BAD ID! was requested more than once: analysed once",
+    ]
+
+
 def test_an_item_that_is_no_text_fails_saying_so_and_keeps_its_place() -> None:
     """``None`` or a number among the IDs is one failed entry each, in its place, saying
     an ID must be a string (rule 3: invalid input before any request), never taken for an

@@ -540,6 +540,7 @@ class _Input:
     def __init__(self, ids: Iterable[object]) -> None:
         self._raw = iter([ids] if isinstance(ids, str) else ids)
         self._given: dict[str, list[str]] = {}  # each ID's spellings (in capitals), in order
+        self._first: dict[str, str] = {}  # each ID in capitals: as it was first given
         self._pending: deque[tuple[str, str]] = deque()  # (ID, as given)
         self._repeated: dict[str, int] = {}  # a repeated ID's note, by its place in notes
         self.notes: list[str] = []
@@ -568,10 +569,14 @@ class _Input:
                         self.notes.append(note)
                         events.info(events.PROTEIN_ID_RESOLVED, given=part, subject=protein_id)
             protein_id, given = self._pending.popleft()
-            if protein_id not in self._given:
-                self._given[protein_id] = [given]
-                return protein_id
-            self._again(protein_id, given)
+            # One ID in any case: an accession is in capitals already, and an ID that is
+            # none (P05067.3, reported as typed) is the same request in any case too.
+            key = protein_id if protein_id in self.not_text else protein_id.upper()
+            first = self._first.setdefault(key, protein_id)
+            if first not in self._given:
+                self._given[first] = [given]
+                return first
+            self._again(first, given)
 
     def _again(self, protein_id: str, given: str) -> None:
         """``protein_id`` was requested again (as ``given``): analysed once, and one note
