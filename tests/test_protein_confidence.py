@@ -407,6 +407,20 @@ def test_p04637_brief_labels_its_2005_annotation_and_says_what_is_missing() -> N
     assert "run with --source live" in brief
 
 
+def test_a_failed_structure_stage_leaves_the_plddt_not_read_never_not_held() -> None:
+    """When the structure analysis fails, the features of a protein whose data hold its
+    per-residue pLDDT are listed as "not read" and the brief says why, never "not held"
+    (that is for data without it, as P04637's)."""
+    from lyra.proteins import analyze_sync
+
+    output = analyze_sync(["P05067"], faults=["P05067:structure_error"], timeout=10)
+    [partial] = output.partial_analyses
+    assert "### UniProt features (pLDDT not read)" in partial.brief
+    assert "| Domain: E1 | 28–189 | not read |" in partial.brief
+    assert "the structure analysis that reads it did not finish" in partial.brief
+    assert "not held" not in partial.brief
+
+
 def test_a_scripts_json_marks_figures_of_the_lower_trust_secondary_source() -> None:
     """A protein whose figures come from the file of figures quoted elsewhere (P04637:
     no model file bundled) is marked so in its model's JSON, where a script can test

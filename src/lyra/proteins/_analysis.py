@@ -189,7 +189,9 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
     )
 
 
-def _site_lines(features: Sequence[Mapping[str, Any]], isoform_name: str | None) -> list[str]:
+def _site_lines(
+    features: Sequence[Mapping[str, Any]], isoform_name: str | None, missing: str = "not held"
+) -> list[str]:
     """Binding, metal and active sites and glycosylation sites, grouped by ligand (or
     description), with the pLDDT at each where it is held; a site UniProt gives to
     named isoforms this sequence (``isoform_name``) is not one of is left out (the
@@ -205,7 +207,7 @@ def _site_lines(features: Sequence[Mapping[str, Any]], isoform_name: str | None)
         if all("mean_plddt" in f for f in sites):
             where = ", ".join(_site(f) for f in sites)
         else:
-            where = ", ".join(span(f["start"], f["end"]) for f in sites) + " (pLDDT not held)"
+            where = ", ".join(span(f["start"], f["end"]) for f in sites) + f" (pLDDT {missing})"
         lines.append(f"{ligand} at {'residue' if one else 'residues'} {where}")
     return lines
 
@@ -288,14 +290,18 @@ def _regions(features: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     """UniProt's features of a protein whose structure analysis is unavailable, each
-    with "pLDDT not held"."""
+    with "pLDDT not held" (or "not read", where the data hold it and the analysis that
+    reads it did not run)."""
     uniprot = summary.get("uniprot")
     if not isinstance(uniprot, Mapping) or not uniprot.get("features"):
         return None
+    unread = bool((summary.get("alphafold") or {}).get("plddt"))
+    missing = "not read" if unread else "not held"
     return {
+        "unread": unread,
         "uniprot": _uniprot_name(uniprot),
         "annotated": _regions(uniprot["features"]),
-        "sites": _site_lines(uniprot["features"], summary.get("isoform_name")),
+        "sites": _site_lines(uniprot["features"], summary.get("isoform_name"), missing),
         "kinds_read": _KINDS_READ,
         "span": span,
     }
@@ -346,6 +352,7 @@ def _structure_view(
         "rule": _rule(s) if any(u.get("pae") for u in units) else None,
         "units_rule": _UNITS_RULE,
         "segments_rule": _SEGMENTS_RULE,
+        "unread": False,  # (its features' pLDDT, where it has none: not held)
         "joins": [
             f"unit {u['number']}: {first} with {second}, {n} residue pairs in contact"
             for u in units
