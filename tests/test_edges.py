@@ -390,6 +390,23 @@ def test_a_full_disk_still_prints_the_results(
     assert "Traceback" not in err
 
 
+def test_a_runaway_error_message_is_clipped_in_the_report_and_still_parses() -> None:
+    """An exception whose message is 200,000 characters gives a report a parent model can
+    read: its beginning and end, with how much was left out, and it parses back."""
+    from lyra import delegate_task, parse_report
+
+    async def floods(prompt: str, ctx: Any) -> str:
+        raise ValueError("start " + "x" * 200_000 + " end")
+
+    report = delegate_task("x", child=floods, timeout=5)
+    assert len(report) < 12_000
+    parsed = parse_report(report)
+    assert parsed.message is not None
+    assert parsed.message.startswith("ValueError: start xxx")
+    assert parsed.message.endswith("xxx end")
+    assert "[196,010 characters left out]" in parsed.message  # (of 200,010: 4,000 kept)
+
+
 def test_a_picture_the_full_disk_cut_off_is_named_and_leaves_nothing_half_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

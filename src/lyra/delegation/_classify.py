@@ -15,7 +15,7 @@ from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._budget import Account, Budget, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
-from lyra.delegation._text import safe_str, type_name
+from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.errors import ChildSignal, ForeignCancellation, LoopDetected, QuestionAsked
 
 _C = FailureCategory
@@ -59,8 +59,9 @@ _BY_KIND: dict[Kind, tuple[FailureCategory, bool, str]] = {
 def exception_text(exc: BaseException) -> str:
     """``Type: message`` as Python prints it, for reports; lyra's own signals
     carry a message written for the report, so it stands alone. Never raises,
-    whatever the exception's ``__str__`` does."""
-    text = _told(exc)
+    whatever the exception's ``__str__`` does; a runaway message is clipped
+    (:func:`~._text.clipped`)."""
+    text = clipped(_told(exc))
     if text and isinstance(exc, ChildSignal):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -29,6 +29,21 @@ def safe_str(value: object) -> str:
     return f"<{type_name(value)} that cannot describe itself>"
 
 
+MAX_MESSAGE = 4000
+"""Characters of an error's text a report and an event keep: its beginning and its end,
+the middle said to be left out (a runaway message is read by a parent model)."""
+
+
+def clipped(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text``, or its first and last characters with how many were left out between
+    them, when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 5
+    head = limit - tail
+    return f"{text[:head]} … [{len(text) - limit:,} characters left out] … {text[-tail:]}"
+
+
 def type_name(value: object) -> str:
     """The name of ``value``'s class (a hostile metaclass cannot make it raise)."""
     try:
