@@ -1332,6 +1332,30 @@ async def test_a_plain_childs_successes_raise_the_concurrency_again() -> None:
     assert changes[-1]["concurrency"] > 1
 
 
+def test_a_streamed_runs_progress_ends_with_the_counts_of_every_protein() -> None:
+    """Off a terminal, a streamed run prints its counts every few seconds and once more
+    when the last protein finishes, however soon after the one before."""
+    import io
+
+    from lyra.cli._live import LiveView
+    from lyra.proteins import FailedAnalysis
+
+    stream = io.StringIO()
+    view = LiveView(3, stream, streamed=True)
+    failed = FailedAnalysis(
+        protein_id="XXXXX",
+        error="no",
+        category="invalid_task",
+        failed_at_stage="fetch_protein",
+        tasks_skipped=[],
+        attempts=1,
+    )
+    for _ in range(3):
+        view.update(failed)
+    lines = stream.getvalue().splitlines()
+    assert lines == ["[3/3] 0 completed, 0 partial, 3 failed (invalid_task 3)"]
+
+
 async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency() -> None:
     """While a rate limit holds a supervisor's pool below its max_concurrency, the
     progress display's counts say how many children run at once."""

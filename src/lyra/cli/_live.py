@@ -4,7 +4,7 @@ On a terminal, a live table (rich) of the children running now -- protein,
 what it is doing, attempt, time elapsed, time since its last progress, tokens
 -- under the counts so far, completed and failed by category. Not on a
 terminal, plain lines: one per protein as it finishes, or, for a streamed run,
-one summary line every few seconds.
+one summary line every few seconds and one when the last protein finishes.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class LiveView:
             lowered = concurrency()
             pace = f" [rate limited: {lowered[0]} of {lowered[1]} at once]" if lowered else ""
             self._line(done + how + pace)
-        elif time.monotonic() - self._last_summary >= SUMMARY_EVERY:
-            self._last_summary = time.monotonic()
+        elif self.done >= self.total or time.monotonic() - self._last_summary >= SUMMARY_EVERY:
+            self._last_summary = time.monotonic()  # (the last protein's line always comes)
             self._line(self.counts())
 
     def counts(self) -> str:
