@@ -291,6 +291,29 @@ async def test_a_continuation_lists_the_work_of_every_attempt_before_it() -> Non
     assert "Files already modified: sec1.md, sec2.md" in third
 
 
+async def test_a_continuation_keeps_an_attempts_own_repeated_steps_and_stays_bounded() -> None:
+    """Steps an attempt did twice, apart, are both listed (they are two pieces of work);
+    and the work of many long attempts is folded as one report's steps are."""
+
+    async def batches(prompt: str, ctx: ChildContext) -> str:
+        for step in ("Processed batch", "Saved checkpoint") * 2:
+            ctx.step(step)
+        for n in range(150):
+            ctx.step(f"Attempt {ctx.attempt}, item {n}")
+        raise ConnectionError("dropped")
+
+    child = Script(batches, batches, succeed)
+    policy = RecoveryPolicy(max_retries=3, jitter=0)
+    await adelegate_with_retry("Process the batches", child=child, policy=policy)
+    second, third = child.prompts[1], child.prompts[2]
+    assert second.count("✓ Processed batch\n") == 2
+    assert second.count("✓ Saved checkpoint\n") == 2
+    listed = [line for line in third.splitlines() if line.startswith("✓ ")]
+    assert len(listed) == 200
+    assert "✓ … 109 more steps" in listed  # (2 × 154 done: 50 first, 149 latest, 109 between)
+    assert listed[-1] == "✓ Attempt 2, item 149"
+
+
 async def rate_limited_after_a_step(prompt: str, ctx: ChildContext) -> str:
     ctx.step(f"Fetched page {ctx.attempt}")
     raise TransientError("429 Too Many Requests", retry_after=7.0, status=429)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -66,6 +67,26 @@ KEPT_FIRST_STEPS = 50
 """Of those, the first steps always kept; the rest are the latest."""
 SHOWN_ARGUMENTS = 200
 """Characters of a repeated call's arguments a loop's report shows."""
+
+_MORE_STEPS = "… {} more steps"
+_COUNTED = re.compile(r"… (\d+) more steps|.* \(×(\d+)\)")
+
+
+def folded_steps(steps: Sequence[str]) -> tuple[str, ...]:
+    """``steps`` as a report keeps them: past :data:`MAX_STEPS` entries, the first
+    :data:`KEPT_FIRST_STEPS` and the latest, with one line counting the steps between
+    (steps an earlier fold counted included)."""
+    if len(steps) <= MAX_STEPS:
+        return tuple(steps)
+    tail = MAX_STEPS - KEPT_FIRST_STEPS - 1
+    more = _MORE_STEPS.format(sum(map(_count, steps[KEPT_FIRST_STEPS:-tail])))
+    return (*steps[:KEPT_FIRST_STEPS], more, *steps[-tail:])
+
+
+def _count(step: str) -> int:
+    """How many steps one entry stands for (``… 12 more steps``, ``Ran lookup (×3)``)."""
+    counted = _COUNTED.fullmatch(step)
+    return int(counted.group(1) or counted.group(2)) if counted else 1
 
 
 class Runner(Protocol):
@@ -237,7 +258,7 @@ class ChildContext:
         folded = counts[head] + counts[head + 1]
         del steps[head + 1], counts[head + 1]
         counts[head] = folded
-        steps[head] = f"… {folded} more steps"
+        steps[head] = _MORE_STEPS.format(folded)
 
     def file_modified(self, path: str) -> None:
         """Record a file the child wrote; repeated paths are listed once."""

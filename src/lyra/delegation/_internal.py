@@ -15,6 +15,7 @@ from lyra.delegation._child import (
     child_name,
     resolved,
 )
+from lyra.delegation._context import folded_steps
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
     foreign_cancellation,
@@ -44,6 +45,7 @@ __all__ = [
     "child_name",
     "deadlines",
     "describe_error",
+    "folded_steps",
     "foreign_cancellation",
     "log_failure",
     "new_session_id",

@@ -214,7 +214,7 @@ async def recover(
         failure = result.failure
         if failure is None or (budget is not None and not budget.has_room()):
             break  # done, or nothing left to spend: no strategy can run
-        so_far = loop.remember(failure)  # the work of every attempt, for a continuation
+        so_far = loop.remember(failure, decomposed=bool(plan.subtasks))  # (every attempt's work)
         ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy)
         if plan is None and answers is not None:
             plan = await answered(failure, ran, loop, answers)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra.delegation import ChildFailure, ErrorType, FailureCategory
-from lyra.delegation._internal import foreign_cancellation
+from lyra.delegation._internal import folded_steps, foreign_cancellation
 from lyra.errors import LyraError
 from lyra.recovery._decompose import default_decomposer
 from lyra.recovery._policy import RecoveryPolicy
@@ -73,23 +74,28 @@ class LoopState:
     """Answers to the child's questions, carried into every later attempt."""
     passed_over: list[str] = field(default_factory=list)
     """Each child the chain moved past, and why."""
-    steps: dict[str, None] = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
     """The steps every attempt so far completed, in order (a continuation lists them all:
     the attempt before the last was told not to redo them, so it did not list them)."""
     files: dict[str, None] = field(default_factory=dict)
     """The files every attempt so far modified, in order."""
 
-    def remember(self, failure: ChildFailure) -> ChildFailure:
+    def remember(self, failure: ChildFailure, *, decomposed: bool = False) -> ChildFailure:
         """``failure`` with the work of every attempt so far (its own last): what the
-        next attempt is planned from."""
-        self.steps.update(dict.fromkeys(failure.completed_steps))
+        next attempt is planned from. A ``decomposed`` attempt's failure lists every
+        subtask completed so far, earlier attempts' too: those count once."""
+        earlier = Counter(self.steps if decomposed else ())
+        for step in failure.completed_steps:
+            if earlier[step] > 0:
+                earlier[step] -= 1
+            else:
+                self.steps.append(step)
         self.files.update(dict.fromkeys(failure.files_modified))
-        if len(self.steps) == len(failure.completed_steps) and len(self.files) == len(
-            failure.files_modified
-        ):
+        steps = folded_steps(self.steps)
+        if steps == failure.completed_steps and tuple(self.files) == failure.files_modified:
             return failure  # nothing earlier that it did not list itself
         return failure.model_copy(
-            update={"completed_steps": tuple(self.steps), "files_modified": tuple(self.files)}
+            update={"completed_steps": steps, "files_modified": tuple(self.files)}
         )
 
 
