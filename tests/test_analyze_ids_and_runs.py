@@ -133,14 +133,17 @@ def test_an_item_that_is_no_text_fails_saying_so_and_keeps_its_place() -> None:
     """``None`` or a number among the IDs is one failed entry each, in its place, saying
     an ID must be a string (rule 3: invalid input before any request), never taken for an
     accession named "None" or "123"; the text "None" is still checked as an ID."""
-    output = analyze_sync([None, 123, "P05067", "None"], plan="structure", timeout=10)
-    assert output.summary.total_requested == 4
+    given = [None, 123, "P05067", "None", "123", 123]
+    output = analyze_sync(given, plan="structure", timeout=10)
+    assert output.summary.total_requested == 5  # (the number 123 twice: once, with a note)
     failed = {f.protein_id: f for f in output.failed_analyses}
-    assert failed["None"].error == "Protein ID must be a non-empty string, got None"
-    assert failed["123"].error == "Protein ID must be a non-empty string, got int"
-    assert {failed[k].error_type for k in ("None", "123")} == {"data"}
-    assert failed["NONE"].error.startswith("Protein NONE not found")
+    assert failed["None (NoneType)"].error == "Protein ID must be a non-empty string, got None"
+    assert failed["123 (int)"].error == "Protein ID must be a non-empty string, got int"
+    assert {failed[k].error_type for k in ("None (NoneType)", "123 (int)")} == {"data"}
+    assert failed["NONE"].error.startswith("Protein NONE not found")  # the text "None"
+    assert failed["123"].error != failed["123 (int)"].error  # the text "123"
     assert [a.protein_id for a in output.completed_analyses] == ["P05067"]
+    assert output.notes == ["123 (int) was requested more than once: analysed once"]
 
 
 def test_a_structure_only_brief_names_every_source_with_its_commit(

@@ -557,8 +557,9 @@ class _Input:
         while True:
             while not self._pending:
                 raw = next(self._raw)
-                if not isinstance(raw, str):  # still one entry of the output, failed
-                    text = valid_text(safe_str(raw))
+                if not isinstance(raw, str):  # still one entry of the output, failed,
+                    # named with its type: the number 123 is not the text "123"
+                    text = valid_text(f"{safe_str(raw)} ({type(raw).__name__})")
                     self.not_text.setdefault(text, validate_protein_id(raw)[1] or "no text")
                     self._pending.append((text, text))
                     continue
@@ -571,7 +572,7 @@ class _Input:
             protein_id, given = self._pending.popleft()
             # One ID in any case: an accession is in capitals already, and an ID that is
             # none (P05067.3, reported as typed) is the same request in any case too.
-            key = protein_id if protein_id in self.not_text else protein_id.upper()
+            key = f"\0{protein_id}" if protein_id in self.not_text else protein_id.upper()
             first = self._first.setdefault(key, protein_id)
             if first not in self._given:
                 self._given[first] = [given]
