@@ -442,26 +442,22 @@ def test_database_errors_are_one_line_and_exit_2(args: list[str], tmp_path: Path
     assert "Traceback" not in done.stderr
 
 
-def test_a_worker_on_a_database_that_does_not_exist_is_one_line_and_exit_2(
-    database_url: str, tmp_path: Path
-) -> None:
-    """A worker serves the queue of a database a run made: one that does not exist is
-    one line saying so and how it comes to exist, exit 2, no traceback."""
-    missing = urlunsplit(urlsplit(database_url)._replace(path="/lyra_test_no_such_database"))
-    done = subprocess.run(
-        lyra_cmd("worker", "--database-url", missing),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.strip().splitlines()
-    assert line.startswith("lyra: the database at postgresql://")
-    assert line.endswith(
-        "/lyra_test_no_such_database does not exist: a run creates it (lyra analyze "
-        "--database-url URL); start the run first, or create it (createdb NAME)"
-    )
+def test_a_worker_started_before_its_run_makes_the_database(database_url: str) -> None:
+    """Workers may start first (README): one given a database that does not exist yet
+    creates it, as the run would (a worker that finds it made already does nothing)."""
+    psycopg = pytest.importorskip("psycopg")
+    from lyra.durable._database import ensure_database
+
+    name = f"lyra_test_{uuid.uuid4().hex[:12]}"
+    fresh = urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
+    try:
+        ensure_database(fresh)
+        ensure_database(fresh)  # (made already: nothing to do)
+        with psycopg.connect(fresh, autocommit=True, connect_timeout=3) as db:
+            assert db.execute("SELECT current_database()").fetchone() == (name,)
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_run_directory_of_another_run_is_a_usage_error(

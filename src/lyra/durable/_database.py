@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -66,14 +67,26 @@ def check_reachable(url: str, *, timeout: float = 5.0) -> None:
     _on_connection(url, timeout, lambda db: None)
 
 
-def require_database(url: str, *, timeout: float = 5.0) -> None:
-    """Connect once; DatabaseUnreachable (one line) when the server does not answer, or
-    when the database does not exist: a worker serves the queue of a database a run made
-    (``lyra analyze --database-url`` creates it)."""
-    if _on_connection(url, timeout, lambda db: True) is None:
+def ensure_database(url: str, *, timeout: float = 5.0) -> None:
+    """Connect once, creating the database first where it does not exist yet (as DBOS
+    does when a run starts: a worker may start before the run that fills its queue);
+    DatabaseUnreachable (one line) when the server does not answer or refuses."""
+    if _on_connection(url, timeout, lambda db: True) is not None:
+        return
+    from psycopg import errors, sql
+
+    name = urlsplit(url).path.lstrip("/")
+    maintenance = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+
+    def create(db: Any) -> bool:
+        with suppress(errors.DuplicateDatabase):  # (another worker made it meanwhile)
+            db.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return True
+
+    if _on_connection(maintenance, timeout, create) is None:  # (no postgres database)
         raise DatabaseUnreachable(
-            f"the database at {redacted(url)} does not exist: a run creates it (lyra analyze "
-            "--database-url URL); start the run first, or create it (createdb NAME)"
+            f"the database at {redacted(url)} does not exist, and the server has no "
+            "postgres database to create it from: create it (createdb NAME)"
         )
 
 

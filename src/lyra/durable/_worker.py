@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lyra import events
 from lyra.delegation import exception_text
-from lyra.durable._database import postgres_url, require_database, require_durable
+from lyra.durable._database import ensure_database, postgres_url, require_durable
 from lyra.durable._events import install, write_local
 from lyra.durable._executor import new_executor_id, quiet_dbos
 
@@ -37,15 +37,15 @@ def run_worker(
 
     ``concurrency`` sets how many children each worker runs at once (a
     setting of the shared queue). ``ready`` is called with this worker's
-    executor ID once it takes work. Raises DatabaseUnreachable when the
-    server does not answer or the database does not exist.
+    executor ID once it takes work. A database that does not exist yet is
+    created. Raises DatabaseUnreachable when the server does not answer.
     """
     require_durable()
     from lyra.durable import _engine
     from lyra.durable._liveness import Liveness
 
     url = postgres_url(database_url)
-    require_database(url)  # (its liveness lock is taken there before DBOS starts)
+    ensure_database(url)  # (before DBOS would make it: the liveness lock is taken there)
     executor_id = new_executor_id("worker")
     stop = stop or threading.Event()
     liveness = Liveness(url, executor_id)  # before any child is taken
