@@ -524,6 +524,24 @@ def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
     assert main(["analyze", "--resume", str(run)]) == 0
 
 
+def test_a_run_directory_on_a_file_system_without_locks_is_used_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the file system keeps no locks (some network mounts: ENOLCK), the run
+    directory is used as it was before it had one, never refused or failed."""
+    import errno
+
+    from lyra.cli import _claims
+
+    def no_locks(*args: Any) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(_claims.fcntl, "flock", no_locks)
+    held = _claims.claim(tmp_path, "lyra-run.lock", what="the run directory", busy="held")
+    assert not held.closed
+    held.close()
+
+
 def test_a_new_durable_run_in_a_plain_runs_folder_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

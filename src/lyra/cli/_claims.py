@@ -30,4 +30,6 @@ def claim(folder: Path, lock: str, *, what: str, busy: str) -> IO[str]:
     except BlockingIOError:
         held.close()
         raise ConfigurationError(busy) from None
+    except OSError:  # a file system that keeps no locks (some network mounts):
+        pass  # the folder is used as it was before it had one
     return held

@@ -77,10 +77,12 @@ class DurableRun:
 
     def close(self) -> None:
         """Stop DBOS in this process, and let the run directory go."""
-        if self.executor is not None:
-            self.executor.close()
-        if self.hold is not None:
-            self.hold.close()
+        try:
+            if self.executor is not None:
+                self.executor.close()
+        finally:
+            if self.hold is not None:
+                self.hold.close()
 
 
 def open_run(
@@ -138,14 +140,20 @@ def open_run(
         if folder is not None and folder.is_dir() and RunDir(folder).holds_a_run():
             raise another_run(folder)
         folder = folder or RunDir.new().path
+        hold = _claim(folder)  # (before the record: two new runs started at once race)
         record = RunRecord(
             run_id=_new_run_id(),
             backend="postgres" if where.database_url else "embedded",
             request=request,
             database=_database(where.database_url),
         )
-        _write_record(folder, record)
-        hold = _claim(folder)
+        try:
+            if load_record(folder) is not None or RunDir(folder).holds_a_run():
+                raise another_run(folder)  # one started there as this one started
+            _write_record(folder, record)
+        except BaseException:
+            hold.close()
+            raise
     try:
         executor = _opened(folder, record, where, resumed=existing is not None, stderr=stderr)
     except BaseException:
