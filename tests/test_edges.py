@@ -392,7 +392,8 @@ def test_a_full_disk_still_prints_the_results(
 
 def test_a_runaway_error_message_is_clipped_in_the_report_and_still_parses() -> None:
     """An exception whose message is 200,000 characters gives a report a parent model can
-    read: its beginning and end, with how much was left out, and it parses back."""
+    read: its beginning and end, with how much was left out, and it parses back; so does
+    a blocker's reason of that size."""
     from lyra import delegate_task, parse_report
 
     async def floods(prompt: str, ctx: Any) -> str:
@@ -405,6 +406,13 @@ def test_a_runaway_error_message_is_clipped_in_the_report_and_still_parses() -> 
     assert parsed.message.startswith("ValueError: start xxx")
     assert parsed.message.endswith("xxx end")
     assert "[196,010 characters left out]" in parsed.message  # (of 200,010: 4,000 kept)
+
+    async def blocks(prompt: str, ctx: Any) -> str:
+        ctx.block("missing_context", "which one? " * 20_000)
+
+    blocked = delegate_task("x", child=blocks, timeout=5)
+    assert len(blocked) < 12_000
+    assert "characters left out" in (parse_report(blocked).blocked_on or "")
 
 
 def test_a_picture_the_full_disk_cut_off_is_named_and_leaves_nothing_half_written(

@@ -39,7 +39,7 @@ from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits
 from lyra.delegation._models import FailedDelegation
-from lyra.delegation._text import safe_str, type_name
+from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.delegation._tree import Tree
 from lyra.errors import BudgetExhausted, ChildBlocked, ChildSignal, LoopDetected, QuestionAsked
 
@@ -400,7 +400,7 @@ class ChildContext:
         if declared not in _BLOCKABLE:
             allowed = ", ".join(sorted(_BLOCKABLE))
             raise ValueError(f"a child can block only with one of {allowed}, not {declared}")
-        text = safe_str(reason).strip()
+        text = clipped(safe_str(reason).strip())
         if not text:  # (the report's "Blocked on:" would say nothing)
             raise ValueError("ctx.block needs a reason: what the task is blocked on")
         self.stopped = ChildBlocked(declared, text)
@@ -442,7 +442,7 @@ class ChildContext:
         caller's ``answer=`` failed, not the child)."""
         if not isinstance(question, str):
             raise TypeError(f"ctx.ask needs a question (a string), not {type_name(question)}")
-        question = safe_str(question).strip()
+        question = clipped(safe_str(question).strip())
         if not question:
             raise ValueError("ctx.ask needs a question")
         self.raise_if_stopped()

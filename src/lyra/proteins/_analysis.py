@@ -48,7 +48,7 @@ from lyra.proteins._sources import (
     protein_name,
     version_text,
 )
-from lyra.proteins._structure import analyze_structure
+from lyra.proteins._structure import analyze_structure, per_residue
 from lyra.proteins._text import render
 from lyra.proteins._units import CONTACT_DISTANCE, MIN_CONTACTS, MIN_SEPARATION, MIN_UNIT_LENGTH
 
@@ -295,7 +295,7 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     uniprot = summary.get("uniprot")
     if not isinstance(uniprot, Mapping) or not uniprot.get("features"):
         return None
-    unread = bool((summary.get("alphafold") or {}).get("plddt"))
+    unread = per_residue((summary.get("alphafold") or {}).get("plddt")) is not None
     missing = "not read" if unread else "not held"
     return {
         "unread": unread,

@@ -45,8 +45,8 @@ def with_pictures(
         try:
             drawn = draw(entry.protein_id, plddt, structure, _pae(source, summary), folder)
         except Exception as exc:  # noqa: BLE001 - a picture never costs the protein its brief
-            if isinstance(exc, OSError):  # (a full disk)
-                run_dir.failed(Path(exc.filename or folder), exc)
+            if isinstance(exc, OSError) and exc.filename and Path(exc.filename).parent == folder:
+                run_dir.failed(Path(exc.filename), exc)  # a picture the disk refused
             events.warning(
                 events.PICTURES_FAILED, subject=entry.protein_id, error=exception_text(exc)
             )
