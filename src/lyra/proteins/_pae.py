@@ -23,7 +23,7 @@ Nature 596).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from lyra.proteins._confidence import figure, num, span
@@ -47,18 +47,28 @@ Matrix = Sequence[Sequence[float]]
 Ranges = Sequence[tuple[int, int]]
 
 
-def _block(pae: Matrix, rows: Ranges, cols: Ranges, *, skip_diagonal: bool = False) -> float:
-    """Mean PAE over rows × columns (1-based inclusive residue ranges)."""
-    total, count = 0.0, 0
+def _row_spans(
+    pae: Matrix, rows: Ranges, cols: Ranges, skip_diagonal: bool
+) -> Iterator[tuple[Sequence[float], float | None]]:
+    """Each row's values over ``cols`` (one slice per column range; 1-based inclusive
+    residue ranges), and its PAE to itself when ``skip_diagonal`` leaves it out."""
     for r0, r1 in rows:
         for i in range(r0 - 1, r1):
             row = pae[i]
             for c0, c1 in cols:
-                total += sum(row[c0 - 1 : c1])
-                count += c1 - c0 + 1
+                yield row[c0 - 1 : c1], None
             if skip_diagonal and any(c0 <= i + 1 <= c1 for c0, c1 in cols):
-                total -= row[i]
-                count -= 1
+                yield (), row[i]
+
+
+def _block(pae: Matrix, rows: Ranges, cols: Ranges, *, skip_diagonal: bool = False) -> float:
+    """Mean PAE over rows × columns (``skip_diagonal``: each residue's to itself left out)."""
+    total, count = 0.0, 0
+    for values, itself in _row_spans(pae, rows, cols, skip_diagonal):
+        if itself is None:
+            total, count = total + sum(values), count + len(values)
+        else:
+            total, count = total - itself, count - 1
     return total / count if count else 0.0
 
 
@@ -68,15 +78,11 @@ def _under(
     """Share of residue pairs (rows × columns) whose PAE is below ``limit``
     (``skip_diagonal``: each residue's to itself left out, as :func:`_block` does)."""
     under = count = 0
-    for r0, r1 in rows:
-        for i in range(r0 - 1, r1):
-            row = pae[i]
-            for c0, c1 in cols:
-                under += sum(1 for value in row[c0 - 1 : c1] if value < limit)
-                count += c1 - c0 + 1
-            if skip_diagonal and any(c0 <= i + 1 <= c1 for c0, c1 in cols):
-                under -= row[i] < limit
-                count -= 1
+    for values, itself in _row_spans(pae, rows, cols, skip_diagonal):
+        if itself is None:
+            under, count = under + sum(1 for v in values if v < limit), count + len(values)
+        else:
+            under, count = under - (itself < limit), count - 1
     return under / count if count else 0.0
 
 
