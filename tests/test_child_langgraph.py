@@ -166,6 +166,35 @@ async def test_provider_errors_reach_lyra_unwrapped_and_are_classified(
     assert (failure.suggested_retry, failure.retry_after) == (retryable, retry_after)
 
 
+async def test_an_integrations_subclass_of_an_sdk_error_is_classified_as_the_sdks() -> None:
+    """langchain-anthropic raises its own subclasses of the anthropic SDK's errors
+    (``class AnthropicRateLimitError(anthropic.RateLimitError, ModelRateLimitError)``, in
+    ``langchain_anthropic``): one such 429, raised in a node, is the SDK's rate limit,
+    retryable, its retry-after kept (it was rule 10, never retried)."""
+
+    class AnthropicRateLimitError(anthropic.RateLimitError):
+        """As langchain-anthropic 1.7 defines it (its module, a subclass of the SDK's)."""
+
+    AnthropicRateLimitError.__module__ = "langchain_anthropic.chat_models"
+    response = httpx2.Response(
+        429,
+        headers={"retry-after": "3"},
+        request=httpx2.Request("POST", "https://api.anthropic.com/v1/messages"),
+    )
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        raise AnthropicRateLimitError("429 rate limited", response=response, body={})
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", node)
+    graph.add_edge(START, "model")
+    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("tool_error", "rate_limit")
+    assert (failure.suggested_retry, failure.retry_after) == (True, 3.0)
+
+
 # -- the limits hold inside the run -----------------------------------------------------------
 
 

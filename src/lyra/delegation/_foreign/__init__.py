@@ -104,7 +104,7 @@ def _described(exc: BaseException) -> Cause:
         return _transient_error(exc)
     if isinstance(exc, ConfigurationError):  # lyra's refusal inside the run (an unpriced model)
         return Cause(Kind.PERMANENT, ErrorType.UNKNOWN, _CONFIGURATION)
-    module = type(exc).__module__.partition(".")[0]
+    module = _translated_by(type(exc))
     sdk = _BY_MODULE.get(module)
     if sdk is not None:
         return _wrapped(exc, sdk(exc))
@@ -113,6 +113,21 @@ def _described(exc: BaseException) -> Cause:
     if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
     return _builtin(exc)
+
+
+_OTHER_KNOWN = frozenset({"httpx", "httpx2", "pydantic_core"})
+
+
+def _translated_by(cls: type[BaseException]) -> str:
+    """The top-level module whose table describes ``cls``: its own, else that of the
+    nearest class it derives from that one is known for (an integration's subclass of
+    an SDK's error: langchain-anthropic's ``AnthropicRateLimitError`` is the anthropic
+    SDK's ``RateLimitError``)."""
+    for klass in cls.__mro__:
+        module = klass.__module__.partition(".")[0]
+        if module in _BY_MODULE or module in _OTHER_KNOWN:
+            return module
+    return cls.__module__.partition(".")[0]
 
 
 def _wrapped(exc: BaseException, cause: Cause) -> Cause:
