@@ -314,6 +314,23 @@ async def test_a_continuation_keeps_an_attempts_own_repeated_steps_and_stays_bou
     assert listed[-1] == "✓ Attempt 2, item 149"
 
 
+async def test_a_continuation_that_overflows_again_with_nothing_new_is_not_sent_again() -> None:
+    """After a context overflow the task continues once without the transcript; when
+    that attempt overflows too and completes nothing, the loop stops: the next prompt
+    would be the very same one (never the same prompt twice)."""
+
+    async def overflows(prompt: str, ctx: ChildContext) -> str:
+        if ctx.attempt == 1:
+            ctx.step("Fetched x")
+        raise Exception("Error code: 400 - prompt is too long: 210000 tokens > 200000 maximum")
+
+    child = Script(overflows)
+    outcome = await recover("go", child=child, policy=RecoveryPolicy(max_retries=3))
+    assert [a.strategy for a in outcome.attempts] == ["initial", "fresh_continuation"]
+    assert outcome.result.failure is not None
+    assert outcome.result.failure.error_type == "context_overflow"
+
+
 async def rate_limited_after_a_step(prompt: str, ctx: ChildContext) -> str:
     ctx.step(f"Fetched page {ctx.attempt}")
     raise TransientError("429 Too Many Requests", retry_after=7.0, status=429)

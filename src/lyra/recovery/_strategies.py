@@ -269,6 +269,8 @@ async def _after_overflow(
         "short, and do not fetch again what is already done."
     )
     prompt = continuation_prompt(state.prompt, failure, note)
+    if prompt == previous.prompt:
+        return None  # it overflowed as it was, and did nothing new: the same prompt again
     return replace(previous, strategy="fresh_continuation", prompt=prompt, fresh=True, wait=0.0)
 
 
