@@ -721,6 +721,37 @@ async def test_with_a_session_the_session_carries_the_conversation(client_for: A
     assert STATE_KEY not in outcome.state
 
 
+async def test_after_a_context_overflow_the_continuation_runs_without_the_session(
+    client_for: Any,
+) -> None:
+    """The continuation after a context overflow starts without the transcript: with a
+    session, the run goes without it (it holds what outgrew the window), sending only the
+    continuation; the session is left as it was."""
+    overflow = error(
+        400,
+        "This model's maximum context length is 128000 tokens.",
+        code="context_length_exceeded",
+    )
+    script = [tool_calls(call("lookup", {"protein_id": "P04637"})), overflow, message("ok")]
+    session = agents.SQLiteSession("overflowed")
+    with OpenAIAPI(script) as server, record_waits():
+        child = OpenAIAgentsChild(agent_for(client_for(server), lookup), session=session)
+        outcome = await recover(
+            "How long is P04637?",
+            child=child,
+            policy=RecoveryPolicy(max_retries=2),
+            limits=Limits(timeout=5),
+        )
+    assert [a.strategy for a in outcome.attempts] == ["initial", "fresh_continuation"]
+    assert outcome.result.output == "ok"
+    fresh = server.requests[2]["messages"]
+    assert [m["role"] for m in fresh] == ["system", "user"]
+    assert "Ran lookup" in fresh[-1]["content"]
+    kept = await session.get_items()
+    assert [item.get("role") for item in kept][:1] == ["user"]
+    assert all("Ran lookup" not in str(item.get("content")) for item in kept)
+
+
 async def test_a_stopped_run_keeps_its_conversation_as_json(client_for: Any) -> None:
     """A run stopped by the budget leaves the conversation in ctx.state as JSON data
     (a durable run needs it), tool calls without results left out."""

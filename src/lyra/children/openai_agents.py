@@ -204,7 +204,9 @@ class OpenAIAgentsChild:
                     hooks=sdk.Hooks(tap, self.hooks),
                     run_config=sdk.run_config(tap, config),
                     error_handlers=self.error_handlers,
-                    session=self.session,
+                    # A fresh attempt (after a context overflow) runs without the
+                    # session: it holds the transcript that outgrew the window.
+                    session=None if ctx.fresh else self.session,
                 )
             )
         except Exception as exc:
