@@ -245,6 +245,28 @@ async def test_a_failing_tool_is_named_in_the_evidence() -> None:
     assert "in tool 'fetch'" in failure.evidence
 
 
+async def test_a_future_cancelled_inside_a_tool_is_the_childs_failure_naming_the_tool() -> None:
+    """A tool awaiting a future someone else cancelled: ADK's runner swallows the
+    CancelledError out of an LlmAgent's root node and ends the run without an answer;
+    lyra reports it as what it is, a cancellation from outside the delegation, naming the
+    tool (it was "the agent ended without an answer", partial, with no step done)."""
+
+    async def waits() -> str:
+        """Wait for the other service."""
+        import asyncio
+
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        return str(await future)
+
+    agent, _model = llm_agent("worker", reply("", ("waits", {})), reply("done"), tools=[waits])
+    failure = (await delegate(GoogleADKChild(agent))).failure
+    assert (failure.category, failure.error_type) == ("tool_error", "unknown")
+    assert failure.suggested_retry
+    assert "cancelled from outside the delegation" in failure.evidence
+    assert "the tool 'waits'" in failure.message
+
+
 async def test_a_block_the_tool_swallows_still_ends_the_run() -> None:
     """ctx.block in a tool holds even when the tool catches it: no further model request."""
 

@@ -62,7 +62,7 @@ from lyra.children._framework import (
 from lyra.children._meter import DEFAULT_OUTPUT, Meter, Tokens, text_bytes
 from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import IncompleteOutput, TaskRejected
+from lyra.errors import ForeignCancellation, IncompleteOutput, TaskRejected
 
 __all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "tools_in_threads", "warm"]
 
@@ -496,6 +496,14 @@ def _unanswered(history: list[Event]) -> list[Event]:
 
 def _answer(ctx: ChildContext, final: Event | None) -> str:
     """The run's result from its last final response, or why there is none."""
+    if final is None and ctx.current_tool is not None:
+        # The tool never returned nor raised, and the run ended quietly: ADK's runner
+        # swallows a CancelledError out of its root node (a future someone else
+        # cancelled inside the tool), where any other error is raised.
+        raise ForeignCancellation(
+            f"the tool '{ctx.current_tool}' was cancelled inside the framework's run, "
+            "and the agent ended with it"
+        ) from asyncio.CancelledError()
     if final is None:
         raise IncompleteOutput("The agent ended without an answer")
     if final.long_running_tool_ids:
