@@ -321,6 +321,22 @@ async def test_blocking_tool_returns_soon_after_the_deadline() -> None:
     assert time.perf_counter() - started < 0.2 + 0.3  # generous: CI machines stall
 
 
+async def test_a_deadline_passed_in_a_tool_names_the_tool_still_running() -> None:
+    """A deadline that passes while a tool runs names the tool and how long it had run,
+    as an idle timeout does: a doubled timeout is no cure for a tool that hangs."""
+
+    async def hangs_in_a_tool(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("Planned")
+        return str(await ctx.tool("fetch", anyio.sleep, 30))
+
+    result = await Supervisor(hangs_in_a_tool).delegate("x", timeout=0.2)
+    failure = result.failure
+    assert failure is not None
+    assert failure.category == "timeout"
+    assert "; the tool 'fetch' was still running (for 0." in failure.evidence
+    assert "; the tool 'fetch' was still running" in failure.message
+
+
 async def test_retry_after_reaches_the_failure_and_the_suggestions() -> None:
     """A 429's retry-after is kept on the failure and quoted in the suggested actions."""
     from lyra import Supervisor

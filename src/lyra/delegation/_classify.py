@@ -34,7 +34,7 @@ class Verdict:
     retry_after: float | None = None
     cause: Cause | None = None
     stuck_tool: str | None = None
-    """The tool an idle or looping child was in (recovery and suggestions name it)."""
+    """The tool a timed-out, idle or looping child was in."""
     failed_tool: str | None = None
     """The tool whose exception ended the attempt, when a tool's did."""
 
@@ -101,6 +101,15 @@ def classify_timeout(ctx: ChildContext) -> Verdict:
     (and the tree's budget has room for another try). A child that was waiting for
     the answer to its question is blocked on that question (the report carries it)."""
     verdict = _timeout(ctx.timeout, ctx.made_progress, _room(ctx))
+    tool, running = ctx.current_tool, ctx.tool_running_for
+    if tool and running:  # a tool that never returned: its own wait is the suspect
+        inside = f"; the tool '{tool}' was still running (for {running:.1f}s)"
+        verdict = replace(
+            verdict,
+            evidence=verdict.evidence + inside,
+            message=verdict.message + inside,
+            stuck_tool=tool,
+        )
     asking = ctx.asking
     if asking is None:
         return verdict
