@@ -48,6 +48,14 @@ from lyra.recovery import record_waits, recover
 pytestmark = pytest.mark.anyio
 
 
+def one_node(name: str, node: Any, **options: Any) -> Any:
+    """A graph of one node (``options``: ``add_node``'s, a ``TimeoutPolicy``), uncompiled."""
+    graph = StateGraph(MessagesState)
+    graph.add_node(name, node, **options)
+    graph.add_edge(START, name)
+    return graph
+
+
 @pytest.fixture(autouse=True)
 def no_real_sleeps() -> Iterator[list[float]]:
     """Recovery waits are recorded, not slept."""
@@ -185,10 +193,8 @@ async def test_an_integrations_subclass_of_an_sdk_error_is_classified_as_the_sdk
     def node(state: MessagesState) -> dict[str, Any]:
         raise AnthropicRateLimitError("429 rate limited", response=response, body={})
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("model", node)
-    graph.add_edge(START, "model")
-    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    graph = one_node("model", node).compile()
+    result = await Supervisor(LangGraphChild(graph)).delegate("x", timeout=5)
     failure = result.failure
     assert failure is not None
     assert (failure.category, failure.error_type) == ("tool_error", "rate_limit")
@@ -278,10 +284,9 @@ async def test_a_node_heartbeat_is_progress_for_lyra_too(heartbeats: bool) -> No
                 runtime.heartbeat()
         return {"messages": [AIMessage("crunched")]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("crunch", crunch, timeout=TimeoutPolicy(idle_timeout=0.4))
-    graph.add_edge(START, "crunch")
-    child = LangGraphChild(graph.compile())
+    child = LangGraphChild(
+        one_node("crunch", crunch, timeout=TimeoutPolicy(idle_timeout=0.4)).compile()
+    )
     result = await Supervisor(child).delegate("x", timeout=5, idle_timeout=0.15)
     if heartbeats:
         assert result.output == "crunched"
@@ -305,10 +310,8 @@ async def test_a_node_timeout_is_a_timeout_with_its_own_kind(
         await asyncio.sleep(5)
         return {}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("hang", hang, timeout=policy)
-    graph.add_edge(START, "hang")
-    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    graph = one_node("hang", hang, timeout=policy).compile()
+    result = await Supervisor(LangGraphChild(graph)).delegate("x", timeout=5)
     failure = result.failure
     assert failure is not None
     assert (failure.category, failure.error_type) == ("timeout", error_type)
@@ -526,10 +529,7 @@ async def test_an_interrupted_thread_is_answered_by_the_enriched_retry() -> None
         answer = interrupt("Which isoform of P04637?")
         return {"messages": [AIMessage(f"Answered with: {answer}")]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("ask", ask)
-    graph.add_edge(START, "ask")
-    child = LangGraphChild(graph.compile(checkpointer=InMemorySaver()))
+    child = LangGraphChild(one_node("ask", ask).compile(checkpointer=InMemorySaver()))
     outcome = await recover(
         "Describe P04637", child=child, context_provider=lambda failure: {"isoform": "1"}
     )
@@ -652,10 +652,8 @@ async def test_a_cancellation_a_node_raised_is_a_foreign_one_as_on_every_framewo
         await future
         return {}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("fetch", awaits_a_cancelled_future)
-    graph.add_edge(START, "fetch")
-    result = await Supervisor(LangGraphChild(graph.compile())).delegate("x", timeout=5)
+    graph = one_node("fetch", awaits_a_cancelled_future).compile()
+    result = await Supervisor(LangGraphChild(graph)).delegate("x", timeout=5)
     failure = result.failure
     assert failure is not None
     assert (failure.category, failure.retryable) == ("tool_error", True)
