@@ -248,8 +248,8 @@ def _start_over(folder: Path, record: RunRecord, why: Exception, stderr: TextIO)
     files = RunDir(folder)
     before = _set_aside(folder, [files.events.name, files.results.name], "before-force", stamp)
     aside = "".join(
-        f"; set aside: {', '.join(names)} (.{why}-{stamp})"
-        for names, why in ((damaged, "damaged"), (before, "before-force"))
+        f"; set aside: {', '.join(names)} (.{label}-{stamp})"
+        for names, label in ((damaged, "damaged"), (before, "before-force"))
         if names
     )
     print(
