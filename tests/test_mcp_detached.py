@@ -138,7 +138,8 @@ async def test_a_durable_server_killed_mid_child_loses_nothing_and_pays_nothing_
             asked = await client.call_tool(
                 "delegation_result", {"delegation_id": asks["delegation_id"], "wait": 20}
             )
-            cut = fields(await client.call_tool("start_delegation", {"prompt": "4x0.25"}))
+            # (steps long enough that a loaded machine still kills it mid-attempt)
+            cut = fields(await client.call_tool("start_delegation", {"prompt": "4x0.5"}))
             for _ in range(1000):  # until its attempt has begun (at most 20 s)
                 status = await client.call_tool(
                     "delegation_status", {"delegation_id": cut["delegation_id"]}
