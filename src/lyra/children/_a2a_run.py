@@ -184,13 +184,13 @@ class _Conversation:
         self.state, self.status = task.status.state, task.status
 
     def _on_status(self, status: TaskStatus, metadata: Struct) -> None:
-        self._charge(metadata)
         self.state, self.status = status.state, status
         text = self._status_text()
         if status.state == _S.TASK_STATE_WORKING and text:
-            self.ctx.step(text)
+            self.ctx.step(text)  # done there, before the charge its update carries can stop it
         else:
             self.ctx.heartbeat()
+        self._charge(metadata)
 
     def _on_artifact(self, update: TaskArtifactUpdateEvent) -> None:
         artifact = update.artifact
