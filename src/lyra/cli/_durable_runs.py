@@ -124,43 +124,51 @@ def open_run(
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)
         _check_writable(folder)
-        hold = _claim(folder)
-        concurrency = given.get("concurrency", existing.request.concurrency)
-        request = existing.request.model_copy(update={"concurrency": concurrency})
-        record = existing
-        try:
-            finished = _finished(folder, stderr)
-        except BaseException:
-            hold.close()
-            raise
-        if finished is not None:
-            return DurableRun(folder, request, None, finished, hold=hold)
     else:
         assert request is not None  # a new run always has one
         if folder is not None and folder.is_dir() and RunDir(folder).holds_a_run():
             raise another_run(folder)
         folder = folder or RunDir.new().path
-        hold = _claim(folder)  # (before the record: two new runs started at once race)
+    hold = _claim(folder)  # (a new run's before its record: two started at once race)
+    try:
+        run = _started(folder, existing, request, given, where, stderr)
+    except BaseException:
+        hold.close()
+        raise
+    run.hold = hold
+    return run
+
+
+def _started(
+    folder: Path,
+    existing: RunRecord | None,
+    request: AnalyzeRequest | None,
+    given: dict[str, Any],
+    where: Placement,
+    stderr: TextIO,
+) -> DurableRun:
+    """The run in ``folder``, which this process holds: a resumed one finished already,
+    or its executor started; a new one's record written, and its executor started."""
+    if existing is not None:
+        concurrency = given.get("concurrency", existing.request.concurrency)
+        request = existing.request.model_copy(update={"concurrency": concurrency})
+        record = existing
+        finished = _finished(folder, stderr)
+        if finished is not None:
+            return DurableRun(folder, request, None, finished)
+    else:
+        assert request is not None
+        if load_record(folder) is not None or RunDir(folder).holds_a_run():
+            raise another_run(folder)  # one started there as this one started
         record = RunRecord(
             run_id=_new_run_id(),
             backend="postgres" if where.database_url else "embedded",
             request=request,
             database=_database(where.database_url),
         )
-        try:
-            if load_record(folder) is not None or RunDir(folder).holds_a_run():
-                raise another_run(folder)  # one started there as this one started
-            _write_record(folder, record)
-        except BaseException:
-            hold.close()
-            raise
-    try:
-        executor = _opened(folder, record, where, resumed=existing is not None, stderr=stderr)
-    except BaseException:
-        hold.close()
-        raise
-    postgres = record.backend == "postgres"
-    return DurableRun(folder, request, executor, postgres=postgres, hold=hold)
+        _write_record(folder, record)
+    executor = _opened(folder, record, where, resumed=existing is not None, stderr=stderr)
+    return DurableRun(folder, request, executor, postgres=record.backend == "postgres")
 
 
 def _claim(folder: Path) -> IO[str]:
