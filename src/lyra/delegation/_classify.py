@@ -33,8 +33,6 @@ class Verdict:
     blocked_on: str
     retry_after: float | None = None
     cause: Cause | None = None
-    stuck_tool: str | None = None
-    """The tool a timed-out, idle or looping child was in."""
     failed_tool: str | None = None
     """The tool whose exception ended the attempt, when a tool's did."""
 
@@ -108,7 +106,6 @@ def classify_timeout(ctx: ChildContext) -> Verdict:
             verdict,
             evidence=verdict.evidence + inside,
             message=verdict.message + inside,
-            stuck_tool=tool,
         )
     asking = ctx.asking
     if asking is None:
@@ -155,7 +152,6 @@ def classify_idle(ctx: ChildContext) -> Verdict:
         + ("" if progress else "; nothing done before it"),
         message=f"Child made no progress for {idle:g}s (idle timeout){inside}",
         blocked_on=f"No progress for {idle:g}s" + (f" in the tool '{tool}'" if tool else ""),
-        stuck_tool=tool,
     )
 
 
@@ -402,7 +398,6 @@ def classify_loop(loop: LoopDetected, ctx: ChildContext) -> Verdict:
         "is not progress",
         message=str(loop),
         blocked_on=f"Repeating {loop.tool}({loop.arguments}) ×{loop.count}",
-        stuck_tool=loop.tool,
     )
 
 
