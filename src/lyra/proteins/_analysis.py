@@ -190,7 +190,7 @@ def _uniprot_name(uniprot: Mapping[str, Any]) -> str:
 
 
 def _site_lines(
-    features: Sequence[Mapping[str, Any]], isoform_name: str | None, missing: str = "not held"
+    features: Sequence[Mapping[str, Any]], isoform_name: str | None, missing: str
 ) -> list[str]:
     """Binding, metal and active sites and glycosylation sites, grouped by ligand (or
     description), with the pLDDT at each where it is held; a site UniProt gives to
@@ -296,9 +296,10 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(uniprot, Mapping) or not uniprot.get("features"):
         return None
     unread = per_residue((summary.get("alphafold") or {}).get("plddt")) is not None
-    missing = "not read" if unread else "not held"
+    missing, why = _UNREAD if unread else _NOT_HELD
     return {
-        "unread": unread,
+        "feature_plddt": missing,
+        "feature_plddt_note": why,
         "uniprot": _uniprot_name(uniprot),
         "annotated": _regions(uniprot["features"]),
         "sites": _site_lines(uniprot["features"], summary.get("isoform_name"), missing),
@@ -306,6 +307,15 @@ def _annotation_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
         "span": span,
     }
 
+
+_NOT_HELD: Final = ("not held", "Without per-residue pLDDT no feature's confidence is known.")
+"""A feature's pLDDT where the data have none, and the table's sentence saying so."""
+_UNREAD: Final = (
+    "not read",
+    "The data hold the model's per-residue pLDDT, but the structure analysis that reads it "
+    "did not finish, so no feature's confidence is given here.",
+)
+"""The same where the data hold it and the structure analysis did not read it."""
 
 _KINDS_READ: Final = ", ".join(sorted(KEPT_TYPES))
 """The kinds of UniProt feature the brief reads (its table says which)."""
@@ -352,7 +362,8 @@ def _structure_view(
         "rule": _rule(s) if any(u.get("pae") for u in units) else None,
         "units_rule": _UNITS_RULE,
         "segments_rule": _SEGMENTS_RULE,
-        "unread": False,  # (its features' pLDDT, where it has none: not held)
+        "feature_plddt": _NOT_HELD[0],  # (its features', where it has no per-residue pLDDT)
+        "feature_plddt_note": _NOT_HELD[1],
         "joins": [
             f"unit {u['number']}: {first} with {second}, {n} residue pairs in contact"
             for u in units
@@ -381,7 +392,9 @@ def _structure_view(
         ],
         "mixed_rule": _MIXED_RULE if any(f["band"] == MIXED for f in features or []) else None,
         "processed": [f for f in features or [] if f["type"] in PROCESSED_TYPES],
-        "sites": _site_lines(features or s.get("annotated") or [], summary.get("isoform_name")),
+        "sites": _site_lines(
+            features or s.get("annotated") or [], summary.get("isoform_name"), _NOT_HELD[0]
+        ),
         "uniprot": _uniprot_name(uniprot) if isinstance(uniprot, Mapping) else None,
         "kinds_read": _KINDS_READ,
         "means": _mean_lines(s),
