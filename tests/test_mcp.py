@@ -131,14 +131,20 @@ async def test_bad_arguments_and_non_reports_are_tool_errors(errlog: IO[str]) ->
     assert after.is_error is False
 
 
+async def hello(child: str, errlog: IO[str], **options: Any) -> tuple[str, str]:
+    """delegate_task("hello") on a stdio server of ``child``: the report, and all the
+    server wrote on stderr."""
+    async with lyra_mcp("--child", child, errlog=errlog, **options) as session:
+        result = await session.call_tool("delegate_task", {"prompt": "hello"})
+    errlog.seek(0)
+    return report_of(result), errlog.read()
+
+
 async def test_stdout_carries_only_the_protocol(errlog: IO[str]) -> None:
     """A child that prints to stdout cannot corrupt the protocol: its print lands on
     stderr and its result still arrives."""
-    async with lyra_mcp("--child", "fakes.children:chatty", errlog=errlog) as session:
-        result = await session.call_tool("delegate_task", {"prompt": "hello"})
-    assert report_of(result).startswith("said: hello\n")
-    errlog.seek(0)
-    written = errlog.read()
+    report, written = await hello("fakes.children:chatty", errlog)
+    assert report.startswith("said: hello\n")
     assert "chatty on stdout: hello" in written
     assert "chatty on stderr: hello" in written
 
@@ -149,11 +155,8 @@ async def test_a_child_module_that_prints_as_it_loads_never_reaches_the_protocol
     """What the --child module prints at import (or its child as it is built) lands on
     stderr: it came before the server claimed stdout, onto the protocol stream."""
     unbuffered = {"PYTHONUNBUFFERED": "1"}  # each print written at once, not when flushed
-    async with lyra_mcp("--child", "fakes.loud:child", errlog=errlog, env=unbuffered) as session:
-        result = await session.call_tool("delegate_task", {"prompt": "hello"})
-    assert report_of(result).startswith("heard: hello\n")
-    errlog.seek(0)
-    written = errlog.read()
+    report, written = await hello("fakes.loud:child", errlog, env=unbuffered)
+    assert report.startswith("heard: hello\n")
     assert "loud module: printed at import" in written
     assert "loud child: printed when built" in written
 
