@@ -6,6 +6,7 @@ budget, each of which sends the remote a cancel."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -23,9 +24,10 @@ import anyio
 import httpx
 import pytest
 from a2a.client import A2AClientError, A2AClientTimeoutError, AgentCardResolutionError
-from a2a.helpers import new_text_message
+from a2a.helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
 from a2a.types import Role, TaskState
 
 from fakes.a2a_agents import (
@@ -41,7 +43,7 @@ from fakes.a2a_agents import (
 from fakes.children import crashes, forbidden, gone, invalid, spender, stalls
 from lyra import Budget, ChildContext, Limits, Supervisor, Usage
 from lyra._extras import install_hint
-from lyra.a2a import build_app
+from lyra.a2a import _delegations, build_app
 from lyra.children._a2a_wire import usage_of
 from lyra.children.a2a import A2AChild
 from lyra.delegation._foreign import Kind, describe
@@ -111,6 +113,27 @@ async def test_the_remotes_question_is_answered_by_the_delegations_answer() -> N
     assert (result.attempt, agent.cancelled) == (1, [])
 
 
+async def test_a_question_asked_again_after_its_answer_ends_the_attempt() -> None:
+    """A remote that asks again the question it was just answered gets no second answer
+    (the same one would loop as fast as it can ask): the attempt ends missing_context,
+    naming the question and the answer it did not take, and the remote task is
+    cancelled."""
+    asked: list[str] = []
+    again = [ends("INPUT_REQUIRED", "Which colour?")]
+    agent = Scripted(again, again, again)
+    async with serving(agent_app(agent)) as url:
+        answer = lambda question: asked.append(question) or "blue"  # noqa: E731
+        result = await Supervisor(A2AChild(url), answer=answer).delegate("Paint it", timeout=5)
+        with anyio.fail_after(2):
+            await agent.cancel_seen.wait()
+    failure = result.failure
+    assert failure.category == "missing_context", failure.evidence
+    assert "asked again after it was answered: Which colour?" in failure.message
+    assert "blue" in failure.message
+    assert (asked, agent.received) == (["Which colour?"], ["Paint it", "blue"])
+    assert result.duration < 1
+
+
 async def test_a_completed_task_gives_its_artifacts_text() -> None:
     """The artifacts' parts (chunks appended, data as JSON, whole numbers whole) are the
     output."""
@@ -141,6 +164,39 @@ async def test_an_agent_that_does_not_stream_is_answered_at_the_end(
     assert (result.output, result.failure and result.failure.category) == (
         ("done", None) if category is None else (None, category)
     )
+
+
+class FinishesLater(AgentExecutor):
+    """Leaves its task working when the request returns, and completes it later."""
+
+    def __init__(self) -> None:
+        self.background: set[asyncio.Task[None]] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        await working("Started")(updater)
+
+        async def finish() -> None:
+            await anyio.sleep(0.3)
+            await artifact("done later")(updater)
+            await updater.complete()
+
+        task = asyncio.create_task(finish())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, str(context.task_id), str(context.context_id)).cancel()
+
+
+async def test_an_agent_that_does_not_stream_is_read_until_its_task_ends() -> None:
+    """A card without streaming whose task is still working when the request returns:
+    the task is read again (tasks/get, the SDK cannot resubscribe) until it ends, and
+    its output is the delegation's."""
+    async with serving(agent_app(FinishesLater(), streaming=False)) as url:
+        result = await delegate(url)
+    assert (result.ok, result.output) == (True, "done later"), result.report
 
 
 class Replier(AgentExecutor):
@@ -298,6 +354,56 @@ async def test_a_lyra_servers_failure_keeps_its_category(
         error_type,
         retryable,
     ), failure.evidence
+
+
+async def sleeps(prompt: str, ctx: ChildContext) -> str:
+    await anyio.sleep(5)
+    return "woke"
+
+
+async def test_a_lyra_servers_keepalives_are_no_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lyra a2a says a quiet task still runs (a keep-alive, for a client's read timeout):
+    a child doing nothing there is still ended by this side's idle timeout."""
+    monkeypatch.setattr(_delegations, "KEEPALIVE", 0.1)
+    make = lambda url: build_app(sleeps, url=url)  # noqa: E731
+    async with serving(make) as url:
+        result = await delegate(url, idle_timeout=0.5)
+    failure = result.failure
+    assert (failure.category, failure.error_type) == ("timeout", "idle"), failure.evidence
+    assert result.duration < 1.5
+
+
+def _remote_report(category: str) -> dict[str, Any]:
+    """The fields of a lyra failure report, as a data part carries them."""
+    report = {"status": "failed", "category": category, "error_type": "timeout"}
+    return {**report, "retryable": True, "message": "it says so"}
+
+
+@pytest.mark.parametrize(("lyra_card", "category"), [(False, "tool_error"), (True, "timeout")])
+async def test_only_a_server_of_lyras_extension_sets_the_category(
+    lyra_card: bool, category: str
+) -> None:
+    """A failed task's data part in the shape of a lyra report carries its category
+    over only from a server that declares lyra's extension: from any other agent it is
+    that agent's data, and the failure is classified by the task's state."""
+    agent = Scripted([ends("FAILED", "no luck", data=_remote_report("timeout"))])
+    async with serving(agent_app(agent, usage=lyra_card)) as url:
+        result = await delegate(url)
+    assert result.failure.category == category, result.failure.evidence
+
+
+async def denied(prompt: str, ctx: ChildContext) -> str:
+    raise PermissionError(13, "Permission denied", "/data/cache")
+
+
+async def test_a_lyra_servers_environment_error_is_rule_7_here() -> None:
+    """A served child's missing permission (rule 7 there) is rule 7 here too."""
+    make = lambda url: build_app(denied, url=url)  # noqa: E731
+    async with serving(make) as url:
+        result = await delegate(url)
+    failure = result.failure
+    assert (failure.category, failure.error_type) == ("tool_error", "environment")
+    assert "rule 7" in failure.evidence, failure.evidence
 
 
 async def test_a_lyra_servers_usage_is_charged_to_the_tree() -> None:

@@ -47,9 +47,12 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Beat:
-    """Progress without a step (a tool call, a charge, a heartbeat)."""
+    """Progress without a step (a tool call, a charge, a heartbeat); a ``keepalive``
+    says only that the server still runs the task, after :data:`KEEPALIVE` seconds of
+    silence (no progress: a client's idle timeout does not count it)."""
 
     usage: Usage
+    keepalive: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +228,7 @@ class Delegation:
             self._look_at_all()
             quiet = anyio.current_time() - self._last_said
             if quiet >= KEEPALIVE and self._pending is None and self._attempts:
-                self._say(Beat(self.usage))  # a sign of life a client's read timeout sees
+                self._say(Beat(self.usage, keepalive=True))  # for a client's read timeout
 
     def _look_at_all(self) -> None:
         for ctx, seen in list(self._attempts.items()):

@@ -63,7 +63,7 @@ from lyra.a2a._delegations import (
     Question,
     Step,
 )
-from lyra.children.a2a import usage_metadata
+from lyra.children.a2a import KEEPALIVE, usage_metadata
 from lyra.delegation import (
     Child,
     ChildFailure,
@@ -150,8 +150,11 @@ class DelegationExecutor(AgentExecutor):
                 await updater.update_status(
                     _S.TASK_STATE_WORKING, message, metadata=_metadata(usage)
                 )
-            case Beat(usage=usage):
-                await updater.update_status(_S.TASK_STATE_WORKING, metadata=_metadata(usage))
+            case Beat(usage=usage, keepalive=keepalive):
+                metadata = _metadata(usage)
+                if keepalive:
+                    metadata = {**(metadata or {}), KEEPALIVE: True}
+                await updater.update_status(_S.TASK_STATE_WORKING, metadata=metadata)
             case Question(text=question, usage=usage):
                 assert task.delegation is not None
                 if not task.delegation.waits_on(happening):

@@ -33,9 +33,9 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from lyra import events
-from lyra.children._a2a_wire import USAGE_EXTENSION, report_of, usage_of
+from lyra.children._a2a_wire import KEEPALIVE, USAGE_EXTENSION, report_of, usage_of
 from lyra.children._framework import output_text
-from lyra.delegation import ChildContext, Usage
+from lyra.delegation import ChildContext, FailureCategory, Usage
 from lyra.errors import ConfigurationError
 
 CANCEL_GRACE = 0.5
@@ -44,6 +44,9 @@ FOLLOW_AGAIN = 3
 """How many times a stream that broke before the task ended is followed again."""
 CONTEXT_KEY = "a2a_context_id"
 """Where ``ctx.state`` keeps the remote's ``contextId`` for the next attempt."""
+POLL_FIRST, POLL_MOST = 0.1, 2.0
+"""Seconds between two ``tasks/get`` of a remote that does not stream: the first wait,
+growing by half each time up to the most."""
 
 _TIMEOUT = httpx.Timeout(30.0, read=None)  # a quiet stream is the idle timeout's to judge
 _S = TaskState
@@ -74,7 +77,7 @@ class Remote:
                 self._card = await A2ACardResolver(http, self.url).get_agent_card()
             _check_measurable(self._card, ctx, self.url)
             client = ClientFactory(ClientConfig(httpx_client=http)).create(self._card)
-            return await _Conversation(client, ctx, self.url).run(prompt)
+            return await _Conversation(client, ctx, self.url, self._card).run(prompt)
 
 
 def _warm(tls: ssl.SSLContext) -> None:
@@ -89,8 +92,7 @@ def _check_measurable(card: AgentCard, ctx: ChildContext, url: str) -> None:
     ``max_tool_calls`` counts this tree's tool calls: the remote's are its own.)"""
     left = ctx.budget_left
     limited = [name for name in _METERED if getattr(left, name) is not None]
-    reports = any(extension.uri == USAGE_EXTENSION for extension in card.capabilities.extensions)
-    if limited and not reports:
+    if limited and not _speaks_lyra(card):
         raise ConfigurationError(
             f"the A2A agent at {url} reports no usage (its card declares no "
             f"{USAGE_EXTENSION} extension), so a budget of {', '.join(limited)} cannot be "
@@ -98,13 +100,21 @@ def _check_measurable(card: AgentCard, ctx: ChildContext, url: str) -> None:
         )
 
 
+def _speaks_lyra(card: AgentCard) -> bool:
+    """True when the remote declares lyra's extension: its usage, keep-alives and
+    reports are read as ``_a2a_wire`` says (from any other agent, they are its data)."""
+    return any(extension.uri == USAGE_EXTENSION for extension in card.capabilities.extensions)
+
+
 class _Conversation:
     """The messages of one remote task, and what its events say so far."""
 
-    def __init__(self, client: Client, ctx: ChildContext, url: str) -> None:
+    def __init__(self, client: Client, ctx: ChildContext, url: str, card: AgentCard) -> None:
         self.client = client
         self.ctx = ctx
         self.url = url
+        self.lyra = _speaks_lyra(card)
+        self.streams = card.capabilities.streaming
         self.task_id: str | None = None
         self.state = _S.TASK_STATE_UNSPECIFIED
         self.status: TaskStatus | None = None
@@ -114,13 +124,21 @@ class _Conversation:
 
     async def run(self, prompt: str) -> str:
         text = prompt
+        sent: dict[str, str] = {}  # the questions answered in this task, and the answers
         try:
             while True:
                 request = SendMessageRequest(message=self._message(text))
                 await self._follow(self.client.send_message(request))
                 if self.state != _S.TASK_STATE_INPUT_REQUIRED:
                     return self._outcome()
-                text = await self._answer(self._status_text())
+                question = self._status_text() or "The remote agent asks for input."
+                if question in sent:  # (sent again, the same answer would loop at once)
+                    self.ctx.block(
+                        FailureCategory.MISSING_CONTEXT,
+                        f"The remote agent asked again after it was answered: {question} "
+                        f"(the answer it did not take: {sent[question]})",
+                    )
+                text = sent[question] = await self.ctx.ask(question)
         finally:
             if self.task_id is not None and self.state not in _ENDED:
                 await self._cancel()
@@ -133,11 +151,6 @@ class _Conversation:
             task_id=self.task_id,
             context_id=context_id if isinstance(context_id, str) else None,
         )
-
-    async def _answer(self, question: str) -> str:
-        """The remote asked: whoever answers this attempt's questions answers it (the
-        remote task waits meanwhile); with nobody to, the attempt ends on the question."""
-        return await self.ctx.ask(question or "The remote agent asks for input.")
 
     async def _follow(self, stream: AsyncIterator[StreamResponse]) -> None:
         """Read ``stream`` until the task ends or pauses; follow a broken one again."""
@@ -153,10 +166,26 @@ class _Conversation:
                     raise
             if self.task_id is None:
                 return
+            if not self.streams:  # (no stream to follow again: the SDK cannot resubscribe)
+                await self._poll()
+                return
             self._on_task(await self.client.get_task(GetTaskRequest(id=self.task_id)))
             if self._settled:
                 return
             stream = self.client.subscribe(SubscribeToTaskRequest(id=self.task_id))
+
+    async def _poll(self) -> None:
+        """Ask a remote that does not stream for its task until it ends or pauses; a
+        changed status is a step or a heartbeat, as a streamed update is."""
+        assert self.task_id is not None
+        wait = POLL_FIRST
+        while not self._settled:
+            await anyio.sleep(wait)
+            wait = min(POLL_MOST, wait * 1.5)
+            task = await self.client.get_task(GetTaskRequest(id=self.task_id))
+            if task.status != self.status:
+                self._on_status(task.status, task.metadata)
+            self._on_task(task)
 
     @property
     def _settled(self) -> bool:
@@ -188,7 +217,7 @@ class _Conversation:
         text = self._status_text()
         if status.state == _S.TASK_STATE_WORKING and text:
             self.ctx.step(text)  # done there, before the charge its update carries can stop it
-        else:
+        elif not (self.lyra and _keepalive(metadata)):
             self.ctx.heartbeat()
         self._charge(metadata)
 
@@ -201,7 +230,7 @@ class _Conversation:
 
     def _charge(self, metadata: Struct) -> None:
         """Charge what the remote's reported usage grew by since the last report."""
-        if not metadata.fields:
+        if not (self.lyra and metadata.fields):
             return
         usage = usage_of(MessageToDict(metadata))
         if usage is None:
@@ -225,7 +254,9 @@ class _Conversation:
             parts = [part for artifact in self.artifacts.values() for part in artifact]
             return _text(parts) if parts else self._status_text()
         message = self.status.message if self.status is not None else None
-        report = report_of(get_data_parts(message.parts)) if message is not None else None
+        report = None
+        if self.lyra and message is not None:
+            report = report_of(get_data_parts(message.parts))
         name = TaskState.Name(self.state)
         text = (report.message if report is not None else None) or self._status_text()
         ended = name.removeprefix("TASK_STATE_").lower().replace("_", "-")
@@ -253,6 +284,11 @@ class _Conversation:
                 task_id=self.task_id,
                 state=TaskState.Name(self.state),
             )
+
+
+def _keepalive(metadata: Struct) -> bool:
+    value = metadata.fields.get(KEEPALIVE)
+    return value is not None and value.bool_value
 
 
 def _text(parts: list[Part]) -> str:

@@ -8,8 +8,13 @@ to extensions).
   update; the SDK's task manager merges it into the task's own metadata, so a
   client that does not stream reads it there. The figures are cumulative: a
   client charges what grew since the last update.
+- **Keep-alives.** A status update a server sends only so that a quiet stream is
+  not taken for a dead one carries ``metadata["keepalive"] = true``: it is no
+  progress, and the client's idle timeout does not count it as any.
 - **Reports.** A failed task's status message carries the report text and its
   fields (what ``parse_report`` returns) as a data part.
+
+A client holds a server to these only when its card declares the extension.
 
 Nothing here imports the SDK: both sides pass plain mappings.
 """
@@ -36,6 +41,10 @@ REPORTED = ("input_tokens", "output_tokens", "cost_usd", "turns")
 def usage_metadata(usage: Usage) -> dict[str, Any]:
     """The metadata of a status update that reports ``usage`` (empty for none)."""
     return {"usage": usage.model_dump(include=set(REPORTED))} if usage else {}
+
+
+KEEPALIVE = "keepalive"
+"""The metadata key that marks a status update as a keep-alive (see the module docstring)."""
 
 
 def usage_of(metadata: Mapping[str, Any]) -> Usage | None:

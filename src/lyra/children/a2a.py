@@ -13,13 +13,18 @@ official ``a2a-sdk``) and point lyra at an agent that speaks the Agent2Agent pro
 
 The agent card is read from ``URL/.well-known/agent-card.json`` (once per child);
 the prompt is sent as a text message and the task is followed over the agent's
-stream (JSON-RPC; a card that does not stream is answered once, at the task's end).
+stream (JSON-RPC; a remote whose card does not stream is asked for the task,
+``tasks/get``, until it ends or pauses: every 0.1 s at first, then less often, every
+2 s at most).
 
 **The limits hold across the network.**
 
 - Progress: each ``working`` update with text is a completed step (``ctx.step``);
-  every other status update, artifact chunk or task snapshot is a heartbeat, so
-  the idle timeout ends a remote that went quiet and spares one that works.
+  every other status update, artifact chunk or changed task snapshot is a
+  heartbeat, so the idle timeout ends a remote that went quiet and spares one that
+  works. A keep-alive is not progress: a status update whose metadata says
+  ``keepalive`` (``lyra a2a`` sends one after 2 s of silence, so that a client's
+  read timeout does not take a quiet child for a dead server).
 - Budget: A2A has no word for spend; a server that declares lyra's usage extension
   (:data:`USAGE_EXTENSION`, as ``lyra a2a`` does) reports the task's usage in each
   status update, and it is charged as it grows: going over ends the attempt at
@@ -35,16 +40,19 @@ stream (JSON-RPC; a card that does not stream is answered once, at the task's en
 (``ctx.ask``): whoever answers it (``answer=``, a parent, an MCP or A2A client)
 does, and the answer is the same remote task's next message. With nobody to
 answer, the attempt ends ``missing_context`` / ``input_required`` with the
-question.
+question. A question the remote asks again in the same task, after its answer was
+sent, ends the attempt ``missing_context``, naming the question and the answer the
+remote did not take: the same answer is never sent twice.
 
 **How a remote task ends here.** ``completed``: its artifacts' text is the
 output (structured data as JSON). ``rejected``:
 ``invalid_task``; ``auth-required``: ``tool_error`` / ``auth``; ``failed``:
-``tool_error`` (``partial`` after steps), or, from a lyra server, its own category
-carried over (its deadline, idle timeout or budget is ``timeout`` here). A stream
-that breaks before the task ends is followed again (``tasks/get``, then
-``tasks/resubscribe``). The SDK's own exceptions (a refused connection, a 401, a
-card that cannot be read) are classified in :mod:`lyra.delegation._foreign._a2a`.
+``tool_error`` (``partial`` after steps), or, from a server that declares lyra's
+usage extension (``lyra a2a``), the category of the report it sends carried over
+(its deadline, idle timeout or budget is ``timeout`` here). A stream that breaks
+before the task ends is followed again (``tasks/get``, then ``tasks/resubscribe``).
+The SDK's own exceptions (a refused connection, a 401, a card that cannot be read)
+are classified in :mod:`lyra.delegation._foreign._a2a`.
 
 **Continuation.** The remote's ``contextId`` is kept in ``ctx.state``: a retry of
 the same task (a continuation, an enriched prompt) goes to the same A2A context.
@@ -56,11 +64,11 @@ import reprlib
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from lyra.children._a2a_wire import USAGE_EXTENSION, usage_metadata
+from lyra.children._a2a_wire import KEEPALIVE, USAGE_EXTENSION, usage_metadata
 from lyra.children._framework import check_options, framework, labelled
 from lyra.delegation import ChildContext
 
-__all__ = ["EXTRA", "USAGE_EXTENSION", "A2AChild", "usage_metadata"]
+__all__ = ["EXTRA", "KEEPALIVE", "USAGE_EXTENSION", "A2AChild", "usage_metadata"]
 
 EXTRA = "a2a"
 """The extra that installs the A2A SDK."""

@@ -131,6 +131,8 @@ def _kind_of(category: FailureCategory, error_type: ErrorType, *, retryable: boo
             return _K.NOT_FOUND
         case FailureCategory.TOOL_ERROR if error_type is ErrorType.AUTH:
             return _K.PERMANENT
+        case FailureCategory.TOOL_ERROR if error_type is ErrorType.ENVIRONMENT:
+            return _K.ENVIRONMENT  # rule 7: its machine lacks a module, file or permission
         case FailureCategory.TOOL_ERROR:
             return _K.TRANSIENT if retryable else _K.UNKNOWN
         case _:  # invalid_task; missing_context: a question it could put to nobody
