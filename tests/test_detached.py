@@ -101,8 +101,8 @@ async def test_a_childs_failure_is_a_failed_delegation_with_its_report(
 
 async def test_cancel_stops_the_child_and_leaves_no_report() -> None:
     """A cancelled delegation's child is stopped at once (it never finishes) and the
-    delegation says "cancelled", without a report; cancelling a finished one
-    changes nothing."""
+    delegation says "cancelled", without a report but with the steps it completed;
+    cancelling a finished one changes nothing."""
     async with store() as delegations:
         running = await delegations.start(DelegationRequest(prompt="30", timeout=60))
         done = await delegations.start(DelegationRequest(prompt="quick"))
@@ -113,7 +113,8 @@ async def test_cancel_stops_the_child_and_leaves_no_report() -> None:
             after = await delegations.result(running.delegation_id, wait=1)
         again = await delegations.cancel(done.delegation_id)
     assert (cancelled.state, cancelled.report) == ("cancelled", None)
-    assert after.state == "cancelled"
+    assert (after.state, after.steps) == ("cancelled", ("step 1", "step 2"))
+    assert cancelled.steps == after.steps
     assert again.state == "completed"
 
 

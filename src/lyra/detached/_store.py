@@ -405,8 +405,12 @@ class Delegations:
                 update={**_usage(result.usage), "steps": steps, "report": report}
             )
         ctx = attempt(delegation.delegation_id)
-        if ctx is None or delegation.state in FINISHED:
-            return status
+        if ctx is None or delegation.state in FINISHED:  # (cancelled: what it did stays said)
+            return (
+                status.model_copy(update={"steps": delegation.steps})
+                if delegation.steps
+                else status
+            )
         return status.model_copy(
             update={
                 **_usage(ctx.usage),
