@@ -448,6 +448,46 @@ def test_thread_progress_reaches_each_run_s_own_event_loop() -> None:
         assert parse_report(report).status == "completed"
 
 
+def test_a_budget_run_out_on_another_loop_waits_on_no_loop() -> None:
+    """One Supervisor's budget, drawn on from two threads with an event loop each: the
+    thread whose charge runs the budget out tells the other loop's attempt to end
+    without waiting for that loop (busy there, waiting on this thread, or already
+    gone: waiting on it hung both), and the other attempt ends on the budget."""
+    import asyncio
+
+    supervisor = Supervisor(budget=Budget(max_tokens=100))
+    in_a, charged = threading.Event(), threading.Event()
+
+    async def waits_for_b(prompt: str, ctx: ChildContext) -> str:
+        in_a.set()
+        charged.wait(5)  # sync code holding this loop until the other thread charged
+        await anyio.sleep(5)  # the budget ran out meanwhile: the attempt ends here
+        return "late"
+
+    async def spends(prompt: str, ctx: ChildContext) -> str:
+        in_a.wait(5)
+        try:
+            ctx.charge(input_tokens=500)  # over: this attempt ends, and so must the other
+        finally:
+            charged.set()
+        return "spent"
+
+    results: dict[str, Any] = {}
+
+    def run(child: Any) -> None:
+        results[child.__name__] = asyncio.run(supervisor.delegate("x", child=child, timeout=10))
+
+    threads = [threading.Thread(target=run, args=(child,)) for child in (waits_for_b, spends)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=15)
+    assert time.monotonic() - started < 3
+    failure = results["waits_for_b"].failure
+    assert (failure.category, failure.error_type) == ("timeout", "budget"), failure.evidence
+
+
 async def test_the_total_timeout_still_holds_for_a_busy_child() -> None:
     """A child that keeps making progress is still ended at its total timeout, as a plain
     timeout (not idle)."""

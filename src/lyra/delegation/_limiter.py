@@ -13,6 +13,7 @@ deadline is held (:meth:`Limiter.waiting`); the total deadline still runs.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,6 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 
 from lyra.delegation._budget import Account
@@ -221,12 +221,18 @@ class Limiter:
             self.scope.cancel()
 
     def on_loop(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the event loop's thread (now, if this is it)."""
+        """Run ``fn`` on the event loop's thread: now, if this is it, else soon, without
+        waiting for it (the caller may be another loop's thread: waiting on a loop that
+        is ending, or that waits on the caller's, would hang both)."""
         if threading.get_ident() == self._loop_thread:
             fn()
             return
+        native = self._token.native_token
         with suppress(RuntimeError):  # the loop is gone: the attempt ended already
-            anyio.from_thread.run_sync(fn, token=self._token)
+            if isinstance(native, asyncio.AbstractEventLoop):
+                native.call_soon_threadsafe(fn)
+            else:  # trio's token (its RunFinishedError is a RuntimeError)
+                native.run_sync_soon(fn)
 
     # -- after the attempt ------------------------------------------------------------------
 
