@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import importlib
 import subprocess
+import threading
 import time
-from collections.abc import Awaitable, Callable
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anyio
 import httpx
 import pydantic
 import pytest
+import requests
 from structlog.testing import capture_logs
 
 from lyra import ChildContext, Supervisor, adelegate_task, parse_report
@@ -273,6 +277,81 @@ CASES: list[tuple[str, ChildFn, float, str, bool, str, int]] = [
     ),
     ("non-string-output", returns_a_dict, 5, "tool_error", False, "unknown", 10),
 ]
+
+
+class _Statuses(BaseHTTPRequestHandler):
+    """``GET /<status>`` answers that status (429 and 503 with ``Retry-After: 7``);
+    ``GET /slow`` answers after a second."""
+
+    def do_GET(self) -> None:
+        if self.path == "/slow":
+            time.sleep(1)
+            status = 200
+        else:
+            status = int(self.path.strip("/"))
+        self.send_response(status)
+        if status in (429, 503):
+            self.send_header("Retry-After", "7")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[str]:
+    """A real HTTP service on 127.0.0.1 (see :class:`_Statuses`)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Statuses)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _with_requests(url: str) -> None:
+    requests.get(url, timeout=0.3).raise_for_status()
+
+
+def _with_urllib(url: str) -> None:
+    urllib.request.urlopen(url, timeout=0.3).close()
+
+
+@pytest.mark.parametrize("client", [_with_requests, _with_urllib], ids=["requests", "urllib"])
+@pytest.mark.parametrize(
+    ("path", "category", "retryable", "error_type", "retry_after"),
+    [
+        ("/429", "tool_error", True, "rate_limit", 7.0),
+        ("/503", "tool_error", True, "unknown", 7.0),
+        ("/404", "invalid_task", False, "not_found", None),
+        ("/401", "tool_error", False, "auth", None),
+        ("/slow", "tool_error", True, "timeout", None),
+        ("refused", "tool_error", True, "connection", None),
+    ],
+)
+async def test_requests_and_urllib_errors_are_read_as_httpx_errors_are(
+    service: str,
+    client: Callable[[str], None],
+    path: str,
+    category: str,
+    retryable: bool,
+    error_type: str,
+    retry_after: float | None,
+) -> None:
+    """The errors of the HTTP clients tools call services with besides httpx -- requests
+    and the standard library's urllib -- are read by their status (retry-after
+    honoured), their timeout or their refused connection, as httpx's are (they were
+    rule 10: never retried)."""
+    url = "http://127.0.0.1:9/" if path == "refused" else service + path  # (9: discard)
+    failure = (await Supervisor(child_using(client, url)).delegate("task", timeout=5)).failure
+    assert failure is not None
+    assert (failure.category, failure.retryable, failure.error_type) == (
+        category,
+        retryable,
+        error_type,
+    ), failure.evidence
+    assert failure.retry_after == retry_after
 
 
 @pytest.mark.parametrize(

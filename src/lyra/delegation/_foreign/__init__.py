@@ -6,8 +6,9 @@ that the rule table in :mod:`.._classify` understands, a fine
 signals and Python's built-ins are read here; each SDK and agent framework has
 a module of its own with a table of its exception classes by name
 (``_anthropic``, ``_openai``, ``_pydantic_ai``, ``_openai_agents``,
-``_claude_agent``, ``_langgraph``, ``_google_adk``, ``_a2a``), chosen by the exception's top-level
-module. A test walks each installed SDK and fails on a class missing from its
+``_claude_agent``, ``_langgraph``, ``_google_adk``, ``_a2a``; ``_http`` for the HTTP
+clients a tool calls a service with: httpx, requests, urllib), chosen by the
+exception's top-level module. A test walks each installed SDK and fails on a class missing from its
 table. No SDK is imported here: errors are recognised by module and class
 name, so classification stays cheap and works without the optional clients
 loaded.
@@ -27,12 +28,12 @@ from lyra.delegation._foreign._cause import (
     from_status,
     overflowed,
     parse_retry_after,
-    retry_after_of,
     seconds,
     status_of,
 )
 from lyra.delegation._foreign._claude_agent import describe_claude_agent
 from lyra.delegation._foreign._google_adk import describe_google_adk
+from lyra.delegation._foreign._http import describe_httpx, describe_requests, describe_urllib
 from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
 from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
@@ -66,6 +67,10 @@ _BY_MODULE: dict[str, Callable[[BaseException], Cause]] = {
     "langchain_core": describe_langgraph,
     "google": describe_google_adk,  # google.adk, google.genai, google.auth
     "a2a": describe_a2a,
+    "httpx": describe_httpx,
+    "httpx2": describe_httpx,
+    "requests": describe_requests,
+    "urllib": describe_urllib,
 }
 """Who translates an exception, by the top-level module its class lives in."""
 
@@ -108,14 +113,12 @@ def _described(exc: BaseException) -> Cause:
     sdk = _BY_MODULE.get(module)
     if sdk is not None:
         return _wrapped(exc, sdk(exc))
-    if module in {"httpx", "httpx2"}:
-        return _httpx(exc, module)
     if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
     return _builtin(exc)
 
 
-_OTHER_KNOWN = frozenset({"httpx", "httpx2", "pydantic_core"})
+_OTHER_KNOWN = frozenset({"pydantic_core"})
 
 
 def _translated_by(cls: type[BaseException]) -> str:
@@ -173,19 +176,6 @@ def _transient_error(exc: TransientError) -> Cause:
     kind = exc.error_type
     error_type = ErrorType(kind) if isinstance(kind, str) and kind in known else ErrorType.UNKNOWN
     return Cause(Kind.TRANSIENT, error_type, "lyra.TransientError", retry_after)
-
-
-def _httpx(exc: BaseException, module: str) -> Cause:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    source = f"{module}.{type(exc).__name__}"
-    if "HTTPStatusError" in names:
-        response = getattr(exc, "response", None)
-        return from_status(int(getattr(response, "status_code", 0)), source, retry_after_of(exc))
-    if "TimeoutException" in names:
-        return Cause(Kind.TRANSIENT, ErrorType.TIMEOUT, source)
-    if "TransportError" in names:
-        return Cause(Kind.TRANSIENT, ErrorType.CONNECTION, source)
-    return Cause(Kind.UNKNOWN, ErrorType.UNKNOWN, source)
 
 
 def _builtin(exc: BaseException) -> Cause:

@@ -140,7 +140,12 @@ def status_of(value: object) -> int | None:
 
 def retry_after_of(exc: BaseException) -> float | None:
     """Seconds from ``retry-after-ms`` / ``retry-after`` on an error's response."""
-    headers: Any = getattr(getattr(exc, "response", None), "headers", None)
+    return retry_after_in(getattr(getattr(exc, "response", None), "headers", None))
+
+
+def retry_after_in(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` in response headers (any mapping
+    with ``get``: httpx's, requests', an ``email.message.Message`` of urllib's)."""
     if headers is None:
         return None
     try:
