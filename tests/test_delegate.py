@@ -536,6 +536,14 @@ async def test_a_function_that_is_no_child_and_a_verify_that_is_no_callable_are_
         await lyra.adelegate_task("x", child=no_arguments, timeout=5)
     with pytest.raises(ConfigurationError, match=r"must take \(prompt, ctx\)"):
         await Supervisor(lambda prompt: prompt).run([lyra.Task(prompt="a"), lyra.Task(prompt="b")])
+
+    class Researcher:
+        async def run(self, prompt: str, ctx: ChildContext) -> str:
+            ran.append(prompt)
+            return "done"
+
+    with pytest.raises(ConfigurationError, match=r"Researcher is a class.*Researcher\(\.\.\.\)"):
+        await lyra.adelegate_task("x", child=Researcher, timeout=5)
     with pytest.raises(TypeError, match="verify= must be a callable or None, not 'yes'"):
         await lyra.adelegate_task("x", child=child, timeout=5, verify="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="answer= must be a callable or None, not 3"):

@@ -41,6 +41,11 @@ def as_callable(child: Child) -> ChildFn:
             "which holds lyra's deadline, idle timeout and budget inside its run"
         )
     if run is not None and inspect.iscoroutinefunction(run):
+        if isinstance(child, type):  # its run would take the prompt for self
+            raise ConfigurationError(
+                f"{child.__qualname__} is a class, not a child agent: pass an instance of "
+                f"it ({child.__qualname__}(...))"
+            )
         return run  # type: ignore[no-any-return]
     if inspect.iscoroutinefunction(child):
         _check_arguments(child)
