@@ -835,7 +835,7 @@ class Interrupting:  # an ID whose reading is interrupted, as a signal may inter
     def __str__(self):
         raise KeyboardInterrupt
 
-ids = ["P04637", "P69905", Interrupting(), "Q8I3H7", "P38398", "P05067"]
+ids = ["XXXXX", "P04637", "P69905", Interrupting(), "Q8I3H7", "P38398", "P05067"]
 anyio.run(lambda: analyze(iter(ids), run_dir=sys.argv[1], stream=True, concurrency=1))
 """
 
@@ -843,7 +843,8 @@ anyio.run(lambda: analyze(iter(ids), run_dir=sys.argv[1], stream=True, concurren
 def test_an_interrupt_inside_the_input_still_names_the_rest_of_it(tmp_path: Path) -> None:
     """Ctrl+C raised while a streamed run reads its input (in a process of its own:
     the interrupt leaves the event loop): the proteins after that point are still read
-    and named as unfinished, for the input outlives the interrupt."""
+    and named as unfinished, for the input outlives the interrupt; the failures so far
+    are counted by category, as a finished run's are."""
     done = subprocess.run(
         [sys.executable, "-c", _INTERRUPTED_INPUT, str(tmp_path)],
         capture_output=True,
@@ -856,7 +857,9 @@ def test_an_interrupt_inside_the_input_still_names_the_rest_of_it(tmp_path: Path
     assert output["unfinished"][-3:] == ["Q8I3H7", "P38398", "P05067"]
     assert "P04637" not in output["unfinished"]  # it finished before the interrupt
     summary = output["summary"]
-    assert summary["total_requested"] == summary["successful"] + summary["unfinished"] == 5
+    assert (summary["successful"], summary["failed"], summary["unfinished"]) == (1, 1, 4)
+    assert summary["total_requested"] == 6
+    assert output["by_category"] == {"invalid_task": 1}
     assert (tmp_path / "unfinished.txt").read_text().split() == output["unfinished"]
 
 

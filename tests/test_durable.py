@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -491,6 +492,10 @@ def test_run_directory_of_another_run_is_a_usage_error(
     assert status == 0
     assert "already finished" in err
     assert json.loads(out)["summary"]["successful"] == 1
+    copy = tmp_path / "copy"  # a finished run's output names its results where it is now
+    shutil.copytree(run, copy)
+    assert main(["analyze", "--resume", str(copy), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == str(copy / "results.jsonl")
 
 
 def test_a_run_another_process_works_on_is_refused_before_any_child_runs(

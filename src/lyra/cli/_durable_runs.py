@@ -313,10 +313,15 @@ def _finished(folder: Path, stderr: TextIO) -> AnalysisOutput | None:
     if not output.exists():
         return None
     try:
-        return _read_output(output)
+        done = _read_output(output)
     except ConfigurationError as exc:
         print(f"lyra analyze: {exc}; rebuilding it from the checkpoints", file=stderr)
         return None
+    if done.results is None:
+        return done
+    # Named as it was written, from the directory the run started in: here, it is this
+    # folder's (named as this command names the folder, a copy of the run dir included).
+    return done.model_copy(update={"results": str(folder / "results.jsonl")})
 
 
 def _read_output(path: Path) -> AnalysisOutput:

@@ -291,7 +291,7 @@ async def _conclude(
     output = output.model_copy(
         update={
             "summary": tally.summary(),
-            "by_category": dict(sorted((+tally.by_category).items())),
+            "by_category": _by_category(tally),
             "results": str(folder.results) if folder is not None else None,
             "streamed": requested is None,
             "notes": notes,
@@ -374,6 +374,11 @@ def _stopped_output(
     return _unfinished_output(tally, folder, [*_handed(tally), *unread], None)
 
 
+def _by_category(tally: Tally) -> dict[str, int]:
+    """The failures so far by category, named in order (none counted as 0)."""
+    return dict(sorted((+tally.by_category).items()))
+
+
 def _handed(tally: Tally) -> list[str]:
     """The proteins handed to a child and not finished."""
     return [p for p in tally.started if p not in tally.outcomes]
@@ -388,6 +393,7 @@ def _unfinished_output(
     return assemble(finished or []).model_copy(
         update={
             "summary": tally.summary(unfinished=len(unfinished)),
+            "by_category": _by_category(tally),
             "results": str(results) if results is not None else None,
             "streamed": finished is None,
             "interrupted": True,
