@@ -83,6 +83,17 @@ def test_analyze_text_output_explains_failures(
     assert out.rstrip().endswith("1 of 2 completed, 0 partial, 1 failed.")
 
 
+def test_a_failed_critical_protein_still_counts_what_was_usable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quorum lost to a critical failure trusts no answer (confidence 0), but the share
+    of the tasks asked that are usable is still what it is: 1 of 2, not 0%."""
+    argv = ["analyze", "P04637", "XXXXX", "--critical", "XXXXX", "--run-dir", str(tmp_path)]
+    status, out, _ = run_cli(argv, capsys)
+    assert status == 1
+    assert "Tasks usable: 50% of the tasks asked (critical XXXXX failed" in out
+
+
 def test_analyze_all_good_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Exit status 0 when every protein completed."""
     status, _, _ = run_cli(["analyze", "P04637", "--run-dir", str(tmp_path)], capsys)

@@ -61,6 +61,13 @@ class QuorumDecision(BaseModel):
     retry: list[str] = Field(default_factory=list)
     """Critical children to retry first (their failures were retryable)."""
 
+    @property
+    def usable_share(self) -> float:
+        """The share of the children asked whose result counts (``confidence`` is how far
+        to trust the answer: 0 when the quorum fails, whatever was usable)."""
+        asked = self.successful + len(self.missing)
+        return self.successful / asked if asked else 0.0
+
 
 def decide(
     children: Sequence[ChildOutcome], policy: QuorumPolicy, *, retries_left: bool = False
