@@ -177,6 +177,40 @@ async def test_a_completed_subtask_is_kept_and_never_run_again() -> None:
     assert output.index("## Analyze P04637") < output.index("## Analyze P69905")
 
 
+async def test_a_subtask_run_again_is_its_next_attempt_with_the_state_it_left() -> None:
+    """A subtask a continuation runs again is that subtask's second attempt (its
+    ctx.attempt and its events say 2, not 1 twice) and finds the ctx.state its first
+    attempt left."""
+    seen: list[tuple[str, int, dict[str, Any]]] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        first = prompt.splitlines()[0]
+        if first.startswith("- "):  # the whole task: no progress, so it is split
+            await anyio.sleep(5)
+        seen.append((first, ctx.attempt, dict(ctx.state)))
+        ctx.state["tries"] = ctx.state.get("tries", 0) + 1
+        if first == "Analyze P69905" and ctx.state["tries"] == 1:
+            raise ConnectionError("reset")
+        return f"done: {first}"
+
+    with capture_logs() as logged:
+        outcome = await recover(
+            "- Analyze P04637\n- Analyze P69905",
+            child=child,
+            policy=RecoveryPolicy(max_retries=2),
+            limits=Limits(timeout=0.2),
+        )
+    assert outcome.result.ok, outcome.result.report
+    assert seen == [
+        ("Analyze P04637", 1, {}),
+        ("Analyze P69905", 1, {}),
+        ("Analyze P69905", 2, {"tries": 1}),
+    ]
+    started = [e for e in logged if e["event"] == "delegation_started"]
+    subtask = [e["attempt"] for e in started if e["task_id"].endswith(".2")]
+    assert subtask == [1, 2]
+
+
 def test_undecomposable_timeout_without_progress_stops() -> None:
     """A no-progress timeout on a task that does not split is tried once."""
     child = Script(hang_at_once)

@@ -425,6 +425,10 @@ async def attempt_plan(
 SUBTASKS_DONE = "lyra.subtasks_done"
 """The ``ctx.state`` key under which a decomposed task keeps the outputs of the subtasks
 that completed (by subtask), so that a later attempt runs only the rest."""
+SUBTASK_RUNS = "lyra.subtask_runs"
+"""… and how many times each subtask ran: a subtask run again is its next attempt."""
+SUBTASK_STATES = "lyra.subtask_states"
+"""… and each subtask's own ``ctx.state``, for its next attempt."""
 
 
 async def _decomposed(
@@ -439,13 +443,16 @@ async def _decomposed(
     Each subtask is a delegation of its own (task ``<task>.<n>``, its own
     state) on the same account -- once it is spent, the rest fail without
     starting. A subtask that completed keeps its output in the task's state: a
-    later attempt (a continuation after some failed) runs only the others, and
-    the result gives every completed subtask's output, in the subtasks' order. The
-    aggregate is logged as ``decomposition_finished`` under the parent task.
+    later attempt (a continuation after some failed) runs only the others, each as
+    its own next attempt with the state it left, and the result gives every
+    completed subtask's output, in the subtasks' order. The aggregate is logged as
+    ``decomposition_finished`` under the parent task.
     """
     plan = attempt.plan
     parent = context["task_id"]
     kept: dict[str, str] = dict(attempt.state.get(SUBTASKS_DONE) or {})
+    runs: dict[str, int] = attempt.state.setdefault(SUBTASK_RUNS, {})
+    states: dict[str, dict[str, Any]] = attempt.state.setdefault(SUBTASK_STATES, {})
     left = [s for s in plan.subtasks if s not in kept]
     share = replace(limits, timeout=plan.timeout / max(1, len(left)))
     results: dict[str, DelegationResult] = {}
@@ -454,14 +461,25 @@ async def _decomposed(
             continue
         sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
         sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
-        result = results[subtask] = await run(sub_prompt, limits=share, context=sub_context)
+        runs[subtask] = runs.get(subtask, 0) + 1
+        result = results[subtask] = await run(
+            sub_prompt,
+            limits=share,
+            attempt=runs[subtask],
+            context=sub_context,
+            state=states.setdefault(subtask, {}),
+        )
         if result.ok:
             kept[subtask] = result.output or ""
+            states.pop(subtask, None)
     result = _aggregate(plan.subtasks, kept, results, attempt=attempt.number, subject=subject)
-    if result.ok or not kept:
-        attempt.state.pop(SUBTASKS_DONE, None)  # (the output holds them all now, or none)
-    else:
+    if result.ok:  # (the output holds them all now)
+        for key in (SUBTASKS_DONE, SUBTASK_RUNS, SUBTASK_STATES):
+            attempt.state.pop(key, None)
+    elif kept:
         attempt.state[SUBTASKS_DONE] = kept
+    else:
+        attempt.state.pop(SUBTASKS_DONE, None)
     events.info(
         events.DECOMPOSITION_FINISHED,
         task_id=parent,
