@@ -126,6 +126,7 @@ def test_question_with_structure_only(tmp_path: Path, capsys: pytest.CaptureFixt
         (["analyze", "--question", "what about p53?"], "no protein IDs found in the question"),
         (["analyze", "P04637", "--inject", "P04637:explode"], "unknown fault 'explode'"),
         (["analyze", "P04637", "--inject", "P04637:slow"], "needs SECONDS"),
+        (["analyze", "P04637", "--inject", "P04637:rate_limit:inf"], "finite number of seconds"),
         (["analyze", "P04637", "--inject", "nonsense"], "is not ID:FAULT"),
         (["analyze", "P04637", "--inject", "Q8I3H7:hang"], "names Q8I3H7, which is not requested"),
         (["analyze", "P04637", "--force"], "--force needs --resume"),

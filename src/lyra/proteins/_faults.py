@@ -66,6 +66,8 @@ def parse_fault(spec: str) -> Fault:
         need = "needs SECONDS, as in" if kind in _NEEDS_ARG else "takes no argument, as in"
         example = f"{kind}:2" if kind in _NEEDS_ARG else kind
         raise ValueError(f"fault {kind!r} {need} ID:{example}")
+    if kind == "rate_limit" and arg == "inf":  # (a service names a time, or none: inf is none)
+        raise ValueError(f"a retry-after is a finite number of seconds, not inf, in {spec!r}")
     if n is not None and int(n) < 1:
         raise ValueError(f"@N must be at least 1 in {spec!r}")
     return Fault(
