@@ -498,6 +498,16 @@ def test_run_directory_of_another_run_is_a_usage_error(
     assert json.loads(capsys.readouterr().out)["results"] == str(copy / "results.jsonl")
 
 
+def test_another_runs_ids_are_named_in_a_line_not_a_page() -> None:
+    """A resume refused for another run's IDs names a few and counts the rest (a run of
+    10,000 IDs made a 70 KB line)."""
+    from lyra.cli._durable_runs import _some
+
+    ids = [f"P{n:05d}" for n in range(10_000)]
+    assert _some(ids) == " ".join(ids[:10]) + " and 9,990 more"
+    assert _some(ids[:3]) == "P00000 P00001 P00002"
+
+
 def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import uuid
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -383,6 +384,16 @@ def _resume_plain(folder: Path) -> DurableRun:
     )
 
 
+_NAMED = 10
+"""The most IDs of another run an error names (a run of 10,000 made a 70 KB line)."""
+
+
+def _some(ids: Sequence[str]) -> str:
+    """``ids`` as an error names them: the first few, and how many more."""
+    more = len(ids) - _NAMED
+    return " ".join(ids[:_NAMED]) + (f" and {more:,} more" if more > 0 else "")
+
+
 def _check_same(
     record: RunRecord, request: AnalyzeRequest | None, given: dict[str, Any], folder: Path
 ) -> None:
@@ -391,7 +402,7 @@ def _check_same(
     ids = request.ids if request is not None else given.get("ids")
     if ids and requested_ids(ids) != requested_ids(recorded.ids):
         raise ConfigurationError(
-            f"{folder} belongs to another run (of {' '.join(recorded.ids)}); "
+            f"{folder} belongs to another run (of {_some(recorded.ids)}); "
             f"resume it with: {resume_command(folder)}"
         )
     for option, was, now in differences(recorded, given):
