@@ -1894,12 +1894,14 @@ def test_a_file_without_delegations_gets_a_note_not_a_table_of_zeros(
 def test_a_folder_without_event_logs_says_why_nothing_was_found(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A folder of report files is read for the events.jsonl under it: it has none, and
-    the note says so and what to do, where it only said "no delegations found"."""
+    """A folder of report files is read for the events.jsonl under it: it has none, which
+    is a usage error (exit 2, as a missing file is), and the one note says so and what
+    to do, where it only said "no delegations found"."""
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "P04637.txt").write_text("a report\n", encoding="utf-8")
-    assert run_cli(["logs", "stats", str(reports)]) == 1
+    assert run_cli(["logs", "stats", str(reports)]) == 2
     err = capsys.readouterr().err
     assert f"{reports} holds no events.jsonl" in err
     assert "lyra report parse" in err
+    assert "no delegations found" not in err

@@ -91,7 +91,8 @@ def _action(
         help=help,
         description=description,
         epilog=f"examples:\n{examples}\n\nexit status:\n  0  read and printed\n"
-        f"  1  {nothing}\n  2  usage error (a file missing or unreadable)\n"
+        f"  1  {nothing}\n  2  usage error (a file missing or unreadable, a folder "
+        "without an events.jsonl)\n"
         "  4  the output could not be written",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -207,6 +208,13 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
                     os.stat(path)  # missing, a symlink loop, no permission: said now
                 except OSError as exc:
                     return cannot_read(path, exc)
+                if Path(path).is_dir() and next(Path(path).rglob("events.jsonl"), None) is None:
+                    _note(
+                        f"{path} holds no events.jsonl (a folder is read for the event logs "
+                        "in it; name other files one by one, or read reports with lyra "
+                        "report parse)"
+                    )
+                    return EXIT_USAGE
         try:
             return run(args)
         except BrokenPipeError:
@@ -229,7 +237,7 @@ def _reading_notes(read: ReadStats | FailureStats) -> None:
         _note(f"{path} ends early (truncated or damaged): read what it holds")
 
 
-def _read_notes(stats: FailureStats, paths: list[str]) -> int:
+def _read_notes(stats: FailureStats) -> int:
     """Notes about what was skipped; the exit status for what was found."""
     _reading_notes(stats)
     if stats.duplicates:
@@ -241,12 +249,6 @@ def _read_notes(stats: FailureStats, paths: list[str]) -> int:
         _note(f"--since left out {stats.skipped_undated} record(s) without a timestamp")
     if stats.delegations == 0:
         _note("no delegations found")
-        for path in paths:
-            if Path(path).is_dir() and next(Path(path).rglob("events.jsonl"), None) is None:
-                _note(
-                    f"{path} holds no events.jsonl (a folder is read for the event logs in "
-                    "it; name other files one by one, or read reports with lyra report parse)"
-                )
         return EXIT_NOTHING
     return EXIT_OK
 
@@ -263,7 +265,7 @@ def _stats(args: argparse.Namespace) -> int:
         _out(json.dumps(stats.model_dump(mode="json"), indent=2, ensure_ascii=False))
     elif stats.delegations:  # (else a table of zeros: the note says what was found)
         _out(format_stats(stats))
-    return _read_notes(stats, args.files)
+    return _read_notes(stats)
 
 
 def _seconds(value: float | None) -> str:
@@ -408,7 +410,7 @@ def _report(args: argparse.Namespace) -> int:
             _note(f"cannot write {args.html}: {exc.strerror or exc}")
             return EXIT_UNWRITTEN
         _note(f"wrote {args.html}")
-    return _read_notes(stats, args.files)
+    return _read_notes(stats)
 
 
 # -- suggest-timeout -------------------------------------------------------------------

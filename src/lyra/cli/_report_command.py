@@ -47,7 +47,8 @@ def register(commands: Subparsers) -> None:
         "report's output runs from the end of the report before it (or the start of the "
         "file) to its metadata; it is null for the first of several reports (a transcript), "
         "where lyra cannot tell where the output began.",
-        epilog="exit status: 0 reports found, 1 none found (the list is empty), 2 usage error",
+        epilog="exit status: 0 reports found, 1 none found (the list is empty), 2 usage error "
+        "(a file missing or unreadable), 4 the output could not be written",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parse.add_argument(
