@@ -457,6 +457,39 @@ def test_sigint_stops_a_run_at_once(tmp_path: Path) -> None:
     assert (last["event"], last["unfinished"]) == ("run_interrupted", 2)
 
 
+def test_ctrl_c_pressed_twice_still_saves_every_protein_once(tmp_path: Path) -> None:
+    """A second Ctrl+C right after the first, while the run saves what it did, is said
+    and waited out: no traceback (it was thrown into asyncio's shutdown: a page of
+    one, coroutines never awaited), and every protein asked is in results.jsonl or
+    unfinished.txt, once."""
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"Q1{n:04d}\n" for n in range(3000)))  # none bundled: quick
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lyra", "analyze", "--ids-file", str(ids), "--concurrency",
+         "64", "--run-dir", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    events = run / "events.jsonl"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (
+        not events.exists() or events.read_text().count("delegation_started") < 200
+    ):
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    assert "never awaited" not in err
+    done = [json.loads(line)["protein_id"] for line in (run / "results.jsonl").open()]
+    left = (run / "unfinished.txt").read_text().split()
+    assert sorted(done + left) == sorted(ids.read_text().split())
+
+
 def test_resuming_an_interrupted_plain_run_is_refused_and_says_what_to_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

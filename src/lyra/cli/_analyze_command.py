@@ -375,12 +375,12 @@ def _run_analysis(
 ) -> Any:
     """The analysis itself, under the progress display."""
     from lyra._sync import run_blocking
-    from lyra.cli._signals import until_sigterm
+    from lyra.cli._signals import until_interrupted
     from lyra.proteins import analyze
 
     return run_blocking(
         "analyze",
-        lambda: until_sigterm(
+        lambda: until_interrupted(
             lambda: progress.show(
                 lambda: analyze(
                     request,
