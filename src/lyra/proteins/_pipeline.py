@@ -470,5 +470,5 @@ def _step_text(stage: str, protein_id: str, result: Any) -> str:
     return {
         REASON: "Reasoned about",
         CRITIQUE: "Critiqued the reasoning for",
-        SYNTHESIZE: "Wrote the brief for",
+        SYNTHESIZE: "Composed the brief for",  # (the run directory writes it, not the child)
     }[stage] + f" {protein_id}"
