@@ -20,7 +20,13 @@ import requests
 from structlog.testing import capture_logs
 
 from lyra import ChildContext, Supervisor, adelegate_task, parse_report
-from lyra.errors import IncompleteOutput, InvalidInput, SubjectNotFound, TaskRejected
+from lyra.errors import (
+    BudgetExhausted,
+    IncompleteOutput,
+    InvalidInput,
+    SubjectNotFound,
+    TaskRejected,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -277,6 +283,24 @@ CASES: list[tuple[str, ChildFn, float, str, bool, str, int]] = [
     ),
     ("non-string-output", returns_a_dict, 5, "tool_error", False, "unknown", 10),
 ]
+
+
+@pytest.mark.parametrize(("steps", "retryable"), [(0, False), (1, True)])
+async def test_a_childs_own_limit_raised_as_budget_exhausted_is_rule_1(
+    steps: int, retryable: bool
+) -> None:
+    """A child that wraps a framework says its own limit ran out (a maximum of steps) by
+    raising BudgetExhausted, as lyra's own limits do: timeout / budget by rule 1,
+    retryable after progress -- not rule 10 (nothing done) or a plain partial."""
+    child = child_raising(BudgetExhausted("max_steps (20) reached"), steps=steps)
+    failure = (await Supervisor(child).delegate("task", timeout=5)).failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.retryable) == (
+        "timeout",
+        "budget",
+        retryable,
+    )
+    assert failure.evidence.startswith("rule 1: the framework's own limit was reached")
 
 
 class _Statuses(BaseHTTPRequestHandler):

@@ -182,4 +182,6 @@ class IncompleteOutput(ChildSignal):
 
 class BudgetExhausted(ChildSignal):
     """Raised by ``ctx.charge`` when a charge takes the delegation tree over its
-    budget; the attempt ends at once, classified ``timeout`` / ``budget``."""
+    budget; the attempt ends at once, classified ``timeout`` / ``budget``. A child
+    raises it too when a limit of its own ran out (a framework's maximum of steps,
+    in a child that wraps one): rule 1, retryable after progress."""

@@ -40,6 +40,7 @@ from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrap
 from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
 from lyra.delegation._text import safe_str
 from lyra.errors import (
+    BudgetExhausted,
     ConfigurationError,
     IncompleteOutput,
     InvalidInput,
@@ -105,6 +106,8 @@ def _described(exc: BaseException) -> Cause:
         return Cause(Kind.INCOMPLETE, ErrorType.DATA, "lyra.IncompleteOutput")
     if isinstance(exc, TaskRejected):
         return Cause(Kind.MALFORMED_TASK, ErrorType.DATA, "lyra.TaskRejected")
+    if isinstance(exc, BudgetExhausted):  # a child's own limit (a framework's max steps)
+        return Cause(Kind.BUDGET, ErrorType.BUDGET, "lyra.BudgetExhausted")
     if isinstance(exc, TransientError):
         return _transient_error(exc)
     if isinstance(exc, ConfigurationError):  # lyra's refusal inside the run (an unpriced model)
