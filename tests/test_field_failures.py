@@ -1078,6 +1078,78 @@ async def test_a_bug_in_the_child_is_never_hidden_behind_a_fallback(cause: str) 
     assert parsed.status == ("completed" if falls_back else "failed")
 
 
+def _runs_of(ran: list[str], name: str, failure: Exception) -> Any:
+    """A child that records ``name`` in ``ran`` each time it runs, then raises ``failure``
+    (``None``: answers)."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ran.append(name)
+        if failure is not None:
+            raise failure
+        return f"answered by {name}"
+
+    return child
+
+
+@pytest.mark.parametrize(
+    ("failure", "policy"),
+    [
+        (TransientError("gateway timeout", status=504), RecoveryPolicy(max_retries=3)),
+        (TransientError("quota", status=429, retry_after=3600), RecoveryPolicy(max_retries=3)),
+        (
+            TransientError("busy", status=429, retry_after=30),
+            RecoveryPolicy(max_retries=3, total_budget=20),
+        ),
+        (TransientError("overloaded", status=529), RecoveryPolicy(max_retries=0)),
+    ],
+    ids=["504 after backoffs", "retry-after over max_wait", "wait over total_budget",
+         "no retry left"],
+)  # fmt: skip
+async def test_provider_trouble_this_child_cannot_wait_out_moves_to_the_fallback(
+    failure: Exception, policy: RecoveryPolicy
+) -> None:
+    """A provider's time-out (504) is provider trouble as its 503 is; and trouble the
+    loop cannot wait out on this child -- a retry-after over max_wait, a wait longer
+    than the loop has left, no retry left (a Supervisor's default policy) -- moves to
+    the next child at once, where the loop ended on the first one's report."""
+    ran: list[str] = []
+    primary, backup = _runs_of(ran, "primary", failure), _runs_of(ran, "backup", None)
+    with record_waits() as waits:
+        outcome = await recover("x", child=primary, fallbacks=[backup], policy=policy)
+    assert (outcome.result.ok, ran[-1]) == (True, "backup"), outcome.result.report
+    assert all(wait <= min(policy.max_wait, policy.total_budget or 600) for wait in waits)
+
+
+async def test_a_storm_turned_away_waits_no_longer_than_max_wait_and_counts_for_fallback() -> None:
+    """Tasks a rate-limit storm turned away before any work are sent again after the
+    retry-after, never one longer than max_wait (a retry-after of an hour was waited
+    eight times over); each such wait counts toward fallback_after."""
+    ran: list[str] = []
+
+    async def limited(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        raise TransientError("quota", status=429, retry_after=int(prompt))
+
+    policy = RecoveryPolicy(max_retries=3, max_wait=600)
+    with record_waits() as waits:
+        outcomes = await Supervisor(limited, timeout=5, policy=policy).run(
+            [Task(prompt="3600") for _ in range(3)], max_concurrency=3
+        )
+    assert [o.result.failure.error_type for o in outcomes if o.result.failure] == ["rate_limit"] * 3
+    assert waits == []
+    backup_ran: list[str] = []
+    policy = RecoveryPolicy(max_retries=3, fallback_after=2)
+    supervisor = Supervisor(
+        limited, timeout=5, policy=policy, fallbacks=[_runs_of(backup_ran, "backup", None)]
+    )
+    with record_waits() as waits:
+        outcomes = await supervisor.run([Task(prompt="3") for _ in range(3)], max_concurrency=3)
+    assert all(o.result.ok for o in outcomes)
+    for outcome in outcomes:  # two waits on the first child (a backoff or a redispatch each)
+        assert [a.strategy for a in outcome.attempts][-1] == "fallback"
+        assert sum(a.wait > 0 for a in outcome.attempts) == 2, outcome.attempts
+
+
 @pytest.mark.parametrize("fallbacks", ["mod:attr", ["backup_typo"], 5, [None]])
 async def test_fallbacks_that_are_no_children_are_refused_before_anything_runs(
     fallbacks: object,

@@ -13,6 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from lyra import (
+    Budget,
     ChildContext,
     ChildFailure,
     Limits,
@@ -209,6 +210,37 @@ async def test_a_subtask_run_again_is_its_next_attempt_with_the_state_it_left() 
     started = [e for e in logged if e["event"] == "delegation_started"]
     subtask = [e["attempt"] for e in started if e["task_id"].endswith(".2")]
     assert subtask == [1, 2]
+
+
+async def test_a_decomposed_attempt_that_spends_the_loops_budget_is_not_retryable() -> None:
+    """A subtask that runs the recovery loop's own budget out leaves nothing to pay a
+    rerun with: the aggregate stays timeout / budget, not retryable, its evidence
+    naming the budget -- it said partial, retryable, "run the failed subtasks again"."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if "This is part" not in prompt:  # the whole task: no progress, so it is split
+            await anyio.sleep(5)
+        ctx.charge(input_tokens=300 if prompt.startswith("Summarise section A") else 900)
+        return "summary"
+
+    task = "Do these:\n1. Summarise section A\n2. Summarise section B\n3. Summarise section C"
+    with record_waits():
+        outcome = await recover(
+            task,
+            child=child,
+            limits=Limits(timeout=0.3, budget=Budget(max_tokens=1000)),
+            policy=RecoveryPolicy(max_retries=3),
+        )
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.retryable) == (
+        "timeout",
+        "budget",
+        False,
+    )
+    assert "max_tokens=1000 exceeded" in failure.evidence
+    assert failure.evidence.startswith("decomposition: 1 of 3 subtasks completed")
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
 
 
 def test_undecomposable_timeout_without_progress_stops() -> None:

@@ -21,6 +21,7 @@ from lyra.delegation import (
     ChildFailure,
     ChildRef,
     DelegationResult,
+    ErrorType,
     FailureCategory,
     Limits,
     Usage,
@@ -227,7 +228,11 @@ async def recover(
                 _log_callback_failed(raised, task_id=task_id, subject=subject)
                 break
             loop.retries += plan is not None
-        plan = clock.fit(plan)
+        fitted = clock.fit(plan)
+        if fitted is None and plan is not None and plan.wait > 0 and plan.child == ran.child:
+            # This child's wait does not fit what the loop has left: the next child, now.
+            fitted = clock.fit(fallback(so_far, ran, loop, policy, now=True))
+        plan = fitted
         if plan is not None:
             _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
@@ -261,7 +266,7 @@ def _without_retry(
     if moved is not None:
         return moved
     if refused_before_work(failure):
-        return redispatch(failure, plan, loop, failure.retry_after or 0.0)
+        return redispatch(failure, plan, loop, policy)
     return None
 
 
@@ -515,17 +520,22 @@ def _aggregate(
     failure = None
     if failed:
         first = failed[0]
+        # A budget with nothing left for a retry stays what it is: no rerun can be paid for.
+        rerun = bool(done) and not (
+            first.error_type is ErrorType.BUDGET and not first.suggested_retry
+        )
         failure = first.model_copy(
             update={
-                "category": FailureCategory.PARTIAL if done else first.category,
-                "suggested_retry": bool(done) or first.suggested_retry,
-                "suggested_actions": (_RERUN_THE_REST if done else first.suggested_actions),
+                "category": FailureCategory.PARTIAL if rerun else first.category,
+                "suggested_retry": rerun or first.suggested_retry,
+                "suggested_actions": (_RERUN_THE_REST if rerun else first.suggested_actions),
                 "message": f"{len(subtasks) - len(done)} of {len(subtasks)} subtasks failed; "
                 f"first: {first.message}",
                 "completed_steps": tuple(f"Subtask done: {s}" for s in done),
                 "session_id": session_id,
                 "duration": duration,
-                "evidence": f"decomposition: {len(done)} of {len(subtasks)} subtasks completed",
+                "evidence": f"decomposition: {len(done)} of {len(subtasks)} subtasks "
+                f"completed; the first that failed: {first.evidence}",
             }
         )
     return DelegationResult(

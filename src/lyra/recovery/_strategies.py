@@ -29,8 +29,11 @@ counting as a retry (the cooldown is waited out each time)."""
 MAX_ANSWERED = 5
 """Questions a task may have answered between its attempts (each answer runs the
 attempt again, the answer waiting in ``ctx.ask``); they do not count as retries."""
-_PROVIDER_TROUBLE = frozenset({ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION})
-"""Fine causes of a tool_error that another model (a fallback child) may not have; and
+_PROVIDER_TROUBLE = frozenset(
+    {ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION, ErrorType.TIMEOUT}
+)
+"""Fine causes of a tool_error that another model (a fallback child) may not have (a
+provider's 408 or 504, or its SDK's time-out, is ``timeout``); and
 ``unknown`` when it is transient (a provider's 5xx, an outage): an ``unknown`` that is
 not (an exception nothing classifies: a bug in the child) is no provider's, and a
 fallback would hide it behind another child's success."""
@@ -162,13 +165,19 @@ def transient(failure: ChildFailure) -> bool:
     return failure.retry_after is not None or failure.error_type in _PASSING
 
 
-def redispatch(failure: ChildFailure, previous: Plan, state: LoopState, wait: float) -> Plan | None:
-    """The same attempt again, after ``wait``, for a task a rate limit refused before it
-    did any work: not a retry (it never started), at most :data:`MAX_REDISPATCHES`."""
-    if state.redispatches >= MAX_REDISPATCHES:
+def redispatch(
+    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+) -> Plan | None:
+    """The same attempt again, after the ``retry-after``, for a task a rate limit refused
+    before it did any work: not a retry (it never started), at most
+    :data:`MAX_REDISPATCHES`, and never after a longer wait than the policy allows. It
+    waits on this child as a backoff does (what ``fallback_after`` counts)."""
+    wait = failure.retry_after or 0.0
+    if state.redispatches >= MAX_REDISPATCHES or wait > policy.max_wait:
         return None
     state.redispatches += 1
-    return replace(previous, strategy="redispatch", wait=max(wait, failure.retry_after or 0.0))
+    state.backoffs += 1
+    return replace(previous, strategy="redispatch", wait=wait)
 
 
 def refused_before_work(failure: ChildFailure) -> bool:
@@ -184,15 +193,30 @@ def refused_before_work(failure: ChildFailure) -> bool:
 
 
 def fallback(
-    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+    failure: ChildFailure,
+    previous: Plan,
+    state: LoopState,
+    policy: RecoveryPolicy,
+    *,
+    now: bool = False,
 ) -> Plan | None:
     """The next child of the chain, when this failure is the provider's (a quota or key
-    that will not work, or trouble that outlasted ``policy.fallback_after`` backoffs)
-    and a next child exists; the reason is kept for the report."""
+    that will not work, or trouble that outlasted ``policy.fallback_after`` backoffs, or
+    that this child cannot wait out: no retry left for it, a ``retry-after`` over
+    ``policy.max_wait``, or, ``now``, a wait longer than the loop has left) and a next
+    child exists; the reason is kept for the report."""
     if previous.child + 1 >= state.children or not provider_failure(failure):
         return None
     backs_off = failure.suggested_retry if failure.category is not _PARTIAL else transient(failure)
-    if backs_off and state.backoffs < policy.fallback_after:
+    waitable = (failure.retry_after or 0.0) <= policy.max_wait
+    retries_left = state.retries < policy.max_retries
+    if (
+        backs_off
+        and state.backoffs < policy.fallback_after
+        and waitable
+        and retries_left
+        and not now
+    ):
         return None  # back off on this child first
     state.passed_over.append(f"{failure.error_type}: {failure.message}")
     state.backoffs = 0
