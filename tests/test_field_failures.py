@@ -1293,6 +1293,40 @@ async def test_a_storm_waits_out_one_shared_cooldown() -> None:
     assert lowered[0]["concurrency"] < 10
 
 
+async def test_retries_after_a_storm_run_no_more_at_once_than_the_lowered_concurrency() -> None:
+    """The pool halves its concurrency on a rate limit, and the tasks' retries keep to it
+    too: a task gives its place back while it backs off and waits for one before its
+    next attempt (its place was held through its whole recovery loop: eight retries
+    ran at once while the pool said one)."""
+    running, calls, over = 0, {}, []
+
+    with capture_logs() as logs:
+
+        async def limited(prompt: str, ctx: ChildContext) -> str:
+            nonlocal running
+            calls[prompt] = calls.get(prompt, 0) + 1
+            running += 1
+            changes = [e for e in logs if e["event"] == "concurrency_changed"]
+            allowed = changes[-1]["concurrency"] if changes else 8
+            if running > allowed:
+                over.append((prompt, calls[prompt], running, allowed))
+            try:
+                await anyio.sleep(0.05)
+                if calls[prompt] <= 2:
+                    raise TransientError("429 Too Many Requests", retry_after=0.2, status=429)
+                return "ok"
+            finally:
+                running -= 1
+
+        supervisor = Supervisor(limited, timeout=5, policy=RecoveryPolicy(max_retries=3))
+        with record_waits():
+            tasks = [Task(prompt=f"t{n}") for n in range(8)]
+            outcomes = await supervisor.run(tasks, max_concurrency=8)
+    assert all(o.result.ok for o in outcomes)
+    assert min(e["concurrency"] for e in logs if e["event"] == "concurrency_changed") == 1
+    assert over == []
+
+
 @pytest.mark.parametrize("keep", [True, False])
 async def test_a_storm_met_at_once_is_a_storm_for_the_pools_first_child(keep: bool) -> None:
     """Every child is refused before it awaits anything (a client-side limiter, say):

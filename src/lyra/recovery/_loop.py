@@ -7,6 +7,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -69,6 +70,8 @@ class Attempt:
 
 
 AttemptRunner = Callable[[Attempt], Awaitable[DelegationResult]]
+Pause = Callable[[], AbstractAsyncContextManager[None]]
+"""What a loop enters around each wait between its attempts (see :func:`recover`)."""
 """Runs one attempt of a loop as its plan says and returns its result."""
 
 
@@ -163,6 +166,7 @@ async def recover(
     tree: Tree | None = None,
     verify: Verifier | None = None,
     answer: Answerer | None = None,
+    pause: Pause | None = None,
 ) -> RecoveryOutcome:
     """Delegate ``prompt`` and recover from failures until success or no strategy is left.
 
@@ -175,7 +179,9 @@ async def recover(
     :func:`~._strategies.fallback`); ``verify`` checks each success and
     ``answer`` answers the child's questions. ``replay`` runs the attempts and
     waits through a durable engine (see :class:`Replay`); ``child`` then only
-    offers its ``decompose``. The result carries the spend of every attempt.
+    offers its ``decompose``. ``pause()`` is entered around each wait between
+    attempts (a pool gives the task's place to another meanwhile). The result
+    carries the spend of every attempt.
     """
     policy = policy or RecoveryPolicy()
     limits = limits or Limits()
@@ -197,7 +203,7 @@ async def recover(
         attempt, rng = replay.run_attempt, random.Random(task_id)
         if policy.decomposer is None and not callable(getattr(first, "decompose", None)):
             policy = policy.model_copy(update={"decomposer": decompose})  # replayable: rules
-    clock = _Clock(policy.total_budget, replay=replay)
+    clock = _Clock(policy.total_budget, replay=replay, pause=pause)
     loop = LoopState(prompt=prompt, child=first, children=len(children))
     progress = state if state is not None else {}
     timeout = clock.clamp(min(limits.timeout, policy.timeout_cap))
@@ -346,11 +352,14 @@ class _Clock:
     recorded durations and the waits), the same on every replay.
     """
 
-    def __init__(self, budget: float | None, *, replay: Replay | None = None) -> None:
+    def __init__(
+        self, budget: float | None, *, replay: Replay | None = None, pause: Pause | None = None
+    ) -> None:
         self.budget = budget
         self.started = time.monotonic()
         self.skipped = 0.0
         self.replay = replay
+        self.pause = pause
         self.charged = 0.0
 
     def remaining(self) -> float:
@@ -385,7 +394,11 @@ class _Clock:
             return
         if _testing.is_testing():
             self.skipped += seconds
-        await _testing.sleep(seconds)
+        if self.pause is None:
+            await _testing.sleep(seconds)
+            return
+        async with self.pause():
+            await _testing.sleep(seconds)
 
 
 async def attempt_plan(

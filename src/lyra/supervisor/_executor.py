@@ -78,7 +78,7 @@ class LocalExecutor:
 
         async def one(task: Task) -> RecoveryOutcome:
             async with throttle.slot():
-                outcome = await job.run(task)
+                outcome = await job.run(task, pause=throttle.paused)
             notify(on_outcome, task, outcome)
             return outcome
 

@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
 from lyra.delegation._internal import Account, Tree, as_callable, resolved
-from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy, Replay, recover
+from lyra.recovery import (
+    ContextProvider,
+    Pause,
+    RecoveryOutcome,
+    RecoveryPolicy,
+    Replay,
+    recover,
+)
 
 
 class Task(BaseModel):
@@ -81,8 +88,10 @@ class Job:
         state: dict[str, Any] | None = None,
         replay: Replay | None = None,
         account: Account | None = None,
+        pause: Pause | None = None,
     ) -> RecoveryOutcome:
-        """One task under its recovery loop (``account`` overrides the run's)."""
+        """One task under its recovery loop (``account`` overrides the run's; ``pause``:
+        held around each wait between its attempts, see :func:`~lyra.recovery.recover`)."""
         return await recover(
             task.prompt,
             child=self.child,  # (recover builds a ChildRef, once per process)
@@ -101,4 +110,5 @@ class Job:
             tree=self.tree,
             verify=self.verify,
             answer=self.answer,
+            pause=pause,
         )

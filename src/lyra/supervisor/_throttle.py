@@ -44,6 +44,33 @@ class Throttle:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the allowed places while a child runs (wait for one first)."""
+        try:
+            await self._free_place()
+        finally:
+            self.running += 1  # (also when cancelled as it waited: the finally below gives it)
+        try:
+            if self._first:  # siblings take their places before the first children run,
+                self._first -= 1  # so a rate limit met at once is seen as a storm's
+                await anyio.lowlevel.checkpoint()
+            yield
+        finally:
+            self._give_back()
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """While a task held in :meth:`slot` waits between attempts (a backoff), its place
+        is free for another; its next attempt waits for a place as a new task does, so
+        retries too run no more at once than the limit allows."""
+        self._give_back()
+        try:
+            yield
+        finally:
+            try:
+                await self._free_place()
+            finally:
+                self.running += 1
+
+    async def _free_place(self) -> None:
         if self.running >= self.allowed:
             self.waiting += 1
             try:
@@ -51,15 +78,10 @@ class Throttle:
                     await self._freed.wait()
             finally:
                 self.waiting -= 1
-        self.running += 1
-        try:
-            if self._first:  # siblings take their places before the first children run,
-                self._first -= 1  # so a rate limit met at once is seen as a storm's
-                await anyio.lowlevel.checkpoint()
-            yield
-        finally:
-            self.running -= 1
-            self._wake()
+
+    def _give_back(self) -> None:
+        self.running -= 1
+        self._wake()
 
     def crowded(self) -> bool:
         """True while more than one child runs or waits to: a rate limit one meets is a
