@@ -23,7 +23,7 @@ from lyra import events
 class Throttle:
     """The number of children a pool may run at once (see the module docstring)."""
 
-    __slots__ = ("_first", "_freed", "ceiling", "limit", "running", "waiting")
+    __slots__ = ("_first", "_freed", "ceiling", "limit", "returning", "running", "waiting")
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
@@ -33,6 +33,8 @@ class Throttle:
         self.running = 0
         self.waiting = 0
         """Children held back until a place is free (siblings all the same)."""
+        self.returning = 0
+        """Tasks waiting between attempts: each keeps its place from new tasks."""
         self._freed = anyio.Event()
         self._first = ceiling  # the pool's first children, each to let its siblings in
 
@@ -58,26 +60,33 @@ class Throttle:
 
     @asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
-        """While a task held in :meth:`slot` waits between attempts (a backoff), its place
-        is free for another; its next attempt waits for a place as a new task does, so
-        retries too run no more at once than the limit allows."""
+        """While a task held in :meth:`slot` waits between attempts (a backoff, a storm's
+        cooldown), it runs nothing: its next attempt waits for a place under the limit
+        as it stands then, so retries too run no more at once than the limit allows.
+        Its place is kept from new tasks meanwhile (work under way finishes first)."""
         self._give_back()
+        self.returning += 1
         try:
             yield
         finally:
             try:
-                await self._free_place()
+                await self._free_place(returning=True)
             finally:
+                self.returning -= 1
                 self.running += 1
 
-    async def _free_place(self) -> None:
-        if self.running >= self.allowed:
+    async def _free_place(self, *, returning: bool = False) -> None:
+        """Wait until a place is free (for a new task: one no waiting task keeps)."""
+        if self._full(returning):
             self.waiting += 1
             try:
-                while self.running >= self.allowed:
+                while self._full(returning):
                     await self._freed.wait()
             finally:
                 self.waiting -= 1
+
+    def _full(self, returning: bool) -> bool:
+        return self.running + (0 if returning else self.returning) >= self.allowed
 
     def _give_back(self) -> None:
         self.running -= 1
