@@ -22,7 +22,7 @@ from lyra import (
     delegate_with_retry,
     parse_report,
 )
-from lyra.errors import TransientError
+from lyra.errors import TaskRejected, TransientError
 from lyra.recovery import decompose, record_waits, recover
 
 pytestmark = pytest.mark.anyio
@@ -241,6 +241,44 @@ async def test_a_decomposed_attempt_that_spends_the_loops_budget_is_not_retryabl
     assert "max_tokens=1000 exceeded" in failure.evidence
     assert failure.evidence.startswith("decomposition: 1 of 3 subtasks completed")
     assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [("loop", "job_status"), ("verify", "no .md file named"), ("overflow", "context window")],
+)
+async def test_a_failed_subtask_is_continued_from_its_own_failure(kind: str, named: str) -> None:
+    """A subtask that failed is run again as a continuation of its own failure -- the call
+    it repeated, the verifier's reason, a fresh start after its prompt outgrew the
+    context window -- never its first prompt again unchanged."""
+    sent: list[tuple[str, bool]] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if "This is part" not in prompt:  # the whole task: no progress, so it is split
+            await anyio.sleep(5)
+        if "Summarise section A" in prompt.splitlines()[0]:
+            return "A summary (A.md)"
+        sent.append((prompt, ctx.fresh))
+        if kind == "loop":
+            while True:
+                await ctx.tool("job_status", lambda job: "running", job="job-42")
+        if kind == "overflow":
+            raise TaskRejected("Error code: 400 - prompt is too long: 210000 tokens > 200000")
+        return "done!"  # (no file named: verify= rejects it)
+
+    task = "Do these:\n1. Summarise section A\n2. Summarise section B"
+    with record_waits():
+        await recover(
+            task,
+            child=child,
+            limits=Limits(timeout=0.3, max_repeats=3),
+            verify=lambda output: None if ".md" in output else "no .md file named",
+            policy=RecoveryPolicy(max_retries=2),
+        )
+    (first, fresh_first), (second, fresh_second) = sent[:2]
+    assert named not in first
+    assert named in second
+    assert (fresh_first, fresh_second) == (False, kind == "overflow")
 
 
 def test_undecomposable_timeout_without_progress_stops() -> None:

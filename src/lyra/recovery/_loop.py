@@ -48,6 +48,7 @@ from lyra.recovery._strategies import (
     LoopState,
     Plan,
     answered,
+    continued_subtask,
     fallback,
     next_plan,
     redispatch,
@@ -443,10 +444,11 @@ async def attempt_plan(
 SUBTASKS_DONE = "lyra.subtasks_done"
 """The ``ctx.state`` key under which a decomposed task keeps the outputs of the subtasks
 that completed (by subtask), so that a later attempt runs only the rest."""
-SUBTASK_RUNS = "lyra.subtask_runs"
-"""… and how many times each subtask ran: a subtask run again is its next attempt."""
-SUBTASK_STATES = "lyra.subtask_states"
-"""… and each subtask's own ``ctx.state``, for its next attempt."""
+SUBTASKS_TRIED = "lyra.subtasks_tried"
+"""… and, for each subtask that ran and did not complete, what its next run needs: how
+many times it ran (the next run is its next attempt), its own ``ctx.state``, the
+prompt that continues it (its blocker named: the call it repeated, the verifier's
+reason) and whether it starts afresh (its prompt outgrew the context window)."""
 
 
 async def _decomposed(
@@ -462,15 +464,15 @@ async def _decomposed(
     state) on the same account -- once it is spent, the rest fail without
     starting. A subtask that completed keeps its output in the task's state: a
     later attempt (a continuation after some failed) runs only the others, each as
-    its own next attempt with the state it left, and the result gives every
-    completed subtask's output, in the subtasks' order. The aggregate is logged as
+    its own next attempt, continuing from its own failure with the state it left
+    (:data:`SUBTASKS_TRIED`), and the result gives every completed subtask's
+    output, in the subtasks' order. The aggregate is logged as
     ``decomposition_finished`` under the parent task.
     """
     plan = attempt.plan
     parent = context["task_id"]
     kept: dict[str, str] = dict(attempt.state.get(SUBTASKS_DONE) or {})
-    runs: dict[str, int] = attempt.state.setdefault(SUBTASK_RUNS, {})
-    states: dict[str, dict[str, Any]] = attempt.state.setdefault(SUBTASK_STATES, {})
+    tried: dict[str, dict[str, Any]] = attempt.state.setdefault(SUBTASKS_TRIED, {})
     left = [s for s in plan.subtasks if s not in kept]
     share = replace(limits, timeout=plan.timeout / max(1, len(left)))
     results: dict[str, DelegationResult] = {}
@@ -479,20 +481,25 @@ async def _decomposed(
             continue
         sub_prompt = subtask_prompt(plan.prompt, subtask, index, len(plan.subtasks))
         sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
-        runs[subtask] = runs.get(subtask, 0) + 1
+        record = tried.setdefault(subtask, {"runs": 0, "state": {}})
+        record["runs"] += 1
         result = results[subtask] = await run(
-            sub_prompt,
+            record.get("prompt") or sub_prompt,
             limits=share,
-            attempt=runs[subtask],
+            attempt=record["runs"],
             context=sub_context,
-            state=states.setdefault(subtask, {}),
+            state=record["state"],
+            fresh=plan.fresh or bool(record.get("fresh")),
         )
-        if result.ok:
+        if result.failure is None:
             kept[subtask] = result.output or ""
-            states.pop(subtask, None)
+            del tried[subtask]
+        else:
+            record["prompt"] = continued_subtask(sub_prompt, result.failure)
+            record["fresh"] = result.failure.error_type is ErrorType.CONTEXT_OVERFLOW
     result = _aggregate(plan.subtasks, kept, results, attempt=attempt.number, subject=subject)
     if result.ok:  # (the output holds them all now)
-        for key in (SUBTASKS_DONE, SUBTASK_RUNS, SUBTASK_STATES):
+        for key in (SUBTASKS_DONE, SUBTASKS_TRIED):
             attempt.state.pop(key, None)
     elif kept:
         attempt.state[SUBTASKS_DONE] = kept

@@ -268,13 +268,45 @@ def _after_loop(failure: ChildFailure, previous: Plan, state: LoopState) -> Plan
     so it does not start the same loop again."""
     if not failure.suggested_retry:
         return None
-    note = (
-        f"The previous attempt was stopped because it kept repeating the same call: "
-        f"{failure.blocked_on}. Do not make that call again; use what it returned, or "
-        "take another approach."
-    )
-    prompt = continuation_prompt(state.prompt, failure, note)
+    prompt = redo_prompt(state.prompt, failure)
     return replace(previous, strategy="continuation", prompt=prompt, subtasks=(), wait=0.0)
+
+
+def continued_subtask(prompt: str, failure: ChildFailure) -> str | None:
+    """The prompt a failed subtask runs with next, as the loop would continue a whole
+    task: a continuation after steps done, a loop, a rejected success or a prompt over
+    the context window; ``None`` for the same prompt (a question whose answer waits in
+    ``ctx.ask``, a service's trouble, nothing done)."""
+    if failure.completed_steps or failure.error_type in _CONTINUED:
+        return redo_prompt(prompt, failure)
+    return None
+
+
+_CONTINUED = frozenset({ErrorType.LOOP, ErrorType.CONTEXT_OVERFLOW, ErrorType.VERIFICATION})
+
+
+def redo_prompt(prompt: str, failure: ChildFailure) -> str:
+    """The continuation of ``prompt`` after ``failure``: what was done, the blocker, what
+    remains, and what to do differently after a loop or a context overflow."""
+    return continuation_prompt(
+        prompt,
+        failure,
+        _REDO_NOTES.get(failure.error_type, "").format(blocker=failure.blocked_on) or None,
+    )
+
+
+_REDO_NOTES = {
+    ErrorType.LOOP: (
+        "The previous attempt was stopped because it kept repeating the same call: "
+        "{blocker}. Do not make that call again; use what it returned, or take another "
+        "approach."
+    ),
+    ErrorType.CONTEXT_OVERFLOW: (
+        "The previous attempt's conversation outgrew the model's context window; this "
+        "attempt starts without it. Rely on the completed steps above, keep tool outputs "
+        "short, and do not fetch again what is already done."
+    ),
+}
 
 
 async def _after_overflow(
@@ -287,12 +319,7 @@ async def _after_overflow(
         return replace(split, fresh=True)
     if not failure.completed_steps:
         return None  # nothing to continue from: only the same prompt is left
-    note = (
-        "The previous attempt's conversation outgrew the model's context window; this "
-        "attempt starts without it. Rely on the completed steps above, keep tool outputs "
-        "short, and do not fetch again what is already done."
-    )
-    prompt = continuation_prompt(state.prompt, failure, note)
+    prompt = redo_prompt(state.prompt, failure)
     if prompt == previous.prompt:
         return None  # it overflowed as it was, and did nothing new: the same prompt again
     return replace(previous, strategy="fresh_continuation", prompt=prompt, fresh=True, wait=0.0)
