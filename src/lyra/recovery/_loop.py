@@ -226,6 +226,7 @@ async def recover(
         ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy)
         if plan is None and answers is not None:
             plan = await answered(failure, ran, loop, answers)
+        counted = False
         if plan is None:
             if loop.retries >= policy.max_retries:
                 break
@@ -234,18 +235,32 @@ async def recover(
             except CallbackRaised as raised:  # the caller's bug: the last report stands
                 _log_callback_failed(raised, task_id=task_id, subject=subject)
                 break
-            loop.retries += plan is not None
-        fitted = clock.fit(plan)
-        if fitted is None and plan is not None and plan.wait > 0 and plan.child == ran.child:
-            # This child's wait does not fit what the loop has left: the next child, now.
-            fitted = clock.fit(fallback(so_far, ran, loop, policy, now=True))
-        plan = fitted
+            counted = plan is not None
+        plan = _fitted(clock, plan, ran, so_far, loop, policy)
+        loop.retries += counted and plan is not None and plan.strategy != "fallback"
         if plan is not None:
             _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
     return RecoveryOutcome(
         task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
     )
+
+
+def _fitted(
+    clock: _Clock,
+    plan: Plan | None,
+    ran: Plan,
+    so_far: ChildFailure,
+    loop: LoopState,
+    policy: RecoveryPolicy,
+) -> Plan | None:
+    """``plan`` as the loop's time allows (its timeout cut to what is left); a wait on
+    the same child that does not fit moves to the next child now, when there is one (a
+    switch, not a retry)."""
+    fitted = clock.fit(plan)
+    if fitted is None and plan is not None and plan.wait > 0 and plan.child == ran.child:
+        fitted = clock.fit(fallback(so_far, ran, loop, policy, now=True))
+    return fitted
 
 
 def _log_callback_failed(raised: CallbackRaised, *, task_id: str, subject: str | None) -> None:
