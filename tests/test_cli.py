@@ -485,7 +485,8 @@ def test_ctrl_c_pressed_twice_still_saves_every_protein_once(tmp_path: Path) -> 
     assert process.returncode == 130
     assert "Traceback" not in err
     assert "never awaited" not in err
-    done = [json.loads(line)["protein_id"] for line in (run / "results.jsonl").open()]
+    lines = (run / "results.jsonl").read_text().splitlines()
+    done = [json.loads(line)["protein_id"] for line in lines]
     left = (run / "unfinished.txt").read_text().split()
     assert sorted(done + left) == sorted(ids.read_text().split())
 

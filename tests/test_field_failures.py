@@ -1327,6 +1327,75 @@ async def test_retries_after_a_storm_run_no_more_at_once_than_the_lowered_concur
     assert over == []
 
 
+async def test_a_storms_task_back_while_its_siblings_back_off_is_no_lone_task() -> None:
+    """A storm's task whose cooldown ended first meets the 429 again while its siblings
+    still wait out theirs: they are in the pool, between attempts, so it is the storm's
+    (sent again), never a lone task's failure under max_retries=0."""
+    calls: dict[str, int] = {}
+
+    async def limited(prompt: str, ctx: ChildContext) -> str:
+        calls[prompt] = tries = calls.get(prompt, 0) + 1
+        if prompt != "t0":
+            await anyio.sleep(0.02)
+        if tries <= 2:
+            raise TransientError("429", retry_after=0.05 if prompt == "t0" else 0.3, status=429)
+        return "ok"
+
+    supervisor = Supervisor(limited, timeout=5, policy=RecoveryPolicy(max_retries=0))
+    outcomes = await supervisor.run([Task(prompt=f"t{n}") for n in range(4)], max_concurrency=4)
+    assert [o.result.ok for o in outcomes] == [True] * 4
+
+
+async def test_a_wait_for_a_place_after_a_backoff_counts_against_total_budget() -> None:
+    """A task back from a backoff may wait for a place in the pool too: its next attempt
+    gets what the loop's total_budget has left after that, never the time it was
+    fitted to before (the run ended late by the time it queued)."""
+    calls: dict[str, int] = {}
+    started = time.monotonic()
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        calls[prompt] = tries = calls.get(prompt, 0) + 1
+        if prompt.startswith("slow"):
+            if tries == 1:
+                raise TransientError("429", retry_after=0.05, status=429)
+            await anyio.sleep(0.9)
+            return "ok"
+        if tries == 1:
+            await anyio.sleep(0.01)
+            raise ConnectionError("reset")
+        await anyio.sleep(0.5)
+        return "ok"
+
+    policy = RecoveryPolicy(max_retries=2, total_budget=1.0, backoff_base=0.05, backoff_cap=0.1)
+    tasks = [Task(prompt="slow1"), Task(prompt="slow2"), Task(prompt="fast")]
+    await Supervisor(child, timeout=5, policy=policy).run(tasks, max_concurrency=3)
+    assert time.monotonic() - started < 1.3  # (the budget and an event loop's lateness)
+
+
+async def test_a_task_cancelled_as_it_waits_for_a_place_leaves_no_place_taken() -> None:
+    """A pool's task cancelled while it waits for a place holds none afterwards: the
+    next task gets one (it stayed counted, and every later task waited for ever)."""
+    from lyra.supervisor._throttle import Throttle
+
+    throttle = Throttle(1)
+    release = anyio.Event()
+
+    async def holder() -> None:
+        async with throttle.slot():
+            await release.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(holder)
+        await anyio.sleep(0.01)
+        with anyio.move_on_after(0.05):
+            async with throttle.slot():
+                pass
+        release.set()
+    with anyio.fail_after(1):
+        async with throttle.slot():
+            assert (throttle.running, throttle.waiting) == (1, 0)
+
+
 @pytest.mark.parametrize("keep", [True, False])
 async def test_a_storm_met_at_once_is_a_storm_for_the_pools_first_child(keep: bool) -> None:
     """Every child is refused before it awaits anything (a client-side limiter, say):

@@ -7,6 +7,7 @@ import importlib
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -335,11 +336,16 @@ def service() -> Iterator[str]:
 
 
 def _with_requests(url: str) -> None:
-    requests.get(url, timeout=0.3).raise_for_status()
+    with requests.Session() as session, session.get(url, timeout=0.3) as response:
+        response.raise_for_status()
 
 
 def _with_urllib(url: str) -> None:
-    urllib.request.urlopen(url, timeout=0.3).close()
+    try:
+        urllib.request.urlopen(url, timeout=0.3).close()
+    except urllib.error.HTTPError as exc:
+        exc.close()  # (its response, still open)
+        raise
 
 
 @pytest.mark.parametrize("client", [_with_requests, _with_urllib], ids=["requests", "urllib"])

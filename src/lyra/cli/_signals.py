@@ -73,7 +73,8 @@ async def until_interrupted(work: Callable[[], Awaitable[T]]) -> T:
         raise
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)  # asyncio leaves SIG_DFL behind
+            if handler is not None:  # (None: a handler set from C, which Python cannot set again)
+                signal.signal(number, handler)  # asyncio leaves SIG_DFL behind
     if stopped:
         raise KeyboardInterrupt
     return result

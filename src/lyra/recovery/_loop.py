@@ -71,9 +71,9 @@ class Attempt:
 
 
 AttemptRunner = Callable[[Attempt], Awaitable[DelegationResult]]
+"""Runs one attempt of a loop as its plan says and returns its result."""
 Pause = Callable[[], AbstractAsyncContextManager[None]]
 """What a loop enters around each wait between its attempts (see :func:`recover`)."""
-"""Runs one attempt of a loop as its plan says and returns its result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +241,7 @@ async def recover(
         if plan is not None:
             _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
+            plan = clock.after_wait(plan)
     return RecoveryOutcome(
         task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
     )
@@ -258,7 +259,8 @@ def _fitted(
     the same child that does not fit moves to the next child now, when there is one (a
     switch, not a retry)."""
     fitted = clock.fit(plan)
-    if fitted is None and plan is not None and plan.wait > 0 and plan.child == ran.child:
+    waits_too_long = plan is not None and plan.wait > 0 and clock.remaining() > 0
+    if fitted is None and waits_too_long and plan is not None and plan.child == ran.child:
         fitted = clock.fit(fallback(so_far, ran, loop, policy, now=True))
     return fitted
 
@@ -400,6 +402,12 @@ class _Clock:
         if left <= 0:
             return None
         return replace(plan, timeout=min(plan.timeout, left))
+
+    def after_wait(self, plan: Plan) -> Plan | None:
+        """``plan`` once its wait is over, cut to what is left then (a pool's place may
+        have been waited for too); ``None`` when nothing is."""
+        fitted = self.fit(replace(plan, wait=0.0))
+        return replace(fitted, wait=plan.wait) if fitted is not None else None
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:

@@ -46,10 +46,8 @@ class Throttle:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the allowed places while a child runs (wait for one first)."""
-        try:
-            await self._free_place()
-        finally:
-            self.running += 1  # (also when cancelled as it waited: the finally below gives it)
+        await self._free_place()
+        self.running += 1
         try:
             if self._first:  # siblings take their places before the first children run,
                 self._first -= 1  # so a rate limit met at once is seen as a storm's
@@ -93,9 +91,10 @@ class Throttle:
         self._wake()
 
     def crowded(self) -> bool:
-        """True while more than one child runs or waits to: a rate limit one meets is a
-        storm's (a child alone in the pool because the storm halved it is no lone one)."""
-        return self.running + self.waiting > 1
+        """True while more than one child runs, waits to, or waits between its attempts:
+        a rate limit one meets is a storm's (a child alone in the pool because the storm
+        halved it, its siblings backing off, is no lone one)."""
+        return self.running + self.waiting + self.returning > 1
 
     def rate_limited(self, provider: str, seconds: float) -> None:
         """A provider pushed back: halve the children allowed to start."""
