@@ -1891,6 +1891,26 @@ def test_a_file_without_delegations_gets_a_note_not_a_table_of_zeros(
     assert json.loads(capsys.readouterr().out)["delegations"] == 0
 
 
+def test_a_folder_that_cannot_be_read_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder lyra may not list is 'cannot read' (exit 2), not a folder that 'holds no
+    events.jsonl' (searching it found nothing, and said so). (Permissions are forced:
+    the suite may run as root, whom no mode stops.)"""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = os.listdir
+
+    def listdir(path: Any = ".") -> list[str]:
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    assert run_cli(["logs", "stats", str(locked)]) == 2
+    assert capsys.readouterr().err.strip() == f"lyra: cannot read {locked}: Permission denied"
+
+
 def test_a_folder_without_event_logs_says_why_nothing_was_found(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

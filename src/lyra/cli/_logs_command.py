@@ -206,6 +206,8 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             if path != "-":
                 try:
                     os.stat(path)  # missing, a symlink loop, no permission: said now
+                    if os.path.isdir(path):
+                        os.listdir(path)  # (a folder we may not read: rglob says nothing)
                 except OSError as exc:
                     return cannot_read(path, exc)
                 if Path(path).is_dir() and next(Path(path).rglob("events.jsonl"), None) is None:
