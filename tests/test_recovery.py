@@ -281,6 +281,62 @@ async def test_a_failed_subtask_is_continued_from_its_own_failure(kind: str, nam
     assert (fresh_first, fresh_second) == (False, kind == "overflow")
 
 
+async def test_a_subtask_over_the_context_window_twice_is_never_sent_the_same_prompt() -> None:
+    """A subtask that overflows, then overflows its own fresh continuation with nothing
+    new done, ends the loop on its overflow (invalid_task / context_overflow): no prompt
+    is ever sent twice."""
+    sent: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if "This is part" not in prompt:
+            await anyio.sleep(5)
+        if "Summarise section A" in prompt.splitlines()[0]:
+            return "A summary"
+        sent.append(prompt)
+        raise TaskRejected("Error code: 400 - prompt is too long: 210000 tokens > 200000")
+
+    task = "Do these:\n1. Summarise section A\n2. Summarise section B"
+    with record_waits():
+        outcome = await recover(
+            task, child=child, limits=Limits(timeout=0.3), policy=RecoveryPolicy(max_retries=4)
+        )
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type) == ("invalid_task", "context_overflow")
+    assert len(sent) == len(set(sent)) == 2
+
+
+async def test_a_subtasks_question_goes_to_the_context_provider() -> None:
+    """A subtask's question nobody answered is the task's missing context: the context
+    provider is asked, and its answer waits in the subtask's ctx.ask when the subtasks
+    run again (the same subtask prompt was sent again, unanswered, until max_retries)."""
+    asked: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if "This is part" not in prompt:
+            await anyio.sleep(5)
+        if "fetch" in prompt.splitlines()[0]:
+            return "fetched"
+        return f"analysed in {await ctx.ask('Which organism?')}"
+
+    def provider(failure: ChildFailure) -> dict[str, str]:
+        asked.append(failure.question or "")
+        return {"Which organism?": "Mus musculus"}
+
+    with record_waits():
+        outcome = await recover(
+            "- fetch P04637\n- analyse it",
+            child=child,
+            limits=Limits(timeout=0.3),
+            context_provider=provider,
+            policy=RecoveryPolicy(max_retries=3),
+        )
+    assert outcome.result.ok, outcome.result.report
+    assert asked == ["Which organism?"]
+    assert "analysed in Mus musculus" in (outcome.result.output or "")
+    assert [a.strategy for a in outcome.attempts] == ["initial", "decomposition", "enrichment"]
+
+
 def test_undecomposable_timeout_without_progress_stops() -> None:
     """A no-progress timeout on a task that does not split is tried once."""
     child = Script(hang_at_once)

@@ -499,6 +499,7 @@ async def _decomposed(
     left = [s for s in plan.subtasks if s not in kept]
     share = replace(limits, timeout=plan.timeout / max(1, len(left)))
     results: dict[str, DelegationResult] = {}
+    standing: ChildFailure | None = None  # the first failure a rerun cannot mend
     for index, subtask in enumerate(plan.subtasks, 1):
         if subtask in kept:
             continue
@@ -517,10 +518,15 @@ async def _decomposed(
         if result.failure is None:
             kept[subtask] = result.output or ""
             del tried[subtask]
-        else:
-            record["prompt"] = continued_subtask(sub_prompt, result.failure)
-            record["fresh"] = result.failure.error_type is ErrorType.CONTEXT_OVERFLOW
-    result = _aggregate(plan.subtasks, kept, results, attempt=attempt.number, subject=subject)
+            continue
+        sent = record.get("prompt") or sub_prompt
+        record["prompt"] = continued_subtask(sub_prompt, result.failure)
+        record["fresh"] = result.failure.error_type is ErrorType.CONTEXT_OVERFLOW
+        if standing is None and _stands(result.failure, record["prompt"] or sub_prompt, sent):
+            standing = result.failure
+    result = _aggregate(
+        plan.subtasks, kept, results, attempt=attempt.number, subject=subject, standing=standing
+    )
     if result.ok:  # (the output holds them all now)
         for key in (SUBTASKS_DONE, SUBTASKS_TRIED):
             attempt.state.pop(key, None)
@@ -541,6 +547,18 @@ async def _decomposed(
     return result
 
 
+def _stands(failure: ChildFailure, next_prompt: str, sent: str) -> bool:
+    """True for a subtask's failure that running the subtasks again cannot mend, so the
+    task's loop must see it as it is: its budget spent, its question unanswered (for a
+    context provider, or to stop), its prompt over the context window again with
+    nothing new done (never the same prompt)."""
+    if failure.error_type is ErrorType.BUDGET:
+        return not failure.suggested_retry
+    if failure.error_type is ErrorType.INPUT_REQUIRED:
+        return True
+    return failure.error_type is ErrorType.CONTEXT_OVERFLOW and next_prompt == sent
+
+
 def _aggregate(
     subtasks: tuple[str, ...],
     kept: Mapping[str, str],
@@ -548,11 +566,13 @@ def _aggregate(
     *,
     attempt: int,
     subject: str | None,
+    standing: ChildFailure | None = None,
 ) -> DelegationResult:
     """One result for a decomposed attempt: the output of every subtask that completed
     (in this attempt or an earlier one, ``kept``), and the first failure of this one's
-    (``partial`` when some subtasks completed), whose result still carries the outputs
-    of those that did: finished work is never dropped."""
+    (``partial`` when some subtasks completed, unless a ``standing`` one, which no
+    rerun of the subtasks mends, keeps its own category), whose result still carries
+    the outputs of those that did: finished work is never dropped."""
     session_id = new_session_id()
     ran = list(results.values())
     duration = round(sum(r.duration for r in ran), 6)
@@ -562,11 +582,8 @@ def _aggregate(
     failed = [r.failure for r in ran if r.failure is not None]
     failure = None
     if failed:
-        first = failed[0]
-        # A budget with nothing left for a retry stays what it is: no rerun can be paid for.
-        rerun = bool(done) and not (
-            first.error_type is ErrorType.BUDGET and not first.suggested_retry
-        )
+        first = standing or failed[0]
+        rerun = bool(done) and standing is None
         failure = first.model_copy(
             update={
                 "category": FailureCategory.PARTIAL if rerun else first.category,

@@ -313,7 +313,10 @@ async def _after_overflow(
     failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
 ) -> Plan | None:
     """The prompt outgrew the model's context window: split the task, else continue
-    from the completed steps without the transcript; never the same prompt again."""
+    from the completed steps without the transcript; never the same prompt again (a
+    split task's subtask that overflowed its own continuation too: nothing is left)."""
+    if previous.subtasks:
+        return None
     split = await _decomposition(previous, state, policy)
     if split is not None:
         return replace(split, fresh=True)
@@ -421,6 +424,8 @@ async def _enrich(
         state.answers[question] = answer  # it waits in ctx.ask for the question too
     state.enriched = True
     state.prompt = enriched_prompt(state.prompt, failure, context)
+    if previous.subtasks:  # a split task: its subtasks again, the answer waiting in ctx.ask
+        return replace(previous, strategy="enrichment", wait=0.0)
     return replace(previous, strategy="enrichment", prompt=state.prompt, subtasks=(), wait=0.0)
 
 
