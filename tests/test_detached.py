@@ -298,3 +298,23 @@ async def test_a_durable_cancel_that_lands_after_the_childs_end_cancels_nothing(
         monkeypatch.setattr(DurableExecutor, "_unfinished", listed_before_it_finished)
         assert await runner.cancel(started.delegation_id) is False
     assert finished.state == "completed"
+
+
+async def test_a_restart_lists_durable_delegations_newest_first_as_they_started(
+    tmp_path: Path,
+) -> None:
+    """Delegations started within one second are listed after a restart in the order
+    they started, with the times they started: the database records whole seconds,
+    which lost that order."""
+    from lyra import ChildRef
+    from lyra.detached import DurableRunner
+
+    child = ChildRef(target="fakes.children:plodder")
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        for _ in range(4):
+            await delegations.start(DelegationRequest(prompt="1x0", timeout=30))
+        before = [(d.delegation_id, d.created_at) for d in delegations.list()]
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        after = [(d.delegation_id, d.created_at) for d in delegations.list()]
+    assert [key for key, _ in after] == [key for key, _ in before]
+    assert all(abs(a - b) < 0.5 for (_, a), (_, b) in zip(after, before, strict=True))
