@@ -822,3 +822,17 @@ async def test_a_cancelled_future_in_a_durable_child_is_a_failure_and_the_run_re
 
     assert await run() == ["done: a", "tool_error", "done: c"]
     assert await run() == ["done: a", "tool_error", "done: c"]
+
+
+def test_lost_checkpoints_are_counted_once_a_child() -> None:
+    """The refusal counts the children the log says ran and the database does not hold:
+    a child that finished (logged, and reported) is one child, not two."""
+    from lyra.durable._checkpoints import CheckpointsDamaged, check_recorded
+
+    logged = {"run/0/0-P04637", "run/0/1-P69905", "run/0/2-Q8I3H7"}
+    with pytest.raises(CheckpointsDamaged, match=r"no record of 3 child\(ren\) that ran \(of 0"):
+        check_recorded({}, logged=logged, finished={"P04637", "P69905"})
+    recorded = {"run/0/0-P04637": "SUCCESS"}
+    with pytest.raises(CheckpointsDamaged, match=r"no record of 2 child\(ren\) that ran \(of 1"):
+        check_recorded(recorded, logged=logged, finished={"P04637", "P69905"})
+    check_recorded({w: "SUCCESS" for w in logged}, logged=logged, finished={"P04637"})

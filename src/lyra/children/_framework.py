@@ -53,7 +53,7 @@ def check_wraps(
 def labelled(child: str, *parts: object) -> str:
     """A framework child as a report names it (``<child>``, ``<fallback>``): its class
     with what it has of its agent's name and its model, ``PydanticAIChild(researcher,
-    openai:gpt-4o)``, so that two children of one framework can be told apart."""
+    gpt-4o)``, so that two children of one framework can be told apart."""
     said = [part for part in parts if isinstance(part, str) and part]
     return f"{child}({', '.join(said)})" if said else child
 

@@ -51,16 +51,21 @@ def check_recorded(
     recorded, and every task whose file stem is in ``finished`` (workflow IDs
     end in ``/<index>-<stem>``) is recorded as finished: succeeded, or given up
     on after a crash loop (that is the engine's record, not damage)."""
-    unrecorded = [workflow for workflow in logged if workflow not in recorded]
+    unrecorded = {_stem(workflow) for workflow in logged if workflow not in recorded}
     done = {workflow for workflow, status in recorded.items() if status in ("SUCCESS", GAVE_UP)}
-    stems = {workflow.rpartition("/")[2].partition("-")[2] for workflow in done}
-    unfinished = [stem for stem in finished if stem not in stems]
+    stems = {_stem(workflow) for workflow in done}
+    unfinished = {stem for stem in finished if stem not in stems}
     if unrecorded or unfinished:
-        lost = len(set(unrecorded)) + len(unfinished)
+        lost = len(unrecorded | unfinished)  # (a child that finished is in both: once)
         raise CheckpointsDamaged(
             f"the checkpoint database has no record of {lost} child(ren) that ran "
             f"(of {len(recorded)} recorded)"
         )
+
+
+def _stem(workflow: str) -> str:
+    """The file stem of the task a workflow ID names (``…/<index>-<stem>``)."""
+    return workflow.rpartition("/")[2].partition("-")[2]
 
 
 def _header_problem(path: Path) -> str | None:

@@ -28,7 +28,7 @@ def require_durable() -> None:
     """ConfigurationError naming the extra to install when DBOS or its drivers are missing."""
     missing = [name for name in ("dbos", "sqlalchemy", "psycopg") if not installed(name)]
     if missing:
-        raise missing_extra("durable runs", "durable", ", ".join(missing))
+        raise missing_extra("a durable run", "durable", ", ".join(missing))
 
 
 def sqlite_url(run_dir: Path) -> str:
