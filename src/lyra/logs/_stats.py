@@ -194,7 +194,8 @@ class FailureStats(_Model):
     tasks_failed: int
     """Tasks whose last attempt failed: failures that stand."""
     tasks_by_category: dict[str, int]
-    """Failed tasks per category of their last failure."""
+    """Failed tasks per category of their last failure (a split task that failed: of the
+    failure that led to the split; its subtasks' are their own)."""
     tasks_cancelled: int = 0
     """Tasks every attempt of which was cancelled (Ctrl+C, a client that left): not in
     ``tasks``, which counts tasks with a finished attempt. (A task whose only attempt
