@@ -322,7 +322,7 @@ def _finished(folder: Path, stderr: TextIO) -> AnalysisOutput | None:
         return done
     # Named as it was written, from the directory the run started in: here, it is this
     # folder's (named as this command names the folder, a copy of the run dir included).
-    return done.model_copy(update={"results": str(folder / "results.jsonl")})
+    return done.model_copy(update={"results": str(RunDir(folder).results)})
 
 
 def _read_output(path: Path) -> AnalysisOutput:

@@ -206,11 +206,12 @@ def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
             if path != "-":
                 try:
                     os.stat(path)  # missing, a symlink loop, no permission: said now
-                    if os.path.isdir(path):
+                    folder = os.path.isdir(path)
+                    if folder:
                         os.listdir(path)  # (a folder we may not read: rglob says nothing)
                 except OSError as exc:
                     return cannot_read(path, exc)
-                if Path(path).is_dir() and next(Path(path).rglob("events.jsonl"), None) is None:
+                if folder and next(Path(path).rglob("events.jsonl"), None) is None:
                     _note(
                         f"{path} holds no events.jsonl (a folder is read for the event logs "
                         "in it; name other files one by one, or read reports with lyra "

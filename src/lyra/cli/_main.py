@@ -13,7 +13,6 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from lyra import events
 from lyra.cli import (
     _a2a_command,
     _analyze_command,
@@ -26,12 +25,11 @@ from lyra.cli import (
     _worker_command,
 )
 from lyra.cli._options import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNWRITTEN,
     EXIT_USAGE,
 )
-from lyra.cli._signals import interrupt
+from lyra.cli._signals import exit_interrupted, interrupt
 from lyra.errors import ConfigurationError
 
 _COMMANDS = (
@@ -107,12 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"lyra: could not write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_UNWRITTEN
     except KeyboardInterrupt:  # Ctrl+C: stop at once, without a traceback
-        print("lyra: interrupted", file=sys.stderr)
-        events.flush()  # os._exit skips atexit: write out the events gathered so far
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # Worker threads abandoned in blocking tools would hold a normal exit.
-        os._exit(EXIT_INTERRUPTED)
+        exit_interrupted("lyra: interrupted")
     return status
 
 

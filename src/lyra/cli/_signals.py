@@ -27,12 +27,11 @@ from typing import NoReturn, TypeVar
 import anyio
 
 from lyra import events
+from lyra.cli._options import EXIT_INTERRUPTED
 
-__all__ = ["interrupt", "until_interrupted"]
+__all__ = ["exit_interrupted", "interrupt", "until_interrupted"]
 
 T = TypeVar("T")
-
-EXIT_INTERRUPTED = 130
 
 
 def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -60,8 +59,8 @@ async def until_interrupted(work: Callable[[], Awaitable[T]]) -> T:
                             working.cancel()
                         elif stopped == 2:
                             print(_SAVING, file=sys.stderr, flush=True)
-                        else:
-                            _stop_now()
+                        else:  # worker threads and cleanups are left behind
+                            exit_interrupted("lyra: interrupted again: stopping at once")
 
                 group.start_soon(watch)
                 with working:
@@ -87,10 +86,11 @@ _SAVING = (
 )
 
 
-def _stop_now() -> NoReturn:
-    """A third signal while the command stops: end the process now (worker threads and
-    cleanups left behind), the events gathered so far written."""
-    print("lyra: interrupted again: stopping at once", file=sys.stderr)
+def exit_interrupted(said: str) -> NoReturn:
+    """End the process now with exit status 130, ``said`` on stderr and the events
+    gathered so far written (``os._exit`` skips atexit; worker threads abandoned in
+    blocking tools would hold a normal exit)."""
+    print(said, file=sys.stderr)
     events.flush()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,7 +7,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -259,10 +259,11 @@ def _fitted(
     the same child that does not fit moves to the next child now, when there is one (a
     switch, not a retry)."""
     fitted = clock.fit(plan)
-    waits_too_long = plan is not None and plan.wait > 0 and clock.remaining() > 0
-    if fitted is None and waits_too_long and plan is not None and plan.child == ran.child:
-        fitted = clock.fit(fallback(so_far, ran, loop, policy, now=True))
-    return fitted
+    if fitted is not None or plan is None or plan.wait <= 0 or plan.child != ran.child:
+        return fitted
+    if clock.remaining() <= 0:
+        return None  # (no time for any child)
+    return clock.fit(fallback(so_far, ran, loop, policy, now=True))
 
 
 def _log_callback_failed(raised: CallbackRaised, *, task_id: str, subject: str | None) -> None:
@@ -418,10 +419,7 @@ class _Clock:
             return
         if _testing.is_testing():
             self.skipped += seconds
-        if self.pause is None:
-            await _testing.sleep(seconds)
-            return
-        async with self.pause():
+        async with self.pause() if self.pause is not None else nullcontext():
             await _testing.sleep(seconds)
 
 
@@ -507,8 +505,9 @@ async def _decomposed(
         sub_context = {**context, "task_id": f"{parent}.{index}", "parent_task_id": parent}
         record = tried.setdefault(subtask, {"runs": 0, "state": {}})
         record["runs"] += 1
+        sent = record.get("prompt") or sub_prompt
         result = results[subtask] = await run(
-            record.get("prompt") or sub_prompt,
+            sent,
             limits=share,
             attempt=record["runs"],
             context=sub_context,
@@ -519,7 +518,6 @@ async def _decomposed(
             kept[subtask] = result.output or ""
             del tried[subtask]
             continue
-        sent = record.get("prompt") or sub_prompt
         record["prompt"] = continued_subtask(sub_prompt, result.failure)
         record["fresh"] = result.failure.error_type is ErrorType.CONTEXT_OVERFLOW
         if standing is None and _stands(result.failure, record["prompt"] or sub_prompt, sent):
