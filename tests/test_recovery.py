@@ -306,6 +306,36 @@ async def test_a_subtask_over_the_context_window_twice_is_never_sent_the_same_pr
     assert len(sent) == len(set(sent)) == 2
 
 
+async def test_subtasks_that_all_overflowed_go_on_fresh() -> None:
+    """Every subtask over the context window after a step, none completed: each goes on
+    fresh from its own steps (the loop ended on the first overflow, its continuation
+    never run)."""
+    runs: list[tuple[str, bool]] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if "This is part" not in prompt:
+            await anyio.sleep(5)
+        section = "A" if "This is part 1 of 2" in prompt else "B"
+        runs.append((section, ctx.fresh))
+        if not ctx.fresh:
+            ctx.step(f"Read section {section}")
+            raise TaskRejected("Error code: 400 - prompt is too long: 210000 tokens > 200000")
+        return f"{section} summary"
+
+    task = "Do these:\n1. Summarise section A\n2. Summarise section B"
+    with record_waits():
+        outcome = await recover(
+            task, child=child, limits=Limits(timeout=0.3), policy=RecoveryPolicy(max_retries=3)
+        )
+    assert outcome.result.ok, outcome.result.report
+    assert runs == [("A", False), ("B", False), ("A", True), ("B", True)]
+    assert [a.strategy for a in outcome.attempts] == [
+        "initial",
+        "decomposition",
+        "fresh_continuation",
+    ]
+
+
 async def test_a_subtasks_question_goes_to_the_context_provider() -> None:
     """A subtask's question nobody answered is the task's missing context: the context
     provider is asked, and its answer waits in the subtask's ctx.ask when the subtasks

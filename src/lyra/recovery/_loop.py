@@ -582,10 +582,12 @@ def _aggregate(
     if failed:
         first = standing or failed[0]
         rerun = bool(done) and standing is None
+        # (an overflow no rerun mends is standing: the others go on fresh when rerun)
+        fresh = standing is None and first.error_type is ErrorType.CONTEXT_OVERFLOW
         failure = first.model_copy(
             update={
                 "category": FailureCategory.PARTIAL if rerun else first.category,
-                "suggested_retry": rerun or first.suggested_retry,
+                "suggested_retry": rerun or fresh or first.suggested_retry,
                 "suggested_actions": (_RERUN_THE_REST if rerun else first.suggested_actions),
                 "message": f"{len(subtasks) - len(done)} of {len(subtasks)} subtasks failed; "
                 f"first: {first.message}",

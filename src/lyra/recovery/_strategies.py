@@ -313,10 +313,13 @@ async def _after_overflow(
     failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
 ) -> Plan | None:
     """The prompt outgrew the model's context window: split the task, else continue
-    from the completed steps without the transcript; never the same prompt again (a
-    split task's subtask that overflowed its own continuation too: nothing is left)."""
+    from the completed steps without the transcript; never the same prompt again. A
+    split task's subtasks go on, each fresh from its own steps, unless one overflowed
+    its own continuation too (the aggregate is then not retryable: nothing is left)."""
     if previous.subtasks:
-        return None
+        if not failure.suggested_retry:
+            return None
+        return replace(previous, strategy="fresh_continuation", wait=0.0)
     split = await _decomposition(previous, state, policy)
     if split is not None:
         return replace(split, fresh=True)
