@@ -651,3 +651,72 @@ def test_a_supervisors_limits_change_only_where_a_call_says_so() -> None:
         limits.but(timeout=-1)
     with pytest.raises(TypeError, match="idle_timeout must be a number"):
         limits.but(idle_timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keep", [True, False])
+async def test_a_stray_cancel_of_a_pool_worker_loses_no_outcome(keep: bool) -> None:
+    """A child leaves a watchdog that later cancels "its" task -- the pool's worker, by
+    then running another child. Nobody cancelled the run: the child it hits fails as
+    one a stranger cancelled (retryable), and every task still gets its outcome (the
+    pool stopped, and returned None for the tasks it never ran)."""
+    from lyra import Supervisor, Task
+
+    async def child(prompt: str, ctx: Any) -> str:
+        if prompt == "0":  # a stale watchdog, left behind by a child that finished
+            asyncio.get_running_loop().call_later(0.05, asyncio.current_task().cancel)  # type: ignore[union-attr]
+        await asyncio.sleep(0.02)
+        return f"ok {prompt}"
+
+    seen: list[str] = []
+    outcomes = await Supervisor(child, timeout=5).run(
+        [Task(prompt=str(i), subject=str(i)) for i in range(10)],
+        max_concurrency=2,
+        keep=keep,
+        on_outcome=lambda outcome: seen.append(outcome.result.subject or ""),
+    )
+    assert sorted(seen, key=int) == [str(i) for i in range(10)]
+    if keep:
+        assert all(outcome is not None for outcome in outcomes)
+        failed = [o.result.failure for o in outcomes if not o.result.ok]
+        assert len(failed) == 1
+        assert (failed[0].category, failed[0].retryable) == ("tool_error", True)
+
+
+def test_a_cancellation_met_between_attempts_is_no_internal_error() -> None:
+    """A stray cancellation that reaches a task outside its child's attempt (waiting for
+    its place, or between attempts) fails that task as cancelled from outside, to run
+    again: not as lyra's internal error."""
+    from lyra import Task
+    from lyra.supervisor._executor import lost_outcome
+
+    failure = lost_outcome(Task(prompt="x"), asyncio.CancelledError()).result.failure
+    assert failure is not None
+    assert failure.message.startswith("Cancelled by code outside lyra")
+    assert failure.retryable
+    internal = lost_outcome(Task(prompt="x"), KeyError("k")).result.failure
+    assert internal is not None
+    assert internal.message.startswith("Internal error in lyra")
+    assert not internal.retryable
+
+
+async def test_a_pool_that_stopped_without_a_cancellation_still_gives_every_item() -> None:
+    """Were a stray cancellation to end the pool's task group quietly (as anyio does with
+    a worker's cancellation that no scope made), the items it never ran still get an
+    outcome each: the map never hands back a hole."""
+    from lyra.supervisor import _executor
+
+    async def work(item: int) -> str:
+        if item == 1:
+            asyncio.current_task().cancel()  # type: ignore[union-attr]
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
+        return f"ran {item}"
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_executor, "pool_worker", lambda: None)  # (the stray cancel not caught)
+        results = await _executor.LocalExecutor().map(
+            work, list(range(6)), max_concurrency=2, on_error=lambda item, exc: f"lost {item}"
+        )
+    assert len(results) == 6
+    assert all(result in (f"ran {i}", f"lost {i}") for i, result in enumerate(results))
+    assert "lost 1" in results

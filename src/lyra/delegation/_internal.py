@@ -21,6 +21,7 @@ from lyra.delegation._delegate import (
     foreign_cancellation,
     log_failure,
     new_session_id,
+    pool_worker,
     run_attempt,
 )
 from lyra.delegation._foreign import Kind as ErrorKind
@@ -50,6 +51,7 @@ __all__ = [
     "log_failure",
     "new_session_id",
     "observed_pool",
+    "pool_worker",
     "printable",
     "qualified_type_name",
     "report_boundary",

@@ -26,6 +26,7 @@ from lyra.delegation._internal import (
     log_failure,
     new_session_id,
     observed_pool,
+    pool_worker,
 )
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
@@ -129,6 +130,7 @@ class LocalExecutor:
 
         async def worker() -> None:
             nonlocal started
+            pool_worker()
             for item in pending:
                 if started < max_concurrency:
                     started += 1
@@ -156,10 +158,11 @@ class LocalExecutor:
         """``work`` over ``items`` in a pool, results in order; an item whose work
         raises gets ``on_error(item, exc)`` and never disturbs the others."""
         checked_concurrency(max_concurrency)
-        results: list[R | None] = [None] * len(items)
+        results: list[Any] = [_UNRUN] * len(items)
         pending = iter(enumerate(items))
 
         async def worker() -> None:
+            pool_worker()
             for index, item in pending:
                 try:
                     results[index] = await work(item)
@@ -171,7 +174,14 @@ class LocalExecutor:
         async with anyio.create_task_group() as group:
             for _ in range(min(max_concurrency, len(items))):
                 group.start_soon(worker)
-        return results  # type: ignore[return-value]  # every slot is filled above
+        for index, result in enumerate(results):  # (a pool stopped that nobody cancelled)
+            if result is _UNRUN:
+                results[index] = on_error(items[index], RuntimeError("the pool stopped first"))
+        return results
+
+
+_UNRUN = object()
+"""A slot of :meth:`LocalExecutor.map` whose item has not run yet."""
 
 
 def checked_concurrency(max_concurrency: object) -> int:
@@ -203,8 +213,18 @@ def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -
 
 
 def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
-    """The outcome of a task whose handling broke (lyra's own bug): a failure
+    """The outcome of a task whose handling broke (lyra's own bug), or that a
+    cancellation nobody made of the run reached between its attempts: a failure
     that says so, contained to that task."""
+    if not isinstance(exc, Exception):  # (what isolated() lets through: not lyra's bug)
+        return unrun_outcome(
+            task,
+            message=f"Cancelled by code outside lyra: {exception_text(exc)}",
+            evidence="a task.cancel() lyra did not make, or a future someone else "
+            "cancelled, reached the task outside its child's attempt; no other task is affected",
+            actions=("Run it again", "Find the code that cancels a task it does not own"),
+            retryable=True,
+        )
     text = f"Internal error in lyra: {exception_text(exc)}"
     events.error(events.TASK_INTERNAL_ERROR, subject=task.subject, error=text)
     return unrun_outcome(
