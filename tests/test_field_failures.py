@@ -330,6 +330,25 @@ async def test_an_answered_question_goes_on_in_the_same_attempt_and_is_not_idle(
     assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
 
 
+async def test_a_grandchilds_wait_for_its_answer_is_not_its_parents_idle_time() -> None:
+    """A parent waiting on a grandchild that waits for an answer waits too: neither
+    idle timeout passes meanwhile (the parent's did, and the whole subtree ended idle)."""
+
+    async def slow_human(question: str) -> str:
+        await anyio.sleep(0.3)
+        return "Homo sapiens"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        result = await ctx.delegate("Analyse p53", child=asks_organism)
+        return result.output or result.report
+
+    report = await adelegate_task(
+        "Analyse p53", child=parent, answer=slow_human, idle_timeout=0.1, timeout=5
+    )
+    parsed = parse_report(report)
+    assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
+
+
 async def test_an_unanswered_question_is_input_required_with_the_question_in_the_report() -> None:
     """Without an answerer (or with one that has no answer, or a blank one) the attempt
     ends as missing_context / input_required, the question in the report and its

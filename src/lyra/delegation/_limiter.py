@@ -157,27 +157,36 @@ class Limiter:
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
-        """While the child waits on others (an answer, a cooldown): no idle deadline
-        (the total one still holds), and progress again once the wait is over."""
+        """While the child waits on others (an answer, a cooldown): no idle deadline,
+        for it nor for the attempts it belongs to, which wait on it (the total ones still
+        hold), and progress again once the wait is over."""
+        held: list[tuple[Limiter, float]] = []
+        limiter: Limiter | None = self
+        while limiter is not None:
+            held.append((limiter, limiter._hold()))
+            limiter = limiter.parent
+        try:
+            yield
+        finally:
+            for limiter, armed in reversed(held):
+                limiter._release(armed)
+
+    def _hold(self) -> float:
+        """Hold the idle deadline; what it was."""
         self._waiting += 1
         held, self.armed = self.armed, self.deadline
         if self.deadlines is None and self.idle is not None:
             self.on_loop(self._rearm)
-        try:
-            yield
-        finally:
-            self._waiting -= 1
-            if self._waiting == 0 and self.idle is not None:
-                self.armed = min(held, self.deadline)
-                self.touch()  # the idle clock starts again now
-                self._rewatch()  # the deadline came nearer: the heap only moves it later
-            else:
-                self.touch()
+        return held
 
-    @property
-    def idle_held(self) -> bool:
-        """True while the child waits on others (its idle deadline is held)."""
-        return self._waiting > 0
+    def _release(self, held: float) -> None:
+        self._waiting -= 1
+        if self._waiting == 0 and self.idle is not None:
+            self.armed = min(held, self.deadline)
+            self.touch()  # the idle clock starts again now
+            self._rewatch()  # the deadline came nearer: the heap only moves it later
+        else:
+            self.touch()
 
     def _rearm(self) -> None:
         if self.scope is not None:
