@@ -437,6 +437,26 @@ async def _cancelled_elsewhere(*_: object) -> Any:
     return await shared
 
 
+async def test_a_thread_pools_future_someone_else_cancelled_is_a_foreign_cancellation() -> None:
+    """concurrent.futures' own CancelledError (an Exception, not asyncio's) from a
+    future someone else cancelled is the same failure as asyncio's: retryable, the
+    next try may not meet it (it was rule 10, unrecognised, not retryable)."""
+    import concurrent.futures
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        future.cancel()
+        return future.result()
+
+    parsed = parse_report(await adelegate_task("Fetch", child=child, timeout=5))
+    assert (parsed.category, parsed.error_type, parsed.retryable) == (
+        "tool_error",
+        "unknown",
+        True,
+    )
+    assert "cancelled from outside the delegation" in parsed.message
+
+
 async def test_a_verify_meeting_a_cancellation_nobody_made_is_the_callers() -> None:
     """verify= awaiting a future someone else cancelled raises CancelledError: as any
     raise of verify=, tool_error / verification, and the child is not paid for again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import math
 import os
 import time
@@ -458,7 +459,7 @@ def _verdict(
         return classify_verifier_raised(error.__cause__ or error), ""
     if error is not None:
         leaf = _leaf(error)
-        if isinstance(leaf, GeneratorExit | asyncio.CancelledError | ForeignCancellation):
+        if isinstance(leaf, _CANCELLED_ELSEWHERE):
             return classify_foreign_cancel(leaf, ctx), ""
         return classify_exception(error, ctx), ""
     if not isinstance(output, str):
@@ -466,6 +467,15 @@ def _verdict(
     if rejection is not None:
         return classify_rejected(rejection, ctx), ""
     return None, valid_text(output)
+
+
+_CANCELLED_ELSEWHERE = (
+    GeneratorExit,
+    asyncio.CancelledError,
+    ForeignCancellation,
+    concurrent.futures.CancelledError,  # (a thread pool's future someone else cancelled)
+)
+"""A cancellation the child met that is not the delegation's (which ends it otherwise)."""
 
 
 def _leaf(exc: BaseException) -> BaseException:
