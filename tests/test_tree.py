@@ -531,6 +531,28 @@ async def test_a_grandchild_asking_for_more_time_is_cut_at_the_parents_deadline(
     assert sub.failure.timeout < 0.4  # cut to the parent's time left, before its deadline
 
 
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+async def test_a_grandchilds_timeout_that_is_no_number_of_seconds_is_the_parents_error(
+    timeout: float,
+) -> None:
+    """ctx.delegate(timeout=0) is the caller's mistake, said as adelegate_task says it (a
+    ValueError the parent meets, its rule-10 failure): it ran the grandchild for 1 ms."""
+    ran: list[str] = []
+
+    async def grandchild(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        return "done"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        sub = await ctx.delegate("dig deeper", child=grandchild, timeout=timeout)
+        return sub.report
+
+    result = await Supervisor(parent).delegate("x", timeout=5)
+    assert result.failure is not None
+    assert "timeout must be a positive number of seconds" in result.failure.message
+    assert ran == []
+
+
 async def test_a_grandchilds_failure_is_a_result_and_the_parents_report_lists_it() -> None:
     """ctx.delegate never raises for a failure; the parent's report names the failed
     grandchild in metadata the parser reads back."""

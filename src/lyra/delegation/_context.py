@@ -37,7 +37,7 @@ from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
-from lyra.delegation._limits import Limits
+from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.delegation._tree import Tree
@@ -630,6 +630,8 @@ class ChildContext:
         """
         if self._runner is None:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
+        if timeout is not None:  # (a caller's mistake, said as adelegate_task says it)
+            timeout = check_timeout(timeout)
         # A hair before this attempt's own deadline, so that the grandchild's
         # timeout is reported back here rather than lost in this attempt's.
         left = self.remaining() - min(_NESTED_MARGIN, self.remaining() / 20)
