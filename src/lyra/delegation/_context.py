@@ -640,7 +640,7 @@ class ChildContext:
             child,
             prompt,
             limits=Limits(
-                timeout=round(max(own, 1e-3), 6),
+                timeout=round(max(own, 1e-3), 3),  # (as a report says it: ms)
                 idle_timeout=idle_timeout,
                 budget=budget,
                 max_repeats=self.limits.max_repeats,
