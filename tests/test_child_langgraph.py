@@ -419,6 +419,32 @@ async def test_usage_is_counted_once_through_subgraphs_and_chains() -> None:
     assert (result.usage.tokens, result.usage.turns) == (33, 2)
 
 
+async def test_a_langgraph_child_delegated_to_from_a_tool_is_charged_once() -> None:
+    """A LangGraph grandchild run from the parent graph's tool inherits the parent's
+    callbacks (langchain-core hands them down): its model calls and tool calls are
+    charged by its own run alone, so the tree's turns and tool calls are the real ones."""
+    inner = ScriptedModel.of(calls("lookup"), reply("393 residues", tokens=(100, 7)))
+
+    @tool
+    async def research(protein: str, config: RunnableConfig) -> str:
+        """Research a protein."""
+        found = await child_context(config).delegate(
+            protein, child=LangGraphChild(react_graph(inner, [lookup]))
+        )
+        return found.output or "failed"
+
+    outer = ScriptedModel.of(calls("research"), reply("done", tokens=(10, 3)))
+    budget = Budget(max_turns=4, max_tool_calls=2)  # exactly what the tree uses
+    result = await Supervisor(
+        LangGraphChild(react_graph(outer, [research])), budget=budget
+    ).delegate("How long is P04637?", timeout=5)
+    assert result.output == "done", result.report
+    assert result.usage is not None
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens) == (100 + 100 + 100 + 10, 20 + 7 + 20 + 3)
+    assert (usage.turns, usage.tool_calls) == (4, 2)
+
+
 # -- continuation -------------------------------------------------------------------------------
 
 

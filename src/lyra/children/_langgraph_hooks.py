@@ -10,12 +10,18 @@ each streamed token; each tool call is progress at its start and end
 succeeds. ``raise_error`` is set, so an exception raised here (the budget, a
 declared blocker) ends the run: langchain-core would log and swallow it
 otherwise. Every graph, subgraph and chain of a run shares this one handler,
-and each model run is charged once, by its run id.
+and each model run is charged once, by its run id. A LangGraph child delegated to
+from inside the run (a tool's ``ctx.delegate``) inherits this handler too, as
+langchain-core hands a run's callbacks down to every run it starts; that run's
+events are its own handler's to charge (see :meth:`LyraCallbacks.running`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
 
@@ -49,6 +55,22 @@ class LyraCallbacks(AsyncCallbackHandler):
     ignore_retriever = True
     ignore_retry = True
     ignore_custom_event = True
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """The scope of this handler's own run: what runs in it (and in the tasks and
+        threads it starts, which copy the context) is charged here, not by a handler
+        inherited from an outer run, which would charge it a second time."""
+        token = _running.set(self)
+        try:
+            yield
+        finally:
+            _running.reset(token)
+
+    def _nested(self) -> bool:
+        """The event is of a nested LyraCallbacks' run (outside any run: ours)."""
+        owner = _running.get()
+        return owner is not None and owner is not self
 
     # -- models -----------------------------------------------------------------------
 
@@ -87,6 +109,8 @@ class LyraCallbacks(AsyncCallbackHandler):
         """A turn, charged before the request is sent (a spent account refuses it), and
         under a token budget its worst case held (its ``max_tokens`` when the model
         declares one: callbacks cannot lower it)."""
+        if self._nested():
+            return
         model = _model_name(metadata, params)
         self._models[run_id] = model
         provider = metadata.get("ls_provider") if isinstance(metadata, dict) else None
@@ -122,7 +146,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """A response: its tokens and cost, charged once (a heartbeat without usage)."""
-        if run_id in self._charged:
+        if run_id in self._charged or self._nested():
             return
         self._charged.add(run_id)
         started_as = self._models.pop(run_id, None)
@@ -148,6 +172,8 @@ class LyraCallbacks(AsyncCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        if self._nested():
+            return
         ctx = self.ctx
         name = str(kwargs.get("name") or (serialized or {}).get("name") or "tool")
         self._tools[run_id] = name
@@ -185,6 +211,10 @@ class LyraCallbacks(AsyncCallbackHandler):
         """A node under a ``TimeoutPolicy`` started, finished or showed progress
         (``runtime.heartbeat()`` included): progress for lyra's idle timeout too."""
         self.ctx.heartbeat()
+
+
+_running: ContextVar[LyraCallbacks | None] = ContextVar("lyra_langgraph_run", default=None)
+"""The handler whose run the current code is in (see :meth:`LyraCallbacks.running`)."""
 
 
 def _model_name(metadata: Any, params: Any) -> str | None:

@@ -51,7 +51,8 @@ models' provider SDK errors, which reach lyra unwrapped).
 your runtime ``context`` (which lyra never touches). A node or tool that takes a
 ``config: RunnableConfig`` parameter (or a ``ToolRuntime``) gets it with
 :func:`child_context`, and may ``await ctx.delegate(...)`` a grandchild under
-the same tree and limits::
+the same tree and limits (a LangGraph grandchild inherits this run's callbacks,
+lyra's handler included; its calls are charged once, by its own handler)::
 
     @tool
     async def research(topic: str, config: RunnableConfig) -> str:
@@ -197,16 +198,17 @@ class LangGraphChild:
         seen: dict[str, Any] = {"state": None, "interrupts": ()}
 
         async def stream() -> None:
-            async for part in self.graph.astream(
-                graph_input,
-                config,
-                context=self.context,
-                stream_mode="values",
-                version="v2",
-                **self.options,
-            ):
-                seen["state"] = part["data"]
-                seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
+            with hooks.running():
+                async for part in self.graph.astream(
+                    graph_input,
+                    config,
+                    context=self.context,
+                    stream_mode="values",
+                    version="v2",
+                    **self.options,
+                ):
+                    seen["state"] = part["data"]
+                    seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
 
         from langgraph.errors import NodeCancelledError
 
