@@ -567,6 +567,38 @@ async def test_an_interrupted_thread_is_answered_by_the_enriched_retry() -> None
     assert "- isoform: 1" in outcome.result.output
 
 
+@pytest.mark.parametrize(
+    ("run", "compiled", "where"),
+    [
+        ({"interrupt_before": ["tools"]}, {}, "before node 'tools' (interrupt_before)"),
+        ({"interrupt_after": ["agent"]}, {}, "after node 'agent' (interrupt_after)"),
+        ({}, {"interrupt_before": ["tools"]}, "before node 'tools' (interrupt_before)"),
+    ],
+    ids=["run-before", "run-after", "compiled-before"],
+)
+async def test_a_static_interrupt_is_missing_context_naming_its_node(
+    run: dict[str, Any], compiled: dict[str, Any], where: str
+) -> None:
+    """A graph stopped at a breakpoint (``interrupt_before``/``_after``, given to the run
+    or compiled in) ends with no question and no answer: missing_context naming the node
+    it waits at, never a success with empty output."""
+    ran: list[str] = []
+
+    @tool
+    async def approve(protein: str) -> str:
+        """Approve a protein."""
+        ran.append(protein)
+        return "approved"
+
+    model = ScriptedModel.of(calls("approve"), reply("approved"))
+    graph = react_graph(model, [approve], checkpointer=InMemorySaver(), **compiled)
+    result = await Supervisor(LangGraphChild(graph, **run)).delegate("x", timeout=5)
+    assert result.failure is not None, result.output
+    assert result.failure.category == "missing_context"
+    assert where in (result.failure.blocked_on or "")
+    assert (ran, len(model.requests)) == ([], 1)
+
+
 # -- traces -------------------------------------------------------------------------------------
 
 

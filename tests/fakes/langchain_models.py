@@ -130,8 +130,10 @@ def react_graph(
     *,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     handle_tool_errors: Any = None,
+    **compile: Any,
 ) -> Any:
-    """The usual tool-calling agent: model node, ToolNode, tools_condition, back to the model."""
+    """The usual tool-calling agent: model node, ToolNode, tools_condition, back to the model
+    (``compile``: more of ``compile``'s options, ``interrupt_before=``)."""
 
     async def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
         answer = await model.bind_tools(tools).ainvoke(state["messages"], config)
@@ -144,4 +146,4 @@ def react_graph(
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=checkpointer, **compile)

@@ -40,7 +40,8 @@ tool of the graph, its subgraphs and chains included:
 agent's "Sorry, need more steps" answer, are ``timeout`` / ``budget``, never a
 success; a node's ``NodeTimeoutError`` is ``timeout`` (``idle`` for its idle
 timeout); an interrupt (``interrupt()``, human in the loop) is ``missing_context``
-with the question as the blocker; ``ctx.block(...)`` in a tool holds even when a
+with the question as the blocker, a static one (``interrupt_before=`` /
+``interrupt_after=``) with the node it stopped at; ``ctx.block(...)`` in a tool holds even when a
 ``ToolNode`` turns the exception into a message (the run ends at its next model
 request or tool call). Every exception is classified by
 :mod:`lyra.delegation._foreign` (LangGraph's and langchain-core's, and the chat
@@ -195,7 +196,7 @@ class LangGraphChild:
         hooks = self._hooks(Meter(ctx, self._price, child="LangGraphChild"))
         config = self._config(ctx, hooks)
         graph_input = await self._input(prompt, ctx, config)
-        seen: dict[str, Any] = {"state": None, "interrupts": ()}
+        seen: dict[str, Any] = {"state": None, "interrupts": (), "stopped": False, "ran": None}
 
         async def stream() -> None:
             with hooks.running():
@@ -203,12 +204,11 @@ class LangGraphChild:
                     graph_input,
                     config,
                     context=self.context,
-                    stream_mode="values",
+                    stream_mode=["values", "updates"],
                     version="v2",
                     **self.options,
                 ):
-                    seen["state"] = part["data"]
-                    seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
+                    _took(seen, part)
 
         from langgraph.errors import NodeCancelledError
 
@@ -221,10 +221,32 @@ class LangGraphChild:
             state = seen["state"]
             if seen["interrupts"]:
                 ctx.block(FailureCategory.MISSING_CONTEXT, _asked(seen["interrupts"]))
+            if seen["stopped"]:  # a static interrupt: no question, a node to resume at
+                ctx.block(FailureCategory.MISSING_CONTEXT, await self._halted(config, seen))
             return output_text(self.output(state) if self.output else _answer(state))
         except BaseException:  # cancellation included: keep the work for a retry
             self._remember(ctx, seen["state"])
             raise
+
+    async def _halted(self, config: RunnableConfig, seen: Mapping[str, Any]) -> str:
+        """The blocker of a run that stopped at a static interrupt (``interrupt_before``
+        / ``interrupt_after``, the run's or the compiled graph's): the node it names."""
+        after = self._breakpoints("interrupt_after")
+        if seen["ran"] is not None and (after == "*" or seen["ran"] in after):
+            where = f"after node {seen['ran']!r} (interrupt_after)"
+        else:
+            before = self._breakpoints("interrupt_before")
+            waiting = (await self.graph.aget_state(config)).next if self.checkpointed else ()
+            nodes = [n for n in waiting if before == "*" or n in before]
+            nodes = nodes or ([] if before == "*" else list(before))  # (no checkpointer)
+            named = f"node {' or '.join(map(repr, nodes))}" if nodes else "its next node"
+            where = f"before {named} (interrupt_before)"
+        return f"The graph stopped {where}, waiting for a human to review and resume it"
+
+    def _breakpoints(self, option: str) -> Any:
+        """The run's ``interrupt_before``/``_after`` (else the graph's, as LangGraph reads
+        them): ``"*"`` or node names."""
+        return self.options.get(option) or getattr(self.graph, f"{option}_nodes", None) or ()
 
     # -- the run's config --------------------------------------------------------------
 
@@ -479,6 +501,19 @@ def _said(message: Any, reasons: Mapping[str, tuple[str, ...]]) -> str | None:
         if meta.get(key) in said:
             return f"{key} {meta[key]}"
     return None
+
+
+def _took(seen: dict[str, Any], part: Mapping[str, Any]) -> None:
+    """Keep what a streamed part says: the state and its interrupts (``values``), a
+    static interrupt's stop and the node that ran last (``updates``)."""
+    data = part["data"]
+    if part["type"] == "values":
+        seen["state"] = data
+        seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
+    elif "__interrupt__" in data:  # (a dynamic interrupt's values part names it)
+        seen["stopped"] = True
+    elif data:
+        seen["ran"] = next(iter(data))
 
 
 def _asked(interrupts: Sequence[Any]) -> str:
