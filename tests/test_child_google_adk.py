@@ -4,6 +4,7 @@ of its model interface (tests/fakes/adk_models.py)."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
@@ -115,6 +116,27 @@ async def test_a_loop_agents_own_limit_counts_every_model_call() -> None:
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
     assert "LlmCallsLimitExceededError" in result.failure.evidence
     assert len(model.requests) == result.usage.turns == 3  # the refused one is not charged
+
+
+@pytest.mark.parametrize("workflow", [LoopAgent, SequentialAgent])
+async def test_a_workflow_stopped_by_the_budget_leaves_no_exception_unread(
+    workflow: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A workflow agent whose next model request lyra refuses ends its run's task with
+    ADK's wrapper of the refusal as the attempt is cancelled: timeout/budget, and the
+    task's exception is read (asyncio logs "Task exception was never retrieved")."""
+
+    def runaway() -> Any:
+        while True:
+            yield reply("again")
+
+    steps = [llm_agent(f"step{i}", runaway(), tools=[])[0] for i in range(3)]
+    with pytest.warns(DeprecationWarning, match="in favor of Workflow"):
+        agent = workflow(name="flow", sub_agents=steps)
+    result = await delegate(GoogleADKChild(agent), budget=Budget(max_turns=2))
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 # -- the result ---------------------------------------------------------------------------

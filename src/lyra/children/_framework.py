@@ -198,8 +198,9 @@ async def contained(run: Awaitable[T]) -> T:
         await ended
         return task.result()
     except asyncio.CancelledError:
-        if task.done():
-            raise  # the run's own foreign cancellation is turned into a failure below
+        if task.done():  # it ended as we were cancelled: by a stop it raised, as a rule
+            _read(task)  # that stop's echo (ours wins), read: asyncio would log it as lost
+            raise  # (or the run's own foreign cancellation, out of task.result())
         scope.cancel()  # ours (a deadline, a limit, the caller): the run ends as anyio's
         if not await _ended(task, loop):
             raise  # its cleanups still run: left to finish on their own (_CLEANUP_GRACE)
