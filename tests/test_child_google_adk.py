@@ -18,6 +18,7 @@ from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgen
 from google.adk.agents.run_config import RunConfig, StreamingMode, ToolThreadPoolConfig
 from google.adk.apps import App
 from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.tools import LongRunningFunctionTool
 from google.adk.workflow import START, Workflow
 from google.genai import types
 
@@ -212,6 +213,30 @@ async def test_a_stop_of_lyras_is_not_logged_by_adk_as_a_crash(
     refused = await delegate(GoogleADKChild(agent), budget=Budget(max_cost_usd=1.0))
     assert "no price is known" in refused.failure.message
     assert [r.getMessage() for r in caplog.records if r.name.startswith("google_adk")] == []
+
+
+@pytest.mark.parametrize(
+    ("result", "turns"),
+    [({"status": "pending", "ticket": "T-1"}, (calls("approve"), reply("Waiting."))), (None, ())],
+    ids=["pending-then-an-answer", "no-result"],
+)
+async def test_a_long_running_tool_called_in_the_run_is_missing_context(
+    result: Any, turns: tuple[Any, ...]
+) -> None:
+    """A long-running tool's final result comes from the caller after the run, whether
+    it first returns a "pending" status the model then talks about, or nothing (ADK ends
+    the run at the call): missing_context naming the tool, never a success."""
+
+    def approve(protein: str) -> Any:
+        """Ask a curator to approve the protein."""
+        return result
+
+    script = turns or (calls("approve"),)
+    agent, _model = llm_agent("curate", *script, tools=[LongRunningFunctionTool(func=approve)])
+    outcome = await delegate(GoogleADKChild(agent))
+    assert outcome.failure is not None, outcome.output
+    assert outcome.failure.category == "missing_context"
+    assert "long-running tool calls: approve" in (outcome.failure.blocked_on or "")
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ _REFUSED = frozenset(
 )
 """Finish and block reasons of a final response: the answer is cut off, or refused."""
 _PLUGIN_ERROR = "Error in plugin "
+_WAITING = "The agent waits for the results of long-running tool calls: "
 _NOT_RUN = "not run: the previous attempt stopped before this call finished"
 STATE_KEY = "google_adk"
 """Where a failed attempt keeps its session events in ``ctx.state`` (JSON data)."""
@@ -400,7 +401,9 @@ class Run:
         token = current_run.set(attempt)
         try:
             await self._restore(session, ctx)
-            final = await contained(self._events(prompt, session.id, user_id, run_config))
+            final, waiting = await contained(self._events(prompt, session.id, user_id, run_config))
+            if waiting:  # its result can only come from the caller, after the run
+                ctx.block(FailureCategory.MISSING_CONTEXT, _WAITING + ", ".join(waiting))
             if output_key is not None:
                 done = await self.sessions.get_session(**where)
                 if done is None or output_key not in done.state:
@@ -440,10 +443,12 @@ class Run:
 
     async def _events(
         self, prompt: str, session_id: str, user_id: str, run_config: RunConfig | None
-    ) -> Event | None:
-        """Run the agent; its last final response (``None``: it gave none). Iterated
-        in ``aclosing``: a generator left open would leave ADK's tasks running."""
+    ) -> tuple[Event | None, list[str]]:
+        """Run the agent; its last final response (``None``: it gave none) and the
+        long-running tools it called. Iterated in ``aclosing``: a generator left open
+        would leave ADK's tasks running."""
         final = None
+        waiting: dict[str, None] = {}  # (ordered, once each)
         events = self.runner.run_async(
             user_id=user_id,
             session_id=session_id,
@@ -452,9 +457,14 @@ class Run:
         )
         async with contextlib.aclosing(events) as stream:
             async for event in stream:
-                if not event.partial and event.is_final_response():
+                if event.partial:
+                    continue
+                if event.is_final_response():
                     final = event
-        return final
+                for call in event.get_function_calls():
+                    if call.id in (event.long_running_tool_ids or ()):
+                        waiting[call.name or "?"] = None
+        return final, list(waiting)
 
 
 def _keep(ctx: ChildContext, session: Session | None) -> None:
@@ -506,15 +516,6 @@ def _answer(ctx: ChildContext, final: Event | None) -> str:
         ) from asyncio.CancelledError()
     if final is None:
         raise IncompleteOutput("The agent ended without an answer")
-    if final.long_running_tool_ids:
-        calls = final.get_function_calls()
-        names = ", ".join(
-            call.name or "?" for call in calls if call.id in final.long_running_tool_ids
-        )
-        ctx.block(
-            FailureCategory.MISSING_CONTEXT,
-            f"The agent waits for the results of long-running tool calls: {names}",
-        )
     reason = _reason(final.error_code) or _reason(final.finish_reason)
     if reason in _CUT_OFF:
         raise IncompleteOutput("The model stopped early (MAX_TOKENS): the output is cut off")

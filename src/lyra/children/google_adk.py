@@ -44,8 +44,9 @@ every agent of a workflow; see :mod:`._google_adk_run`):
 **How a run ends.** ADK's own ``RunConfig.max_llm_calls`` (default 500) is
 ``timeout`` / ``budget``, never a success; a final answer cut off at
 ``MAX_TOKENS`` is ``partial``; a safety, recitation or blocklist stop is
-``invalid_task``; a long-running tool waiting for its result is
-``missing_context``. ADK wraps an exception raised in a plugin in a
+``invalid_task``; a long-running tool called in the run is ``missing_context``
+naming it (its result comes from the caller after the run, even when it first
+answered "pending" and the model went on). ADK wraps an exception raised in a plugin in a
 ``RuntimeError``; lyra classifies what it wraps. Every public exception of ADK
 and of ``google.genai`` (``ClientError`` / ``ServerError`` by their HTTP status)
 is mapped in :mod:`lyra.delegation._foreign._google_adk`.
