@@ -394,11 +394,17 @@ def test_genai_errors_are_read_by_status(exc: BaseException, kind: Kind, error_t
 
 
 def test_the_agent_is_checked_when_the_child_is_built() -> None:
-    """Not an ADK agent: a TypeError at once; an App goes in with its plugins kept."""
+    """Not an ADK agent, or an option ADK would refuse with pydantic's ValidationError: lyra's
+    TypeError (ValueError for a bad app name) naming the option, at once; an App goes in
+    with its plugins kept."""
     with pytest.raises(TypeError, match="GoogleADKChild wraps a Google ADK agent"):
         GoogleADKChild("an agent")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="run_config= must be of type RunConfig"):
         GoogleADKChild(llm_agent("a", reply("x"))[0], run_config={"max_llm_calls": 3})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"plugins= must be a sequence of BasePlugin; got 'x'"):
+        GoogleADKChild(llm_agent("a", reply("x"))[0], plugins=["x"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"app_name= is not one ADK accepts: Invalid app name"):
+        GoogleADKChild(llm_agent("a", reply("x"))[0], app_name="my app")
     agent, _model = llm_agent("a", reply("x"))
     app = App(name="triage", root_agent=agent, plugins=[Flaky("audit")])
     child = GoogleADKChild(app)

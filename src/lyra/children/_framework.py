@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import json
 import reprlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from types import ModuleType
 from typing import Any, TypeVar
@@ -93,6 +93,19 @@ def check_options(child: str, **options: tuple[Any, Any]) -> None:
             what = "of type " + " or ".join(k.__name__ for k in kinds)
         if not valid:
             raise TypeError(f"{child}'s {name}= must be {what}; got {reprlib.repr(value)}")
+
+
+def check_each(child: str, **options: tuple[Any, type]) -> None:
+    """Raise a TypeError for the first option (``name=(values, kind)``) that is not a
+    sequence of ``kind`` (a string is no sequence of them), naming what it must be."""
+    for name, (values, kind) in options.items():
+        sequence = isinstance(values, Sequence) and not isinstance(values, str | bytes)
+        wrong = [value for value in values if not isinstance(value, kind)] if sequence else [values]
+        if wrong:
+            raise TypeError(
+                f"{child}'s {name}= must be a sequence of {kind.__name__}; "
+                f"got {reprlib.repr(wrong[0])}"
+            )
 
 
 def check_at_least_one(child: str, **options: int | None) -> None:

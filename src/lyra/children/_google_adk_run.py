@@ -38,6 +38,7 @@ import orjson
 from google.adk.agents import LlmAgent, RunConfig
 from google.adk.agents.run_config import ToolThreadPoolConfig
 from google.adk.apps import App
+from google.adk.apps.app import validate_app_name
 from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -64,7 +65,17 @@ from lyra.children._pricing import PriceList
 from lyra.delegation import ChildContext, FailureCategory
 from lyra.errors import ForeignCancellation, IncompleteOutput, TaskRejected
 
-__all__ = ["App", "BaseNode", "Limits", "Run", "RunConfig", "tools_in_threads", "warm"]
+__all__ = [
+    "App",
+    "BaseNode",
+    "BasePlugin",
+    "Limits",
+    "Run",
+    "RunConfig",
+    "check_app_name",
+    "tools_in_threads",
+    "warm",
+]
 
 _CUT_OFF = frozenset({"MAX_TOKENS"})
 _REFUSED = frozenset(
@@ -334,6 +345,16 @@ def quiet_own_stops() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(kept, _OwnStops) for kept in logger.filters):
             logger.addFilter(_OwnStops())
+
+
+def check_app_name(name: str | None) -> None:
+    """A ValueError naming the option for an app name ADK refuses (its App would raise
+    pydantic's ValidationError, unlike every other option's error)."""
+    if name:  # (an empty one: the agent's name, as for None)
+        try:
+            validate_app_name(name)
+        except ValueError as exc:
+            raise ValueError(f"GoogleADKChild's app_name= is not one ADK accepts: {exc}") from None
 
 
 def provider_of(model: str | None) -> str | None:

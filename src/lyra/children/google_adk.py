@@ -80,6 +80,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
+    check_each,
     check_options,
     check_prices,
     check_wraps,
@@ -151,12 +152,13 @@ class GoogleADKChild:
         check_options(
             "GoogleADKChild",
             run_config=(run_config, adk.RunConfig),
-            plugins=(plugins, Sequence),
             state=(state, Mapping),
             output_key=(output_key, str),
             app_name=(app_name, str),
             user_id=(user_id, str),
         )
+        check_each("GoogleADKChild", plugins=(plugins, adk.BasePlugin))
+        adk.check_app_name(app_name)
         check_prices("GoogleADKChild", prices)
         self.agent = agent
         self.run_config = run_config
