@@ -101,6 +101,18 @@ async def test_a_turn_budget_holds_across_parallel_agents() -> None:
     assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
 
 
+@pytest.mark.parametrize("slow", ["left", "right"])
+async def test_a_parallel_agents_result_is_the_branch_that_finished_last(slow: str) -> None:
+    """As documented: a ParallelAgent's result is the answer of whichever branch finished
+    last (timing, not the order of its sub_agents), not a join of the branches."""
+    left, _ = llm_agent("left", *([0.1] if slow == "left" else []), reply("left's"), tools=[])
+    right, _ = llm_agent("right", *([0.1] if slow == "right" else []), reply("right's"), tools=[])
+    with pytest.warns(DeprecationWarning, match="in favor of Workflow"):
+        both = ParallelAgent(name="both", sub_agents=[left, right])
+    result = await delegate(GoogleADKChild(both))
+    assert result.output == f"{slow}'s", result.report
+
+
 async def test_a_loop_agents_own_limit_counts_every_model_call() -> None:
     """A LoopAgent without an end keeps asking; ADK's max_llm_calls (RunConfig) stops it,
     timeout/budget, never a success; the request ADK refuses is not charged a turn."""

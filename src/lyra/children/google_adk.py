@@ -51,9 +51,11 @@ answered "pending" and the model went on). ADK wraps an exception raised in a pl
 and of ``google.genai`` (``ClientError`` / ``ServerError`` by their HTTP status)
 is mapped in :mod:`lyra.delegation._foreign._google_adk`.
 
-**The result** is the text of the run's last final response (for a workflow,
-its last agent's); with ``output_key=`` it is that key of the session state at
-the end instead (where an ``LlmAgent(output_key=...)`` keeps its answer).
+**The result** is the text of the last final response the run yielded (for a
+sequential workflow, its last agent's; for a ``ParallelAgent``, the branch that
+finished last, whichever that was: merge branches through their ``output_key``
+in a following agent); with ``output_key=`` it is that key of the session state
+at the end instead (where an ``LlmAgent(output_key=...)`` keeps its answer).
 Structured output becomes JSON text.
 
 **Continuation.** When an attempt fails after a model answered, the session's
