@@ -185,6 +185,9 @@ class LangGraphChild:
 
         self.checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
         """True when the graph keeps its state in a checkpointer (a thread to resume)."""
+        breakpoints = self._breakpoints("interrupt_before") or self._breakpoints("interrupt_after")
+        # (a static interrupt's stop shows only in "updates": streamed only where one can be)
+        self._modes: Any = ["values", "updates"] if breakpoints else "values"
 
     @property
     def name(self) -> str:
@@ -204,11 +207,15 @@ class LangGraphChild:
                     graph_input,
                     config,
                     context=self.context,
-                    stream_mode=["values", "updates"],
+                    stream_mode=self._modes,
                     version="v2",
                     **self.options,
                 ):
-                    _took(seen, part)
+                    if part["type"] == "values":
+                        seen["state"] = part["data"]
+                        seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
+                    else:
+                        _updated(seen, part["data"])
 
         from langgraph.errors import NodeCancelledError
 
@@ -503,17 +510,13 @@ def _said(message: Any, reasons: Mapping[str, tuple[str, ...]]) -> str | None:
     return None
 
 
-def _took(seen: dict[str, Any], part: Mapping[str, Any]) -> None:
-    """Keep what a streamed part says: the state and its interrupts (``values``), a
-    static interrupt's stop and the node that ran last (``updates``)."""
-    data = part["data"]
-    if part["type"] == "values":
-        seen["state"] = data
-        seen["interrupts"] = part.get("interrupts") or seen["interrupts"]
-    elif "__interrupt__" in data:  # (a dynamic interrupt's values part names it)
+def _updated(seen: dict[str, Any], update: Any) -> None:
+    """Keep what an ``updates`` part says: a static interrupt's stop, else the node that
+    ran (a dynamic interrupt's ``values`` part names it too)."""
+    if "__interrupt__" in update:
         seen["stopped"] = True
-    elif data:
-        seen["ran"] = next(iter(data))
+    elif update:
+        seen["ran"] = next(iter(update))
 
 
 def _asked(interrupts: Sequence[Any]) -> str:
