@@ -71,6 +71,26 @@ async def test_a_sequential_workflow_answers_with_its_last_agents_answer() -> No
     assert parse_report(result.report).turns == 3
 
 
+async def test_an_agent_that_answered_is_work_done_when_a_later_one_fails() -> None:
+    """A workflow's agent that gave its answer did work: a later agent's failure is
+    partial (a continuation replays the session past it), not the first failure of a
+    run that did nothing (tool_error, not retried)."""
+
+    def broken(protein: str) -> str:
+        """Look a protein up."""
+        raise RuntimeError("the index is corrupt")
+
+    finder, _ = llm_agent("finder", reply("393 residues"), tools=[])
+    writer, _ = llm_agent("writer", reply("", ("broken", {"protein": "P04637"})), tools=[broken])
+    with pytest.warns(DeprecationWarning, match="in favor of Workflow"):
+        pipeline = SequentialAgent(name="pipeline", sub_agents=[finder, writer])
+    result = await delegate(GoogleADKChild(pipeline))
+    failure = result.failure
+    assert failure is not None
+    assert (failure.category, failure.retryable) == ("partial", True), result.report
+    assert failure.completed_steps == ("Agent finder answered",)
+
+
 async def test_a_graph_workflow_of_agents_runs_under_the_same_limits() -> None:
     """ADK 2's Workflow (a graph of nodes) goes in as it is: its agents' turns and
     tokens are charged, and the last agent's answer is the result."""

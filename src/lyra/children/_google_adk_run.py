@@ -422,7 +422,9 @@ class Run:
         token = current_run.set(attempt)
         try:
             await self._restore(session, ctx)
-            final, waiting = await contained(self._events(prompt, session.id, user_id, run_config))
+            final, waiting = await contained(
+                self._events(ctx, prompt, session.id, user_id, run_config)
+            )
             if waiting:  # its result can only come from the caller, after the run
                 ctx.block(FailureCategory.MISSING_CONTEXT, _WAITING + ", ".join(waiting))
             if output_key is not None:
@@ -463,11 +465,17 @@ class Run:
             await self.sessions.append_event(session, event)
 
     async def _events(
-        self, prompt: str, session_id: str, user_id: str, run_config: RunConfig | None
+        self,
+        ctx: ChildContext,
+        prompt: str,
+        session_id: str,
+        user_id: str,
+        run_config: RunConfig | None,
     ) -> tuple[Event | None, list[str]]:
         """Run the agent; its last final response (``None``: it gave none) and the
-        long-running tools it called. Iterated in ``aclosing``: a generator left open
-        would leave ADK's tasks running."""
+        long-running tools it called. An agent's answer is a completed step (a
+        workflow's later agent that fails leaves work done). Iterated in ``aclosing``:
+        a generator left open would leave ADK's tasks running."""
         final = None
         waiting: dict[str, None] = {}  # (ordered, once each)
         events = self.runner.run_async(
@@ -482,6 +490,8 @@ class Run:
                     continue
                 if event.is_final_response():
                     final = event
+                    if not event.error_code and _text_of(event):  # (an answer, not an error)
+                        ctx.step(f"Agent {event.author} answered")
                 for call in event.get_function_calls():
                     if call.id in (event.long_running_tool_ids or ()):
                         waiting[call.name or "?"] = None
@@ -544,11 +554,16 @@ def _answer(ctx: ChildContext, final: Event | None) -> str:
         raise TaskRejected(f"The model refused the request ({reason}): {final.error_message or ''}")
     if final.output is not None:
         return output_text(final.output)
-    parts = final.content.parts if final.content and final.content.parts else []
-    text = "".join(part.text for part in parts if part.text and not part.thought)
+    text = _text_of(final)
     if final.error_code is not None and not text:
         raise IncompleteOutput(f"The run ended with {reason}: {final.error_message or ''}")
     return text
+
+
+def _text_of(event: Event) -> str:
+    """An event's answer text (its thoughts left out)."""
+    parts = event.content.parts if event.content and event.content.parts else []
+    return "".join(part.text for part in parts if part.text and not part.thought)
 
 
 def _reason(code: Any) -> str | None:
