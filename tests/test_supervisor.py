@@ -263,6 +263,19 @@ async def test_no_protein_without_an_ordered_unit_is_compared() -> None:
     assert "best" not in output.text().lower()
 
 
+async def test_a_comparison_names_where_its_domain_boundaries_come_from() -> None:
+    """Domain figures name the UniProt file their boundaries come from, and an isoform's
+    that they were mapped from the canonical sequence (the line named the model alone)."""
+    output = await analyze(["P05067-2", "P05067"], timeout=5)
+    assert output.comparison is not None
+    isoform, canonical = output.comparison.lines()[1:3]
+    assert isoform.endswith(
+        "UniProt domains (uniprot_P05067_flatfile_2025.txt, mapped from the canonical "
+        "P05067) E1 28–189 95.63 (very high)"
+    )
+    assert "UniProt domains (uniprot_P05067_flatfile_2025.txt) E1 28–189 88.18" in canonical
+
+
 async def test_comparison_is_skipped_when_the_quorum_fails() -> None:
     """No comparison is made from results the quorum rejected."""
     output = await analyze(

@@ -11,7 +11,7 @@ outcomes become the protein entries of DESIGN §6.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -710,8 +710,21 @@ def _figures(state: ProteinState) -> dict[str, Any]:
             if f["type"] in DOMAIN_TYPES
         ]
         or None,
+        "domains_source": _domains_source(summary),
     }
     return {key: value for key, value in figures.items() if value is not None}
+
+
+def _domains_source(summary: Mapping[str, Any]) -> str | None:
+    """Where the domain boundaries come from: the UniProt file (or URL), and for an
+    isoform that they were mapped from the canonical sequence (a comparison line
+    names it, as the brief does)."""
+    uniprot = summary.get("uniprot") or {}
+    where = uniprot.get("file") or uniprot.get("source")
+    if not where:
+        return None
+    canonical = summary.get("isoform_of")
+    return f"{where}, mapped from the canonical {canonical}" if canonical else where
 
 
 def _synthesised(tasks: list[TaskResult]) -> bool:

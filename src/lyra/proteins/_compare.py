@@ -4,7 +4,9 @@ Only predictions are compared, and nothing is ranked: no protein is "best"
 from a whole-model mean or a share of residues, figures over ordered and
 disordered parts alike. Proteins are set side by side unit by unit (each
 unit's range, mean pLDDT, band and PAE check) and domain by domain where
-UniProt's domains are mapped, each with its model's entry, version and file.
+UniProt's domains are mapped, each with its model's entry, version and file, and
+the domains with the UniProt file their boundaries come from (an isoform's mapped
+from the canonical sequence).
 A protein without an ordered unit, or known only by whole-model figures, is
 named with what the data hold, not compared. Figures from a lower-trust
 secondary source, and models of different AlphaFold DB versions, say so in
@@ -35,6 +37,9 @@ class ComparedProtein(BaseModel):
     """The file (or URL) the figures come from, a lower-trust one labelled."""
     units: list[str] = []
     domains: list[str] = []
+    domains_source: str | None = None
+    """The UniProt file the domain boundaries come from (an isoform's: mapped from the
+    canonical sequence)."""
     not_compared: str | None = None
     """Why this protein has nothing to compare (no ordered unit, whole-model figures only)."""
 
@@ -45,7 +50,8 @@ class ComparedProtein(BaseModel):
             return f"{where}: {self.not_compared}"
         parts = [f"unit {u}" for u in self.units]
         if self.domains:
-            parts.append("UniProt domains " + ", ".join(self.domains))
+            source = self.domains_source or "source not recorded"
+            parts.append(f"UniProt domains ({source}) " + ", ".join(self.domains))
         return f"{where}: " + "; ".join(parts)
 
 
@@ -121,6 +127,7 @@ def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
             f"{d['label']} {figure(d['mean_plddt'])} ({d['band']})"
             for d in figures.get("domains") or []
         ],
+        domains_source=figures.get("domains_source"),
     )
 
 
