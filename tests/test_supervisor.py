@@ -228,9 +228,9 @@ async def test_comparison_sets_units_side_by_side_and_names_the_missing() -> Non
         "59.8% of residues at pLDDT ≥ 70): no unit to compare"
     )
     assert lines[3].startswith(
-        "P38398 (AF-P38398-F1 v4; AF-P38398-F1-model_v4.pdb): unit 1 7–54, 59–101 (91 "
-        "residues, mean pLDDT 86.93, confident; segments in contact; arrangement not checked "
-        "(no PAE)); unit 2 1392–1419, 1649–1859 (239 residues, mean pLDDT 91.28, very high;"
+        "P38398 (AF-P38398-F1 v4; AF-P38398-F1-model_v4.pdb): unit 1 7–101 (95 residues, "
+        "mean pLDDT 85.90, confident; not checked (no PAE)); unit 2 1392–1419, 1649–1859 (239 "
+        "residues, mean pLDDT 91.28, very high;"
     )
     assert lines[4] == (
         "The models are of different AlphaFold DB versions (v4: P38398; v6: P04637; version "

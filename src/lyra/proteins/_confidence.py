@@ -9,7 +9,9 @@ Three named thresholds shape them, so that one residue's dip neither splits a
 domain nor becomes a "region":
 
 - :data:`MERGE_GAP`: an ordered stretch interrupted by at most this many
-  residues below 70 stays one segment (a loop of a domain, not a boundary);
+  residues below 70 stays one segment (a loop of a domain, not a boundary); it
+  is one less than :data:`MIN_SEGMENT_LENGTH`, so no gap is a segment of its
+  own that the next rule forbids;
 - :data:`MIN_SEGMENT_LENGTH`: a run shorter than this is no segment of its
   own: an ordered blip stays inside the low-confidence stretch around it, and
   within that stretch a short low or very low run joins its neighbour;
@@ -57,8 +59,11 @@ BAND_NAMES: Final[dict[str, str]] = {
 }
 """AlphaFold DB's own words for its bands."""
 ORDERED_PLDDT: Final = 70.0
-MERGE_GAP: Final = 3
 MIN_SEGMENT_LENGTH: Final = 5
+MERGE_GAP: Final = MIN_SEGMENT_LENGTH - 1
+"""A gap too short to be a segment of its own joins its neighbours, and between two
+ordered stretches they are ordered: a longer bridge would leave a segment the
+rule says cannot be (a 4-residue gap stood alone as a "low" segment)."""
 FRAYING_MAX: Final = 10
 
 
