@@ -127,6 +127,29 @@ def test_prd1_mid_pipeline_failure_gives_partial_synthesis() -> None:
     assert (partial.category, partial.retryable) == ("partial", True)
 
 
+@pytest.mark.parametrize(
+    ("ids", "faults", "category"),
+    [
+        (["P05067", "P00221"], ["P00221:structure_error"], "partial"),
+        (["P0DTC2"], [], "missing_context"),  # no model held: the stage fails softly
+    ],
+)
+def test_a_structure_only_plan_whose_structure_fails_ends_partial_as_the_full_plan(
+    ids: list[str], faults: list[str], category: str
+) -> None:
+    """With a structure-only plan, a failed structure stage ends the protein partial (its
+    summary names the problem), as in the full plan: it was listed as failed, with
+    category "partial" and a summary of partial 0."""
+    output = analyze_sync(ids, faults=faults, plan="structure", timeout=10)
+    assert (output.summary.partial, output.summary.failed) == (1, 0)
+    assert output.failed_analyses == []
+    [partial] = output.partial_analyses
+    assert (partial.protein_id, partial.category) == (ids[-1], category)
+    assert partial.failed_at_stage == "analyze_structure"
+    assert partial.brief.startswith("# ")
+    assert partial.error in partial.brief
+
+
 def test_prd1_soft_failure_404_is_detected() -> None:
     """Test 7: a not-found answer (an error dict, not an exception) fails the fetch task."""
     output = analyze_sync(["XXXXX"], timeout=10)

@@ -49,7 +49,8 @@ faults for --inject ID:FAULT[:ARG][@N] (strike every attempt, or the first N):
   hang              analyze_structure never returns (after fetch completed)
   slow:SECONDS      every stage takes that long
   tool_error        fetch raises a connection error
-  structure_error   analyze_structure raises; the protein ends partial
+  structure_error   analyze_structure raises; the protein ends partial (with
+                    --structure-only too: its summary names the problem)
   rate_limit:SECS   fetch gets a 429 with that retry-after
   malformed         the source answers without a description
   not_found         the source answers 404

@@ -47,7 +47,14 @@ from lyra.proteins._output import (
     TaskLine,
 )
 from lyra.proteins._pae import unit_verdict
-from lyra.proteins._pipeline import NOT_TEXT, Plan, ProteinChild, ProteinState, TaskResult
+from lyra.proteins._pipeline import (
+    NOT_TEXT,
+    STRUCTURE_PLAN,
+    Plan,
+    ProteinChild,
+    ProteinState,
+    TaskResult,
+)
 from lyra.proteins._planner import rules_note, unread_names
 from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._request import AnalyzeRequest
@@ -622,7 +629,7 @@ def entry_for(protein_id: str, outcome: RecoveryOutcome) -> ProteinEntry:
             tasks=lines,
         )
     failed = {**_failure_fields(tasks, result, attempts, lines), "recovery": _recovery(outcome)}
-    brief = state.output if _synthesised(tasks) else None
+    brief = state.output if _synthesised(tasks) or state.stages == STRUCTURE_PLAN else None
     if brief is not None:
         return PartialAnalysis(brief=brief, figures=_figures(state), **failed)
     return FailedAnalysis(**failed)

@@ -6,7 +6,8 @@ A fault strikes every attempt, or only the first N attempts with ``@N``.
 ``hang``               analyze_structure never returns (fetch completed)
 ``slow:SECONDS``       every stage takes that long
 ``tool_error``         fetch raises a connection error
-``structure_error``    analyze_structure raises (the protein ends partial)
+``structure_error``    analyze_structure raises (the protein ends partial, with a
+                       structure-only plan too)
 ``rate_limit:SECONDS`` fetch gets a 429 with that retry-after
 ``malformed``          the source answers without a description
 ``not_found``          the source answers 404 (a soft failure)

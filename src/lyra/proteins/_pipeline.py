@@ -262,10 +262,21 @@ class _Run:
     async def pipeline(self) -> str:
         summary = await self.stage(FETCH, self.fetch)
         if self.state.stages == STRUCTURE_PLAN:
-            structure = await self.stage(STRUCTURE, lambda: _checked(self.structure(summary)))
-            self.state.output = structure_summary(self.state.protein_id, summary, structure)
-            return self.state.output
+            return await self.structure_only(summary)
         return await self.full(summary)
+
+    async def structure_only(self, summary: dict[str, Any]) -> str:
+        """The structure summary. When the stage fails, the summary of what exists (the
+        entry, its annotation, the problem) is still written and the failure re-raised:
+        the protein ends partial, as the full plan's synthesis makes it (DESIGN §6)."""
+        try:
+            structure = await self.stage(STRUCTURE, lambda: _checked(self.structure(summary)))
+        except Exception as exc:
+            failed = {"error": _error_text(exc)}
+            self.state.output = structure_summary(self.state.protein_id, summary, failed)
+            raise
+        self.state.output = structure_summary(self.state.protein_id, summary, structure)
+        return self.state.output
 
     async def full(self, summary: dict[str, Any]) -> str:
         done: dict[str, Any] = {}
