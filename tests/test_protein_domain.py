@@ -481,7 +481,28 @@ def test_a_brief_without_its_critique_still_gives_what_the_entry_says_to_beware_
     assert "Critique unavailable. What the UniProt entry alone says to beware of:" in caveats
     assert "Homotrimer" in caveats
     assert "signal peptide 1–12 is removed in the mature protein" in caveats
-    assert "AlphaFold DB models membrane segments (1214–1234) without a membrane" in caveats
+    assert "membrane segments (1214–1234)" in caveats
+
+
+def test_caveats_say_nothing_of_a_model_the_data_do_not_hold() -> None:
+    """'P0DTC2: "AlphaFold DB's model is of the full precursor" and "AlphaFold DB models
+    membrane segments (1214–1234) without a membrane", but no model is held': the
+    caveats say what a model would be, never what it is."""
+    from lyra.proteins import analyze_sync
+
+    [brief] = [a.brief for a in analyze_sync(["P0DTC2"], timeout=10).partial_analyses]
+    caveats = brief.split("## Caveats", 1)[1].split("## Sources", 1)[0]
+    assert "AlphaFold DB's model is" not in caveats
+    assert "AlphaFold DB models membrane segments" not in caveats
+    assert "which is what AlphaFold DB models" not in caveats
+    assert (
+        "- Processing: signal peptide 1–12 is removed in the mature protein; a model of the "
+        "full precursor (this data holds none) would include it"
+    ) in caveats
+    assert (
+        "- UniProt's membrane segments (1214–1234): an AlphaFold DB model (this data holds "
+        "none) would place them without a membrane"
+    ) in caveats
 
 
 def test_an_abridged_subunit_comment_keeps_what_it_says_of_the_oligomeric_state() -> None:

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from lyra.proteins._confidence import figure, span
 from lyra.proteins._features import holds_for
-from lyra.proteins._sources import fetch_hint, named_source
+from lyra.proteins._sources import fetch_hint, lower_trust, named_source
 
 __all__ = ["annotation_caveats", "basis", "critique"]
 
@@ -135,28 +135,66 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     elsewhere = [f for f in features if _glycan(f, in_named_isoforms=True)]
     if glycans or elsewhere:
         caveats.append(_glycans_caveat(summary, glycans, elsewhere))
+    held = _model_held(summary)
     membrane = [f for f in features if f["type"] in ("Transmembrane", "Intramembrane")]
     if membrane:
-        caveats.append(
+        caveats.append(_membrane_caveat(membrane, held))
+    processed = [f for f in features if f["type"] in _PROCESSED_NAMES]
+    if processed:
+        caveats.append(_processing_caveat(processed, held))
+    chains = [f for f in features if f["type"] in ("Chain", "Peptide")]
+    if len(chains) > 1:
+        caveats.append(_chains_caveat(summary, chains, held))
+    return caveats
+
+
+_NONE_HELD: Final = "this data holds none"
+"""Said where a caveat is about a model the data do not hold (P0DTC2's): what one would
+be, never what it is."""
+
+
+def _model_held(summary: Mapping[str, Any]) -> bool:
+    """Whether the data hold the model or AlphaFold DB's own record of it (its file,
+    per-residue pLDDT, or the prediction record: not figures quoted elsewhere), so a
+    caveat may say what the model is, not only what one would be."""
+    alphafold = summary.get("alphafold")
+    if not isinstance(alphafold, Mapping):
+        return False
+    record = alphafold.get("figures_source")
+    own = bool(record) and not lower_trust(record)
+    return bool(alphafold.get("model_file") or alphafold.get("plddt") or own)
+
+
+def _membrane_caveat(membrane: list[Mapping[str, Any]], held: bool) -> str:
+    if held:
+        return (
             f"AlphaFold DB models membrane segments ({_ranges(membrane)}) without a membrane: "
             "their placement relative to the rest of the protein is not constrained by a "
             "bilayer."
         )
-    processed = [f for f in features if f["type"] in _PROCESSED_NAMES]
-    if processed:
-        kinds = ", ".join(
-            f"{_PROCESSED_NAMES[f['type']]} {span(f['start'], f['end'])}" for f in processed
+    return (
+        f"UniProt's membrane segments ({_ranges(membrane)}): an AlphaFold DB model "
+        f"({_NONE_HELD}) would place them without a membrane, unconstrained by a bilayer."
+    )
+
+
+def _processing_caveat(processed: list[Mapping[str, Any]], held: bool) -> str:
+    kinds = ", ".join(
+        f"{_PROCESSED_NAMES[f['type']]} {span(f['start'], f['end'])}" for f in processed
+    )
+    one = len(processed) == 1
+    removed = f"{kinds} {'is' if one else 'are'} removed in the mature protein"
+    its = "its" if one else "their"
+    if held:
+        return (
+            f"Processing: AlphaFold DB's model is of the full precursor; {removed}, so "
+            f"{its} confidence does not describe it."
         )
-        one = len(processed) == 1
-        caveats.append(
-            f"Processing: AlphaFold DB's model is of the full precursor; {kinds} "
-            f"{'is' if one else 'are'} removed in the mature protein, so "
-            f"{'its' if one else 'their'} confidence does not describe it."
-        )
-    chains = [f for f in features if f["type"] in ("Chain", "Peptide")]
-    if len(chains) > 1:
-        caveats.append(_chains_caveat(summary, chains))
-    return caveats
+    return (
+        f"Processing: {removed}; a model of the full precursor ({_NONE_HELD}) would "
+        f"include {'it' if one else 'them'}, and {its} confidence there would not describe "
+        "the mature protein."
+    )
 
 
 def _glycan(feature: Mapping[str, Any], *, in_named_isoforms: bool = False) -> bool:
@@ -213,7 +251,7 @@ def _isoform_note(feature: Mapping[str, Any]) -> str:
     return next((p.strip() for p in parts if "isoform" in p.lower()), parts[-1].strip())
 
 
-def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]]) -> str:
+def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]], held: bool) -> str:
     """Several chains or peptides: cut from the one precursor AlphaFold DB models. Some
     may overlap (alternative cleavages, or the whole mature chain beside its pieces),
     and some stay associated once cut: neither is in the model."""
@@ -237,9 +275,15 @@ def _chains_caveat(summary: Mapping[str, Any], chains: list[Mapping[str, Any]]) 
             if overlapping
             else ""
         )
-        + ". They are cut from one precursor, which is what AlphaFold DB models; how each "
-        "product folds once cut, and whether the products stay associated, the model does "
-        "not say."
+        + (
+            ". They are cut from one precursor, which is what AlphaFold DB models; how each "
+            "product folds once cut, and whether the products stay associated, the model does "
+            "not say."
+            if held
+            else f". They are cut from one precursor; how each product folds once cut, and "
+            f"whether the products stay associated, a model of the precursor ({_NONE_HELD}) "
+            "would not say."
+        )
     )
 
 
