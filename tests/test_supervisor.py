@@ -241,11 +241,27 @@ async def test_comparison_sets_units_side_by_side_and_names_the_missing() -> Non
 
 async def test_a_comparison_with_one_known_version_claims_no_difference() -> None:
     """v6 beside a model whose version the data do not hold: that the versions differ is
-    not known, so it is not said (it was: "of different AlphaFold DB versions")."""
+    not known, so it is not said (it was: "of different AlphaFold DB versions"); P69905's
+    v6 is only its collector's label, and the line keeps the briefs' hedge (it said "v6")."""
     output = await analyze(["P69905", "Q8I3H7"], timeout=5)
     assert output.comparison is not None
     said = output.comparison.lines()[-1]
-    assert said.startswith("The models are not all of a known version (v6: P69905; version ")
+    assert said.startswith(
+        "The models are not all of a known version (labelled v6 by its collector (not stated "
+        "by its source): P69905; version not in this data: Q8I3H7)"
+    )
+
+
+async def test_the_versions_line_keeps_a_labelled_version_apart() -> None:
+    """Versions stated by a source and versions only a collector labelled are grouped
+    apart, as the briefs word them (the line said "v6: P00533, P04637, P69905")."""
+    output = await analyze(["P38398", "P00533", "P04637", "P69905"], timeout=5)
+    assert output.comparison is not None
+    assert output.comparison.versions == (
+        "The models are of different AlphaFold DB versions (v4: P38398; v6: P04637; labelled "
+        "v6 by its collector (not stated by its source): P00533, P69905): each figure is its "
+        "own model's, and a later release may differ."
+    )
 
 
 async def test_no_protein_without_an_ordered_unit_is_compared() -> None:

@@ -33,6 +33,8 @@ class ComparedProtein(BaseModel):
     model: str
     """``AF-P05067-F1 v6``: the AlphaFold DB entry and model version."""
     version: int | None = None
+    version_labelled: bool = False
+    """The version is only a collector's label for the figures, not stated by a source."""
     source: str
     """The file (or URL) the figures come from, a lower-trust one labelled."""
     units: list[str] = []
@@ -100,6 +102,7 @@ def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
         "protein_id": protein_id,
         "model": f"{model.get('entry_id') or 'entry id not in this data'}{version}",
         "version": model.get("version"),
+        "version_labelled": bool(model.get("version_basis")),
         "source": named_source(source) if source else "source not recorded",
     }
     units = figures.get("unit_list") or []
@@ -134,13 +137,15 @@ def _compared(protein_id: str, figures: Mapping[str, Any]) -> ComparedProtein:
 def _versions(proteins: Sequence[ComparedProtein]) -> str | None:
     """The sentence for models of different AlphaFold DB versions, if they differ."""
     by_version: dict[str, list[str]] = {}
-    for protein in proteins:
-        version = f"v{protein.version}" if protein.version else _UNKNOWN
-        by_version.setdefault(version, []).append(protein.protein_id)
-    if len(by_version) < 2:
+    for protein in sorted(
+        proteins, key=lambda p: (not p.version, p.version or 0, p.version_labelled)
+    ):
+        by_version.setdefault(_version_group(protein), []).append(protein.protein_id)
+    numbers = {p.version for p in proteins}
+    if len(numbers) < 2:
         return None
-    groups = "; ".join(f"{v}: {', '.join(ids)}" for v, ids in sorted(by_version.items()))
-    known = len(by_version) - (_UNKNOWN in by_version)
+    groups = "; ".join(f"{v}: {', '.join(sorted(ids))}" for v, ids in by_version.items())
+    known = len(numbers - {None})
     said = "of different AlphaFold DB versions" if known > 1 else "not all of a known version"
     return (
         f"The models are {said} ({groups}): each figure is its own model's, and a later "
@@ -149,6 +154,15 @@ def _versions(proteins: Sequence[ComparedProtein]) -> str | None:
 
 
 _UNKNOWN = "version not in this data"
+
+
+def _version_group(protein: ComparedProtein) -> str:
+    """``v6``; a version only a collector's label gives keeps the briefs' hedge."""
+    if not protein.version:
+        return _UNKNOWN
+    if protein.version_labelled:
+        return f"labelled v{protein.version} by its collector (not stated by its source)"
+    return f"v{protein.version}"
 
 
 def compare(
