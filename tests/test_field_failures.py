@@ -1567,7 +1567,30 @@ def test_a_streamed_runs_progress_ends_with_the_counts_of_every_protein() -> Non
     for _ in range(3):
         view.update(failed)
     lines = stream.getvalue().splitlines()
-    assert lines == ["[3/3] 0 completed, 0 partial, 3 failed (invalid_task 3)"]
+    assert lines == [
+        "[3/3] 0 completed, 0 partial, 3 failed; failed or partial, by category: invalid_task 3"
+    ]
+
+
+def test_a_streamed_runs_breakdown_counts_partial_proteins_apart_from_the_failed() -> None:
+    """A partial protein's category is in the breakdown, which is labelled "failed or
+    partial" as stdout's is: it read "1 failed (invalid_task 1, missing_context 1)"."""
+    import io
+
+    from lyra.cli._live import LiveView
+    from lyra.proteins import FailedAnalysis, PartialAnalysis
+
+    stream = io.StringIO()
+    view = LiveView(2, stream, streamed=True)
+    common = {"error": "no", "failed_at_stage": "fetch_protein", "tasks_skipped": []}
+    view.update(FailedAnalysis(protein_id="XXXXX", category="invalid_task", **common))
+    view.update(
+        PartialAnalysis(protein_id="P0DTC2", brief="b", category="missing_context", **common)
+    )
+    assert stream.getvalue().splitlines()[-1] == (
+        "[2/2] 0 completed, 1 partial, 1 failed; failed or partial, by category: "
+        "invalid_task 1, missing_context 1"
+    )
 
 
 async def test_the_progress_display_says_when_a_provider_lowered_the_concurrency() -> None:

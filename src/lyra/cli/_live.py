@@ -2,7 +2,7 @@
 
 On a terminal, a live table (rich) of the children running now -- protein,
 what it is doing, attempt, time elapsed, time since its last progress, tokens
--- under the counts so far, completed and failed by category. Not on a
+-- under the counts so far, by outcome, and failed or partial by category. Not on a
 terminal, plain lines: one per protein as it finishes, or, for a streamed run,
 one summary line every few seconds and one when the last protein finishes.
 """
@@ -64,12 +64,14 @@ class LiveView:
     def counts(self) -> str:
         """The counts so far, in one line (and, while a provider pushes back, how many
         children run at once)."""
-        failed = ", ".join(f"{name} {n}" for name, n in sorted(self.categories.items()) if n)
+        # partial proteins carry a category too: the breakdown is labelled as stdout's
+        # "Failed or partial, by category", never as the failed count's
+        by = ", ".join(f"{name} {n}" for name, n in sorted(self.categories.items()) if n)
         lowered = concurrency()
         return (
             f"[{self.done:,}/{self.total:,}] {self.kinds['completed']:,} completed, "
             f"{self.kinds['partial']:,} partial, {self.kinds['failed']:,} failed"
-            + (f" ({failed})" if failed else "")
+            + (f"; failed or partial, by category: {by}" if by else "")
             + (f"; rate limited: {lowered[0]} of {lowered[1]} at once" if lowered else "")
         )
 
