@@ -74,6 +74,19 @@ def test_an_id_requested_twice_is_analysed_once_and_said_so_once(
     assert json.loads(out)["notes"] == ["P05067 was requested more than once: analysed once"]
 
 
+def test_an_id_a_question_names_twice_is_noted_as_arguments_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'--question "P05067 and p05067" analyses once with no note': a question's repeats
+    get the note the same IDs as arguments give."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    argv = ["analyze", "--question", "P05067 and p05067", "--structure-only", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path)], capsys)
+    assert status == 0
+    assert _analysed(out) == ["P05067"]
+    assert "P05067 was requested more than once: analysed once" in json.loads(out)["notes"]
+
+
 def test_an_id_typed_twice_alike_is_noted_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

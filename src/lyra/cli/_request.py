@@ -94,7 +94,7 @@ def request_from(args: argparse.Namespace, *, plan: bool = True) -> AnalyzeReque
         planned = run_blocking("plan_question", lambda: plan_question(args.question))
     from_file = file_ids(args)
     # (repeats kept: analyze runs each protein once and says which were asked twice)
-    ids = [*args.ids, *from_file, *(planned.ids if planned else [])]
+    ids = [*args.ids, *from_file, *((planned.mentions or planned.ids) if planned else [])]
     if not ids:
         raise ConfigurationError(_no_ids(args.question, planned))
     faults, critical = _faults(args.inject), _critical(args.critical)

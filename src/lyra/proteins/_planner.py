@@ -46,6 +46,9 @@ class QuestionPlan(BaseModel):
     notes: tuple[str, ...] = ()
     """What the plan did not read: how the rules read a question, and each gene or
     protein name of a bundled entry it gives that none of ``ids`` stands for."""
+    mentions: list[str] = []
+    """Every mention, in order, repeats kept: a request reads these, so that a protein
+    the question names twice gets the note arguments give ("requested more than once")."""
 
 
 _ENTRY_NAME: Final = re.compile(r"(?<![\w|-])[A-Za-z0-9]{1,5}_[A-Za-z0-9]{1,5}(?![\w|-])")
@@ -59,9 +62,10 @@ def plan_by_rules(question: str) -> QuestionPlan:
     anything, as ``MAX_LEN``); a structure-only plan when the text asks for one."""
     structure = plan_for(question) == STRUCTURE_PLAN
     plan: Literal["full", "structure"] = "structure" if structure else "full"
-    ids = _named(question)
+    mentions = _named(question)
+    ids = list(dict.fromkeys(mentions))
     notes = (rules_note(model_configured()), *unread_names(question, ids))
-    return QuestionPlan(ids=ids, plan=plan, planned_by="rules", notes=notes)
+    return QuestionPlan(ids=ids, plan=plan, planned_by="rules", notes=notes, mentions=mentions)
 
 
 _WORD: Final = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
@@ -125,13 +129,14 @@ def _names_in(question: str) -> Iterator[tuple[str, list[str]]]:
 
 
 def _named(question: str) -> list[str]:
+    """Every accession and bundled entry name in the text, in order, repeats kept."""
     found = mentioned_ids(question)
     found += [
         (match.start(), match.group(0).upper())
         for match in _ENTRY_NAME.finditer(question)
         if resolve_protein_id(match.group(0))[1] is not None
     ]
-    return list(dict.fromkeys(word for _, word in sorted(found)))
+    return [word for _, word in sorted(found)]
 
 
 async def plan_question(
@@ -152,7 +157,8 @@ async def plan_question(
         events.warning(events.MODEL_PLANNER_FAILED, error=exception_text(exc))
         return plan_by_rules(question)
     checked = [normalize_protein_id(raw) for raw in answer.get("uniprot_ids") or []]
-    ids = list(dict.fromkeys(value for value in checked if value is not None))
+    mentions = [value for value in checked if value is not None]
+    ids = list(dict.fromkeys(mentions))
     if not ids:
         return plan_by_rules(question)
     full = answer.get("requires_full_pipeline", True) is not False
@@ -161,4 +167,5 @@ async def plan_question(
         plan="full" if full else "structure",
         planned_by="model",
         notes=tuple(unread_names(question, ids)),
+        mentions=mentions,
     )
