@@ -619,6 +619,7 @@ def test_analyze_keeps_a_run_wide_turn_budget(
         "\ufeffP04637\r\nP69905\r\n".encode(),  # Excel's "CSV UTF-8", Notepad's UTF-8
         "\ufeffP04637\nP69905\n".encode("utf-16-le"),  # Notepad's "Unicode"
         "P04637\nP69905\n".encode("utf-16"),
+        "\ufeffP04637\r\n\ufeffP69905\r\n".encode(),  # two such files joined (cat)
     ],
 )
 def test_an_ids_file_saved_by_windows_tools_reads_every_accession(

@@ -143,6 +143,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 """Characters no text file of accessions holds: NUL and the other control characters
 (tabs and line ends apart), and the replacement for bytes that are not UTF-8."""
 
+_LINE_BOM = re.compile("^\ufeff+", re.MULTILINE)
+"""A byte order mark at a line's start: one file's, after files were joined (``cat`` of
+two Notepad files); read_text drops only the first."""
+
 
 def file_ids(args: argparse.Namespace) -> list[str]:
     """The accessions of every ``--ids-file``, in order, each file read once (standard
@@ -166,7 +170,7 @@ def read_ids(path: str) -> list[str]:
     Duplicates are kept here: the analysis runs each once. ConfigurationError (exit 2)
     for a file that is not text, or that holds no accession."""
     where = "standard input" if path == "-" else path
-    text = read_text(path)
+    text = _LINE_BOM.sub("", read_text(path))
     bad = _CONTROL.search(text)
     if bad is not None:
         raise ConfigurationError(
