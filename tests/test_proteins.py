@@ -568,6 +568,7 @@ def test_a_question_names_accessions_as_written_in_either_case(
         ("p05067-02", "did you mean P05067-2?"),  # (isoforms have no leading zeros)
         ("P05067\u20132", "did you mean P05067-2?"),  # an en dash, copied from a paper
         ("P05067\u22123", "did you mean P05067-3?"),  # a minus sign
+        ("P05067--2", "did you mean P05067-2?"),  # a dash typed twice (it said P05067)
         ("P05067;P04637", "give each accession apart: P05067 P04637"),
         ("P05067;P04637.1", "give each accession apart: P05067 P04637"),
         ("P05067-1234", "did you mean P05067?"),  # (no isoform has four digits)

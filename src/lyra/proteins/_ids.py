@@ -108,9 +108,9 @@ def _hint(value: str) -> str:
     return f"; did you mean {accession}?"
 
 
-_DASHED: Final = re.compile("[-\u2010-\u2015\u2212\ufe63\uff0d]0*([1-9][0-9]{0,2})")
+_DASHED: Final = re.compile("[-\u2010-\u2015\u2212\ufe63\uff0d]+0*([1-9][0-9]{0,2})")
 """An isoform's number after a dash of any kind, as a paper or a word processor writes
-it (en dash, minus sign, …), or with leading zeros."""
+it (en dash, minus sign, …), typed twice (``--2``), or with leading zeros."""
 
 
 def find_protein_ids(text: str) -> list[str]:
