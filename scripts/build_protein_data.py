@@ -885,7 +885,7 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
             used.add(figures_source)
     # Other models' means the data give: a cross-check the brief names, never mixed in.
     others: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for _, source, figures in sets:
+    for rank, source, figures in sets:
         if chosen is not None and source == chosen[1]:
             continue
         mean = figures["global_plddt"]
@@ -894,6 +894,8 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
                 "version": figures["version"],
                 "global_plddt": mean,
                 "source": source,
+                # a project's own summary of the model file: its figure, not AlphaFold DB's
+                "computed_by_project": rank == R_SUMMARY,
             }
             used.add(source)
     if any(v is not None for v in (entry_id, version, global_plddt, fractions, plddt)):

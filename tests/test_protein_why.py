@@ -84,11 +84,14 @@ def test_no_false_model_version_warning(acc: str) -> None:
 
 def test_a_second_models_mean_is_named_as_another_model() -> None:
     """P04637's whole-model figures are one v6 set (the header says v6, as the band
-    fractions are); the v4 model's mean the data also give is named as another model."""
+    fractions are); the v4 model's mean the data also give is named as another model,
+    and as what it is: a project's own figure from the v4 model file, not AlphaFold DB's
+    (the data's provenance notes say so; the brief did not)."""
     brief = _brief("P04637")
     assert "Source: AlphaFold DB model AF-P04637-F1 v6, created 2025-08-01;" in brief
     assert (
-        "Another model in the data: v4, mean pLDDT 75.05 "
+        "Another model in the data: v4, mean pLDDT 75.05, computed by another project from "
+        "the v4 model, not a figure AlphaFold DB gives "
         "(AF-P04637-F1_summary_v4_IshaanGubbala.json); not the one described here." in brief
     )
 

@@ -245,9 +245,15 @@ def _other_mean(s: Mapping[str, Any], other: Mapping[str, Any]) -> str:
     value, source = figure(other["global_plddt"]), named_source(other["source"])
     if other.get("version") != s.get("model_version"):
         version = f"v{other['version']}" if other.get("version") else "of unrecorded version"
+        how = (  # (a project's summary of the model file: no AlphaFold DB figure)
+            f", computed by another project from the {version} model, not a figure "
+            "AlphaFold DB gives"
+            if other.get("computed_by_project")
+            else ""
+        )
         return (
-            f"Another model in the data: {version}, mean pLDDT {value} ({source}); not the "
-            "one described here."
+            f"Another model in the data: {version}, mean pLDDT {value}{how} ({source}); not "
+            "the one described here."
         )
     close = abs(other["global_plddt"] - s["mean_plddt"]) < 0.015
     # (Why a last digit differs -- rounding, truncation, unrounded inputs -- the data

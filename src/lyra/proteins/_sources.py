@@ -61,7 +61,9 @@ class AlphaFoldData(TypedDict):
     profile: dict[str, Any] | None  # segments, units, what PAE says (lyra.proteins._profile)
     figures_source: str | None  # the file or URL the whole-model figures came from
     file_global_plddt: dict[str, Any] | None  # a model file's own figure: value, over, file
-    other_means: list[dict[str, Any]]  # other models' means in the data: version, value, source
+    # other models' means in the data: version, value, source, and whether a project
+    # computed it from the model file (computed_by_project), not AlphaFold DB
+    other_means: list[dict[str, Any]]
     model_version_basis: NotRequired[str]  # where the version comes from, when no source states it
 
 
