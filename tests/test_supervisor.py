@@ -741,11 +741,61 @@ async def test_a_pool_that_stopped_without_a_cancellation_still_gives_every_item
         await asyncio.sleep(0.01)
         return f"ran {item}"
 
+    lost: list[int] = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_executor, "pool_worker", lambda: None)  # (the stray cancel not caught)
+        patch.setattr(_executor, "_stray", lambda exc: False)  # (the stray cancel not caught)
         results = await _executor.LocalExecutor().map(
             work, list(range(6)), max_concurrency=2, on_error=lambda item, exc: f"lost {item}"
+        )
+        await _executor.LocalExecutor().each(
+            work, range(6), max_concurrency=2, on_error=lambda item, exc: lost.append(item)
         )
     assert len(results) == 6
     assert all(result in (f"ran {i}", f"lost {i}") for i, result in enumerate(results))
     assert "lost 1" in results
+    assert lost[-1:] == [5]  # the items never pulled: each one an outcome
+
+
+async def test_a_childs_own_asyncio_timeout_in_a_pool_still_fires() -> None:
+    """A child bounding a grandchild with its own asyncio.timeout (or a task group of its
+    own cancelling its body) cancels the worker's task as a stray watchdog does: the
+    pool leaves it to the child, whose timeout raises TimeoutError as asyncio promises,
+    under Supervisor.run as under Supervisor.delegate."""
+    from lyra import Supervisor, Task
+
+    started: list[str] = []
+
+    async def slow(prompt: str, ctx: Any) -> str:
+        started.append(prompt)
+        await asyncio.sleep(3)
+        return "late"
+
+    async def parent(prompt: str, ctx: Any) -> str:
+        try:
+            async with asyncio.timeout(0.1):
+                await ctx.delegate("dig", child=slow)
+        except TimeoutError:
+            return "bounded"
+        return "the timeout never fired"
+
+    [outcome] = await Supervisor(parent, timeout=10).run([Task(prompt="x")])
+    assert outcome.result.output == "bounded", outcome.result.report
+
+    async def grouped(prompt: str, ctx: Any) -> str:
+        async def fails() -> None:
+            raise ValueError("a sibling failed")
+
+        async def body() -> None:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(fails())
+                await ctx.delegate("first", child=slow)
+                await ctx.delegate("second", child=slow)
+
+        with pytest.raises(ExceptionGroup):
+            await body()
+        return "stopped"
+
+    started.clear()
+    [outcome] = await Supervisor(grouped, timeout=10).run([Task(prompt="x")])
+    assert outcome.result.output == "stopped", outcome.result.report
+    assert started == ["first"]

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import math
 import os
 import time
 from collections.abc import Mapping
-from contextlib import suppress
-from contextvars import ContextVar
 from itertools import count
 from typing import Any
-
-import anyio
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
@@ -47,14 +42,7 @@ from lyra.delegation._text import safe_str, type_name, valid_text
 from lyra.delegation._tree import Tree
 from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 
-__all__ = [
-    "check_timeout",
-    "foreign_cancellation",
-    "log_failure",
-    "new_session_id",
-    "pool_worker",
-    "run_attempt",
-]
+__all__ = ["check_timeout", "foreign_cancellation", "log_failure", "new_session_id", "run_attempt"]
 
 UNNAMED_PROVIDER = "the child's service"
 """Whose rate limit a child met when neither its requests nor the error name a provider
@@ -398,29 +386,7 @@ def foreign_cancellation(exc: BaseException) -> bool:
         return all(isinstance(one, Exception) or foreign_cancellation(one) for one in inner)
     if isinstance(exc, GeneratorExit):
         return True
-    return isinstance(exc, asyncio.CancelledError) and (task.cancelling() == 0 or _stray(task))
-
-
-_worker: ContextVar[asyncio.Task[Any] | None] = ContextVar("lyra_pool_worker", default=None)
-
-
-def pool_worker() -> None:
-    """Mark the running task as a worker of lyra's pool (see :func:`_stray`)."""
-    with suppress(RuntimeError):  # no asyncio loop runs here (trio): every cancellation is real
-        _worker.set(asyncio.current_task())
-
-
-def _stray(task: asyncio.Task[Any]) -> bool:
-    """True for a cancel request of a pool's worker that neither lyra nor anyio made (no
-    scope around it is cancelled): a child called ``task.cancel()`` on the task it ran
-    in, as a watchdog it left behind does later, in another child's time. No caller's
-    ``asyncio.timeout`` can be waiting on a worker, so the request is withdrawn, and the
-    cancellation is a failure of the child it hit, never the pool's end."""
-    if _worker.get() is not task or anyio.current_effective_deadline() == -math.inf:
-        return False
-    while task.cancelling():
-        task.uncancel()
-    return True
+    return isinstance(exc, asyncio.CancelledError) and task.cancelling() == 0
 
 
 def _propagates(exc: BaseException, cancelled: type[BaseException]) -> bool:

@@ -21,7 +21,6 @@ from lyra.delegation._delegate import (
     foreign_cancellation,
     log_failure,
     new_session_id,
-    pool_worker,
     run_attempt,
 )
 from lyra.delegation._foreign import Kind as ErrorKind
@@ -51,7 +50,6 @@ __all__ = [
     "log_failure",
     "new_session_id",
     "observed_pool",
-    "pool_worker",
     "printable",
     "qualified_type_name",
     "report_boundary",

@@ -8,6 +8,8 @@ them: both call :meth:`Job.run` for each task.
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -26,7 +28,6 @@ from lyra.delegation._internal import (
     log_failure,
     new_session_id,
     observed_pool,
-    pool_worker,
 )
 from lyra.recovery import AttemptRecord, RecoveryOutcome
 from lyra.supervisor._job import Job, OnOutcome, Task
@@ -130,7 +131,6 @@ class LocalExecutor:
 
         async def worker() -> None:
             nonlocal started
-            pool_worker()
             for item in pending:
                 if started < max_concurrency:
                     started += 1
@@ -144,6 +144,8 @@ class LocalExecutor:
 
         async with anyio.create_task_group() as group:
             group.start_soon(worker)
+        for item in pending:  # (a pool stopped that nobody cancelled: see map)
+            on_error(item, RuntimeError("the pool stopped first"))
         if broken:
             raise broken[0]
 
@@ -162,7 +164,6 @@ class LocalExecutor:
         pending = iter(enumerate(items))
 
         async def worker() -> None:
-            pool_worker()
             for index, item in pending:
                 try:
                     results[index] = await work(item)
@@ -194,12 +195,30 @@ def checked_concurrency(max_concurrency: object) -> int:
 
 
 def isolated(exc: BaseException) -> bool:
-    """True for an item's error the pool keeps to that item: any exception, and a
-    cancellation nobody made of the pool (a future someone else cancelled). An
-    interrupt, an exit and a real cancellation pass through."""
+    """True for an item's error the pool keeps to that item (called in the worker that
+    ran it): any exception, and a cancellation nobody made of the pool -- a future
+    someone else cancelled, or a stray ``task.cancel()`` of the worker. An interrupt,
+    an exit and a real cancellation pass through."""
     if isinstance(exc, Exception):
         return True
-    return foreign_cancellation(exc)
+    return foreign_cancellation(exc) or _stray(exc)
+
+
+def _stray(exc: BaseException) -> bool:
+    """True for a cancellation of this worker that neither lyra nor anyio made (no scope
+    around it is cancelled) and that came all the way out of an item: a child called
+    ``task.cancel()`` on the task it ran in, as a watchdog it left behind does later, in
+    another child's time. Whoever cancels a task to catch it (``asyncio.timeout``, a
+    task group) did so inside the item, so nobody waits for this one: it is withdrawn,
+    and it fails the item it hit, never the pool."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return False  # (another backend's cancellation is always real)
+    task = asyncio.current_task()
+    if task is None or anyio.current_effective_deadline() == -math.inf:
+        return False  # the run's own cancellation
+    while task.cancelling():
+        task.uncancel()
+    return True
 
 
 def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -> None:
