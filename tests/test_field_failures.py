@@ -349,6 +349,39 @@ async def test_a_grandchilds_wait_for_its_answer_is_not_its_parents_idle_time() 
     assert (parsed.status, parsed.output) == ("completed", "analysed in Homo sapiens")
 
 
+async def test_waits_that_overlap_give_the_idle_clock_back_when_the_last_ends() -> None:
+    """Two grandchildren's questions whose waits overlap (the first asked ends first),
+    then the parent's own code stops: its idle timeout ends it soon after the last
+    answer. (The second wait held what the first had set, the deadline, and gave that
+    back: the idle clock was off for the rest of the attempt.)"""
+
+    async def answer(question: str) -> str:
+        await anyio.sleep(0.2 if question == "A?" else 0.25)
+        return "yes"
+
+    async def asker(prompt: str, ctx: ChildContext) -> str:
+        if prompt == "B":
+            await anyio.sleep(0.05)
+        return await ctx.ask(f"{prompt}?")
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async def ask(question: str) -> None:
+            await ctx.delegate(question, child=asker)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, "A")
+            group.start_soon(ask, "B")
+        await anyio.sleep(30)  # stuck in its own code: no progress
+        return "never"
+
+    started = time.monotonic()
+    parsed = parse_report(
+        await adelegate_task("go", child=parent, answer=answer, idle_timeout=0.5, timeout=10)
+    )
+    assert (parsed.category, parsed.error_type) == ("timeout", "idle")
+    assert time.monotonic() - started < 5
+
+
 async def test_an_unanswered_question_is_input_required_with_the_question_in_the_report() -> None:
     """Without an answerer (or with one that has no answer, or a blank one) the attempt
     ends as missing_context / input_required, the question in the report and its

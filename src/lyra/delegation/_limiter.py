@@ -40,6 +40,7 @@ class Limiter:
     """The limits of one attempt, enforced: see the module docstring."""
 
     __slots__ = (
+        "_held",
         "_loop_thread",
         "_token",
         "_waiting",
@@ -87,6 +88,7 @@ class Limiter:
         self._watch: Watch | None = None
         self._watched: tuple[Account, ...] = ()
         self._waiting = 0
+        self._held = 0.0  # (armed, while the idle deadline is held)
         self._token: Any = None
         self._loop_thread = threading.get_ident()
         if idle_timeout is not None:
@@ -160,29 +162,31 @@ class Limiter:
         """While the child waits on others (an answer, a cooldown): no idle deadline,
         for it nor for the attempts it belongs to, which wait on it (the total ones still
         hold), and progress again once the wait is over."""
-        held: list[tuple[Limiter, float]] = []
+        held: list[Limiter] = []
         limiter: Limiter | None = self
         while limiter is not None:
-            held.append((limiter, limiter._hold()))
+            limiter._hold()
+            held.append(limiter)
             limiter = limiter.parent
         try:
             yield
         finally:
-            for limiter, armed in reversed(held):
-                limiter._release(armed)
+            for limiter in reversed(held):
+                limiter._release()
 
-    def _hold(self) -> float:
-        """Hold the idle deadline; what it was."""
+    def _hold(self) -> None:
+        """Hold the idle deadline (the first of waits that overlap keeps what it was)."""
         self._waiting += 1
-        held, self.armed = self.armed, self.deadline
-        if self.deadlines is None and self.idle is not None:
-            self.on_loop(self._rearm)
-        return held
+        if self._waiting == 1:
+            self._held, self.armed = self.armed, self.deadline
+            if self.deadlines is None and self.idle is not None:
+                self.on_loop(self._rearm)
 
-    def _release(self, held: float) -> None:
+    def _release(self) -> None:
+        """The end of a wait; the last of those that overlap gives the idle clock back."""
         self._waiting -= 1
         if self._waiting == 0 and self.idle is not None:
-            self.armed = min(held, self.deadline)
+            self.armed = min(self._held, self.deadline)
             self.touch()  # the idle clock starts again now
             self._rewatch()  # the deadline came nearer: the heap only moves it later
         else:
