@@ -334,6 +334,19 @@ async def test_subtasks_that_all_overflowed_go_on_fresh() -> None:
         "decomposition",
         "fresh_continuation",
     ]
+    runs.clear()
+    with record_waits():  # no retry left for it: the report says what recovery would do
+        stopped = await recover(
+            task, child=child, limits=Limits(timeout=0.3), policy=RecoveryPolicy(max_retries=1)
+        )
+    failure = stopped.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.retryable) == (
+        "invalid_task",
+        "context_overflow",
+        False,  # not as it is: the same prompt would outgrow the window again
+    )
+    assert "afresh from its own completed steps" in failure.suggested_actions[0]
 
 
 async def test_a_subtasks_question_goes_to_the_context_provider() -> None:

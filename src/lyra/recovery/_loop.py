@@ -42,6 +42,7 @@ from lyra.recovery import _testing
 from lyra.recovery._policy import RecoveryPolicy
 from lyra.recovery._prompts import decompose, subtask_prompt
 from lyra.recovery._strategies import (
+    RERUN_AFRESH,
     AnswerSource,
     CallbackRaised,
     ContextProvider,
@@ -582,13 +583,14 @@ def _aggregate(
     if failed:
         first = standing or failed[0]
         rerun = bool(done) and standing is None
-        # (an overflow no rerun mends is standing: the others go on fresh when rerun)
+        # (an overflow no rerun mends is standing: the others go on afresh when rerun)
         fresh = standing is None and first.error_type is ErrorType.CONTEXT_OVERFLOW
+        actions = RERUN_AFRESH if fresh else first.suggested_actions
         failure = first.model_copy(
             update={
                 "category": FailureCategory.PARTIAL if rerun else first.category,
-                "suggested_retry": rerun or fresh or first.suggested_retry,
-                "suggested_actions": (_RERUN_THE_REST if rerun else first.suggested_actions),
+                "suggested_retry": rerun or first.suggested_retry,
+                "suggested_actions": _RERUN_THE_REST if rerun else actions,
                 "message": f"{len(subtasks) - len(done)} of {len(subtasks)} subtasks failed; "
                 f"first: {first.message}",
                 "completed_steps": tuple(f"Subtask done: {s}" for s in done),

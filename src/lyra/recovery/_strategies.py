@@ -309,15 +309,23 @@ _REDO_NOTES = {
 }
 
 
+RERUN_AFRESH = (
+    "Run the subtasks again, each afresh from its own completed steps: the transcript "
+    "that outgrew the context window left behind (lyra's recovery does this)",
+)
+"""What a split task whose subtask outgrew the context window asks for, when its next
+run is new (not the same prompt again): :func:`_after_overflow` runs it."""
+
+
 async def _after_overflow(
     failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
 ) -> Plan | None:
     """The prompt outgrew the model's context window: split the task, else continue
     from the completed steps without the transcript; never the same prompt again. A
-    split task's subtasks go on, each fresh from its own steps, unless one overflowed
-    its own continuation too (the aggregate is then not retryable: nothing is left)."""
+    split task's subtasks go on, each afresh from its own steps (:data:`RERUN_AFRESH`),
+    unless one overflowed its own continuation too: nothing is left."""
     if previous.subtasks:
-        if not failure.suggested_retry:
+        if failure.suggested_actions != RERUN_AFRESH:
             return None
         return replace(previous, strategy="fresh_continuation", wait=0.0)
     split = await _decomposition(previous, state, policy)
