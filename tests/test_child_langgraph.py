@@ -599,6 +599,41 @@ async def test_a_static_interrupt_is_missing_context_naming_its_node(
     assert (ran, len(model.requests)) == ([], 1)
 
 
+async def test_a_breakpoint_compiled_into_a_subgraph_is_missing_context_too() -> None:
+    """A subgraph compiled with a breakpoint, as a node of the graph lyra runs: the run
+    stops there (LangGraph's own update says so), and it is missing_context naming the
+    node of the graph it waits in, not an empty success."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class Draft(TypedDict):
+        messages: list[Any]
+
+    def draft(state: Draft) -> Draft:
+        return {"messages": [*state["messages"], "draft"]}
+
+    def publish(state: Draft) -> Draft:
+        return {"messages": [*state["messages"], "PUBLISHED"]}
+
+    inner = StateGraph(Draft)
+    inner.add_node("draft", draft)
+    inner.add_node("publish", publish)
+    inner.add_edge(START, "draft")
+    inner.add_edge("draft", "publish")
+    inner.add_edge("publish", END)
+    outer = StateGraph(Draft)
+    outer.add_node("review", inner.compile(interrupt_before=["publish"]))
+    outer.add_edge(START, "review")
+    outer.add_edge("review", END)
+    graph = outer.compile(checkpointer=InMemorySaver())
+    child = LangGraphChild(graph, output=lambda state: " / ".join(map(str, state["messages"])))
+    result = await Supervisor(child).delegate("x", timeout=5)
+    assert result.failure is not None, result.output
+    assert result.failure.category == "missing_context", result.report
+    assert "before node 'review'" in (result.failure.blocked_on or "")
+
+
 # -- traces -------------------------------------------------------------------------------------
 
 

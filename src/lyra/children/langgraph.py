@@ -84,6 +84,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
@@ -185,9 +186,8 @@ class LangGraphChild:
 
         self.checkpointed = isinstance(getattr(graph, "checkpointer", None), BaseCheckpointSaver)
         """True when the graph keeps its state in a checkpointer (a thread to resume)."""
-        breakpoints = self._breakpoints("interrupt_before") or self._breakpoints("interrupt_after")
         # (a static interrupt's stop shows only in "updates": streamed only where one can be)
-        self._modes: Any = ["values", "updates"] if breakpoints else "values"
+        self._modes: Any = ["values", "updates"] if self._can_halt() else "values"
 
     @property
     def name(self) -> str:
@@ -244,11 +244,24 @@ class LangGraphChild:
         else:
             before = self._breakpoints("interrupt_before")
             waiting = (await self.graph.aget_state(config)).next if self.checkpointed else ()
-            nodes = [n for n in waiting if before == "*" or n in before]
+            nodes = [n for n in waiting if before == "*" or n in before] or list(waiting)
             nodes = nodes or ([] if before == "*" else list(before))  # (no checkpointer)
             named = f"node {' or '.join(map(repr, nodes))}" if nodes else "its next node"
             where = f"before {named} (interrupt_before)"
         return f"The graph stopped {where}, waiting for a human to review and resume it"
+
+    def _can_halt(self) -> bool:
+        """True when the run may stop at a breakpoint: the run's, or one compiled into the
+        graph or any subgraph it holds (one a node builds as it runs is not seen)."""
+        if self._breakpoints("interrupt_before") or self._breakpoints("interrupt_after"):
+            return True
+        with suppress(Exception):  # (a graph that cannot list its subgraphs: none known)
+            for _, sub in self.graph.get_subgraphs(recurse=True):
+                if getattr(sub, "interrupt_before_nodes", None) or getattr(
+                    sub, "interrupt_after_nodes", None
+                ):
+                    return True
+        return False
 
     def _breakpoints(self, option: str) -> Any:
         """The run's ``interrupt_before``/``_after`` (else the graph's, as LangGraph reads
