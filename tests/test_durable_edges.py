@@ -739,6 +739,91 @@ def test_a_child_that_keeps_killing_its_process_is_failed_and_the_run_goes_on(
     assert (stats.failed, stats.retryable, stats.duplicates) == (1, 1, 0)
 
 
+def _start_and_stop(args: list[str], env: dict[str, str], log: Path, signum: int) -> None:
+    """Start ``lyra args``, stop it with ``signum`` once it has started one more attempt,
+    and wait for it to end as an interrupted command does."""
+    before = len(attempts(log))
+    run = subprocess.Popen(
+        lyra_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_for(lambda: len(attempts(log)) > before, timeout=60, what="an attempt to start")
+        run.send_signal(signum)
+        assert run.wait(timeout=60) == 130
+    finally:
+        run.kill()
+        run.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_clean_stops_are_not_counted_as_crashes(tmp_path: Path, signum: int) -> None:
+    """A run stopped (Ctrl+C, SIGTERM) while a child runs, more often than LYRA_MAX_CRASHES,
+    then resumed, finishes that child: a clean stop took no process down."""
+    run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
+    env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
+    first = ["analyze", "P04637", "--durable", "--run-dir", str(run_dir), "--json"]
+    _start_and_stop([*first, "--inject", "P04637:slow:2"], env, log, signum)
+    for _ in range(2):
+        _start_and_stop(["analyze", "--resume", str(run_dir)], env, log, signum)
+    resumed = subprocess.run(
+        lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["summary"]["successful"] == 1
+    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 4
+
+
+@pytest.mark.slow
+def test_a_worker_stopped_by_sigterm_does_not_count_as_a_crash(
+    tmp_path: Path,
+    database_url: str,  # noqa: F811 - the fixture
+) -> None:
+    """Workers stopped by SIGTERM mid-child, more often than LYRA_MAX_CRASHES: the next
+    worker finishes the child (another takes it each time), the run succeeds."""
+    log = tmp_path / "invocations.log"
+    env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
+    args = ["analyze", "P04637", "--database-url", database_url, "--json"]
+    args += ["--run-dir", str(tmp_path / "run"), "--inject", "P04637:slow:2"]
+    supervisor = subprocess.Popen(
+        lyra_cmd(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    worker_args = ["worker", "--database-url", database_url]
+    try:
+        for stopped in range(3):
+            worker = subprocess.Popen(
+                lyra_cmd(*worker_args),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                wait_for(
+                    lambda n=stopped: len(attempts(log)) > n, timeout=60, what="a child to start"
+                )
+                worker.send_signal(signal.SIGTERM)
+                assert worker.wait(timeout=60) == 0
+            finally:
+                worker.kill()
+                worker.wait()
+        last = subprocess.Popen(lyra_cmd(*worker_args), env=env, stderr=subprocess.DEVNULL)
+        try:
+            stdout, stderr = supervisor.communicate(timeout=120)
+        finally:
+            last.send_signal(signal.SIGTERM)
+            last.wait(timeout=60)
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    assert supervisor.returncode == 0, stderr
+    assert json.loads(stdout)["summary"]["successful"] == 1
+    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 4
+
+
 def _file_size_limit(limit: int) -> Any:
     """A preexec_fn: files this process writes may not grow past ``limit`` bytes (the
     write fails with EFBIG, as on a full disk)."""

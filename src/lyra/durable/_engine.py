@@ -55,7 +55,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,8 @@ MAX_CRASHES = settings().max_crashes
 """A child whose process ends this many times while it runs (``LYRA_MAX_CRASHES``)
 ends as a failed task: DBOS counts each start of a workflow and, past its limit,
 gives up on it (``MAX_RECOVERY_ATTEMPTS_EXCEEDED``); lyra turns that into the
-task's failure, and the run goes on (see :func:`crashed_outcome`)."""
+task's failure, and the run goes on (see :func:`crashed_outcome`). A start that
+ended in a clean stop (Ctrl+C, SIGTERM) is taken off that count (:func:`destroy`)."""
 
 QUEUE_POLL = 0.05
 """Seconds between a worker's looks at the queue (each look is one short transaction)."""
@@ -138,6 +139,8 @@ class _Hooks:
 
 
 _hooks = _Hooks()
+_running: set[str] = set()
+"""The task workflows whose body runs in this process and has not ended yet."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -214,6 +217,7 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     assert workflow_id is not None  # inside a workflow
     task_id = task_id_of(workflow_id)
     log = TaskLog(workflow_id)
+    _running.add(workflow_id)  # until it ends; a stop of this process is one of DBOS's starts
 
     async def run_attempt(attempt: Attempt) -> DelegationResult:
         log.write_body(body)  # the loop's own events so far (a recovery_attempt)
@@ -242,8 +246,10 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
     except Exception as exc:
         why = storage_failure(exc)
         if why is None:
+            _running.discard(workflow_id)  # DBOS records this end
             raise
         raise StorageGaveOut(why) from exc
+    _running.discard(workflow_id)
     log.write_body(body)
     if log.held:
         deliver_unsaved(log.records[log.held_from :])
@@ -511,8 +517,33 @@ def launch(
 
 
 def destroy() -> None:
-    """Stop DBOS in this process (blocking); unfinished workflows stay pending."""
+    """Stop DBOS in this process (blocking); unfinished workflows stay pending, and the
+    start of each one running here is not counted as a crash (:func:`_stopped_cleanly`)."""
+    with suppress(Exception):  # (a full disk): those starts stay counted, as a crash's
+        _stopped_cleanly()
     DBOS.destroy(workflow_completion_timeout_sec=0)
+
+
+def _stopped_cleanly() -> int:
+    """Take the workflows this process runs, and leaves unfinished, off DBOS's count of
+    their starts: DBOS counts a start before it runs, so a stop that took nothing down
+    (Ctrl+C, SIGTERM, a cancelled run) would else count as a crash, and five of them
+    fail a healthy child. A process that dies never gets here: its starts stay counted.
+    Returns how many."""
+    stopped, instance = sorted(_running), dbos_internals._dbos_global_instance
+    _running.clear()
+    if not stopped or instance is None:
+        return 0
+    sys_db = instance._sys_db
+    status = sys_db.tables.workflow_status
+    with sys_db.engine.begin() as conn:
+        done = conn.execute(
+            status.update()
+            .where(status.c.workflow_uuid.in_(stopped))
+            .where(status.c.status == "PENDING", status.c.recovery_attempts > 0)
+            .values(recovery_attempts=status.c.recovery_attempts - 1)
+        )
+    return int(done.rowcount)
 
 
 def ensure_queue(
