@@ -632,6 +632,31 @@ async def test_an_embedded_run_writes_its_event_log_once_whether_events_are_on_o
     assert len(ids) == len(set(ids))
 
 
+@pytest.mark.anyio
+async def test_a_run_given_other_tasks_hands_each_its_own_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same run ID given other tasks, its finished ones reordered among them, answers
+    each task with its own result and runs only the new ones (each copy of one once)."""
+    from lyra import ChildRef, Supervisor, Task
+    from lyra.durable import DurableExecutor
+
+    log = tmp_path / "invocations.log"
+    monkeypatch.setenv("LYRA_TEST_INVOCATION_LOG", str(log))
+
+    async def run(prompts: list[str]) -> list[Any]:
+        tasks = [Task(prompt=prompt) for prompt in prompts]
+        async with DurableExecutor.embedded(tmp_path / "run", run_id="q1") as executor:
+            child = ChildRef(target="fakes.children:spender")
+            outcomes = await Supervisor(child, executor=executor).run(tasks)
+        return [outcome.result.output for outcome in outcomes]
+
+    assert await run(["Do item-1", "Do item-2"]) == ["spent on: Do item-1", "spent on: Do item-2"]
+    again = ["Do item-7", "Do item-2", "Do item-1", "Do item-7"]
+    assert await run(again) == [f"spent on: {prompt}" for prompt in again]
+    assert len(attempts(log)) == 4  # item-1 and item-2 once, then each item-7
+
+
 @pytest.mark.slow
 def test_a_users_own_child_resumes_after_sigkill_without_rerunning_finished_tasks(
     tmp_path: Path,

@@ -52,6 +52,9 @@ class DurableRunner:
         # missing_context / input_required.
         policy = RecoveryPolicy(max_retries=0)
         self._job = Job(child=observed, policy=policy)
+        self._recorded: dict[str, Task] = {}
+        """The tasks of the delegations an earlier process started: a task is known by
+        its content, so each is given again as it was recorded (its start time too)."""
 
     @classmethod
     def embedded(
@@ -73,6 +76,12 @@ class DurableRunner:
 
     async def start(self) -> list[Recorded]:
         await self.executor.start()
+        delegations = [
+            found
+            for found in await self.executor.tasks()
+            if found.task.context.get(KEY) == found.call  # a delegation, not another run's task
+        ]
+        self._recorded = {found.call: found.task for found in delegations}
         return [
             Recorded(
                 delegation_id=found.call,
@@ -86,8 +95,7 @@ class DurableRunner:
                 finished_at=found.completed_at,
                 cancelled=found.status == "CANCELLED",
             )
-            for found in await self.executor.tasks()
-            if found.task.context.get(KEY) == found.call  # a delegation, not another run's task
+            for found in delegations
         ]
 
     async def run(
@@ -97,7 +105,7 @@ class DurableRunner:
         recorded: Callable[[], None],
         ask: Asker,
     ) -> DelegationResult:
-        task = Task(
+        task = self._recorded.pop(delegation_id, None) or Task(
             prompt=request.prompt,
             timeout=request.timeout,
             idle_timeout=request.idle_timeout,

@@ -24,6 +24,7 @@ worker taking its children for ``worker_wait`` seconds stops with
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ import shlex
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -365,7 +367,9 @@ class DurableExecutor:
 
         The job must travel as data (:class:`~lyra.durable.JobSpec`: a child by
         importable name, no Python callables in its policy). The tasks' workflows
-        are named after the run, this call and their position: calls are numbered
+        are named after the run, this call and each task's content (see
+        :func:`_runs`): a task given again finds its own checkpoints, in whatever
+        order the tasks come, and never another task's. Calls are numbered
         in the order this process makes them, unless ``call`` names this one (a
         long-lived process whose calls come one by one, in no order a later
         process could repeat: the same name finds the same workflows).
@@ -383,17 +387,14 @@ class DurableExecutor:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         if self.placement == "embedded":  # (in a queued run, the workers build them)
             job.build_children()
-        tasks = list(tasks)  # each gets a workflow ID from its position
+        tasks = list(tasks)
         spec = JobSpec.of(job).model_dump_json()
         if call is None:
             call = str(self._calls)
             self._calls += 1
         prefix = f"{self.run_id}/{_call_name(call)}/"
         await self.start()
-        runs = [
-            _Run(f"{prefix}{i}-{file_stem(task.subject or str(i))}", task, task.model_dump_json())
-            for i, task in enumerate(tasks)
-        ]
+        runs = _runs(prefix, tasks)
         try:
             async with self._questions_watched(job, prefix, on_question):
                 if self.placement == "embedded":
@@ -682,6 +683,23 @@ async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
     )
     if failures:
         raise failures[0]
+
+
+def _runs(prefix: str, tasks: list[Task]) -> list[_Run]:
+    """Each task with its workflow ID, ``<prefix><key>-<subject>``: the key is a digest of
+    the task's input, so that a run given its tasks again -- reordered, among new ones --
+    hands each its own result and runs only what is new (by position, a prepended task
+    got the result of the one it pushed along). The n-th copy of a task already given in
+    this call gets ``.n`` after its key: each copy runs once."""
+    copies: Counter[str] = Counter()
+    runs = []
+    for task in tasks:
+        task_json = task.model_dump_json()
+        key = hashlib.sha256(task_json.encode()).hexdigest()[:16]
+        copy, copies[key] = copies[key], copies[key] + 1
+        key += f".{copy}" if copy else ""
+        runs.append(_Run(f"{prefix}{key}-{file_stem(task.subject or 'task')}", task, task_json))
+    return runs
 
 
 def _ignore(task: Task) -> None:
