@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -508,15 +509,38 @@ def test_another_runs_ids_are_named_in_a_line_not_a_page() -> None:
     assert _some(ids[:3]) == "P00000 P00001 P00002"
 
 
+HOLD = """
+import fcntl, sys, time
+held = open(sys.argv[1], "a+")
+fcntl.flock(held, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+@contextmanager
+def _held_by_another_process(lock: Path) -> Iterator[None]:
+    """``lock`` held by another process (as a running lyra holds it) while the block runs."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+
+
 def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A second resume of a durable run that a process still runs (its lock held, as
-    here) is refused with exit 2, naming the folder, and starts no child: both would
+    """A second resume of a durable run that another process still runs (its lock held,
+    as here) is refused with exit 2, naming the folder, and starts no child: both would
     run every child not finished yet. Once the other lets go, the resume runs."""
-    from lyra.cli._claims import claim
-    from lyra.cli._durable_runs import RUN_LOCK
-
     run = tmp_path / "run"
     log = tmp_path / "invocations.log"
     done = subprocess.run(
@@ -529,12 +553,9 @@ def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
     assert done.returncode == 0, done.stderr
     (run / "output.json").unlink()  # (not finished, as far as a resume can tell)
     started = invocations(log)
-    other = claim(run, RUN_LOCK, what="the run directory", busy="held")
-    try:
+    with _held_by_another_process(run / "lyra-run.lock"):
         assert main(["analyze", "--resume", str(run)]) == 2
         assert f"another lyra process is running {run} now" in capsys.readouterr().err
-    finally:
-        other.close()
     assert invocations(log) == started
     assert main(["analyze", "--resume", str(run)]) == 0
 
@@ -546,7 +567,7 @@ def test_a_run_directory_on_a_file_system_without_locks_is_used_without_one(
     directory is used as it was before it had one, never refused or failed."""
     import errno
 
-    from lyra.cli import _claims
+    from lyra import _claims
 
     def no_locks(*args: Any) -> None:
         raise OSError(errno.ENOLCK, "No locks available")
@@ -630,6 +651,23 @@ async def test_an_embedded_run_writes_its_event_log_once_whether_events_are_on_o
     assert finished == ["job0", "job1", "job2"]
     ids = [e["event_id"] for e in logged if "event_id" in e]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.anyio
+async def test_a_second_process_on_an_embedded_run_directory_is_refused(tmp_path: Path) -> None:
+    """An embedded executor whose run directory another process runs is refused as it
+    starts, with one clear line, before it runs any task: both would run every task."""
+    from lyra.durable import DurableExecutor
+    from lyra.errors import ConfigurationError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    with _held_by_another_process(run / "lyra-run.lock"):
+        executor = DurableExecutor.embedded(run, run_id="mine")
+        with pytest.raises(ConfigurationError, match="another process is running the durable"):
+            await executor.start()
+    async with DurableExecutor.embedded(run, run_id="mine"):  # once it has let go
+        pass
 
 
 @pytest.mark.anyio

@@ -26,10 +26,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from lyra.cli._claims import claim
+from lyra._claims import Claim
 from lyra.cli._request import Placement, as_given, differences
 from lyra.cli._run_record import (
     RUN_FILE,
@@ -47,6 +47,7 @@ from lyra.durable._internal import (
     check_reachable,
     check_recorded,
     check_sqlite,
+    hold_run_dir,
     postgres_url,
     redacted,
     require_durable,
@@ -54,9 +55,6 @@ from lyra.durable._internal import (
 from lyra.errors import ConfigurationError
 from lyra.proteins import UNFINISHED, AnalysisOutput, AnalyzeRequest, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
-
-RUN_LOCK = "lyra-run.lock"
-"""The file a process running a durable run holds (see ``_claims``)."""
 
 
 @dataclass
@@ -68,8 +66,9 @@ class DurableRun:
     executor: DurableExecutor | None
     finished: AnalysisOutput | None = None
     postgres: bool = False
-    hold: IO[str] | None = None
-    """This process's claim on the run directory (see ``_claims``), let go by :meth:`close`."""
+    hold: Claim | None = None
+    """This process's claim on the run directory (see ``hold_run_dir``), let go by
+    :meth:`close`; the embedded executor's own claim shares it."""
 
     @property
     def resume(self) -> str:
@@ -172,15 +171,15 @@ def _started(
     return DurableRun(folder, request, executor, postgres=record.backend == "postgres")
 
 
-def _claim(folder: Path) -> IO[str]:
-    """This process's claim on the run directory while it runs: a second process
-    resuming the same run (by mistake, or from cron) would run every child not finished
-    yet a second time."""
+def _claim(folder: Path) -> Claim:
+    """This process's claim on the run directory while it runs, taken before a new
+    run's record is written (two runs started at once race for it); its message names
+    the command that finishes the run."""
     busy = (
         f"another lyra process is running {folder} now; let it finish (or stop it), "
         f"then, if it did not finish: {resume_command(folder)}"
     )
-    return claim(folder, RUN_LOCK, what="the run directory", busy=busy)
+    return hold_run_dir(folder, busy)
 
 
 def _opened(

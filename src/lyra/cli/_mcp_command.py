@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from lyra._claims import claim
 from lyra.cli import _logging, _stdout
-from lyra.cli._claims import claim
 from lyra.cli._options import (
     EXIT_OK,
     Subparsers,

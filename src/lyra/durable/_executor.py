@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 import anyio
 
 from lyra import events
+from lyra._claims import Claim, claim
 from lyra.delegation import exception_text
 from lyra.durable import _questions as questions
 from lyra.durable._checkpoints import GAVE_UP
@@ -76,6 +77,8 @@ QUESTION_POLL = 0.25
 """Seconds between two looks for the questions a running call's tasks wait on."""
 OnQuestion = Callable[[WaitingQuestion], Awaitable[str | None]]
 """Given a question a task waits on, its answer (``None``: none from here)."""
+RUN_LOCK = "lyra-run.lock"
+"""The file in an embedded run's directory that the process running it holds."""
 _COMMIT_LAG_MS = 5_000
 """How far back each look for finished children reaches before the newest one
 seen: a transaction may commit a little after the time it recorded."""
@@ -146,6 +149,7 @@ class DurableExecutor:
         self._calls = 0
         self._launched = False
         self._liveness: Liveness | None = None
+        self._hold: Claim | None = None
         self._ledger = Ledger()
 
     @classmethod
@@ -203,10 +207,14 @@ class DurableExecutor:
         self._ledger = Ledger.of_log(self.event_log)
         if self.placement == "embedded":
             assert self.folder is not None
-            self.folder.mkdir(parents=True, exist_ok=True)
-            engine = _engine.sqlite_engine(self.url)
-            _engine.reopen_stopped_by_storage(engine)
-            _engine.launch(self.url, engine=engine)
+            self._hold = hold_run_dir(self.folder)
+            try:
+                engine = _engine.sqlite_engine(self.url)
+                _engine.reopen_stopped_by_storage(engine)
+                _engine.launch(self.url, engine=engine)
+            except BaseException:
+                self._let_go()
+                raise
             install(self._ledger.write)  # the children run here: their events too
             self._launched = True
             return
@@ -234,6 +242,12 @@ class DurableExecutor:
         if self._liveness is not None:
             self._liveness.close()
             self._liveness = None
+        self._let_go()
+
+    def _let_go(self) -> None:
+        if self._hold is not None:
+            self._hold.close()
+            self._hold = None
 
     async def aclose(self) -> None:
         """Async form of :meth:`close`."""
@@ -700,6 +714,17 @@ def _runs(prefix: str, tasks: list[Task]) -> list[_Run]:
         key += f".{copy}" if copy else ""
         runs.append(_Run(f"{prefix}{key}-{file_stem(task.subject or 'task')}", task, task_json))
     return runs
+
+
+def hold_run_dir(folder: Path, busy: str | None = None) -> Claim:
+    """This process's hold on an embedded run's directory (see :mod:`lyra._claims`):
+    two processes resuming the same checkpoints would both run every unfinished task.
+    ConfigurationError saying ``busy`` (or why) when another process holds it."""
+    busy = busy or (
+        f"another process is running the durable run in {folder} now (it holds "
+        f"{folder / RUN_LOCK}); let it finish or stop it, then run this again"
+    )
+    return claim(folder, RUN_LOCK, what="the run directory", busy=busy)
 
 
 def _ignore(task: Task) -> None:

@@ -21,13 +21,14 @@ from lyra.durable._database import (
     sqlite_url,
 )
 from lyra.durable._events import Ledger
-from lyra.durable._executor import quiet_dbos
+from lyra.durable._executor import RUN_LOCK, hold_run_dir, quiet_dbos
 from lyra.durable._questions import answer as answer_question
 from lyra.durable._questions import known_run
 from lyra.durable._questions import waiting as questions_waiting
 from lyra.durable._worker import run_worker
 
 __all__ = [
+    "RUN_LOCK",
     "SQLITE_FILE",
     "CheckpointsDamaged",
     "Ledger",
@@ -36,6 +37,7 @@ __all__ = [
     "check_recorded",
     "check_sqlite",
     "dbos_client",
+    "hold_run_dir",
     "holds_runs",
     "known_run",
     "postgres_url",
