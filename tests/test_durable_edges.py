@@ -308,28 +308,42 @@ def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None
     ]
 
 
-def test_a_full_disk_at_the_durable_start_is_one_clear_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("size", "filled"), [("8k", 0), ("96k", 80)], ids=["empty", "begun"])
+def test_a_full_disk_at_the_durable_start_stops_cleanly_and_resumes(
+    tmp_path: Path, size: str, filled: int
+) -> None:
     """A checkpoint database that cannot be created (a full disk) stops the run with one
-    line naming the cause, not DBOS's chained tracebacks."""
+    line (the cause, how to finish), exit 4, not DBOS's tracebacks nor SQLAlchemy's
+    links; with room again, --resume runs it: nothing was recorded that it could lose,
+    whether the failed start left an empty database or one begun."""
     if shutil.which("unshare") is None:
         pytest.skip("needs unshare(1) to mount a tiny file system")
-    disk = tmp_path / "disk"
+    disk, run = tmp_path / "disk", tmp_path / "disk" / "run"
     disk.mkdir()
+    lyra_run = f"{sys.executable} -m lyra analyze"
     script = (
-        f"mount -t tmpfs -o size=96k tmpfs {disk} && "
-        f"dd if=/dev/zero of={disk}/fill bs=1k count=80 2>/dev/null; "
-        f"exec {sys.executable} -m lyra analyze P04637 --durable --run-dir {disk}/run"
+        f"mount -t tmpfs -o size={size} tmpfs {disk} && "
+        f"dd if=/dev/zero of={disk}/fill bs=1k count={filled} 2>/dev/null; "
+        f"{lyra_run} P04637 --durable --run-dir {run} 2>{tmp_path}/first.err; "
+        f"echo $? >{tmp_path}/first.rc; "
+        f"mount -o remount,size=8m {disk} && exec {lyra_run} --resume {run} --json"
     )
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("user and mount namespaces are not available here")
     done = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("lyra: cannot start the durable engine: (sqlite3.OperationalError)")
+    first = (tmp_path / "first.err").read_text()
+    assert (tmp_path / "first.rc").read_text().strip() == "4", first
+    [line] = first.strip().splitlines()
+    assert line.startswith(
+        f"lyra analyze: stopped: the checkpoints could not be written to {run}/dbos.sqlite: "
+    )
+    assert line.endswith(f"make room, then finish the run with: lyra analyze --resume {run}")
+    assert "sqlalche.me" not in line
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["successful"] == 1
 
 
 # -- the queue without a worker -----------------------------------------------------------

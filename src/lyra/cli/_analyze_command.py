@@ -261,7 +261,11 @@ def _invoke_durable(asked: _Invocation) -> int:
     from lyra.cli._durable_runs import open_run  # the durable engine loads for durable runs only
     from lyra.durable import NoWorkers
 
-    durable = open_run(asked.request, asked.where, asked.given)
+    try:
+        durable = open_run(asked.request, asked.where, asked.given)
+    except RunStopped as stopped:  # the checkpoints' disk is full: exit 4, as later on
+        print(f"lyra analyze: stopped: {stopped}", file=sys.stderr)
+        return EXIT_UNWRITTEN
     if durable is None:
         assert asked.request is not None  # a resume without a record ended above
         return _analyze(asked.request, asked, None)

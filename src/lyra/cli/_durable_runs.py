@@ -52,7 +52,7 @@ from lyra.durable._internal import (
     redacted,
     require_durable,
 )
-from lyra.errors import ConfigurationError
+from lyra.errors import ConfigurationError, RunStopped
 from lyra.proteins import UNFINISHED, AnalysisOutput, AnalyzeRequest, requested_ids
 from lyra.supervisor import RunDir, file_stem, write_atomic
 
@@ -132,6 +132,12 @@ def open_run(
     hold = _claim(folder)  # (a new run's before its record: two started at once race)
     try:
         run = _started(folder, existing, request, given, where, stderr)
+    except RunStopped as stopped:  # a full disk as the engine started: nothing ran
+        hold.close()
+        finish = resume_command(folder, postgres=bool(where.database_url))
+        raise RunStopped(
+            f"{stopped}; make room, then finish the run with: {finish}", path=stopped.path
+        ) from None
     except BaseException:
         hold.close()
         raise
@@ -336,7 +342,7 @@ def _start(executor: DurableExecutor) -> None:
     """Start DBOS now, so that a failure is a usage error, not a run of failed proteins."""
     try:
         executor.start_blocking()
-    except ConfigurationError:
+    except (ConfigurationError, RunStopped):
         raise
     except KeyboardInterrupt:
         _quiet_stop(executor)

@@ -27,8 +27,10 @@ class CheckpointsDamaged(ConfigurationError):
 
 def check_sqlite(path: Path, *, expected: bool) -> None:
     """CheckpointsDamaged when the SQLite file is unreadable or damaged, or
-    missing while ``expected`` (the run has finished work on record)."""
-    if not path.exists():
+    missing or empty while ``expected`` (the run has finished work on record).
+    Empty, with nothing expected, it is a start a full disk stopped before anything
+    was recorded: SQLite reads it as a new database, and the resume starts afresh."""
+    if not path.exists() or (not expected and path.is_file() and not path.stat().st_size):
         if expected:
             raise CheckpointsDamaged(f"{path} is missing")
         return

@@ -212,8 +212,9 @@ class DurableExecutor:
                 engine = _engine.sqlite_engine(self.url)
                 _engine.reopen_stopped_by_storage(engine)
                 _engine.launch(self.url, engine=engine)
-            except BaseException:
+            except BaseException as exc:
                 self._let_go()
+                self._stop_if_full(exc)
                 raise
             install(self._ledger.write)  # the children run here: their events too
             self._launched = True
@@ -225,11 +226,21 @@ class DurableExecutor:
         try:
             # This process enqueues and waits; only workers dequeue.
             _engine.launch(self.url, executor_id=self.executor_id, listen=[])
-        except BaseException:
+        except BaseException as exc:
             self._liveness.close()
             self._liveness = None
+            self._stop_if_full(exc)
             raise
         self._launched = True
+
+    def _stop_if_full(self, exc: BaseException) -> None:
+        """:class:`RunStopped` when ``exc`` says the checkpoints cannot be written (a
+        full disk): the run stops as a whole, no task is blamed."""
+        why = storage_failure(exc)
+        if why is not None:
+            raise RunStopped(
+                f"the checkpoints could not be written to {self.where}: {why}", path=self.where
+            ) from None
 
     def close(self) -> None:
         """Stop DBOS in this process (blocking); unfinished children stay recorded."""
@@ -421,12 +432,7 @@ class DurableExecutor:
                     )
         except BaseException as exc:
             quiet_dbos()  # an interrupted run: DBOS need not describe every child it leaves
-            why = storage_failure(exc)
-            if why is not None:
-                raise RunStopped(
-                    f"the checkpoints could not be written to {self.where}: {why}",
-                    path=self.where,
-                ) from None
+            self._stop_if_full(exc)
             raise
         return outcomes if keep else []
 
