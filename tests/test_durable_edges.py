@@ -770,10 +770,11 @@ def _start_and_stop(args: list[str], env: dict[str, str], log: Path, signum: int
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_clean_stops_are_not_counted_as_crashes(tmp_path: Path, signum: int) -> None:
-    """A run stopped (Ctrl+C, SIGTERM) while a child runs, more often than LYRA_MAX_CRASHES,
-    then resumed, finishes that child: a clean stop took no process down."""
+def test_clean_stops_are_not_counted_as_crashes(tmp_path: Path) -> None:
+    """A run stopped (Ctrl+C) while a child runs, more often than LYRA_MAX_CRASHES, then
+    resumed, finishes that child: a clean stop took no process down. (SIGTERM takes the
+    same way out of the command line: the worker's test below stops by it.)"""
+    signum = signal.SIGINT
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
     env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
     first = ["analyze", "P04637", "--durable", "--run-dir", str(run_dir), "--json"]
