@@ -936,3 +936,42 @@ def test_lost_checkpoints_are_counted_once_a_child() -> None:
     with pytest.raises(CheckpointsDamaged, match=r"no record of 2 child\(ren\) that ran \(of 1"):
         check_recorded(recorded, logged=logged, finished={"P04637", "P69905"})
     check_recorded({w: "SUCCESS" for w in logged}, logged=logged, finished={"P04637"})
+
+
+@pytest.mark.parametrize(
+    ("done", "room"), [(1, "make room"), (20, "free about 4 MB for the 20 left")]
+)
+def test_the_room_a_full_disk_asks_for_comes_from_what_the_finished_took(
+    tmp_path: Path, done: int, room: str
+) -> None:
+    """The room to make is twice what the finished proteins took per protein left, from
+    ten finished on; with fewer, the database's own tables outweigh theirs (one finished
+    of 40 asked for 48 MB where the whole run takes about 1 MB): just "make room"."""
+    from types import SimpleNamespace
+
+    from lyra.cli._analyze_command import _stopped
+    from lyra.errors import RunStopped
+
+    database = tmp_path / "dbos.sqlite"
+    database.write_bytes(b"\0" * 2 * 2**20)
+    (tmp_path / "dbos.sqlite-wal").write_bytes(b"\0" * 4 * 2**20)  # (folded back, not counted)
+    stopped = RunStopped("the checkpoints could not be written", path=str(database))
+    progress = SimpleNamespace(done=done, total=40)
+    line = _stopped(stopped, progress, SimpleNamespace(resume="lyra analyze --resume R"))  # type: ignore[arg-type]
+    assert line == (
+        f"lyra analyze: stopped: the checkpoints could not be written; {done} of 40 proteins "
+        f"finished and are kept; {room}, then finish the run with: lyra analyze --resume R"
+    )
+
+
+def test_a_crash_loop_of_one_says_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LYRA_MAX_CRASHES=1: the process ended "once", not "1 times"."""
+    pytest.importorskip("dbos")
+    from lyra.durable import _engine
+    from lyra.supervisor import Task
+
+    monkeypatch.setattr(_engine, "MAX_CRASHES", 1)
+    failure = _engine.crashed_outcome(Task(prompt="x"), "run/0/key-x").result.failure
+    assert failure is not None
+    assert "ended once before it finished" in failure.message
+    assert "died once while" in failure.evidence

@@ -340,17 +340,24 @@ def _stopped(stopped: RunStopped, progress: LiveView, durable: Any) -> str:
     """One message for a durable run whose checkpoints could not be written: what
     failed, what is kept, how much room to make, how to finish."""
     kept = f"{progress.done} of {progress.total} proteins finished and are kept"
-    room = ""
+    room = "make room"
     database = Path(stopped.path) if stopped.path is not None else None
-    if database is not None and database.is_file() and progress.done:
-        # Its -wal and -shm files too; twice what the finished ones took, per protein left.
-        used = sum(f.stat().st_size for f in database.parent.glob(f"{database.name}*"))
+    if database is not None and database.is_file() and progress.done >= _ESTIMATED_FROM:
+        # Twice what the finished ones took (the database alone: its write-ahead log is
+        # folded back into it), per protein left.
+        used = database.stat().st_size
         left = progress.total - progress.done
-        room = f"; free about {_megabytes(used / progress.done * left * 2)} for the {left} left"
+        room = f"free about {_megabytes(used / progress.done * left * 2)} for the {left} left"
     return (
-        f"lyra analyze: stopped: {stopped}; {kept}{room}, then finish the run with: "
+        f"lyra analyze: stopped: {stopped}; {kept}; {room}, then finish the run with: "
         f"{durable.resume}"
     )
+
+
+_ESTIMATED_FROM = 10
+"""Proteins finished before the room the rest need is estimated from them: with fewer,
+the database's own tables outweigh theirs (one finished of 40 asked for 48 MB, where the
+whole run takes about 1 MB)."""
 
 
 def _megabytes(size: float) -> str:

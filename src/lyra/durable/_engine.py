@@ -370,12 +370,12 @@ def crashed_outcome(task: Task, workflow_id: str) -> RecoveryOutcome:
     the output does."""
     task_id = task_id_of(workflow_id)
     events.error(events.TASK_CRASH_LOOP, subject=task.subject, task_id=task_id, crashes=MAX_CRASHES)
+    times = "once" if MAX_CRASHES == 1 else f"{MAX_CRASHES} times"
     return unrun_outcome(
         task,
-        message=f"The process running this child ended {MAX_CRASHES} times before it "
-        "finished (a crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
-        evidence=f"rule 6: the process died {MAX_CRASHES} times while this child ran "
-        "(LYRA_MAX_CRASHES)",
+        message=f"The process running this child ended {times} before it finished (a "
+        "crash, an out-of-memory kill, a SIGKILL); lyra stopped resuming it",
+        evidence=f"rule 6: the process died {times} while this child ran (LYRA_MAX_CRASHES)",
         actions=(
             "Find what ends the process while this child runs (memory, a native crash)",
             "Run this task again in a new run once that is fixed",
