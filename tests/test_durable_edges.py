@@ -975,3 +975,25 @@ def test_a_crash_loop_of_one_says_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert failure is not None
     assert "ended once before it finished" in failure.message
     assert "died once while" in failure.evidence
+
+
+def test_ctrl_c_as_the_engine_starts_names_the_run_and_its_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl+C while the durable engine starts leaves a run (its record, its database):
+    the one line names its folder and the resume that finishes it (it said only
+    "interrupted", and a default folder's name was never told)."""
+    from lyra.cli import _durable_runs
+    from lyra.proteins import AnalyzeRequest
+
+    def interrupted(executor: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_durable_runs, "_start", interrupted)
+    run_dir, said = tmp_path / "run", io.StringIO()
+    where = Placement(str(run_dir), None, True, None)
+    with pytest.raises(KeyboardInterrupt):
+        open_run(AnalyzeRequest(ids=["P04637"]), where, {}, stderr=said)
+    assert said.getvalue() == (
+        f"lyra: the run is in {run_dir}; finish it with: lyra analyze --resume {run_dir}\n"
+    )

@@ -134,15 +134,27 @@ def open_run(
         run = _started(folder, existing, request, given, where, stderr)
     except RunStopped as stopped:  # a full disk as the engine started: nothing ran
         hold.close()
-        finish = resume_command(folder, postgres=bool(where.database_url))
+        finish = _resume(folder, where)
         raise RunStopped(
             f"{stopped}; make room, then finish the run with: {finish}", path=stopped.path
         ) from None
+    except KeyboardInterrupt:  # (Ctrl+C as the engine starts: the run is named, if it is one)
+        hold.close()
+        if load_record(folder) is not None:
+            print(
+                f"lyra: the run is in {folder}; finish it with: {_resume(folder, where)}",
+                file=stderr,
+            )
+        raise
     except BaseException:
         hold.close()
         raise
     run.hold = hold
     return run
+
+
+def _resume(folder: Path, where: Placement) -> str:
+    return resume_command(folder, postgres=bool(where.database_url))
 
 
 def _started(
