@@ -284,15 +284,18 @@ async def test_analyze_refuses_a_run_wide_budget_on_an_executor_of_other_process
             await analyze(["P04637"], budget=lyra.Budget(max_turns=5), executor=executor)
 
 
-def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None:
-    """Resuming a run whose directory sits on a read-only file system: exit 2, one line."""
+@pytest.mark.parametrize("finished", [False, True], ids=["unfinished", "finished"])
+def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path, finished: bool) -> None:
+    """Resuming a run whose directory sits on a read-only file system: exit 2, one line;
+    a finished run's output is printed again, as from a writable one (it writes nothing)."""
     if shutil.which("unshare") is None:
         pytest.skip("needs unshare(1) to mount the run directory read-only")
-    (finished_run / "output.json").unlink()
+    if not finished:
+        (finished_run / "output.json").unlink()
     folder = str(finished_run)
     script = (
         f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
-        f"exec {sys.executable} -m lyra analyze --resume {folder}"
+        f"exec {sys.executable} -m lyra analyze --resume {folder} --json"
     )
     probe = subprocess.run(
         ["unshare", "-rm", "sh", "-c", f"mount --bind {folder} {folder}"], capture_output=True
@@ -302,6 +305,10 @@ def test_a_read_only_run_directory_is_one_clear_line(finished_run: Path) -> None
     done = subprocess.run(
         ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=60
     )
+    if finished:
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == json.loads((finished_run / "output.json").read_text())
+        return
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         f"lyra: cannot write to the run directory {folder}: Read-only file system"

@@ -123,6 +123,9 @@ def open_run(
     if existing is not None and folder is not None:
         _check_same(existing, request, given, folder)
         _check_backend(existing, where.database_url, folder)
+        finished = _finished(folder, stderr)
+        if finished is not None:  # printed again: nothing written, so nothing held
+            return DurableRun(folder, _resumed(existing, given), None, finished)
         _check_writable(folder)
     else:
         assert request is not None  # a new run always has one
@@ -165,15 +168,10 @@ def _started(
     where: Placement,
     stderr: TextIO,
 ) -> DurableRun:
-    """The run in ``folder``, which this process holds: a resumed one finished already,
-    or its executor started; a new one's record written, and its executor started."""
+    """The run in ``folder``, which this process holds: a resumed one's executor
+    started; a new one's record written, and its executor started."""
     if existing is not None:
-        concurrency = given.get("concurrency", existing.request.concurrency)
-        request = existing.request.model_copy(update={"concurrency": concurrency})
-        record = existing
-        finished = _finished(folder, stderr)
-        if finished is not None:
-            return DurableRun(folder, request, None, finished)
+        request, record = _resumed(existing, given), existing
     else:
         assert request is not None
         if load_record(folder) is not None or RunDir(folder).holds_a_run():
@@ -187,6 +185,12 @@ def _started(
         _write_record(folder, record)
     executor = _opened(folder, record, where, resumed=existing is not None, stderr=stderr)
     return DurableRun(folder, request, executor, postgres=record.backend == "postgres")
+
+
+def _resumed(record: RunRecord, given: dict[str, Any]) -> AnalyzeRequest:
+    """The recorded request, with a ``--concurrency`` given to the resume."""
+    concurrency = given.get("concurrency", record.request.concurrency)
+    return record.request.model_copy(update={"concurrency": concurrency})
 
 
 def _claim(folder: Path) -> Claim:
