@@ -467,10 +467,17 @@ def test_run_directory_of_another_run_is_a_usage_error(
 ) -> None:
     """Other IDs, other options, a plain run or a resume of nothing: exit 2, saying why."""
     run = str(tmp_path / "run")
-    assert main(["analyze", "P04637", "--durable", "--run-dir", run]) == 0
+    assert main(["analyze", "P04637", "P69905", "--durable", "--run-dir", run]) == 0
     capsys.readouterr()
     cases = {
-        "another run (of P04637)": ["analyze", "Q8I3H7", "--resume", run],
+        "another run (of P04637 P69905);": ["analyze", "Q8I3H7", "--resume", run],
+        "another run (of P04637 P69905, in that order);": [
+            "analyze",
+            "P69905",
+            "P04637",
+            "--resume",
+            run,
+        ],
         "its --timeout is 300, not 5;": ["analyze", "--resume", run, "--timeout", "5"],
         "its --inject is none, not P04637:hang;": [
             "analyze",
@@ -492,7 +499,7 @@ def test_run_directory_of_another_run_is_a_usage_error(
     out, err = capsys.readouterr()
     assert status == 0
     assert "already finished" in err
-    assert json.loads(out)["summary"]["successful"] == 1
+    assert json.loads(out)["summary"]["successful"] == 2
     copy = tmp_path / "copy"  # a finished run's output names its results where it is now
     shutil.copytree(run, copy)
     assert main(["analyze", "--resume", str(copy), "--json"]) == 0

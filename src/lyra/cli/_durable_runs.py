@@ -422,9 +422,11 @@ def _check_same(
     recorded = record.request
     ids = request.ids if request is not None else given.get("ids")
     if ids and requested_ids(ids) != requested_ids(recorded.ids):
+        # (the order is the run's too: its output lists the proteins as they were asked)
+        same = sorted(requested_ids(ids)) == sorted(requested_ids(recorded.ids))
         raise ConfigurationError(
-            f"{folder} belongs to another run (of {_some(recorded.ids)}); "
-            f"resume it with: {resume_command(folder)}"
+            f"{folder} belongs to another run (of {_some(recorded.ids)}"
+            f"{', in that order' if same else ''}); resume it with: {resume_command(folder)}"
         )
     for option, was, now in differences(recorded, given):
         raise ConfigurationError(
