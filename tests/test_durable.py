@@ -678,13 +678,15 @@ async def test_a_second_process_on_an_embedded_run_directory_is_refused(tmp_path
 
 
 @pytest.mark.anyio
-async def test_a_run_given_other_tasks_hands_each_its_own_result(
+async def test_a_run_given_other_tasks_is_refused_naming_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same run ID given other tasks, its finished ones reordered among them, answers
-    each task with its own result and runs only the new ones (each copy of one once)."""
+    """The same run ID given other tasks would hand each the result recorded for its
+    place (another task's): it is refused before anything runs, naming the first task
+    that differs; the tasks as they were still get their recorded results."""
     from lyra import ChildRef, Supervisor, Task
     from lyra.durable import DurableExecutor
+    from lyra.errors import ConfigurationError
 
     log = tmp_path / "invocations.log"
     monkeypatch.setenv("LYRA_TEST_INVOCATION_LOG", str(log))
@@ -697,9 +699,16 @@ async def test_a_run_given_other_tasks_hands_each_its_own_result(
         return [outcome.result.output for outcome in outcomes]
 
     assert await run(["Do item-1", "Do item-2"]) == ["spent on: Do item-1", "spent on: Do item-2"]
-    again = ["Do item-7", "Do item-2", "Do item-1", "Do item-7"]
-    assert await run(again) == [f"spent on: {prompt}" for prompt in again]
-    assert len(attempts(log)) == 4  # item-1 and item-2 once, then each item-7
+    with pytest.raises(
+        ConfigurationError, match=r"another task 0: 'Do item-7', where it recorded 'Do item-1'"
+    ):
+        await run(["Do item-7", "Do item-1"])
+    assert await run(["Do item-1", "Do item-2", "Do item-3"]) == [
+        "spent on: Do item-1",
+        "spent on: Do item-2",
+        "spent on: Do item-3",
+    ]
+    assert len(attempts(log)) == 3  # item-1 and item-2 once, then item-3
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ def check_recorded(
 ) -> None:
     """CheckpointsDamaged unless every workflow the log has events of is
     recorded, and every task whose file stem is in ``finished`` (workflow IDs
-    end in ``/<key>-<stem>``) is recorded as finished: succeeded, or given up
+    end in ``/<index>-<stem>``) is recorded as finished: succeeded, or given up
     on after a crash loop (that is the engine's record, not damage)."""
     unrecorded = {_stem(workflow) for workflow in logged if workflow not in recorded}
     done = {workflow for workflow, status in recorded.items() if status in ("SUCCESS", GAVE_UP)}
@@ -66,7 +66,7 @@ def check_recorded(
 
 
 def _stem(workflow: str) -> str:
-    """The file stem of the task a workflow ID names (``…/<key>-<stem>``)."""
+    """The file stem of the task a workflow ID names (``…/<index>-<stem>``)."""
     return workflow.rpartition("/")[2].partition("-")[2]
 
 

@@ -90,7 +90,7 @@ from lyra.settings import settings
 from lyra.supervisor import Job, Task, unrun_outcome
 
 APP = "lyra"
-VERSION = "lyra-durable-7"
+VERSION = "lyra-durable-6"
 """The workflows' shape, not lyra's release: recovery only resumes workflows of
 the same application version, and bumping this orphans unfinished runs."""
 QUEUE = "lyra_children"

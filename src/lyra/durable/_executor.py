@@ -24,15 +24,14 @@ worker taking its children for ``worker_wait`` seconds stops with
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
+import reprlib
 import shlex
 import socket
 import time
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -392,9 +391,7 @@ class DurableExecutor:
 
         The job must travel as data (:class:`~lyra.durable.JobSpec`: a child by
         importable name, no Python callables in its policy). The tasks' workflows
-        are named after the run, this call and each task's content (see
-        :func:`_runs`): a task given again finds its own checkpoints, in whatever
-        order the tasks come, and never another task's. Calls are numbered
+        are named after the run, this call and their position: calls are numbered
         in the order this process makes them, unless ``call`` names this one (a
         long-lived process whose calls come one by one, in no order a later
         process could repeat: the same name finds the same workflows).
@@ -412,14 +409,18 @@ class DurableExecutor:
             raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
         if self.placement == "embedded":  # (in a queued run, the workers build them)
             job.build_children()
-        tasks = list(tasks)
+        tasks = list(tasks)  # each gets a workflow ID from its position
         spec = JobSpec.of(job).model_dump_json()
         if call is None:
             call = str(self._calls)
             self._calls += 1
         prefix = f"{self.run_id}/{_call_name(call)}/"
         await self.start()
-        runs = _runs(prefix, tasks)
+        runs = [
+            _Run(f"{prefix}{i}-{file_stem(task.subject or str(i))}", task, task.model_dump_json())
+            for i, task in enumerate(tasks)
+        ]
+        await self._check_recorded(prefix, runs)
         try:
             async with self._questions_watched(job, prefix, on_question):
                 if self.placement == "embedded":
@@ -435,6 +436,33 @@ class DurableExecutor:
             self._stop_if_full(exc)
             raise
         return outcomes if keep else []
+
+    async def _check_recorded(self, prefix: str, runs: list[_Run]) -> None:
+        """ConfigurationError, before anything runs, when the run holds another task where
+        one of ``runs`` goes: a task is known by its place in the call, so it would be
+        handed the result recorded there, another task's."""
+        from dbos import DBOS
+
+        found = await DBOS.list_workflows_async(
+            workflow_id_prefix=prefix, load_input=True, load_output=False
+        )
+        recorded = {
+            status.workflow_id: status.input["args"][1]
+            for status in found
+            if status.input is not None and len(status.input["args"]) == 2
+        }
+        for index, run in enumerate(runs):
+            was = recorded.get(run.workflow_id)
+            if was is None or run.task == (before := Task.model_validate_json(was)):
+                continue
+            fields = "" if run.task.prompt != before.prompt else " (its other fields differ)"
+            raise ConfigurationError(
+                f"the durable run {self.run_id!r} was given another task {index}: "
+                f"{reprlib.repr(run.task.prompt)}, where it recorded "
+                f"{reprlib.repr(before.prompt)}{fields}; a task is known by its place, and "
+                "would get the result recorded there. Give the run its tasks as they were "
+                "(new ones after them), or use a new run_id"
+            )
 
     @asynccontextmanager
     async def _questions_watched(
@@ -703,23 +731,6 @@ async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
     )
     if failures:
         raise failures[0]
-
-
-def _runs(prefix: str, tasks: list[Task]) -> list[_Run]:
-    """Each task with its workflow ID, ``<prefix><key>-<subject>``: the key is a digest of
-    the task's input, so that a run given its tasks again -- reordered, among new ones --
-    hands each its own result and runs only what is new (by position, a prepended task
-    got the result of the one it pushed along). The n-th copy of a task already given in
-    this call gets ``.n`` after its key: each copy runs once."""
-    copies: Counter[str] = Counter()
-    runs = []
-    for task in tasks:
-        task_json = task.model_dump_json()
-        key = hashlib.sha256(task_json.encode()).hexdigest()[:16]
-        copy, copies[key] = copies[key], copies[key] + 1
-        key += f".{copy}" if copy else ""
-        runs.append(_Run(f"{prefix}{key}-{file_stem(task.subject or 'task')}", task, task_json))
-    return runs
 
 
 def hold_run_dir(folder: Path, busy: str | None = None) -> Claim:
