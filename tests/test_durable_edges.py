@@ -987,3 +987,38 @@ def test_a_crash_loop_of_one_says_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert failure is not None
     assert "ended once before it finished" in failure.message
     assert "died once while" in failure.evidence
+
+
+_EXITING_RUN = """
+import sys, anyio
+from lyra import ChildRef, Supervisor, Task
+from lyra.durable import DurableExecutor
+
+async def main() -> None:
+    async with DurableExecutor.embedded(sys.argv[1], run_id="exits") as executor:
+        await Supervisor(ChildRef(target="fakes.children:exits"), executor=executor).run(
+            [Task(prompt="x", subject="t1")]
+        )
+
+anyio.run(main)
+"""
+
+
+def test_a_child_that_exits_its_process_is_counted_as_a_crash(tmp_path: Path) -> None:
+    """A child's own sys.exit takes its process down: the start is counted (as DBOS
+    counts a crash's), not taken off as a clean stop's is -- or a child that exits every
+    time would never be failed as a crash loop."""
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "LYRA_MAX_CRASHES": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING_RUN, str(run_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    with sqlite3.connect(run_dir / "dbos.sqlite") as db:
+        counted = db.execute("SELECT status, recovery_attempts FROM workflow_status").fetchall()
+    db.close()
+    assert counted == [("PENDING", 1)]

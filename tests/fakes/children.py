@@ -21,6 +21,11 @@ async def spender(prompt: str, ctx: ChildContext) -> str:
     return f"spent on: {prompt}"
 
 
+async def exits(prompt: str, ctx: ChildContext) -> str:
+    """A child (or a library it calls) that takes its process down with sys.exit."""
+    sys.exit(3)
+
+
 async def stalls(prompt: str, ctx: ChildContext) -> str:
     """One step, then no progress ever again (a hung call)."""
     ctx.step("Started")

@@ -50,6 +50,7 @@ test can kill the process in that window.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import logging
@@ -249,6 +250,11 @@ async def task_workflow(spec: str, task: str) -> dict[str, Any]:
             _running.discard(workflow_id)  # DBOS records this end
             raise
         raise StorageGaveOut(why) from exc
+    except asyncio.CancelledError:
+        raise  # the process stops cleanly (Ctrl+C, SIGTERM): not counted (see destroy)
+    except BaseException:
+        _running.discard(workflow_id)  # a child's own exit or interrupt takes the process
+        raise  # down: a crash, counted, as the next start finds
     _running.discard(workflow_id)
     log.write_body(body)
     if log.held:
