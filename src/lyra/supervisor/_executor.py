@@ -233,14 +233,14 @@ def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -
 
 def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
     """The outcome of a task whose handling broke (lyra's own bug), or that a
-    cancellation nobody made of the run reached between its attempts: a failure
-    that says so, contained to that task."""
+    cancellation nobody made of the run stopped: a failure that says so, contained
+    to that task."""
     if not isinstance(exc, Exception):  # (what isolated() lets through: not lyra's bug)
         return unrun_outcome(
             task,
             message=f"Cancelled by code outside lyra: {exception_text(exc)}",
-            evidence="a task.cancel() lyra did not make, or a future someone else "
-            "cancelled, reached the task outside its child's attempt; no other task is affected",
+            evidence="a task.cancel() lyra did not make (a watchdog a child left behind), "
+            "or a future someone else cancelled, stopped the task; no other task is affected",
             actions=("Run it again", "Find the code that cancels a task it does not own"),
             retryable=True,
         )
