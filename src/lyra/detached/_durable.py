@@ -53,8 +53,9 @@ class DurableRunner:
         policy = RecoveryPolicy(max_retries=0)
         self._job = Job(child=observed, policy=policy)
         self._recorded: dict[str, Task] = {}
-        """The tasks of the delegations an earlier process started: a task is known by
-        its content, so each is given again as it was recorded (its start time too)."""
+        """The tasks of the delegations an earlier process started, each given again
+        as it was recorded (its start time too): a run refuses another task in a
+        place it recorded."""
 
     @classmethod
     def embedded(

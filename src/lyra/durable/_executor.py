@@ -279,29 +279,17 @@ class DurableExecutor:
         """Every task of this run the database holds, oldest first: which call it
         belongs to, its input and its status (after :meth:`start`). A process that
         names its calls (``run(call=…)``) finds here what an earlier one started."""
-        from dbos import DBOS
-
-        found = await DBOS.list_workflows_async(
-            workflow_id_prefix=f"{self.run_id}/", load_input=True, load_output=False
-        )
-        tasks = []
-        for status in sorted(found, key=lambda status: status.created_at or 0):
-            call, _, _ = status.workflow_id.removeprefix(f"{self.run_id}/").partition("/")
-            args = status.input["args"] if status.input is not None else ()
-            if len(args) != 2:  # not a task workflow of this version: not ours to read
-                continue
-            tasks.append(
-                RecordedTask(
-                    call=call,
-                    task=Task.model_validate_json(args[1]),
-                    status=str(status.status),
-                    created_at=(status.created_at or 0) / 1000,
-                    completed_at=None
-                    if status.completed_at is None
-                    else status.completed_at / 1000,
-                )
+        found = await _task_workflows(f"{self.run_id}/")
+        return [
+            RecordedTask(
+                call=status.workflow_id.removeprefix(f"{self.run_id}/").partition("/")[0],
+                task=task,
+                status=str(status.status),
+                created_at=(status.created_at or 0) / 1000,
+                completed_at=None if status.completed_at is None else status.completed_at / 1000,
             )
-        return tasks
+            for status, task in sorted(found, key=lambda pair: pair[0].created_at or 0)
+        ]
 
     async def cancel(self, call: str) -> int:
         """Record the unfinished tasks of ``call`` as cancelled, so that no process
@@ -441,19 +429,10 @@ class DurableExecutor:
         """ConfigurationError, before anything runs, when the run holds another task where
         one of ``runs`` goes: a task is known by its place in the call, so it would be
         handed the result recorded there, another task's."""
-        from dbos import DBOS
-
-        found = await DBOS.list_workflows_async(
-            workflow_id_prefix=prefix, load_input=True, load_output=False
-        )
-        recorded = {
-            status.workflow_id: status.input["args"][1]
-            for status in found
-            if status.input is not None and len(status.input["args"]) == 2
-        }
+        recorded = {status.workflow_id: task for status, task in await _task_workflows(prefix)}
         for index, run in enumerate(runs):
-            was = recorded.get(run.workflow_id)
-            if was is None or run.task == (before := Task.model_validate_json(was)):
+            before = recorded.get(run.workflow_id)
+            if before is None or run.task == before:
                 continue
             fields = "" if run.task.prompt != before.prompt else " (its other fields differ)"
             raise ConfigurationError(
@@ -731,6 +710,22 @@ async def _enqueue_all(spec: str, runs: list[_Run]) -> None:
     )
     if failures:
         raise failures[0]
+
+
+async def _task_workflows(prefix: str) -> list[tuple[Any, Task]]:
+    """The task workflows whose IDs start with ``prefix``, each with its task (DBOS's
+    workflow status, and the input it was started with)."""
+    from dbos import DBOS
+
+    found = await DBOS.list_workflows_async(
+        workflow_id_prefix=prefix, load_input=True, load_output=False
+    )
+    return [
+        (status, Task.model_validate_json(status.input["args"][1]))
+        for status in found
+        # (another workflow, or a task workflow of another version: not ours to read)
+        if status.input is not None and len(status.input["args"]) == 2
+    ]
 
 
 def hold_run_dir(folder: Path, busy: str | None = None) -> Claim:

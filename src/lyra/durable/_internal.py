@@ -21,14 +21,13 @@ from lyra.durable._database import (
     sqlite_url,
 )
 from lyra.durable._events import Ledger
-from lyra.durable._executor import RUN_LOCK, hold_run_dir, quiet_dbos
+from lyra.durable._executor import hold_run_dir, quiet_dbos
 from lyra.durable._questions import answer as answer_question
 from lyra.durable._questions import known_run
 from lyra.durable._questions import waiting as questions_waiting
 from lyra.durable._worker import run_worker
 
 __all__ = [
-    "RUN_LOCK",
     "SQLITE_FILE",
     "CheckpointsDamaged",
     "Ledger",
