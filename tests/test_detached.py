@@ -4,6 +4,7 @@ store is tested through ``lyra mcp --durable`` in tests/test_mcp_detached.py).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -318,3 +319,30 @@ async def test_a_restart_lists_durable_delegations_newest_first_as_they_started(
         after = [(d.delegation_id, d.created_at) for d in delegations.list()]
     assert [key for key, _ in after] == [key for key, _ in before]
     assert all(abs(a - b) < 0.5 for (_, a), (_, b) in zip(after, before, strict=True))
+
+
+async def test_a_restarted_store_says_a_recorded_delegation_finished_before_it_serves() -> None:
+    """A delegation an earlier process finished is listed finished, with its report, as
+    soon as the store is entered: the runner's reading of its recorded result (slow on a
+    loaded machine) is awaited first. (A restarted durable server listed one "working".)"""
+
+    class Recording(lyra.detached.InProcess):
+        async def start(self) -> list[lyra.detached.Recorded]:
+            now, request = time.time(), DelegationRequest(prompt="quick")
+            return [lyra.detached.Recorded("d-done", request, now - 2, now - 1, cancelled=False)]
+
+        async def run(
+            self,
+            delegation_id: str,
+            request: DelegationRequest,
+            recorded: Callable[[], None],
+            ask: lyra.detached.Asker,
+        ) -> DelegationResult:
+            await anyio.sleep(0.2)  # reading the database
+            return await super().run(delegation_id, request, recorded, ask)
+
+    async with Delegations(runner=Recording(worker)) as delegations:
+        [listed] = delegations.list()
+    assert (listed.delegation_id, listed.state) == ("d-done", "completed")
+    assert listed.report is not None
+    assert listed.report.output == "done: quick"

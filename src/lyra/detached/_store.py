@@ -36,6 +36,9 @@ from lyra.supervisor import Supervisor, Task, lost_outcome
 KEEP_FOR = 3600.0
 """Seconds a finished delegation stays readable, by default."""
 _PROMPT_SHOWN = 200
+_RESTORE_WAIT = 60.0
+"""Seconds a store waits, as it starts, for the recorded results of the delegations an
+earlier process finished (read from the database, not run again)."""
 _CANCEL_WAIT = 5.0
 """Seconds a cancel waits for its delegation's run to end (a cut run ends at once; one
 stuck past this is said cancelled all the same)."""
@@ -197,8 +200,11 @@ class Delegations:
             stack.push_async_callback(self.runner.close)
             self._group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._group.cancel_scope.cancel)  # unfinished ones stay recorded
-            for found in recorded:
-                self._restore(found)
+            finished = [self._restore(found) for found in recorded]
+            with anyio.move_on_after(_RESTORE_WAIT):  # (then they say so when they have it)
+                for delegation in finished:
+                    if delegation is not None:
+                        await _ended(delegation)
             self._stack = stack.pop_all()
         return self
 
@@ -207,19 +213,21 @@ class Delegations:
         if stack is not None:
             await stack.__aexit__(*exc_info)  # type: ignore[arg-type]
 
-    def _restore(self, found: Recorded) -> None:
+    def _restore(self, found: Recorded) -> _Delegation | None:
         """A delegation an earlier process started: cancelled, forgotten, or run
-        again (a finished one returns its recorded result without running)."""
+        again (a finished one returns its recorded result without running: that one
+        is returned, for the store to say it finished before it serves anyone)."""
         if found.finished_at is not None and found.finished_at + self.keep_for < self._clock():
-            return
+            return None
         delegation = _Delegation(
             found.delegation_id, found.request, found.created_at, found.created_at
         )
         self._delegations[found.delegation_id] = delegation
         if found.cancelled:
             delegation.move("cancelled", found.finished_at or found.created_at)
-        else:
-            self._spawn(delegation)
+            return None
+        self._spawn(delegation)
+        return delegation if found.finished_at is not None else None
 
     # -- the operations ----------------------------------------------------------------
 
@@ -419,6 +427,11 @@ class Delegations:
                 "time_left": time_left(delegation.delegation_id),
             }
         )
+
+
+async def _ended(delegation: _Delegation) -> None:
+    while delegation.state not in FINISHED:
+        await delegation.changed.wait()
 
 
 def _usage(usage: Usage | None) -> dict[str, object]:
