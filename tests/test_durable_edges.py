@@ -788,11 +788,10 @@ def test_clean_stops_are_not_counted_as_crashes(tmp_path: Path) -> None:
     same way out of the command line: the worker's test below stops by it.)"""
     signum = signal.SIGINT
     run_dir, log = tmp_path / "run", tmp_path / "invocations.log"
-    env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
+    env = {**env_with(log), "LYRA_MAX_CRASHES": "1"}
     first = ["analyze", "P04637", "--durable", "--run-dir", str(run_dir), "--json"]
-    _start_and_stop([*first, "--inject", "P04637:slow:2"], env, log, signum)
-    for _ in range(2):
-        _start_and_stop(["analyze", "--resume", str(run_dir)], env, log, signum)
+    _start_and_stop([*first, "--inject", "P04637:slow:1"], env, log, signum)
+    _start_and_stop(["analyze", "--resume", str(run_dir)], env, log, signum)
     resumed = subprocess.run(
         lyra_cmd("analyze", "--resume", str(run_dir), "--json"),
         env=env,
@@ -802,7 +801,7 @@ def test_clean_stops_are_not_counted_as_crashes(tmp_path: Path) -> None:
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["summary"]["successful"] == 1
-    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 4
+    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 3
 
 
 @pytest.mark.slow
@@ -813,15 +812,15 @@ def test_a_worker_stopped_by_sigterm_does_not_count_as_a_crash(
     """Workers stopped by SIGTERM mid-child, more often than LYRA_MAX_CRASHES: the next
     worker finishes the child (another takes it each time), the run succeeds."""
     log = tmp_path / "invocations.log"
-    env = {**env_with(log), "LYRA_MAX_CRASHES": "2"}
+    env = {**env_with(log), "LYRA_MAX_CRASHES": "1"}
     args = ["analyze", "P04637", "--database-url", database_url, "--json"]
-    args += ["--run-dir", str(tmp_path / "run"), "--inject", "P04637:slow:2"]
+    args += ["--run-dir", str(tmp_path / "run"), "--inject", "P04637:slow:1"]
     supervisor = subprocess.Popen(
         lyra_cmd(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     worker_args = ["worker", "--database-url", database_url]
     try:
-        for stopped in range(3):
+        for stopped in range(2):
             worker = subprocess.Popen(
                 lyra_cmd(*worker_args),
                 env=env,
@@ -848,7 +847,7 @@ def test_a_worker_stopped_by_sigterm_does_not_count_as_a_crash(
         supervisor.wait()
     assert supervisor.returncode == 0, stderr
     assert json.loads(stdout)["summary"]["successful"] == 1
-    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 4
+    assert [(p, n) for p, n, _ in attempts(log)] == [("P04637", 1)] * 3
 
 
 def _file_size_limit(limit: int) -> Any:
