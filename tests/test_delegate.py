@@ -152,6 +152,44 @@ async def test_cancelling_the_caller_cancels_the_child() -> None:
     assert reached_end == []
 
 
+async def _swallows(prompt: str, ctx: ChildContext) -> str:
+    """A child that catches its cancellation and returns anyway (in a tool, too)."""
+
+    async def waits() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            return "caught"
+        return "slept"
+
+    ctx.step("started")
+    if prompt == "tool":
+        return await ctx.tool("wait", waits)
+    return await waits()
+
+
+@pytest.mark.parametrize("prompt", ["plain", "tool"])
+async def test_a_caller_cancelled_is_cancelled_though_the_child_caught_it(prompt: str) -> None:
+    """A child that catches the CancelledError of its caller's cancellation and returns
+    does not turn it into a success: the caller's asyncio.timeout raises TimeoutError,
+    its cancel scope catches its cancellation, its task.cancel() cancels the task.
+    (Each of them got a completed report instead.)"""
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await adelegate_task(prompt, child=_swallows, timeout=30)
+    with anyio.move_on_after(0.1) as scope:
+        await Supervisor(_swallows).delegate(prompt, timeout=30)
+    assert scope.cancelled_caught
+    task = asyncio.create_task(lyra.adelegate_with_retry(prompt, child=_swallows))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # lyra's own deadline is the child's to meet: it stops it, and reports what it had
+    report = parse_report(await adelegate_task(prompt, child=_swallows, timeout=0.1))
+    assert (report.status, report.category) == ("failed", "timeout")
+
+
 async def test_blocking_form_refuses_to_run_inside_an_event_loop() -> None:
     """Calling delegate_task from async code is a clear error pointing to the async form."""
     with pytest.raises(RuntimeError, match="adelegate_task"):

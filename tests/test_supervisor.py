@@ -711,6 +711,28 @@ async def test_a_stray_cancel_of_a_pool_worker_loses_no_outcome(keep: bool) -> N
         assert (failed[0].category, failed[0].retryable) == ("tool_error", True)
 
 
+async def test_a_stray_cancel_a_child_caught_costs_its_pool_no_result() -> None:
+    """A stale watchdog cancels the pool's worker while the child it runs then catches
+    the cancellation and returns: nobody cancelled the run, so that child's result
+    stands (a caller's own cancellation the child caught is passed on instead)."""
+    from lyra import Supervisor, Task
+
+    async def child(prompt: str, ctx: Any) -> str:
+        if prompt == "0":  # a stale watchdog, left behind by a child that finished
+            asyncio.get_running_loop().call_later(0.05, asyncio.current_task().cancel)  # type: ignore[union-attr]
+            return "ok 0"
+        try:
+            await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            return f"ok {prompt}, though cancelled"
+        return f"ok {prompt}"
+
+    outcomes = await Supervisor(child, timeout=5).run(
+        [Task(prompt=str(i)) for i in range(2)], max_concurrency=1
+    )
+    assert [o.result.output for o in outcomes] == ["ok 0", "ok 1, though cancelled"]
+
+
 def test_a_cancellation_met_between_attempts_is_no_internal_error() -> None:
     """A stray cancellation that reaches a task outside its child's attempt (waiting for
     its place, or between attempts) fails that task as cancelled from outside, to run

@@ -24,6 +24,7 @@ from lyra.delegation import (
     exception_text,
 )
 from lyra.delegation._internal import (
+    STRAY_CANCELS,
     foreign_cancellation,
     log_failure,
     new_session_id,
@@ -131,6 +132,7 @@ class LocalExecutor:
 
         async def worker() -> None:
             nonlocal started
+            STRAY_CANCELS.set(True)
             for item in pending:
                 if started < max_concurrency:
                     started += 1
@@ -164,6 +166,7 @@ class LocalExecutor:
         pending = iter(enumerate(items))
 
         async def worker() -> None:
+            STRAY_CANCELS.set(True)
             for index, item in pending:
                 try:
                     results[index] = await work(item)
