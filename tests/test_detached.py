@@ -346,3 +346,28 @@ async def test_a_restarted_store_says_a_recorded_delegation_finished_before_it_s
     assert (listed.delegation_id, listed.state) == ("d-done", "completed")
     assert listed.report is not None
     assert listed.report.output == "done: quick"
+
+
+async def test_a_question_left_waiting_is_answerable_as_soon_as_a_durable_store_restarts(
+    tmp_path: Path,
+) -> None:
+    """A question a durable delegation's child left waiting is there the moment the store
+    restarts, and an answer given at once is the one its resumed run gets (the store said
+    "working" and refused that answer until the run had asked again)."""
+    from lyra import ChildRef
+    from lyra.detached import DurableRunner
+
+    child = ChildRef(target="fakes.children:plodder")
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        started = await delegations.start(DelegationRequest(prompt="ask", timeout=30))
+        asked = await delegations.result(started.delegation_id, wait=10)
+    key = started.delegation_id
+    async with Delegations(runner=DurableRunner.embedded(tmp_path, child)) as delegations:
+        waiting = delegations.status(key)
+        delegations.answer(key, "yeast")
+        final = await delegations.result(key, wait=20)
+    assert (asked.state, asked.question) == ("input_required", "Which organism?")
+    assert (waiting.state, waiting.question) == (asked.state, asked.question)
+    assert final.state == "completed"
+    assert final.report is not None
+    assert (final.report.output or "").startswith("studied yeast")

@@ -83,6 +83,7 @@ class DurableRunner:
             if found.task.context.get(KEY) == found.call  # a delegation, not another run's task
         ]
         self._recorded = {found.call: found.task for found in delegations}
+        asked = {q.call: q.question for q in await self.executor.questions() if not q.answered}
         return [
             Recorded(
                 delegation_id=found.call,
@@ -95,6 +96,7 @@ class DurableRunner:
                 created_at=_started(found.task.context, found.created_at),
                 finished_at=found.completed_at,
                 cancelled=found.status == "CANCELLED",
+                question=asked.get(found.call),
             )
             for found in delegations
         ]

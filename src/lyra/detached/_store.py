@@ -66,6 +66,8 @@ class Recorded:
     created_at: float
     finished_at: float | None
     cancelled: bool
+    question: str | None = None
+    """The question its child left waiting for an answer, if any."""
 
 
 class Runner(Protocol):
@@ -145,6 +147,9 @@ class _Delegation:
     answered: anyio.Event | None = None
     """Set when the question that waits gets its answer (``None``: none waits)."""
     answer: str | None = None
+    recorded_question: str | None = None
+    """The question a restored delegation's child left waiting, until its run asks it
+    again: an answer given meanwhile is the one that run gets."""
     steps: tuple[str, ...] = ()
     """The steps of its last attempt in this process, once it ended."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -226,6 +231,10 @@ class Delegations:
         if found.cancelled:
             delegation.move("cancelled", found.finished_at or found.created_at)
             return None
+        if found.question is not None and found.finished_at is None:  # answerable at once
+            delegation.question = delegation.recorded_question = found.question
+            delegation.answered = anyio.Event()
+            delegation.move("input_required", delegation.updated_at)
         self._spawn(delegation)
         return delegation if found.finished_at is not None else None
 
@@ -348,17 +357,20 @@ class Delegations:
             self._cancelled(delegation)
             return
         delegation.result = result  # (cut too late: the child had finished, and stands)
-        delegation.question = None
+        delegation.question = delegation.answered = delegation.recorded_question = None
         delegation.move(result.status, self._clock())
 
     def _cancelled(self, delegation: _Delegation) -> None:
-        delegation.question = None
+        delegation.question = delegation.answered = delegation.recorded_question = None
         delegation.move("cancelled", self._clock())
         events.info(events.DETACHED_CANCELLED, delegation_id=delegation.delegation_id)
 
     async def _ask(self, delegation: _Delegation, question: str) -> str | None:
         """The child's question waits (state ``input_required``) until :meth:`answer`;
         the child's deadline still runs meanwhile, and a cancel ends the wait."""
+        recorded, delegation.recorded_question = delegation.recorded_question, None
+        if recorded == question and delegation.answered is None and delegation.answer:
+            return delegation.answer  # answered as the store restarted, before it asked
         answered = delegation.answered = anyio.Event()
         delegation.question, delegation.answer = question, None
         delegation.move("input_required", self._clock())
