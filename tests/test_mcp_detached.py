@@ -69,7 +69,7 @@ async def test_a_delegation_started_by_one_client_is_collected_by_another(
 async def test_cancel_and_a_short_wait_and_an_unknown_id(server: lyra_mcp.Served) -> None:
     """A short wait says the delegation is still working (text a model can act on);
     cancel_delegation stops it without a report; an unknown id is a tool error that
-    says why."""
+    says why, and so is a wait given as text."""
     async with Client(server.url) as client:
         key = fields(await client.call_tool("start_delegation", {"prompt": "/nonexistent"}))[
             "delegation_id"
@@ -78,6 +78,8 @@ async def test_cancel_and_a_short_wait_and_an_unknown_id(server: lyra_mcp.Served
         cancelled = await client.call_tool("cancel_delegation", {"delegation_id": key})
         after = await client.call_tool("delegation_result", {"delegation_id": key, "wait": 0})
         unknown = await client.call_tool("delegation_status", {"delegation_id": "d-nope"})
+        texts = await client.call_tool("delegation_result", {"delegation_id": key, "wait": "3"})
+    assert texts.is_error is True  # a number as the schema says, as a timeout is
     assert fields(waited)["state"] == "working"
     assert "is still working" in report_of(waited)
     assert fields(cancelled)["state"] == "cancelled"

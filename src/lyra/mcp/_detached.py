@@ -83,6 +83,7 @@ def detached_tools(store: Delegations, *, progress_every: float, calls: Calls) -
                 ge=0,
                 le=MAX_WAIT,
                 allow_inf_nan=False,
+                strict=True,  # (as the delegating tools' numbers: never "5" read as one)
                 description="Seconds to wait for the report if it is not ready (progress "
                 "notifications go out meanwhile, when asked for).",
             ),
