@@ -1554,14 +1554,19 @@ async def test_a_lone_tasks_rate_limit_is_no_storm_and_its_policy_holds() -> Non
     assert (failure.error_type, failure.storm) == ("rate_limit", False)
 
 
-async def test_a_plain_childs_successes_raise_the_concurrency_again() -> None:
+@pytest.mark.parametrize("provider", [None, "acme"])
+async def test_a_plain_childs_successes_raise_the_concurrency_again(provider: str | None) -> None:
     """A plain child (no framework telling of its requests) that met a rate limit: the
     pool halves its concurrency, and the children's successes give it back (it stayed
-    at 1 for the rest of the run); the events name the child's service, not lyra."""
+    at 1 for the rest of the run); the events name the child's service, not lyra. So
+    with a child that names its provider (``ctx.cooled``), whose successes gave
+    nothing back."""
     calls: dict[str, int] = {}
 
     async def child(prompt: str, ctx: ChildContext) -> str:
         calls[prompt] = calls.get(prompt, 0) + 1
+        if provider is not None:
+            await ctx.cooled(provider)
         await anyio.sleep(0.01)
         if calls[prompt] == 1 and prompt in ("task 0", "task 1", "task 2"):
             raise TransientError("429", retry_after=0.05, status=429, error_type="rate_limit")
@@ -1574,7 +1579,7 @@ async def test_a_plain_childs_successes_raise_the_concurrency_again() -> None:
         )
     assert all(o.result.ok for o in outcomes)
     changes = [e for e in logs if e["event"] == "concurrency_changed"]
-    assert changes[0]["reason"] == "rate limited by the child's service"
+    assert changes[0]["reason"] == "rate limited by " + (provider or "the child's service")
     assert changes[-1]["reason"] == "requests succeed again"
     assert changes[-1]["concurrency"] > 1
 

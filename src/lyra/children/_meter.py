@@ -252,6 +252,7 @@ class Meter:
     def answered(self) -> None:
         """The provider answered a request: the tree's listeners hear of it."""
         if self.provider is not None:
+            self.ctx.requests_answered += 1
             self.ctx.tree.succeeded(self.provider)
 
     def total(

@@ -141,7 +141,12 @@ class ChildContext:
     asking: str | None = None
     """The question the child waits on an answer to right now (``ctx.ask``), if any."""
     provider: str | None = None
-    """The model provider the child sent its last request to (set by the meter)."""
+    """The model provider the child sent its last request to (set by the meter, and
+    by :meth:`cooled`)."""
+    requests_answered = 0
+    """How many of the child's model requests to a known provider were answered, as a
+    framework child's meter counts them: each gives a supervisor's lowered concurrency
+    a little back (with none counted, the attempt's success does)."""
     spent_last = False
     """True when this attempt's own charge ran the budget out (not a sibling's)."""
     fresh = False

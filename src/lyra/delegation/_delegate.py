@@ -153,8 +153,8 @@ async def run_attempt(
         )
     if verdict is None:
         events.info(events.DELEGATION_COMPLETED, duration=duration, **fields)
-        if ctx.provider is None:  # a child that says nothing of its requests: its success does
-            ctx.tree.succeeded(UNNAMED_PROVIDER)
+        if not ctx.requests_answered:  # a child that says nothing of its requests: its success does
+            ctx.tree.succeeded(ctx.provider or UNNAMED_PROVIDER)
         return _result(ctx, duration, usage, output=output, overrun=overrun)
     storm = _rate_limited(ctx, verdict)
     failure = _failure(verdict, ctx, duration, storm)
