@@ -983,10 +983,12 @@ def test_repeats_are_per_session(lines: list[str], counts: tuple[int, ...]) -> N
             "[0-9]){1,2}, such as <id>)",
         ),
         ("items[17] missing", "items[<n>] missing"),
+        (" 429 ", "429"),  # a bare number (a status a child raised as it was) stays
     ],
 )
 def test_blocker_patterns(text: str, pattern: str) -> None:
-    """IDs, numbers, paths, sessions and quoted names become placeholders."""
+    """IDs, numbers, paths, sessions and quoted names become placeholders; a blocker that
+    is a number alone stays as it is (``<n>`` said nothing of it)."""
     assert normalize_blocker(text) == pattern
 
 

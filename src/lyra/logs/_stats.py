@@ -269,6 +269,8 @@ def normalize_blocker(text: str) -> str:
     >>> normalize_blocker("No module named 'bcrypt'")
     "No module named '<name>'"
     """
+    if text.strip().isdecimal():  # a number alone (a status code) is its own pattern
+        return text.strip()[:200]
     parts = _FORMAT.split(text) if "[" in text else [text]
     for i in range(0, len(parts), 2):  # (the odd ones are quoted formats)
         for gate, pattern, placeholder in _PATTERNS:
