@@ -518,7 +518,7 @@ def test_an_abridged_subunit_comment_keeps_what_it_says_of_the_oligomeric_state(
     assert subunit.index(dimer) > 900
     *_, result = _pipeline("P05067")
     [caveat] = [c for c in result["caveats"] if "UniProt SUBUNIT" in c]
-    assert f"UniProt SUBUNIT (annotated 2025-04-09): … {dimer} … (abridged;" in caveat
+    assert f"UniProt SUBUNIT (entry of 2025-04-09): … {dimer} … (abridged;" in caveat
     *_, p53 = _pipeline("P04637")
     assert any("Binds DNA as a homotetramer." in c for c in p53["caveats"])
 
@@ -636,8 +636,8 @@ def test_reasoning_without_structure() -> None:
         (
             "P04637",
             [
-                "UniProt SUBUNIT (annotated 2005-09-13): ",
-                "UniProt COFACTOR (annotated 2005-09-13): Binds 1 zinc ion per subunit; Zinc "
+                "UniProt SUBUNIT (entry of 2005-09-13): ",
+                "UniProt COFACTOR (entry of 2005-09-13): Binds 1 zinc ion per subunit; Zinc "
                 "at residues 176, 179, 238, 242.",
             ],
         ),

@@ -110,7 +110,8 @@ def annotation_caveats(summary: Mapping[str, Any]) -> list[str]:
     caveats = _model_sequence_caveat(summary)
     features = list(uniprot.get("features") or [])
     subunit = uniprot.get("subunit")
-    dated = f" (annotated {uniprot['date']})" if uniprot.get("date") else ""
+    # (the entry's last annotation date: a comment may be older than its entry's version)
+    dated = f" (entry of {uniprot['date']})" if uniprot.get("date") else ""
     caveats.append(
         "AlphaFold DB models one chain: partners and oligomers are absent from the model. "
         + (
