@@ -983,12 +983,13 @@ def test_repeats_are_per_session(lines: list[str], counts: tuple[int, ...]) -> N
             "[0-9]){1,2}, such as <id>)",
         ),
         ("items[17] missing", "items[<n>] missing"),
-        (" 429 ", "429"),  # a bare number (a status a child raised as it was) stays
+        (" 429 ", "429"),  # an HTTP status alone (a child raised it as it was) stays
+        ("31337", "<n>"),  # another number alone (a process id) does not
     ],
 )
 def test_blocker_patterns(text: str, pattern: str) -> None:
     """IDs, numbers, paths, sessions and quoted names become placeholders; a blocker that
-    is a number alone stays as it is (``<n>`` said nothing of it)."""
+    is an HTTP status alone stays as it is (``<n>`` said nothing of it)."""
     assert normalize_blocker(text) == pattern
 
 

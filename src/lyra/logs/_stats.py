@@ -257,6 +257,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = tuple(
     )
 )
 _SPACE = re.compile(r"\s+")
+_STATUS = re.compile(r"\s*[1-5]\d\d\s*")
 _FORMAT = re.compile(r"(\[[^\[\]\s]*\w-\w[^\[\]\s]*\]|(?<=[\])])\{\d+(?:,\d*)?\})")
 """A pattern a blocker quotes (``[A-Z0-9]{3}``): a character range in brackets, or a
 count right after one; kept as it is, since it names a format, not a value."""
@@ -269,8 +270,8 @@ def normalize_blocker(text: str) -> str:
     >>> normalize_blocker("No module named 'bcrypt'")
     "No module named '<name>'"
     """
-    if text.strip().isdecimal():  # a number alone (a status code) is its own pattern
-        return text.strip()[:200]
+    if _STATUS.fullmatch(text):  # an HTTP status alone is its own pattern, not <n>
+        return text.strip()
     parts = _FORMAT.split(text) if "[" in text else [text]
     for i in range(0, len(parts), 2):  # (the odd ones are quoted formats)
         for gate, pattern, placeholder in _PATTERNS:
