@@ -15,8 +15,9 @@
 | a message to a task that waits for none     | refused: ``UnsupportedOperationError``   |
 
 Every status update carries the task's usage so far (``metadata["usage"]``, see
-:mod:`lyra.children._a2a_wire`); a final one carries the report text and its
-fields (``parse_report``'s) as a data part.
+:mod:`lyra.children._a2a_wire`); a final one carries the report's fields
+(``parse_report``'s) as a data part, and a failure's the report text too (a
+success's text is its ``output`` artifact).
 
 A child that asks (``ctx.ask``) waits for the answer while its deadline runs:
 the task is ``input-required`` with the question, and the client's next message
