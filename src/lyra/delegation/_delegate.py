@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import math
 import os
 import time
 from collections.abc import Mapping
-from contextvars import ContextVar
 from itertools import count
 from typing import Any
 
@@ -322,7 +320,11 @@ async def _run(
             raise
         error = exc  # a BaseException of the child's own: a failure all the same
     if task is not None and task.cancelling() > pending:
-        await _pass_on_swallowed(task, pending)
+        # The child caught a cancellation and went on. A cancel scope's around the call
+        # (move_on_after, a task group's) is passed on, anyio delivering it again; a bare
+        # task.cancel() (asyncio.timeout's too) cannot be told from one the child made
+        # itself (its own watchdog, async-timeout 4), so its result stands, as asyncio has it.
+        await anyio.lowlevel.checkpoint_if_cancelled()
     if verifying and scope.cancel_called and ctx.stopped_by is None and left >= ctx.timeout / 2:
         # verify= had half the deadline and did not finish: the caller's, not the child's
         # (no retry pays for the child again); with less, the child took the time.
@@ -374,26 +376,6 @@ def _foreign(
     if isinstance(exc, cancelled) and scope.cancel_called:
         return False
     return foreign_cancellation(exc)
-
-
-STRAY_CANCELS: ContextVar[bool] = ContextVar("lyra_stray_cancels", default=False)
-"""True in a task lyra owns (a supervisor's pool worker): a cancellation of it that
-no cancel scope made is a stray one (a child's watchdog left behind), never its
-caller's."""
-
-
-async def _pass_on_swallowed(task: asyncio.Task[Any], pending: int) -> None:
-    """The child caught a cancellation of its caller (``asyncio.timeout``, a task group,
-    ``task.cancel()``, an enclosing cancel scope) and went on: it is passed on all the
-    same, as it would have been had the child let it through -- except a stray one in
-    a task lyra owns, withdrawn there, so that it costs no result."""
-    if anyio.current_effective_deadline() == -math.inf:  # a cancel scope's: anyio says it
-        await anyio.lowlevel.checkpoint_if_cancelled()
-    elif STRAY_CANCELS.get():
-        while task.cancelling() > pending:
-            task.uncancel()
-    else:
-        raise asyncio.CancelledError
 
 
 def foreign_cancellation(exc: BaseException) -> bool:

@@ -18,7 +18,6 @@ from lyra.delegation._child import (
 from lyra.delegation._context import folded_steps
 from lyra.delegation._deadlines import deadlines
 from lyra.delegation._delegate import (
-    STRAY_CANCELS,
     foreign_cancellation,
     log_failure,
     new_session_id,
@@ -36,7 +35,6 @@ from lyra.delegation._tree import Tree
 __all__ = [
     "DEFAULT_MAX_REPEATS",
     "REPORT_HEADER",
-    "STRAY_CANCELS",
     "Account",
     "ErrorKind",
     "Tree",

@@ -24,7 +24,6 @@ from lyra.delegation import (
     exception_text,
 )
 from lyra.delegation._internal import (
-    STRAY_CANCELS,
     foreign_cancellation,
     log_failure,
     new_session_id,
@@ -132,7 +131,6 @@ class LocalExecutor:
 
         async def worker() -> None:
             nonlocal started
-            STRAY_CANCELS.set(True)
             for item in pending:
                 if started < max_concurrency:
                     started += 1
@@ -166,7 +164,6 @@ class LocalExecutor:
         pending = iter(enumerate(items))
 
         async def worker() -> None:
-            STRAY_CANCELS.set(True)
             for index, item in pending:
                 try:
                     results[index] = await work(item)
