@@ -234,7 +234,7 @@ class Delegations:
         if found.question is not None and found.finished_at is None:  # answerable at once
             delegation.question = delegation.recorded_question = found.question
             delegation.answered = anyio.Event()
-            delegation.move("input_required", delegation.updated_at)
+            delegation.move("input_required", self._clock())
         self._spawn(delegation)
         return delegation if found.finished_at is not None else None
 
