@@ -636,6 +636,27 @@ async def test_an_embedded_run_whose_child_cannot_be_built_raises_before_any_tas
             await supervisor.run([Task(prompt="a")])
 
 
+def test_a_durable_job_of_a_plain_child_names_a_call_that_works() -> None:
+    """A durable run of a plain function is refused naming the ChildRef to pass instead,
+    written as a call that builds one (``ChildRef('module:attribute', options)`` raised
+    a TypeError: it takes keywords only)."""
+    import re
+
+    from lyra import ChildRef
+    from lyra.durable._spec import JobSpec
+    from lyra.errors import ConfigurationError
+    from lyra.supervisor import Job
+
+    async def plain(prompt: str, ctx: ChildContext) -> str:
+        return prompt
+
+    with pytest.raises(ConfigurationError) as refused:
+        JobSpec.of(Job(child=plain))
+    [call] = re.findall(r"pass (ChildRef\(.*\)) as the child", str(refused.value))
+    made = eval(call.replace("{...}", "{'n': 1}"), {"ChildRef": ChildRef})  # the hint, tried
+    assert made == ChildRef(target="module:attribute", options={"n": 1})
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("configured", [False, True], ids=["events off", "events on the log"])
 async def test_an_embedded_run_writes_its_event_log_once_whether_events_are_on_or_not(

@@ -430,6 +430,29 @@ def test_chart_labels_fit_and_axes_say_what_they_count(spend_log: Path) -> None:
     assert "duration of the attempt (seconds)" in histogram
 
 
+def test_a_subject_is_a_placeholder_in_its_blocker_only_where_it_names_the_task(
+    tmp_path: Path,
+) -> None:
+    """The task's subject becomes ``<id>`` in its blocker where it stands as a name of its
+    own ('XXXXX'), not inside a word nor as a plain word ('auth' in 'unauthorized', a
+    task called 'tool'): one blocker was counted as two patterns."""
+    lines = [
+        failed(blocked_on="HTTP 401 unauthorized", subject="auth", task_id="a"),
+        failed(blocked_on="HTTP 401 unauthorized", subject="other", task_id="b"),
+        failed(blocked_on="refused (in tool 'fetch')", subject="tool", task_id="c"),
+        failed(blocked_on="refused (in tool 'fetch')", subject="x", task_id="d"),
+        failed(blocked_on="XXXXX is not an accession", subject="XXXXX", task_id="e"),
+        failed(blocked_on="XXXXXY is not an accession", subject="XXXXX", task_id="f"),
+    ]
+    stats = collect_stats([write(tmp_path / "e.jsonl", *lines)])
+    assert dict(stats.top_blockers) == {
+        "HTTP <n> unauthorized": 2,
+        "refused (in tool '<name>')": 2,
+        "<id> is not an accession": 1,
+        "XXXXXY is not an accession": 1,
+    }
+
+
 def test_html_escapes_blocker_text(tmp_path: Path) -> None:
     """A blocker holding markup shows as text and round-trips through the page's attributes."""
     log = write(tmp_path / "e.jsonl", failed(blocked_on="<script>alert(1)</script> & more"))

@@ -31,8 +31,8 @@ class JobSpec(BaseModel):
         if not all(isinstance(c, ChildRef) for c in (job.child, *job.fallbacks)):
             raise ConfigurationError(
                 "a durable run names its child (and each fallback) by where it lives, so "
-                "that a resumed run or a worker can build it: pass ChildRef('module:attribute', "
-                "options) as the child"
+                "that a resumed run or a worker can build it: pass "
+                "ChildRef(target='module:attribute', options={...}) as the child"
             )
         if job.verify is not None or job.answer is not None:
             raise ConfigurationError(

@@ -283,6 +283,17 @@ def normalize_blocker(text: str) -> str:
 # -- small helpers ------------------------------------------------------------------
 
 
+def _plain_word(subject: str) -> bool:
+    """A subject that is an ordinary word ('auth', 'tool'): in a blocker, it is a word."""
+    return subject.isalpha() and subject.islower()
+
+
+@lru_cache(maxsize=4096)
+def _named(subject: str) -> re.Pattern[str]:
+    """``subject`` where it stands alone: not inside a longer name or word."""
+    return re.compile(rf"(?<![\w-]){re.escape(subject)}(?![\w-])")
+
+
 def percentile(ordered: list[float], q: float) -> float | None:
     """The ``q``-th percentile (0-100) of sorted values, linear between ranks."""
     if not ordered:
@@ -563,8 +574,8 @@ class StatsBuilder:
     def _blocker(self, text: str | None, subject: str | None) -> None:
         if not text:
             return
-        if subject and len(subject) > 1 and subject in text:  # 'XXXXX' is an ID here too
-            text = text.replace(subject, "<id>")
+        if subject and len(subject) > 1 and subject in text and not _plain_word(subject):
+            text = _named(subject).sub("<id>", text)  # 'XXXXX' is an ID here too
         pattern = normalize_blocker(text)
         if pattern not in self.blockers and len(self.blockers) >= _MAX_PATTERNS:
             pattern = "(other)"
