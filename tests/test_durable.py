@@ -651,7 +651,7 @@ def test_a_durable_job_of_a_plain_child_names_a_call_that_works() -> None:
         return prompt
 
     with pytest.raises(ConfigurationError) as refused:
-        JobSpec.of(Job(child=plain))
+        JobSpec.of(Job(child=plain, policy=RecoveryPolicy()))
     [call] = re.findall(r"pass (ChildRef\(.*\)) as the child", str(refused.value))
     made = eval(call.replace("{...}", "{'n': 1}"), {"ChildRef": ChildRef})  # the hint, tried
     assert made == ChildRef(target="module:attribute", options={"n": 1})
