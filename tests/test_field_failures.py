@@ -1093,9 +1093,26 @@ async def test_a_group_holding_the_callers_cancellation_still_propagates() -> No
 # -- fallbacks -----------------------------------------------------------------------------------
 
 
-async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses() -> None:
+_BILLING_400 = (
+    "Your credit balance is too low to access the Anthropic API. Please go to Plans & "
+    "Billing to upgrade or purchase credits."
+)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        (403, "permission_error", "credit balance too low"),
+        (400, "invalid_request_error", _BILLING_400),
+    ],
+    ids=["403", "the API's own 400"],
+)
+async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses(
+    refusal: tuple[int, str, str],
+) -> None:
     """A quota failure moves at once to the next child; the report names who answered
-    and why the one before did not."""
+    and why the one before did not. So does the Messages API's billing refusal, a 400
+    (it was an invalid task: no fallback ran)."""
     prompts: list[str] = []
 
     class Quota:
@@ -1103,7 +1120,7 @@ async def test_a_fallback_child_answers_when_the_first_ones_provider_refuses() -
 
         async def run(self, prompt: str, ctx: ChildContext) -> str:
             prompts.append("primary")
-            raise anthropic_error(403, "permission_error", "credit balance too low")
+            raise anthropic_error(*refusal)
 
     class Backup:
         name = "claude-backup"

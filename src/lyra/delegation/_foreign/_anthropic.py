@@ -77,8 +77,15 @@ ANTHROPIC_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
 }
 
 
+_BILLING = "credit balance is too low"
+"""What the Messages API's billing refusal says: a 400 in the SDK (pydantic-ai calls the
+same answer a ``ModelQuotaExceededError``), yet no fault of the task's."""
+
+
 def describe_anthropic(exc: BaseException) -> Cause:
     """An anthropic SDK error; a bare ``APIStatusError`` is refined by its status code."""
+    if type(exc).__name__ == "BadRequestError" and _BILLING in str(exc):
+        return Cause(_K.PERMANENT, _E.AUTH, "anthropic.BadRequestError (billing)")
     return (
         by_status(exc, ANTHROPIC_ERRORS, ("APIStatusError",), "anthropic")
         or from_table(exc, ANTHROPIC_ERRORS, "anthropic")
