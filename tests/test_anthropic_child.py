@@ -368,12 +368,14 @@ async def test_a_cost_budget_needs_a_known_price(client_for: Any) -> None:
 
 
 async def test_running_out_of_model_turns_is_a_failure_with_evidence(client_for: Any) -> None:
-    """A model that never finishes within the child's max_turns fails; it is no success."""
+    """A model that never finishes within the child's max_turns fails; it is no success,
+    and it is timeout / budget as a framework's own limit of turns is (it said partial)."""
     with MessagesAPI([tool_turn(), tool_turn()]) as api:
         child = AnthropicChild(tools=[get_plddt], client=client_for(api), max_turns=2)
         result = await Supervisor(child).delegate("x", timeout=5)
     assert not result.ok
     assert "No result after 2 model turns" in result.failure.message
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "budget")
     assert result.usage.turns == 2
 
 

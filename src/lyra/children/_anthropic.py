@@ -27,7 +27,7 @@ from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text
 from lyra.children._meter import Meter, Tokens, count, text_bytes
 from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import IncompleteOutput, TaskRejected, TransientError
+from lyra.errors import BudgetExhausted, IncompleteOutput, TaskRejected, TransientError
 from lyra.settings import settings
 from lyra.templates import render
 
@@ -229,7 +229,8 @@ class AnthropicChild:
             if finished is not None:
                 return finished
             messages.append({"role": "user", "content": results})
-        raise IncompleteOutput(f"No result after {self.max_turns} model turns")
+        # its own limit of turns ran out, as a framework's does: rule 1, timeout / budget
+        raise BudgetExhausted(f"No result after {self.max_turns} model turns (max_turns)")
 
     @tracing.model_call("anthropic", tokens=tokens_of)
     async def _create(
