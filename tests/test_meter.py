@@ -70,3 +70,12 @@ async def test_tokens_without_a_cost_are_priced_with_the_cache_at_its_rates() ->
     price = Price(input=3.0, output=15.0, cache_read=0.3)
     usage = await _charged([(1_000_000, 100_000, 500_000, 0, None)], PriceList({"m": price}))
     assert usage.cost_usd == pytest.approx(0.5 * 3.0 + 0.5 * 0.3 + 0.1 * 15.0)
+
+
+def test_every_sonnet_the_table_names_has_its_price_whatever_the_naming() -> None:
+    """Sonnet 3.7's API name puts the version first (``claude-3-7-sonnet-20250219``): it
+    found no price, so a cost budget on it was refused."""
+    from lyra.children._pricing import price_of
+
+    assert price_of("claude-3-7-sonnet-20250219") == price_of("claude-sonnet-4-5-20250929")
+    assert price_of("claude-3-7-sonnet-20250219") is not None

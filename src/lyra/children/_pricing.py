@@ -65,7 +65,8 @@ PRICES: Mapping[str, Price] = {
     "claude-opus-4-1": Price(15.0, 75.0),
     "claude-opus-4": Price(15.0, 75.0),
     "claude-sonnet-5": Price(2.0, 10.0),
-    "claude-sonnet": Price(3.0, 15.0),  # Sonnet 3.7 to 4.6
+    "claude-sonnet": Price(3.0, 15.0),  # Sonnet 4 to 4.6
+    "claude-3-7-sonnet": Price(3.0, 15.0),  # (named the old way: family after version)
     "claude-haiku-4-5": Price(1.0, 5.0),
     "claude-3-5-haiku": Price(0.8, 4.0),
     "claude-3-haiku": Price(0.25, 1.25, cache_write=0.30, cache_read=0.03),
