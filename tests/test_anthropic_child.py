@@ -347,6 +347,29 @@ async def test_a_token_budget_caps_what_the_model_may_write(client_for: Any) -> 
     assert second <= 5000 - 2700 - REQUEST_OVERHEAD
 
 
+async def test_a_model_cut_at_the_max_tokens_the_budget_left_is_out_of_budget(
+    client_for: Any,
+) -> None:
+    """A response cut at the max_tokens a token budget capped is the budget running out
+    (timeout / budget), not the model stopping early (partial, a continuation to retry);
+    one cut at the child's own max_tokens is still partial."""
+    cut = {"input_tokens": 2500, "output_tokens": 300}
+    with MessagesAPI(
+        [tool_turn(input_tokens=2500, output_tokens=200), message("cu", "max_tokens", usage=cut)]
+    ) as api:
+        child = AnthropicChild(tools=[get_plddt], client=client_for(api), max_tokens=4096)
+        capped = await Supervisor(child, budget=Budget(max_tokens=5500)).delegate("x", timeout=5)
+    assert api.requests[1]["max_tokens"] < 4096  # the budget's cap
+    assert capped.failure is not None
+    assert (capped.failure.category, capped.failure.error_type) == ("timeout", "budget")
+    assert "the token budget left it" in capped.failure.message
+    with MessagesAPI([message("cut", "max_tokens", usage={"output_tokens": 4096})]) as api:
+        child = AnthropicChild(client=client_for(api), max_tokens=4096)
+        own = await Supervisor(child).delegate("x", timeout=5)
+    assert own.failure is not None
+    assert own.failure.category == "partial"
+
+
 async def test_the_price_table_can_be_overridden(client_for: Any) -> None:
     """prices= replaces the default price of a model (a negotiated rate, a new model)."""
     with MessagesAPI([finish_turn(input_tokens=1_000_000, output_tokens=0)]) as api:

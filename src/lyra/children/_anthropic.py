@@ -216,6 +216,16 @@ class AnthropicChild:
             response = await self._create(client, system, tools, messages, meter)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
+            if (
+                stop == "max_tokens"
+                and meter.token_limited
+                and _written(response) < self.max_tokens
+            ):
+                # cut at the max_tokens the token budget left it: the budget ran out
+                raise BudgetExhausted(
+                    f"The model stopped at the {_written(response)} tokens the token budget "
+                    "left it (max_tokens)"
+                )
             if stop in ("max_tokens", "model_context_window_exceeded"):
                 raise IncompleteOutput(f"The model stopped early ({stop})")
             if stop == "refusal":
@@ -344,6 +354,11 @@ def _tokens(usage: Any) -> Tokens:
     read = count(getattr(usage, "cache_read_input_tokens", 0))
     written = count(getattr(usage, "cache_creation_input_tokens", 0))
     return Tokens(incoming, outgoing, read, written)
+
+
+def _written(response: Any) -> int:
+    """The output tokens a response reports (0 without usage)."""
+    return int(getattr(getattr(response, "usage", None), "output_tokens", 0) or 0)
 
 
 def _text(blocks: Sequence[Any]) -> str:
