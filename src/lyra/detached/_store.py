@@ -290,8 +290,7 @@ class Delegations:
             delegation.scope.cancel()
         # (a run recorded finished returns that result, however long its return takes)
         with anyio.move_on_after(None if recorded is False else _CANCEL_WAIT):
-            while delegation.state not in FINISHED:
-                await delegation.changed.wait()
+            await _ended(delegation)
         if delegation.state not in FINISHED:  # a run that would not stop: said cancelled
             self._cancelled(delegation)
         return self._status(delegation)
@@ -442,6 +441,7 @@ class Delegations:
 
 
 async def _ended(delegation: _Delegation) -> None:
+    """Wait until the delegation is finished (completed, failed or cancelled)."""
     while delegation.state not in FINISHED:
         await delegation.changed.wait()
 
