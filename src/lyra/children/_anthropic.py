@@ -216,15 +216,12 @@ class AnthropicChild:
             response = await self._create(client, system, tools, messages, meter)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
-            if (
-                stop == "max_tokens"
-                and meter.token_limited
-                and _written(response) < self.max_tokens
-            ):
+            written = _written(response)
+            if stop == "max_tokens" and meter.token_limited and written < self.max_tokens:
                 # cut at the max_tokens the token budget left it: the budget ran out
                 raise BudgetExhausted(
-                    f"The model stopped at the {_written(response)} tokens the token budget "
-                    "left it (max_tokens)"
+                    f"The model stopped at the {written} tokens the token budget left it "
+                    "(max_tokens)"
                 )
             if stop in ("max_tokens", "model_context_window_exceeded"):
                 raise IncompleteOutput(f"The model stopped early ({stop})")
