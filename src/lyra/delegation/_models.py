@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from lyra._taxonomy import ErrorType, FailureCategory
 
@@ -142,7 +142,8 @@ class TaskReport(_Frozen):
     status: Status
     session_id: str | None = None
     attempt: int = 1
-    duration: float | None = None
+    duration: float | None = Field(None, validate_default=True)
+    """Seconds the attempt took (a failure's is ``0.0`` when none is known)."""
     subject: str | None = None
     output: str | None = None
     message: str | None = None
@@ -180,3 +181,12 @@ class TaskReport(_Frozen):
     _blank = field_validator(
         "blocked_on", "session_id", "subject", "parent_session_id", "question", "child"
     )(_none_if_blank)
+
+    @field_validator("duration")
+    @classmethod
+    def _failure_timed(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """A failure's body always states a duration (``0.0s`` when none is known), so
+        its report holds that one: what it renders is what parsing gives back."""
+        if value is None and info.data.get("status") == "failed":
+            return 0.0
+        return value
