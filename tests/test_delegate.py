@@ -291,6 +291,34 @@ def test_a_budget_that_is_no_budget_is_a_type_error_showing_one(budget: Any, exa
     assert ran == []
 
 
+@pytest.mark.parametrize(
+    ("policy", "example"),
+    [({"max_retries": 1}, r"RecoveryPolicy\(\*\*policy\)"), (5, r"RecoveryPolicy\(max_retries=")],
+)
+def test_a_policy_that_is_no_policy_is_a_type_error_showing_one(policy: Any, example: str) -> None:
+    """A policy that is not a RecoveryPolicy is the caller's mistake, refused when the
+    call or the supervisor is made: it was an AttributeError, or every task of a
+    supervisor's run failing as "Internal error in lyra"; so is a context provider that
+    cannot be called."""
+    ran: list[str] = []
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        return "done"
+
+    refused = f"policy must be a lyra.RecoveryPolicy, e.g. {example}"
+    with pytest.raises(TypeError, match=refused):
+        lyra.delegate_with_retry("task", child=child, policy=policy)
+    with pytest.raises(TypeError, match=refused):
+        Supervisor(child, policy=policy)
+    not_callable = "context_provider= must be a callable or None, not 5"
+    with pytest.raises(TypeError, match=not_callable):
+        lyra.delegate_with_retry("task", child=child, context_provider=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=not_callable):
+        Supervisor(child, context_provider=5)  # type: ignore[arg-type]
+    assert ran == []
+
+
 async def test_no_child_and_no_key_is_a_configuration_error() -> None:
     """With no child, no LYRA_CHILD and no API key, the error says how to configure one."""
     with pytest.raises(ConfigurationError, match=r"LYRA_CHILD=module:attribute.*ANTHROPIC_API_KEY"):

@@ -80,8 +80,9 @@ def _check_arguments(child: Callable[..., Any]) -> None:
 
 
 def check_callbacks(**callbacks: Any) -> None:
-    """``verify=`` and ``answer=`` as given: None or callables, else a TypeError now,
-    not a failure blamed on the child once it has run (and been paid for)."""
+    """``verify=``, ``answer=`` and ``context_provider=`` as given: None or callables,
+    else a TypeError now, not a failure blamed on the child once it has run (and been
+    paid for)."""
     for name, value in callbacks.items():
         if value is not None and not callable(value):
             raise TypeError(f"{name}= must be a callable or None, not {reprlib.repr(value)}")

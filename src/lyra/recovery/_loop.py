@@ -32,6 +32,7 @@ from lyra.delegation import (
 from lyra.delegation._internal import (
     Account,
     Tree,
+    check_callbacks,
     checked_fallbacks,
     child_name,
     new_session_id,
@@ -39,7 +40,7 @@ from lyra.delegation._internal import (
     run_attempt,
 )
 from lyra.recovery import _testing
-from lyra.recovery._policy import RecoveryPolicy
+from lyra.recovery._policy import RecoveryPolicy, checked_policy
 from lyra.recovery._prompts import decompose, subtask_prompt
 from lyra.recovery._strategies import (
     RERUN_AFRESH,
@@ -185,7 +186,8 @@ async def recover(
     attempts (a pool gives the task's place to another meanwhile). The result
     carries the spend of every attempt.
     """
-    policy = policy or RecoveryPolicy()
+    policy = checked_policy(policy) or RecoveryPolicy()
+    check_callbacks(context_provider=context_provider)
     limits = limits or Limits()
     first = resolved(child) if child is not None else None
     task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import reprlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -86,3 +87,16 @@ class RecoveryPolicy(BaseModel):
         least = min(wait, self.backoff_cap / (1 + self.jitter))
         wait = min(self.backoff_cap, least + least * self.jitter * draw)
         return float(max(wait, retry_after or 0.0))
+
+
+def checked_policy(policy: object) -> RecoveryPolicy | None:
+    """``policy=`` as given: ``None`` or a :class:`RecoveryPolicy`, else a TypeError now,
+    not every task failing as lyra's own error once the loop reads it."""
+    if policy is None or isinstance(policy, RecoveryPolicy):
+        return policy
+    example = (
+        "RecoveryPolicy(**policy)" if isinstance(policy, dict) else "RecoveryPolicy(max_retries=2)"
+    )
+    raise TypeError(
+        f"policy must be a lyra.RecoveryPolicy, e.g. {example}; got {reprlib.repr(policy)}"
+    )

@@ -21,6 +21,7 @@ from lyra.delegation._internal import (
     run_attempt,
 )
 from lyra.recovery import ContextProvider, RecoveryOutcome, RecoveryPolicy
+from lyra.recovery._internal import checked_policy
 from lyra.supervisor._callback import OutcomeCallback, adapt
 from lyra.supervisor._executor import Executor, LocalExecutor
 from lyra.supervisor._job import Job, Task
@@ -75,10 +76,10 @@ class Supervisor:
         self.budget = budget
         self.account = Account.for_budget(budget)
         """The tree's live account (``None`` without a budget)."""
-        self.policy = policy or _no_retries()
+        self.policy = checked_policy(policy) or _no_retries()
+        check_callbacks(verify=verify, answer=answer, context_provider=context_provider)
         self.context_provider = context_provider
         self.executor: Executor = executor or _LOCAL
-        check_callbacks(verify=verify, answer=answer)
         self.verify = verify
         self.answer = answer
         self.fallbacks = checked_fallbacks(fallbacks)
