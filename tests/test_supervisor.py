@@ -821,3 +821,17 @@ async def test_a_childs_own_asyncio_timeout_in_a_pool_still_fires() -> None:
     [outcome] = await Supervisor(grouped, timeout=10).run([Task(prompt="x")])
     assert outcome.result.output == "stopped", outcome.result.report
     assert started == ["first"]
+
+
+def test_a_task_takes_its_timeouts_as_numbers_only() -> None:
+    """A task's timeout is a number of seconds, as ``delegate_task``'s is: a bool or a
+    string is refused, where it was read as 1.0 or 5.0; an int, or JSON's, is a number."""
+    import pydantic
+
+    from lyra import Task
+
+    for wrong in ({"timeout": True}, {"timeout": "5"}, {"idle_timeout": "2"}):
+        with pytest.raises(pydantic.ValidationError, match="valid number"):
+            Task(prompt="p", **wrong)
+    assert Task(prompt="p", timeout=5).timeout == 5.0
+    assert Task.model_validate_json('{"prompt": "p", "idle_timeout": 2}').idle_timeout == 2.0
