@@ -120,12 +120,21 @@ async def test_a_result_that_comes_after_its_deadline_says_how_late(
     assert finished[-1]["overrun_s"] == result.overrun_s
 
 
-async def test_an_idle_deadline_passed_in_a_blocked_loop_is_an_overrun_too() -> None:
+async def _blocks_the_loop_then_steps(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("started")
+    time.sleep(0.6)  # noqa: ASYNC251 - the mistake under test
+    ctx.step("done")  # progress after the idle deadline passed unseen
+    return "done, late"
+
+
+@pytest.mark.parametrize("child", [_blocks_the_loop, _blocks_the_loop_then_steps])
+async def test_an_idle_deadline_passed_in_a_blocked_loop_is_an_overrun_too(child: Any) -> None:
     """No progress past the idle timeout while synchronous code holds the loop: the
     result keeps its status, as past the total deadline, and says how late it is, with
-    the warning naming the idle timeout it passed."""
+    the warning naming the idle timeout it passed. Progress once the loop is free again
+    moves the idle deadline, but does not hide that it was passed."""
     with capture_logs() as logs:
-        result = await Supervisor(_blocks_the_loop).delegate("x", timeout=30, idle_timeout=0.2)
+        result = await Supervisor(child).delegate("x", timeout=30, idle_timeout=0.2)
     assert result.status == "completed"
     assert result.overrun_s is not None
     assert result.overrun_s >= 0.3
@@ -135,14 +144,24 @@ async def test_an_idle_deadline_passed_in_a_blocked_loop_is_an_overrun_too() -> 
 
 
 async def test_a_result_on_time_carries_no_overrun() -> None:
-    """An attempt that ends within its deadline has no overrun anywhere."""
+    """An attempt that ends within its deadline has no overrun anywhere; nor does one
+    that waited for an answer longer than its idle timeout (a wait is not idle time)."""
 
     async def quick(prompt: str, ctx: ChildContext) -> str:
         return "on time"
 
+    async def asks(prompt: str, ctx: ChildContext) -> str:
+        return await ctx.ask("Which release?")
+
+    async def slow_answer(question: str) -> str:
+        await anyio.sleep(0.5)
+        return "2.1"
+
     result = await Supervisor(quick).delegate("x", timeout=5)
     assert result.overrun_s is None
     assert "overrun_s" not in result.report
+    waited = await Supervisor(asks, answer=slow_answer).delegate("x", timeout=5, idle_timeout=0.2)
+    assert (waited.status, waited.overrun_s) == ("completed", None)
 
 
 async def test_a_delegation_tree_deeper_than_the_limit_is_an_invalid_task() -> None:

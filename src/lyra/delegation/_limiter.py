@@ -53,6 +53,7 @@ class Limiter:
         "fired",
         "idle",
         "last_progress",
+        "missed",
         "observed",
         "parent",
         "scope",
@@ -85,6 +86,8 @@ class Limiter:
         self.stop: Account | None = None
         """The account whose exhaustion ended the attempt."""
         self.observed = False
+        self.missed = 0.0
+        """Seconds the loop was held past the idle deadline before progress moved it."""
         self._watch: Watch | None = None
         self._watched: tuple[Account, ...] = ()
         self._waiting = 0
@@ -149,6 +152,10 @@ class Limiter:
             now = time.monotonic()
             self.last_progress = now
             if self.armed < self.deadline and now + self.idle > self.armed:
+                if now - self.armed > OVERRUN_TOLERANCE and self.fired is None:
+                    # progress after the idle deadline passed unseen (the loop was
+                    # held): it moves the deadline, and the lateness is kept
+                    self.missed = max(self.missed, now - self.armed)
                 self.armed = min(self.deadline, now + self.idle + self.slack)
                 if self.deadlines is None:  # the loop's watcher reads armed itself
                     self.on_loop(self._rearm)
@@ -186,8 +193,9 @@ class Limiter:
         """The end of a wait; the last of those that overlap gives the idle clock back."""
         self._waiting -= 1
         if self._waiting == 0 and self.idle is not None:
-            self.armed = min(self._held, self.deadline)
-            self.touch()  # the idle clock starts again now
+            # the idle clock starts again now (a held deadline the wait passed is no miss)
+            self.armed = min(max(self._held, time.monotonic()), self.deadline)
+            self.touch()
             self._rewatch()  # the deadline came nearer: the heap only moves it later
         else:
             self.touch()
@@ -252,14 +260,15 @@ class Limiter:
     def overrun(self) -> float | None:
         """Seconds the attempt ended after its deadline, beyond the tolerance: the total
         one, or the idle one when no progress moved it (``armed``: the earlier of the two;
-        a loop held by synchronous code passes the idle one as silently as the total)."""
-        late = self.now() - self.armed
+        a loop held by synchronous code passes the idle one as silently as the total), or
+        the idle one that progress moved only after it had passed (:attr:`missed`)."""
+        late = max(self.now() - self.armed, self.missed)
         return round(late, 3) if late > OVERRUN_TOLERANCE else None
 
     @property
     def idle_passed(self) -> bool:
         """True when the deadline :meth:`overrun` measures from is the idle one."""
-        return self.armed < self.deadline
+        return self.armed < self.deadline or self.missed > 0
 
     def blocker(self) -> str:
         """What held an attempt past its deadline, as far as lyra can tell."""
