@@ -19,7 +19,8 @@ import anyio.to_thread
 import pytest
 from structlog.testing import capture_logs
 
-from lyra import ChildContext, Supervisor, parse_report
+from lyra import Budget, ChildContext, Supervisor, parse_report
+from lyra.errors import BudgetExhausted
 from lyra.supervisor import LocalExecutor
 
 pytestmark = pytest.mark.anyio
@@ -162,6 +163,37 @@ async def test_a_result_on_time_carries_no_overrun() -> None:
     assert "overrun_s" not in result.report
     waited = await Supervisor(asks, answer=slow_answer).delegate("x", timeout=5, idle_timeout=0.2)
     assert (waited.status, waited.overrun_s) == ("completed", None)
+
+
+async def test_a_thread_its_deadline_abandoned_spends_nothing_more() -> None:
+    """A plain ``def`` child runs in a worker thread, which the deadline abandons. Its
+    next request's turn (a charge ahead) is refused once the attempt is over, so it
+    sends no more requests on the tree's budget: it went on spending after its report."""
+    requests: list[int] = []
+    refused: list[BaseException] = []
+
+    def keeps_asking(prompt: str, ctx: ChildContext) -> str:
+        try:
+            for n in range(30):
+                ctx.take_turn()
+                requests.append(n)
+                time.sleep(0.05)
+        except BudgetExhausted as exc:
+            refused.append(exc)
+            raise
+        return "done"
+
+    supervisor = Supervisor(keeps_asking, budget=Budget(max_turns=100))
+    result = await supervisor.delegate("x", timeout=0.3)
+    assert result.failure is not None
+    assert result.failure.category == "timeout"
+    sent = len(requests)
+    await anyio.sleep(0.3)
+    assert len(requests) <= sent + 1  # (one may have been on its way)
+    assert len(refused) == 1
+    assert "the attempt is over" in str(refused[0])
+    assert supervisor.account is not None
+    assert supervisor.account.left().max_turns == 100 - len(requests)
 
 
 async def test_a_delegation_tree_deeper_than_the_limit_is_an_invalid_task() -> None:

@@ -154,6 +154,9 @@ class ChildContext:
     a context overflow): a framework child does not resume its conversation."""
     depth = 0
     """How deep in the delegation tree this attempt is (0: a root delegation)."""
+    ended = False
+    """True once the attempt is over (its result given): code it left running (a worker
+    thread the deadline abandoned, a framework's run in it) may spend no more."""
 
     def __init__(
         self,
@@ -431,6 +434,8 @@ class ChildContext:
             raise self.stopped
         if self._limiter.stop is not None:  # (asked before every request: no call unless so)
             self._limiter.check_budget()
+        if self.ended:
+            raise _over()
 
     # -- questions ------------------------------------------------------------------------
 
@@ -502,9 +507,12 @@ class ChildContext:
         when the charge takes the delegation tree over its budget. With
         ``ahead=True`` the charge pays for use about to be made (a model call's
         turn, taken before the call): one that would go over is refused, not
-        recorded, and ends the attempt the same way.
+        recorded, and ends the attempt the same way; so is one made once the
+        attempt is over (by a worker thread its deadline abandoned).
         """
         checked_charge(input_tokens, output_tokens, cost_usd, turns)
+        if ahead and self.ended:
+            raise _over()
         self._after_charge(
             (self._meter or self._metered()).charge(
                 input_tokens=input_tokens,
@@ -517,7 +525,10 @@ class ChildContext:
 
     def take_turn(self) -> None:
         """Charge the turn of a model request about to be sent (``charge(turns=1,
-        ahead=True)``): a spent budget refuses it (:class:`~lyra.errors.BudgetExhausted`)."""
+        ahead=True)``): a spent budget refuses it (:class:`~lyra.errors.BudgetExhausted`),
+        as does an attempt that is over."""
+        if self.ended:
+            raise _over()
         self._after_charge((self._meter or self._metered()).take_turn())
 
     def give_back_turn(self) -> None:
@@ -800,6 +811,14 @@ def _readable(key: str) -> str:
 
 def _shortened(text: str) -> str:
     return text if len(text) <= SHOWN_ARGUMENTS else text[: SHOWN_ARGUMENTS - 1] + "…"
+
+
+def _over() -> BudgetExhausted:
+    """The refusal of a charge ahead (a model request) once the attempt is over."""
+    return BudgetExhausted(
+        "Budget closed: the attempt is over (its deadline passed, or it was stopped), "
+        "so nothing more is spent for it"
+    )
 
 
 def spender(session_id: str, subject: str | None) -> str:

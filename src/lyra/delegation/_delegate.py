@@ -309,6 +309,7 @@ async def _run(
                 error = exc
             finally:
                 limiter.exit(id(ctx))
+                ctx.ended = True  # (what it left running may spend no more: ChildContext)
                 ctx.unobserve()
                 ctx.release_all_tokens()
     except BaseException as exc:
