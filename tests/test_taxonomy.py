@@ -145,6 +145,21 @@ async def raises_its_own_timeout(prompt: str, ctx: ChildContext) -> str:
     return "never"
 
 
+class AgentGenerationError(Exception):
+    """A framework's own error that lyra has no table for (smolagents' has this name)."""
+
+
+def _raised_from(outer: Exception, inner: BaseException) -> Exception:
+    outer.__cause__ = inner  # as `raise outer from inner` leaves it
+    return outer
+
+
+def _chain_loop() -> Exception:
+    first, second = RuntimeError("first"), RuntimeError("second")
+    first.__cause__, second.__cause__ = second, first
+    return first
+
+
 # (id, child, timeout, category, retryable, error_type, rule)
 CASES: list[tuple[str, ChildFn, float, str, bool, str, int]] = [
     ("deadline-after-progress", hangs_after_a_tool, 0.2, "timeout", True, "timeout", 1),
@@ -227,6 +242,17 @@ CASES: list[tuple[str, ChildFn, float, str, bool, str, int]] = [
         "connection",
         6,
     ),
+    (
+        "unknown-framework-error-from-a-connection-error",
+        child_raising(
+            _raised_from(AgentGenerationError("generation failed"), ConnectionError("refused"))
+        ),
+        5,
+        "tool_error",
+        True,
+        "connection",
+        6,
+    ),
     ("child-own-timeout", raises_its_own_timeout, 5, "tool_error", True, "timeout", 6),
     (
         "http-429",
@@ -276,6 +302,15 @@ CASES: list[tuple[str, ChildFn, float, str, bool, str, int]] = [
     (
         "value-error-is-not-validation",
         child_raising(ValueError("odd")),
+        5,
+        "tool_error",
+        False,
+        "unknown",
+        10,
+    ),
+    (
+        "a-chain-of-causes-that-loops",
+        child_raising(_chain_loop()),
         5,
         "tool_error",
         False,

@@ -86,18 +86,35 @@ _CONFIGURATION = "lyra.ConfigurationError: a limit or option lyra cannot keep as
 
 
 def describe(exc: BaseException) -> Cause:
-    """Reduce any exception to a :class:`Cause`; a malformed request that says the
-    prompt is over the model's context window is a context overflow, whoever says it."""
+    """Reduce any exception to a :class:`Cause`: its own, or, where that is unknown,
+    what it was raised ``from`` (a framework's generic error wrapping a
+    ``ConnectionError``, whether lyra knows the framework or not), if that says more
+    (a few links of the chain at most: a chain may loop)."""
+    exc = _unwrapped(_innermost(exc))
     cause = _described(exc)
-    if cause.kind in (Kind.MALFORMED_TASK, Kind.UNKNOWN) and overflowed(
-        _unwrapped(_innermost(exc))
-    ):
-        return Cause(Kind.CONTEXT_OVERFLOW, ErrorType.CONTEXT_OVERFLOW, cause.source)
+    inner = exc.__cause__
+    for _ in range(8):
+        if cause.kind is not Kind.UNKNOWN or inner is None or inner is exc:
+            return cause
+        exc = _unwrapped(_innermost(inner))
+        explained = _described(exc)
+        if explained.kind is not Kind.UNKNOWN:
+            source = f"{cause.source} from {explained.source}"
+            return Cause(explained.kind, explained.error_type, source, explained.retry_after)
+        inner = exc.__cause__
     return cause
 
 
 def _described(exc: BaseException) -> Cause:
-    exc = _unwrapped(_innermost(exc))
+    """``exc``'s own cause; a malformed request that says the prompt is over the model's
+    context window is a context overflow, whoever says it."""
+    cause = _own(exc)
+    if cause.kind in (Kind.MALFORMED_TASK, Kind.UNKNOWN) and overflowed(exc):
+        return Cause(Kind.CONTEXT_OVERFLOW, ErrorType.CONTEXT_OVERFLOW, cause.source)
+    return cause
+
+
+def _own(exc: BaseException) -> Cause:
     if isinstance(exc, InvalidInput):
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "lyra.InvalidInput")
     if isinstance(exc, SubjectNotFound):
@@ -115,7 +132,7 @@ def _described(exc: BaseException) -> Cause:
     module = _translated_by(type(exc))
     sdk = _BY_MODULE.get(module)
     if sdk is not None:
-        return _wrapped(exc, sdk(exc))
+        return sdk(exc)
     if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
     return _builtin(exc)
@@ -134,20 +151,6 @@ def _translated_by(cls: type[BaseException]) -> str:
         if module in _BY_MODULE or module in _OTHER_KNOWN:
             return module
     return cls.__module__.partition(".")[0]
-
-
-def _wrapped(exc: BaseException, cause: Cause) -> Cause:
-    """An SDK error its table maps only as unknown, raised ``from`` another error
-    (a framework's generic tool error wrapping a ``ConnectionError``): what it
-    wraps decides, if that says more."""
-    inner = exc.__cause__
-    if cause.kind is not Kind.UNKNOWN or inner is None or inner is exc:
-        return cause
-    explained = describe(inner)
-    if explained.kind is Kind.UNKNOWN:
-        return cause
-    source = f"{cause.source} from {explained.source}"
-    return Cause(explained.kind, explained.error_type, source, explained.retry_after)
 
 
 def _innermost(exc: BaseException) -> BaseException:
