@@ -1382,6 +1382,39 @@ async def test_a_storm_waits_out_one_shared_cooldown() -> None:
     assert lowered[0]["concurrency"] < 10
 
 
+async def test_a_storm_a_tool_meets_is_a_storm_of_that_tools_service() -> None:
+    """A tool's 429 with a retry-after (a data API's, or a model called through
+    ``ctx.tool``) met by siblings at once is a storm of the service behind that tool:
+    the pool lowers its concurrency, and the siblings it turned away are sent again
+    after the retry-after, not counted as retries (only a model provider's was: with no
+    retries, every task failed)."""
+    started = time.monotonic()
+    calls: list[float] = []
+
+    async def lookup(subject: str) -> str:
+        calls.append(time.monotonic() - started)
+        if len(calls) <= 8:  # the first call of each: in flight together, all refused
+            await anyio.sleep(0.05)
+            raise TransientError("429 Too Many Requests", retry_after=0.4, status=429)
+        return f"{subject}: found"
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        return await ctx.tool("lookup", lookup, prompt)
+
+    with capture_logs() as logs:
+        outcomes = await Supervisor(child, timeout=5).run(
+            [Task(prompt=f"t{n}") for n in range(8)], max_concurrency=8
+        )
+    assert [o.result.output for o in outcomes] == [f"t{n}: found" for n in range(8)]
+    assert [o.attempts[-1].strategy for o in outcomes] == ["redispatch"] * 8
+    cooled = [e for e in logs if e["event"] == "rate_limit_cooldown"]
+    assert {e["provider"] for e in cooled} == {"tool:lookup"}
+    assert len(calls) == 16
+    assert min(calls[8:]) >= 0.05 + 0.4 - 0.02  # sent again after the retry-after
+    lowered = [e for e in logs if e["event"] == "concurrency_changed"]
+    assert lowered[0]["concurrency"] < 8
+
+
 async def test_retries_after_a_storm_run_no_more_at_once_than_the_lowered_concurrency() -> None:
     """The pool halves its concurrency on a rate limit, and the tasks' retries keep to it
     too: a task gives its place back while it backs off and waits for one before its

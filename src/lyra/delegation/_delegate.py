@@ -42,7 +42,7 @@ from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
 from lyra.delegation._text import safe_str, type_name, valid_text
-from lyra.delegation._tree import Tree
+from lyra.delegation._tree import Tree, tool_provider
 from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 
 __all__ = ["check_timeout", "foreign_cancellation", "log_failure", "new_session_id", "run_attempt"]
@@ -175,12 +175,14 @@ def log_failure(failure: ChildFailure, **fields: Any) -> None:
 
 
 def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:
-    """A provider's rate limit with a ``retry-after`` starts the tree's cooldown for it;
-    True when it is part of a storm (see :meth:`Tree.storm`)."""
+    """A provider's rate limit with a ``retry-after`` starts the tree's cooldown for it
+    (a tool's, for the service behind that tool); True when it is part of a storm (see
+    :meth:`Tree.storm`)."""
     wait = verdict.retry_after
-    if verdict.error_type is not ErrorType.RATE_LIMIT or not wait or verdict.failed_tool:
+    if verdict.error_type is not ErrorType.RATE_LIMIT or not wait:
         return False
-    provider = _provider(ctx, verdict)
+    tool = verdict.failed_tool
+    provider = tool_provider(tool) if tool else _provider(ctx, verdict)
     task = str(ctx.context.get("task_id", ctx.session_id))
     storm = ctx.tree.storm(provider, task)
     ctx.tree.rate_limited(provider, wait, task=task, session_id=ctx.session_id)

@@ -20,6 +20,14 @@ import anyio
 
 from lyra import events
 
+
+def tool_provider(name: str) -> str:
+    """The tree's name for the service behind the tool ``name``, whose rate limit a
+    storm's siblings meet too (its calls are not held: lyra cannot tell which of a
+    tool's calls go to the service that refused one)."""
+    return f"tool:{name}"
+
+
 MAX_COOLDOWN = 600.0
 """The longest cooldown a ``retry-after`` can start (seconds): a provider asking
 for more is refused by the recovery policy's ``max_wait`` anyway."""

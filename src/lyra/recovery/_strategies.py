@@ -182,13 +182,13 @@ def redispatch(
 
 def refused_before_work(failure: ChildFailure) -> bool:
     """True when a storm's rate limit (among siblings) turned the attempt away before any
-    step or tool ran."""
+    step ran, and any tool but the one call the rate limit refused."""
+    refused = {failure.failed_tool: 1} if failure.failed_tool is not None else {}
     return (
         failure.storm
         and failure.error_type is ErrorType.RATE_LIMIT
         and not failure.completed_steps
-        and not failure.tool_usage
-        and failure.failed_tool is None
+        and failure.tool_usage == refused
     )
 
 
