@@ -636,6 +636,34 @@ async def test_time_budget_bounds_the_whole_loop() -> None:
     assert [round(a.timeout, 1) for a in outcome.attempts] == [0.2, 0.3]
 
 
+async def test_a_last_attempt_the_time_budget_cut_short_is_no_verdict_on_the_task() -> None:
+    """A flaky service's retries run the loop's time budget down until the last attempt
+    has a fraction of its timeout and times out before doing anything: the outcome is
+    the connection failure before it (retryable), not "timeout, no progress: split the
+    task", which the child never earned."""
+
+    async def flaky(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.35)
+        raise ConnectionError("connection reset by peer")
+
+    policy = RecoveryPolicy(max_retries=10, total_budget=1.5, backoff_base=0.2, jitter=0)
+    outcome = await recover("task", child=flaky, policy=policy, limits=Limits(timeout=1))
+    last = outcome.attempts[-1]
+    assert last.timeout < 0.25  # cut short by the budget (1.5 - 0.35 - 0.2 - 0.35 - 0.4)
+    assert last.result.failure is not None
+    assert last.result.failure.category == "timeout"
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.suggested_retry) == (
+        "tool_error",
+        "connection",
+        True,
+    )
+    assert outcome.result == outcome.attempts[-2].result.model_copy(
+        update={"usage": outcome.result.usage}
+    )
+
+
 async def test_skipped_waits_count_against_the_budget() -> None:
     """In testing mode, waits are not slept but still spend the time budget."""
     child = Script(rate_limited)

@@ -239,12 +239,14 @@ async def recover(
                 _log_callback_failed(raised, task_id=task_id, subject=subject)
                 break
             counted = plan is not None
-        plan = _fitted(clock, plan, ran, so_far, loop, policy)
+        planned, plan = plan, _fitted(clock, plan, ran, so_far, loop, policy)
         loop.retries += counted and plan is not None and plan.strategy != "fallback"
         if plan is not None:
             _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
             plan = clock.after_wait(plan)
+            if plan is not None and planned is not None:
+                loop.cut_short = plan.timeout < planned.timeout
     return RecoveryOutcome(
         task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
     )
@@ -315,8 +317,21 @@ def _record(
 
 def _final(history: list[AttemptRecord], loop: LoopState) -> DelegationResult:
     """The last attempt's result, carrying the spend of every attempt and, after a
-    fallback, which child answered and why the ones before it did not."""
+    fallback, which child answered and why the ones before it did not. A last attempt
+    the loop's time budget cut short, which timed out before any progress, is no
+    verdict on the task ("infeasible as it stands"): the failure before it stands."""
     result = history[-1].result
+    failure = result.failure
+    if (
+        loop.cut_short
+        and len(history) > 1
+        and history[-2].child_index == history[-1].child_index
+        and failure is not None
+        and failure.category is FailureCategory.TIMEOUT
+        and not failure.completed_steps
+        and not failure.tool_usage
+    ):
+        result = history[-2].result
     changes: dict[str, Any] = {}
     if len(history) > 1:
         total = sum((r.result.usage for r in history if r.result.usage), Usage())

@@ -82,6 +82,8 @@ class LoopState:
     the attempt before the last was told not to redo them, so it did not list them)."""
     files: dict[str, None] = field(default_factory=dict)
     """The files every attempt so far modified, in order."""
+    cut_short: bool = False
+    """True when the loop's time budget cut the latest attempt's timeout."""
 
     def remember(self, failure: ChildFailure, *, decomposed: bool = False) -> ChildFailure:
         """``failure`` with the work of every attempt so far (its own last): what the
