@@ -30,6 +30,14 @@ EXPECTED = {
         "attempt 2 [continuation]: 6,000 tokens, completed",
         "max_tokens=12000 exceeded: 15000 tokens used",
     ],
+    "own_framework.py": [
+        "answer: completed: 'Duplicate of #7', 930 tokens, $0.00105",
+        "budget: timeout/budget: Child stopped: budget exhausted (max_turns=3 reached",
+        "(turns: 3)",
+        "max steps: timeout/budget: agent stopped after max_steps=10",
+        "stuck tool: timeout/idle:",
+        "while the tool 'lookup' ran",
+    ],
     "nested_delegation.py": [
         "<failed_delegation>",
         "timeout/idle",
