@@ -83,6 +83,12 @@ def _defaults(cls: type[BaseModel]) -> dict[str, Any]:
     }
 
 
+def timed(status: object, duration: float | None) -> float | None:
+    """A report's duration: a failure's is ``0.0`` when none is known, as its body
+    states one (``Duration: 0.0s``), so that what it renders is what parsing gives."""
+    return 0.0 if duration is None and status == "failed" else duration
+
+
 def _none_if_blank(value: str | None) -> str | None:
     return value if value else None
 
@@ -185,8 +191,4 @@ class TaskReport(_Frozen):
     @field_validator("duration")
     @classmethod
     def _failure_timed(cls, value: float | None, info: ValidationInfo) -> float | None:
-        """A failure's body always states a duration (``0.0s`` when none is known), so
-        its report holds that one: what it renders is what parsing gives back."""
-        if value is None and info.data.get("status") == "failed":
-            return 0.0
-        return value
+        return timed(info.data.get("status"), value)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lyra.delegation._models import TaskReport, assembled
+from lyra.delegation._models import TaskReport, assembled, timed
 from lyra.delegation._report import _capybara as capybara
 from lyra.delegation._report._blocks import block_end, last_block, last_header, output
 from lyra.delegation._report._layout import fast_body, quick_report, rendered
@@ -119,7 +119,7 @@ def message_only(message: str) -> TaskReport:
     return assembled(TaskReport, values, EVERY_FIELD)
 
 
-_HEADERLESS = {**DEFAULTS, "status": "failed"}
+_HEADERLESS = {**DEFAULTS, "status": "failed", "duration": timed("failed", None)}
 
 
 def parse_one(

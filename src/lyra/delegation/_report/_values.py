@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from lyra._taxonomy import ErrorType, FailureCategory
-from lyra.delegation._models import FailedDelegation, TaskReport, assembled
+from lyra.delegation._models import FailedDelegation, TaskReport, assembled, timed
 from lyra.errors import ReportParseError
 
 CATEGORIES = {str(category): category for category in FailureCategory}
@@ -59,7 +59,9 @@ def failed_delegation(value: str) -> FailedDelegation:
 
 def report(fields: dict[str, Any]) -> TaskReport:
     """A report of values already checked, the others left at their defaults."""
-    return built({**DEFAULTS, **fields})
+    values = {**DEFAULTS, **fields}
+    values["duration"] = timed(values["status"], values["duration"])
+    return built(values)
 
 
 def built(values: dict[str, Any]) -> TaskReport:
