@@ -643,13 +643,14 @@ async def test_a_last_attempt_the_time_budget_cut_short_is_no_verdict_on_the_tas
     task", which the child never earned."""
 
     async def flaky(prompt: str, ctx: ChildContext) -> str:
-        await anyio.sleep(0.35)
+        await anyio.sleep(0.6)
         raise ConnectionError("connection reset by peer")
 
-    policy = RecoveryPolicy(max_retries=10, total_budget=1.5, backoff_base=0.2, jitter=0)
+    # (the third attempt has 0.4 s less the loop's overhead: it times out, whatever that is)
+    policy = RecoveryPolicy(max_retries=10, total_budget=2.2, backoff_base=0.2, jitter=0)
     outcome = await recover("task", child=flaky, policy=policy, limits=Limits(timeout=1))
     last = outcome.attempts[-1]
-    assert last.timeout < 0.25  # cut short by the budget (1.5 - 0.35 - 0.2 - 0.35 - 0.4)
+    assert last.timeout < 0.45  # cut short by the budget (2.2 - 0.6 - 0.2 - 0.6 - 0.4)
     assert last.result.failure is not None
     assert last.result.failure.category == "timeout"
     failure = outcome.result.failure
@@ -662,6 +663,29 @@ async def test_a_last_attempt_the_time_budget_cut_short_is_no_verdict_on_the_tas
     assert outcome.result == outcome.attempts[-2].result.model_copy(
         update={"usage": outcome.result.usage}
     )
+
+
+async def test_a_last_attempt_given_more_time_than_the_one_before_keeps_its_verdict() -> None:
+    """A doubled timeout the budget cut (0.6 s to about 0.45) is still more than the
+    attempt before had: a child that then does nothing earns its "no progress" verdict."""
+    attempts = 0
+
+    async def stalls(prompt: str, ctx: ChildContext) -> str:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            await ctx.tool("fetch", lambda: "ok")
+        await anyio.sleep(10)
+        return "never"
+
+    policy = RecoveryPolicy(max_retries=3, total_budget=0.75, jitter=0)
+    outcome = await recover("task", child=stalls, policy=policy, limits=Limits(timeout=0.3))
+    assert [a.strategy for a in outcome.attempts] == ["initial", "timeout_doubling"]
+    assert 0.3 < outcome.attempts[-1].timeout < 0.6
+    assert outcome.result.attempt == 2
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.suggested_retry) == ("timeout", False)
 
 
 async def test_skipped_waits_count_against_the_budget() -> None:

@@ -196,6 +196,27 @@ async def test_a_thread_its_deadline_abandoned_spends_nothing_more() -> None:
     assert supervisor.account.left().max_turns == 100 - len(requests)
 
 
+async def test_a_context_whose_attempt_is_over_starts_no_grandchild() -> None:
+    """Code a child left running after its attempt (a task it did not wait for) cannot
+    delegate on the context either: the grandchild would spend the tree's budget."""
+    kept: list[ChildContext] = []
+    ran: list[str] = []
+
+    async def leaves_its_context(prompt: str, ctx: ChildContext) -> str:
+        kept.append(ctx)
+        return "done"
+
+    async def grandchild(prompt: str, ctx: ChildContext) -> str:
+        ran.append(prompt)
+        return "spent"
+
+    result = await Supervisor(leaves_its_context).delegate("x", timeout=5)
+    assert result.status == "completed"
+    with pytest.raises(BudgetExhausted, match="the attempt is over"):
+        await kept[0].delegate("more", child=grandchild)
+    assert ran == []
+
+
 async def test_a_delegation_tree_deeper_than_the_limit_is_an_invalid_task() -> None:
     """A child that delegates to itself without end meets the documented depth limit as
     an invalid_task with evidence, not a RecursionError classified as a tool error."""

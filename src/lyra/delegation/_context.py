@@ -646,6 +646,7 @@ class ChildContext:
         """
         if self._runner is None:
             raise RuntimeError("this context was not made by lyra; it cannot delegate")
+        self.raise_if_stopped()  # (an attempt that is over, or stopped, starts no grandchild)
         if timeout is not None:  # (a caller's mistake, said as adelegate_task says it)
             timeout = check_timeout(timeout)
         # A hair before this attempt's own deadline, so that the grandchild's

@@ -245,8 +245,8 @@ async def recover(
             _log_recovery(plan, number + 1, failure, task_id=task_id, subject=subject)
             await clock.sleep(plan.wait)
             plan = clock.after_wait(plan)
-            if plan is not None and planned is not None:
-                loop.cut_short = plan.timeout < planned.timeout
+            if plan is not None and planned is not None:  # (less than planned, and than before)
+                loop.cut_short = plan.timeout < min(planned.timeout, ran.timeout)
     return RecoveryOutcome(
         task_id=task_id, result=_final(history, loop), attempts=tuple(history), state=progress
     )

@@ -83,7 +83,8 @@ class LoopState:
     files: dict[str, None] = field(default_factory=dict)
     """The files every attempt so far modified, in order."""
     cut_short: bool = False
-    """True when the loop's time budget cut the latest attempt's timeout."""
+    """True when the loop's time budget cut the latest attempt's timeout below both what
+    was planned for it and what the attempt before it had."""
 
     def remember(self, failure: ChildFailure, *, decomposed: bool = False) -> ChildFailure:
         """``failure`` with the work of every attempt so far (its own last): what the
