@@ -309,6 +309,8 @@ def test_a_policy_that_is_no_policy_is_a_type_error_showing_one(policy: Any, exa
     refused = f"policy must be a lyra.RecoveryPolicy, e.g. {example}"
     with pytest.raises(TypeError, match=refused):
         lyra.delegate_with_retry("task", child=child, policy=policy)
+    with pytest.raises(TypeError, match=refused):  # (with max_retries, which it overrides)
+        lyra.delegate_with_retry("task", child=child, policy=policy, max_retries=2)
     with pytest.raises(TypeError, match=refused):
         Supervisor(child, policy=policy)
     not_callable = "context_provider= must be a callable or None, not 5"

@@ -371,3 +371,16 @@ async def test_a_question_left_waiting_is_answerable_as_soon_as_a_durable_store_
     assert final.state == "completed"
     assert final.report is not None
     assert (final.report.output or "").startswith("studied yeast")
+
+
+def test_a_request_takes_its_timeouts_as_numbers_only() -> None:
+    """A detached delegation's timeouts are numbers of seconds, as ``delegate_task``'s
+    and a Task's are: a bool or a string is refused, where it was read as 1.0 or 5.0."""
+    import pydantic
+
+    for wrong in ({"timeout": True}, {"timeout": "5"}, {"idle_timeout": "2"}):
+        with pytest.raises(pydantic.ValidationError, match="valid number"):
+            DelegationRequest(prompt="p", **wrong)
+    assert DelegationRequest(prompt="p", timeout=5).timeout == 5.0
+    as_json = '{"prompt": "p", "idle_timeout": 2}'
+    assert DelegationRequest.model_validate_json(as_json).idle_timeout == 2.0

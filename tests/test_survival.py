@@ -144,6 +144,28 @@ async def test_an_idle_deadline_passed_in_a_blocked_loop_is_an_overrun_too(child
     assert "the event loop" in warned[0]["blocked_by"]
 
 
+async def test_an_overrun_past_the_total_deadline_names_no_idle_timeout() -> None:
+    """An idle deadline passed unseen early on, then the total one passed by more: the
+    overrun is the total deadline's, and its warning names no idle timeout."""
+
+    async def blocks_twice(prompt: str, ctx: ChildContext) -> str:
+        ctx.step("a")
+        time.sleep(0.6)  # noqa: ASYNC251 - the idle deadline (0.3) passes unseen
+        ctx.step("b")
+        for _ in range(3):
+            await anyio.sleep(0.1)
+            ctx.step("c")  # (the last within 0.3 s of the end: no idle deadline before it)
+        time.sleep(0.8)  # noqa: ASYNC251 - then the total one (1.2) passes by more
+        return "late"
+
+    with capture_logs() as logs:
+        result = await Supervisor(blocks_twice).delegate("x", timeout=1.2, idle_timeout=0.3)
+    assert result.overrun_s is not None
+    assert result.overrun_s >= 0.4
+    warned = [e for e in logs if e["event"] == "deadline_overrun"]
+    assert [e.get("idle_timeout") for e in warned] == [None]
+
+
 async def test_a_result_on_time_carries_no_overrun() -> None:
     """An attempt that ends within its deadline has no overrun anywhere; nor does one
     that waited for an answer longer than its idle timeout (a wait is not idle time)."""

@@ -268,7 +268,7 @@ class Limiter:
     @property
     def idle_passed(self) -> bool:
         """True when the deadline :meth:`overrun` measures from is the idle one."""
-        return self.armed < self.deadline or self.missed > 0
+        return self.armed < self.deadline or self.missed >= self.now() - self.armed
 
     def blocker(self) -> str:
         """What held an attempt past its deadline, as far as lyra can tell."""

@@ -23,13 +23,19 @@ class DelegationRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt: str = Field(description="The task, complete in itself.")
+    # (strict: a bool or a string is refused, as delegate_task and Task refuse it)
     timeout: float = Field(
-        300.0, gt=0, allow_inf_nan=False, description="Seconds the child may take in all."
+        300.0,
+        gt=0,
+        allow_inf_nan=False,
+        strict=True,
+        description="Seconds the child may take in all.",
     )
     idle_timeout: float | None = Field(
         None,
         gt=0,
         allow_inf_nan=False,
+        strict=True,
         description="Seconds without progress before the child is stopped.",
     )
     budget: Budget | None = Field(

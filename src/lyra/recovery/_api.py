@@ -9,7 +9,7 @@ from lyra._sync import blocking
 from lyra.delegation import Answerer, Budget, Child, ChildRef, Limits, Verifier
 from lyra.delegation._internal import DEFAULT_MAX_REPEATS, check_timeout
 from lyra.recovery._loop import recover
-from lyra.recovery._policy import RecoveryPolicy
+from lyra.recovery._policy import RecoveryPolicy, checked_policy
 from lyra.recovery._strategies import ContextProvider
 
 
@@ -45,7 +45,7 @@ async def adelegate_with_retry(
     fails (a quota, a key, or trouble that outlasts the backoff); the report says
     which child answered and why the ones before did not.
     """
-    policy = policy or RecoveryPolicy()
+    policy = checked_policy(policy) or RecoveryPolicy()
     if max_retries is not None:
         policy = RecoveryPolicy.model_validate({**dict(policy), "max_retries": max_retries})
     limits = Limits(
