@@ -370,6 +370,8 @@ async def _stop(client: ClaudeSDKClient, *, halted: bool = False) -> None:
         if process.returncode is None:
             with suppress(ProcessLookupError):
                 process.kill()
+            with anyio.move_on_after(STOP_GRACE):
+                await process.wait()  # reaped here: a killed CLI is no zombie of ours
 
 
 def _answer_quietly(client: ClaudeSDKClient) -> None:
