@@ -290,10 +290,13 @@ def _rounds(
     rounds: int,
     clock: Callable[[], float],
     log: BareLog,
+    *,
+    warm: bool = True,
 ) -> dict[str, list[float]]:
-    """Seconds per run of each side, one value a round; each round in a rotated order."""
+    """Seconds per run of each side, one value a round; each round in a rotated order
+    (after a warm-up block of each, unless not ``warm``: a smoke run measures nothing)."""
     runners = _runners(sides, log)
-    for name in names:
+    for name in names if warm else ():
         _block(fw, sides, runners[name], max(1, runs // 4), clock)  # warm-up: imports, caches
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for number in range(rounds):
@@ -303,7 +306,7 @@ def _rounds(
     return seconds
 
 
-def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
+def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int, *, warm: bool) -> float:
     """Python calls per run (coroutine and generator resumes included), counted with
     ``sys.setprofile`` in this thread over ``runs`` runs after a warm-up: the same
     count on every machine, where CPU time moves with the host's load."""
@@ -319,7 +322,8 @@ def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
             sides.fresh()
             await run(f"{fw.prompt} ({i})")
 
-    asyncio.run(body())  # warm-up: first-run imports and caches count for nothing
+    if warm:
+        asyncio.run(body())  # warm-up: first-run imports and caches count for nothing
     sys.setprofile(count)
     try:
         asyncio.run(body())
@@ -328,15 +332,15 @@ def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int) -> float:
     return calls / runs
 
 
-def _calls_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row]:
+def _calls_rows(fw: Framework, sides: Sides, runs: int, log: BareLog, *, warm: bool) -> list[Row]:
     """lyra's Python calls per run over the bare run with the framework's hook, and the
     floor's (where the framework gives one)."""
     runners = _runners(sides, log)
-    hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs)
+    hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs, warm=warm)
     rows = []
     for name, side in (("lyra", "lyra"), ("the floor", FLOOR_HOOK)):
         if side in runners:
-            calls = _calls_per_run(fw, sides, runners[side], runs)
+            calls = _calls_per_run(fw, sides, runners[side], runs, warm=warm)
             rows.append(
                 Row(
                     fw.bench,
@@ -355,7 +359,7 @@ async def _answer(prompt: str, ctx: Any = None) -> str:
     return prompt
 
 
-def _cold_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row]:
+def _cold_rows(fw: Framework, sides: Sides, runs: int, log: BareLog, *, warm: bool) -> list[Row]:
     """What running after the framework costs lyra's code: a trivial delegation
     (``adelegate_task`` with the same limits, a child that answers at once) and the floor
     child around the same, each timed alone (``time.thread_time_ns``) right after a bare
@@ -375,13 +379,15 @@ def _cold_rows(fw: Framework, sides: Sides, runs: int, log: BareLog) -> list[Row
             raise RuntimeError(f"unexpected output: {output[:300]!r}")
         return spent
 
+    first = 2 if warm else 0  # the first two: imports and caches count for nothing
+
     async def body() -> None:
-        for i in range(runs + 2):  # the first two: imports and caches count for nothing
+        for i in range(runs + first):
             for name in names[i % 2 :] + names[: i % 2]:
                 sides.fresh()
                 await sides.bare(f"{fw.prompt} ({i})")
                 after_run, again = await timed(runners[name]), await timed(runners[name])
-                if i >= 2:
+                if i >= first:
                     cold[name].append(after_run)
                     hot[name].append(again)
 
@@ -470,6 +476,7 @@ def measure(fw: Framework, size: Size) -> list[Row]:
     """Both passes, their lines printed as they end; the rows (targets judged unless
     ``size`` is the smoke size)."""
     plan, judge = fw.plan, size is not Size.SMOKE
+    warm = judge  # (a smoke run only shows that each side still runs: no warm-ups)
     cpu_runs, cpu_rounds = size.pick(*plan.cpu_runs), size.pick(*plan.cpu_rounds)
     wall_runs, wall_rounds = size.pick(*plan.wall_runs), size.pick(*plan.wall_rounds)
     with (
@@ -478,9 +485,8 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         closing(BareLog(Path(folder) / "floor.jsonl")) as log,
     ):
         sides = fw.build(0.0)
-        cpu = _rounds(
-            fw, sides, _with_floor(sides, SIDES), cpu_runs, cpu_rounds, time.process_time, log
-        )
+        names = _with_floor(sides, SIDES)
+        cpu = _rounds(fw, sides, names, cpu_runs, cpu_rounds, time.process_time, log, warm=warm)
         us = {name: [s * 1e6 for s in values] for name, values in cpu.items()}
         rows = _cpu_rows(fw, us, judge)
         print(
@@ -491,15 +497,16 @@ def measure(fw: Framework, size: Size) -> list[Row]:
         for row in rows[1:]:
             print(f"  {row.metric:<58} {fmt_value(row.value, row.unit):>10}  ({row.note})")
         _print_judged(rows[0])
-        for calls in _calls_rows(fw, fw.build(0.0), max(2, cpu_runs // 4), log):
+        runs = max(2 if warm else 1, cpu_runs // 4)
+        for calls in _calls_rows(fw, fw.build(0.0), runs, log, warm=warm):
             print(f"{calls.metric}: {calls.value:,.0f} ({calls.note})")
             rows.append(calls)
-        for row in _cold_rows(fw, fw.build(0.0), size.pick(*plan.cold_runs), log):
+        for row in _cold_rows(fw, fw.build(0.0), size.pick(*plan.cold_runs), log, warm=warm):
             print(f"{row.metric}: {fmt_value(row.value, row.unit)} ({row.note})")
             rows.append(row)
         sides = fw.build(LATENCY)
         paired = _with_floor(sides, ("bare", "lyra"))
-        wall = _rounds(fw, sides, paired, wall_runs, wall_rounds, time.perf_counter, log)
+        wall = _rounds(fw, sides, paired, wall_runs, wall_rounds, time.perf_counter, log, warm=warm)
         row = _wall_row(fw, wall, judge)
         print(
             f"wall pass: {wall_runs} runs a block, {fw.requests} model requests of "
