@@ -426,6 +426,6 @@ async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
     assert len(api.requests) == 1
     assert result.failure is not None
     assert "max_tokens=1000 reached: 605 tokens used" in result.failure.evidence
-    assert "the next request's worst case" in result.failure.evidence
+    assert "the least the next request needs" in result.failure.evidence
     assert result.usage.turns == 1
     assert parse_report(result.report).turns == 1

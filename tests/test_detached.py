@@ -352,8 +352,9 @@ async def test_a_question_left_waiting_is_answerable_as_soon_as_a_durable_store_
     tmp_path: Path,
 ) -> None:
     """A question a durable delegation's child left waiting is there the moment the store
-    restarts, and an answer given at once is the one its resumed run gets (the store said
-    "working" and refused that answer until the run had asked again)."""
+    restarts, its ended attempt's time left 0 as before, and an answer given at once is
+    the one its resumed run gets (the store said "working" and refused that answer until
+    the run had asked again)."""
     from lyra import ChildRef
     from lyra.detached import DurableRunner
 
@@ -368,6 +369,7 @@ async def test_a_question_left_waiting_is_answerable_as_soon_as_a_durable_store_
         final = await delegations.result(key, wait=20)
     assert (asked.state, asked.question) == ("input_required", "Which organism?")
     assert (waiting.state, waiting.question) == (asked.state, asked.question)
+    assert asked.time_left == waiting.time_left == 0  # the asking attempt ended (was None)
     assert final.state == "completed"
     assert final.report is not None
     assert (final.report.output or "").startswith("studied yeast")

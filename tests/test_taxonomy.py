@@ -553,3 +553,26 @@ async def test_permanent_errors_after_progress_are_not_partial(status: int, cate
     )
     assert (parsed.category, parsed.retryable) == (category, False)
     assert parsed.completed_steps == ("step 1", "step 2")
+
+
+async def test_a_tools_error_a_framework_wrapped_still_names_the_tool() -> None:
+    """A framework that runs its tools itself reports a failed call with
+    ``ctx.tool_ended(name, exc)`` and raises its own error ``from`` it: the failure is
+    the tool's (named in the blocker), read by the wrapped cause."""
+
+    async def framework_child(prompt: str, ctx: ChildContext) -> str:
+        ctx.tool_started("fetch", {"id": prompt})
+        try:
+            raise ConnectionError("refused")
+        except ConnectionError as exc:
+            ctx.tool_ended("fetch", exc)
+            raise AgentGenerationError("the agent run failed") from exc
+
+    report = parse_report(await adelegate_task("P04637", child=framework_child, timeout=5))
+    assert (report.category, report.error_type, report.retryable) == (
+        "tool_error",
+        "connection",
+        True,
+    )
+    assert report.blocked_on is not None
+    assert "(in tool 'fetch')" in report.blocked_on

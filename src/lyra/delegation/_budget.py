@@ -335,16 +335,17 @@ class Account:
             root._released.append(wake)
 
     def refuse(self, tokens: int) -> Account | None:
-        """A request whose worst case (``tokens``) no token limit up the chain has room
-        for, with nothing held that could free some: the tightest account is exhausted
-        as having reached its limit (its attempts end), and returned."""
+        """A request that no token limit up the chain has room for (``tokens``: the
+        least it can go with), with nothing held that could free some: the tightest
+        account is exhausted as having reached its limit (its attempts end), and
+        returned."""
         ran_out: Account | None = None
         with self._lock:
             for account in self._limiting:
                 why = account._over(tokens, 0.0, 0, 0, True)
                 if why is not None and why.startswith("max_tokens"):
                     if account.exhausted is None:
-                        account.exhausted = why + " (the next request's worst case)"
+                        account.exhausted = why + " (the least the next request needs)"
                         ran_out = account
                     break
             told = [] if ran_out is None else list(ran_out._watchers.values())

@@ -393,8 +393,18 @@ class ChildContext:
         return max(0.0, self._limiter.now() - self._tool_started)
 
     def raised_by_tool(self, exc: BaseException) -> bool:
-        """True when ``exc`` is the exception a tool run through :meth:`tool` raised."""
-        return exc is self._failed_tool_error
+        """True when ``exc`` is the exception a tool raised (run through :meth:`tool`, or
+        ended with :meth:`tool_ended`), or was raised ``from`` it (a framework's wrapper:
+        a few links of the chain at most, as it may loop)."""
+        failed = self._failed_tool_error
+        link: BaseException | None = exc
+        for _ in range(8):
+            if link is None or failed is None:
+                return False
+            if link is failed:
+                return True
+            link = link.__cause__
+        return False
 
     # -- stopping -------------------------------------------------------------------------
 

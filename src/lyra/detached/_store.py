@@ -425,11 +425,10 @@ class Delegations:
             )
         ctx = attempt(delegation.delegation_id)
         if ctx is None or delegation.state in FINISHED:  # (cancelled: what it did stays said)
-            return (
-                status.model_copy(update={"steps": delegation.steps})
-                if delegation.steps
-                else status
-            )
+            update: dict[str, object] = {"steps": delegation.steps} if delegation.steps else {}
+            if delegation.recorded_question is not None:  # restored, its attempt ended
+                update["time_left"] = 0.0
+            return status.model_copy(update=update) if update else status
         return status.model_copy(
             update={
                 **_usage(ctx.usage),
