@@ -216,7 +216,7 @@ class AnthropicChild:
             response = await self._create(client, system, tools, messages, meter)
             content = [block.model_dump(exclude_none=True) for block in response.content]
             stop = response.stop_reason
-            written = _written(response)
+            _, written = tokens_of(getattr(response, "usage", None))
             if stop == "max_tokens" and meter.token_limited and written < self.max_tokens:
                 # cut at the max_tokens the token budget left it: the budget ran out
                 raise BudgetExhausted(
@@ -351,11 +351,6 @@ def _tokens(usage: Any) -> Tokens:
     read = count(getattr(usage, "cache_read_input_tokens", 0))
     written = count(getattr(usage, "cache_creation_input_tokens", 0))
     return Tokens(incoming, outgoing, read, written)
-
-
-def _written(response: Any) -> int:
-    """The output tokens a response reports (0 without usage)."""
-    return int(getattr(getattr(response, "usage", None), "output_tokens", 0) or 0)
 
 
 def _text(blocks: Sequence[Any]) -> str:
