@@ -1445,8 +1445,53 @@ async def test_retries_after_a_storm_run_no_more_at_once_than_the_lowered_concur
             tasks = [Task(prompt=f"t{n}") for n in range(8)]
             outcomes = await supervisor.run(tasks, max_concurrency=8)
     assert all(o.result.ok for o in outcomes)
-    assert min(e["concurrency"] for e in logs if e["event"] == "concurrency_changed") == 1
+    assert min(e["concurrency"] for e in logs if e["event"] == "concurrency_changed") == 4
     assert over == []
+
+
+async def test_a_burst_of_rate_limits_halves_the_concurrency_once() -> None:
+    """Eight requests in flight together all meet the storm's 429: that is one storm, and
+    the pool halves once, 8 to 4 (it halved on each, to 1, and ran the rest of the
+    storm one child at a time)."""
+
+    async def limited(prompt: str, ctx: ChildContext) -> str:
+        await anyio.sleep(0.02)
+        if ctx.attempt == 1:
+            raise TransientError("429 Too Many Requests", retry_after=0.05, status=429)
+        return "ok"
+
+    with capture_logs() as logs, record_waits():
+        outcomes = await Supervisor(limited, timeout=5).run(
+            [Task(prompt=f"t{n}") for n in range(8)], max_concurrency=8
+        )
+    assert all(o.result.ok for o in outcomes)
+    changes = [e for e in logs if e["event"] == "concurrency_changed"]
+    assert [(e["previous"], e["concurrency"]) for e in changes][:1] == [(8, 4)]
+    assert min(e["concurrency"] for e in changes) == 4
+
+
+def test_a_storm_after_the_last_ones_window_halves_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window of one storm is its cooldown (at least a second): a 429 after it is a
+    new storm's and halves again; another provider's storm is its own at once."""
+    from lyra.supervisor import _throttle
+
+    now = [100.0]
+    monkeypatch.setattr(_throttle.time, "monotonic", lambda: now[0])
+    throttle = _throttle.Throttle(16)
+    for _ in range(5):
+        throttle.rate_limited("anthropic", 3.0)
+    assert throttle.allowed == 8
+    now[0] += 2.9
+    throttle.rate_limited("anthropic", 0.0)
+    assert throttle.allowed == 8  # still the first storm's cooldown
+    throttle.rate_limited("openai", 0.0)
+    assert throttle.allowed == 4
+    now[0] += 0.2
+    throttle.rate_limited("anthropic", 0.0)  # after the cooldown: a new storm
+    assert throttle.allowed == 2
+    now[0] += 0.5
+    throttle.rate_limited("anthropic", 0.0)  # within a second of it: the same one
+    assert throttle.allowed == 2
 
 
 async def test_a_storms_task_back_while_its_siblings_back_off_is_no_lone_task() -> None:

@@ -6,11 +6,18 @@ and each answered model request gives a little of it back, one more child per
 ``limit`` answered requests (additive increase, multiplicative decrease, as TCP
 does). Children already running go on; the pool starts no new one while as
 many run as the limit allows.
+
+As TCP halves once per window, a provider's storm halves the limit once: the 429s
+of requests that were in flight together when the first came, and of any sent
+while the cooldown it asked for runs (a tool's calls are not held), are the same
+storm's, not eight reasons to halve eight times (a burst of eight took a pool of
+eight to one). Its window is the cooldown, at least :data:`SAME_STORM` seconds.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,11 +26,25 @@ import anyio.lowlevel
 
 from lyra import events
 
+SAME_STORM = 1.0
+"""Seconds after a halving in which a provider's 429s are the same storm's, when the
+cooldown it asked for is shorter (requests in flight together answer within about
+this; a 429 with no ``retry-after`` starts no cooldown at all)."""
+
 
 class Throttle:
     """The number of children a pool may run at once (see the module docstring)."""
 
-    __slots__ = ("_first", "_freed", "ceiling", "limit", "returning", "running", "waiting")
+    __slots__ = (
+        "_first",
+        "_freed",
+        "_storms",
+        "ceiling",
+        "limit",
+        "returning",
+        "running",
+        "waiting",
+    )
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
@@ -37,6 +58,7 @@ class Throttle:
         """Tasks waiting between attempts: each keeps its place from new tasks."""
         self._freed = anyio.Event()
         self._first = ceiling  # the pool's first children, each to let its siblings in
+        self._storms: dict[str, float] = {}  # provider: when its storm's window ends
 
     @property
     def allowed(self) -> int:
@@ -97,7 +119,12 @@ class Throttle:
         return self.running + self.waiting + self.returning > 1
 
     def rate_limited(self, provider: str, seconds: float) -> None:
-        """A provider pushed back: halve the children allowed to start."""
+        """A provider pushed back: halve the children allowed to start, unless its storm
+        already did (see the module docstring)."""
+        now = time.monotonic()
+        if now < self._storms.get(provider, 0.0):
+            return
+        self._storms[provider] = now + max(seconds, SAME_STORM)
         before = self.allowed
         self.limit = max(1.0, self.limit / 2)
         self._changed(before, f"rate limited by {provider}")
