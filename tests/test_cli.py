@@ -570,6 +570,29 @@ def test_analyze_ends_an_idle_protein_and_spares_the_others(
     assert "<error_type>idle</error_type>" in (tmp_path / "reports" / "P04637.txt").read_text()
 
 
+def test_ids_and_files_after_an_option_are_read_as_the_list_they_belong_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lyra analyze P04637 --timeout 60 Q8I3H7`` analyses both (argparse alone refused
+    Q8I3H7 as unrecognised), and so for ``logs``' files; an unknown option is still an
+    error, and so is a word a command has no list for."""
+    argv = ["analyze", "P04637", "--timeout", "60", "Q8I3H7", "--json"]
+    status, out, _ = run_cli([*argv, "--run-dir", str(tmp_path / "run")], capsys)
+    assert status == 0
+    assert [c["protein_id"] for c in json.loads(out)["completed_analyses"]] == ["P04637", "Q8I3H7"]
+    events = tmp_path / "run" / "events.jsonl"
+    again = tmp_path / "again.jsonl"
+    again.write_bytes(events.read_bytes())
+    status, out, err = run_cli(["logs", "stats", str(events), "--json", str(again)], capsys)
+    assert (status, json.loads(out)["completed"]) == (0, 2)
+    assert "counted 2 repeated" in err  # the second file was read: its sessions are the same
+    for argv in (["analyze", "P04637", "--timeout", "60", "--bogus"], ["mcp", "extra"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        assert "unrecognized arguments" in capsys.readouterr().err
+
+
 def test_logs_stats_totals_what_each_outcome_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    _listed_after_options(parser, args, rest)
     _import_from_the_current_directory()
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, interrupt) if main_thread else None
@@ -86,6 +87,25 @@ def run(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+_LISTS = ("ids", "files")
+"""The commands' lists of positional arguments (``analyze``'s IDs, ``logs``' and
+``report parse``'s files)."""
+
+
+def _listed_after_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str]
+) -> None:
+    """Add to a command's list what followed one of its options (``lyra analyze P04637
+    --timeout 60 Q8I3H7``): argparse reads a list of positional arguments in one place
+    and leaves the rest unrecognised. Anything else left over is a usage error."""
+    if not rest:
+        return
+    name = next((name for name in _LISTS if isinstance(getattr(args, name, None), list)), None)
+    if name is None or any(arg.startswith("-") and arg != "-" for arg in rest):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    setattr(args, name, [*getattr(args, name), *rest])
 
 
 def _run(args: argparse.Namespace) -> int:
