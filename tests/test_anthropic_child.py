@@ -14,12 +14,15 @@ import pytest
 from fakes.messages_api import (
     MessagesAPI,
     Reply,
+    cut,
     error,
     malformed,
     message,
     overloaded,
+    paced,
     rate_limited,
     slow,
+    stalled,
     text,
     tool_use,
 )
@@ -429,3 +432,53 @@ async def test_a_token_budget_stops_the_child_at_the_response_that_crosses_it(
     assert "the least the next request needs" in result.failure.evidence
     assert result.usage.turns == 1
     assert parse_report(result.report).turns == 1
+
+
+def _answer(result: str) -> Reply:
+    return message([text("Done."), tool_use("finish", {"result": result})], stop_reason="tool_use")
+
+
+async def test_a_model_writing_a_long_answer_is_not_idle(client_for: Any) -> None:
+    """Responses are streamed: each event that arrives is a sign of life, so a model
+    writing for 1.2 s under an idle timeout of 0.5 s is working, not idle. Awaited
+    whole (``stream=False``), the same answer showed nothing until it ended and was cut
+    off as idle."""
+    for stream in (True, False):
+        reply = paced(_answer("long"), 0.15) if stream else slow(_answer("long"), 1.2)
+        with MessagesAPI([reply], strict=stream, streaming=stream) as api:
+            child = AnthropicChild(client=client_for(api), model="claude-sonnet-4-6", stream=stream)
+            result = await Supervisor(child).delegate("write", timeout=5, idle_timeout=0.5)
+        if stream:
+            assert (result.output, api.requests[0]["stream"]) == ("long", True)
+        else:
+            assert result.failure is not None
+            assert (result.failure.category, result.failure.error_type) == ("timeout", "idle")
+
+
+async def test_a_max_tokens_only_a_stream_may_ask_for_is_sent(client_for: Any) -> None:
+    """The SDK refuses to await a ``max_tokens`` of 64,000 whole (its answer could take
+    more than ten minutes); streamed, the request goes."""
+    with MessagesAPI([_answer("ok")]) as api:
+        child = AnthropicChild(client=client_for(api), max_tokens=64_000)
+        result = await Supervisor(child).delegate("write", timeout=5)
+    assert (result.output, api.requests[0]["max_tokens"]) == ("ok", 64_000)
+
+
+async def test_a_stream_that_ends_early_or_stalls_is_no_answer(client_for: Any) -> None:
+    """A stream whose connection ends before its message does is a transient failure
+    (retryable), never the half message as an answer; one that stalls ends at the idle
+    timeout."""
+    with MessagesAPI([cut(_answer("half"), after_events=4)]) as api:
+        child = AnthropicChild(client=client_for(api))
+        result = await Supervisor(child).delegate("write", timeout=5)
+    failure = result.failure
+    assert (failure.category, failure.suggested_retry, failure.error_type) == (
+        "tool_error",
+        True,
+        "data",
+    )
+    assert "stream ended before its message did" in failure.blocked_on
+    with MessagesAPI([stalled(_answer("never"), after_events=3)]) as api:
+        child = AnthropicChild(client=client_for(api))
+        result = await Supervisor(child).delegate("write", timeout=5, idle_timeout=0.3)
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "idle")

@@ -254,7 +254,7 @@ async def test_beyond_script_is_not_retried_by_the_sdk() -> None:
 
 @pytest.mark.anyio
 async def test_unknown_route_and_streaming_are_problems() -> None:
-    with MessagesAPI([message("unused")], strict=False) as server:
+    with MessagesAPI([message("unused")], strict=False, streaming=False) as server:
         async with anthropic.AsyncAnthropic(
             base_url=server.url, api_key="test-key", max_retries=0
         ) as c:

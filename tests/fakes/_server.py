@@ -39,6 +39,9 @@ class Response:
     hold_open: bool = False
     """Send the body without a length and then nothing more until the server
     closes: a response that never finishes (a stream that hangs)."""
+    pace_seconds: float = 0.0
+    """Wait this long before each of the body's events (the parts of a server-sent
+    event stream, each ending in a blank line): a stream that arrives slowly."""
 
 
 R = TypeVar("R", bound=Response)
@@ -193,8 +196,12 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
             for name, value in fake.reply_headers(reply):
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(reply.body)
-            self.wfile.flush()
+            for part in _paced(reply):
+                if reply.pace_seconds and fake.closing.wait(reply.pace_seconds):
+                    self.close_connection = True
+                    return
+                self.wfile.write(part)
+                self.wfile.flush()
             if reply.hold_open:
                 self.close_connection = True
                 fake.closing.wait()
@@ -207,6 +214,13 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
     do_PUT = handle_request
     do_PATCH = handle_request
     do_DELETE = handle_request
+
+
+def _paced(reply: Response) -> list[bytes]:
+    """The parts of ``reply``'s body it is sent in: its events when paced, else whole."""
+    if not reply.pace_seconds:
+        return [reply.body]
+    return [event + b"\n\n" for event in reply.body.split(b"\n\n") if event]
 
 
 def _shutdown_socket(conn: socket.socket) -> None:

@@ -27,15 +27,17 @@ Replies are built with the helpers :func:`message` (blocks :func:`text`,
 :func:`tool_use`), :func:`error`, :func:`rate_limited`, :func:`overloaded`,
 :func:`slow` and :func:`malformed`.
 
-Streaming: with ``MessagesAPI(..., streaming=True)`` a request with ``"stream":
-true`` gets its scripted 200 :func:`message` as the API's server-sent events
-(``message_start``, a ``content_block_start``/``_delta``/``_stop`` triple per
-block, ``message_delta`` with the stop reason and the final usage,
-``message_stop``), which is what the Claude Code CLI asks for; an error reply is
-sent as it is, before any event, as the API does. :func:`stalled` sends the
+Streaming (the default; ``streaming=False`` for a server that refuses it): a
+request with ``"stream": true`` gets its scripted 200 :func:`message` as the
+API's server-sent events (``message_start``, a
+``content_block_start``/``_delta``/``_stop`` triple per block,
+``message_delta`` with the stop reason and the final usage, ``message_stop``),
+which is what the Claude Code CLI and lyra's ``AnthropicChild`` ask for; an
+error reply is sent as it is, before any event, as the API does. :func:`stalled` sends the
 first events of a message and then nothing until the server closes (a model
-that hangs mid-answer). Without ``streaming=True`` a streaming request is a
-problem (below), as it always was.
+that hangs mid-answer), :func:`cut` ends the connection there, and :func:`paced`
+sends every event a while after the one before (a long answer being written).
+With ``streaming=False`` a streaming request is a problem (below).
 
 Anything unexpected -- a request beyond the script, another path or method, a
 streaming request to a server not built with ``streaming=True``, a body that is
@@ -81,11 +83,13 @@ __all__ = [
     "MessagesAPI",
     "RecordedRequest",
     "Reply",
+    "cut",
     "error",
     "malformed",
     "message",
     "messages_api",
     "overloaded",
+    "paced",
     "rate_limited",
     "slow",
     "stalled",
@@ -133,6 +137,8 @@ class Reply(Response):
     request_id: str = dataclasses.field(default_factory=lambda: _new_id("req_011"))
     stall_after_events: int | None = None
     """Streaming only: send this many events, then hang until the server closes."""
+    cut_short: bool = False
+    """With ``stall_after_events``: end the connection there instead of hanging."""
 
     def json(self) -> Any:
         """The body parsed as JSON (raises on a :func:`malformed` body)."""
@@ -232,6 +238,18 @@ def stalled(reply: Reply, after_events: int = 2) -> Reply:
     return dataclasses.replace(reply, stall_after_events=after_events)
 
 
+def paced(reply: Reply, seconds: float) -> Reply:
+    """A streamed ``reply`` whose events come ``seconds`` apart (a model writing a long
+    answer; streaming servers only)."""
+    return dataclasses.replace(reply, pace_seconds=seconds)
+
+
+def cut(reply: Reply, after_events: int = 2) -> Reply:
+    """A streamed ``reply`` whose connection ends after ``after_events`` events, before
+    the message does (streaming servers only)."""
+    return dataclasses.replace(reply, stall_after_events=after_events, cut_short=True)
+
+
 def malformed(
     body_bytes: bytes = b"{not json", status: int = 200, content_type: str = "application/json"
 ) -> Reply:
@@ -255,7 +273,7 @@ class MessagesAPI(LocalServer[Reply]):
         replies: Iterable[Reply] = (),
         *,
         strict: bool = True,
-        streaming: bool = False,
+        streaming: bool = True,
         routes: Iterable[tuple[Callable[[dict[str, Any]], bool], Iterable[Reply]]] = (),
     ) -> None:
         super().__init__(strict=strict)
@@ -375,8 +393,9 @@ def _as_events(reply: Reply) -> Reply:
         f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
         for name, data in events
     )
+    hanging = stall is not None and not reply.cut_short
     return dataclasses.replace(
-        reply, body=stream, content_type="text/event-stream", hold_open=stall is not None
+        reply, body=stream, content_type="text/event-stream", hold_open=hanging
     )
 
 
@@ -413,7 +432,7 @@ def _is_messages_call(request: RecordedRequest) -> bool:
 
 @contextmanager
 def messages_api(
-    replies: Iterable[Reply] = (), *, strict: bool = True, streaming: bool = False
+    replies: Iterable[Reply] = (), *, strict: bool = True, streaming: bool = True
 ) -> Iterator[MessagesAPI]:
     """Fixture factory: a running :class:`MessagesAPI`, closed on exit."""
     with MessagesAPI(replies, strict=strict, streaming=streaming) as api:

@@ -9,6 +9,11 @@ table, :mod:`._pricing`) after; a token budget also caps ``max_tokens``.
 Stop reasons: ``max_tokens`` → partial, ``refusal`` → invalid_task,
 ``pause_turn`` → continue the turn. SDK errors propagate untouched and are
 classified in :mod:`lyra.delegation._foreign`.
+
+Responses are streamed: each event that arrives is a sign of life, so a model
+writing a long answer is not taken for an idle one (a response awaited whole
+showed nothing until it ended), and the SDK refuses a ``max_tokens`` whose
+answer could take more than ten minutes unless it is streamed.
 """
 
 from __future__ import annotations
@@ -150,6 +155,7 @@ class AnthropicChild:
         prices: Mapping[str, Price] | None = None,
         ask_tool: bool = False,
         show_limits: bool = False,
+        stream: bool = True,
     ) -> None:
         self.tools = {t.name: t for t in map(_as_tool, tools)}
         clash = self.tools.keys() & {FINISH, REPORT_BLOCKER, ASK_TOOL}
@@ -167,6 +173,9 @@ class AnthropicChild:
         """Give the model ``ask_question``: its question goes through ``ctx.ask``."""
         self.show_limits = show_limits
         """Tell the model, with each request, the time and budget the task has left."""
+        self.stream = stream
+        """Stream each response (see the module docstring); ``False`` for a server that
+        cannot stream: a response then shows no sign of life until it has ended."""
 
     @property
     def name(self) -> str:
@@ -257,14 +266,15 @@ class AnthropicChild:
         if self.show_limits:
             system = f"{system}\n\n{limits_text(ctx)}"
         max_tokens = await self._max_tokens(meter, system, tools, messages)
+        request = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "system": system,
+            "tools": tools,
+            "messages": messages,
+        }
         try:
-            response = await client.messages.create(
-                model=self.model,
-                max_tokens=max_tokens,
-                system=system,
-                tools=tools,  # type: ignore[arg-type]
-                messages=messages,  # type: ignore[arg-type]
-            )
+            response = await self._response(client, ctx, request)
         except json.JSONDecodeError as exc:  # the SDK does not wrap a broken JSON body
             raise TransientError(
                 f"The Messages API sent a malformed body: {exc}", error_type="data"
@@ -278,6 +288,27 @@ class AnthropicChild:
         usage = getattr(response, "usage", None)
         meter.response(_tokens(usage) if usage is not None else None, self.model)
         return response
+
+    async def _response(
+        self,
+        client: anthropic.AsyncAnthropic,
+        ctx: ChildContext,
+        request: dict[str, Any],
+    ) -> Any:
+        """The model's response, streamed: each event a heartbeat (see the module
+        docstring)."""
+        if not self.stream:
+            return await client.messages.create(**request)
+        ended = False
+        async with client.messages.stream(**request) as events:
+            async for event in events:
+                ctx.heartbeat()
+                ended = event.type == "message_stop"
+            if ended:
+                return await events.get_final_message()
+        raise TransientError(  # a body that was no stream, or one cut before its end
+            "The Messages API stream ended before its message did", error_type="data"
+        )
 
     async def _max_tokens(
         self, meter: Meter, system: str, tools: list[dict[str, Any]], messages: list[Any]
