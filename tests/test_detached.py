@@ -207,6 +207,32 @@ async def test_lyras_own_error_fails_that_delegation_alone() -> None:
     assert went.state == "completed"
 
 
+async def test_a_stray_cancel_of_one_delegations_task_fails_it_alone() -> None:
+    """A child arms a watchdog on the task it runs in (``task.cancel()`` later): that
+    delegation fails as cancelled by code outside lyra, and the others and the caller
+    go on (the store's task group was cancelled, every delegation with it, and the
+    caller, never cancelled, got a CancelledError)."""
+    import asyncio
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if prompt == "watchdog":
+            task = asyncio.current_task()
+            assert task is not None
+            asyncio.get_running_loop().call_later(0.05, task.cancel)
+        await anyio.sleep(0.2)
+        return f"done: {prompt}"
+
+    async with Delegations(child) as delegations:
+        ids = [
+            (await delegations.start(DelegationRequest(prompt=prompt, timeout=5))).delegation_id
+            for prompt in ("a", "watchdog", "b")
+        ]
+        ended = [await delegations.result(key, wait=5) for key in ids]
+    assert [e.state for e in ended] == ["completed", "failed", "completed"]
+    assert ended[1].report is not None
+    assert (ended[1].report.message or "").startswith("Cancelled by code outside lyra")
+
+
 async def test_a_store_needs_a_child_or_a_runner_and_to_be_entered() -> None:
     """Misuse is a clear error: neither or both of child and runner, a store not
     entered, a keep_for that is not positive."""

@@ -1043,6 +1043,35 @@ async def test_generator_exit_raised_by_a_child_is_its_failure() -> None:
     assert "cancelled from outside" in parsed.message
 
 
+@pytest.mark.parametrize("where", ["child", "tool"])
+async def test_generator_exit_raised_in_a_worker_thread_is_its_childs_failure(where: str) -> None:
+    """A GeneratorExit from a plain ``def`` child or a sync tool (both run in a worker
+    thread) is that child's failure, as an async child's is: thrown out of the future
+    the loop awaited, it closed the delegation instead, and in a pool cancelled its
+    siblings' outcomes."""
+
+    def closes() -> str:
+        raise GeneratorExit("a generator closed under the code")
+
+    async def with_tool(prompt: str, ctx: ChildContext) -> str:
+        if prompt != "bad":
+            await anyio.sleep(0.1)
+            return f"fine {prompt}"
+        return await ctx.tool("closes", closes)
+
+    def plain(prompt: str, ctx: ChildContext) -> str:
+        return closes() if prompt == "bad" else f"fine {prompt}"
+
+    child = with_tool if where == "tool" else plain
+    parsed = parse_report(await adelegate_task("bad", child=child))  # type: ignore[arg-type]
+    assert (parsed.status, parsed.category) == ("failed", "tool_error")
+    assert "GeneratorExit: cancelled from outside" in parsed.message
+    outcomes = await Supervisor(child, timeout=5).run(  # type: ignore[arg-type]
+        [Task(prompt="one"), Task(prompt="bad"), Task(prompt="two")]
+    )
+    assert [o.result.status for o in outcomes] == ["completed", "failed", "completed"]
+
+
 async def test_a_task_group_of_the_childs_with_an_error_beside_its_closing_is_its_failure() -> None:
     """Tools run in a task group of the child's own: one fails, another raises a
     GeneratorExit (or meets a future someone else cancelled). The group is the child's

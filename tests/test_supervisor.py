@@ -633,6 +633,51 @@ async def test_an_async_callback_that_raises_is_logged_and_loses_no_outcome() ->
     assert all("callback bug" in e["error"] for e in failed)
 
 
+@pytest.mark.parametrize("shape", ["sync", "async"])
+async def test_a_callback_meeting_a_cancellation_nobody_made_loses_no_outcome(shape: str) -> None:
+    """A callback that meets a future someone else cancelled is its own bug, logged as
+    any other: every task keeps one outcome, delivered once, and the run returns. (A
+    sync one's was passed on, so the task had three outcomes and the caller a
+    CancelledError; an async one's cancelled the task group the pool ran in.)"""
+    from structlog.testing import capture_logs
+
+    from lyra import Supervisor, Task
+
+    delivered: list[str] = []
+
+    def cancelled_elsewhere() -> None:
+        shared = asyncio.get_running_loop().create_future()
+        shared.cancel()
+        shared.result()
+
+    def sync(task: Any, outcome: Any) -> None:
+        delivered.append(task.subject)
+        if task.subject == "t0":
+            cancelled_elsewhere()
+
+    async def slow_echo(prompt: str, ctx: Any) -> str:
+        await asyncio.sleep(0.05 * int(prompt.removeprefix("task ")))
+        return prompt
+
+    async def later(task: Any, outcome: Any) -> None:
+        if task.subject == "t0":
+            cancelled_elsewhere()
+        await asyncio.sleep(0.02)
+        delivered.append(task.subject)
+
+    tasks = [Task(prompt=f"task {n}", subject=f"t{n}") for n in range(4)]
+    callback = sync if shape == "sync" else later
+    with capture_logs() as logs:
+        outcomes = await Supervisor(slow_echo, timeout=5).run(
+            tasks, max_concurrency=2, on_outcome=callback
+        )
+    assert [o.result.output for o in outcomes] == [f"task {n}" for n in range(4)]
+    expected = ["t0", "t1", "t2", "t3"] if shape == "sync" else ["t1", "t2", "t3"]
+    assert sorted(delivered) == expected
+    failed = [e["subject"] for e in logs if e["event"] == "on_outcome_failed"]
+    assert failed == ["t0"]
+
+
 async def test_a_task_whose_handling_breaks_is_failed_in_the_log_as_in_the_output(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -11,14 +11,26 @@ from typing import Any
 
 import anyio.to_thread
 
+from lyra.errors import ForeignCancellation
+
 
 async def in_worker_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` in a worker thread, abandoned on cancellation (no thread
     can be killed: blocking code finishes in the background, and cannot hold the
     deadline); an awaitable it returns is awaited here."""
     call = functools.partial(fn, **kwargs) if kwargs else fn
-    result = await anyio.to_thread.run_sync(call, *args, abandon_on_cancel=True)
+    result = await anyio.to_thread.run_sync(_closing, call, *args, abandon_on_cancel=True)
     return await result if inspect.isawaitable(result) else result
+
+
+def _closing(call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)``, a ``GeneratorExit`` it raises brought back as the failure it is:
+    thrown out of the future the loop awaits, it would close every coroutine awaiting
+    it instead (the delegation, and a ``Supervisor.run``'s whole pool)."""
+    try:
+        return call(*args)
+    except GeneratorExit as exc:
+        raise ForeignCancellation("raised in a worker thread") from exc
 
 
 async def call_off_the_loop(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

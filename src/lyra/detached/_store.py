@@ -31,7 +31,7 @@ from lyra.delegation import Child, DelegationResult, Usage
 from lyra.detached._models import FINISHED, DelegationRequest, DelegationStatus, State
 from lyra.detached._watch import KEY, Observed, attempt, forget, release, stop, time_left
 from lyra.errors import LyraError
-from lyra.supervisor import Supervisor, Task, lost_outcome
+from lyra.supervisor import Supervisor, Task, isolated, lost_outcome
 
 KEEP_FOR = 3600.0
 """Seconds a finished delegation stays readable, by default."""
@@ -339,7 +339,9 @@ class Delegations:
                 result = await self.runner.run(
                     key, delegation.request, delegation.recorded.set, partial(self._ask, delegation)
                 )
-            except Exception as exc:  # noqa: BLE001 - lyra's own error: this delegation fails, alone
+            except BaseException as exc:  # this delegation fails, alone: lyra's own error,
+                if not isolated(exc):  # or a cancellation nobody made of it (a stray
+                    raise  # task.cancel() of its task, a watchdog its child left armed)
                 result, broke = (
                     lost_outcome(Task(prompt=delegation.request.prompt), exc).result,
                     True,

@@ -12,6 +12,7 @@ from lyra.supervisor._callback import OutcomeCallback
 from lyra.supervisor._executor import (
     Executor,
     LocalExecutor,
+    isolated,
     lost_outcome,
     notify,
     unrun_outcome,
@@ -47,6 +48,7 @@ __all__ = [
     "error_context",
     "file_stem",
     "final_answer",
+    "isolated",
     "lost_outcome",
     "notify",
     "probe",

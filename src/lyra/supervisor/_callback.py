@@ -6,7 +6,9 @@ shape is checked when ``run`` is called, so a wrong signature is a
 shape only (:data:`OnOutcome`, sync); an async callback's coroutine runs in
 the task group that ``run`` waits for, so ``run`` returns after every
 callback has finished. An exception raised *inside* a callback is its own bug:
-it is logged (``on_outcome_failed``) and never reaches another task.
+it is logged (``on_outcome_failed``) and never reaches another task; so is a
+cancellation nobody made of the run (a future someone else cancelled, a stray
+``task.cancel()``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from typing import TypeAlias
 
 from anyio.abc import TaskGroup
 
-from lyra import events
-from lyra.delegation import exception_text
 from lyra.recovery import RecoveryOutcome
+from lyra.supervisor._executor import callback_failed, isolated
 from lyra.supervisor._job import OnOutcome, Task
 
 OutcomeCallback: TypeAlias = (
@@ -46,11 +47,15 @@ def adapt(callback: OutcomeCallback) -> Callable[[TaskGroup], OnOutcome]:
 
 
 async def _settle(pending: Awaitable[object], task: Task) -> None:
-    """Await an async callback; its exception is logged like a sync one's."""
+    """Await an async callback; its exception is logged like a sync one's (a
+    cancellation nobody made of the run too: out of this task, it would cancel the task
+    group the pool runs in, and every task's outcome with it)."""
     try:
         await pending
-    except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
-        events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
+    except BaseException as exc:
+        if not isolated(exc):
+            raise
+        callback_failed(task, exc)
 
 
 def _arity(callback: object) -> int:

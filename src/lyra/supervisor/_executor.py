@@ -222,13 +222,21 @@ def _stray(exc: BaseException) -> bool:
 
 
 def notify(on_outcome: OnOutcome | None, task: Task, outcome: RecoveryOutcome) -> None:
-    """Call ``on_outcome``; its failure is logged, never passed to other tasks."""
+    """Call ``on_outcome``; its failure is logged, never passed to other tasks (a
+    cancellation nobody made of the run included: see :func:`isolated`)."""
     if on_outcome is None:
         return
     try:
         on_outcome(task, outcome)
-    except Exception as exc:  # noqa: BLE001 - a callback's bug must not lose the outcome
-        events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
+    except BaseException as exc:  # a callback's bug must not lose the outcome
+        if not isolated(exc):
+            raise
+        callback_failed(task, exc)
+
+
+def callback_failed(task: Task, exc: BaseException) -> None:
+    """``on_outcome`` raised ``exc`` for ``task``: its own bug, logged."""
+    events.error(events.ON_OUTCOME_FAILED, subject=task.subject, error=exception_text(exc))
 
 
 def lost_outcome(task: Task, exc: BaseException) -> RecoveryOutcome:
