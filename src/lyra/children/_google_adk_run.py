@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -122,31 +123,37 @@ _ASK = FunctionTool(ask_question)
 async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
     """Hold the request's worst case against the token budget, and cap its
     ``max_output_tokens`` to what that leaves."""
-    sent = 0
-    for content in llm_request.contents:
-        for part in content.parts or ():
-            sent += _bytes(part)
     config = llm_request.config
     wanted = config.max_output_tokens if config is not None else None
     limit = wanted if wanted is not None else DEFAULT_OUTPUT
-    allowed = await meter.reserve(agent, text_bytes=sent, output=limit, capped=True)
+    allowed = await meter.reserve(agent, text_bytes=_sent(llm_request), output=limit, capped=True)
     if allowed is not None and config is not None and allowed < limit:
         config.max_output_tokens = max(1, allowed)
 
 
-def _bytes(part: types.Part) -> int:
-    """The bytes of what one part of a request sends: its text, a call's arguments, a
-    function's response (as JSON)."""
-    size = text_bytes(part.text) if part.text else 0
-    for data in (part.function_call, part.function_response):
-        if data is not None:
-            payload = getattr(data, "args", None) or getattr(data, "response", None)
-            if payload:
-                try:
-                    size += len(orjson.dumps(payload, default=str, option=orjson.OPT_NON_STR_KEYS))
-                except TypeError:  # (an integer past 64 bits)
-                    size += text_bytes(str(payload))
-    return size
+def _sent(llm_request: LlmRequest) -> int:
+    """The bytes a request sends: each part's text, a call's arguments, a function's
+    response (as JSON). Measured before every request, the whole history: never a
+    getattr of a field the part lacks (pydantic's ``__getattr__`` raises and catches)."""
+    sent = 0
+    for content in llm_request.contents:
+        for part in content.parts or ():
+            if part.text:
+                sent += text_bytes(part.text)
+            call, answer = part.function_call, part.function_response
+            if call is not None and call.args:
+                sent += _json_bytes(call.args)
+            if answer is not None and answer.response:
+                sent += _json_bytes(answer.response)
+    return sent
+
+
+def _json_bytes(payload: dict[str, Any]) -> int:
+    """The bytes of ``payload`` as JSON."""
+    try:
+        return len(orjson.dumps(payload, default=str, option=orjson.OPT_NON_STR_KEYS))
+    except TypeError:  # (an integer past 64 bits)
+        return text_bytes(str(payload))
 
 
 def _refused_by_adk(callback_context: Any) -> bool:
@@ -357,6 +364,7 @@ def check_app_name(name: str | None) -> None:
             raise ValueError(f"GoogleADKChild's app_name= is not one ADK accepts: {exc}") from None
 
 
+@functools.lru_cache(maxsize=256)  # asked before every request, of a few model names
 def provider_of(model: str | None) -> str | None:
     """Whose API a model name of ADK's goes to, for the tree's rate-limit cooldowns:
     Google's for Gemini and Gemma, else a LiteLLM-style ``provider/model`` prefix."""
@@ -492,9 +500,10 @@ class Run:
                     final = event
                     if not event.error_code and _text_of(event):  # (an answer, not an error)
                         ctx.step(f"Agent {event.author} answered")
-                for call in event.get_function_calls():
-                    if call.id in (event.long_running_tool_ids or ()):
-                        waiting[call.name or "?"] = None
+                if event.long_running_tool_ids:  # (most events: none, nor calls to read)
+                    for call in event.get_function_calls():
+                        if call.id in event.long_running_tool_ids:
+                            waiting[call.name or "?"] = None
         return final, list(waiting)
 
 
