@@ -1523,6 +1523,103 @@ def test_a_storm_after_the_last_ones_window_halves_again(monkeypatch: pytest.Mon
     assert throttle.allowed == 2
 
 
+@pytest.mark.parametrize("retry_after", [1.0, 3600.0])
+async def test_a_cooldown_past_the_deadline_is_the_storms_refusal_not_a_timeout(
+    retry_after: float,
+) -> None:
+    """Siblings whose deadline ends before the provider's cooldown do not wait it out to
+    time out ("no progress: split the task", not retried, no fallback tried): each is
+    refused at once as the storm's rate limit, sent again after the cooldown, or to the
+    fallback child when the cooldown is longer than the policy waits."""
+    refused = False
+
+    async def primary(prompt: str, ctx: ChildContext) -> str:
+        nonlocal refused
+        await ctx.cooled("acme")
+        if not refused:
+            refused = True
+            raise TransientError("429", retry_after=retry_after, status=429)
+        return f"ok {prompt}"
+
+    async def backup(prompt: str, ctx: ChildContext) -> str:
+        return f"backup {prompt}"
+
+    policy = RecoveryPolicy(max_retries=1, max_wait=60)
+    supervisor = Supervisor(primary, timeout=0.5, policy=policy, fallbacks=[backup])
+    started = time.monotonic()
+    outcomes = await supervisor.run([Task(prompt=f"t{n}") for n in range(4)], max_concurrency=4)
+    took = time.monotonic() - started
+    if retry_after == 1.0:  # waited out once, outside any attempt's deadline
+        assert [o.result.output for o in outcomes] == [f"ok t{n}" for n in range(4)]
+        assert {o.attempts[-1].strategy for o in outcomes} == {"redispatch"}
+        assert 1.0 <= took < 2.5
+    else:  # longer than the policy waits: the fallback child, at once
+        assert [o.result.output for o in outcomes] == [f"backup t{n}" for n in range(4)]
+        assert took < 1.0
+
+
+async def test_a_storm_without_a_retry_after_is_a_storm_still() -> None:
+    """A provider's 429 (or 529) without ``retry-after``, met by siblings at once, is a
+    storm: the pool halves its concurrency and the refused are sent again after a
+    jittered backoff, not counted as retries (they all failed under max_retries=0)."""
+    calls: dict[str, int] = {}
+
+    async def limited(prompt: str, ctx: ChildContext) -> str:
+        calls[prompt] = calls.get(prompt, 0) + 1
+        await anyio.sleep(0.02)
+        if calls[prompt] == 1:
+            raise TransientError("529 Overloaded", status=529, error_type="rate_limit")
+        return "ok"
+
+    with capture_logs() as logs, record_waits() as waits:
+        outcomes = await Supervisor(limited, timeout=5).run(
+            [Task(prompt=f"t{n}") for n in range(8)], max_concurrency=8
+        )
+    assert all(o.result.ok for o in outcomes)
+    assert {tuple(a.strategy for a in o.attempts) for o in outcomes} == {("initial", "redispatch")}
+    assert len(set(waits)) == 8  # jittered: no two sent again on one beat
+    assert all(1.0 <= wait <= 1.5 for wait in waits)  # the policy's first backoff
+    changes = [e for e in logs if e["event"] == "concurrency_changed"]
+    assert changes[0]["concurrency"] == 4
+    assert not [e for e in logs if e["event"] == "rate_limit_cooldown"]  # none was asked for
+
+
+def test_siblings_sent_again_after_a_retry_after_are_spread_past_it() -> None:
+    """A storm's refused siblings wait the retry-after and up to the policy's jitter of a
+    backoff more, each its own share: as the cooldown ends they are not all sent on one
+    beat (a sub-second retry-after met a provider with one token left, and refused all
+    but one again)."""
+    import random
+
+    from lyra.delegation import ChildFailure, ErrorType, FailureCategory
+    from lyra.recovery._strategies import LoopState, Plan, redispatch
+
+    failure = ChildFailure(
+        category=FailureCategory.TOOL_ERROR,
+        message="429",
+        error_type=ErrorType.RATE_LIMIT,
+        retry_after=0.2,
+        storm=True,
+        session_id="child-1",
+        duration=0.1,
+    )
+    policy = RecoveryPolicy()
+    rng = random.Random(7)
+    waits = []
+    for _ in range(20):
+        plan = redispatch(
+            failure,
+            Plan(strategy="initial", prompt="x", timeout=5),
+            LoopState(prompt="x"),
+            policy,
+            rng=rng,
+        )
+        assert plan is not None
+        waits.append(plan.wait)
+    assert all(0.2 <= wait <= 0.2 + policy.backoff_base * policy.jitter for wait in waits)
+    assert max(waits) - min(waits) > 0.25
+
+
 async def test_a_storms_task_back_while_its_siblings_back_off_is_no_lone_task() -> None:
     """A storm's task whose cooldown ended first meets the 429 again while its siblings
     still wait out theirs: they are in the pool, between attempts, so it is the storm's

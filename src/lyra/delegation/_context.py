@@ -41,7 +41,14 @@ from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import FailedDelegation
 from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.delegation._tree import Tree
-from lyra.errors import BudgetExhausted, ChildBlocked, ChildSignal, LoopDetected, QuestionAsked
+from lyra.errors import (
+    BudgetExhausted,
+    ChildBlocked,
+    ChildSignal,
+    LoopDetected,
+    QuestionAsked,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from lyra.delegation._result import DelegationResult
@@ -627,11 +634,24 @@ class ChildContext:
 
     async def cooled(self, provider: str) -> None:
         """Before a model request to ``provider``: wait out a rate-limit cooldown the
-        tree knows of (not idle time; the deadline still runs)."""
+        tree knows of (not idle time; the deadline still runs). One that outlasts the
+        deadline is not waited for: the request is refused at once as the provider's
+        rate limit, which recovery sends again after the cooldown or to a fallback
+        child (waited for, it ended as a timeout that said nothing of the storm)."""
         self.provider = provider
-        if self.tree.cooldown_left(provider) > 0:
-            with self._limiter.waiting():
-                await self.tree.cooled(provider)
+        left = self.tree.cooldown_left(provider)
+        if left <= 0:
+            return
+        if left >= self._limiter.remaining():
+            raise TransientError(
+                f"Rate limited: {provider}'s cooldown ends in {left:.1f}s, after this "
+                "attempt's deadline",
+                retry_after=left,
+                status=429,
+                error_type="rate_limit",
+            )
+        with self._limiter.waiting():
+            await self.tree.cooled(provider)
 
     # -- nesting --------------------------------------------------------------------------------
 

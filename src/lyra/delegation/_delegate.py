@@ -175,16 +175,16 @@ def log_failure(failure: ChildFailure, **fields: Any) -> None:
 
 
 def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:
-    """A provider's rate limit with a ``retry-after`` starts the tree's cooldown for it
-    (a tool's, for the service behind that tool); True when it is part of a storm (see
-    :meth:`Tree.storm`)."""
-    wait = verdict.retry_after
-    if verdict.error_type is not ErrorType.RATE_LIMIT or not wait:
+    """A provider's rate limit (a tool's: the service behind that tool's) tells the tree,
+    which starts a cooldown for it if it came with a ``retry-after``; True when it is
+    part of a storm (see :meth:`Tree.storm`)."""
+    if verdict.error_type is not ErrorType.RATE_LIMIT:
         return False
     tool = verdict.failed_tool
     provider = tool_provider(tool) if tool else _provider(ctx, verdict)
     task = str(ctx.context.get("task_id", ctx.session_id))
     storm = ctx.tree.storm(provider, task)
+    wait = verdict.retry_after or 0.0
     ctx.tree.rate_limited(provider, wait, task=task, session_id=ctx.session_id)
     return storm
 

@@ -28,6 +28,10 @@ def tool_provider(name: str) -> str:
     return f"tool:{name}"
 
 
+_SAME_END = 0.01
+"""Seconds within which two cooldowns of a provider end at the same time (the one the
+tree started, and a sibling's refusal that repeats what was left of it)."""
+
 MAX_COOLDOWN = 600.0
 """The longest cooldown a ``retry-after`` can start (seconds): a provider asking
 for more is refused by the recovery policy's ``max_wait`` anyway."""
@@ -91,11 +95,12 @@ class Tree:
         return self.cooldown_left(provider) > 0 and self._started_by.get(provider) != task
 
     def rate_limited(self, provider: str, seconds: float, *, task: str, **fields: object) -> None:
-        """``provider`` asked ``task`` for ``seconds`` of quiet: every request of the tree
-        to it waits until then (a later, longer request extends it)."""
+        """``provider`` refused ``task`` and asked for ``seconds`` of quiet (0: it did not
+        say): every request of the tree to it waits until then (a later, longer request
+        extends it; one that ends the same cooldown, a sibling's it refused, does not)."""
         seconds = min(max(0.0, seconds), MAX_COOLDOWN)
         until = time.monotonic() + seconds
-        if until > self._until.get(provider, 0.0):
+        if seconds > 0 and until > self._until.get(provider, 0.0) + _SAME_END:
             if self.cooldown_left(provider) <= 0:
                 self._started_by[provider] = task
             self._until[provider] = until

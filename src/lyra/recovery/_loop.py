@@ -226,7 +226,7 @@ async def recover(
         if failure is None or (budget is not None and not budget.has_room()):
             break  # done, or nothing left to spend: no strategy can run
         so_far = loop.remember(failure, decomposed=bool(plan.subtasks))  # (every attempt's work)
-        ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy)
+        ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy, rng)
         if plan is None and answers is not None:
             plan = await answered(failure, ran, loop, answers)
         counted = False
@@ -288,6 +288,7 @@ def _without_retry(
     plan: Plan,
     loop: LoopState,
     policy: RecoveryPolicy,
+    rng: random.Random | None,
 ) -> Plan | None:
     """An attempt that does not count as a retry: the next fallback child (continuing
     the work ``so_far``), or the same attempt again for a task a rate limit turned away
@@ -296,7 +297,7 @@ def _without_retry(
     if moved is not None:
         return moved
     if refused_before_work(failure):
-        return redispatch(failure, plan, loop, policy)
+        return redispatch(failure, plan, loop, policy, rng=rng)
     return None
 
 

@@ -169,16 +169,30 @@ def transient(failure: ChildFailure) -> bool:
 
 
 def redispatch(
-    failure: ChildFailure, previous: Plan, state: LoopState, policy: RecoveryPolicy
+    failure: ChildFailure,
+    previous: Plan,
+    state: LoopState,
+    policy: RecoveryPolicy,
+    *,
+    rng: random.Random | None = None,
 ) -> Plan | None:
-    """The same attempt again, after the ``retry-after``, for a task a rate limit refused
-    before it did any work: not a retry (it never started), at most
-    :data:`MAX_REDISPATCHES`, and never after a longer wait than the policy allows. It
-    waits on this child as a backoff does (what ``fallback_after`` counts)."""
-    wait = failure.retry_after or 0.0
-    if state.redispatches >= MAX_REDISPATCHES or wait > policy.max_wait:
+    """The same attempt again for a task a storm's rate limit refused before it did any
+    work: not a retry (it never started), at most :data:`MAX_REDISPATCHES`, and never
+    after a longer wait than the policy allows. It waits on this child as a backoff
+    does (what ``fallback_after`` counts): the ``retry-after`` and up to ``jitter`` of a
+    ``backoff_base`` more, so that siblings refused together are not sent on one beat
+    as the cooldown ends; without one, a backoff (``rng`` draws the jitter)."""
+    retry_after = failure.retry_after
+    if retry_after is not None and retry_after > policy.max_wait:
+        return None
+    if state.redispatches >= MAX_REDISPATCHES:
         return None
     state.redispatches += 1
+    if retry_after is None:
+        wait = policy.backoff(state.redispatches, rng=rng)
+    else:
+        draw = rng.random() if rng is not None else random.random()  # jitter, not cryptography
+        wait = retry_after + policy.backoff_base * policy.jitter * draw
     state.backoffs += 1
     return replace(previous, strategy="redispatch", wait=wait)
 
