@@ -380,6 +380,74 @@ async def test_a_model_that_does_not_answer_ends_at_the_idle_timeout_leaving_not
     assert result.usage.turns == 1
 
 
+# -- the model provider of the run ------------------------------------------------------
+
+
+@pytest.fixture
+def closed_providers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The SDK's MultiProviders closed (the default provider of a RunConfig), in order;
+    a provider whose ``hang`` is set then waits for ever, one whose ``fail`` is set raises."""
+    from agents import MultiProvider
+
+    closed: list[Any] = []
+
+    async def aclose(self: Any) -> None:
+        closed.append(self)
+        if getattr(self, "hang", False):
+            await asyncio.Event().wait()
+        if getattr(self, "fail", False):
+            raise OSError("the websocket is gone")
+
+    monkeypatch.setattr(MultiProvider, "aclose", aclose)
+    return closed
+
+
+async def test_the_provider_of_the_run_config_lyra_makes_is_closed_as_the_run_ends(
+    client_for: Any, closed_providers: list[Any]
+) -> None:
+    """With no RunConfig of the user's, the model provider of the one lyra makes is closed
+    at the end of every run, as the SDK closes the one it makes (a success, a failure, a
+    timeout); a user's RunConfig keeps its provider open: it is the user's."""
+    replies = [message("done"), error(400, "bad"), slow(message("late"), 30), message("mine")]
+    with OpenAIAPI(replies) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server)))
+        done, failed = await delegate(child), await delegate(child)
+        late = await delegate(child, timeout=0.3)
+        config = RunConfig()
+        own = await delegate(OpenAIAgentsChild(child.agent, run_config=config))
+    assert done.output == "done"
+    assert failed.failure is not None
+    assert late.failure.category == "timeout", late.report
+    assert own.output == "mine", own.report
+    assert len(set(map(id, closed_providers))) == len(closed_providers) == 3
+    assert config.model_provider not in closed_providers
+
+
+async def test_a_provider_that_fails_or_hangs_as_it_closes_is_no_failure_of_the_run(
+    client_for: Any,
+    closed_providers: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A provider's failing close is logged (as the SDK logs it), the run's output kept; a
+    close that hangs after a timeout holds the attempt half a second at most."""
+    from agents import MultiProvider
+
+    monkeypatch.setattr(MultiProvider, "fail", True, raising=False)
+    with OpenAIAPI([message("done"), slow(message("late"), 30)], strict=False) as server:
+        child = OpenAIAgentsChild(agent_for(client_for(server)))
+        done = await delegate(child)
+        monkeypatch.setattr(MultiProvider, "hang", True, raising=False)
+        started = time.perf_counter()
+        late = await delegate(child, timeout=0.3)
+        elapsed = time.perf_counter() - started
+    assert done.output == "done", done.report
+    assert "Failed to close model provider created for run" in caplog.text
+    assert late.failure.category == "timeout"
+    assert elapsed < 2.0
+    assert len(closed_providers) == 2
+
+
 # -- the context, the user's own hooks, context and filter ------------------------------
 
 

@@ -216,7 +216,7 @@ async def contained(run: Awaitable[T]) -> T:
             raise  # (or the run's own foreign cancellation, out of task.result())
         scope.cancel()  # ours (a deadline, a limit, the caller): the run ends as anyio's
         if not await _ended(task, loop):
-            raise  # its cleanups still run: left to finish on their own (_CLEANUP_GRACE)
+            raise  # its cleanups still run: left to finish on their own (CLEANUP_GRACE)
         error = None if task.cancelled() else task.exception()
         if isinstance(error, GeneratorExit):
             raise ForeignCancellation(_INSIDE) from error
@@ -227,7 +227,7 @@ async def contained(run: Awaitable[T]) -> T:
         raise ForeignCancellation(_INSIDE) from exc
 
 
-_CLEANUP_GRACE = 0.5
+CLEANUP_GRACE = 0.5
 """Seconds a cancelled run is waited for, for the cleanups inside it (a tool's
 ``finally`` closing a session, the framework's own wait for its tool tasks) to
 finish, as long as A2A's cancel is given: a cleanup that takes longer, or hangs,
@@ -237,9 +237,9 @@ no longer than that."""
 
 async def _ended(task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> bool:
     """Wait (shielded: a second cancellation, the caller's, waits too) until the
-    cancelled run's ``task`` ends, for :data:`_CLEANUP_GRACE` at most; False when it
+    cancelled run's ``task`` ends, for :data:`CLEANUP_GRACE` at most; False when it
     has not: it is left to end on its own, what it raises then read and dropped."""
-    until = loop.time() + _CLEANUP_GRACE
+    until = loop.time() + CLEANUP_GRACE
     with anyio.CancelScope(shield=True):
         while not task.done() and (left := until - loop.time()) > 0:
             with suppress(asyncio.CancelledError):

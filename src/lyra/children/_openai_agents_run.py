@@ -36,6 +36,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+import anyio
 from agents import (
     Agent,
     ItemHelpers,
@@ -47,6 +48,8 @@ from agents import (
     function_tool,
 )
 from agents.items import ModelResponse, TResponseInputItem
+from agents.logger import logger as sdk_logger
+from agents.models.interface import ModelProvider
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import AgentHookContext
 from agents.usage import Usage as SDKUsage
@@ -54,6 +57,7 @@ from agents.usage import Usage as SDKUsage
 from lyra.children._framework import (
     ASK_DESCRIPTION,
     ASK_TOOL,
+    CLEANUP_GRACE,
     limits_text,
     model_named,
     tool_done,
@@ -358,19 +362,41 @@ def with_ask_tool(agent: Agent[Any], ctx: ChildContext) -> Agent[Any]:
     return agent.clone(tools=[*agent.tools, tool])
 
 
-def run_config(tap: Tap, user: RunConfig | None) -> RunConfig | dict[str, Any]:
-    """The user's RunConfig with lyra's filter and tool-error formatter in its seams.
+def run_config(tap: Tap, user: RunConfig | None) -> RunConfig:
+    """The user's RunConfig with lyra's filter and tool-error formatter in its seams, or,
+    with none of the user's, a new one: its model provider is then the run's own, closed
+    with :func:`close_provider` when the run ends.
 
-    With no RunConfig of the user's, a dict: the SDK then builds the RunConfig and
-    owns (and closes) the model provider it makes, as it does for ``run_config=None``.
+    (Not a dict of the seams, for the SDK to make the RunConfig and close its provider:
+    it checks such a dict against every field of RunConfig, and closes the provider in a
+    task of its own, at every run.)
     """
-    seams: dict[str, Any] = {
-        "call_model_input_filter": tap.before_model_call,
-        "tool_error_formatter": tap.format_tool_error,
-    }
     if user is None:
-        return seams
-    return dataclasses.replace(user, **seams)
+        return RunConfig(
+            call_model_input_filter=tap.before_model_call,
+            tool_error_formatter=tap.format_tool_error,
+        )
+    return dataclasses.replace(
+        user,
+        call_model_input_filter=tap.before_model_call,
+        tool_error_formatter=tap.format_tool_error,
+    )
+
+
+async def close_provider(provider: ModelProvider, *, shielded: bool = False) -> None:
+    """Close the model provider of a RunConfig :func:`run_config` made, as the SDK closes
+    the one it makes for ``run_config=None``: a failure is the SDK's logged warning, not
+    the run's. After a failed run (``shielded``: the attempt may be ending, cancelled)
+    the close is shielded, for :data:`CLEANUP_GRACE` at most: the deadline still holds.
+    """
+    try:
+        if not shielded:
+            await provider.aclose()  # (a provider no model came from closes at once)
+            return
+        with anyio.move_on_after(CLEANUP_GRACE, shield=True):
+            await provider.aclose()
+    except Exception as error:  # noqa: BLE001 - as the SDK's own close
+        sdk_logger.warning("Failed to close model provider created for run: %s", error)
 
 
 def output_limit(agent: Agent[Any], settings: ModelSettings | None) -> int | None:

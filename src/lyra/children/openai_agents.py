@@ -91,7 +91,7 @@ from lyra.delegation import ChildContext
 from lyra.errors import BudgetExhausted, ConfigurationError, IncompleteOutput, TransientError
 
 if TYPE_CHECKING:
-    from agents import Agent, RunConfig, RunHooks
+    from agents import Agent, RunConfig, RunHooks, RunResult
     from agents.memory import Session
     from agents.run_error_handlers import RunErrorHandlers
 
@@ -179,10 +179,7 @@ class OpenAIAgentsChild:
 
     async def run(self, prompt: str, ctx: ChildContext) -> str:
         """Run the agent on ``prompt`` (or continue its saved conversation) under ``ctx``."""
-        from agents import Runner
-
         sdk = self._sdk
-
         config = self.run_config
         tap = sdk.Tap(
             Meter(ctx, self._price, child="OpenAIAgentsChild"),
@@ -192,23 +189,9 @@ class OpenAIAgentsChild:
             settings=config.model_settings if config is not None else None,
             show_limits=self.show_limits,
         )
-        agent = sdk.with_ask_tool(self.agent, ctx) if self.ask_tool else self.agent
         run_input, start = self._input(prompt, ctx)
         try:
-            result = await contained(
-                Runner.run(
-                    agent,
-                    run_input,
-                    context=self._context(ctx),
-                    max_turns=self.max_turns,
-                    hooks=sdk.Hooks(tap, self.hooks),
-                    run_config=sdk.run_config(tap, config),
-                    error_handlers=self.error_handlers,
-                    # A fresh attempt (after a context overflow) runs without the
-                    # session: it holds the transcript that outgrew the window.
-                    session=None if ctx.fresh else self.session,
-                )
-            )
+            result = await self._run(run_input, tap, ctx)
         except Exception as exc:
             if _cut_off_unread(exc):
                 with suppress(BudgetExhausted):  # recorded; the attempt is ending anyway
@@ -231,6 +214,36 @@ class OpenAIAgentsChild:
             raise IncompleteOutput("The model stopped early (max_tokens): the output is cut off")
         ctx.state.pop(STATE_KEY, None)
         return output_text(result.final_output)
+
+    async def _run(self, run_input: str | list[Any], tap: Tap, ctx: ChildContext) -> RunResult:
+        """``Runner.run`` with lyra's seams, in a task of its own (:func:`contained`). A
+        RunConfig lyra made (the user gave none) has its model provider closed as the
+        run ends, as the SDK closes the one it makes for ``run_config=None``."""
+        from agents import Runner
+
+        sdk = self._sdk
+        config = sdk.run_config(tap, self.run_config)
+        run = Runner.run(
+            sdk.with_ask_tool(self.agent, ctx) if self.ask_tool else self.agent,
+            run_input,
+            context=self._context(ctx),
+            max_turns=self.max_turns,
+            hooks=sdk.Hooks(tap, self.hooks),
+            run_config=config,
+            error_handlers=self.error_handlers,
+            # A fresh attempt (after a context overflow) runs without the
+            # session: it holds the transcript that outgrew the window.
+            session=None if ctx.fresh else self.session,
+        )
+        if self.run_config is not None:  # the user's, and so is its provider
+            return await contained(run)
+        try:
+            result = await contained(run)
+        except BaseException:
+            await sdk.close_provider(config.model_provider, shielded=True)
+            raise
+        await sdk.close_provider(config.model_provider)
+        return result
 
     def _context(self, ctx: ChildContext) -> Any:
         """The SDK context: the user's, one built from ``ctx``, or ``ctx`` itself."""
