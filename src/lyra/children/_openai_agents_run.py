@@ -77,21 +77,25 @@ class Request(NamedTuple):
     model: str | None
 
 
-class Tap:
-    """What lyra keeps of one SDK run: the usage charged so far, the tools running,
-    the tool errors seen, and the conversation of the top-level agent."""
+class Tap(RunHooks[Any]):
+    """What lyra keeps of one SDK run -- the usage charged so far, the tools running,
+    the tool errors seen, the conversation of the top-level agent -- and the run hooks
+    that keep it (the run's ``hooks``), each calling the user's own (``user_hooks``)
+    after lyra's bookkeeping."""
 
     def __init__(
         self,
         meter: Meter,
         *,
         tool_errors: ToolErrors,
+        user_hooks: RunHooks[Any] | None = None,
         user_filter: Callable[[CallModelData[Any]], Any] | None,
         user_formatter: Callable[[ToolErrorFormatterArgs[Any]], Any] | None,
         settings: ModelSettings | None = None,
         show_limits: bool = False,
     ) -> None:
         self.meter = meter
+        self.user_hooks = user_hooks
         self.settings = settings
         """The RunConfig's model settings (over every agent's own)."""
         self.show_limits = show_limits
@@ -128,7 +132,7 @@ class Tap:
     async def before_model_call(self, data: CallModelData[Any]) -> ModelInputData:
         """``call_model_input_filter``: charge what is owed, then a turn ahead."""
         self.answered()
-        self.settle()
+        self.settle()  # (the turn taken below is the sign of life, charged or not)
         agent = data.agent
         if agent is self.agent:  # not a nested agent-tool run
             self.last_input, self.last_response = list(data.model_data.input), None
@@ -169,25 +173,73 @@ class Tap:
         message = self.user_formatter(args)
         return await message if inspect.isawaitable(message) else message  # type: ignore[no-any-return]
 
-    def agent_started(self, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
+    # -- the run hooks (lyra's bookkeeping first, then the user's hook) -----------------
+
+    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
         self.agent = agent
         self.usage = context.usage
         self.ctx.heartbeat()
+        if self.user_hooks is not None:
+            await self.user_hooks.on_agent_start(context, agent)
 
-    def model_answered(self, agent: Agent[Any], response: ModelResponse) -> None:
-        self.answered(at_least=1)  # (what it held given back before its usage is charged)
+    async def on_agent_end(
+        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
+    ) -> None:
+        if self.user_hooks is not None:
+            await self.user_hooks.on_agent_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self.ctx.heartbeat()
+        if self.user_hooks is not None:
+            await self.user_hooks.on_handoff(context, from_agent, to_agent)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.user_hooks is not None:
+            await self.user_hooks.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        """A response: what its request held given back, then its usage charged (a sign
+        of life either way)."""
+        self.answered(at_least=1)
         self._counted_answered.clear()  # (its own answer, told by its hook)
         self.meter.answered()
+        model = model_named(agent.model)
         usage = response.usage
         if not (usage.input_tokens or usage.output_tokens or usage.total_tokens):
-            self.meter.unreported(model_named(agent.model))  # (a budget it cannot keep stops)
-        self.settle(model_named(agent.model))
+            self.meter.unreported(model)  # (a budget it cannot keep stops)
+        if not self.settle(model):
+            self.ctx.heartbeat()
         if agent is self.agent:
             self.last_response = response
+        if self.user_hooks is not None:
+            await self.user_hooks.on_llm_end(context, agent, response)
 
-    def tool_started(self, context: RunContextWrapper[Any], tool: Tool) -> None:
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
         self.running[_call_id(context, tool)] = tool.name
         self.ctx.tool_started(tool.name, getattr(context, "tool_arguments", None))
+        if self.user_hooks is not None:
+            await self.user_hooks.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        try:
+            if self.user_hooks is not None:
+                await self.user_hooks.on_tool_end(context, agent, tool, result)
+        finally:  # lyra's bookkeeping whatever the user's hook did (and its raise wins)
+            self.tool_ended(context, tool)
 
     def tool_ended(self, context: RunContextWrapper[Any], tool: Tool) -> None:
         call_id = _call_id(context, tool)
@@ -258,16 +310,15 @@ class Tap:
             self.meter.dropped(cut, estimates[cut], candidates[cut].model)
         self.answered(every=True)
 
-    def settle(self, model: str | None = None) -> None:
+    def settle(self, model: str | None = None) -> bool:
         """Charge the usage the SDK counted since the last charge (nothing twice), at the
-        price of ``model`` (else the model of the last request)."""
+        price of ``model`` (else the model of the last request); False when there was
+        none (a charge is a sign of life: its absence is for the caller to weigh)."""
         usage = self.usage
         if usage is None:
-            self.ctx.heartbeat()
-            return
+            return False
         tokens = usage.input_tokens, usage.output_tokens, _cached(usage)
-        if not self.meter.total(*tokens, model=model or self.model):
-            self.ctx.heartbeat()
+        return self.meter.total(*tokens, model=model or self.model)
 
     # -- the conversation --------------------------------------------------------------
 
@@ -291,65 +342,6 @@ class Tap:
         except (TypeError, ValueError, AttributeError):
             return None
         return items if len(items) > start else None
-
-
-class Hooks(RunHooks[Any]):
-    """lyra's run hooks around the user's own (which are called after lyra's)."""
-
-    def __init__(self, tap: Tap, user: RunHooks[Any] | None) -> None:
-        self.tap = tap
-        self.user = user
-
-    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        self.tap.agent_started(context, agent)
-        if self.user is not None:
-            await self.user.on_agent_start(context, agent)
-
-    async def on_agent_end(
-        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
-    ) -> None:
-        if self.user is not None:
-            await self.user.on_agent_end(context, agent, output)
-
-    async def on_handoff(
-        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
-    ) -> None:
-        self.tap.ctx.heartbeat()
-        if self.user is not None:
-            await self.user.on_handoff(context, from_agent, to_agent)
-
-    async def on_llm_start(
-        self,
-        context: RunContextWrapper[Any],
-        agent: Agent[Any],
-        system_prompt: str | None,
-        input_items: list[TResponseInputItem],
-    ) -> None:
-        if self.user is not None:
-            await self.user.on_llm_start(context, agent, system_prompt, input_items)
-
-    async def on_llm_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
-    ) -> None:
-        self.tap.model_answered(agent, response)
-        if self.user is not None:
-            await self.user.on_llm_end(context, agent, response)
-
-    async def on_tool_start(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
-    ) -> None:
-        self.tap.tool_started(context, tool)
-        if self.user is not None:
-            await self.user.on_tool_start(context, agent, tool)
-
-    async def on_tool_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
-    ) -> None:
-        try:
-            if self.user is not None:
-                await self.user.on_tool_end(context, agent, tool, result)
-        finally:  # lyra's bookkeeping whatever the user's hook did (and its raise wins)
-            self.tap.tool_ended(context, tool)
 
 
 def with_ask_tool(agent: Agent[Any], ctx: ChildContext) -> Agent[Any]:

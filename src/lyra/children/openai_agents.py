@@ -184,6 +184,7 @@ class OpenAIAgentsChild:
         tap = sdk.Tap(
             Meter(ctx, self._price, child="OpenAIAgentsChild"),
             tool_errors=self.tool_errors,
+            user_hooks=self.hooks,
             user_filter=config.call_model_input_filter if config is not None else None,
             user_formatter=config.tool_error_formatter if config is not None else None,
             settings=config.model_settings if config is not None else None,
@@ -228,7 +229,7 @@ class OpenAIAgentsChild:
             run_input,
             context=self._context(ctx),
             max_turns=self.max_turns,
-            hooks=sdk.Hooks(tap, self.hooks),
+            hooks=tap,
             run_config=config,
             error_handlers=self.error_handlers,
             # A fresh attempt (after a context overflow) runs without the
