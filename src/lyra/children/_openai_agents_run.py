@@ -317,8 +317,11 @@ class Tap(RunHooks[Any]):
         usage = self.usage
         if usage is None:
             return False
-        tokens = usage.input_tokens, usage.output_tokens, _cached(usage)
-        return self.meter.total(*tokens, model=model or self.model)
+        # (the cached share read defensively: total() makes foreign counts whole)
+        cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0)
+        return self.meter.total(
+            usage.input_tokens, usage.output_tokens, cached, model=model or self.model
+        )
 
     # -- the conversation --------------------------------------------------------------
 
@@ -422,9 +425,3 @@ def _type(item: Any) -> Any:
 def _call_id(context: RunContextWrapper[Any], tool: Tool) -> str:
     call_id = getattr(context, "tool_call_id", None)
     return call_id if isinstance(call_id, str) else tool.name
-
-
-def _cached(usage: SDKUsage) -> int:
-    details = getattr(usage, "input_tokens_details", None)
-    cached = getattr(details, "cached_tokens", 0)
-    return cached if isinstance(cached, int) else 0
