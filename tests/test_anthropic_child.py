@@ -16,6 +16,7 @@ from fakes.messages_api import (
     Reply,
     cut,
     error,
+    interrupted,
     malformed,
     message,
     overloaded,
@@ -482,3 +483,30 @@ async def test_a_stream_that_ends_early_or_stalls_is_no_answer(client_for: Any) 
         child = AnthropicChild(client=client_for(api))
         result = await Supervisor(child).delegate("write", timeout=5, idle_timeout=0.3)
     assert (result.failure.category, result.failure.error_type) == ("timeout", "idle")
+
+
+@pytest.mark.parametrize(
+    ("error_type", "category", "retryable", "fine"),
+    [
+        ("overloaded_error", "tool_error", True, "rate_limit"),
+        ("api_error", "tool_error", True, "unknown"),
+        ("invalid_request_error", "invalid_task", False, "data"),
+        ("a_new_kind_of_error", "tool_error", True, "unknown"),
+    ],
+)
+async def test_an_error_event_mid_stream_is_classified_by_its_type(
+    client_for: Any, error_type: str, category: str, retryable: bool, fine: str
+) -> None:
+    """The API's trouble met mid-answer comes as an error event on a response whose
+    status (200) was already sent: its type says what a status would (an overload is a
+    529's rate limit, retried), never rule 10's "unrecognised error (HTTP 200)"."""
+    with MessagesAPI([interrupted(_answer("half"), error_type)]) as api:
+        child = AnthropicChild(client=client_for(api))
+        result = await Supervisor(child).delegate("write", timeout=5)
+    failure = result.failure
+    assert (failure.category, failure.suggested_retry, failure.error_type) == (
+        category,
+        retryable,
+        fine,
+    )
+    assert "error event in a stream" in failure.evidence

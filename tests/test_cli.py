@@ -586,6 +586,9 @@ def test_ids_and_files_after_an_option_are_read_as_the_list_they_belong_to(
     status, out, err = run_cli(["logs", "stats", str(events), "--json", str(again)], capsys)
     assert (status, json.loads(out)["completed"]) == (0, 2)
     assert "counted 2 repeated" in err  # the second file was read: its sessions are the same
+    argv = ["analyze", "--run-dir", str(tmp_path / "dashed"), "P04637", "--json", "--", "Q8I3H7"]
+    status, out, _ = run_cli(argv, capsys)
+    assert [c["protein_id"] for c in json.loads(out)["completed_analyses"]] == ["P04637", "Q8I3H7"]
     for argv in (["analyze", "P04637", "--timeout", "60", "--bogus"], ["mcp", "extra"]):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)

@@ -1521,6 +1521,10 @@ def test_a_storm_after_the_last_ones_window_halves_again(monkeypatch: pytest.Mon
     now[0] += 0.5
     throttle.rate_limited("anthropic", 0.0)  # within a second of it: the same one
     assert throttle.allowed == 2
+    throttle.rate_limited("anthropic", 4.0)  # a longer retry-after in it extends it
+    now[0] += 3.0
+    throttle.rate_limited("anthropic", 0.0)
+    assert throttle.allowed == 2
 
 
 @pytest.mark.parametrize("retry_after", [1.0, 3600.0])
@@ -1556,6 +1560,27 @@ async def test_a_cooldown_past_the_deadline_is_the_storms_refusal_not_a_timeout(
     else:  # longer than the policy waits: the fallback child, at once
         assert [o.result.output for o in outcomes] == [f"backup t{n}" for n in range(4)]
         assert took < 1.0
+
+
+async def test_lyras_own_refusals_within_a_cooldown_tell_the_tree_nothing() -> None:
+    """Requests lyra refused because the cooldown outlasted their deadline were never
+    sent: they neither halve the pool's concurrency again nor start another cooldown
+    (a second run inside the first one's cooldown halved 8 to 4 with no request
+    sent, and each refusal logged a cooldown of its own)."""
+    supervisor = Supervisor(lambda p, c: _cooled_ok(p, c), timeout=0.3)
+    supervisor.tree.rate_limited("acme", 1.0, task="an earlier run's")
+    with capture_logs() as logs:
+        outcomes = await supervisor.run([Task(prompt=f"t{n}") for n in range(4)])
+    assert [o.result.output for o in outcomes] == ["ok"] * 4
+    assert {tuple(a.strategy for a in o.attempts) for o in outcomes} == {("initial", "redispatch")}
+    said = {e["event"] for e in logs}
+    assert "concurrency_changed" not in said
+    assert "rate_limit_cooldown" not in said
+
+
+async def _cooled_ok(prompt: str, ctx: ChildContext) -> str:
+    await ctx.cooled("acme")
+    return "ok"
 
 
 async def test_a_storm_without_a_retry_after_is_a_storm_still() -> None:

@@ -85,6 +85,7 @@ __all__ = [
     "Reply",
     "cut",
     "error",
+    "interrupted",
     "malformed",
     "message",
     "messages_api",
@@ -139,6 +140,8 @@ class Reply(Response):
     """Streaming only: send this many events, then hang until the server closes."""
     cut_short: bool = False
     """With ``stall_after_events``: end the connection there instead of hanging."""
+    error_event: str | None = None
+    """With ``cut_short``: an ``error`` event of this type ends the stream."""
 
     def json(self) -> Any:
         """The body parsed as JSON (raises on a :func:`malformed` body)."""
@@ -242,6 +245,15 @@ def paced(reply: Reply, seconds: float) -> Reply:
     """A streamed ``reply`` whose events come ``seconds`` apart (a model writing a long
     answer; streaming servers only)."""
     return dataclasses.replace(reply, pace_seconds=seconds)
+
+
+def interrupted(reply: Reply, error_type: str = "overloaded_error", after_events: int = 2) -> Reply:
+    """A streamed ``reply`` that sends an ``error`` event of ``error_type`` after
+    ``after_events`` events and ends there: the API's trouble met mid-answer, on a
+    response whose status (200) was already sent (streaming servers only)."""
+    return dataclasses.replace(
+        reply, stall_after_events=after_events, cut_short=True, error_event=error_type
+    )
 
 
 def cut(reply: Reply, after_events: int = 2) -> Reply:
@@ -389,6 +401,9 @@ def _as_events(reply: Reply) -> Reply:
     stall = reply.stall_after_events
     if stall is not None:
         events = events[:stall]
+    if reply.error_event is not None:
+        trouble = {"type": reply.error_event, "message": f"{reply.error_event} mid-stream"}
+        events.append(("error", {"error": trouble}))
     stream = b"".join(
         f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
         for name, data in events

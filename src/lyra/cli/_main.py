@@ -100,10 +100,13 @@ def _listed_after_options(
     """Add to a command's list what followed one of its options (``lyra analyze P04637
     --timeout 60 Q8I3H7``): argparse reads a list of positional arguments in one place
     and leaves the rest unrecognised. Anything else left over is a usage error."""
+    dashed = rest[:1] == ["--"]  # what follows a `--` is the list's, whatever it looks like
+    rest = rest[1:] if dashed else rest
     if not rest:
         return
     name = next((name for name in _LISTS if isinstance(getattr(args, name, None), list)), None)
-    if name is None or any(arg.startswith("-") and arg != "-" for arg in rest):
+    options = not dashed and any(arg.startswith("-") and arg != "-" for arg in rest)
+    if name is None or options:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     setattr(args, name, [*getattr(args, name), *rest])
 

@@ -161,6 +161,9 @@ class ChildContext:
     a context overflow): a framework child does not resume its conversation."""
     depth = 0
     """How deep in the delegation tree this attempt is (0: a root delegation)."""
+    cooldown_refused = False
+    """True when lyra refused the attempt's request because the tree's cooldown for its
+    provider outlasted the deadline (:meth:`cooled`): the provider said nothing new."""
     ended = False
     """True once the attempt is over (its result given): code it left running (a worker
     thread the deadline abandoned, a framework's run in it) may spend no more."""
@@ -643,6 +646,7 @@ class ChildContext:
         if left <= 0:
             return
         if left >= self._limiter.remaining():
+            self.cooldown_refused = True
             raise TransientError(
                 f"Rate limited: {provider}'s cooldown ends in {left:.1f}s, after this "
                 "attempt's deadline",

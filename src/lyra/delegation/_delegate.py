@@ -184,8 +184,9 @@ def _rate_limited(ctx: ChildContext, verdict: Verdict) -> bool:
     provider = tool_provider(tool) if tool else _provider(ctx, verdict)
     task = str(ctx.context.get("task_id", ctx.session_id))
     storm = ctx.tree.storm(provider, task)
-    wait = verdict.retry_after or 0.0
-    ctx.tree.rate_limited(provider, wait, task=task, session_id=ctx.session_id)
+    if not ctx.cooldown_refused:  # (lyra's own refusal within the cooldown tells nothing)
+        wait = verdict.retry_after or 0.0
+        ctx.tree.rate_limited(provider, wait, task=task, session_id=ctx.session_id)
     return storm
 
 

@@ -198,7 +198,8 @@ def isolated(exc: BaseException) -> bool:
     """True for an item's error the pool keeps to that item (called in the worker that
     ran it): any exception, and a cancellation nobody made of the pool -- a future
     someone else cancelled, or a stray ``task.cancel()`` of the worker. An interrupt,
-    an exit and a real cancellation pass through."""
+    an exit and a real cancellation pass through. (A stray cancellation is withdrawn
+    from the task as it is judged: ask once, where the error is handled.)"""
     if isinstance(exc, Exception):
         return True
     return foreign_cancellation(exc) or _stray(exc)

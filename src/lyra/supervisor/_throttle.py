@@ -122,7 +122,9 @@ class Throttle:
         """A provider pushed back: halve the children allowed to start, unless its storm
         already did (see the module docstring)."""
         now = time.monotonic()
-        if now < self._storms.get(provider, 0.0):
+        window = self._storms.get(provider, 0.0)
+        if now < window:  # the same storm: a longer retry-after in it extends it
+            self._storms[provider] = max(window, now + seconds)
             return
         self._storms[provider] = now + max(seconds, SAME_STORM)
         before = self.allowed

@@ -13,6 +13,7 @@ from lyra.delegation._foreign._cause import (
     Cause,
     Kind,
     by_status,
+    from_status,
     from_table,
     unmapped,
 )
@@ -82,12 +83,44 @@ _BILLING = "credit balance is too low"
 same answer a ``ModelQuotaExceededError``), yet no fault of the task's."""
 
 
+_STREAMED: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The status each error type of the Messages API stands for: met in a stream, after
+its status (200) was sent, the error's type is all that says what happened."""
+
+
 def describe_anthropic(exc: BaseException) -> Cause:
-    """An anthropic SDK error; a bare ``APIStatusError`` is refined by its status code."""
+    """An anthropic SDK error; a bare ``APIStatusError`` is refined by its status code,
+    or, for an error event in a stream (status 200), by the error's type."""
     if type(exc).__name__ == "BadRequestError" and _BILLING in str(exc):
         return Cause(_K.PERMANENT, _E.AUTH, "anthropic.BadRequestError (billing)")
+    if getattr(exc, "status_code", None) == 200 and type(exc).__name__ == "APIStatusError":
+        return _streamed(exc)
     return (
         by_status(exc, ANTHROPIC_ERRORS, ("APIStatusError",), "anthropic")
         or from_table(exc, ANTHROPIC_ERRORS, "anthropic")
         or unmapped(exc, "anthropic")
     )
+
+
+def _streamed(exc: BaseException) -> Cause:
+    """An error event met in a stream: the status its type stands for, else a passing
+    trouble of the API's (the answer was under way: nothing about the task is wrong)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    source = f"anthropic.APIStatusError (a {kind or 'nameless'} error event in a stream)"
+    status = _STREAMED.get(kind) if isinstance(kind, str) else None
+    if status is None:
+        return Cause(_K.TRANSIENT, _E.UNKNOWN, source)
+    return from_status(status, source)
