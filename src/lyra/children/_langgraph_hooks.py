@@ -44,9 +44,11 @@ class LyraCallbacks(AsyncCallbackHandler):
     def __init__(self, meter: Meter) -> None:
         self.meter = meter
         self.ctx = meter.ctx
-        self._models: dict[UUID, str | None] = {}
-        self._tools: dict[UUID, str] = {}
-        self._charged: set[UUID] = set()
+        # Keyed by a run id's int, not the UUID: UUID hashes in Python (a call for
+        # every lookup, a handful per request), its int in C.
+        self._models: dict[int, str | None] = {}
+        self._tools: dict[int, str] = {}
+        self._charged: set[int] = set()
 
     # Node and chain events say nothing the limits need: skip them (they are many).
     # (Tool events come under ``ignore_agent``: kept.) Attributes, not properties:
@@ -87,8 +89,11 @@ class LyraCallbacks(AsyncCallbackHandler):
     ) -> None:
         sent = 0
         for turn in messages:
-            for message in turn:
-                sent += text_bytes(str(message.content))
+            for message in turn:  # (text_bytes inlined for ASCII: the whole history, each time)
+                content = message.content
+                if type(content) is not str:
+                    content = str(content)
+                sent += len(content) if content.isascii() else text_bytes(content)
         await self._before_model(run_id, metadata, kwargs.get("invocation_params"), sent)
 
     async def on_llm_start(
@@ -112,13 +117,14 @@ class LyraCallbacks(AsyncCallbackHandler):
         if self._nested():
             return
         model = _model_name(metadata, params)
-        self._models[run_id] = model
+        key = run_id.int
+        self._models[key] = model
         provider = metadata.get("ls_provider") if isinstance(metadata, dict) else None
         meter = self.meter
         await meter.before_request(model, provider=provider if isinstance(provider, str) else None)
         if meter.token_limited:
             limit = params.get("max_tokens") if isinstance(params, dict) else None
-            await meter.reserve(run_id, text_bytes=sent, output=count(limit) or None)
+            await meter.reserve(key, text_bytes=sent, output=count(limit) or None)
 
     async def on_llm_error(
         self,
@@ -130,8 +136,8 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """A request that failed holds no tokens any more."""
-        self._models.pop(run_id, None)
-        self.meter.settled(run_id)
+        self._models.pop(run_id.int, None)
+        self.meter.settled(run_id.int)
 
     async def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
         self.ctx.heartbeat()
@@ -146,12 +152,13 @@ class LyraCallbacks(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """A response: its tokens and cost, charged once (a heartbeat without usage)."""
-        if run_id in self._charged or self._nested():
+        key = run_id.int
+        if key in self._charged or self._nested():
             return
-        self._charged.add(run_id)
-        started_as = self._models.pop(run_id, None)
+        self._charged.add(key)
+        started_as = self._models.pop(key, None)
         tokens, model = _usage(response)
-        self.meter.settled(run_id)  # what the request held, given back before its usage counts
+        self.meter.settled(key)  # what the request held, given back before its usage counts
         self.meter.response(tokens, model or started_as)
 
     # -- tools --------------------------------------------------------------------------
@@ -176,7 +183,7 @@ class LyraCallbacks(AsyncCallbackHandler):
             return
         ctx = self.ctx
         name = str(kwargs.get("name") or (serialized or {}).get("name") or "tool")
-        self._tools[run_id] = name
+        self._tools[run_id.int] = name
         ctx.tool_started(name, inputs if inputs is not None else input_str)
 
     def on_tool_end(  # type: ignore[override]
@@ -188,7 +195,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        name = self._tools.pop(run_id, None)
+        name = self._tools.pop(run_id.int, None)
         if name is not None:
             tool_done(self.ctx, name)
 
@@ -201,7 +208,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        name = self._tools.pop(run_id, None)
+        name = self._tools.pop(run_id.int, None)
         if name is not None:
             tool_done(self.ctx, name, error)
 
