@@ -510,3 +510,23 @@ async def test_an_error_event_mid_stream_is_classified_by_its_type(
         fine,
     )
     assert "error event in a stream" in failure.evidence
+
+
+async def test_what_a_stream_that_broke_off_had_used_is_charged(client_for: Any) -> None:
+    """A stream cut after the model wrote its answer, or one the deadline stopped mid
+    answer, still charges the tokens it reported by then: spent, though no answer came
+    (only a whole message's usage was counted, so a budget saw nothing)."""
+    usage = {"input_tokens": 1200, "output_tokens": 800}
+    broken = cut(message([text("long")], stop_reason="end_turn", usage=usage), after_events=5)
+    with MessagesAPI([broken]) as api:
+        child = AnthropicChild(client=client_for(api))
+        result = await Supervisor(child).delegate("write", timeout=5, budget=Budget(max_turns=5))
+    assert result.failure is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (1200, 800)
+    hanging = stalled(message([text("long")], stop_reason="end_turn", usage=usage), 2)
+    with MessagesAPI([hanging]) as api:
+        child = AnthropicChild(client=client_for(api))
+        result = await Supervisor(child).delegate("write", timeout=0.5)
+    assert result.failure is not None
+    assert result.failure.category == "timeout"
+    assert result.usage.input_tokens == 1200  # (what message_start said; output as yet 1)

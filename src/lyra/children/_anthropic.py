@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,13 @@ from lyra.children._framework import ASK_DESCRIPTION, ASK_TOOL, limits_text
 from lyra.children._meter import Meter, Tokens, count, text_bytes
 from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import ChildContext, FailureCategory
-from lyra.errors import BudgetExhausted, IncompleteOutput, TaskRejected, TransientError
+from lyra.errors import (
+    BudgetExhausted,
+    ConfigurationError,
+    IncompleteOutput,
+    TaskRejected,
+    TransientError,
+)
 from lyra.settings import settings
 from lyra.templates import render
 
@@ -274,7 +280,7 @@ class AnthropicChild:
             "messages": messages,
         }
         try:
-            response = await self._response(client, ctx, request)
+            response = await self._response(client, meter, request)
         except json.JSONDecodeError as exc:  # the SDK does not wrap a broken JSON body
             raise TransientError(
                 f"The Messages API sent a malformed body: {exc}", error_type="data"
@@ -292,23 +298,39 @@ class AnthropicChild:
     async def _response(
         self,
         client: anthropic.AsyncAnthropic,
-        ctx: ChildContext,
+        meter: Meter,
         request: dict[str, Any],
     ) -> Any:
         """The model's response, streamed: each event a heartbeat (see the module
-        docstring)."""
+        docstring); what a stream that broke off had used is charged."""
         if not self.stream:
             return await client.messages.create(**request)
         ended = False
         async with client.messages.stream(**request) as events:
-            async for event in events:
-                ctx.heartbeat()
-                ended = event.type == "message_stop"
+            try:
+                async for event in events:
+                    meter.ctx.heartbeat()
+                    ended = event.type == "message_stop"
+            except BaseException:  # (a cancellation too: what was spent stays spent)
+                with suppress(BudgetExhausted, ConfigurationError):  # (it must go on as it is)
+                    self._spent(events, meter)
+                raise
             if ended:
                 return await events.get_final_message()
+            self._spent(events, meter)
         raise TransientError(  # a body that was no stream, or one cut before its end
             "The Messages API stream ended before its message did", error_type="data"
         )
+
+    def _spent(self, events: Any, meter: Meter) -> None:
+        """Charge what a stream that broke off had used by then (its input, the output
+        written so far): spent, though no answer came."""
+        try:
+            usage = events.current_message_snapshot.usage
+        except AssertionError:  # (the SDK's: no message began, so none was reported)
+            return
+        meter.settled()  # what the request held, given back before its usage counts
+        meter.add(_tokens(usage), self.model)
 
     async def _max_tokens(
         self, meter: Meter, system: str, tools: list[dict[str, Any]], messages: list[Any]
