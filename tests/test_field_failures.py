@@ -29,6 +29,7 @@ from lyra import (
     parse_report,
 )
 from lyra.children import AnthropicChild, Tool
+from lyra.delegation._tree import Tree
 from lyra.errors import ConfigurationError, TransientError
 from lyra.recovery import record_waits, recover
 
@@ -1581,6 +1582,33 @@ async def test_lyras_own_refusals_within_a_cooldown_tell_the_tree_nothing() -> N
 async def _cooled_ok(prompt: str, ctx: ChildContext) -> str:
     await ctx.cooled("acme")
     return "ok"
+
+
+async def test_a_provider_that_refuses_everything_is_an_outage_not_a_storm() -> None:
+    """A provider that answers nothing through eight cooldowns is out, not storming: its
+    refused tasks are no longer sent again for free (each took nine tries, one at a
+    time: 20 tasks, 171 s at a 1 s retry-after); the policy holds, as for a lone task
+    (here max_retries=0: they fail). One answered request ends the outage."""
+    sent: list[str] = []
+
+    async def refused(prompt: str, ctx: ChildContext) -> str:
+        await ctx.cooled("acme")
+        sent.append(prompt)
+        raise TransientError("429", retry_after=0.02, status=429)
+
+    outcomes = await Supervisor(refused, timeout=5).run(
+        [Task(prompt=f"t{n}") for n in range(6)], max_concurrency=6
+    )
+    assert {o.result.status for o in outcomes} == {"failed"}
+    assert len(sent) <= 6 + 8 + 1  # each task once, and the storm's re-sends before the outage
+    tree = Tree()
+    for n in range(8):
+        tree.rate_limited("acme", 0.001, task=f"t{n}")
+        await anyio.sleep(0.002)
+    tree.rate_limited("acme", 1.0, task="t8")
+    assert not tree.storm("acme", "t9")  # out: t8's cooldown is no storm's for t9
+    tree.succeeded("acme")
+    assert tree.storm("acme", "t9")  # a storm again
 
 
 async def test_a_storm_without_a_retry_after_is_a_storm_still() -> None:

@@ -32,6 +32,13 @@ _SAME_END = 0.01
 """Seconds within which two cooldowns of a provider end at the same time (the one the
 tree started, and a sibling's refusal that repeats what was left of it)."""
 
+OUTAGE = 8
+"""Cooldowns a provider starts with no request of the tree answered in between before
+its refusals are an outage, not a storm: a storm's refused tasks are sent again
+without counting as retries; in an outage the recovery policy's retries, backoff and
+fallbacks hold again (a provider refusing everything took 9 tries a task, one at a
+time)."""
+
 MAX_COOLDOWN = 600.0
 """The longest cooldown a ``retry-after`` can start (seconds): a provider asking
 for more is refused by the recovery policy's ``max_wait`` anyway."""
@@ -57,11 +64,12 @@ def _alone() -> bool:
 class Tree:
     """The shared state of one delegation tree (see the module docstring)."""
 
-    __slots__ = ("_listeners", "_started_by", "_until")
+    __slots__ = ("_listeners", "_refusing", "_started_by", "_until")
 
     def __init__(self) -> None:
         self._until: dict[str, float] = {}
         self._started_by: dict[str, str] = {}
+        self._refusing: dict[str, int] = {}  # cooldowns since a request was last answered
         self._listeners: tuple[Listener, ...] = ()  # (replaced, not changed: rarely any)
 
     def listen(self, listener: Listener) -> Callable[[], None]:
@@ -89,7 +97,10 @@ class Tree:
     def storm(self, provider: str, task: str) -> bool:
         """True when ``task``'s rate limit is part of a storm: siblings run beside it (a
         supervisor's pool says so), or another task met the limit first. A lone task's
-        rate limit is its own: recovery's backoff and ``max_retries`` hold for it."""
+        rate limit is its own: recovery's backoff and ``max_retries`` hold for it, and so
+        they do in an outage (:data:`OUTAGE`)."""
+        if self._refusing.get(provider, 0) >= OUTAGE:
+            return False
         if any(getattr(listener, "crowded", _alone)() for listener in self._listeners):
             return True
         return self.cooldown_left(provider) > 0 and self._started_by.get(provider) != task
@@ -100,16 +111,19 @@ class Tree:
         extends it; one that ends the same cooldown, a sibling's it refused, does not)."""
         seconds = min(max(0.0, seconds), MAX_COOLDOWN)
         until = time.monotonic() + seconds
-        if seconds > 0 and until > self._until.get(provider, 0.0) + _SAME_END:
-            if self.cooldown_left(provider) <= 0:
+        running = self.cooldown_left(provider) > 0
+        if seconds > 0 and (not running or until > self._until[provider] + _SAME_END):
+            if not running:
                 self._started_by[provider] = task
+                self._refusing[provider] = self._refusing.get(provider, 0) + 1
             self._until[provider] = until
             events.warning(events.RATE_LIMIT_COOLDOWN, provider=provider, seconds=seconds, **fields)
         for listener in self._listeners:
             listener.rate_limited(provider, seconds)
 
     def succeeded(self, provider: str) -> None:
-        """A request to ``provider`` was answered (for the listeners)."""
+        """A request to ``provider`` was answered (for the listeners): no outage."""
+        self._refusing.pop(provider, None)
         for listener in self._listeners:
             listener.request_succeeded(provider)
 
