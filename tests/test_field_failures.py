@@ -1584,27 +1584,50 @@ async def _cooled_ok(prompt: str, ctx: ChildContext) -> str:
     return "ok"
 
 
-async def test_a_provider_that_refuses_everything_is_an_outage_not_a_storm() -> None:
-    """A provider that answers nothing through eight cooldowns is out, not storming: its
-    refused tasks are no longer sent again for free (each took nine tries, one at a
-    time: 20 tasks, 171 s at a 1 s retry-after); the policy holds, as for a lone task
-    (here max_retries=0: they fail). One answered request ends the outage."""
+async def test_a_provider_that_refuses_everything_is_an_outage_not_a_storm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A provider that answers nothing through eight refusals over half a minute (here
+    0.2 s) is out, not storming: its refused tasks are no longer sent again for free
+    (each took nine tries, one at a time: 20 tasks, 171 s at a 1 s retry-after); the
+    policy holds, as for a lone task (here max_retries=0: they fail)."""
+    from lyra.delegation import _tree
+
+    monkeypatch.setattr(_tree, "OUTAGE_SECONDS", 0.2)
     sent: list[str] = []
 
     async def refused(prompt: str, ctx: ChildContext) -> str:
         await ctx.cooled("acme")
         sent.append(prompt)
-        raise TransientError("429", retry_after=0.02, status=429)
+        raise TransientError("429", retry_after=0.05, status=429)
 
     outcomes = await Supervisor(refused, timeout=5).run(
         [Task(prompt=f"t{n}") for n in range(6)], max_concurrency=6
     )
     assert {o.result.status for o in outcomes} == {"failed"}
-    assert len(sent) <= 6 + 8 + 1  # each task once, and the storm's re-sends before the outage
+    assert len(sent) <= 6 + 8 + 1  # each task once, and the storm's re-sends before it
+
+
+def test_an_outage_takes_eight_refusals_over_half_a_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight cooldowns in ten seconds are a storm still (a short outage clears as one);
+    refusals without a retry-after count once a second; half a minute of them is an
+    outage, and one answered request ends it."""
+    from lyra.delegation import _tree
+
+    now = [1000.0]
+    monkeypatch.setattr(_tree.time, "monotonic", lambda: now[0])
     tree = Tree()
     for n in range(8):
-        tree.rate_limited("acme", 0.001, task=f"t{n}")
-        await anyio.sleep(0.002)
+        tree.rate_limited("acme", 1.0, task=f"t{n}")
+        now[0] += 1.25
+    tree.rate_limited("acme", 1.0, task="t8")
+    assert tree.storm("acme", "t9")  # nine in ten seconds: a storm
+    for _ in range(25):
+        for _ in range(5):  # a burst without retry-after: one refusal
+            tree.rate_limited("acme", 0.0, task="t8")
+        now[0] += 1.0
     tree.rate_limited("acme", 1.0, task="t8")
     assert not tree.storm("acme", "t9")  # out: t8's cooldown is no storm's for t9
     tree.succeeded("acme")

@@ -33,11 +33,16 @@ _SAME_END = 0.01
 tree started, and a sibling's refusal that repeats what was left of it)."""
 
 OUTAGE = 8
-"""Cooldowns a provider starts with no request of the tree answered in between before
-its refusals are an outage, not a storm: a storm's refused tasks are sent again
-without counting as retries; in an outage the recovery policy's retries, backoff and
-fallbacks hold again (a provider refusing everything took 9 tries a task, one at a
-time)."""
+"""Refusals of a provider, with no request of the tree answered in between and over at
+least :data:`OUTAGE_SECONDS`, that make an outage, not a storm: a storm's refused
+tasks are sent again without counting as retries; in an outage the recovery policy's
+retries, backoff and fallbacks hold again (a provider refusing everything took 9 tries
+a task, one at a time). Each cooldown started counts once, and so do refusals without
+a ``retry-after``, once a second at most (a burst of them is one)."""
+OUTAGE_SECONDS = 30.0
+"""The least time refusals make an outage over (a shorter one clears as a storm)."""
+_BURST = 1.0
+"""Seconds within which refusals that start no cooldown are counted as one."""
 
 MAX_COOLDOWN = 600.0
 """The longest cooldown a ``retry-after`` can start (seconds): a provider asking
@@ -69,7 +74,8 @@ class Tree:
     def __init__(self) -> None:
         self._until: dict[str, float] = {}
         self._started_by: dict[str, str] = {}
-        self._refusing: dict[str, int] = {}  # cooldowns since a request was last answered
+        # refusals counted since a request was last answered, the first's and last's time
+        self._refusing: dict[str, tuple[int, float, float]] = {}
         self._listeners: tuple[Listener, ...] = ()  # (replaced, not changed: rarely any)
 
     def listen(self, listener: Listener) -> Callable[[], None]:
@@ -99,7 +105,7 @@ class Tree:
         supervisor's pool says so), or another task met the limit first. A lone task's
         rate limit is its own: recovery's backoff and ``max_retries`` hold for it, and so
         they do in an outage (:data:`OUTAGE`)."""
-        if self._refusing.get(provider, 0) >= OUTAGE:
+        if self._out(provider):
             return False
         if any(getattr(listener, "crowded", _alone)() for listener in self._listeners):
             return True
@@ -110,16 +116,27 @@ class Tree:
         say): every request of the tree to it waits until then (a later, longer request
         extends it; one that ends the same cooldown, a sibling's it refused, does not)."""
         seconds = min(max(0.0, seconds), MAX_COOLDOWN)
-        until = time.monotonic() + seconds
-        running = self.cooldown_left(provider) > 0
-        if seconds > 0 and (not running or until > self._until[provider] + _SAME_END):
-            if not running:
+        now = time.monotonic()
+        until = now + seconds
+        starts = seconds > 0 and self.cooldown_left(provider) <= 0
+        if starts or (seconds > 0 and until > self._until[provider] + _SAME_END):
+            if starts:
                 self._started_by[provider] = task
-                self._refusing[provider] = self._refusing.get(provider, 0) + 1
             self._until[provider] = until
             events.warning(events.RATE_LIMIT_COOLDOWN, provider=provider, seconds=seconds, **fields)
+        self._count(provider, now, starts)
         for listener in self._listeners:
             listener.rate_limited(provider, seconds)
+
+    def _count(self, provider: str, now: float, cooldown: bool) -> None:
+        """Count a refusal towards an outage (see :data:`OUTAGE`)."""
+        count, first, last = self._refusing.get(provider, (0, now, -_BURST))
+        if cooldown or now - last >= _BURST:
+            self._refusing[provider] = (count + 1, first, now)
+
+    def _out(self, provider: str) -> bool:
+        count, first, last = self._refusing.get(provider, (0, 0.0, 0.0))
+        return count >= OUTAGE and last - first >= OUTAGE_SECONDS
 
     def succeeded(self, provider: str) -> None:
         """A request to ``provider`` was answered (for the listeners): no outage."""
