@@ -30,11 +30,12 @@ from lyra.delegation._live import observed_pool
 from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import report_boundary
 from lyra.delegation._text import printable, qualified_type_name
-from lyra.delegation._tree import Tree
+from lyra.delegation._tree import SAME_STORM, Tree
 
 __all__ = [
     "DEFAULT_MAX_REPEATS",
     "REPORT_HEADER",
+    "SAME_STORM",
     "Account",
     "ErrorKind",
     "Tree",

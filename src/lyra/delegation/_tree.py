@@ -41,8 +41,11 @@ a task, one at a time). Each cooldown started counts once, and so do refusals wi
 a ``retry-after``, once a second at most (a burst of them is one)."""
 OUTAGE_SECONDS = 30.0
 """The least time refusals make an outage over (a shorter one clears as a storm)."""
-_BURST = 1.0
-"""Seconds within which refusals that start no cooldown are counted as one."""
+SAME_STORM = 1.0
+"""Seconds within which a provider's refusals are one burst's when no cooldown they
+asked for is longer (requests in flight together answer within about this; a 429
+with no ``retry-after`` starts no cooldown at all): counted once towards an outage,
+and, for a supervisor's pool, halving its concurrency once."""
 
 MAX_COOLDOWN = 600.0
 """The longest cooldown a ``retry-after`` can start (seconds): a provider asking
@@ -130,8 +133,8 @@ class Tree:
 
     def _count(self, provider: str, now: float, cooldown: bool) -> None:
         """Count a refusal towards an outage (see :data:`OUTAGE`)."""
-        count, first, last = self._refusing.get(provider, (0, now, -_BURST))
-        if cooldown or now - last >= _BURST:
+        count, first, last = self._refusing.get(provider, (0, now, -SAME_STORM))
+        if cooldown or now - last >= SAME_STORM:
             self._refusing[provider] = (count + 1, first, now)
 
     def _out(self, provider: str) -> bool:

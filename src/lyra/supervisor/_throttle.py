@@ -25,11 +25,7 @@ import anyio
 import anyio.lowlevel
 
 from lyra import events
-
-SAME_STORM = 1.0
-"""Seconds after a halving in which a provider's 429s are the same storm's, when the
-cooldown it asked for is shorter (requests in flight together answer within about
-this; a 429 with no ``retry-after`` starts no cooldown at all)."""
+from lyra.delegation._internal import SAME_STORM
 
 
 class Throttle:
