@@ -34,12 +34,13 @@ delegation costs over the floor's, in the same place), and the share's own floor
 (floor + hook − bare + hook) with lyra over it (lyra − floor + hook). **Wall pass** (a model
 that takes 20 ms per request, as a fast real one does): lyra and bare
 alternating (and floor + hook, for information), wall time per run, the median
-of the per-round ratios against ≤ 1.01×. **Calls** (for information): lyra's
-Python calls per run (resumes of coroutines included) over the bare run with
-the hook, counted with ``sys.setprofile``: exact where CPU time is noisy, but
-a lower bound on the share's work (a call costs about a thousand instructions;
-the garbage collector's walks over what lyra allocates show in no call); the
-floor's too, where there is one.
+of the per-round ratios against ≤ 1.01×. **Calls and bytecodes** (for
+information): lyra's Python calls per run (resumes of coroutines included) over
+the bare run with the hook, counted with ``sys.setprofile``, and the bytecodes it
+executes, counted with ``sys.settrace``'s opcode events: exact where CPU time is
+noisy (the bytecodes are the closer measure: a call may run three or three
+hundred; the garbage collector's walks over what lyra allocates show in
+neither); the floor's too, where there is one.
 **Cold and hot** (for information): a trivial delegation, and the floor child
 around the same trivial run, each timed alone right after a bare run of the
 framework (cold) and again at once (hot): in a framework run each of lyra's
@@ -306,16 +307,31 @@ def _rounds(
     return seconds
 
 
-def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int, *, warm: bool) -> float:
-    """Python calls per run (coroutine and generator resumes included), counted with
-    ``sys.setprofile`` in this thread over ``runs`` runs after a warm-up: the same
-    count on every machine, where CPU time moves with the host's load."""
-    calls = 0
+def _counted(
+    fw: Framework, sides: Sides, run: Run, runs: int, *, warm: bool
+) -> tuple[float, float]:
+    """Python calls and bytecodes executed per run, in this thread over ``runs`` runs
+    after a warm-up: the same counts on every machine, where CPU time moves with the
+    host's load. Calls (coroutine and generator resumes included) are counted with
+    ``sys.setprofile``; bytecodes, in a second pass, with ``sys.settrace``'s opcode
+    events. A call may run three bytecodes or three hundred: the bytecodes are the
+    closer measure of the work."""
+    calls = bytecodes = 0
 
-    def count(frame: Any, event: str, arg: Any) -> None:
+    def call(frame: Any, event: str, arg: Any) -> None:
         nonlocal calls
         if event == "call":
             calls += 1
+
+    def bytecode(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal bytecodes
+        if event == "opcode":
+            bytecodes += 1
+        return bytecode
+
+    def entered(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        return bytecode
 
     async def body() -> None:
         for i in range(runs):
@@ -324,30 +340,33 @@ def _calls_per_run(fw: Framework, sides: Sides, run: Run, runs: int, *, warm: bo
 
     if warm:
         asyncio.run(body())  # warm-up: first-run imports and caches count for nothing
-    sys.setprofile(count)
-    try:
-        asyncio.run(body())
-    finally:
-        sys.setprofile(None)
-    return calls / runs
+    for hook, install in ((call, sys.setprofile), (entered, sys.settrace)):
+        install(hook)
+        try:
+            asyncio.run(body())
+        finally:
+            install(None)
+    return calls / runs, bytecodes / runs
 
 
 def _calls_rows(fw: Framework, sides: Sides, runs: int, log: BareLog, *, warm: bool) -> list[Row]:
-    """lyra's Python calls per run over the bare run with the framework's hook, and the
-    floor's (where the framework gives one)."""
+    """lyra's Python calls and bytecodes per run over the bare run with the framework's
+    hook, and the floor's (where the framework gives one)."""
     runners = _runners(sides, log)
-    hooked = _calls_per_run(fw, sides, runners["bare + hook"], runs, warm=warm)
+    hooked = _counted(fw, sides, runners["bare + hook"], runs, warm=warm)
     rows = []
     for name, side in (("lyra", "lyra"), ("the floor", FLOOR_HOOK)):
-        if side in runners:
-            calls = _calls_per_run(fw, sides, runners[side], runs, warm=warm)
+        if side not in runners:
+            continue
+        counts = _counted(fw, sides, runners[side], runs, warm=warm)
+        for what, mine, base in zip(("Python calls", "bytecodes"), counts, hooked, strict=True):
             rows.append(
                 Row(
                     fw.bench,
-                    f"{name}'s Python calls per run",
-                    calls - hooked,
+                    f"{name}'s {what} per run",
+                    mine - base,
                     "",
-                    note=f"{side} {calls:,.0f} − bare + hook {hooked:,.0f} (counted: the same "
+                    note=f"{side} {mine:,.0f} − bare + hook {base:,.0f} (counted: the same "
                     "on any host, where the share moves with its load)",
                 )
             )
