@@ -551,3 +551,31 @@ def test_app_isoforms_keep_the_domains_of_the_stretches_they_share_in_the_middle
     assert (355, 546) in domains  # E2, canonical 374–565
     app639 = _entry("P05067-10")["uniprot"]
     assert app639["shared_with_canonical"][:2] == [(1, 18, 0), (19, 232, 56)]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "said"),
+    [
+        (("Domain", "DNA binding"), True),
+        (("Zinc finger", "Repeat"), True),
+        (("Domain", "Domain"), True),
+        (("DNA binding",), False),
+        (("Domain", "Region"), False),
+    ],
+)
+def test_pae_between_domains_is_said_unknown_for_every_kind_the_profile_pairs(
+    kinds: tuple[str, ...], said: bool
+) -> None:
+    """'A model with one Domain plus a DNA-binding region and no PAE file would silently
+    skip the "PAE between UniProt's domains: not known" line': the line is owed for the
+    feature kinds whose PAE the profile gives (DOMAIN_TYPES), not for domains alone."""
+    from lyra.proteins._analysis import _structure_view
+
+    features = [
+        {"type": kind, "description": None, "start": 20 * i + 1, "end": 20 * i + 15}
+        | {"by_band": None, "band": "very high", "mean_plddt": 95.0}
+        for i, kind in enumerate(kinds)
+    ]
+    view = _structure_view({"features": features, "domain_pae": None}, {})
+    assert view is not None
+    assert view["domains_without_pae"] is said

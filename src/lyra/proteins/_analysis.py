@@ -40,6 +40,7 @@ from lyra.proteins._features import (
     holds_for,
 )
 from lyra.proteins._pae import PAE_PLACED, PAE_UNPLACED, RIGID_PAE, unit_verdict
+from lyra.proteins._profile import DOMAIN_TYPES
 from lyra.proteins._reasoning import reason
 from lyra.proteins._sources import (
     fetch_hint,
@@ -388,7 +389,7 @@ def _structure_view(
         ],
         "domain_pae": s.get("domain_pae"),
         "domains_without_pae": s.get("domain_pae") is None
-        and sum(1 for f in features or [] if f["type"] == "Domain") > 1,
+        and sum(1 for f in features or [] if f["type"] in DOMAIN_TYPES) > 1,
         "live_hint": fetch_hint(summary, "AlphaFold DB"),
         "annotated": _regions(s.get("annotated") or []),
         "mature": [
