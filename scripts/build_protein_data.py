@@ -114,6 +114,8 @@ FRACTION_KEYS = {
 
 # Fields compared case-insensitively across sources; "sequence"/"entry_id" compare exactly.
 TEXT_FIELDS = ("description", "organism", "gene", "function")
+IDENTITY_FIELDS = ("description", "organism", "gene")
+"""The fields of a brief's header (the function sentence names its source itself)."""
 CHECKED_FIELDS = (
     *TEXT_FIELDS, "sequence", "entry_id", "coordinates", "model_date", "entry_name"
 )  # fmt: skip
@@ -843,6 +845,9 @@ def resolve(rec: Record, taxa: dict[str, set[str]]) -> dict[str, Any]:
         ),
     }
     used.update(source for _, source, _ in rec.cands.get("secondary_accessions", []))
+    quoted = [name for name in IDENTITY_FIELDS if rec.pick(name)[1] == FACTS_FILE]
+    if quoted:  # no raw file gives them: a brief names their lower-trust source
+        entry["quoted_fields"] = quoted
     displayed = take("displayed_isoform")
     if displayed is not None:
         entry["displayed_isoform"] = displayed

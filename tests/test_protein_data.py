@@ -161,7 +161,11 @@ def test_entry_has_required_fields(acc: str) -> None:
     """Each entry has a valid lyra id key, the schema's fields, and a description and organism."""
     entry = ENTRIES[acc]
     assert LYRA_ID.match(acc)
-    assert set(entry) - {"isoforms", "displayed_isoform", "isoform_names"} == ENTRY_KEYS
+    optional = {"isoforms", "displayed_isoform", "isoform_names", "quoted_fields"}
+    assert set(entry) - optional == ENTRY_KEYS
+    for name in entry.get("quoted_fields", ()):  # only the lower-trust file gives it
+        assert name in {"description", "organism", "gene"}
+        assert "facts_secondary_sources.json" in entry["sources"]
     assert entry["uniprot_id"] == acc
     assert isinstance(entry["description"], str)
     assert entry["description"].strip()

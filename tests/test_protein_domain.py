@@ -388,7 +388,8 @@ def test_offline_source_returns_the_summary_schema(acc: str) -> None:
     displayed = (
         {"displayed_isoform", "isoform_name"} if ENTRIES[acc].get("displayed_isoform") else set()
     )
-    assert summary.keys() == SUMMARY_KEYS | displayed
+    quoted = {"quoted_fields"} if ENTRIES[acc].get("quoted_fields") else set()
+    assert summary.keys() == SUMMARY_KEYS | displayed | quoted
     assert summary["source"] == "offline"
     alphafold = ENTRIES[acc]["alphafold"]
     assert summary["confidence"] == (alphafold["global_plddt"] if alphafold else None)

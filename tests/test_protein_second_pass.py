@@ -579,3 +579,21 @@ def test_pae_between_domains_is_said_unknown_for_every_kind_the_profile_pairs(
     view = _structure_view({"features": features, "domain_pae": None}, {})
     assert view is not None
     assert view["domains_without_pae"] is said
+
+
+def test_a_header_field_only_the_lower_trust_file_gives_names_that_file(
+    everything: AnalysisOutput,
+) -> None:
+    """'lyra analyze P69905 shows "Gene | HBA1" with no source: that value comes only from
+    facts_secondary_sources.json; uniprot_P69905_trimmed.json has no gene field'. A field a
+    raw file gives (P69905's organism, APP's gene) stays as it is."""
+    uniprot = json.loads((RAW / "uniprot_P69905_trimmed.json").read_text())
+    assert "genes" not in uniprot  # (the raw UniProt file names no gene)
+    label = "(only in facts_secondary_sources.json: a lower-trust secondary source)"
+    hba = brief_of(everything, "P69905")
+    assert f"| Gene | HBA1 {label} |" in hba
+    assert "| Organism | Homo sapiens |" in hba
+    assert f"| Organism | Plasmodium falciparum (isolate 3D7) {label} |" in brief_of(
+        everything, "Q8I3H7"
+    )
+    assert "| Gene | APP |" in brief_of(everything, "P05067")

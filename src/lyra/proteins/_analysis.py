@@ -14,7 +14,7 @@ mean pLDDT is one line among others, never "the protein's reliability".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -45,6 +45,7 @@ from lyra.proteins._reasoning import reason
 from lyra.proteins._sources import (
     fetch_hint,
     function_source,
+    lower_trust,
     named_source,
     protein_name,
     version_text,
@@ -162,12 +163,14 @@ def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]
     length = summary.get("length")
     name = protein_name(summary)
     function = _text(summary.get("function"))
+    organism = _text(summary.get("organism"))
+    quoted = _quoted(summary)
     return {
         "id": protein_id,
         "title": f"{name} ({protein_id})" if name else f"{protein_id} (name {_ABSENT})",
-        "name": name or f"name {_ABSENT}",
-        "organism": _text(summary.get("organism")) or _ABSENT,
-        "gene": gene if gene and gene.lower() != "unknown" else _ABSENT,
+        "name": quoted("description", name) if name else f"name {_ABSENT}",
+        "organism": quoted("organism", organism) if organism else _ABSENT,
+        "gene": quoted("gene", gene) if gene and gene.lower() != "unknown" else _ABSENT,
         "length": f"{length} residues" if isinstance(length, int) and length > 0 else _ABSENT,
         "source": _text(summary.get("source")) or _ABSENT,
         "function": function if function and function != name else None,
@@ -175,6 +178,21 @@ def _protein_view(protein_id: str, summary: Mapping[str, Any]) -> dict[str, Any]
         "afdb_url": f"https://alphafold.ebi.ac.uk/entry/{protein_id}",
         "uniprot_url": f"https://www.uniprot.org/uniprotkb/{protein_id}/entry",
     }
+
+
+def _quoted(summary: Mapping[str, Any]) -> Callable[[str, str], str]:
+    """How a header field is shown: its value, and when only the lower-trust file of
+    figures quoted elsewhere gives it (``quoted_fields``), that file, named."""
+    fields = summary.get("quoted_fields")
+    fields = fields if isinstance(fields, list | tuple) else ()  # (a custom source's: any)
+    secondary = next((x for x in summary.get("sources") or () if lower_trust(str(x))), None)
+
+    def shown(field: str, value: str) -> str:
+        if field not in fields or secondary is None:
+            return value
+        return f"{value} (only in {secondary}: a lower-trust secondary source)"
+
+    return shown
 
 
 def _uniprot_name(uniprot: Mapping[str, Any]) -> str:

@@ -94,7 +94,10 @@ def _isoform(canonical: str, accession: str) -> dict[str, Any] | None:
         if uniprot.get("file"):  # the canonical entry's UniProt file is one of ours
             sources.append(uniprot["file"])
     return {
-        **{key: entry.get(key) for key in ("description", "organism", "gene", "function")},
+        **{
+            key: entry.get(key)
+            for key in ("description", "organism", "gene", "function", "quoted_fields")
+        },
         "uniprot_id": accession,
         "isoform_of": canonical,
         "isoform_name": (entry.get("isoform_names") or {}).get(accession),
@@ -157,6 +160,8 @@ def _offline_summary(entry: dict[str, Any]) -> ProteinSummary:
     }
     if entry.get("isoform_of"):
         summary["isoform_of"] = entry["isoform_of"]
+    if entry.get("quoted_fields"):
+        summary["quoted_fields"] = list(entry["quoted_fields"])
     if entry.get("displayed_isoform"):
         summary["displayed_isoform"] = entry["displayed_isoform"]
     name = entry.get("isoform_name") or (entry.get("isoform_names") or {}).get(

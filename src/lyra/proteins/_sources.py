@@ -117,6 +117,8 @@ class ProteinSummary(EntrySummary):
     isoform_of: NotRequired[str]  # an isoform's (P05067-2) canonical accession (P05067)
     displayed_isoform: NotRequired[str]  # the isoform UniProt's entry shows (P04637-1), if any
     isoform_name: NotRequired[str]  # UniProt's name of this sequence's isoform (APP770), if any
+    # header fields (description, organism, gene) that only the lower-trust file gives
+    quoted_fields: NotRequired[list[str]]
 
 
 class NotFound(TypedDict):
