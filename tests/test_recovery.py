@@ -534,6 +534,47 @@ async def test_a_continuation_that_overflows_again_with_nothing_new_is_not_sent_
     assert outcome.result.failure.error_type == "context_overflow"
 
 
+async def dropped_before_a_step(prompt: str, ctx: ChildContext) -> str:
+    raise ConnectionError("connection reset by peer")
+
+
+async def step_then_dropped(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Fetched 200 pages")
+    raise ConnectionError("connection reset by peer")
+
+
+async def step_then_overflow(prompt: str, ctx: ChildContext) -> str:
+    ctx.step("Fetched 200 pages")
+    raise Exception("Error code: 400 - prompt is too long: 210000 tokens > 200000 maximum")
+
+
+@pytest.mark.parametrize(
+    ("first", "strategy"),
+    [(step_then_dropped, "continuation"), (step_then_overflow, "fresh_continuation")],
+)
+async def test_a_backoff_after_a_continuation_keeps_the_work_done(
+    first: Any, strategy: str
+) -> None:
+    """'A continuation that fails transiently before any step of its own is retried with
+    the original prompt: the list of what earlier attempts completed is dropped' (after a
+    context overflow, with no transcript either: the work is done again). The backoff
+    sends the continuation's prompt again, and a fresh one stays fresh."""
+    child = Script(first, dropped_before_a_step, succeed)
+    freshness: list[bool] = []
+
+    async def run(prompt: str, ctx: ChildContext) -> str:
+        freshness.append(ctx.fresh)
+        return await child.run(prompt, ctx)
+
+    policy = RecoveryPolicy(max_retries=3, jitter=0)
+    outcome = await recover("Summarise P04637", child=run, policy=policy)
+    assert [a.strategy for a in outcome.attempts] == ["initial", strategy, "backoff"]
+    assert outcome.result.failure is None
+    assert "✓ Fetched 200 pages" in child.prompts[1]
+    assert child.prompts[2] == child.prompts[1]
+    assert freshness[2] == freshness[1] == (strategy == "fresh_continuation")
+
+
 async def rate_limited_after_a_step(prompt: str, ctx: ChildContext) -> str:
     ctx.step(f"Fetched page {ctx.attempt}")
     raise TransientError("429 Too Many Requests", retry_after=7.0, status=429)

@@ -140,9 +140,9 @@ async def next_plan(
                 if fixed
                 else policy.backoff(retry, failure.retry_after, rng=rng)
             )
-            return _backing_off(
-                replace(previous, strategy="backoff", prompt=state.prompt), wait, state, policy
-            )
+            # The same prompt again: the attempt failed before any step of its own, and
+            # a continuation's prompt still lists what earlier attempts did.
+            return _backing_off(replace(previous, strategy="backoff"), wait, state, policy)
         case FailureCategory.PARTIAL, _ if transient(failure):  # (a rate limit after a step)
             wait = policy.backoff(retry, failure.retry_after, rng=rng)
             return _backing_off(_continuation(failure, previous, state), wait, state, policy)
