@@ -30,7 +30,7 @@ from lyra import (
 )
 from lyra.children import AnthropicChild, Tool
 from lyra.delegation._tree import Tree
-from lyra.errors import ConfigurationError, TransientError
+from lyra.errors import ConfigurationError, SubjectNotFound, TransientError
 from lyra.recovery import record_waits, recover
 
 pytestmark = pytest.mark.anyio
@@ -1294,8 +1294,35 @@ def anthropic_error(status: int, kind: str, text: str) -> Exception:
 
     response = httpx.Response(status, request=httpx.Request("POST", "http://127.0.0.1/v1"))
     body = {"type": "error", "error": {"type": kind, "message": text}}
-    cls = {400: anthropic.BadRequestError, 403: anthropic.PermissionDeniedError}[status]
+    cls = {
+        400: anthropic.BadRequestError,
+        403: anthropic.PermissionDeniedError,
+        404: anthropic.NotFoundError,
+    }[status]
     return cls(text, response=response, body=body)
+
+
+@pytest.mark.parametrize(
+    ("failure", "falls_back"),
+    [
+        (anthropic_error(404, "not_found_error", "model: claude-9-opus"), True),
+        (SubjectNotFound("P99999 is not in UniProt"), False),
+    ],
+    ids=["an unknown model", "a missing subject"],
+)
+async def test_an_unknown_model_moves_to_the_fallback_a_missing_subject_does_not(
+    failure: Exception, falls_back: bool
+) -> None:
+    """'An unknown model (tool_error / not_found) is not retryable, and with fallbacks= no
+    fallback is tried', where the README's table says "stop; with fallbacks=, the next
+    child". A subject nobody has (invalid_task / not_found) is missing for any child."""
+    ran: list[str] = []
+    primary, backup = _runs_of(ran, "primary", failure), _runs_of(ran, "backup", None)
+    parsed = parse_report(await adelegate_with_retry("x", child=primary, fallbacks=[backup]))
+    assert ran == (["primary", "backup"] if falls_back else ["primary"])
+    assert parsed.status == ("completed" if falls_back else "failed")
+    if falls_back:
+        assert parsed.fallbacks[0].endswith("not_found: NotFoundError: model: claude-9-opus")
 
 
 # -- context overflow ------------------------------------------------------------------------------

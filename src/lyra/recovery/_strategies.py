@@ -30,10 +30,17 @@ MAX_ANSWERED = 5
 """Questions a task may have answered between its attempts (each answer runs the
 attempt again, the answer waiting in ``ctx.ask``); they do not count as retries."""
 _PROVIDER_TROUBLE = frozenset(
-    {ErrorType.RATE_LIMIT, ErrorType.AUTH, ErrorType.CONNECTION, ErrorType.TIMEOUT}
+    {
+        ErrorType.RATE_LIMIT,
+        ErrorType.AUTH,
+        ErrorType.CONNECTION,
+        ErrorType.TIMEOUT,
+        ErrorType.NOT_FOUND,
+    }
 )
 """Fine causes of a tool_error that another model (a fallback child) may not have (a
-provider's 408 or 504, or its SDK's time-out, is ``timeout``); and
+provider's 408 or 504, or its SDK's time-out, is ``timeout``; an unknown model, or no
+agent at a remote's address, is ``not_found``: a missing subject is ``invalid_task``); and
 ``unknown`` when it is transient (a provider's 5xx, an outage): an ``unknown`` that is
 not (an exception nothing classifies: a bug in the child) is no provider's, and a
 fallback would hide it behind another child's success."""

@@ -58,9 +58,10 @@ GOOGLE_ADK_ERRORS: dict[str, tuple[Kind, ErrorType]] = {
     "CredentialExchangeError": (_K.PERMANENT, _E.AUTH),
     "CredentialRefresherError": (_K.PERMANENT, _E.AUTH),
     # google.adk: sessions and their store
-    "SessionNotFoundError": (_K.UNKNOWN, _E.NOT_FOUND),  # lyra makes the session: a bug
-    "InvocationNotFoundError": (_K.UNKNOWN, _E.NOT_FOUND),
-    "NotFoundError": (_K.UNKNOWN, _E.NOT_FOUND),
+    # lyra makes the session: a bug (``unknown``, not ``not_found``: a fallback would hide it)
+    "SessionNotFoundError": (_K.UNKNOWN, _E.UNKNOWN),
+    "InvocationNotFoundError": (_K.UNKNOWN, _E.UNKNOWN),
+    "NotFoundError": (_K.UNKNOWN, _E.UNKNOWN),
     "AlreadyExistsError": (_K.UNKNOWN, _E.UNKNOWN),
     "StaleSessionError": (_K.TRANSIENT, _E.UNKNOWN),  # a lost optimistic-concurrency race
     "StateSchemaError": (_K.INVALID_INPUT, _E.DATA),
