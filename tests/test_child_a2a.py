@@ -113,6 +113,23 @@ async def test_the_remotes_question_is_answered_by_the_delegations_answer() -> N
     assert (result.attempt, agent.cancelled) == (1, [])
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["streams", "does not stream"])
+async def test_a_remote_that_answers_at_once_after_the_answer_completes(streaming: bool) -> None:
+    """'A streaming remote that completes after an answer is reported as "asked again"':
+    its first event after the answer was an artifact, which changes no status, so the
+    task still read as paused on the question it had just been answered."""
+    agent = Scripted(
+        [ends("INPUT_REQUIRED", "Which organism?")],
+        [artifact("TP53, human: 393 residues"), ends("COMPLETED")],
+    )
+    async with serving(agent_app(agent, streaming=streaming)) as url:
+        result = await Supervisor(A2AChild(url), answer=lambda question: "Homo sapiens").delegate(
+            "Summarise TP53", timeout=5
+        )
+    assert (result.ok, result.output) == (True, "TP53, human: 393 residues"), result.report
+    assert agent.received == ["Summarise TP53", "Homo sapiens"]
+
+
 async def test_a_question_asked_again_after_its_answer_ends_the_attempt() -> None:
     """A remote that asks again the question it was just answered gets no second answer
     (the same one would loop as fast as it can ask): the attempt ends missing_context,
@@ -197,6 +214,17 @@ async def test_an_agent_that_does_not_stream_is_read_until_its_task_ends() -> No
     async with serving(agent_app(FinishesLater(), streaming=False)) as url:
         result = await delegate(url)
     assert (result.ok, result.output) == (True, "done later"), result.report
+
+
+async def test_a_remote_that_does_not_stream_shows_its_progress_while_it_works() -> None:
+    """'A non-streaming remote is not polled: its progress is invisible and the idle
+    timeout kills it while it works': the send waited for the task's end, so a remote
+    working for longer than the idle timeout, with a step every 0.15 s, was idle."""
+    steps = [action for n in range(6) for action in (working(f"Step {n}"), pause(0.15))]
+    agent = Scripted([*steps, artifact("done"), ends("COMPLETED")])
+    async with serving(agent_app(agent, streaming=False)) as url:
+        result = await delegate(url, idle_timeout=0.5)
+    assert (result.ok, result.output) == (True, "done"), result.report
 
 
 class Replier(AgentExecutor):

@@ -121,6 +121,9 @@ class _Conversation:
         self.artifacts: dict[str, list[Part]] = {}
         self.reply: Message | None = None  # an agent that answers without a task
         self.charged = Usage()
+        self.answered: TaskStatus | None = None
+        """The status whose question was answered last: until the task's status changes,
+        the task is still where it was asked, not paused again."""
 
     async def run(self, prompt: str) -> str:
         text = prompt
@@ -128,6 +131,9 @@ class _Conversation:
         try:
             while True:
                 request = SendMessageRequest(message=self._message(text))
+                # A remote that does not stream answers a send at once, and is read
+                # (tasks/get) while it works: its updates are heartbeats and steps too.
+                request.configuration.return_immediately = not self.streams
                 await self._follow(self.client.send_message(request))
                 if self.state != _S.TASK_STATE_INPUT_REQUIRED:
                     return self._outcome()
@@ -139,6 +145,7 @@ class _Conversation:
                         f"(the answer it did not take: {sent[question]})",
                     )
                 text = sent[question] = await self.ctx.ask(question)
+                self.answered = self.status
         finally:
             if self.task_id is not None and self.state not in _ENDED:
                 await self._cancel()
@@ -178,10 +185,12 @@ class _Conversation:
         """Ask a remote that does not stream for its task until it ends or pauses; a
         changed status is a step or a heartbeat, as a streamed update is."""
         assert self.task_id is not None
+        idle = self.ctx.idle_timeout
+        most = POLL_MOST if idle is None else min(POLL_MOST, idle / 4)  # (read well within it)
         wait = POLL_FIRST
         while not self._settled:
             await anyio.sleep(wait)
-            wait = min(POLL_MOST, wait * 1.5)
+            wait = min(most, wait * 1.5)
             task = await self.client.get_task(GetTaskRequest(id=self.task_id))
             if task.status != self.status:
                 self._on_status(task.status, task.metadata)
@@ -189,7 +198,9 @@ class _Conversation:
 
     @property
     def _settled(self) -> bool:
-        return self.reply is not None or self.state in _ENDED or self.state in _PAUSED
+        if self.state in _PAUSED:  # (paused anew, not the status an answer was sent to)
+            return self.status != self.answered
+        return self.reply is not None or self.state in _ENDED
 
     def _on(self, event: StreamResponse) -> None:
         kind = event.WhichOneof("payload")
