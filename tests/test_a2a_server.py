@@ -4,6 +4,7 @@ the server guards itself (Host, bearer token, safe binds)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -393,6 +394,23 @@ async def test_a_message_to_a_task_that_waits_for_none_is_refused_and_runs_nothi
     assert get_text_parts(artifact.parts) == ["done: Go"]
     ours = "a message continues a task only while"
     assert not [r for r in caplog.records if r.exc_info and ours in str(r.exc_info[1])]
+
+
+async def test_a_message_to_a_task_that_ended_is_refused_and_leaves_nothing_running() -> None:
+    """'lyra a2a prints "Task was destroyed but it is pending" on Ctrl-C' after a message
+    to a task that had ended: the SDK refused it only after it had set up the task's
+    event queues, whose dispatchers ran on after the server stopped. It is refused
+    before, as lyra refuses one to a task still working."""
+
+    def dispatching() -> list[asyncio.Task[Any]]:
+        return [t for t in asyncio.all_tasks() if "_dispatch_loop" in repr(t.get_coro())]
+
+    async with lyra_a2a(stepper) as client:
+        ended = await send(client, "Go")
+        assert states(ended)[-1][0] == "COMPLETED"
+        with anyio.fail_after(5), pytest.raises(Exception, match="is over: a message continues"):
+            await send(client, "Again", **ids_of(ended))
+    assert dispatching() == []
 
 
 async def test_a_message_sent_while_the_task_worked_is_no_answer_to_a_later_question() -> None:

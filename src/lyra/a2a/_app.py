@@ -145,11 +145,12 @@ def build_app(
     delegations = Delegations()
     executor = DelegationExecutor(child, limits or Limits(), policy, delegations)
     quiet_refusals()
+    store = InMemoryTaskStore()
     handler = DefaultRequestHandler(
         agent_executor=executor,
-        task_store=InMemoryTaskStore(),
+        task_store=store,
         agent_card=card,
-        request_context_builder=ArrivalNoted(executor),
+        request_context_builder=ArrivalNoted(executor, store),
     )
 
     @asynccontextmanager

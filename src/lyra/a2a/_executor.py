@@ -50,7 +50,7 @@ from a2a.server.agent_execution import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
+from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Part, Role, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
@@ -283,11 +283,15 @@ _HALTED = (
 class ArrivalNoted(SimpleRequestContextBuilder):
     """The SDK's request context, built as each message comes in: a message to a task
     this server runs that waits for none is refused here, before the SDK queues it
-    behind the task's running request (a client would wait for the task's end)."""
+    behind the task's running request (a client would wait for the task's end). So is
+    one to a task that has ended: the SDK refuses it too, but only once it has set up
+    the task's event queues, which it then never closes (a2a-sdk 1.3: they were still
+    dispatching when the server stopped, and asyncio said so on Ctrl+C)."""
 
-    def __init__(self, executor: DelegationExecutor) -> None:
+    def __init__(self, executor: DelegationExecutor, store: TaskStore) -> None:
         super().__init__()
         self._executor = executor
+        self._store = store
 
     async def build(
         self,
@@ -299,6 +303,10 @@ class ArrivalNoted(SimpleRequestContextBuilder):
     ) -> RequestContext:
         if task_id and self._executor.waits(task_id) is False:
             raise _not_waiting(task_id, "still working")
+        if task_id and self._executor.waits(task_id) is None:
+            stored = await self._store.get(task_id, context)
+            if stored is not None and stored.status.state in _ENDED:
+                raise _not_waiting(task_id, "over")
         return await super().build(context, params, task_id, context_id, task)
 
 
@@ -313,6 +321,8 @@ def _not_waiting(task_id: str, state: str) -> Exception:
 
 
 _WAITING = frozenset({_S.TASK_STATE_INPUT_REQUIRED, _S.TASK_STATE_AUTH_REQUIRED})
+_ENDED = frozenset({_S.TASK_STATE_COMPLETED, _S.TASK_STATE_FAILED, _S.TASK_STATE_CANCELED,
+                    _S.TASK_STATE_REJECTED})  # fmt: skip
 
 
 class RefusalsUnlogged(logging.Filter):
