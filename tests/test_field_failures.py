@@ -1325,6 +1325,50 @@ async def test_an_unknown_model_moves_to_the_fallback_a_missing_subject_does_not
         assert parsed.fallbacks[0].endswith("not_found: NotFoundError: model: claude-9-opus")
 
 
+async def _spends_then_repeats(prompt: str, ctx: ChildContext) -> str:
+    ctx.charge(turns=2)  # the whole budget: nothing left to continue with
+    for _ in range(5):
+        await ctx.tool("job_status", lambda: "running")
+    return "never"
+
+
+async def _calls_tools(prompt: str, ctx: ChildContext) -> str:
+    for number in range(5):
+        await ctx.tool("lookup", lambda n: f"entry {n}", number)
+    return "never"
+
+
+async def _overflows(prompt: str, ctx: ChildContext) -> str:
+    raise Exception("Error code: 400 - prompt is too long: 210000 tokens > 200000 maximum")
+
+
+@pytest.mark.parametrize(
+    ("child", "budget", "error_type", "first_action"),
+    [
+        (_spends_then_repeats, Budget(max_turns=2), "loop", "Raise the budget ("),
+        (
+            _calls_tools,
+            Budget(max_tool_calls=2),
+            "budget",
+            "Raise the budget (max_tool_calls) or narrow",
+        ),
+        (_overflows, None, "context_overflow", "Split the task into smaller subtasks, or"),
+    ],
+    ids=["a loop with no budget left", "max_tool_calls", "context overflow"],
+)
+async def test_the_first_suggested_action_fits_the_cause(
+    child: Any, budget: Budget | None, error_type: str, first_action: str
+) -> None:
+    """'A loop on a spent budget is not retryable, yet its first action says "Continue with
+    a prompt naming the repeated call"; a budget that ran out on max_tool_calls says "Raise
+    the budget (max_tokens, max_cost_usd or max_turns)"; a context overflow gets "Clarify
+    task requirements"': each names what would help (DESIGN §3: from the cause)."""
+    report = await adelegate_task("go", child=child, budget=budget, max_repeats=3, timeout=5)
+    parsed = parse_report(report)
+    assert (parsed.error_type, parsed.retryable) == (error_type, False)
+    assert parsed.suggested_actions[0].startswith(first_action), parsed.suggested_actions
+
+
 # -- context overflow ------------------------------------------------------------------------------
 
 

@@ -14,6 +14,12 @@ from lyra._taxonomy import ErrorType, FailureCategory
 from lyra.delegation._classify import EMPTY_PROMPT, Verdict
 from lyra.delegation._foreign import Kind
 
+_LIMIT = re.compile(
+    r"\b(max_tokens|max_cost_usd|max_turns|max_tool_calls)=\S+ (?:reached|exceeded)"
+)
+"""The limit a budget ran out on, as its account says it (``max_tool_calls=3 reached``)."""
+_LIMITS = "max_tokens, max_cost_usd, max_turns or max_tool_calls"
+_RAISE_BUDGET = "Raise the budget ({}) or narrow the task"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}")
 _MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORT_NAME = re.compile(r"cannot import name '([^']+)'")
@@ -28,7 +34,10 @@ def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[s
     """Recovery actions for a failure, from its category and cause."""
     match verdict.category:
         case FailureCategory.TIMEOUT:
-            return _timeout(verdict.error_type, verdict.retryable, timeout)
+            limit = (
+                _LIMIT.search(verdict.message) if verdict.error_type is ErrorType.BUDGET else None
+            )
+            return _timeout(verdict.error_type, verdict.retryable, timeout, limit and limit[1])
         case FailureCategory.MISSING_CONTEXT:
             return (
                 "Include specific file paths, identifiers or data in the prompt",
@@ -46,16 +55,18 @@ def suggest(verdict: Verdict, *, timeout: float, subject: str | None) -> tuple[s
 
 
 @lru_cache(maxsize=256)
-def _timeout(error_type: ErrorType, retryable: bool, timeout: float) -> tuple[str, ...]:
-    """Made once per timeout value (many children may time out together)."""
+def _timeout(
+    error_type: ErrorType, retryable: bool, timeout: float, limit: str | None = None
+) -> tuple[str, ...]:
+    """Made once per timeout value (many children may time out together); ``limit``:
+    the budget's limit that ran out, where its message names one."""
     if error_type is ErrorType.BUDGET:
         if retryable:
             return ("Continue within what the budget has left", "Narrow the task")
-        return (
-            "Raise the budget (max_tokens, max_cost_usd or max_turns) or narrow the task",
-            "Break task into smaller subtasks",
-        )
+        return (_RAISE_BUDGET.format(limit or _LIMITS), "Break task into smaller subtasks")
     if error_type is ErrorType.LOOP:  # more time would buy more of the same call
+        if not retryable:  # (nothing left of the budget to continue with)
+            return (_RAISE_BUDGET.format(_LIMITS), "Break task into smaller subtasks")
         return (
             "Continue with a prompt naming the repeated call, so the child changes approach",
             "Break task into smaller subtasks",
@@ -78,6 +89,12 @@ def _invalid(verdict: Verdict, subject: str | None) -> tuple[str, ...]:
     what = f"'{subject}'" if subject else "the subject"
     if verdict.error_type is ErrorType.NOT_FOUND:
         return (f"Check the identifier: {what} was not found", "Remove it from the task")
+    if verdict.error_type is ErrorType.CONTEXT_OVERFLOW:
+        return (
+            "Split the task into smaller subtasks, or continue from its completed steps "
+            "without the transcript (lyra's recovery does either)",
+            "Keep tool outputs short; use a model with a larger context window",
+        )
     if verdict.blocked_on == EMPTY_PROMPT:  # no task at all: nothing to clarify or split
         return ("Give the task in the prompt: it was empty or only whitespace",)
     if verdict.cause is not None and verdict.cause.kind is Kind.INVALID_INPUT:
