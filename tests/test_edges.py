@@ -144,6 +144,52 @@ async def test_interrupts_and_exits_always_propagate(exc: BaseException) -> None
         await Supervisor(child).delegate("x", timeout=5)
 
 
+_POOL_INTERRUPTED = """
+import asyncio, json, sys
+import lyra.events
+from lyra import Supervisor, Task
+
+started, seen = [], []
+
+async def child(prompt, ctx):
+    started.append(prompt)
+    if prompt == "task 1":
+        raise {raised}
+    await asyncio.sleep(0.3)
+    return "done"
+
+async def main():
+    tasks = [Task(prompt=f"task {{i}}", subject=f"s{{i}}") for i in range(12)]
+    await Supervisor(child).run(
+        tasks, max_concurrency=4, on_outcome=lambda task, outcome: seen.append(task.subject)
+    )
+
+with lyra.events.capturing() as captured:
+    try:
+        asyncio.run(main())
+    except BaseException as exc:
+        raised = type(exc).__name__
+failed = [e["subject"] for e in captured if e["event"] == "delegation_failed"]
+print(json.dumps({{"raised": raised, "started": started, "seen": seen, "failed": failed}}))
+"""
+
+
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt", "SystemExit(3)"])
+def test_an_interrupt_in_a_pool_stops_it_and_makes_up_no_outcome(raised: str) -> None:
+    """'After a KeyboardInterrupt, Supervisor.run starts new children and sends made-up
+    failures to on_outcome': asyncio.run cancelled the tasks left with a plain
+    task.cancel(), which the pool took for a stray one (a watchdog's), withdrew, failed
+    the task with, and went on to the next. An interrupt passes; the pool stops there.
+    (A real process: the interrupt leaves the event loop.)"""
+    code = _POOL_INTERRUPTED.format(raised=raised)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["raised"] == raised.partition("(")[0]
+    assert "task 1" in found["started"]
+    assert set(found["started"]) <= {"task 0", "task 1", "task 2", "task 3"}  # (the first four)
+    assert (found["seen"], found["failed"]) == ([], [])
+
+
 async def test_a_broken_classification_is_still_a_report(monkeypatch: pytest.MonkeyPatch) -> None:
     """Were classification itself to break on some exception, the delegation still
     returns a failure (rule 10), in the one place that holds the promise."""

@@ -9,7 +9,9 @@ them: both call :meth:`Job.run` for each task.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -202,7 +204,28 @@ def isolated(exc: BaseException) -> bool:
     from the task as it is judged: ask once, where the error is handled.)"""
     if isinstance(exc, Exception):
         return True
+    if _interrupts(exc):
+        _note_interrupt()
+        return False
     return foreign_cancellation(exc) or _stray(exc)
+
+
+_interrupted: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+"""Event loops an interrupt or an exit has passed through: each is being left, and
+``asyncio.run`` cancels every task still in it with a plain ``task.cancel()``, which
+is no stray one (see :func:`_stray`): the pool stops, it starts no other child."""
+
+
+def _interrupts(exc: BaseException) -> bool:
+    """True for a ``KeyboardInterrupt`` or a ``SystemExit``, or a group holding one."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_interrupts(inner) for inner in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt | SystemExit)
+
+
+def _note_interrupt() -> None:
+    with contextlib.suppress(RuntimeError):  # (no asyncio loop runs here: nothing to note)
+        _interrupted.add(asyncio.get_running_loop())
 
 
 def _stray(exc: BaseException) -> bool:
@@ -217,6 +240,8 @@ def _stray(exc: BaseException) -> bool:
     task = asyncio.current_task()
     if task is None or anyio.current_effective_deadline() == -math.inf:
         return False  # the run's own cancellation
+    if task.get_loop() in _interrupted:
+        return False  # the loop's end, after an interrupt
     while task.cancelling():
         task.uncancel()
     return True
