@@ -432,6 +432,34 @@ def test_a_thread_child_reporting_progress_outlives_its_idle_timeout() -> None:
     assert report.status == "completed"
 
 
+async def test_what_an_ended_grandchild_left_running_is_no_progress_of_its_parent() -> None:
+    """'An abandoned grandchild stops the parent's idle timeout from ever firing': a plain
+    grandchild cut off at its deadline goes on in its thread, calling ctx.heartbeat(),
+    and each call pushed the parent's idle deadline, so a parent doing nothing ran to its
+    total deadline. Its attempt is over: what it does now is nobody's progress."""
+    stop = threading.Event()
+
+    def abandoned(prompt: str, ctx: ChildContext) -> str:
+        while not stop.is_set():
+            ctx.heartbeat()
+            ctx.step("still here")
+            time.sleep(0.02)
+        return "never read"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        await ctx.delegate("sub", child=abandoned, timeout=0.2)
+        await anyio.sleep(30)  # nothing of its own from here on
+        return "never"
+
+    try:
+        result = await Supervisor(parent, timeout=5, idle_timeout=0.4).delegate("go")
+    finally:
+        stop.set()
+    assert result.failure is not None
+    assert (result.failure.category, result.failure.error_type) == ("timeout", "idle")
+    assert result.duration < 2
+
+
 def test_thread_progress_reaches_each_run_s_own_event_loop() -> None:
     """Each run's attempts send thread progress to that run's event loop: a thread child
     outlives its idle timeout in one ``delegate_task`` (one event loop) after another."""

@@ -50,6 +50,7 @@ class Limiter:
         "armed",
         "deadline",
         "deadlines",
+        "ended",
         "fired",
         "idle",
         "last_progress",
@@ -86,6 +87,9 @@ class Limiter:
         self.stop: Account | None = None
         """The account whose exhaustion ended the attempt."""
         self.observed = False
+        self.ended = False
+        """True once the attempt is over: what it left running shows no progress of it
+        (an abandoned thread's heartbeats would hold off its parent's idle timeout)."""
         self.missed = 0.0
         """Seconds the loop was held past the idle deadline before progress moved it."""
         self._watch: Watch | None = None
@@ -137,7 +141,7 @@ class Limiter:
                 account.watch(key, self.out_of_budget)
 
     def exit(self, key: int) -> None:
-        self.scope = None
+        self.scope, self.ended = None, True
         watch, self._watch = self._watch, None
         if watch is not None and self.deadlines is not None:
             self.deadlines.unwatch(watch)
@@ -148,6 +152,8 @@ class Limiter:
 
     def touch(self) -> None:
         """Progress: push the idle deadline forward (and the parent's)."""
+        if self.ended:
+            return
         if self.idle is not None:
             now = time.monotonic()
             self.last_progress = now
