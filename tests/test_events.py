@@ -119,6 +119,47 @@ async def test_events_route_into_structlog() -> None:
     assert [e["event"] for e in seen] == ["delegation_started", "delegation_completed"]
 
 
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+async def test_a_field_whose_str_raises_is_written_by_its_type(tmp_path: Path) -> None:
+    """'Event encoding can raise and change the outcome': a task id in a delegation's
+    context whose __str__ raised made the delegation raise, where events off it ran."""
+    path = tmp_path / "events.jsonl"
+    events.configure(path)
+    try:
+        result = await Supervisor(echo).delegate(
+            "hi", timeout=5, context={"task_id": _Unprintable()}
+        )
+    finally:
+        events.configure()
+    assert result.ok, result.report
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["task_id"] for line in lines] == ["<_Unprintable whose str() raised>"] * 2
+
+
+@pytest.mark.parametrize("sink", ["structlog", "logging"])
+async def test_text_only_sinks_get_text_they_can_write(
+    sink: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """'The structlog sink gets unsanitised strings': a subject with a lone surrogate
+    reached structlog's printer, whose UnicodeEncodeError made the delegation raise. It
+    arrives with U+FFFD, as a JSON-lines file has it."""
+    events.configure(**{sink: True})
+    try:
+        with capture_logs() as seen, caplog.at_level(logging.INFO, logger="lyra"):
+            result = await Supervisor(echo).delegate("hi", timeout=5, subject="P\ud800")
+    finally:
+        events.configure()
+    assert result.ok
+    if sink == "structlog":
+        assert [e["subject"] for e in seen] == ["P\ufffd", "P\ufffd"]
+    else:
+        assert all("'P\ufffd'" in r.getMessage() for r in caplog.records if r.name == "lyra")
+
+
 def test_a_level_floor_drops_what_is_below_it() -> None:
     """configure(stream, level='warning') keeps warnings and errors only."""
     stream = io.StringIO()

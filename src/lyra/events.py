@@ -351,9 +351,18 @@ def encode(record: Mapping[str, Any]) -> bytes:
     source) is written with ``\\u`` escapes instead of failing the event.
     """
     try:
-        return orjson.dumps(record, default=str, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(record, default=_text_of, option=orjson.OPT_APPEND_NEWLINE)
     except (TypeError, orjson.JSONEncodeError):
-        return (json.dumps(record, default=str, ensure_ascii=True) + "\n").encode("ascii")
+        return (json.dumps(record, default=_text_of, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def _text_of(value: object) -> str:
+    """A value JSON cannot hold, as its ``str``; one whose ``str`` raises, by its type
+    (a hostile object in a child's context must not stop the delegation it names)."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - whatever its __str__ raises
+        return f"<{type(value).__name__} whose str() raised>"
 
 
 _GATHER = 64 * 1024
@@ -387,7 +396,7 @@ class _JsonLines:
         if self.broken:
             return
         try:  # encode(), inlined: this runs for every event of a large fan-out
-            line = orjson.dumps(record, default=str, option=orjson.OPT_APPEND_NEWLINE)
+            line = orjson.dumps(record, default=_text_of, option=orjson.OPT_APPEND_NEWLINE)
         except (TypeError, orjson.JSONEncodeError):
             line = encode(record)
         if self.fd is None:
@@ -449,6 +458,20 @@ class _JsonLines:
         self.broken = True
 
 
+def _printable(value: object) -> object:
+    """A field as a text-only sink can write it: text whose lone surrogates (from a
+    child's subject, say) are U+FFFD, an object whose ``str`` raises by its type."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # (through UTF-16: a lone surrogate becomes U+FFFD)
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if value is None or isinstance(value, int | float | list | dict | tuple):
+        return value
+    return _text_of(value)
+
+
 class _Structlog:
     """Into the application's structlog configuration (logger ``lyra``)."""
 
@@ -458,7 +481,9 @@ class _Structlog:
         self.logger = structlog.get_logger("lyra")
 
     def write(self, record: dict[str, Any]) -> None:
-        fields = {k: v for k, v in record.items() if k not in ("event", "level", "timestamp")}
+        fields = {
+            k: _printable(v) for k, v in record.items() if k not in ("event", "level", "timestamp")
+        }
         getattr(self.logger, record["level"])(record["event"], **fields)
 
     def flush(self) -> None:
@@ -480,7 +505,9 @@ class _Logging:
         if not self.logger.isEnabledFor(level):
             return
         fields = " ".join(
-            f"{k}={v!r}" for k, v in record.items() if k not in ("event", "level", "timestamp")
+            f"{k}={_printable(v)!r}"
+            for k, v in record.items()
+            if k not in ("event", "level", "timestamp")
         )
         self.logger.log(level, "%s %s", record["event"], fields, extra={"lyra_event": record})
 
