@@ -402,6 +402,25 @@ async def test_an_unanswered_question_is_input_required_with_the_question_in_the
         )
 
 
+async def test_a_question_the_deadline_cut_off_is_still_logged() -> None:
+    """'No question_asked event when the deadline ends the wait for an answer': the
+    event came after the answer, so a question that cost a timeout was never counted."""
+    from lyra import events
+
+    async def asks(prompt: str, ctx: ChildContext) -> str:
+        return await ctx.ask("Which organism?")
+
+    async def slow(question: str) -> str:
+        await anyio.sleep(5)
+        return "human"
+
+    with events.capturing() as emitted:
+        parsed = parse_report(await adelegate_task("go", child=asks, timeout=0.3, answer=slow))
+    assert (parsed.category, parsed.question) == ("timeout", "Which organism?")
+    asked = [e for e in emitted if e["event"] == events.QUESTION_ASKED]
+    assert [(e["question"], e["answered"]) for e in asked] == [("Which organism?", False)]
+
+
 async def test_an_answerer_that_raises_leaves_the_question_open_and_is_named() -> None:
     """The caller's answer= raising is no failure of the child's: the question stays
     open (missing_context / input_required, the question in the report), and the

@@ -478,37 +478,48 @@ class ChildContext:
         self.raise_if_stopped()
         known = self.answers.get(question)
         failed: str | None = None
-        if known is None and self._answer is not None:
-            self.asking = question
-            try:
-                with self._limiter.waiting():
-                    # (a plain function is called here, on the loop: one in a worker
-                    # thread abandoned at the deadline would read the human's late answer
-                    # from stdin and lose it, where the next attempt waits for it)
-                    reply = self._answer(question)
-                    if inspect.isawaitable(reply):
-                        reply = await reply
-            except ChildSignal:
-                raise  # (a parent's ctx.ask as the answerer: its own stop, passed on)
-            except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
-                reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
-            self.asking = None  # (left set when the wait ends otherwise: the report names it)
-            text = safe_str(reply) if reply is not None else ""
-            if text.strip():  # (a blank is no answer: the question stays open)
-                known = self.answers[question] = text
-        events.info(
-            events.QUESTION_ASKED,
-            session_id=self.session_id,
-            subject=self.subject,
-            attempt=self.attempt,
-            question=question,
-            answered=known is not None,
-        )
+        try:
+            if known is None and self._answer is not None:
+                known, failed = await self._answered(question)
+        finally:  # (the deadline may end the wait: the question was asked all the same)
+            events.info(
+                events.QUESTION_ASKED,
+                session_id=self.session_id,
+                subject=self.subject,
+                attempt=self.attempt,
+                question=question,
+                answered=known is not None,
+            )
         if known is None:
             self.stopped = QuestionAsked(question, answerer_failed=failed)
             raise self.stopped
         self._limiter.touch()
         return known
+
+    async def _answered(self, question: str) -> tuple[str | None, str | None]:
+        """The answerer's answer to ``question`` (``None``: none, or a blank one), and,
+        when it raised, its error."""
+        assert self._answer is not None
+        failed: str | None = None
+        self.asking = question
+        try:
+            with self._limiter.waiting():
+                # (a plain function is called here, on the loop: one in a worker
+                # thread abandoned at the deadline would read the human's late answer
+                # from stdin and lose it, where the next attempt waits for it)
+                reply = self._answer(question)
+                if inspect.isawaitable(reply):
+                    reply = await reply
+        except ChildSignal:
+            raise  # (a parent's ctx.ask as the answerer: its own stop, passed on)
+        except Exception as exc:  # noqa: BLE001 - the caller's answerer, not the child
+            reply, failed = None, f"{type_name(exc)}: {safe_str(exc)}"
+        self.asking = None  # (left set when the wait ends otherwise: the report names it)
+        text = safe_str(reply) if reply is not None else ""
+        if not text.strip():  # (a blank is no answer: the question stays open)
+            return None, failed
+        self.answers[question] = text
+        return text, failed
 
     # -- budget -------------------------------------------------------------------
 
