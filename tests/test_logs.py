@@ -222,6 +222,39 @@ def test_cli_json_holds_the_design_fields(
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [["stats", "--by", "subject"], ["suggest-timeout", "--min-samples", "1"]],
+    ids=["by subject", "suggest-timeout"],
+)
+def test_what_the_logs_hold_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """'lyra logs prints terminal escape sequences from the log as-is': a subject or an
+    error that clears the screen and prints "all tasks completed" in red did so through
+    the tables of ``lyra logs``."""
+    from lyra import events
+
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE: all tasks completed\x1b[0m"
+    path = tmp_path / "events.jsonl"
+    events.configure(path)
+    try:
+        for n, error in enumerate([hostile, None]):
+            fields = {"session_id": f"s{n}", "subject": hostile, "attempt": 1, "duration": 0.5}
+            if error is None:
+                events.info(events.DELEGATION_COMPLETED, **fields)
+                continue
+            failure = {"category": "tool_error", "error_type": "unknown", "blocked_on": error}
+            events.info(events.DELEGATION_FAILED, retryable=False, **failure, **fields)
+    finally:
+        events.configure()
+    run_cli(["logs", *argv, str(path)])
+    printed = capsys.readouterr().out
+    assert "FAKE: all tasks completed" in printed
+    assert "\x1b" not in printed
+    assert "\x07" not in printed
+
+
+@pytest.mark.parametrize(
     "line",
     [
         r"^delegations\s+8$",

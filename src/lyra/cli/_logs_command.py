@@ -28,6 +28,7 @@ from lyra.cli._options import (
     Subparsers,
     cannot_read,
 )
+from lyra.delegation._internal import printable
 from lyra.errors import LyraError
 
 if TYPE_CHECKING:  # lyra.logs is imported when a command runs: --help stays fast
@@ -188,9 +189,10 @@ class _Unwritable(LyraError, OSError):
 
 def _out(text: str, end: str = "\n") -> None:
     """Data to stdout, flushed, so that a failure to write it is told apart from a
-    failure to read the input."""
+    failure to read the input; what the logs hold is untrusted (a subject, a blocker):
+    its control characters cannot move the cursor (JSON escapes them anyway)."""
     try:
-        _stdout.write(text, end)
+        _stdout.write(printable(text), end)
     except BrokenPipeError:
         raise
     except OSError as exc:
