@@ -1288,6 +1288,28 @@ async def test_a_storm_turned_away_waits_no_longer_than_max_wait_and_counts_for_
         assert sum(a.wait > 0 for a in outcome.attempts) == 2, outcome.attempts
 
 
+async def test_a_storms_jitter_never_takes_a_wait_past_max_wait() -> None:
+    """'A child raising retry_after=1e6 makes every sibling wait about 600 s before being
+    re-sent (wait=600.08), slightly over max_wait=600': the jitter that spreads a storm's
+    siblings stops at max_wait."""
+
+    async def limited(prompt: str, ctx: ChildContext) -> str:
+        await ctx.cooled("anthropic")  # (siblings: refused at once, the tree's cooldown left)
+        if prompt == "0":
+            raise TransientError("quota", status=429, retry_after=1e6)
+        await anyio.sleep(0.05)
+        await ctx.cooled("anthropic")
+        return "answered"
+
+    policy = RecoveryPolicy(max_retries=0, max_wait=600)
+    with record_waits() as waits:
+        await Supervisor(limited, timeout=5, policy=policy).run(
+            [Task(prompt=str(n)) for n in range(3)], max_concurrency=3
+        )
+    assert waits
+    assert max(waits) <= 600
+
+
 @pytest.mark.parametrize("fallbacks", ["mod:attr", ["backup_typo"], 5, [None]])
 async def test_fallbacks_that_are_no_children_are_refused_before_anything_runs(
     fallbacks: object,

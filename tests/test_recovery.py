@@ -137,6 +137,17 @@ async def test_timeout_without_progress_decomposes() -> None:
     assert "## fetch Q8I3H7" in (parsed.output or "")
 
 
+async def test_a_subtask_listed_twice_is_one() -> None:
+    """'A repeated subtask is reported twice': it ran once, yet the output had its
+    section twice, its step was listed twice, and the time was shared by three."""
+    child = Script(hang_at_once, succeed, succeed)
+    prompt = "Do these:\n- fetch P04637\n- fetch P04637\n- fetch Q8I3H7"
+    parsed = parse_report(await adelegate_with_retry(prompt, child=child, base_timeout=0.2))
+    assert parsed.status == "completed"
+    assert child.timeouts == [0.2, 0.1, 0.1]
+    assert (parsed.output or "").count("## fetch P04637") == 1
+
+
 async def test_decomposition_aggregates_a_partial_failure() -> None:
     """When some subtasks fail, the aggregate is a partial failure naming what completed."""
     child = Script(hang_at_once, succeed, contradictory)

@@ -199,7 +199,7 @@ def redispatch(
         wait = policy.backoff(state.redispatches, rng=rng)
     else:
         draw = rng.random() if rng is not None else random.random()  # jitter, not cryptography
-        wait = retry_after + policy.backoff_base * policy.jitter * draw
+        wait = min(policy.max_wait, retry_after + policy.backoff_base * policy.jitter * draw)
     state.backoffs += 1
     return replace(previous, strategy="redispatch", wait=wait)
 
@@ -430,6 +430,7 @@ async def _decomposition(previous: Plan, state: LoopState, policy: RecoveryPolic
         raise CallbackRaised("decomposer") from TypeError(
             "the decomposer returned a subtask that is no prompt (a string)"
         )
+    subtasks = list(dict.fromkeys(subtasks))  # a subtask given twice is one (run once)
     if len(subtasks) < 2:
         return None  # nothing to split: no strategy left
     return replace(
