@@ -950,25 +950,32 @@ def test_lost_checkpoints_are_counted_once_a_child() -> None:
 
 
 @pytest.mark.parametrize(
-    ("done", "room"), [(1, "make room"), (20, "free about 4 MB for the 20 left")]
+    ("done", "room"), [(1, "make room"), (20, "free about 8 MB for the 20 left")]
 )
 def test_the_room_a_full_disk_asks_for_comes_from_what_the_finished_took(
     tmp_path: Path, done: int, room: str
 ) -> None:
-    """The room to make is twice what the finished proteins took per protein left, from
-    ten finished on; with fewer, the database's own tables outweigh theirs (one finished
-    of 40 asked for 48 MB where the whole run takes about 1 MB): just "make room"."""
+    """The room to make is what the run directory holds per protein finished, per protein
+    left, from ten finished on; with fewer, the database's own tables outweigh theirs
+    (one finished of 40 asked for 48 MB where the whole run takes about 1 MB): just
+    "make room". The write-ahead log counts ('free about 1 MB for the 980 left', six
+    times over: a full disk keeps the log from being folded back, and the main file
+    was one page), and so do the results beside the database."""
     from types import SimpleNamespace
 
     from lyra.cli._analyze_command import _stopped
     from lyra.errors import RunStopped
 
     database = tmp_path / "dbos.sqlite"
-    database.write_bytes(b"\0" * 2 * 2**20)
-    (tmp_path / "dbos.sqlite-wal").write_bytes(b"\0" * 4 * 2**20)  # (folded back, not counted)
+    database.write_bytes(b"\0" * 4096)
+    (tmp_path / "dbos.sqlite-wal").write_bytes(b"\0" * (6 * 2**20 - 4096))
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "P04637.txt").write_bytes(b"\0" * 2**20)
+    (tmp_path / "results.jsonl").write_bytes(b"\0" * 2**20)
     stopped = RunStopped("the checkpoints could not be written", path=str(database))
     progress = SimpleNamespace(done=done, total=40)
-    line = _stopped(stopped, progress, SimpleNamespace(resume="lyra analyze --resume R"))  # type: ignore[arg-type]
+    durable = SimpleNamespace(resume="lyra analyze --resume R", run_dir=tmp_path)
+    line = _stopped(stopped, progress, durable)  # type: ignore[arg-type]
     assert line == (
         f"lyra analyze: stopped: the checkpoints could not be written; {done} of 40 proteins "
         f"finished and are kept; {room}, then finish the run with: lyra analyze --resume R"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -341,13 +342,14 @@ def _stopped(stopped: RunStopped, progress: LiveView, durable: Any) -> str:
     failed, what is kept, how much room to make, how to finish."""
     kept = f"{progress.done} of {progress.total} proteins finished and are kept"
     room = "make room"
-    database = Path(stopped.path) if stopped.path is not None else None
-    if database is not None and database.is_file() and progress.done >= _ESTIMATED_FROM:
-        # Twice what the finished ones took (the database alone: its write-ahead log is
-        # folded back into it), per protein left.
-        used = database.stat().st_size
+    if progress.done >= _ESTIMATED_FROM:
+        # What the run directory holds per protein finished, per protein left: its
+        # database with the write-ahead log a full disk keeps from being folded back
+        # (the main file alone can be a page while the log holds megabytes), and the
+        # results, reports and briefs, which fill the same disk.
+        used = _size_of(Path(durable.run_dir))
         left = progress.total - progress.done
-        room = f"free about {_megabytes(used / progress.done * left * 2)} for the {left} left"
+        room = f"free about {_megabytes(used / progress.done * left)} for the {left} left"
     return (
         f"lyra analyze: stopped: {stopped}; {kept}; {room}, then finish the run with: "
         f"{durable.resume}"
@@ -358,6 +360,15 @@ _ESTIMATED_FROM = 10
 """Proteins finished before the room the rest need is estimated from them: with fewer,
 the database's own tables outweigh theirs (one finished of 40 asked for 48 MB, where the
 whole run takes about 1 MB)."""
+
+
+def _size_of(folder: Path) -> int:
+    """Bytes the files under ``folder`` hold (one that vanishes meanwhile: none)."""
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size if path.is_file() else 0
+    return total
 
 
 def _megabytes(size: float) -> str:
