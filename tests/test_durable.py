@@ -542,6 +542,21 @@ def _held_by_another_process(lock: Path) -> Iterator[None]:
         holder.stdout.close()
 
 
+def test_a_plain_run_into_a_folder_another_run_works_in_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'Two plain (non-durable) runs into the same --run-dir are both accepted when
+    started together': each saw an empty folder, and both wrote their results there. A
+    plain run holds its folder too: the second is refused (exit 2) and writes nothing."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with _held_by_another_process(run / "lyra-run.lock"):
+        assert main(["analyze", "P04637", "--run-dir", str(run)]) == 2
+        assert "already holds a run" in capsys.readouterr().err
+        assert sorted(path.name for path in run.iterdir()) == ["lyra-run.lock"]
+    assert main(["analyze", "P04637", "--run-dir", str(run)]) == 0  # the other let go
+
+
 def test_a_run_another_process_works_on_is_refused_before_any_child_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

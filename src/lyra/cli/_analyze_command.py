@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,8 @@ entries) unless --source live is given. Results go to stdout (briefs, or the
 final output with --json); progress and logs go to stderr. Every run writes a
 run directory: events.jsonl, reports/<ID>.txt, briefs/<ID>.md, figures/ (each
 protein's pLDDT track, and its PAE heatmap where PAE is held), results.jsonl
-(one line per protein, as it ends) and output.json.
+(one line per protein, as it ends) and output.json, and lyra-run.lock, held while
+the run works there (another run into the same folder is refused).
 """
 
 _EPILOG = """\
@@ -295,7 +297,10 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
     total = len(requested_ids(request.ids))  # each protein once, P04637 and p04637 alike
     stream = total > STREAM_ABOVE
     progress = LiveView(total, sys.stderr, streamed=stream)
-    with _logging.events_to(run_dir.events, verbose=asked.verbose) as unwritten:
+    with (
+        _held(run_dir, durable),
+        _logging.events_to(run_dir.events, verbose=asked.verbose) as unwritten,
+    ):
         try:
             output = _run_analysis(request, run_dir, durable, progress, stream=stream)
         except KeyboardInterrupt:
@@ -386,11 +391,25 @@ def _run_dir(folder: str | None, durable: Any) -> Any:
         where = folder or "runs/"
         why = "it is a file" if folder and os.path.isfile(folder) else exc.strerror or exc
         raise ConfigurationError(f"cannot use run directory {where}: {why}") from None
-    if durable is None and run_dir.holds_a_run():  # (a durable run checked it when new)
-        from lyra.cli._run_record import another_run
-
-        raise another_run(run_dir.path)
     return run_dir
+
+
+@contextlib.contextmanager
+def _held(run_dir: Any, durable: Any) -> Iterator[None]:
+    """The run's folder held by this process while the run writes to it (a durable run
+    holds it already); ConfigurationError (exit 2) when another run is in it, or was:
+    two plain runs started together each saw an empty folder, and both wrote there."""
+    if durable is not None:  # (its executor holds the folder, and checked it when new)
+        yield
+        return
+    from lyra._claims import claim
+    from lyra.cli._run_record import another_run
+
+    busy = str(another_run(run_dir.path))
+    with claim(run_dir.path, run_dir.LOCK, what="the run directory", busy=busy):
+        if run_dir.holds_a_run():
+            raise another_run(run_dir.path)
+        yield
 
 
 def _run_analysis(

@@ -61,7 +61,15 @@ from lyra.durable._questions import WaitingQuestion
 from lyra.durable._spec import JobSpec
 from lyra.errors import ConfigurationError, LyraError, RunStopped
 from lyra.recovery import RecoveryOutcome
-from lyra.supervisor import Job, LocalExecutor, OnOutcome, Task, file_stem, lost_outcome
+from lyra.supervisor import (
+    Job,
+    LocalExecutor,
+    OnOutcome,
+    RunDir,
+    Task,
+    file_stem,
+    lost_outcome,
+)
 from lyra.supervisor import notify as notify_outcome
 
 if TYPE_CHECKING:
@@ -76,7 +84,7 @@ QUESTION_POLL = 0.25
 """Seconds between two looks for the questions a running call's tasks wait on."""
 OnQuestion = Callable[[WaitingQuestion], Awaitable[str | None]]
 """Given a question a task waits on, its answer (``None``: none from here)."""
-RUN_LOCK = "lyra-run.lock"
+RUN_LOCK = RunDir.LOCK
 """The file in an embedded run's directory that the process running it holds."""
 _COMMIT_LAG_MS = 5_000
 """How far back each look for finished children reaches before the newest one

@@ -64,6 +64,9 @@ class RunDir:
     (the run goes on: its results still reach the caller).
     """
 
+    LOCK = "lyra-run.lock"
+    """The file whose lock a process running in the folder holds (see :mod:`lyra._claims`)."""
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
