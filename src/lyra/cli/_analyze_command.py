@@ -312,7 +312,7 @@ def _analyze(request: AnalyzeRequest, asked: _Invocation, durable: Any) -> int:
             print(_stopped(stopped, progress, durable), file=sys.stderr)
             from lyra.proteins import AnalysisOutput
 
-            if asked.json and isinstance(stopped.output, AnalysisOutput):  # finished, and not
+            if asked.json and isinstance(stopped.output, AnalysisOutput):  # (as it stood)
                 _stdout.write(stopped.output.model_dump_json(indent=2))
             return EXIT_UNWRITTEN
     _stdout.write(output.model_dump_json(indent=2) if asked.json else output.text())
