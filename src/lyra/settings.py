@@ -50,48 +50,49 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LYRA_", frozen=True, extra="ignore")
 
     anthropic_api_key: SecretStr | None = Field(
-        None,
+        default=None,
         validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"),
         description="The Anthropic API key; enables the Anthropic child and model-written text.",
     )
     anthropic_base_url: str | None = Field(
-        None,
+        default=None,
         validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url"),
         description="Another Messages API endpoint (a proxy, a gateway, a local server).",
     )
     child: str | None = Field(
-        None,
+        default=None,
         description="The default child as module:attribute (a child, or a class "
         "or factory called with no arguments).",
     )
-    model: str = Field(DEFAULT_MODEL, description="The Anthropic model children use.")
+    model: str = Field(default=DEFAULT_MODEL, description="The Anthropic model children use.")
     afdb_url: str = Field(
-        "https://alphafold.ebi.ac.uk", description="AlphaFold DB host (protein --source live)."
+        default="https://alphafold.ebi.ac.uk",
+        description="AlphaFold DB host (protein --source live).",
     )
     uniprot_url: str = Field(
-        "https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
+        default="https://rest.uniprot.org", description="UniProt REST host (protein --source live)."
     )
     mcp_token: SecretStr | None = Field(
-        None,
+        default=None,
         description="The bearer token lyra mcp --http requires of every request "
         "(Authorization: Bearer …); needed to serve on an address other machines reach.",
     )
     a2a_token: SecretStr | None = Field(
-        None,
+        default=None,
         description="The bearer token lyra a2a requires of every request but the agent card; "
         "required to serve on an address other than loopback.",
     )
     max_crashes: int = Field(
-        5,
+        default=5,
         ge=1,
         description="Durable runs: a child whose process ended this many times while it "
         "ran (a crash, a kill) is failed as tool_error, retryable, and the run goes on.",
     )
     test_invocation_log: Path | None = Field(
-        None, description="Tests only: durable attempts append a line here when they start."
+        default=None, description="Tests only: durable attempts append a line here when they start."
     )
     test_pause: Literal["before_checkpoint", "after_checkpoint"] | None = Field(
-        None,
+        default=None,
         description="Tests only: every durable attempt stops for an hour at this point "
         "(before or after its checkpoint is saved), so that a test can kill it there.",
     )

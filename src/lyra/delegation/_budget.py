@@ -33,13 +33,13 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid", strict=True)
 
-    max_tokens: int | None = Field(None, ge=0, description="Input plus output tokens.")
+    max_tokens: int | None = Field(default=None, ge=0, description="Input plus output tokens.")
     max_cost_usd: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="Spend in US dollars."
+        default=None, ge=0, allow_inf_nan=False, description="Spend in US dollars."
     )
-    max_turns: int | None = Field(None, ge=0, description="Model calls (or agent turns).")
+    max_turns: int | None = Field(default=None, ge=0, description="Model calls (or agent turns).")
     max_tool_calls: int | None = Field(
-        None, ge=0, description="Tool calls (ctx.tool and every framework tool call)."
+        default=None, ge=0, description="Tool calls (ctx.tool and every framework tool call)."
     )
 
     @property

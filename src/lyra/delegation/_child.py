@@ -150,7 +150,9 @@ class ChildRef(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
     target: str = Field(description="module:attribute, e.g. lyra.proteins:ProteinChild")
-    options: dict[str, Any] | None = Field(None, description="Keyword arguments (JSON data).")
+    options: dict[str, Any] | None = Field(
+        default=None, description="Keyword arguments (JSON data)."
+    )
 
     @field_validator("target")
     @classmethod

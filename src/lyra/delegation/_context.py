@@ -883,4 +883,6 @@ class ChildAgent(Protocol):
 
 
 ChildFn: TypeAlias = Callable[[str, ChildContext], Awaitable[str]]
-Child: TypeAlias = ChildAgent | ChildFn
+SyncChildFn: TypeAlias = Callable[[str, ChildContext], str]
+"""A plain ``def`` child: lyra runs it in a worker thread."""
+Child: TypeAlias = ChildAgent | ChildFn | SyncChildFn

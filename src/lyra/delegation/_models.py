@@ -148,7 +148,7 @@ class TaskReport(_Frozen):
     status: Status
     session_id: str | None = None
     attempt: int = 1
-    duration: float | None = Field(None, validate_default=True)
+    duration: float | None = Field(default=None, validate_default=True)
     """Seconds the attempt took (a failure's is ``0.0`` when none is known)."""
     subject: str | None = None
     output: str | None = None

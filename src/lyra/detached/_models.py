@@ -25,21 +25,21 @@ class DelegationRequest(BaseModel):
     prompt: str = Field(description="The task, complete in itself.")
     # (strict: a bool or a string is refused, as delegate_task and Task refuse it)
     timeout: float = Field(
-        300.0,
+        default=300.0,
         gt=0,
         allow_inf_nan=False,
         strict=True,
         description="Seconds the child may take in all.",
     )
     idle_timeout: float | None = Field(
-        None,
+        default=None,
         gt=0,
         allow_inf_nan=False,
         strict=True,
         description="Seconds without progress before the child is stopped.",
     )
     budget: Budget | None = Field(
-        None, description="Limits for the child and everything it delegates."
+        default=None, description="Limits for the child and everything it delegates."
     )
 
 
@@ -53,22 +53,22 @@ class DelegationStatus(BaseModel):
     prompt: str = Field(description="The task (its first 200 characters).")
     created_at: float = Field(description="When it was started (seconds since the epoch).")
     updated_at: float = Field(description="When its state last changed.")
-    steps: tuple[str, ...] = Field((), description="Steps the child completed so far.")
-    current_tool: str | None = Field(None, description="The tool the child is running now.")
+    steps: tuple[str, ...] = Field(default=(), description="Steps the child completed so far.")
+    current_tool: str | None = Field(default=None, description="The tool the child is running now.")
     tokens_used: int = 0
     cost_usd: float = 0.0
     turns: int = 0
     time_left: float | None = Field(
-        None, description="Seconds before its deadline (while it works, when known)."
+        default=None, description="Seconds before its deadline (while it works, when known)."
     )
     question: str | None = Field(
-        None, description="The child's question, while it waits for an answer."
+        default=None, description="The child's question, while it waits for an answer."
     )
     expires_at: float | None = Field(
-        None, description="When a finished delegation's result is forgotten."
+        default=None, description="When a finished delegation's result is forgotten."
     )
     report: TaskReport | None = Field(
-        None, description="The child's report, once it finished (not when cancelled)."
+        default=None, description="The child's report, once it finished (not when cancelled)."
     )
 
     @property

@@ -33,15 +33,15 @@ class AnalyzeRequest(BaseModel):
     """The question the answer addresses (its proteins are already in ``ids``)."""
     plan: Plan = "full"
     """``full`` (fetch → … → synthesize) or ``structure`` (ends at analyze_structure)."""
-    timeout: float = Field(300.0, gt=0)
+    timeout: float = Field(default=300.0, gt=0)
     """Seconds per attempt of each protein."""
-    idle_timeout: float | None = Field(None, gt=0)
+    idle_timeout: float | None = Field(default=None, gt=0)
     """Seconds without progress before an attempt ends (``None``: no idle limit)."""
     budget: Budget | None = None
     """One budget for the whole run: every protein, retry and model call."""
-    retries: int = Field(0, ge=0)
+    retries: int = Field(default=0, ge=0)
     """Recovery attempts after a failure."""
-    concurrency: int = Field(8, ge=1)
+    concurrency: int = Field(default=8, ge=1)
     """Proteins at once."""
     faults: tuple[str, ...] = ()
     """Injected faults, ``ID:FAULT[:ARG][@N]`` (:class:`Fault` objects are accepted)."""

@@ -25,22 +25,26 @@ class RecoveryPolicy(BaseModel):
         frozen=True, defer_build=True, extra="forbid", arbitrary_types_allowed=True, strict=True
     )
 
-    max_retries: int = Field(3, ge=0, description="Retries after the first attempt.")
-    timeout_cap: float = Field(3600.0, gt=0, description="No attempt's timeout exceeds this.")
-    backoff_base: float = Field(1.0, ge=0, description="First backoff wait, in seconds.")
-    backoff_cap: float = Field(60.0, ge=0, description="Longest backoff wait, in seconds.")
-    jitter: float = Field(0.5, ge=0, le=1, description="Random share added to each wait.")
+    max_retries: int = Field(default=3, ge=0, description="Retries after the first attempt.")
+    timeout_cap: float = Field(
+        default=3600.0, gt=0, description="No attempt's timeout exceeds this."
+    )
+    backoff_base: float = Field(default=1.0, ge=0, description="First backoff wait, in seconds.")
+    backoff_cap: float = Field(default=60.0, ge=0, description="Longest backoff wait, in seconds.")
+    jitter: float = Field(default=0.5, ge=0, le=1, description="Random share added to each wait.")
     max_wait: float = Field(
-        600.0, gt=0, description="A service asking for a longer wait than this ends the loop."
+        default=600.0,
+        gt=0,
+        description="A service asking for a longer wait than this ends the loop.",
     )
     fallback_after: int = Field(
-        2,
+        default=2,
         ge=0,
         description="Backoffs on one child for a provider's retryable failure before the "
         "next fallback child takes over (a quota or key failure moves on at once).",
     )
     answer_wait: float = Field(
-        3600.0,
+        default=3600.0,
         ge=0,
         allow_inf_nan=False,
         description="Durable runs only: seconds a task whose child asked a question nobody "
@@ -52,16 +56,16 @@ class RecoveryPolicy(BaseModel):
         "result rather than as a checkpoint of its own (one write fewer per task).",
     )
     total_budget: float | None = Field(
-        None, gt=0, description="Seconds for the whole loop, waits included."
+        default=None, gt=0, description="Seconds for the whole loop, waits included."
     )
     retry_categories: frozenset[FailureCategory] = Field(
-        frozenset(FailureCategory), description="Categories recovery may act on."
+        default=frozenset(FailureCategory), description="Categories recovery may act on."
     )
     fixers: tuple[Fixer, ...] = Field(
-        (), strict=False, description="Allow-listed environment fixers (a list or tuple)."
+        default=(), strict=False, description="Allow-listed environment fixers (a list or tuple)."
     )
     decomposer: Any = Field(
-        None,
+        default=None,
         description="Splits a task that timed out without progress (a Decomposer); "
         "None: a model when an API key is set, else the rules.",
     )

@@ -34,8 +34,8 @@ class Task(BaseModel):
     prompt: str
     subject: str | None = None
     # (strict: a bool or a string is refused, as delegate_task refuses it)
-    timeout: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
-    idle_timeout: float | None = Field(None, gt=0, allow_inf_nan=False, strict=True)
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    idle_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
     budget: Budget | None = None
     context: dict[str, Any] = Field(default_factory=dict)
 

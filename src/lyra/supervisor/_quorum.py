@@ -18,7 +18,7 @@ class ChildOutcome(BaseModel):
 
     subject: str
     outcome: Outcome
-    completeness: float = Field(1.0, ge=0, le=1)
+    completeness: float = Field(default=1.0, ge=0, le=1)
     """Share of the child's planned work that succeeded."""
     retryable: bool = False
     """Whether another attempt could change a failed outcome."""
@@ -29,20 +29,25 @@ class QuorumPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")
 
-    min_success: int = Field(1, ge=0, description="Fewest successful children to answer.")
+    min_success: int = Field(default=1, ge=0, description="Fewest successful children to answer.")
     critical: frozenset[str] = Field(
-        frozenset(), description="Children that must succeed for any answer."
+        default=frozenset(), description="Children that must succeed for any answer."
     )
     confidence_penalty: float = Field(
-        1.0, ge=0, le=1, description="Confidence lost per share of children missing."
+        default=1.0, ge=0, le=1, description="Confidence lost per share of children missing."
     )
     partial_threshold: float = Field(
-        0.6, ge=0, le=1, description="A partial child counts as success from this completeness."
+        default=0.6,
+        ge=0,
+        le=1,
+        description="A partial child counts as success from this completeness.",
     )
     partial_confidence: float = Field(
-        0.8, ge=0, le=1, description="Confidence kept for each partial counted as success."
+        default=0.8, ge=0, le=1, description="Confidence kept for each partial counted as success."
     )
-    critical_retries: int = Field(1, ge=0, description="Extra rounds for failed critical children.")
+    critical_retries: int = Field(
+        default=1, ge=0, description="Extra rounds for failed critical children."
+    )
 
 
 class QuorumDecision(BaseModel):
