@@ -151,6 +151,21 @@ async def test_a_loop_agents_own_limit_counts_every_model_call() -> None:
     assert len(model.requests) == result.usage.turns == 3  # the refused one is not charged
 
 
+async def test_a_loop_ended_by_exit_loop_answers_with_its_last_answer() -> None:
+    """'A LoopAgent stopped by ADK's exit_loop tool "succeeds" with an empty answer':
+    the tool's response, final for ADK (it skips summarization), took the place of the
+    worker's answer the docs promise, the last one before the loop stopped."""
+    from google.adk.tools import exit_loop
+
+    worker, _ = llm_agent("worker", reply("draft v1"), reply("draft v2"), tools=[])
+    judge, _ = llm_agent("judge", reply("needs work"), reply("", ("exit_loop", {})))
+    judge.tools = [exit_loop]
+    with pytest.warns(DeprecationWarning, match="in favor of Workflow"):
+        loop = LoopAgent(name="refine", sub_agents=[worker, judge], max_iterations=5)
+    result = await delegate(GoogleADKChild(loop))
+    assert (result.ok, result.output) == (True, "draft v2"), result.report
+
+
 @pytest.mark.parametrize("workflow", [LoopAgent, SequentialAgent])
 async def test_a_workflow_stopped_by_the_budget_leaves_no_exception_unread(
     workflow: Any, caplog: pytest.LogCaptureFixture
@@ -437,6 +452,13 @@ def test_the_agent_is_checked_when_the_child_is_built() -> None:
         GoogleADKChild(llm_agent("a", reply("x"))[0], plugins=["x"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"app_name= is not one ADK accepts: Invalid app name"):
         GoogleADKChild(llm_agent("a", reply("x"))[0], app_name="my app")
+    # (each failed every run as the task's invalid_task, or turned the feature on)
+    with pytest.raises(TypeError, match=r"user_id= must be a non-empty str; got None"):
+        GoogleADKChild(llm_agent("a", reply("x"))[0], user_id=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ask_tool= must be True or False; got 'no'"):
+        GoogleADKChild(llm_agent("a", reply("x"))[0], ask_tool="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"show_limits= must be True or False; got 'no'"):
+        GoogleADKChild(llm_agent("a", reply("x"))[0], show_limits="no")  # type: ignore[arg-type]
     agent, _model = llm_agent("a", reply("x"))
     app = App(name="triage", root_agent=agent, plugins=[Flaky("audit")])
     child = GoogleADKChild(app)

@@ -185,6 +185,14 @@ async def test_structured_output_becomes_json_text() -> None:
     assert json.loads(result.output) == {"duplicate_of": 7, "reason": "same"}
 
 
+@pytest.mark.parametrize("flag", ["ask_tool", "show_limits"])
+def test_a_flag_that_is_no_bool_is_refused_when_the_child_is_built(flag: str) -> None:
+    """A flag of the wrong kind (``"no"``, truthy) turned the feature on: every framework
+    child refuses it as it is built, naming it."""
+    with pytest.raises(TypeError, match=rf"{flag}= must be True or False; got 'no'"):
+        PydanticAIChild(Agent("test"), **{flag: "no"})
+
+
 async def test_the_run_options_reach_agent_run() -> None:
     """model_settings, instructions and deps given to the child reach the run as given."""
     script = Script(answer("ok"))

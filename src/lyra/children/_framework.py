@@ -95,6 +95,14 @@ def check_options(child: str, **options: tuple[Any, Any]) -> None:
             raise TypeError(f"{child}'s {name}= must be {what}; got {reprlib.repr(value)}")
 
 
+def check_flags(child: str, **flags: object) -> None:
+    """Raise a TypeError for the first flag that is not ``True`` or ``False`` (a string
+    such as ``"no"`` is true, and would turn the feature on)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{child}'s {name}= must be True or False; got {reprlib.repr(value)}")
+
+
 def check_each(child: str, **options: tuple[Any, type]) -> None:
     """Raise a TypeError for the first option (``name=(values, kind)``) that is not a
     sequence of ``kind`` (a string is no sequence of them), naming what it must be."""

@@ -497,7 +497,10 @@ class Run:
                 if event.partial:
                     continue
                 if event.is_final_response():
-                    final = event
+                    if _answers(event) or final is None or not _answers(final):
+                        # (a tool's response standing as final, exit_loop's, is no answer
+                        # in place of the one an agent gave before it: a loop's last)
+                        final = event
                     if not event.error_code and _text_of(event):  # (an answer, not an error)
                         ctx.step(f"Agent {event.author} answered")
                 if event.long_running_tool_ids:  # (most events: none, nor calls to read)
@@ -567,6 +570,12 @@ def _answer(ctx: ChildContext, final: Event | None) -> str:
     if final.error_code is not None and not text:
         raise IncompleteOutput(f"The run ended with {reason}: {final.error_message or ''}")
     return text
+
+
+def _answers(event: Event) -> bool:
+    """True for a final response that says something: text, a structured output, or an
+    error; not a tool's response alone."""
+    return bool(_text_of(event) or event.output is not None or event.error_code)
 
 
 def _text_of(event: Event) -> str:

@@ -106,7 +106,14 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from lyra.children._framework import check_prices, check_wraps, contained, framework, labelled
+from lyra.children._framework import (
+    check_flags,
+    check_prices,
+    check_wraps,
+    contained,
+    framework,
+    labelled,
+)
 from lyra.children._pricing import Price
 from lyra.delegation import ChildContext
 
@@ -158,6 +165,7 @@ class ClaudeAgentChild:
             options if options is not None else sdk.ClaudeAgentOptions()
         )
         check_prices("ClaudeAgentChild", prices)
+        check_flags("ClaudeAgentChild", ask_tool=ask_tool, show_limits=show_limits)
         from lyra.children import _claude_run  # (imported now: nothing inside a deadline)
 
         self._claude = _claude_run

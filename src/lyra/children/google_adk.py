@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
     check_each,
+    check_flags,
     check_options,
     check_prices,
     check_wraps,
@@ -159,9 +160,14 @@ class GoogleADKChild:
             app_name=(app_name, str),
             user_id=(user_id, str),
         )
+        if (
+            not isinstance(user_id, str) or not user_id
+        ):  # (None is no user: ADK's session needs one)
+            raise TypeError(f"GoogleADKChild's user_id= must be a non-empty str; got {user_id!r}")
         check_each("GoogleADKChild", plugins=(plugins, adk.BasePlugin))
         adk.check_app_name(app_name)
         check_prices("GoogleADKChild", prices)
+        check_flags("GoogleADKChild", ask_tool=ask_tool, show_limits=show_limits)
         self.agent = agent
         self.run_config = run_config
         self._run_config = adk.tools_in_threads(run_config)

@@ -91,6 +91,7 @@ from lyra.children._framework import (
     ASK_DESCRIPTION,
     ASK_TOOL,
     check_at_least_one,
+    check_flags,
     check_options,
     check_prices,
     check_wraps,
@@ -169,6 +170,7 @@ class LangGraphChild:
         )
         check_at_least_one("LangGraphChild", recursion_limit=recursion_limit)
         check_prices("LangGraphChild", prices)
+        check_flags("LangGraphChild", show_limits=show_limits)
         _langgraph_hooks.quiet_own_stops()
         self._hooks = _langgraph_hooks.LyraCallbacks
         self.graph = graph

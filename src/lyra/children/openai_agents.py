@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
     check_at_least_one,
+    check_flags,
     check_options,
     check_prices,
     check_wraps,
@@ -152,6 +153,7 @@ class OpenAIAgentsChild:
         )
         check_at_least_one("OpenAIAgentsChild", max_turns=max_turns)
         check_prices("OpenAIAgentsChild", prices)
+        check_flags("OpenAIAgentsChild", ask_tool=ask_tool, show_limits=show_limits)
         from lyra.children import _openai_agents_run
 
         self._sdk = _openai_agents_run

@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 from lyra.children._framework import (
     ASK_DESCRIPTION,
+    check_flags,
     check_options,
     check_prices,
     check_wraps,
@@ -165,6 +166,7 @@ class PydanticAIChild:
             usage_limits=(usage_limits, self._pai.UsageLimits),
         )
         check_prices("PydanticAIChild", prices)
+        check_flags("PydanticAIChild", ask_tool=ask_tool, show_limits=show_limits)
         if deps is _CONTEXT and make_deps is None:
             _check_deps_type(agent)
         named = model if model is not None else getattr(agent, "model", None)
