@@ -212,6 +212,19 @@ async def test_blocking_form_refuses_to_run_inside_an_event_loop() -> None:
         delegate_task("task", child=echo, timeout=5)
 
 
+def test_an_argument_the_blocking_form_does_not_take_is_refused_in_its_name() -> None:
+    """'delegate_task(timout=5) gives "adelegate_task() got an unexpected keyword argument
+    'timout'"', raised from inside an event loop: refused at the call, in its own name."""
+    from lyra import delegate_with_retry
+
+    with pytest.raises(
+        TypeError, match=r"^delegate_task\(\): got an unexpected keyword argument 'timout'"
+    ):
+        delegate_task("task", child=echo, timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^delegate_with_retry\(\): missing a required argument"):
+        delegate_with_retry()  # type: ignore[call-arg]
+
+
 @pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan])
 def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
     """A non-positive or non-finite timeout raises ValueError instead of running."""

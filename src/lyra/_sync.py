@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
@@ -33,8 +34,14 @@ def _loop_running() -> bool:
 def blocking(async_fn: Callable[P, Awaitable[T]], name: str, doc: str) -> Callable[P, T]:
     """The blocking form of an async API function, with the same parameters."""
 
+    signature = inspect.signature(async_fn)
+
     @functools.wraps(async_fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:  # arguments it does not take are refused here, in its name, not inside a loop
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{name}(): {exc}") from None
         return run_blocking(async_fn.__name__, functools.partial(async_fn, *args, **kwargs))
 
     call.__name__ = call.__qualname__ = name
