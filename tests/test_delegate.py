@@ -631,6 +631,16 @@ async def test_a_function_that_is_no_child_and_a_verify_that_is_no_callable_are_
 
     with pytest.raises(ConfigurationError, match=r"no_arguments is not a child agent: it must"):
         await lyra.adelegate_task("x", child=no_arguments, timeout=5)
+
+    def drafts(prompt: str, ctx: ChildContext) -> Any:  # (it ran: "returned generator")
+        yield "draft"
+
+    async def streamed(prompt: str, ctx: ChildContext) -> Any:
+        yield "draft"
+
+    for generator in (drafts, streamed):
+        with pytest.raises(ConfigurationError, match=r"is a generator function, not a child"):
+            await lyra.adelegate_task("x", child=generator, timeout=5)
     with pytest.raises(ConfigurationError, match=r"must take \(prompt, ctx\)"):
         await Supervisor(lambda prompt: prompt).run([lyra.Task(prompt="a"), lyra.Task(prompt="b")])
 

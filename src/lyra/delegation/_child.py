@@ -47,6 +47,11 @@ def as_callable(child: Child) -> ChildFn:
                 f"it ({child.__qualname__}(...))"
             )
         return run  # type: ignore[no-any-return]
+    if inspect.isgeneratorfunction(child) or inspect.isasyncgenfunction(child):
+        raise ConfigurationError(  # (it would run, and every task fail: "returned generator")
+            f"{child.__qualname__} is a generator function, not a child agent: a child "
+            "returns its output ('return text'), where it yields"
+        )
     if inspect.iscoroutinefunction(child):
         _check_arguments(child)
         _remember(child, run, is_async=True)
