@@ -225,6 +225,20 @@ def test_an_argument_the_blocking_form_does_not_take_is_refused_in_its_name() ->
         delegate_with_retry()  # type: ignore[call-arg]
 
 
+def test_caller_mistakes_the_api_trial_found_are_said_at_the_call() -> None:
+    """'recover(limits={"timeout": 5}) raises AttributeError from deep inside;
+    Supervisor(child, executor=42) is accepted and .run() raises AttributeError; a timeout
+    of 10**400 raises an OverflowError that names no parameter'."""
+    from lyra.recovery import recover
+
+    with pytest.raises(TypeError, match=r"limits= must be a lyra.Limits, e.g. Limits\(timeout="):
+        anyio.run(lambda: recover("x", child=echo, limits={"timeout": 5}))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"executor= must be an Executor .*, not 42"):
+        Supervisor(echo, executor=42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"timeout must be a positive number of seconds"):
+        delegate_task("task", child=echo, timeout=10**400)
+
+
 @pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan])
 def test_bad_timeouts_are_caller_errors(timeout: float) -> None:
     """A non-positive or non-finite timeout raises ValueError instead of running."""

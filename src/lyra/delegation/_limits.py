@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,9 +79,15 @@ def check_timeout(timeout: float, what: str = "timeout") -> float:
     # (a tuple, not int | float: that union would be built on every delegation)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(timeout).__name__}")
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ValueError(f"{what} must be a positive number of seconds, not {timeout!r}")
-    return float(timeout)
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # (an int past what a float holds: 10**400)
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(
+            f"{what} must be a positive number of seconds, not {reprlib.repr(timeout)}"
+        )
+    return seconds
 
 
 def check_max_repeats(value: object) -> int:

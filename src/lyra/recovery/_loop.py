@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import random
+import reprlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -188,6 +189,10 @@ async def recover(
     """
     policy = checked_policy(policy) or RecoveryPolicy()
     check_callbacks(context_provider=context_provider)
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(
+            f"limits= must be a lyra.Limits, e.g. Limits(timeout=60); got {reprlib.repr(limits)}"
+        )
     limits = limits or Limits()
     first = resolved(child) if child is not None else None
     task_id = task_id or f"task-{uuid.uuid4().hex[:12]}"

@@ -79,6 +79,11 @@ class Supervisor:
         self.policy = checked_policy(policy) or _no_retries()
         check_callbacks(verify=verify, answer=answer, context_provider=context_provider)
         self.context_provider = context_provider
+        if executor is not None and not callable(getattr(executor, "run", None)):
+            raise TypeError(
+                "executor= must be an Executor (LocalExecutor(), a DurableExecutor), not "
+                f"{reprlib.repr(executor)}"
+            )
         self.executor: Executor = executor or _LOCAL
         self.verify = verify
         self.answer = answer
