@@ -397,6 +397,13 @@ def test_guide_examples_are_all_found_in_the_whole_guide() -> None:
         "</task_metadata>",
         "Child agent failed: x\nCategory: nonsense",
         "<task_metadata><status>completed</status><duration_s>fast</duration_s></task_metadata>",
+        # values that cannot be right (the API trial: they were read as they were)
+        "<task_metadata><status>completed</status><attempt>-5</attempt></task_metadata>",
+        "<task_metadata><status>completed</status><attempt>0</attempt></task_metadata>",
+        "<task_metadata><status>completed</status><duration_s>nan</duration_s></task_metadata>",
+        "<task_metadata><status>completed</status><duration_s>-1</duration_s></task_metadata>",
+        "<task_metadata><status>completed</status><tokens_used>-3</tokens_used></task_metadata>",
+        "<task_metadata><status>completed</status><cost_usd>inf</cost_usd></task_metadata>",
     ],
 )
 def test_malformed_text_raises_only_report_parse_error(bad: str) -> None:

@@ -9,6 +9,7 @@ validation itself.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lyra._taxonomy import ErrorType, FailureCategory
@@ -26,17 +27,26 @@ for all of them: pydantic never changes a frozen model's set in place
 
 
 def to_int(value: str, what: str) -> int:
+    """A count (tokens, turns, an attempt's number): a whole number, 0 or more (the
+    attempt's, 1 or more)."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ReportParseError(f"{what} is not a whole number: {value!r}") from None
+    if number < (1 if what == "attempt" else 0):
+        raise ReportParseError(f"{what} cannot be {number}")
+    return number
 
 
 def to_float(value: str, what: str) -> float:
+    """A measure (seconds, dollars): a finite number, 0 or more."""
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
         raise ReportParseError(f"{what} is not a number: {value!r}") from None
+    if not 0 <= number < math.inf:  # (NaN too: no comparison holds)
+        raise ReportParseError(f"{what} cannot be {value.strip()}")
+    return number
 
 
 def member(members: dict[str, Any], value: str, what: str) -> Any:
