@@ -3,8 +3,10 @@ through data, lone surrogates, a full disk, Ctrl+C at start-up, and usage mistak
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pickle
 import random
 import stat
 import subprocess
@@ -188,6 +190,33 @@ def test_an_interrupt_in_a_pool_stops_it_and_makes_up_no_outcome(raised: str) ->
     assert "task 1" in found["started"]
     assert set(found["started"]) <= {"task 0", "task 1", "task 2", "task 3"}  # (the first four)
     assert (found["seen"], found["failed"]) == ([], [])
+
+
+def _signals() -> list[BaseException]:
+    from lyra._taxonomy import FailureCategory
+    from lyra.errors import ChildBlocked, LoopDetected, QuestionAsked
+    from lyra.recovery._strategies import CallbackRaised
+
+    found: list[BaseException] = [
+        ChildBlocked(FailureCategory.MISSING_CONTEXT, "no project root"),
+        QuestionAsked("Which organism?", answerer_failed="ValueError: down"),
+        LoopDetected("lookup", '{"q": "p53"}', 4),
+        CallbackRaised("decomposer"),
+    ]
+    with contextlib.suppress(ImportError):  # (the durable extra)
+        from lyra.durable import NoWorkers
+
+        found.append(NoWorkers(120, 3))
+    return found
+
+
+@pytest.mark.parametrize("signal", _signals(), ids=lambda signal: type(signal).__name__)
+def test_lyras_exceptions_survive_pickling(signal: BaseException) -> None:
+    """'ChildBlocked, LoopDetected and NoWorkers fail to unpickle; QuestionAsked comes back
+    as "Needs an answer: Needs an answer: …"': each is rebuilt from its own arguments."""
+    again = pickle.loads(pickle.dumps(signal))
+    assert type(again) is type(signal)
+    assert (str(again), vars(again)) == (str(signal), vars(signal))
 
 
 async def test_a_broken_classification_is_still_a_report(monkeypatch: pytest.MonkeyPatch) -> None:

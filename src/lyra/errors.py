@@ -52,6 +52,8 @@ place, :mod:`lyra.delegation._foreign`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lyra._taxonomy import FailureCategory
 
 __all__ = [
@@ -112,6 +114,9 @@ class ChildBlocked(ChildSignal):
         self.category = category
         self.reason = reason
 
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickled with its own arguments, not args)
+        return type(self), (self.category, self.reason), self.__dict__
+
 
 class QuestionAsked(ChildBlocked):
     """The child asked a question (``ctx.ask``) that nobody could answer: the attempt
@@ -123,6 +128,9 @@ class QuestionAsked(ChildBlocked):
         self.answerer_failed = answerer_failed
         """Why the answerer gave none when it raised (``ValueError: …``): the caller's
         ``answer=`` failed, not the child."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.question,), self.__dict__
 
 
 class LoopDetected(ChildSignal):
@@ -137,6 +145,9 @@ class LoopDetected(ChildSignal):
         self.arguments = arguments
         """The arguments, as text (shortened)."""
         self.count = count
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.tool, self.arguments, self.count), self.__dict__
 
 
 class ForeignCancellation(ChildSignal):

@@ -117,6 +117,9 @@ class NoWorkers(BaseException):
         self.seconds = seconds
         self.waiting = waiting
 
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickled with its own arguments, not args)
+        return type(self), (self.seconds, self.waiting), self.__dict__
+
 
 class DurableExecutor:
     """Runs each task as a DBOS workflow; see the module docstring.

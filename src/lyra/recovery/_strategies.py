@@ -481,6 +481,9 @@ class CallbackRaised(LyraError):
         super().__init__(f"{callback} failed")
         self.callback = callback
 
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickled with its own arguments, not args)
+        return type(self), (self.callback,), self.__dict__
+
 
 async def called(callback: str, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)``, awaited if need be; what it raises is :class:`CallbackRaised` --
