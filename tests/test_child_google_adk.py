@@ -211,6 +211,21 @@ async def test_output_key_reads_the_result_from_the_session_state() -> None:
     )
 
 
+async def test_an_answer_its_output_schema_rejects_is_partial_verification() -> None:
+    """'ADK's own output_schema check is classified as bad input': pydantic's error, which
+    ADK raises as it saves the answer, read as the task's input failing validation
+    (invalid_task, never retried). The framework rejected a claimed success: partial /
+    verification, retryable, as the README's table has it."""
+    agent, _model = llm_agent(
+        "measure", reply('{"protein": "P04637"}'), tools=[], output_schema=Length, output_key="n"
+    )
+    result = await delegate(GoogleADKChild(agent))
+    failure = result.failure
+    assert (failure.category, failure.error_type) == ("partial", "verification"), failure.evidence
+    assert failure.suggested_retry
+    assert "output_schema" in failure.evidence
+
+
 @pytest.mark.parametrize(
     ("finish", "category"),
     [(types.FinishReason.MAX_TOKENS, "partial"), (types.FinishReason.SAFETY, "invalid_task")],

@@ -32,7 +32,7 @@ from lyra.delegation._foreign._cause import (
     status_of,
 )
 from lyra.delegation._foreign._claude_agent import describe_claude_agent
-from lyra.delegation._foreign._google_adk import describe_google_adk
+from lyra.delegation._foreign._google_adk import adk_output_rejected, describe_google_adk
 from lyra.delegation._foreign._http import describe_httpx, describe_requests, describe_urllib
 from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
@@ -134,6 +134,9 @@ def _own(exc: BaseException) -> Cause:
     if sdk is not None:
         return sdk(exc)
     if module == "pydantic_core" and type(exc).__name__ == "ValidationError":
+        if adk_output_rejected(exc):  # (a framework's check of a claimed success: rule 5)
+            source = "google.adk output_schema (pydantic ValidationError)"
+            return Cause(Kind.OUTPUT_INVALID, ErrorType.VERIFICATION, source)
         return Cause(Kind.INVALID_INPUT, ErrorType.DATA, "pydantic ValidationError")
     return _builtin(exc)
 

@@ -149,6 +149,21 @@ def describe_google_adk(exc: BaseException) -> Cause:
     return from_table(exc, GOOGLE_ADK_ERRORS, package) or unmapped(exc, package)
 
 
+def adk_output_rejected(exc: BaseException) -> bool:
+    """True for pydantic's ValidationError of an ``LlmAgent``'s ``output_schema`` check,
+    which ADK runs on the agent's final answer as it saves it to ``output_key``: the
+    answer was rejected, not the task's input (told by the frame that raised it)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "__maybe_save_output_to_state" and str(
+            frame.f_globals.get("__name__", "")
+        ).startswith("google.adk."):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def _retry_delay(details: Any) -> float | None:
     """The ``retryDelay`` ("7s") of a google.rpc ``RetryInfo`` in an API error's details."""
     if isinstance(details, dict):
