@@ -34,10 +34,17 @@ async def adelegate_task(
     ``max_repeats`` identical tool calls end it as a loop (``None``: never).
     ``verify(output)`` checks a success (``None``/``True`` accepts, ``False`` or a
     reason rejects it: ``partial`` / ``verification``); ``answer(question)``
-    answers the child's ``ctx.ask`` (``None``: it has no answer). A child's
-    failure never raises; no child at all (none given, no ``LYRA_CHILD``, no
-    ``ANTHROPIC_API_KEY``) raises :class:`~lyra.errors.ConfigurationError`;
-    ``KeyboardInterrupt`` and ``SystemExit`` propagate at once.
+    answers the child's ``ctx.ask`` (``None``: it has no answer). ``context`` is
+    JSON data the child reads as ``ctx.context``; ``session_id``, ``subject`` and
+    ``attempt`` name the delegation in its report and events.
+
+    A child's failure never raises: it is the report. Raises, before any child runs:
+    :class:`~lyra.errors.ConfigurationError` for no child at all (none given, no
+    ``LYRA_CHILD``, no ``ANTHROPIC_API_KEY``) or something that is no child;
+    ``TypeError`` or ``ValueError`` naming the argument for a prompt that is no
+    string, a timeout that is not a positive finite number, a budget that is not a
+    :class:`~lyra.Budget`, a callback that cannot be called. ``KeyboardInterrupt``
+    and ``SystemExit`` propagate at once.
     """
     # What Supervisor(child, ...).delegate(prompt, ...) does, without building a
     # supervisor for one call: a framework run pays for every object made here.
@@ -63,9 +70,11 @@ async def adelegate_task(
 delegate_task = blocking(
     adelegate_task,
     "delegate_task",
-    """Blocking form of :func:`adelegate_task`; call it where no event loop runs.
+    """Blocking form of :func:`adelegate_task`; call it where no event loop runs
+    (inside one it raises ``RuntimeError``: ``await adelegate_task(...)`` there).
 
     ``attempt`` is the number a hand-written retry loop gives this call (the
-    report's ``<attempt>`` tag).
+    report's ``<attempt>`` tag). It raises what :func:`adelegate_task` raises, and a
+    ``TypeError`` naming itself for an argument it does not take.
     """,
 )
