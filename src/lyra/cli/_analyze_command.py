@@ -347,7 +347,7 @@ def _stopped(stopped: RunStopped, progress: LiveView, durable: Any) -> str:
     failed, what is kept, how much room to make, how to finish."""
     kept = f"{progress.done} of {progress.total} proteins finished and are kept"
     room = "make room"
-    if progress.done >= _ESTIMATED_FROM:
+    if progress.done >= _ESTIMATED_FROM and durable is not None:
         # What the run directory holds per protein finished, per protein left: its
         # database with the write-ahead log a full disk keeps from being folded back
         # (the main file alone can be a page while the log holds megabytes), and the
