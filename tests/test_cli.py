@@ -219,6 +219,22 @@ def test_delegate_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert "<status>completed</status>" in out
 
 
+def test_delegate_prints_a_childs_text_that_cannot_drive_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'lyra delegate prints child output containing escape sequences raw': a child's
+    answer that clears the screen did so; its control characters show as U+FFFD, as in
+    lyra analyze's briefs (the report's text is otherwise the same)."""
+    (tmp_path / "loud_child.py").write_text(
+        "async def child(prompt, ctx):\n    return '\\x1b[2J\\x1b[31mall tasks done'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run_cli(["delegate", "x", "--child", "loud_child:child"], capsys)
+    assert status == 0
+    assert "\x1b" not in out
+    assert "\ufffd[2J\ufffd[31mall tasks done" in out
+
+
 def test_delegate_failure_exits_one(capsys: pytest.CaptureFixture[str]) -> None:
     """A failed delegation prints the failure report and exits 1."""
     status, out, _ = run_cli(["delegate", "Tell me a joke", "--json", *PROTEIN_CHILD], capsys)

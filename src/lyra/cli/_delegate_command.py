@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from lyra._sync import run_blocking
     from lyra.children import default_child
     from lyra.delegation import Limits, json_safe
+    from lyra.delegation._internal import printable
     from lyra.recovery import RecoveryPolicy, recover
 
     child = args.child.resolve() if args.child else default_child()
@@ -87,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
         fields = result.to_report().model_dump(mode="json")
         text = json.dumps({**fields, "report": result.report}, indent=2, ensure_ascii=False)
         _stdout.write(json_safe(text))
-    else:
-        _stdout.write(result.report)
+    else:  # (a child's text cannot drive the terminal, as in lyra analyze's briefs)
+        _stdout.write(printable(result.report))
     _logging.say_unwritten("lyra delegate", unwritten)
     if unwritten:
         return EXIT_UNWRITTEN  # the report is above; the event log is not whole
