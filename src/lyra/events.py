@@ -46,6 +46,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from lyra._files import open_to_append
+from lyra._text import valid_text
 
 __all__ = [
     "A2A_CANCEL_UNCONFIRMED",
@@ -462,11 +463,7 @@ def _printable(value: object) -> object:
     """A field as a text-only sink can write it: text whose lone surrogates (from a
     child's subject, say) are U+FFFD, an object whose ``str`` raises by its type."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # (through UTF-16: a lone surrogate becomes U+FFFD)
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return value
+        return valid_text(value)
     if value is None or isinstance(value, int | float | list | dict | tuple):
         return value
     return _text_of(value)

@@ -9,6 +9,7 @@ lyra's other packages use besides is in :mod:`lyra.delegation._internal`.
 """
 
 from lyra._taxonomy import ErrorType, FailureCategory
+from lyra._text import json_safe, safe_str, valid_data, valid_text
 from lyra.delegation._budget import Budget, Usage
 from lyra.delegation._child import ChildRef
 from lyra.delegation._classify import MAX_DEPTH, exception_text
@@ -31,7 +32,6 @@ from lyra.delegation._report import (
     render_report,
 )
 from lyra.delegation._result import DelegationResult
-from lyra.delegation._text import json_safe, safe_str, valid_data, valid_text
 
 __all__ = [
     "MAX_DEPTH",

@@ -18,9 +18,9 @@ from weakref import ReferenceType, ref
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lyra._extras import framework_child_for
+from lyra._text import qualified_type_name, safe_str, type_name
 from lyra.delegation._callbacks import in_worker_thread
 from lyra.delegation._context import Child, ChildFn
-from lyra.delegation._text import qualified_type_name, safe_str, type_name
 from lyra.errors import ConfigurationError
 
 

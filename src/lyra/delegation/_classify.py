@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
+from lyra._text import clipped, safe_str, type_name
 from lyra.delegation._budget import Account, Budget, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
-from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.errors import ChildSignal, ForeignCancellation, LoopDetected, QuestionAsked
 
 _C = FailureCategory

@@ -33,13 +33,13 @@ import orjson
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType, FailureCategory
+from lyra._text import clipped, safe_str, type_name
 from lyra.delegation import _live
 from lyra.delegation._budget import Account, Budget, Usage, checked_charge
 from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._limiter import Limiter
 from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import FailedDelegation
-from lyra.delegation._text import clipped, safe_str, type_name
 from lyra.delegation._tree import Tree
 from lyra.errors import (
     BudgetExhausted,

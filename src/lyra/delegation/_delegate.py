@@ -15,6 +15,7 @@ import anyio.lowlevel
 
 from lyra import events, tracing
 from lyra._taxonomy import ErrorType
+from lyra._text import safe_str, type_name, valid_text
 from lyra.delegation._budget import Account, Usage
 from lyra.delegation._callbacks import call_off_the_loop
 from lyra.delegation._child import as_callable, check_callbacks
@@ -41,7 +42,6 @@ from lyra.delegation._limits import Limits, check_timeout
 from lyra.delegation._models import ChildFailure, builder
 from lyra.delegation._result import DelegationResult
 from lyra.delegation._suggest import suggest
-from lyra.delegation._text import safe_str, type_name, valid_text
 from lyra.delegation._tree import Tree, tool_provider
 from lyra.errors import ForeignCancellation, LoopDetected, LyraError
 

@@ -7,6 +7,7 @@ The rule (tests/test_architecture.py): another part of lyra imports from
 ``lyra.delegation`` the names of its ``__all__``, or those of this module's.
 """
 
+from lyra._text import printable, qualified_type_name
 from lyra.delegation._budget import Account
 from lyra.delegation._child import (
     as_callable,
@@ -29,7 +30,6 @@ from lyra.delegation._limits import DEFAULT_MAX_REPEATS, check_timeout
 from lyra.delegation._live import observed_pool
 from lyra.delegation._report import HEADER as REPORT_HEADER
 from lyra.delegation._report import report_boundary
-from lyra.delegation._text import printable, qualified_type_name
 from lyra.delegation._tree import SAME_STORM, Tree
 
 __all__ = [

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Callable
 
 from lyra._taxonomy import ErrorType
+from lyra._text import safe_str
 from lyra.delegation._foreign._a2a import describe_a2a
 from lyra.delegation._foreign._anthropic import ANTHROPIC_ERRORS, describe_anthropic
 from lyra.delegation._foreign._cause import (
@@ -38,7 +39,6 @@ from lyra.delegation._foreign._langgraph import describe_langgraph
 from lyra.delegation._foreign._openai import describe_openai
 from lyra.delegation._foreign._openai_agents import describe_openai_agents, wrapped_by_openai_agents
 from lyra.delegation._foreign._pydantic_ai import describe_pydantic_ai
-from lyra.delegation._text import safe_str
 from lyra.errors import (
     BudgetExhausted,
     ConfigurationError,

@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from lyra._taxonomy import ErrorType
-from lyra.delegation._text import safe_str
+from lyra._text import safe_str
 
 
 class Kind(StrEnum):

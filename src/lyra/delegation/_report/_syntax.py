@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from lyra.delegation._text import printable
+from lyra._text import printable
 
 HEADER = "Child agent failed:"
 """The first line of every failure report starts with this."""
