@@ -301,12 +301,14 @@ class ArrivalNoted(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: Task | None = None,
     ) -> RequestContext:
-        if task_id and self._executor.waits(task_id) is False:
-            raise _not_waiting(task_id, "still working")
-        if task_id and self._executor.waits(task_id) is None:
-            stored = await self._store.get(task_id, context)
-            if stored is not None and stored.status.state in _ENDED:
-                raise _not_waiting(task_id, "over")
+        if task_id:
+            waits = self._executor.waits(task_id)
+            if waits is False:
+                raise _not_waiting(task_id, "still working")
+            if waits is None:  # (a task this server does not know: ended, or from before)
+                stored = await self._store.get(task_id, context)
+                if stored is not None and stored.status.state in _ENDED:
+                    raise _not_waiting(task_id, "over")
         return await super().build(context, params, task_id, context_id, task)
 
 
