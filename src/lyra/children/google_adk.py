@@ -158,11 +158,8 @@ class GoogleADKChild:
             state=(state, Mapping),
             output_key=(output_key, str),
             app_name=(app_name, str),
-            user_id=(user_id, str),
         )
-        if (
-            not isinstance(user_id, str) or not user_id
-        ):  # (None is no user: ADK's session needs one)
+        if not isinstance(user_id, str) or not user_id:  # (ADK's session needs a user: not None)
             raise TypeError(f"GoogleADKChild's user_id= must be a non-empty str; got {user_id!r}")
         check_each("GoogleADKChild", plugins=(plugins, adk.BasePlugin))
         adk.check_app_name(app_name)
