@@ -39,6 +39,7 @@ from _framework import FloorMeter, Framework, Sides, measure, text_size
 
 TIMEOUT = 60.0
 OUTPUT = 4096  # the output lyra's child holds for a request without max_tokens
+MODEL = "scripted-1"  # the scripted model's name, as an integration reports it
 
 
 def build_graph(latency: float) -> Any:
@@ -55,13 +56,20 @@ def build_graph(latency: float) -> Any:
 
     def turn(index: int) -> AIMessage:
         usage = {"input_tokens": 300, "output_tokens": 40, "total_tokens": 340}
+        said = {"model_name": MODEL}  # (as a provider's integration names its model)
         if index % 3 == 2:
-            return AIMessage("P04637 has 393 residues.", usage_metadata=usage)
+            return AIMessage(
+                "P04637 has 393 residues.", usage_metadata=usage, response_metadata=said
+            )
         call = {"name": "lookup", "args": {"protein": "P04637"}, "id": f"call_{next(ids)}"}
-        return AIMessage("", tool_calls=[call], usage_metadata=usage)
+        return AIMessage("", tool_calls=[call], usage_metadata=usage, response_metadata=said)
 
     class ScriptedChat(GenericFakeChatModel):
         messages: Iterator[Any]
+
+        def _get_ls_params(self, stop: Any = None, **kwargs: Any) -> Any:
+            # What every provider's integration gives a callback: its model's name.
+            return {**super()._get_ls_params(stop=stop, **kwargs), "ls_model_name": MODEL}
 
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self

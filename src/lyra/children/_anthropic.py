@@ -292,7 +292,7 @@ class AnthropicChild:
                 "The Messages API sent a body that is not a message", error_type="data"
             )
         usage = getattr(response, "usage", None)
-        meter.response(_tokens(usage) if usage is not None else None, self.model)
+        meter.answer(None, _tokens(usage) if usage is not None else None, self.model)
         return response
 
     async def _response(

@@ -278,7 +278,9 @@ class Run:
         written = _tokens(usage, "cache_creation_input_tokens")
         read = _tokens(usage, "cache_read_input_tokens")
         fresh = _tokens(usage, "input_tokens")
-        self._meter.response(Tokens(fresh + written + read, response.output, read, written), model)
+        self._meter.answer(
+            None, Tokens(fresh + written + read, response.output, read, written), model
+        )
         return response
 
     def _raise_if_stopped(self) -> None:

@@ -120,13 +120,23 @@ ask_question.__doc__ = ASK_DESCRIPTION
 _ASK = FunctionTool(ask_question)
 
 
-async def _hold(meter: Meter, agent: str, llm_request: LlmRequest) -> None:
-    """Hold the request's worst case against the token budget, and cap its
-    ``max_output_tokens`` to what that leaves."""
+async def _before(meter: Meter, model: str | None, agent: str, llm_request: LlmRequest) -> None:
+    """The request's turn, charged ahead; under a token budget its worst case held too,
+    and its ``max_output_tokens`` capped to what that leaves."""
+    if not meter.token_limited:
+        await meter.before_request(model, provider=provider_of(model))
+        return
     config = llm_request.config
     wanted = config.max_output_tokens if config is not None else None
     limit = wanted if wanted is not None else DEFAULT_OUTPUT
-    allowed = await meter.reserve(agent, text_bytes=_sent(llm_request), output=limit, capped=True)
+    allowed = await meter.before_request(
+        model,
+        provider=provider_of(model),
+        key=agent,
+        text_bytes=_sent(llm_request),
+        output=limit,
+        capped=True,
+    )
     if allowed is not None and config is not None and allowed < limit:
         config.max_output_tokens = max(1, allowed)
 
@@ -184,10 +194,7 @@ class Limits(BasePlugin):
         elif attempt is not None:
             model, agent = llm_request.model, callback_context.agent_name  # (a property)
             attempt.models[agent] = model
-            meter = attempt.meter
-            await meter.before_request(model, provider=provider_of(model))
-            if meter.token_limited:
-                await _hold(meter, agent, llm_request)
+            await _before(attempt.meter, model, agent, llm_request)
             if attempt.ask:  # ADK runs a call from the request's own tools
                 llm_request.append_tools([_ASK])
             if attempt.limits:
@@ -205,8 +212,7 @@ class Limits(BasePlugin):
             return None
         agent = callback_context.agent_name
         model = llm_response.model_version or attempt.models.get(agent)
-        attempt.meter.settled(agent)  # what the request held, given back before it is charged
-        attempt.meter.response(tokens_of(llm_response.usage_metadata), model)
+        attempt.meter.answer(agent, tokens_of(llm_response.usage_metadata), model)
         return None
 
     async def before_tool_callback(

@@ -120,11 +120,14 @@ class LyraCallbacks(AsyncCallbackHandler):
         key = run_id.int
         self._models[key] = model
         provider = metadata.get("ls_provider") if isinstance(metadata, dict) else None
-        meter = self.meter
-        await meter.before_request(model, provider=provider if isinstance(provider, str) else None)
-        if meter.token_limited:
-            limit = params.get("max_tokens") if isinstance(params, dict) else None
-            await meter.reserve(key, text_bytes=sent, output=count(limit) or None)
+        limit = params.get("max_tokens") if isinstance(params, dict) else None
+        await self.meter.before_request(
+            model,
+            provider=provider if isinstance(provider, str) else None,
+            key=key,
+            text_bytes=sent,
+            output=count(limit) or None,
+        )
 
     async def on_llm_error(
         self,
@@ -158,8 +161,7 @@ class LyraCallbacks(AsyncCallbackHandler):
         self._charged.add(key)
         started_as = self._models.pop(key, None)
         tokens, model = _usage(response)
-        self.meter.settled(key)  # what the request held, given back before its usage counts
-        self.meter.response(tokens, model or started_as)
+        self.meter.answer(key, tokens, model or started_as)
 
     # -- tools --------------------------------------------------------------------------
     # Plain methods, not coroutines: langchain-core runs a sync tool's callbacks on its
@@ -226,6 +228,8 @@ _running: ContextVar[LyraCallbacks | None] = ContextVar("lyra_langgraph_run", de
 
 def _model_name(metadata: Any, params: Any) -> str | None:
     """The model a request goes to, as the integration names it."""
+    if type(metadata) is dict and type(name := metadata.get("ls_model_name")) is str:
+        return name  # (the usual case, at once)
     for source, key in ((metadata, "ls_model_name"), (params, "model"), (params, "model_name")):
         if isinstance(source, dict) and isinstance(source.get(key), str):
             return str(source[key])
@@ -243,7 +247,9 @@ def _usage(response: LLMResult) -> tuple[Tokens | None, str | None]:
             message = getattr(generation, "message", None)
             meta = getattr(message, "response_metadata", None)
             if isinstance(meta, dict):
-                model = _text(meta.get("model_name") or meta.get("model")) or model
+                named = meta.get("model_name") or meta.get("model")
+                if named and type(named) is str:
+                    model = named
             usage = getattr(message, "usage_metadata", None)
             if not isinstance(usage, dict):
                 continue
@@ -254,6 +260,8 @@ def _usage(response: LLMResult) -> tuple[Tokens | None, str | None]:
             if isinstance(details, dict):
                 cache_read += count(details.get("cache_read"))
                 cache_write += count(details.get("cache_creation"))
+    if found and model is not None:  # (the usual case: the rest is the fallback's)
+        return Tokens(incoming, outgoing, cache_read, cache_write), model
     output = response.llm_output if isinstance(response.llm_output, dict) else {}
     model = model or _text(output.get("model_name") or output.get("model"))
     if not found:

@@ -50,6 +50,8 @@ def text_bytes(text: str) -> int:
 
 def count(value: Any) -> int:
     """A token count from a framework: whole, never negative (0 for what is no number)."""
+    if type(value) is int:  # (the usual case, at once: several per response)
+        return value if value > 0 else 0
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     if isinstance(value, float):
@@ -98,8 +100,18 @@ def worst_case(text_bytes: int, output: int | None) -> Tokens:
     ``text_bytes`` it carries (one token per :data:`BYTES_PER_TOKEN` bytes, plus
     :data:`REQUEST_OVERHEAD`) and its output limit (``output``, else
     :data:`DEFAULT_OUTPUT`)."""
+    inputs, worst, _ = _sizes(text_bytes, output, capped=False)
+    return Tokens(inputs, worst - inputs)
+
+
+def _sizes(text_bytes: int, output: int | None, capped: bool) -> tuple[int, int, int]:
+    """A request's input tokens, its worst case (:func:`worst_case`) and the fewest
+    tokens it may go with: its input and a token to answer with when its output may be
+    capped (or its limit is not known), else its worst case."""
     inputs = -(-text_bytes // BYTES_PER_TOKEN) + REQUEST_OVERHEAD
-    return Tokens(inputs, output if output is not None and output > 0 else DEFAULT_OUTPUT)
+    if output is None or output <= 0:
+        return inputs, inputs + DEFAULT_OUTPUT, inputs + 1
+    return inputs, inputs + output, inputs + 1 if capped else inputs + output
 
 
 class Meter:
@@ -148,7 +160,11 @@ class Meter:
         provider: str | None = None,
         known: bool = True,
         turn: bool = True,
-    ) -> None:
+        key: object = None,
+        text_bytes: int | None = None,
+        output: int | None = None,
+        capped: bool = False,
+    ) -> int | None:
         """A model request is about to be sent to ``model`` (``None``: unnamed) of
         ``provider``.
 
@@ -158,7 +174,10 @@ class Meter:
         framework picks the model itself, so its price is checked on the response);
         a rate-limit cooldown the tree knows of for ``provider`` is waited out (not
         idle time); then the turn is charged ahead (``turn=False`` when the
-        framework charged it another way)."""
+        framework charged it another way) and, given the ``text_bytes`` the request
+        sends, its worst case is held under a token budget as :meth:`reserve` holds
+        it (``key``, ``output``, ``capped``: see there), in the same step when the
+        tree has room: what :meth:`reserve` returns."""
         ctx = self.ctx
         ctx.raise_if_stopped()
         if self.cost_limited and known and self.prices(model) is None:
@@ -168,9 +187,20 @@ class Meter:
             if ctx.tree.cooldown_left(provider) > 0:
                 await ctx.cooled(provider)
         self._unsent = False
-        if turn:
-            ctx.take_turn()
+        if text_bytes is None or not self.token_limited:
+            if turn:
+                ctx.take_turn()
+                self._unsent = True
+            return None
+        if turn:  # (most requests: the turn and the hold in one step)
+            inputs, worst, least = _sizes(text_bytes, output, capped)
+            held = ctx.open_request(worst, least)
+            if held:
+                self._hold(key, held)
+                return held - inputs
+            ctx.take_turn()  # (what stands in the way raises here, or waits below)
             self._unsent = True
+        return await self.reserve(key, text_bytes=text_bytes, output=output, capped=capped)
 
     async def reserve(
         self, key: object, *, text_bytes: int, output: int | None, capped: bool = False
@@ -186,64 +216,76 @@ class Meter:
         returned, to cap it with. Otherwise it waits until its whole output limit fits
         -- except when that limit is not known, where it goes with what is left and
         can pass the budget by its output beyond that (README, "Budgets"). ``None``
-        without a token budget. :meth:`settled` gives the tokens back. A request it
-        refuses, or that the attempt ends while it waits, was never sent: the turn
-        :meth:`before_request` charged for it is given back."""
+        without a token budget. :meth:`answer` or :meth:`settled` gives the tokens
+        back. A request it refuses, or that the attempt ends while it waits, was never
+        sent: the turn :meth:`before_request` charged for it is given back."""
         if not self.token_limited:
             return None
-        inputs, wanted, _, _ = worst_case(text_bytes, output)
-        known = output is not None and output > 0
-        least = inputs + 1 if capped or not known else inputs + wanted
+        inputs, worst, least = _sizes(text_bytes, output, capped)
         unsent, self._unsent = self._unsent, False
         try:
-            held = await self.ctx.reserve_tokens(inputs + wanted, least)
+            held = await self.ctx.reserve_tokens(worst, least)
         except BaseException:  # never sent: refused, or the attempt ended as it waited
             if unsent:
                 self.ctx.give_back_turn()
             raise
-        self._held.setdefault(key, []).append(held)
+        self._hold(key, held)
         return held - inputs
 
-    def settled(self, key: object = None) -> None:
-        """The request ``key`` names was answered or ended: what it held is given back
-        (every request's, with ``key=None``), before its usage is charged."""
+    def _hold(self, key: object, tokens: int) -> None:
+        holds = self._held.get(key)
+        if holds is None:
+            self._held[key] = [tokens]
+        else:
+            holds.append(tokens)
+
+    def _unhold(self, key: object) -> int:
+        """Forget what the request ``key`` names holds (every request's, with ``key=None``):
+        the tokens to give back."""
         holding = self._held
         if not holding:
-            return  # (no token budget: nothing is ever held)
-        held: list[int] = []
+            return 0  # (no token budget: nothing is ever held)
         if key is None:
-            for holds in holding.values():
-                held += holds
+            held = sum(sum(holds) for holds in holding.values())
             holding.clear()
-        else:
-            waiting = holding.get(key)
-            if not waiting:
-                return
-            held.append(waiting.pop(0))
-            if not waiting:
-                del holding[key]
-        for tokens in held:
-            self.ctx.release_tokens(tokens)
+            return held
+        waiting = holding.get(key)
+        if not waiting:
+            return 0
+        held = waiting.pop(0)
+        if not waiting:
+            del holding[key]
+        return held
+
+    def settled(self, key: object = None) -> None:
+        """The request ``key`` names ended without an answer to charge (it failed, or
+        the framework charges its usage another way): what it held is given back
+        (every request's, with ``key=None``)."""
+        held = self._unhold(key)
+        if held:
+            self.ctx.release_tokens(held)
 
     def dropped(self, key: object, tokens: Tokens, model: str | None) -> None:
         """The request ``key`` names was answered, but the framework raised on the answer
         and kept no usage of it (an answer cut off at its output limit): what it held is
         given back and ``tokens``, its estimate (:func:`worst_case`), charged in place
         of the usage, so that a budget still counts it."""
-        self.settled(key)
-        self._charge(*tokens, model, None)
+        self._charge(*tokens, model, None, self._unhold(key))
 
-    def response(
-        self, tokens: Tokens | None, model: str | None, *, cost: float | None = None
+    def answer(
+        self, key: object, tokens: Tokens | None, model: str | None, *, cost: float | None = None
     ) -> None:
-        """One response's usage (``None``: the framework reported none): priced unless
-        ``cost`` is the framework's own figure, then charged; the provider answered
-        (what a supervisor's concurrency climbs back on)."""
+        """The request ``key`` names was answered (``key=None``: every request held
+        for), with ``tokens`` (``None``: the framework reported no usage): what it held
+        is given back and its tokens priced (unless ``cost`` is the framework's own
+        figure) and charged, in one step; the provider answered (what a supervisor's
+        concurrency climbs back on)."""
         self.answered()
         if tokens is None:
+            self.settled(key)
             self.unreported(model)
             return
-        self._charge(*tokens, model, cost)
+        self._charge(*tokens, model, cost, self._unhold(key))
 
     def add(self, tokens: Tokens, model: str | None) -> None:
         """More usage of a response already counted (a stream's later frames)."""
@@ -309,16 +351,26 @@ class Meter:
         cache_write: int,
         model: str | None,
         cost: float | None,
+        held: int = 0,
     ) -> None:
-        """Charge a response's tokens (whole, ≥ 0), priced unless ``cost`` is given."""
+        """Charge a response's tokens (whole, ≥ 0), priced unless ``cost`` is given,
+        after giving back the ``held`` tokens of its request."""
+        ctx = self.ctx
         if cost is None and (input or output):
             price = self.prices(model)
             if price is not None:
                 cost = Tokens(input, output, cache_read, cache_write).cost(price)
         if not (input or output or cost):
-            self.ctx.heartbeat()
+            if held:
+                ctx.release_tokens(held)
+            ctx.heartbeat()
             return
-        self.ctx.charge(input, output, cost or 0.0)
+        if cost is not None and not 0.0 <= cost < math.inf:  # a framework's own figure
+            if held:
+                ctx.release_tokens(held)
+            ctx.charge(input, output, cost)  # (refused: it says why)
+            return
+        ctx.close_request(held, input, output, cost or 0.0)
         if cost is None and self.cost_limited:
             raise self.unpriced(model)
 

@@ -139,13 +139,16 @@ class Tap(RunHooks[Any]):
         self.model = model_named(agent.model)
         # A tool's caught block ends the run; a request the budget has no turn (or an
         # unpriced model no cost budget) for is never sent.
-        meter = self.meter
-        await meter.before_request(self.model, provider="openai")
-        model_data = data.model_data
+        meter, model_data = self.meter, data.model_data
         limit = output_limit(agent, self.settings)
         number = next(self._numbers)
-        if meter.token_limited:  # the request's worst case, held (the SDK sets max_tokens)
-            await meter.reserve(number, text_bytes=sent_bytes(model_data), output=limit)
+        await meter.before_request(  # under a token budget, its worst case held too
+            self.model,
+            provider="openai",
+            key=number,
+            text_bytes=sent_bytes(model_data) if meter.token_limited else None,
+            output=limit,
+        )
         self.asked[number] = Request(model_data, limit, self.model)
         if self.user_filter is not None:
             try:

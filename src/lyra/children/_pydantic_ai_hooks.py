@@ -86,11 +86,27 @@ class Limits(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         self.charge()
-        model = request_context.model
-        meter = self.meter
-        await meter.before_request(model.model_name, provider=model.system)
-        if meter.token_limited:
-            await self._reserve(request_context)
+        model, meter = request_context.model, self.meter
+        if not meter.token_limited:
+            await meter.before_request(model.model_name, provider=model.system)
+            return request_context
+        settings = request_context.model_settings or {}
+        wanted = settings.get("max_tokens")
+        limit = wanted if wanted is not None else _ANY_MODEL_WRITES
+        allowed = await meter.before_request(
+            model.model_name,
+            provider=model.system,
+            text_bytes=_sent(request_context),
+            output=limit,
+            capped=True,
+        )
+        if allowed is not None and allowed < limit:
+            # the request's worst case is held: what the model may write, capped to it
+            # (its own max_tokens when that is less; none set and more than
+            # _ANY_MODEL_WRITES left, none is set: a value of lyra's could exceed what
+            # the model allows)
+            capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
+            request_context.model_settings = capped
         return request_context
 
     async def after_model_request(
@@ -152,27 +168,6 @@ class Limits(AbstractCapability[Any]):
             cost=cost,
         )
 
-    async def _reserve(self, request_context: ModelRequestContext) -> None:
-        """Hold the request's worst case against the token budget, and cap what the
-        model may write to what that leaves (its own ``max_tokens`` when that is less;
-        none set and more than :data:`_ANY_MODEL_WRITES` left, none is set: a value of
-        lyra's could exceed what the model allows)."""
-        settings = request_context.model_settings or {}
-        wanted = settings.get("max_tokens")
-        limit = wanted if wanted is not None else _ANY_MODEL_WRITES
-        sent = 0  # the bytes of text it sends: each part's content, or a call's arguments
-        for message in request_context.messages:
-            for part in message.parts:
-                content = getattr(part, "content", None)
-                if type(content) is not str:
-                    args = getattr(part, "args", None)
-                    content = str(args if args is not None else content or "")
-                sent += len(content) if content.isascii() else text_bytes(content)
-        allowed = await self.meter.reserve(None, text_bytes=sent, output=limit, capped=True)
-        if allowed is not None and allowed < limit:
-            capped: ModelSettings = {**settings, "max_tokens": max(1, allowed)}
-            request_context.model_settings = capped
-
     def settle(self) -> None:
         """Charge what is left when the run ends, after giving back what a request that
         never answered held; never raises (an account that ran out has already ended
@@ -180,3 +175,16 @@ class Limits(AbstractCapability[Any]):
         self.meter.settled()
         with suppress(BudgetExhausted, ConfigurationError):
             self.charge()
+
+
+def _sent(request_context: ModelRequestContext) -> int:
+    """The bytes of text a request sends: each part's content, or a call's arguments."""
+    sent = 0
+    for message in request_context.messages:
+        for part in message.parts:
+            content = getattr(part, "content", None)
+            if type(content) is not str:
+                args = getattr(part, "args", None)
+                content = str(args if args is not None else content or "")
+            sent += len(content) if content.isascii() else text_bytes(content)
+    return sent

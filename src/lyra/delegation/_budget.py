@@ -173,15 +173,19 @@ class Account:
         self.retries_included = False
         """True for a recovery loop's account: every retry draws on it, so a
         failure for want of it is not retryable, whatever the accounts above hold."""
-        self._caps = tokens, cost, turns, calls = _caps(self.limits)
-        own = _measures(tokens < math.inf, cost < math.inf, turns < math.inf, calls < math.inf)
-        self.limited: frozenset[str] = _union(own, parent.limited) if parent is not None else own
-        """What this account or one above it limits (``"max_tokens"``, …)."""
+        if self.limits is None:  # (an attempt's own meter: one for every attempt)
+            self._caps = _NO_CAPS
+            self.limited: frozenset[str] = parent.limited if parent is not None else _NONE
+            """What this account or one above it limits (``"max_tokens"``, …)."""
+            self._limiting = parent._limiting if parent is not None else ()
+            """The accounts up the chain that have limits, innermost first."""
+        else:
+            self._caps = tokens, cost, turns, calls = _caps(self.limits)
+            own = _measures(tokens < math.inf, cost < math.inf, turns < math.inf, calls < math.inf)
+            self.limited = _union(own, parent.limited) if parent is not None else own
+            self._limiting = (self, *parent._limiting) if parent is not None else (self,)
         self.counts_tool_calls = "max_tool_calls" in self.limited
         """True when this account or one above it limits tool calls (each is charged)."""
-        above = parent._limiting if parent is not None else ()
-        self._limiting = above if self.limits is None else (self, *above)
-        """The accounts up the chain that have limits, innermost first."""
 
     @classmethod
     def for_budget(cls, budget: Budget | None, parent: Account | None = None) -> Account | None:
@@ -237,14 +241,7 @@ class Account:
                     self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
             else:
                 self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
-            over = None
-            for account in self._limiting:
-                if account.exhausted is not None:
-                    over = account
-                    break
-            if not ran_out:
-                return over
-            told = [(w, account) for account in ran_out for w in account._watchers.values()]
+            over, told = self._outcome(ran_out)
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
         return over
@@ -319,6 +316,74 @@ class Account:
             waiting, root._released = root._released, None
         for wake in waiting or ():
             wake()
+
+    def open_request(self, worst: int, least: int) -> int:
+        """A model request about to be sent, when every account up the chain lets it go
+        at once: its turn charged ahead (:meth:`take_turn`) and up to ``worst`` tokens
+        held (:meth:`reserve`, at least ``least`` ≥ 1), under one lock. The tokens held;
+        0 when an account is out, or has no turn or no room left: nothing is charged
+        nor held, and those two calls say what stands in the way."""
+        with self._lock:
+            granted = worst
+            for a in self._limiting:  # (an account without a limit has inf of it)
+                caps = a._caps
+                if a.exhausted is not None or a.turns >= caps[2]:
+                    return 0
+                room = caps[0] - a.input_tokens - a.output_tokens - a.reserved
+                if room < granted:
+                    granted = int(room)
+            if granted < least:
+                return 0
+            for account in self._chain:
+                account.turns += 1
+                account.reserved += granted
+            return granted
+
+    def settle(
+        self, held: int, input_tokens: int, output_tokens: int, cost_usd: float
+    ) -> Account | None:
+        """A model request answered: the ``held`` tokens :meth:`reserve` gave it given
+        back (whoever waits for room is told) and its usage charged (:meth:`charge`),
+        under one lock; the innermost account now or already over its limits."""
+        ran_out: list[Account] = []
+        waiting = None
+        with self._lock:  # (every response of every model-backed child: no call inside)
+            chain = self._chain
+            for account in chain:
+                account.reserved = max(0, account.reserved - held)
+                account.input_tokens += input_tokens
+                account.output_tokens += output_tokens
+                if cost_usd:
+                    account.cost_usd = _dollars(account.cost_usd + cost_usd)
+            if held:
+                root = chain[-1]
+                waiting, root._released = root._released, None
+            for account in self._limiting:  # (tokens and cost: all a response can pass)
+                caps = account._caps
+                if account.exhausted is None and (
+                    account.input_tokens + account.output_tokens > caps[0]
+                    or account.cost_usd > caps[1]
+                ):
+                    account.exhausted = account._over(0, 0.0, 0, 0, False)
+                    ran_out.append(account)
+            over, told = self._outcome(ran_out)
+        for wake in waiting or ():
+            wake()
+        for watcher, account in told:  # outside the lock: a watcher may cancel work
+            watcher(account)
+        return over
+
+    def _outcome(
+        self, ran_out: list[Account]
+    ) -> tuple[Account | None, list[tuple[Watcher, Account]]]:
+        """After a charge (under the lock): the innermost account out of budget, and the
+        watchers to tell of the accounts it ran out."""
+        over = None
+        for account in self._limiting:
+            if account.exhausted is not None:
+                over = account
+                break
+        return over, [(w, account) for account in ran_out for w in account._watchers.values()]
 
     def holds_others(self, mine: int = 0) -> bool:
         """True while requests other than the caller's (``mine`` tokens) hold tokens of
@@ -454,6 +519,7 @@ def _measures(*limited: bool) -> frozenset[str]:
 
 
 _NO_CAPS = (math.inf, math.inf, math.inf, math.inf)
+_NONE: frozenset[str] = frozenset()
 
 
 @functools.cache

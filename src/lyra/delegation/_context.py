@@ -613,6 +613,33 @@ class ChildContext:
             self._holding -= tokens
             self._meter.release(tokens)
 
+    def open_request(self, worst: int, least: int) -> int:
+        """A model request about to be sent, when nothing stands in its way: its turn
+        charged ahead and up to ``worst`` tokens held (at least ``least`` ≥ 1) in one
+        step, as progress; the tokens held. 0 when something does (a stop, an attempt
+        that is over, an account out of turns or of room): nothing is charged nor held,
+        and :meth:`take_turn` then :meth:`reserve_tokens` say what (the meter's way
+        for every model request; :meth:`close_request` ends it)."""
+        if self.stopped is not None or self.ended or self._limiter.stop is not None:
+            return 0
+        granted = (self._meter or self._metered()).open_request(worst, least)
+        if granted:
+            self._holding += granted
+            self._limiter.touch()
+        return granted
+
+    def close_request(
+        self, held: int, input_tokens: int, output_tokens: int, cost_usd: float
+    ) -> None:
+        """A model request answered: the ``held`` tokens given back and its usage
+        charged, in one step, as progress (whole counts ≥ 0 and a finite cost ≥ 0, as
+        lyra's meter gives them). Raises :class:`~lyra.errors.BudgetExhausted` as
+        :meth:`charge` does."""
+        held = min(held, self._holding)
+        self._holding -= held
+        account = self._meter or self._metered()
+        self._after_charge(account.settle(held, input_tokens, output_tokens, cost_usd))
+
     def release_all_tokens(self) -> None:
         """Give back every token this attempt still holds (the runner calls it when the
         attempt ends: a request cut off by a stop holds nothing after it)."""
