@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import anyio
 import pytest
 
 from lyra import Budget, ChildContext
-from lyra.children._meter import Meter
+from lyra.children._meter import Meter, Tokens
 from lyra.children._pricing import Price, PriceList
 from lyra.delegation import Limits
 from lyra.delegation._internal import Account, run_attempt
@@ -79,3 +80,114 @@ def test_every_sonnet_the_table_names_has_its_price_whatever_the_naming() -> Non
 
     assert price_of("claude-3-7-sonnet-20250219") == price_of("claude-sonnet-4-5-20250929")
     assert price_of("claude-3-7-sonnet-20250219") is not None
+
+
+# -- a model request's two steps: its turn and hold, then its answer --------------------
+
+
+async def _attempt(account: Account, body: Any) -> Any:
+    """Run ``body(meter)`` as an attempt drawing on ``account``; its result."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        await body(Meter(ctx, PriceList(None), child="TestChild"))
+        return "done"
+
+    return await run_attempt(child, "go", limits=Limits(timeout=5), account=account)
+
+
+async def test_a_request_takes_its_turn_and_holds_its_worst_case_in_one_step() -> None:
+    """Before a request: a turn charged and its worst case held, up the whole chain;
+    its answer gives the hold back and charges what it used."""
+    tree = Account(Budget(max_tokens=100_000, max_turns=5))
+    seen: dict[str, Any] = {}
+
+    async def body(meter: Meter) -> None:
+        # 400 bytes: 100 tokens + 16 of framing, and 1,000 of output held
+        allowed = await meter.before_request("m", key="a", text_bytes=400, output=1_000)
+        seen["allowed"], seen["held"], seen["turns"] = allowed, tree.reserved, tree.turns
+        meter.answer("a", Tokens(120, 30), "m")
+        seen["after"] = tree.reserved
+
+    result = await _attempt(tree, body)
+    assert result.status == "completed", result.report
+    assert seen == {"allowed": 1_000, "held": 1_116, "turns": 1, "after": 0}
+    assert (tree.input_tokens, tree.output_tokens, tree.turns) == (120, 30, 1)
+
+
+async def test_a_request_with_no_turn_left_is_refused_and_holds_nothing() -> None:
+    """The one step charges nothing when the turn is not there: the refusal is the
+    budget's, and no token stays held."""
+    tree = Account(Budget(max_tokens=100_000, max_turns=1))
+
+    async def body(meter: Meter) -> None:
+        await meter.before_request("m", key=1, text_bytes=40, output=100)
+        meter.answer(1, Tokens(10, 5), "m")
+        await meter.before_request("m", key=2, text_bytes=40, output=100)
+
+    result = await _attempt(tree, body)
+    assert result.status == "failed"
+    assert "max_turns=1" in result.report
+    assert (tree.turns, tree.reserved, tree.input_tokens) == (1, 0, 10)
+
+
+async def test_a_request_waits_for_room_a_sibling_gives_back_with_its_answer() -> None:
+    """Two requests in flight together: the second finds no room, waits, and goes once
+    the first's answer gives its hold back (the waiter is told in the same step)."""
+    tree = Account(Budget(max_tokens=2_000))
+    order: list[str] = []
+    first_holds = anyio.Event()
+
+    async def first(meter: Meter) -> None:
+        await meter.before_request("m", key="a", text_bytes=0, output=1_500)
+        order.append("first sent")
+        first_holds.set()
+        await anyio.sleep(0.05)
+        meter.answer("a", Tokens(16, 100), "m")
+        order.append("first answered")
+
+    async def second(meter: Meter) -> None:
+        await first_holds.wait()
+        await meter.before_request("m", key="b", text_bytes=0, output=1_500)
+        order.append("second sent")
+        meter.answer("b", Tokens(16, 100), "m")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(_attempt, tree, first)
+        group.start_soon(_attempt, tree, second)
+    assert order == ["first sent", "first answered", "second sent"]
+    assert (tree.turns, tree.reserved, tree.input_tokens + tree.output_tokens) == (2, 0, 232)
+
+
+async def test_an_answer_over_the_budget_still_gives_its_hold_back() -> None:
+    """An answer that takes the tree over ``max_tokens`` ends the attempt; what its
+    request held is given back all the same."""
+    tree = Account(Budget(max_tokens=1_000))
+
+    async def body(meter: Meter) -> None:
+        await meter.before_request("m", key=0, text_bytes=0, output=500)
+        meter.answer(0, Tokens(900, 200), "m")
+
+    result = await _attempt(tree, body)
+    assert result.status == "failed"
+    assert "max_tokens=1000" in result.report
+    assert (tree.reserved, tree.input_tokens, tree.output_tokens) == (0, 900, 200)
+
+
+async def test_a_running_total_that_settles_gives_back_even_when_nothing_is_new() -> None:
+    """pydantic-ai's way: the response's hold goes back with the total's growth, or
+    alone when the total did not move (a response with no usage counted yet)."""
+    tree = Account(Budget(max_tokens=100_000))
+    held: list[int] = []
+
+    async def body(meter: Meter) -> None:
+        await meter.before_request("m", text_bytes=0, output=100, capped=True)
+        meter.total(50, 5, model="m", settles=True)
+        held.append(tree.reserved)
+        await meter.before_request("m", text_bytes=0, output=100, capped=True)
+        meter.total(50, 5, model="m", settles=True)  # the same figures again
+        held.append(tree.reserved)
+
+    result = await _attempt(tree, body)
+    assert result.status == "completed", result.report
+    assert held == [0, 0]
+    assert (tree.input_tokens, tree.output_tokens, tree.turns) == (50, 5, 2)

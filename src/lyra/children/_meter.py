@@ -306,14 +306,32 @@ class Meter:
         *,
         model: str | None,
         cost: float | None = None,
+        settles: bool = False,
     ) -> bool:
         """A running total of the run's usage, as the framework counts it (and its
         running cost, if it has one): what it added since the last call is charged.
         False when nothing (the same figures again cost one comparison: frameworks
-        report their totals far more often than they change)."""
+        report their totals far more often than they change). With ``settles`` (a
+        response the total counts), what every request held is given back first, in
+        the same step."""
+        new = self._growth(input, output, cache_read, cache_write, cost)
+        if new is None:
+            if settles:
+                self.settled()
+            return False
+        input, output, cache_read, cache_write, added = new
+        held = self._unhold(None) if settles else 0
+        self._charge(input, output, cache_read, cache_write, model, added, held)
+        return True
+
+    def _growth(
+        self, input: Any, output: Any, cache_read: Any, cache_write: Any, cost: float | None
+    ) -> tuple[int, int, int, int, float | None] | None:
+        """What a running total added since the last (tokens never negative, and the
+        cost, if the framework counts one), now taken as charged; ``None``: nothing."""
         figures = (input, output, cache_read, cache_write, cost)
         if figures == self._figures:
-            return False
+            return None
         self._figures = figures
         tokens, before = Tokens.of(input, output, cache_read, cache_write), self._charged
         new = (  # what the total added (never negative), as plain ints: no Tokens built
@@ -324,12 +342,11 @@ class Meter:
         )
         added = None if cost is None else max(0.0, cost - self._cost_charged)
         if not (new[0] or new[1] or added):
-            return False
+            return None
         self._charged = tokens
         if cost is not None:
             self._cost_charged = cost
-        self._charge(*new, model, added)
-        return True
+        return (*new, added)
 
     def unreported(self, model: str | None) -> None:
         """A response without usage figures: a heartbeat, unless a token or cost budget

@@ -116,13 +116,13 @@ class Limits(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        self._model = response.model_name
-        self.meter.settled()  # what the request held, given back before its usage counts
-        self.meter.answered()
+        self._model, meter = response.model_name, self.meter
+        meter.answered()
         if response.usage.unmeasured_requests:  # the model reported no usage
-            self.meter.unreported(self._model)  # (a budget that cannot be kept stops here)
-        if not self.charge():
-            self.meter.ctx.heartbeat()
+            meter.settled()
+            meter.unreported(self._model)  # (a budget that cannot be kept stops here)
+        if not self.charge(settles=True):  # (what the request held, given back with it)
+            meter.ctx.heartbeat()
         if response.finish_reason == "content_filter":
             details = response.provider_details or {}
             why = details.get("refusal") or "finish_reason content_filter"
@@ -155,8 +155,9 @@ class Limits(AbstractCapability[Any]):
 
     # -- usage ----------------------------------------------------------------------------
 
-    def charge(self) -> bool:
-        """Charge what the run counted since the last charge; False when that is nothing."""
+    def charge(self, *, settles: bool = False) -> bool:
+        """Charge what the run counted since the last charge; False when that is nothing.
+        With ``settles`` (a response), what its request held is given back in the step."""
         usage = self.usage
         cost = float(usage.cost) if usage.cost is not None else None
         return self.meter.total(
@@ -166,6 +167,7 @@ class Limits(AbstractCapability[Any]):
             usage.cache_write_tokens,
             model=self._model,
             cost=cost,
+            settles=settles,
         )
 
     def settle(self) -> None:
