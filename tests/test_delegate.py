@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from structlog.testing import capture_logs
 
 import lyra
 from lyra import (
+    Budget,
     ChildContext,
     DelegationResult,
     Supervisor,
@@ -22,7 +24,7 @@ from lyra import (
     delegate_task,
     parse_report,
 )
-from lyra.errors import ConfigurationError
+from lyra.errors import BudgetExhausted, ConfigurationError
 
 pytestmark = pytest.mark.anyio
 
@@ -204,6 +206,54 @@ async def test_a_cancellation_the_child_made_and_caught_costs_nothing() -> None:
 
     report = parse_report(await adelegate_task("x", child=watchdog, timeout=30))
     assert (report.status, report.output) == ("completed", "answered from cache")
+
+
+async def _remakes_its_cancellation(prompt: str, ctx: ChildContext) -> str:
+    """A child that meets the attempt's cancellation and raises a CancelledError of its
+    own making, chained to nothing (as ``asyncio.gather`` does when the awaitable that
+    ends last ended otherwise): anyio's scope cannot tell it for its own."""
+    if prompt == "spend":
+        with contextlib.suppress(BudgetExhausted):  # (the attempt's scope is cancelled)
+            ctx.charge(output_tokens=600)
+    cancelled = False
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        cancelled = True
+        if prompt == "linger":  # (while the caller cancels too)
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.2)
+    if cancelled:
+        raise asyncio.CancelledError()
+    return "slept"
+
+
+@pytest.mark.parametrize(("prompt", "error_type"), [("wait", "timeout"), ("spend", "budget")])
+async def test_lyras_own_cancellation_made_anew_by_the_child_still_ends_it_by_its_limit(
+    prompt: str, error_type: str
+) -> None:
+    """The attempt ends by its deadline or its budget and reports it; the caller,
+    whom nobody cancelled, is not cancelled. (The CancelledError went out of
+    adelegate_task, with nothing pending on the caller's task.)"""
+    budget = Budget(max_tokens=500)
+    text = await adelegate_task(prompt, child=_remakes_its_cancellation, timeout=0.2, budget=budget)
+    report = parse_report(text)
+    assert (report.status, report.category, report.error_type) == ("failed", "timeout", error_type)
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
+
+
+async def test_a_callers_cancellation_still_passes_a_cancellation_made_anew() -> None:
+    """The same child, with the caller cancelling too while it lingers: the caller's
+    cancellation passes through."""
+    call = asyncio.ensure_future(
+        adelegate_task("linger", child=_remakes_its_cancellation, timeout=0.05)
+    )
+    await asyncio.sleep(0.15)  # lyra's deadline has passed; the child lingers
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
 
 
 async def test_blocking_form_refuses_to_run_inside_an_event_loop() -> None:

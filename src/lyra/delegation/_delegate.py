@@ -317,12 +317,15 @@ async def _run(
                 ctx.release_all_tokens()
     except BaseException as exc:
         cancelled = limiter.cancelled_class()
-        if not _foreign(exc, scope, cancelled, task) and (
+        if _own_unmarked(exc, scope, cancelled, task, pending):
+            error = exc  # the attempt ends by its limit, as if the scope had caught it
+        elif not _foreign(exc, scope, cancelled, task) and (
             _propagates(exc, cancelled)
             or (isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught)
         ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
             raise
-        error = exc  # a BaseException of the child's own: a failure all the same
+        else:
+            error = exc  # a BaseException of the child's own: a failure all the same
     if task is not None and task.cancelling() > pending:
         # The child caught a cancellation and went on. A cancel scope's around the call
         # (move_on_after, a task group's) is passed on, anyio delivering it again; a bare
@@ -380,6 +383,27 @@ def _foreign(
     if isinstance(exc, cancelled) and scope.cancel_called:
         return False
     return foreign_cancellation(exc)
+
+
+def _own_unmarked(
+    exc: BaseException,
+    scope: Any,
+    cancelled: type[BaseException],
+    task: asyncio.Task[Any] | None,
+    pending: int,
+) -> bool:
+    """True for this delegation's own cancellation (its deadline, idle timeout or budget)
+    come back without anyio's mark: a ``CancelledError`` made anew on its way out of the
+    child (``asyncio.gather`` makes one when the awaitable that ends last ended
+    otherwise), which the scope cannot tell for its own. Nobody else's cancellation of
+    the task is pending (``pending``: the caller's, before the attempt)."""
+    return (
+        isinstance(exc, cancelled)
+        and scope.cancel_called
+        and task is not None
+        and asyncio.current_task() is task
+        and task.cancelling() <= pending
+    )
 
 
 def foreign_cancellation(exc: BaseException) -> bool:
