@@ -73,6 +73,18 @@ async def test_tokens_without_a_cost_are_priced_with_the_cache_at_its_rates() ->
     assert usage.cost_usd == pytest.approx(0.5 * 3.0 + 0.5 * 0.3 + 0.1 * 15.0)
 
 
+@pytest.mark.parametrize("broken", [math.nan, math.inf, -math.inf])
+async def test_a_frameworks_cost_that_is_no_number_is_priced_by_lyra(broken: float) -> None:
+    """A NaN stays in a framework's running cost for good: taken as it was, it charged
+    nothing for the rest of the run, and a cost budget never ran out. lyra prices the
+    tokens instead."""
+    price = Price(input=1.0, output=1.0)
+    usage = await _charged(
+        [(100, 10, 0, 0, broken), (200, 20, 0, 0, broken)], PriceList({"m": price})
+    )
+    assert usage.cost_usd == pytest.approx(220 / 1_000_000)
+
+
 def test_every_sonnet_the_table_names_has_its_price_whatever_the_naming() -> None:
     """Sonnet 3.7's API name puts the version first (``claude-3-7-sonnet-20250219``): it
     found no price, so a cost budget on it was refused."""

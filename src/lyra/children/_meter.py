@@ -16,8 +16,9 @@ and written here once:
   response, never silently unlimited; a cost that cannot be priced stops it too.
 
 Counts from a framework are foreign data: a float is rounded up, anything that
-is not a finite number ≥ 0 counts as nothing (a user's own ``ctx.charge`` is
-still checked strictly).
+is not a finite number ≥ 0 counts as nothing, and a cost of its own that is no
+finite number is priced by lyra instead (a user's own ``ctx.charge`` is still
+checked strictly).
 """
 
 from __future__ import annotations
@@ -328,7 +329,11 @@ class Meter:
         self, input: Any, output: Any, cache_read: Any, cache_write: Any, cost: float | None
     ) -> tuple[int, int, int, int, float | None] | None:
         """What a running total added since the last (tokens never negative, and the
-        cost, if the framework counts one), now taken as charged; ``None``: nothing."""
+        cost, if the framework counts one), now taken as charged; ``None``: nothing. A
+        cost that is no finite number is no figure (a NaN stays in a running sum for
+        good): lyra prices the tokens instead."""
+        if cost is not None and not math.isfinite(cost):
+            cost = None
         figures = (input, output, cache_read, cache_write, cost)
         if figures == self._figures:
             return None
