@@ -4,14 +4,15 @@ foreign counts made whole, nothing charged twice."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
 
 from lyra import Budget, ChildContext
-from lyra.children._meter import Meter, Tokens
-from lyra.children._pricing import Price, PriceList
+from lyra.children._meter import Meter, Tokens, worst_case
+from lyra.children._pricing import Price, PriceList, tokens_of
 from lyra.delegation import Limits
 from lyra.delegation._internal import Account, run_attempt
 
@@ -203,3 +204,63 @@ async def test_a_running_total_that_settles_gives_back_even_when_nothing_is_new(
     assert result.status == "completed", result.report
     assert held == [0, 0]
     assert (tree.input_tokens, tree.output_tokens, tree.turns) == (50, 5, 2)
+
+
+async def test_a_dropped_answer_under_a_float_output_limit_is_charged_whole() -> None:
+    """A user's ``max_tokens=1000.0`` (the OpenAI Agents SDK takes it unchecked) is
+    1,000 tokens held, and 1,000 charged when the answer is dropped: the tallies stay
+    whole numbers."""
+    tree = Account(Budget(max_tokens=100_000))
+
+    async def body(meter: Meter) -> None:
+        held = await meter.before_request("m", key=1, text_bytes=40, output=1000.0)  # type: ignore[arg-type]
+        assert held == 1000
+        meter.dropped(1, worst_case(40, 1000.0), "m")  # type: ignore[arg-type]
+
+    result = await _attempt(tree, body)
+    assert (tree.input_tokens, tree.output_tokens, tree.reserved) == (26, 1000, 0)
+    assert type(tree.output_tokens) is int
+    assert result.status == "completed", result.report
+
+
+async def test_an_answer_that_cannot_be_priced_still_gives_its_hold_back() -> None:
+    """Pricing that raises (a count past what a float holds) leaves nothing held."""
+    tree = Account(Budget(max_tokens=10**500))
+    seen: dict[str, int] = {}
+
+    async def body(meter: Meter) -> None:
+        await meter.before_request("m", key="k", text_bytes=40, output=1000)
+        with pytest.raises(OverflowError):
+            meter.answer("k", Tokens(10**400, 1), "m")
+        seen["reserved"] = tree.reserved
+
+    prices = PriceList({"m": Price(input=3.0, output=15.0)})
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        await body(Meter(ctx, prices, child="TestChild"))
+        return "done"
+
+    await run_attempt(child, "go", limits=Limits(timeout=5), account=tree)
+    assert seen == {"reserved": 0}
+
+
+async def test_a_request_closed_by_hand_is_checked_as_a_charge_is() -> None:
+    """``ctx.close_request`` is public: what ``ctx.charge`` refuses, it refuses (a NaN
+    cost would have stopped every cost limit from ever running out)."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        for bad in ((0, 5, math.nan), (0, True, 0.0), (-1, 0, 0.0)):
+            with pytest.raises(ValueError, match="must be"):
+                ctx.close_request(0, *bad)  # type: ignore[arg-type]
+        return "done"
+
+    result = await run_attempt(
+        child, "go", limits=Limits(timeout=5), account=Account(Budget(max_cost_usd=1.0))
+    )
+    assert result.status == "completed", result.report
+
+
+def test_a_bool_in_a_messages_api_usage_is_no_count() -> None:
+    """The Messages API's usage read as counts: a bool is none (it charged 1 token)."""
+    usage = SimpleNamespace(input_tokens=True, output_tokens=7, cache_read_input_tokens=False)
+    assert tokens_of(usage) == (0, 7)

@@ -110,7 +110,8 @@ def _sizes(text_bytes: int, output: int | None, capped: bool) -> tuple[int, int,
     tokens it may go with: its input and a token to answer with when its output may be
     capped (or its limit is not known), else its worst case."""
     inputs = -(-text_bytes // BYTES_PER_TOKEN) + REQUEST_OVERHEAD
-    if output is None or output <= 0:
+    output = count(output)  # (a user's setting: 1000.0 is 1000)
+    if not output:
         return inputs, inputs + DEFAULT_OUTPUT, inputs + 1
     return inputs, inputs + output, inputs + 1 if capped else inputs + output
 
@@ -234,11 +235,7 @@ class Meter:
         return held - inputs
 
     def _hold(self, key: object, tokens: int) -> None:
-        holds = self._held.get(key)
-        if holds is None:
-            self._held[key] = [tokens]
-        else:
-            holds.append(tokens)
+        self._held.setdefault(key, []).append(tokens)  # (one step: hooks run in threads too)
 
     def _unhold(self, key: object) -> int:
         """Forget what the request ``key`` names holds (every request's, with ``key=None``):
@@ -379,9 +376,13 @@ class Meter:
         after giving back the ``held`` tokens of its request."""
         ctx = self.ctx
         if cost is None and (input or output):
-            price = self.prices(model)
-            if price is not None:
-                cost = Tokens(input, output, cache_read, cache_write).cost(price)
+            try:
+                price = self.prices(model)
+                if price is not None:
+                    cost = Tokens(input, output, cache_read, cache_write).cost(price)
+            except BaseException:  # (what the request held is given back all the same)
+                ctx.release_tokens(held)
+                raise
         if not (input or output or cost):
             if held:
                 ctx.release_tokens(held)

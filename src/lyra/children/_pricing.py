@@ -113,4 +113,4 @@ def tokens_of(usage: Any) -> tuple[int, int]:
 
 def _tokens(usage: Any, name: str) -> int:
     value = getattr(usage, name, None)
-    return value if isinstance(value, int) and value > 0 else 0
+    return value if type(value) is int and value > 0 else 0  # (a bool is no count)

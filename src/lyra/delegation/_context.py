@@ -632,9 +632,9 @@ class ChildContext:
         self, held: int, input_tokens: int, output_tokens: int, cost_usd: float
     ) -> None:
         """A model request answered: the ``held`` tokens given back and its usage
-        charged, in one step, as progress (whole counts ≥ 0 and a finite cost ≥ 0, as
-        lyra's meter gives them). Raises :class:`~lyra.errors.BudgetExhausted` as
-        :meth:`charge` does."""
+        charged, in one step, as progress. Raises :class:`~lyra.errors.BudgetExhausted`
+        as :meth:`charge` does, and refuses what :meth:`charge` refuses."""
+        checked_charge(input_tokens, output_tokens, cost_usd, 0)
         held = min(held, self._holding)
         self._holding -= held
         account = self._meter or self._metered()
