@@ -324,6 +324,51 @@ async def test_siblings_on_one_account_stop_when_it_runs_out() -> None:
     assert {r.failure.error_type for r in results.values() if r.failure} == {"budget"}
 
 
+@pytest.mark.parametrize("limit", ["max_turns", "max_tool_calls"])
+async def test_a_charge_ahead_refused_ends_only_its_attempt(limit: str) -> None:
+    """One request (or tool call) left and two siblings: the first takes it and waits on
+    its answer; the second is refused and fails for want of budget. The first is told
+    nothing: its answer, paid for, is charged and returned (it was cancelled, its
+    tokens never counted, as if the refusal had passed the limit)."""
+    in_flight, second_started = anyio.Event(), anyio.Event()
+
+    async def sibling(prompt: str, ctx: ChildContext) -> str:
+        if prompt == "first":
+            await second_started.wait()
+        elif prompt == "second":
+            second_started.set()
+            await in_flight.wait()
+        if limit == "max_turns":
+            ctx.take_turn()
+        else:
+            await ctx.tool("lookup", lambda: None)
+        if prompt == "first":
+            in_flight.set()
+            await anyio.sleep(0.05)  # the answer on its way
+            ctx.charge(input_tokens=10, output_tokens=50)
+        return f"{prompt}: answered"
+
+    supervisor = Supervisor(budget=Budget(**{limit: 1}))
+    results: dict[str, Any] = {}
+    async with anyio.create_task_group() as group:
+        for name in ("first", "second"):
+
+            async def run(name: str = name) -> None:
+                results[name] = await supervisor.delegate(name, child=sibling, timeout=5)
+
+            group.start_soon(run)
+    assert (results["first"].status, results["first"].output) == ("completed", "first: answered")
+    assert results["first"].usage.tokens == 60
+    second = results["second"].failure
+    assert second is not None
+    assert (second.category, second.error_type) == ("timeout", "budget")
+    assert f"{limit}=1 reached" in second.evidence
+    # the budget is spent: nothing more starts on it
+    late = await supervisor.delegate("third", child=sibling, timeout=5)
+    assert late.failure is not None
+    assert late.failure.error_type == "budget"
+
+
 # -- idle timeouts --------------------------------------------------------------------
 
 

@@ -6,7 +6,11 @@ loop, every decomposed subtask and every nested delegation draws on the same
 account, or on a child account whose charges also count against its parent.
 The first charge that takes an account over a limit marks it exhausted and
 tells every attempt drawing on it (their watchers end them at once), so no
-work continues on an account that has run out.
+work continues on an account that has run out. A charge *ahead* that it has no
+room for (a request's turn, a tool call, a request's tokens) is refused: the
+attempt it was refused to ends, the account is spent (no attempt starts on it,
+every later charge ahead is refused), and the attempts already under way keep
+what they paid for -- a request in flight is answered and charged.
 
 Charges may come from worker threads (a sync tool): one lock per tree keeps
 the tallies exact.
@@ -146,6 +150,7 @@ class Account:
         "limits",
         "output_tokens",
         "parent",
+        "passed",
         "reserved",
         "retries_included",
         "tool_calls",
@@ -168,6 +173,9 @@ class Account:
         self.cost_usd = 0.0
         self.exhausted: str | None = None
         """Why the account ran out (the limit and the amount used), once it has."""
+        self.passed = False
+        """True once a charge of use made took the tallies past a limit (not a charge
+        ahead refused): every attempt drawing on the account was ended."""
         self._lock: threading.Lock = parent._lock if parent is not None else threading.Lock()
         self._watchers: dict[int, Watcher] = {}
         self.retries_included = False
@@ -221,8 +229,10 @@ class Account:
 
         ``ahead``: the charge pays for use not made yet (a model call's turn, a tool
         call, taken before the call). When it would take an account over a limit,
-        nothing is recorded and that account is exhausted as having reached it; on an
-        account out already, nothing is recorded either.
+        nothing is recorded and that account is exhausted as having reached it (no
+        attempt is told: the use never comes); on an account out already, nothing is
+        recorded either. A charge of use made is refused nothing: it returns the
+        account it took past a limit, or one past it already.
         """
         # Every model request of every framework child passes here twice: written
         # for the common case (no limit passed), with nothing built on the way.
@@ -235,13 +245,12 @@ class Account:
                         break  # out already: nothing is paid ahead (the use never comes)
                     if account._would_pass(tokens, cost_usd, turns, tool_calls):
                         account.exhausted = account._over(tokens, cost_usd, turns, tool_calls, True)
-                        ran_out.append(account)
                         break
                 else:
                     self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
             else:
                 self._add(input_tokens, output_tokens, cost_usd, turns, tool_calls, ran_out)
-            over, told = self._outcome(ran_out)
+            over, told = self._outcome(ran_out, ahead)
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
         return over
@@ -285,9 +294,8 @@ class Account:
             account.turns += turns
             account.tool_calls += tool_calls
         for account in self._limiting:
-            if account.exhausted is None and account._would_pass(0, 0.0, 0, 0):
-                account.exhausted = account._over(0, 0.0, 0, 0, False)
-                ran_out.append(account)
+            if not account.passed and account._would_pass(0, 0.0, 0, 0):
+                account._ran_out(ran_out)
 
     def reserve(self, worst: int, least: int) -> int:
         """Hold up to ``worst`` tokens for a request about to be sent, here and in every
@@ -360,27 +368,34 @@ class Account:
                 waiting, root._released = root._released, None
             for account in self._limiting:  # (tokens and cost: all a response can pass)
                 caps = account._caps
-                if account.exhausted is None and (
+                if not account.passed and (
                     account.input_tokens + account.output_tokens > caps[0]
                     or account.cost_usd > caps[1]
                 ):
-                    account.exhausted = account._over(0, 0.0, 0, 0, False)
-                    ran_out.append(account)
-            over, told = self._outcome(ran_out)
+                    account._ran_out(ran_out)
+            over, told = self._outcome(ran_out, ahead=False)
         for wake in waiting or ():
             wake()
         for watcher, account in told:  # outside the lock: a watcher may cancel work
             watcher(account)
         return over
 
+    def _ran_out(self, ran_out: list[Account]) -> None:
+        """A charge of use made took this account past a limit (under the lock): why,
+        kept (in place of a refusal's), and the account added to ``ran_out``."""
+        self.passed = True
+        self.exhausted = self._over(0, 0.0, 0, 0, False)
+        ran_out.append(self)
+
     def _outcome(
-        self, ran_out: list[Account]
+        self, ran_out: list[Account], ahead: bool
     ) -> tuple[Account | None, list[tuple[Watcher, Account]]]:
-        """After a charge (under the lock): the innermost account out of budget, and the
-        watchers to tell of the accounts it ran out."""
+        """After a charge (under the lock): the innermost account that ends the charger
+        -- for a charge ahead, one that is out (refused or passed); for use made, one
+        past a limit -- and the watchers to tell of the accounts it ran out."""
         over = None
         for account in self._limiting:
-            if account.exhausted is not None:
+            if account.passed or (ahead and account.exhausted is not None):
                 over = account
                 break
         return over, [(w, account) for account in ran_out for w in account._watchers.values()]
@@ -402,21 +417,17 @@ class Account:
     def refuse(self, tokens: int) -> Account | None:
         """A request that no token limit up the chain has room for (``tokens``: the
         least it can go with), with nothing held that could free some: the tightest
-        account is exhausted as having reached its limit (its attempts end), and
-        returned."""
-        ran_out: Account | None = None
+        account is exhausted as having reached its limit, and returned (as a charge
+        ahead refused: the attempts under way are not told)."""
         with self._lock:
             for account in self._limiting:
                 why = account._over(tokens, 0.0, 0, 0, True)
                 if why is not None and why.startswith("max_tokens"):
                     if account.exhausted is None:
                         account.exhausted = why + " (the least the next request needs)"
-                        ran_out = account
+                        return account
                     break
-            told = [] if ran_out is None else list(ran_out._watchers.values())
-        for watcher in told:
-            watcher(ran_out)  # type: ignore[arg-type]
-        return ran_out
+        return None
 
     def _would_pass(self, tokens: int, cost_usd: float, turns: int, calls: int) -> bool:
         """True when the tally with these amounts more passes a limit (the quick test
