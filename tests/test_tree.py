@@ -3,6 +3,7 @@ through the public API with real child behaviour."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterator
@@ -367,6 +368,148 @@ async def test_a_charge_ahead_refused_ends_only_its_attempt(limit: str) -> None:
     late = await supervisor.delegate("third", child=sibling, timeout=5)
     assert late.failure is not None
     assert late.failure.error_type == "budget"
+
+
+async def test_grandchild_stopped_by_its_parents_refused_turn_is_listed_as_budget() -> None:
+    """The parent's own turn is refused (max_turns=1) while a grandchild it started still
+    runs: the grandchild ends with it, for want of budget, and the parent's report lists
+    it so (it said `timeout` once a refusal told no sibling)."""
+    started = anyio.Event()
+
+    async def grand(prompt: str, ctx: ChildContext) -> str:
+        started.set()
+        await anyio.sleep(10)
+        return "grand done"
+
+    async def parent(prompt: str, ctx: ChildContext) -> str:
+        async with anyio.create_task_group() as group:
+            group.start_soon(functools.partial(ctx.delegate, "look", child=grand))
+            await started.wait()
+            ctx.take_turn()
+            ctx.take_turn()  # refused: max_turns=1
+        return "parent done"
+
+    supervisor = Supervisor(budget=Budget(max_turns=1))
+    with capture_logs() as logs:
+        result = await supervisor.delegate("survey", child=parent, timeout=5)
+    assert result.failure is not None
+    assert result.failure.error_type == "budget"
+    cancelled = [e for e in logs if e.get("event") == "delegation_cancelled"]
+    assert [e["reason"] for e in cancelled] == ["budget exhausted elsewhere"]
+    failed = parse_report(result.report).failed_delegations
+    assert [(f.category, f.error_type) for f in failed] == [("timeout", "budget")]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+async def test_two_siblings_refused_the_same_tokens_fail_the_same_way(nested: bool) -> None:
+    """A holder keeps 900 of 1000 tokens while two siblings wait for 200; its answer
+    (850 tokens) leaves 150: both waiters are refused alike. The second to look finds the
+    account spent by the first's refusal: it fails by rule 1 (budget) all the same, the
+    limit in its evidence, as retryable as the first (it read as the framework's own limit)."""
+    held, go = anyio.Event(), anyio.Event()
+    waiting = 0
+
+    async def holder(prompt: str, ctx: ChildContext) -> str:
+        granted = await ctx.reserve_tokens(900, 900)
+        held.set()
+        await go.wait()
+        ctx.close_request(granted, 850, 0, 0.0)
+        return "answered"
+
+    async def waiter(prompt: str, ctx: ChildContext) -> str:
+        nonlocal waiting
+        await held.wait()
+        ctx.step("ready")  # progress
+        waiting += 1
+        if waiting == 2:
+            go_later()
+        await ctx.reserve_tokens(200, 200)
+        return "never"
+
+    def go_later() -> None:
+        async def later() -> None:
+            await anyio.sleep(0.05)  # both are inside reserve_tokens' wait
+            go.set()
+
+        group.start_soon(later)
+
+    results: dict[str, Any] = {}
+
+    async def run_all(run: Any) -> None:
+        async with anyio.create_task_group() as inner:
+            for name, kid in (("holder", holder), ("w1", waiter), ("w2", waiter)):
+
+                async def one(name: str = name, kid: Any = kid) -> None:
+                    results[name] = await run(name, kid)
+
+                inner.start_soon(one)
+
+    async with anyio.create_task_group() as group:
+        if nested:
+            # three grandchildren on their parent's account: a budget of its own
+            # under the supervisor's (which has room)
+            async def parent(prompt: str, ctx: ChildContext) -> str:
+                await run_all(lambda name, kid: ctx.delegate(name, child=kid, timeout=5))
+                return "parent done"
+
+            supervisor = Supervisor(budget=Budget(max_tokens=1_000_000))
+            await supervisor.delegate("p", child=parent, budget=Budget(max_tokens=1000), timeout=10)
+        else:
+            supervisor = Supervisor(budget=Budget(max_tokens=1000))
+            await run_all(lambda name, kid: supervisor.delegate(name, child=kid, timeout=5))
+
+    assert results["holder"].status == "completed"
+    f1, f2 = results["w1"].failure, results["w2"].failure
+    assert f1.retryable == f2.retryable, (f1.retryable, f2.retryable)
+    for f in (f1, f2):
+        assert (f.category, f.error_type) == ("timeout", "budget")
+        assert "max_tokens=1000" in f.evidence, f.evidence
+
+
+async def test_a_request_waiting_for_room_is_not_sent_once_the_account_is_spent() -> None:
+    """W took its turn and waits in reserve_tokens for H's hold; meanwhile C's turn is
+    refused and spends the account. When H is answered, W's request -- not in flight,
+    never sent -- is refused, not sent on the spent account."""
+    held, waiting, spent = anyio.Event(), anyio.Event(), anyio.Event()
+    sent: list[str] = []
+
+    async def h(prompt: str, ctx: ChildContext) -> str:
+        ctx.take_turn()
+        granted = await ctx.reserve_tokens(900, 900)
+        held.set()
+        await spent.wait()
+        await anyio.sleep(0.05)
+        ctx.close_request(granted, 100, 0, 0.0)
+        return "h answered"
+
+    async def w(prompt: str, ctx: ChildContext) -> str:
+        await held.wait()
+        ctx.take_turn()
+        waiting.set()
+        granted = await ctx.reserve_tokens(200, 200)
+        sent.append("w")
+        ctx.close_request(granted, 100, 0, 0.0)
+        return "w answered"
+
+    async def c(prompt: str, ctx: ChildContext) -> str:
+        await waiting.wait()
+        try:
+            ctx.take_turn()  # refused: max_turns=2
+        finally:
+            spent.set()
+        return "never"
+
+    supervisor = Supervisor(budget=Budget(max_turns=2, max_tokens=1000))
+    results: dict[str, Any] = {}
+    async with anyio.create_task_group() as group:
+        for name, kid in (("h", h), ("w", w), ("c", c)):
+
+            async def run(name: str = name, kid: Any = kid) -> None:
+                results[name] = await supervisor.delegate(name, child=kid, timeout=5)
+
+            group.start_soon(run)
+    assert results["c"].failure.error_type == "budget"
+    assert sent == [], "a request was sent after the account was spent"
 
 
 # -- idle timeouts --------------------------------------------------------------------

@@ -300,10 +300,13 @@ class Account:
     def reserve(self, worst: int, least: int) -> int:
         """Hold up to ``worst`` tokens for a request about to be sent, here and in every
         ancestor: as many as every token limit up the chain leaves beside what is
-        charged and held, if that is at least ``least``; else nothing (0)."""
+        charged and held, if that is at least ``least``; else nothing (0), and nothing
+        on a spent account (:meth:`spent`)."""
         with self._lock:
             granted = worst
             for a in self._limiting:  # (an account without a token limit: room is inf)
+                if a.exhausted is not None:
+                    return 0
                 room = a._caps[0] - a.input_tokens - a.output_tokens - a.reserved
                 if room < granted:
                     granted = int(room)
@@ -399,6 +402,15 @@ class Account:
                 over = account
                 break
         return over, [(w, account) for account in ran_out for w in account._watchers.values()]
+
+    def spent(self) -> Account | None:
+        """The innermost account up the chain that is out (refused a charge ahead, or
+        passed a limit): no request may go on it any more."""
+        with self._lock:
+            for account in self._limiting:
+                if account.exhausted is not None:
+                    return account
+        return None
 
     def holds_others(self, mine: int = 0) -> bool:
         """True while requests other than the caller's (``mine`` tokens) hold tokens of

@@ -589,6 +589,10 @@ class ChildContext:
         self.raise_if_stopped()
         granted = account.reserve(worst, least)  # (most requests find room at once)
         while not granted:
+            spent = account.spent()  # (another's request or tool call was refused meanwhile)
+            if spent is not None:
+                self._limiter.out_of_budget(spent)
+                raise BudgetExhausted(f"Budget exhausted: {spent.exhausted}")
             released = anyio.Event()  # (told before trying again: no release is missed)
             account.when_released(functools.partial(self._limiter.on_loop, released.set))
             granted = account.reserve(worst, least)

@@ -213,7 +213,7 @@ def _stopped(
     """An attempt stopped from outside (its parent's end, the caller's cancellation):
     logged with what it spent and why, and listed in its parent's report."""
     usage = ctx.charged
-    budget = ctx.stopped_by is not None
+    budget = _stopped_by_budget(ctx)
     reason = type(exc).__name__
     if budget:
         reason = "budget exhausted" + ("" if ctx.spent_last else " elsewhere")
@@ -227,6 +227,17 @@ def _stopped(
     parent = ctx.parent
     if parent is not None:
         parent.delegation_stopped(ctx.session_id, ctx.subject, usage, budget=budget)
+
+
+def _stopped_by_budget(ctx: ChildContext) -> bool:
+    """True when a budget ended this attempt or one it belongs to (a parent refused its
+    next request ends with it the grandchildren it waits on)."""
+    attempt: ChildContext | None = ctx
+    while attempt is not None:
+        if attempt.stopped_by is not None:
+            return True
+        attempt = attempt.parent
+    return False
 
 
 async def _nested(
