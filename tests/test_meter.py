@@ -74,11 +74,12 @@ async def test_tokens_without_a_cost_are_priced_with_the_cache_at_its_rates() ->
     assert usage.cost_usd == pytest.approx(0.5 * 3.0 + 0.5 * 0.3 + 0.1 * 15.0)
 
 
-@pytest.mark.parametrize("broken", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("broken", [math.nan, math.inf, -math.inf, -0.5])
 async def test_a_frameworks_cost_that_is_no_number_is_priced_by_lyra(broken: float) -> None:
     """A NaN stays in a framework's running cost for good: taken as it was, it charged
-    nothing for the rest of the run, and a cost budget never ran out. lyra prices the
-    tokens instead."""
+    nothing for the rest of the run, and a cost budget never ran out (a negative one
+    lowered the base the next figure was charged from). lyra prices the tokens
+    instead."""
     price = Price(input=1.0, output=1.0)
     usage = await _charged(
         [(100, 10, 0, 0, broken), (200, 20, 0, 0, broken)], PriceList({"m": price})
@@ -264,3 +265,13 @@ def test_a_bool_in_a_messages_api_usage_is_no_count() -> None:
     """The Messages API's usage read as counts: a bool is none (it charged 1 token)."""
     usage = SimpleNamespace(input_tokens=True, output_tokens=7, cache_read_input_tokens=False)
     assert tokens_of(usage) == (0, 7)
+
+
+async def test_a_negative_running_cost_between_two_figures_overcharges_nothing() -> None:
+    """$0.02, then a negative figure, then $0.05: $0.05 in all, with the tokens of the
+    middle reading priced by lyra (it charged $0.06: the negative figure became the
+    base the last one was charged from)."""
+    price = Price(input=1.0, output=1.0)
+    readings = [(100, 10, 0, 0, 0.02), (200, 20, 0, 0, -0.01), (300, 30, 0, 0, 0.05)]
+    usage = await _charged(readings, PriceList({"m": price}))
+    assert usage.cost_usd == pytest.approx(0.05 + 110 / 1_000_000)

@@ -17,7 +17,7 @@ and written here once:
 
 Counts from a framework are foreign data: a float is rounded up, anything that
 is not a finite number ≥ 0 counts as nothing, and a cost of its own that is no
-finite number is priced by lyra instead (a user's own ``ctx.charge`` is still
+finite number ≥ 0 is priced by lyra instead (a user's own ``ctx.charge`` is still
 checked strictly).
 """
 
@@ -327,9 +327,10 @@ class Meter:
     ) -> tuple[int, int, int, int, float | None] | None:
         """What a running total added since the last (tokens never negative, and the
         cost, if the framework counts one), now taken as charged; ``None``: nothing. A
-        cost that is no finite number is no figure (a NaN stays in a running sum for
-        good): lyra prices the tokens instead."""
-        if cost is not None and not math.isfinite(cost):
+        cost that is no finite number ≥ 0 is no figure (a NaN stays in a running sum
+        for good; a negative one would lower the base the next is charged from): lyra
+        prices the tokens instead."""
+        if cost is not None and not 0.0 <= cost < math.inf:
             cost = None
         figures = (input, output, cache_read, cache_write, cost)
         if figures == self._figures:
