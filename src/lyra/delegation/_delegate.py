@@ -328,15 +328,18 @@ async def _run(
                 ctx.release_all_tokens()
     except BaseException as exc:
         cancelled = limiter.cancelled_class()
-        if _own_unmarked(exc, scope, cancelled, task, pending):
-            error = exc  # the attempt ends by its limit, as if the scope had caught it
-        elif not _foreign(exc, scope, cancelled, task) and (
-            _propagates(exc, cancelled)
-            or (isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught)
+        if (
+            not _own_unmarked(exc, scope, cancelled, task, pending)
+            and not _foreign(exc, scope, cancelled, task)
+            and (
+                _propagates(exc, cancelled)
+                or (isinstance(exc, BaseExceptionGroup) and scope.cancelled_caught)
+            )
         ):  # (the rest of a group whose cancellation the scope took: passed on, as before)
             raise
-        else:
-            error = exc  # a BaseException of the child's own: a failure all the same
+        # a BaseException of the child's own: a failure all the same (our limit's own
+        # cancellation made anew, too: the attempt ends by its limit)
+        error = exc
     if task is not None and task.cancelling() > pending:
         # The child caught a cancellation and went on. A cancel scope's around the call
         # (move_on_after, a task group's) is passed on, anyio delivering it again; a bare
