@@ -223,6 +223,39 @@ async def test_a_subtask_run_again_is_its_next_attempt_with_the_state_it_left() 
     assert subtask == [1, 2]
 
 
+async def test_a_loop_that_stops_with_its_budget_spent_says_its_task_is_not_retryable() -> None:
+    """An attempt spends the loop's last turn, then fails retryably: no retry runs (a
+    retry would find nothing left), and the report says so -- it said ``Retryable:
+    Yes``, and nothing said why the loop had stopped."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        ctx.take_turn()
+        ctx.take_turn()
+        ctx.step("did 2 of 3 steps")
+        raise ConnectionError("dropped")
+
+    outcome = await recover(
+        "Do 3 steps",
+        child=child,
+        limits=Limits(timeout=10, budget=Budget(max_turns=2, max_tokens=10_000)),
+        policy=RecoveryPolicy(max_retries=3),
+    )
+    assert len(outcome.attempts) == 1
+    failure = outcome.result.failure
+    assert failure is not None
+    assert (failure.category, failure.error_type, failure.retryable) == (
+        "partial",
+        "connection",
+        False,
+    )
+    assert "not retried: the budget of its attempts is spent (max_turns used up)" in (
+        failure.evidence
+    )
+    report = parse_report(outcome.result.report)
+    assert report.retryable is False
+    assert "Raise the budget: its attempts spent it (max_turns used up)" in outcome.result.report
+
+
 async def test_a_decomposed_attempt_that_spends_the_loops_budget_is_not_retryable() -> None:
     """A subtask that runs the recovery loop's own budget out leaves nothing to pay a
     rerun with: the aggregate stays timeout / budget, not retryable, its evidence

@@ -512,6 +512,28 @@ async def test_a_request_waiting_for_room_is_not_sent_once_the_account_is_spent(
     assert sent == [], "a request was sent after the account was spent"
 
 
+async def test_nothing_left_names_the_limit_that_ran_out_not_every_limit() -> None:
+    """A task that starts after another passed ``max_tokens`` is told that limit, with
+    what was used: it said every limit was used up (one turn of 100, $0 of $5)."""
+
+    async def child(prompt: str, ctx: ChildContext) -> str:
+        if prompt == "first":
+            ctx.take_turn()
+            ctx.charge(input_tokens=1500)
+        return "ok"
+
+    budget = Budget(max_tokens=1000, max_turns=100, max_cost_usd=5.0, max_tool_calls=50)
+    supervisor = Supervisor(budget=budget)
+    await supervisor.delegate("first", child=child, timeout=5)
+    second = await supervisor.delegate("second", child=child, timeout=5)
+    assert second.failure is not None
+    assert second.failure.evidence.startswith(
+        "rule 1: budget exhausted: nothing left before the attempt started "
+        "(max_tokens=1000 exceeded: 1500 tokens used)"
+    )
+    assert "max_turns" not in second.failure.evidence
+
+
 # -- idle timeouts --------------------------------------------------------------------
 
 

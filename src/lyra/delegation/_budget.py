@@ -412,6 +412,25 @@ class Account:
                     return account
         return None
 
+    def why_spent(self) -> str:
+        """Why nothing is left to spend up the chain, in words: what ran an account out
+        (the limit and the amount used), else the limits used up to the last unit."""
+        spent = self.spent()
+        if spent is not None and spent.exhausted is not None:
+            return spent.exhausted
+        left = self.left()
+        used_up = [
+            f"{name} used up"
+            for name, value in (
+                ("max_tokens", left.max_tokens),
+                ("max_cost_usd", left.max_cost_usd),
+                ("max_turns", left.max_turns),
+                ("max_tool_calls", left.max_tool_calls),
+            )
+            if value is not None and value <= 0
+        ]
+        return ", ".join(used_up) or "no room"
+
     def holds_others(self, mine: int = 0) -> bool:
         """True while requests other than the caller's (``mine`` tokens) hold tokens of
         a token limit up the chain: waiting for them may free room."""

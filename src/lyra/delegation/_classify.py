@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from lyra._taxonomy import ErrorType, FailureCategory
 from lyra._text import clipped, safe_str, type_name
-from lyra.delegation._budget import Account, Budget, Usage
+from lyra.delegation._budget import Account, Usage
 from lyra.delegation._context import ChildContext
 from lyra.delegation._foreign import Cause, Kind, describe
 from lyra.errors import ChildSignal, ForeignCancellation, LoopDetected, QuestionAsked
@@ -161,8 +161,7 @@ def classify_budget(ctx: ChildContext) -> Verdict:
     account = ctx.stopped_by
     if account is None:  # no room before the attempt started
         assert ctx.account is not None
-        left = ctx.account.left()
-        why = f"nothing left before the attempt started ({_describe(left)})"
+        why = f"nothing left before the attempt started ({ctx.account.why_spent()})"
         room = False
     else:
         why = account.exhausted or "a limit was reached"
@@ -226,20 +225,6 @@ def _spend(usage: Usage) -> str:
 
 def _room(ctx: ChildContext) -> bool:
     return ctx.account is None or ctx.account.has_room()
-
-
-def _describe(left: Budget) -> str:
-    spent = [
-        name
-        for name, value in (
-            ("max_tokens", left.max_tokens),
-            ("max_cost_usd", left.max_cost_usd),
-            ("max_turns", left.max_turns),
-            ("max_tool_calls", left.max_tool_calls),
-        )
-        if value is not None and value <= 0
-    ]
-    return ", ".join(f"{name} used up" for name in spent) or "no room"
 
 
 def classify_exception(exc: BaseException, ctx: ChildContext) -> Verdict:

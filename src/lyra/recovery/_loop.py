@@ -228,8 +228,11 @@ async def recover(
             budget.charge(**result.usage.model_dump())  # recorded usage, the same on every replay
         history.append(_record(number, plan, result, children if fallbacks else None))
         failure = result.failure
-        if failure is None or (budget is not None and not budget.has_room()):
-            break  # done, or nothing left to spend: no strategy can run
+        if failure is None:
+            break
+        if budget is not None and not budget.has_room():  # no strategy can run
+            loop.spent = budget.why_spent()
+            break
         so_far = loop.remember(failure, decomposed=bool(plan.subtasks))  # (every attempt's work)
         ran, plan = plan, _without_retry(failure, so_far, plan, loop, policy, rng)
         if plan is None and answers is not None:
@@ -339,6 +342,18 @@ def _final(history: list[AttemptRecord], loop: LoopState) -> DelegationResult:
     ):
         result = history[-2].result
     changes: dict[str, Any] = {}
+    if loop.spent is not None and failure is not None and failure.suggested_retry:
+        # the budget of every attempt is spent: a retry would find nothing left
+        why = f"not retried: the budget of its attempts is spent ({loop.spent})"
+        evidence = f"{failure.evidence}; {why}" if failure.evidence else why
+        actions = (
+            f"Raise the budget: its attempts spent it ({loop.spent}), so the task was not "
+            "retried",
+            *failure.suggested_actions,
+        )
+        changes["failure"] = failure.model_copy(
+            update={"suggested_retry": False, "evidence": evidence, "suggested_actions": actions}
+        )
     if len(history) > 1:
         total = sum((r.result.usage for r in history if r.result.usage), Usage())
         changes["usage"] = total if total else None

@@ -92,6 +92,8 @@ class LoopState:
     cut_short: bool = False
     """True when the loop's time budget cut the latest attempt's timeout below both what
     was planned for it and what the attempt before it had."""
+    spent: str | None = None
+    """Why the loop stopped with its budget spent (no strategy can run), in words."""
 
     def remember(self, failure: ChildFailure, *, decomposed: bool = False) -> ChildFailure:
         """``failure`` with the work of every attempt so far (its own last): what the
