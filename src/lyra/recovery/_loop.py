@@ -347,8 +347,7 @@ def _final(history: list[AttemptRecord], loop: LoopState) -> DelegationResult:
         why = f"not retried: the budget of its attempts is spent ({loop.spent})"
         evidence = f"{failure.evidence}; {why}" if failure.evidence else why
         actions = (
-            f"Raise the budget: its attempts spent it ({loop.spent}), so the task was not "
-            "retried",
+            f"Raise the budget: its attempts spent it ({loop.spent}), so the task was not retried",
             *failure.suggested_actions,
         )
         changes["failure"] = failure.model_copy(
