@@ -123,9 +123,6 @@ _ASK = FunctionTool(ask_question)
 async def _before(meter: Meter, model: str | None, agent: str, llm_request: LlmRequest) -> None:
     """The request's turn, charged ahead; under a token budget its worst case held too,
     and its ``max_output_tokens`` capped to what that leaves."""
-    if not meter.token_limited:
-        await meter.before_request(model, provider=provider_of(model))
-        return
     config = llm_request.config
     wanted = config.max_output_tokens if config is not None else None
     limit = wanted if wanted is not None else DEFAULT_OUTPUT
@@ -133,7 +130,7 @@ async def _before(meter: Meter, model: str | None, agent: str, llm_request: LlmR
         model,
         provider=provider_of(model),
         key=agent,
-        text_bytes=_sent(llm_request),
+        text_bytes=_sent(llm_request) if meter.token_limited else None,
         output=limit,
         capped=True,
     )

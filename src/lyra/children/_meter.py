@@ -385,13 +385,11 @@ class Meter:
                 ctx.release_tokens(held)
                 raise
         if not (input or output or cost):
-            if held:
-                ctx.release_tokens(held)
+            ctx.release_tokens(held)
             ctx.heartbeat()
             return
         if cost is not None and not 0.0 <= cost < math.inf:  # a framework's own figure
-            if held:
-                ctx.release_tokens(held)
+            ctx.release_tokens(held)
             ctx.charge(input, output, cost)  # (refused: it says why)
             return
         ctx.close_request(held, input, output, cost or 0.0)

@@ -87,16 +87,13 @@ class Limits(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         self.charge()
         model, meter = request_context.model, self.meter
-        if not meter.token_limited:
-            await meter.before_request(model.model_name, provider=model.system)
-            return request_context
         settings = request_context.model_settings or {}
         wanted = settings.get("max_tokens")
         limit = wanted if wanted is not None else _ANY_MODEL_WRITES
         allowed = await meter.before_request(
             model.model_name,
             provider=model.system,
-            text_bytes=_sent(request_context),
+            text_bytes=_sent(request_context) if meter.token_limited else None,
             output=limit,
             capped=True,
         )

@@ -358,24 +358,14 @@ class Account:
         under one lock; the innermost account now or already over its limits."""
         ran_out: list[Account] = []
         waiting = None
-        with self._lock:  # (every response of every model-backed child: no call inside)
-            chain = self._chain
-            for account in chain:
-                account.reserved = max(0, account.reserved - held)
-                account.input_tokens += input_tokens
-                account.output_tokens += output_tokens
-                if cost_usd:
-                    account.cost_usd = _dollars(account.cost_usd + cost_usd)
+        with self._lock:
             if held:
+                chain = self._chain
+                for account in chain:
+                    account.reserved = max(0, account.reserved - held)
                 root = chain[-1]
                 waiting, root._released = root._released, None
-            for account in self._limiting:  # (tokens and cost: all a response can pass)
-                caps = account._caps
-                if not account.passed and (
-                    account.input_tokens + account.output_tokens > caps[0]
-                    or account.cost_usd > caps[1]
-                ):
-                    account._ran_out(ran_out)
+            self._add(input_tokens, output_tokens, cost_usd, 0, 0, ran_out)
             over, told = self._outcome(ran_out, ahead=False)
         for wake in waiting or ():
             wake()
